@@ -1,0 +1,52 @@
+"""jupyter_traceview: understand the GPU performance of (distributed) PyTorch jobs.
+
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load("run/")          # a folder of rank traces, or one file
+
+Layers point one way: trace model (``schema``, ``readers``, ``trace``) -> analyses ->
+charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazily.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._version import __version__
+from .cache import clear_cache, default_cache_dir
+from .classify import Classifier
+from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
+from .loader import load
+from .schema import EventKind, GpuClass
+from .trace import Trace
+from .trace_data import RankData, RankMeta
+
+__all__ = [
+    "Classifier",
+    "EventKind",
+    "GpuClass",
+    "RankData",
+    "RankMeta",
+    "Trace",
+    "TraceFormatError",
+    "TraceSelectionError",
+    "TraceviewError",
+    "TraceviewWarning",
+    "__version__",
+    "clear_cache",
+    "default_cache_dir",
+    "load",
+    "sample_path",
+]
+
+
+def sample_path(name: str = "dlrm_8rank_v100") -> Path:
+    """Folder of a sample trace shipped with the package (real traces; see samples/NOTICE.md).
+
+    ``dlrm_8rank_v100``: one DLRM training step on 8 V100 GPUs with NCCL, 8 rank files.
+    """
+    root = Path(__file__).parent / "samples"
+    p = root / name
+    if not p.is_dir():
+        available = sorted(c.name for c in root.iterdir() if c.is_dir())
+        raise ValueError(f"no sample named {name!r}; available: {', '.join(available)}")
+    return p

@@ -1,0 +1,92 @@
+"""Headline figures per rank."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals as iv
+from ..schema import EventKind
+from ..trace import Trace
+from ._common import WORK_CLASSES, class_union, gpu_activities, pct, scoped
+
+__all__ = ["summary"]
+
+SUMMARY_COLUMNS = {
+    "rank": "int64",
+    "events": "int64",
+    "cpu_ops": "int64",
+    "kernels": "int64",
+    "gpu_activities": "int64",
+    "iterations": "int64",
+    "trace_span_ns": "int64",
+    "gpu_span_ns": "int64",
+    "gpu_busy_ns": "int64",
+    "gpu_busy_pct": "float64",
+}
+
+
+def summary(
+    trace: Trace,
+    *,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+) -> pd.DataFrame:
+    """Headline figures of each rank, one row per rank.
+
+    Columns
+    -------
+    rank : int
+    events : int
+        Events of the rank (every kind).
+    cpu_ops : int
+        CPU operators (``cpu_op`` events).
+    kernels : int
+        GPU kernels.
+    gpu_activities : int
+        Kernels, memcpy, memset and sync records.
+    iterations : int
+        Distinct ProfilerStep iterations.
+    trace_span_ns : int, ns
+        First event start to last event end, any kind.
+    gpu_span_ns : int, ns
+        First start to last end of GPU work (compute, communication, memory); 0 without.
+    gpu_busy_ns : int, ns
+        Time at least one GPU work activity runs (union over streams).
+    gpu_busy_pct : float, %
+        ``gpu_busy_ns / gpu_span_ns``; NaN without GPU work.
+    """
+    trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    rows = []
+    for r in trace.ranks:
+        ev = trace.rank_data(r).events
+        kinds = ev["kind"]
+        acts = gpu_activities(trace, r)
+        s, e = class_union(acts, WORK_CLASSES)
+        busy = iv.length(s, e)
+        gpu_span = int(e[-1] - s[0]) if len(s) else 0
+        if len(ev):
+            ts = ev["ts_ns"].to_numpy()
+            trace_span = int((ts + ev["dur_ns"].to_numpy()).max() - ts.min())
+        else:
+            trace_span = 0
+        steps = ev["step"].to_numpy()
+        rows.append(
+            {
+                "rank": r,
+                "events": len(ev),
+                "cpu_ops": int((kinds == EventKind.CPU_OP.value).sum()),
+                "kernels": int((kinds == EventKind.KERNEL.value).sum()),
+                "gpu_activities": len(acts),
+                "iterations": len(np.unique(steps[steps >= 0])),
+                "trace_span_ns": trace_span,
+                "gpu_span_ns": gpu_span,
+                "gpu_busy_ns": busy,
+                "gpu_busy_pct": float(pct(busy, gpu_span)),
+            }
+        )
+    out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    return out.astype(SUMMARY_COLUMNS)

@@ -1,0 +1,131 @@
+"""On-disk cache of parsed traces (Arrow IPC files), so that a second load is near-instant.
+
+An entry is keyed by the trace file's real path, size and modification time, the reader
+and schema versions and the reader options; a changed file or a new reader version simply
+misses. Entries live outside the trace folder, in the user cache directory by default
+(``~/.cache/jupyter_traceview`` on Linux).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.ipc
+
+from .readers.files import TraceFile
+from .schema import READER_VERSION, SCHEMA_VERSION, categorical
+from .trace_data import RankData, RankMeta
+
+__all__ = ["clear_cache", "default_cache_dir"]
+
+_TABLES = ("events", "gpu_args", "comms")
+
+
+def default_cache_dir() -> Path:
+    """The cache folder used by ``tv.load(..., cache=True)``."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("jupyter_traceview", appauthor=False))
+
+
+def resolve_dir(cache: bool | str | os.PathLike[str]) -> Path | None:
+    if cache is False or cache is None:
+        return None
+    if cache is True:
+        return default_cache_dir()
+    return Path(cache).expanduser()
+
+
+def entry_key(tf: TraceFile, options: dict[str, Any]) -> str:
+    ident = [
+        os.path.realpath(tf.path),
+        tf.size,
+        tf.mtime_ns,
+        READER_VERSION,
+        SCHEMA_VERSION,
+        sorted(options.items()),
+    ]
+    return hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:32]
+
+
+def _to_arrow(df: pd.DataFrame) -> pa.Table:
+    return pa.Table.from_pandas(df, preserve_index=False)
+
+
+def _from_arrow(table: pa.Table) -> pd.DataFrame:
+    df = table.to_pandas()
+    for col in df.columns:
+        if isinstance(df[col].dtype, pd.CategoricalDtype):
+            # Empty categories come back untyped: give every categorical the one category dtype.
+            c = df[col].array
+            df[col] = categorical(codes=c.codes, categories=c.categories)
+    return df
+
+
+def read(cache_dir: Path, key: str) -> list[RankData] | None:
+    """The cached ranks of an entry, or None if it is missing or unreadable."""
+    entry = cache_dir / key
+    meta_path = entry / "meta.json"
+    if not meta_path.is_file():
+        return None
+    try:
+        metas = json.loads(meta_path.read_text())
+        out = []
+        for i, meta in enumerate(metas):
+            tables = {}
+            for name in _TABLES:
+                with pa.memory_map(str(entry / f"r{i}.{name}.arrow"), "r") as source:
+                    tables[name] = _from_arrow(pa.ipc.open_file(source).read_all())
+            out.append(RankData(meta=RankMeta.from_json(meta), **tables))
+        return out
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+        # A damaged entry is a miss; it is rewritten after parsing.
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+
+
+def write(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
+    """Store an entry atomically (written aside, then renamed). Failures are silent misses."""
+    entry = cache_dir / key
+    tmp = cache_dir / f".{key}.{uuid.uuid4().hex}.tmp"
+    try:
+        tmp.mkdir(parents=True, exist_ok=False)
+        for i, d in enumerate(ranks):
+            for name in _TABLES:
+                table = _to_arrow(getattr(d, name))
+                with (
+                    pa.OSFile(str(tmp / f"r{i}.{name}.arrow"), "wb") as sink,
+                    pa.ipc.new_file(sink, table.schema) as writer,
+                ):
+                    writer.write_table(table)
+        (tmp / "meta.json").write_text(json.dumps([d.meta.to_json() for d in ranks]))
+        if entry.exists():
+            shutil.rmtree(entry, ignore_errors=True)
+        os.replace(tmp, entry)
+    except OSError:
+        pass
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:
+    """Delete every cached entry; returns the bytes freed."""
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if not root.is_dir():
+        return 0
+    freed = 0
+    for entry in root.iterdir():
+        if entry.is_dir():
+            freed += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+            shutil.rmtree(entry, ignore_errors=True)
+    return freed

@@ -1,0 +1,180 @@
+"""Kernel classification: the one place that decides what a GPU activity does.
+
+Rules, in order, for an event of a GPU activity kind (``kernel``, ``gpu_memcpy``,
+``gpu_memset``, ``cuda_sync``):
+
+1. ``cuda_sync`` events are ``other``; ``gpu_memcpy`` and ``gpu_memset`` are ``memory``.
+2. A name matching one of ``Classifier.communication`` is ``communication``.
+3. A name matching one of ``Classifier.memory`` is ``memory``.
+4. A name matching one of ``Classifier.other`` is ``other``.
+5. Anything else is ``compute``.
+
+Patterns are Python regular expressions, searched anywhere in the name
+(``re.search``); anchor them with ``^`` to match a prefix. Extend the defaults
+with :meth:`Classifier.extend`, e.g. for an in-house all-to-all kernel::
+
+    clf = tv.Classifier().extend(communication=[r"my_a2a_kernel"])
+    trace = tv.load("run/", classifier=clf)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from .schema import GPU_CLASS_CATEGORIES, EventKind, GpuClass, categorical
+
+__all__ = ["COPY_KINDS", "Classifier", "copy_kind_of"]
+
+#: Communication kernels. NCCL names its kernels ``ncclKernel_*`` (<= 2.18) and
+#: ``ncclDevKernel_*`` (>= 2.19); RCCL keeps NCCL's names; DeepEP, NVSHMEM, vLLM's custom
+#: all-reduce and TensorRT-LLM's all-reduce kernels are communication too.
+DEFAULT_COMMUNICATION: tuple[str, ...] = (
+    r"^nccl",  # ncclKernel_*, ncclDevKernel_*, ncclx
+    r"ncclKernel",  # templated names: void ncclKernel<...>
+    r"ncclDevKernel",
+    r"^rccl",
+    r"^hccl",  # Habana collective library
+    r"deep_ep::",  # DeepEP dispatch/combine (intranode, internode, low-latency)
+    r"nvshmem",  # NVSHMEM-based all-to-all and one-sided kernels
+    r"cross_device_reduce",  # vLLM custom all-reduce
+    r"(?:one|two)Shot(?:All)?Reduce",  # TensorRT-LLM custom all-reduce
+    r"userbuffers",  # Transformer Engine userbuffers comm/GEMM overlap
+)
+
+#: Memory kernels (beyond the gpu_memcpy/gpu_memset kinds): HIP and MTIA copy engines.
+DEFAULT_MEMORY: tuple[str, ...] = (
+    r"^Memcpy",
+    r"^Memset",
+    r"^hipMemcpy",
+    r"^hipMemset",
+    r"^dma",  # MTIA DMA engine
+)
+
+#: Device events that are not work (synchronisation records under another category).
+DEFAULT_OTHER: tuple[str, ...] = (
+    r"^Stream Wait Event",
+    r"^Stream Sync",
+    r"^Event Sync",
+    r"^Context Sync",
+)
+
+_COPY_KIND = re.compile(r"Memcpy\s*([A-Za-z]to[A-Za-z])")
+#: Categories of gpu_args.copy_kind.
+COPY_KINDS = ("HtoD", "DtoH", "DtoD", "PtoP", "HtoH", "memset")
+
+
+def copy_kind_of(name: str) -> str | None:
+    """The copy direction of a memcpy/memset name: HtoD, DtoH, DtoD, PtoP, HtoH or memset."""
+    if "Memset" in name or "memset" in name:
+        return "memset"
+    m = _COPY_KIND.search(name)
+    if m is None:
+        return None
+    kind = m.group(1)
+    return kind if kind in COPY_KINDS else None
+
+
+def _compile(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    patterns = tuple(patterns)
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """Patterns that classify GPU activities as compute, communication, memory or other.
+
+    Each field is a tuple of regular expressions searched in the activity's name.
+    """
+
+    #: Names of communication kernels (checked first).
+    communication: tuple[str, ...] = field(default=DEFAULT_COMMUNICATION)
+    #: Names of memory kernels (checked second).
+    memory: tuple[str, ...] = field(default=DEFAULT_MEMORY)
+    #: Names of device events that are not work, e.g. synchronisation (checked third).
+    other: tuple[str, ...] = field(default=DEFAULT_OTHER)
+
+    def __post_init__(self) -> None:
+        for label in ("communication", "memory", "other"):
+            value = getattr(self, label)
+            if isinstance(value, str):
+                raise TypeError(
+                    f"Classifier.{label} must be a sequence of patterns, got the string {value!r}; write ({value!r},)"
+                )
+            object.__setattr__(self, label, tuple(value))
+            for pattern in getattr(self, label):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"Classifier.{label}: bad regular expression {pattern!r}: {exc}") from None
+
+    def extend(
+        self,
+        *,
+        communication: Iterable[str] = (),
+        memory: Iterable[str] = (),
+        other: Iterable[str] = (),
+    ) -> Classifier:
+        """A classifier with these patterns added to the current ones."""
+        return replace(
+            self,
+            communication=self.communication + tuple(communication),
+            memory=self.memory + tuple(memory),
+            other=self.other + tuple(other),
+        )
+
+    @cached_property
+    def _regexes(self) -> tuple[re.Pattern[str] | None, ...]:
+        return (_compile(self.communication), _compile(self.memory), _compile(self.other))
+
+    def classify(self, name: str, kind: str | EventKind = EventKind.KERNEL) -> GpuClass | None:
+        """The class of one activity, or None for kinds that are not GPU activities."""
+        kind = EventKind(kind)
+        if kind is EventKind.CUDA_SYNC:
+            return GpuClass.OTHER
+        if kind in (EventKind.GPU_MEMCPY, EventKind.GPU_MEMSET):
+            return GpuClass.MEMORY
+        if kind is not EventKind.KERNEL:
+            return None
+        comm, mem, other = self._regexes
+        if comm is not None and comm.search(name):
+            return GpuClass.COMMUNICATION
+        if mem is not None and mem.search(name):
+            return GpuClass.MEMORY
+        if other is not None and other.search(name):
+            return GpuClass.OTHER
+        return GpuClass.COMPUTE
+
+    def classify_column(self, name: pd.Categorical, kind: pd.Categorical) -> pd.Categorical:
+        """Vectorised :meth:`classify` over categorical ``name`` and ``kind`` columns.
+
+        Work is per distinct (name, kind) pair, so it costs little even on millions of rows.
+        """
+        n = len(name)
+        out = np.full(n, -1, dtype=np.int8)
+        if n:
+            kind_codes = np.asarray(kind.codes, dtype=np.int64)
+            name_codes = np.asarray(name.codes, dtype=np.int64)
+            kind_values = list(kind.categories)
+            n_kinds = len(kind_values)
+            pair = name_codes * n_kinds + kind_codes
+            uniq, inverse = np.unique(pair, return_inverse=True)
+            names = name.categories
+            class_code = {c: i for i, c in enumerate(GPU_CLASS_CATEGORIES)}
+            mapped = np.full(len(uniq), -1, dtype=np.int8)
+            for i, p in enumerate(uniq.tolist()):
+                nc, kc = divmod(p, n_kinds)
+                if kc < 0 or nc < 0:
+                    continue
+                cls = self.classify(str(names[nc]), kind_values[kc])
+                if cls is not None:
+                    mapped[i] = class_code[cls.value]
+            out = mapped[inverse]
+        return categorical(codes=out, categories=GPU_CLASS_CATEGORIES)

@@ -1,0 +1,159 @@
+"""The ``traceview`` command (also ``python -m jupyter_traceview``).
+
+Errors print one line and exit with status 2; the command never shows a traceback
+(``--debug`` does, for bug reports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from ._version import __version__
+
+__all__ = ["main"]
+
+
+def _fmt_ns(ns: float) -> str:
+    from .trace import _fmt_ns as fmt
+
+    return fmt(ns)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
+    """A plain text table: (key, header) columns, right-aligned."""
+    cells = [[h for _, h in columns]] + [[str(r[k]) for k, _ in columns] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _load(args: argparse.Namespace) -> Any:
+    import jupyter_traceview as tv
+
+    path = tv.sample_path() if args.sample else args.path
+    if path is None:
+        raise SystemExit("traceview: error: give a PATH to a trace file or folder, or --sample")
+    return tv.load(
+        path,
+        ranks=args.ranks,
+        cache=not args.no_cache,
+        on_error="skip" if args.skip_bad else "raise",
+        progress=False if args.json else None,
+    )
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from .analysis import summary
+
+    trace = _load(args)
+    df = summary(trace)
+    if args.json:
+        out = {
+            "source": trace.source,
+            "ranks": [
+                {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+                for row in df.to_dict(orient="records")
+            ],
+        }
+        print(json.dumps(out, indent=2, default=int))
+        return 0
+    rows = []
+    for row in df.to_dict(orient="records"):
+        busy = row["gpu_busy_pct"]
+        rows.append(
+            {
+                "rank": row["rank"],
+                "events": f"{row['events']:,}",
+                "kernels": f"{row['kernels']:,}",
+                "iters": row["iterations"],
+                "span": _fmt_ns(row["trace_span_ns"]),
+                "gpu_span": _fmt_ns(row["gpu_span_ns"]) if row["gpu_span_ns"] else "-",
+                "busy": f"{busy:.1f}%" if busy == busy else "-",
+            }
+        )
+    print(f"{trace.source}: {len(trace.ranks)} rank(s)")
+    print(
+        _table(
+            rows,
+            [
+                ("rank", "rank"),
+                ("events", "events"),
+                ("kernels", "kernels"),
+                ("iters", "iterations"),
+                ("span", "span"),
+                ("gpu_span", "GPU span"),
+                ("busy", "GPU busy"),
+            ],
+        )
+    )
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="traceview",
+        description="Understand the GPU performance of (distributed) PyTorch jobs from profiler traces.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks (for bug reports)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add_trace_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("path", nargs="?", metavar="PATH", help="a trace file or a folder of rank traces")
+        p.add_argument("--sample", action="store_true", help="use the bundled 8-rank DLRM sample")
+        p.add_argument("--ranks", type=lambda s: [int(x) for x in s.split(",")], help="only these ranks (e.g. 0,1,7)")
+        p.add_argument("--no-cache", action="store_true", help="parse again instead of using the cache")
+        p.add_argument("--skip-bad", action="store_true", help="skip unreadable rank files instead of failing")
+
+    p = sub.add_parser("summary", help="headline figures per rank (events, kernels, span, GPU busy)")
+    add_trace_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_summary)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    from .errors import TraceviewError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore" if getattr(args, "json", False) else "default")
+            warnings.showwarning = _show_warning
+            return int(args.func(args))
+    except TraceviewError as exc:
+        if args.debug:
+            raise
+        print(f"traceview: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("traceview: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(
+            f"traceview: internal error: {type(exc).__name__}: {exc} (run again with --debug and report it)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    print(f"traceview: warning: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

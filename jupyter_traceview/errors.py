@@ -1,0 +1,77 @@
+"""The one exception family of jupyter_traceview, and its warning category.
+
+Every error a user can cause (a bad file, an unknown rank, a wrong option) is a
+:class:`TraceviewError`. Messages say what was wrong, where, and what to do.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from os import PathLike
+
+__all__ = [
+    "TraceFormatError",
+    "TraceSelectionError",
+    "TraceviewError",
+    "TraceviewWarning",
+]
+
+
+class TraceviewError(Exception):
+    """Base class of every error raised by jupyter_traceview."""
+
+
+class TraceFormatError(TraceviewError, ValueError):
+    """A file or folder could not be read as a trace.
+
+    Attributes
+    ----------
+    path:
+        The file (or folder) at fault, as given or found.
+    problem:
+        What is wrong with it, in a sentence.
+    hint:
+        What to do about it.
+    """
+
+    def __init__(self, path: str | PathLike[str] | None, problem: str, hint: str = "") -> None:
+        self.path = None if path is None else str(path)
+        self.problem = problem
+        self.hint = hint
+        where = f"{self.path}: " if self.path else ""
+        message = f"{where}{problem}"
+        if hint:
+            message = f"{message}. {hint}"
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type[TraceFormatError], tuple[str | None, str, str]]:
+        # Exceptions cross process boundaries (parallel loading): keep all three fields.
+        return (type(self), (self.path, self.problem, self.hint))
+
+
+class TraceSelectionError(TraceviewError, LookupError):
+    """A rank, iteration, operator or time range that the trace does not have."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        # LookupError (KeyError-like) would repr() the message; keep it readable.
+        return str(self.args[0])
+
+    @classmethod
+    def unknown(cls, what: str, got: object, available: Iterable[object]) -> TraceSelectionError:
+        """An error for ``got`` not being one of ``available``, close matches first."""
+        options = [str(a) for a in available]
+        close = difflib.get_close_matches(str(got), options, n=5, cutoff=0.5)
+        rest = [o for o in options if o not in close]
+        listed = close + rest
+        shown = ", ".join(listed[:20]) + (f", ... ({len(listed)} in all)" if len(listed) > 20 else "")
+        if not options:
+            return cls(f"unknown {what} {got!r}: the trace has none")
+        return cls(f"unknown {what} {got!r}; the trace has: {shown}")
+
+
+class TraceviewWarning(UserWarning):
+    """Something was skipped or approximated; the message says what and why."""

@@ -1,0 +1,337 @@
+"""``tv.load``: find rank traces, read them (in parallel, through the cache), build a Trace."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from . import cache as _cache
+from .classify import Classifier
+from .errors import TraceFormatError, TraceviewError, TraceviewWarning
+from .readers.files import TraceFile, discover, read_bytes
+from .readers.kineto import NotATraceError, parse_kineto
+from .trace import Trace
+from .trace_data import RankData
+
+__all__ = ["load"]
+
+OnError = Literal["raise", "skip"]
+Engine = Literal["auto", "serial", "process"]
+_ENGINES = ("auto", "serial", "process")
+#: engine="auto" reads in worker processes above this much (estimated) uncompressed JSON.
+_PARALLEL_BYTES = 48 * 2**20
+#: gzip-compressed Kineto JSON is typically 8-15x smaller than the JSON.
+_GZIP_RATIO = 10
+
+
+@dataclass(frozen=True)
+class _Options:
+    bad_events: str
+    pid_map: tuple[tuple[int, int], ...] | None
+
+    def cache_key_fields(self) -> dict[str, Any]:
+        return {"bad_events": self.bad_events, "pid_map": self.pid_map}
+
+
+def _read_file(tf: TraceFile, options: _Options, cache_dir: str | None) -> list[RankData]:
+    """Parse one file (and store it in the cache). Runs in a worker process or inline."""
+    data = read_bytes(tf.path)
+    ranks = parse_kineto(
+        tf.path,
+        data,
+        name_rank=tf.name_rank,
+        bad_events=options.bad_events,
+        pid_map=dict(options.pid_map) if options.pid_map else None,
+    )
+    del data
+    if cache_dir is not None:
+        _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
+    return ranks
+
+
+def _estimated_json_bytes(files: Sequence[TraceFile]) -> int:
+    total = 0
+    for f in files:
+        gz = f.path.name.lower().endswith(".gz")
+        total += f.size * (_GZIP_RATIO if gz else 1)
+    return total
+
+
+def _peek_rank(tf: TraceFile) -> int | None:
+    """The rank in a file's distributedInfo, read from its first MiB only."""
+    import re
+
+    try:
+        head = _head(tf.path, 2**20)
+    except OSError:
+        return None
+    m = re.search(rb'"distributedInfo"\s*:\s*\{', head)
+    if not m:
+        return None
+    r = re.search(rb'"rank"\s*:\s*(\d+)', head[m.end() :])
+    return int(r.group(1)) if r else None
+
+
+def _head(path: Path, size: int) -> bytes:
+    with open(path, "rb") as fh:
+        start = fh.read(2)
+    if start == b"\x1f\x8b":
+        import gzip
+
+        with gzip.open(path, "rb") as gz:
+            try:
+                return gz.read(size)
+            except (EOFError, OSError):
+                return b""
+    with open(path, "rb") as fh:
+        return fh.read(size)
+
+
+def _progress(total: int, enabled: bool | None, desc: str) -> Any:
+    if enabled is False or total <= 1:
+        return None
+    from tqdm.auto import tqdm
+
+    # With progress=None the bar appears only if loading takes more than a second.
+    return tqdm(total=total, desc=desc, unit="file", delay=0 if enabled else 1.0, leave=False)
+
+
+def load(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    ranks: Iterable[int] | None = None,
+    cache: bool | str | os.PathLike[str] = True,
+    on_error: OnError = "raise",
+    engine: Engine = "auto",
+    classifier: Classifier | None = None,
+    bad_events: Literal["raise", "drop"] = "raise",
+    pid_map: Mapping[int, int] | None = None,
+    progress: bool | None = None,
+) -> Trace:
+    """Load PyTorch profiler traces: one file, or a folder with one file per rank.
+
+    Parameters
+    ----------
+    path:
+        A trace file (``.json`` or ``.json.gz``), a folder of rank traces (read
+        non-recursively), or a list of files.
+    ranks:
+        Load only these ranks. Ranks come from ``distributedInfo.rank``, else from the
+        file name (``rank-3``, ``worker3``), else 0.
+    cache:
+        True to use the on-disk cache in the user cache folder, a folder path to use that
+        folder, False to always parse.
+    on_error:
+        ``"raise"`` stops at the first broken file with a :class:`TraceFormatError`;
+        ``"skip"`` loads the readable ranks and warns with the list of skipped files.
+    engine:
+        ``"serial"`` parses in this process; ``"process"`` in a pool of worker processes
+        (one file per task); ``"auto"`` picks the pool for several files holding more than
+        about 48 MB of JSON.
+    classifier:
+        Kernel classification patterns (:class:`Classifier`); the default knows NCCL,
+        RCCL, DeepEP and other communication kernels.
+    bad_events:
+        ``"raise"`` fails on malformed events (missing or negative ``dur``, NaN or
+        infinite ``ts``); ``"drop"`` drops them and records how many in ``meta.skipped``.
+    pid_map:
+        For files that hold several ranks: process id -> rank. Without it, ranks are
+        read from process names such as ``"rank 3"``.
+    progress:
+        Show a progress bar: True always, False never, None (default) when loading takes
+        more than a second.
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    TraceFormatError
+        A missing path, an empty folder, an unreadable, truncated or invalid file, a file
+        that is not a trace, two files claiming one rank.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> len(trace.ranks)
+    8
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if engine not in _ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(map(repr, _ENGINES))}, got {engine!r}")
+    if bad_events not in ("raise", "drop"):
+        raise ValueError(f"bad_events must be 'raise' or 'drop', got {bad_events!r}")
+    if classifier is not None and not isinstance(classifier, Classifier):
+        raise TypeError(f"classifier must be a tv.Classifier, got {type(classifier).__name__}")
+
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if not paths:
+        raise TraceFormatError(None, "no path given", "Pass a trace file or a folder of rank traces")
+    files: list[TraceFile] = []
+    skipped_names: list[Path] = []
+    for p in paths:
+        found, skipped = discover(p)
+        files += found
+        skipped_names += skipped
+    folder_mode = len(paths) > 1 or Path(paths[0]).is_dir()
+    if skipped_names:
+        listed = ", ".join(s.name for s in skipped_names[:10])
+        more = f" and {len(skipped_names) - 10} more" if len(skipped_names) > 10 else ""
+        warnings.warn(
+            f"skipped {len(skipped_names)} file(s) that are not traces: {listed}{more}",
+            TraceviewWarning,
+            stacklevel=2,
+        )
+
+    wanted = None if ranks is None else {int(r) for r in ranks}
+    if wanted is not None:
+        # Avoid parsing files of other ranks when the rank can be read cheaply.
+        kept = []
+        for tf in files:
+            r = _peek_rank(tf)
+            r = tf.name_rank if r is None else r
+            if r is None or r in wanted:
+                kept.append(tf)
+        files = kept
+
+    options = _Options(
+        bad_events=bad_events,
+        pid_map=tuple(sorted((int(k), int(v)) for k, v in pid_map.items())) if pid_map else None,
+    )
+    cache_dir = _cache.resolve_dir(cache)
+    results: dict[int, list[RankData]] = {}
+    todo: list[int] = []
+    for i, tf in enumerate(files):
+        hit = None
+        if cache_dir is not None:
+            hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()))
+        if hit is not None:
+            results[i] = hit
+        else:
+            todo.append(i)
+
+    failures: list[tuple[TraceFile, TraceFormatError]] = []
+    not_traces: list[TraceFile] = []
+
+    def handle_error(tf: TraceFile, exc: TraceFormatError) -> None:
+        if isinstance(exc, NotATraceError) and folder_mode:
+            not_traces.append(tf)
+            return
+        if on_error == "raise":
+            raise exc
+        failures.append((tf, exc))
+
+    cache_arg = str(cache_dir) if cache_dir is not None else None
+    todo_files = [files[i] for i in todo]
+    use_pool = engine == "process" or (
+        engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
+    )
+    bar = _progress(len(todo), progress, "loading traces")
+    try:
+        if use_pool and len(todo) > 0:
+            _load_parallel(files, todo, options, cache_arg, results, handle_error, bar)
+        else:
+            for i in todo:
+                try:
+                    results[i] = _read_file(files[i], options, cache_arg)
+                except TraceFormatError as exc:
+                    handle_error(files[i], exc)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+
+    if not_traces:
+        listed = ", ".join(tf.path.name for tf in not_traces[:10])
+        warnings.warn(
+            f"skipped {len(not_traces)} JSON file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=2
+        )
+    if failures:
+        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
+        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=2)
+
+    by_rank: dict[int, RankData] = {}
+    for i in sorted(results):
+        for d in results[i]:
+            r = d.meta.rank
+            if wanted is not None and r not in wanted:
+                continue
+            if r in by_rank:
+                raise TraceFormatError(
+                    d.meta.path,
+                    f"claims rank {r}, as does {by_rank[r].meta.path}",
+                    "Two files claim one rank: remove one of them, or load them separately",
+                )
+            by_rank[r] = d
+    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    if not by_rank:
+        if wanted is not None and results:
+            raise TraceFormatError(
+                source, f"no rank among {sorted(wanted)} in these traces", "Check the ranks= argument"
+            )
+        problem = "no readable trace"
+        if failures:
+            problem += f" ({len(failures)} file(s) failed: see the warning above)"
+        elif not_traces:
+            problem += " (the JSON files here are not traces)"
+        raise TraceFormatError(source, problem, "Point tv.load() at PyTorch profiler traces")
+    return Trace(by_rank.values(), classifier=classifier, source=source)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    # forkserver: workers fork from a clean server process, not from a threaded kernel.
+    if "forkserver" in methods and sys.platform != "darwin":
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["jupyter_traceview.loader"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def _load_parallel(
+    files: list[TraceFile],
+    todo: list[int],
+    options: _Options,
+    cache_arg: str | None,
+    results: dict[int, list[RankData]],
+    handle_error: Any,
+    bar: Any,
+) -> None:
+    workers = max(1, min(len(todo), os.cpu_count() or 1))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        futures: dict[Future[list[RankData]], int] = {
+            pool.submit(_read_file, files[i], options, cache_arg): i for i in todo
+        }
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for fut in done:
+                    i = futures[fut]
+                    try:
+                        results[i] = fut.result()
+                    except TraceFormatError as exc:
+                        handle_error(files[i], exc)
+                    except BrokenProcessPool:
+                        raise TraceviewError(
+                            f"a worker process died while reading {files[i].path} (out of memory?); "
+                            "try tv.load(..., engine='serial') or load fewer ranks with ranks=[...]"
+                        ) from None
+                    if bar is not None:
+                        bar.update(1)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise

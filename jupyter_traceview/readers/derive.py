@@ -1,0 +1,131 @@
+"""Derived columns, computed once per rank at load: launch links, nesting, iterations.
+
+Every function here is vectorised (numpy) and works on a rank's columns sorted by
+``(ts_ns, -dur_ns)``, where an event's eid equals its row position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["launch_links", "nesting", "steps"]
+
+
+def launch_links(correlation: np.ndarray, is_launch: np.ndarray, is_activity: np.ndarray) -> np.ndarray:
+    """For each GPU activity, the row of the launch call with the same correlation id (-1 if none).
+
+    Several activities may share one launch (CUDA graphs); if several launch calls carry the
+    same id, the first one is used.
+    """
+    out = np.full(len(correlation), -1, dtype=np.int64)
+    launches = np.flatnonzero(is_launch & (correlation >= 0))
+    activities = np.flatnonzero(is_activity & (correlation >= 0))
+    if len(launches) == 0 or len(activities) == 0:
+        return out
+    keys = correlation[launches]
+    order = np.argsort(keys, kind="stable")
+    keys, launches = keys[order], launches[order]
+    wanted = correlation[activities]
+    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    hit = keys[pos] == wanted
+    out[activities[hit]] = launches[pos[hit]]
+    return out
+
+
+def _lane_nesting(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent (local positions) of intervals on one lane, sorted by (start, -dur).
+
+    The depth of an interval is the number of earlier intervals still open at its start
+    (an interval [s, e) is open at t when s <= t < e); its parent is the latest earlier
+    interval one level up. For properly nested intervals this is the call stack.
+    """
+    m = len(start)
+    idx = np.arange(m)
+    end = start + dur
+    closed = np.searchsorted(np.sort(end), start, side="right")
+    # Zero-length intervals at the same start, at or after position i, count as closed
+    # above but do not precede i: take them back out.
+    zero = np.concatenate(([0], np.cumsum(dur == 0)))
+    same_start_end = np.searchsorted(start, start, side="right")
+    correction = zero[same_start_end] - zero[idx]
+    depth = idx - (closed - correction)
+    parent = np.full(m, -1, dtype=np.int64)
+    if m and depth.max() > 0:
+        by_level = np.lexsort((idx, depth))
+        levels = depth[by_level]
+        bounds = np.searchsorted(levels, np.arange(levels[-1] + 2))
+        for d in range(1, int(levels[-1]) + 1):
+            above = by_level[bounds[d - 1] : bounds[d]]
+            here = by_level[bounds[d] : bounds[d + 1]]
+            k = np.searchsorted(above, here) - 1
+            ok = k >= 0
+            parent[here[ok]] = above[k[ok]]
+    return depth, parent
+
+
+def nesting(
+    ts: np.ndarray, dur: np.ndarray, lane_a: np.ndarray, lane_b: np.ndarray, lane_c: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent eid of every event within its lane (lane = (lane_c, lane_a, lane_b))."""
+    n = len(ts)
+    depth = np.zeros(n, dtype=np.int64)
+    parent = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return depth.astype(np.int16), parent
+    order = np.lexsort((lane_b, lane_a, lane_c.astype(np.int64)))  # stable: time order kept per lane
+    ka, kb, kc = lane_a[order], lane_b[order], lane_c[order]
+    change = np.flatnonzero((ka[1:] != ka[:-1]) | (kb[1:] != kb[:-1]) | (kc[1:] != kc[:-1])) + 1
+    bounds = np.concatenate(([0], change, [n]))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        rows = order[lo:hi]
+        d, p = _lane_nesting(ts[rows], dur[rows])
+        depth[rows] = d
+        has = p >= 0
+        parent[rows[has]] = rows[p[has]]
+    return np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16), parent
+
+
+def steps(
+    ts: np.ndarray,
+    dur: np.ndarray,
+    name_codes: np.ndarray,
+    kind: np.ndarray,
+    step_numbers: dict[int, int],
+    *,
+    cpu_step_kinds: np.ndarray,
+    device_side: np.ndarray,
+    launch_eid: np.ndarray,
+) -> np.ndarray:
+    """ProfilerStep number of every event (-1 if none).
+
+    Iterations are the CPU-side ``ProfilerStep#N`` spans. A CPU event belongs to the span
+    containing its start. A GPU activity belongs to the iteration of the call that launched
+    it; one without a launch call, to the CPU span containing its start.
+    """
+    n = len(ts)
+    out = np.full(n, -1, dtype=np.int32)
+    if n == 0 or not step_numbers:
+        return out
+    codes = np.array(sorted(step_numbers), dtype=np.int64)
+    rows = np.flatnonzero(np.isin(name_codes, codes) & np.isin(kind, cpu_step_kinds))
+    if len(rows) == 0:
+        return out
+    lut = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    lut[codes] = [step_numbers[c] for c in codes.tolist()]
+    numbers = lut[name_codes[rows]]
+    # One span per step number (union over rows naming it), sorted by start.
+    uniq = np.unique(numbers)
+    starts = np.array([ts[rows[numbers == s]].min() for s in uniq], dtype=np.int64)
+    ends = np.array([(ts[rows[numbers == s]] + dur[rows[numbers == s]]).max() for s in uniq], dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    starts, ends, uniq = starts[order], ends[order], uniq[order]
+
+    k = np.searchsorted(starts, ts, side="right") - 1
+    ok = k >= 0
+    kk = np.where(ok, k, 0)
+    inside = ok & ((ts < ends[kk]) | (ts == starts[kk]))
+    by_time = np.where(inside, uniq[kk], -1)
+    out[:] = by_time
+    launched = device_side & (launch_eid >= 0)
+    out[launched] = out[launch_eid[launched]]
+    return out

@@ -1,0 +1,385 @@
+"""The Trace: per-rank columnar tables of a (distributed) profiling run, and its metadata."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+from .classify import Classifier
+from .errors import TraceSelectionError
+from .schema import GPU_ACTIVITY_KINDS, EventKind
+from .trace_data import RankData, RankMeta
+
+__all__ = ["Trace"]
+
+_ACTIVITY = [k.value for k in GPU_ACTIVITY_KINDS]
+
+
+def _concat(frames: Sequence[pd.DataFrame], ranks: Sequence[int]) -> pd.DataFrame:
+    """Concatenate per-rank frames under a leading ``rank`` column, keeping categoricals."""
+    if not frames:
+        return pd.DataFrame({"rank": pd.Series([], dtype=np.int32)})
+    columns: dict[str, Any] = {
+        "rank": np.repeat(np.asarray(ranks, dtype=np.int32), [len(f) for f in frames]),
+    }
+    for col in frames[0].columns:
+        parts = [f[col] for f in frames]
+        if isinstance(parts[0].dtype, pd.CategoricalDtype):
+            columns[col] = union_categoricals([p.array for p in parts], ignore_order=True)
+        else:
+            columns[col] = np.concatenate([p.to_numpy() for p in parts])
+    return pd.DataFrame(columns)
+
+
+class Trace:
+    """A profiling run: one table set per rank, loaded by :func:`jupyter_traceview.load`.
+
+    Tables follow :mod:`jupyter_traceview.schema` (see ``docs/schema.md``). Frames returned
+    by the accessors are shallow copies: change them freely, the trace is not affected.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> trace.ranks
+    (0, 1, 2, 3, 4, 5, 6, 7)
+    >>> kernels = trace.events(0).query("kind == 'kernel'")
+    """
+
+    def __init__(
+        self,
+        ranks: Iterable[RankData],
+        *,
+        classifier: Classifier | None = None,
+        source: str | None = None,
+        window: tuple[int, int] | None = None,
+        _classified: bool = False,
+    ) -> None:
+        data = sorted(ranks, key=lambda d: d.meta.rank)
+        seen: dict[int, str] = {}
+        for d in data:
+            if d.meta.rank in seen:
+                raise ValueError(f"two tables for rank {d.meta.rank}: {seen[d.meta.rank]} and {d.meta.path}")
+            seen[d.meta.rank] = d.meta.path
+        self._classifier = classifier or Classifier()
+        if not _classified:
+            data = [self._classify(d) for d in data]
+        self._data: dict[int, RankData] = {d.meta.rank: d for d in data}
+        self._source = source
+        self._window = window
+        self._cache: dict[str, Any] = {}
+
+    def _classify(self, d: RankData) -> RankData:
+        ev = d.events.copy(deep=False)
+        cls = self._classifier.classify_column(ev["name"].array, ev["kind"].array)
+        if "gpu_class" in ev.columns:
+            ev["gpu_class"] = cls
+        else:
+            ev.insert(ev.columns.get_loc("kind") + 1, "gpu_class", cls)
+        return RankData(meta=d.meta, events=ev, gpu_args=d.gpu_args, comms=d.comms)
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """The ranks held, sorted."""
+        return tuple(self._data)
+
+    @property
+    def source(self) -> str | None:
+        """The path the trace was loaded from, if any."""
+        return self._source
+
+    @property
+    def classifier(self) -> Classifier:
+        """The kernel classification in use (see :meth:`with_classifier`)."""
+        return self._classifier
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """The time range this trace was narrowed to with ``select(time_range=...)``, or None.
+
+        Events overlapping the window are kept whole; analyses clip them to it.
+        """
+        return self._window
+
+    def __len__(self) -> int:
+        return sum(len(d.events) for d in self._data.values())
+
+    def rank_data(self, rank: int) -> RankData:
+        """The raw per-rank tables (not copied: do not modify them)."""
+        try:
+            return self._data[rank]
+        except KeyError:
+            raise TraceSelectionError.unknown("rank", rank, self.ranks) from None
+
+    # ------------------------------------------------------------------ tables
+    def events(self, rank: int | None = None) -> pd.DataFrame:
+        """Events of one rank, or of all ranks with a leading ``rank`` column."""
+        if rank is not None:
+            return self.rank_data(rank).events.copy(deep=False)
+        if "events" not in self._cache:
+            self._cache["events"] = _concat([d.events for d in self._data.values()], self.ranks)
+        return self._cache["events"].copy(deep=False)
+
+    def gpu_args(self, rank: int | None = None) -> pd.DataFrame:
+        """Kernel launch and copy arguments, keyed by ``eid`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).gpu_args.copy(deep=False)
+        if "gpu_args" not in self._cache:
+            self._cache["gpu_args"] = _concat([d.gpu_args for d in self._data.values()], self.ranks)
+        return self._cache["gpu_args"].copy(deep=False)
+
+    def comms(self, rank: int | None = None) -> pd.DataFrame:
+        """Collective-communication metadata, keyed by ``eid`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).comms.copy(deep=False)
+        if "comms" not in self._cache:
+            self._cache["comms"] = _concat([d.comms for d in self._data.values()], self.ranks)
+        return self._cache["comms"].copy(deep=False)
+
+    def meta(self, rank: int) -> RankMeta:
+        """What rank ``rank``'s file says about itself."""
+        return self.rank_data(rank).meta
+
+    @property
+    def metadata(self) -> pd.DataFrame:
+        """One row per rank: file, rank source, world size, backend, device, clock, events."""
+        rows = []
+        for r, d in self._data.items():
+            m = d.meta
+            device = ""
+            devices = sorted(set(d.events["device"][d.events["device"] >= 0].tolist()))
+            for p in m.device_properties:
+                if devices and p.get("id") == devices[0]:
+                    device = str(p.get("name", ""))
+            rows.append(
+                {
+                    "rank": r,
+                    "path": m.path,
+                    "rank_source": m.rank_source,
+                    "world_size": m.world_size,
+                    "backend": m.backend,
+                    "devices": devices,
+                    "device_name": device,
+                    "ts_precision": m.ts_precision,
+                    "base_time_ns": m.base_time_ns,
+                    "events": len(d.events),
+                }
+            )
+        return pd.DataFrame(rows)
+
+    @property
+    def t0_ns(self) -> int:
+        """Earliest event start over all ranks (ns): the origin of relative times."""
+        if "t0" not in self._cache:
+            starts = [int(d.events["ts_ns"].iloc[0]) for d in self._data.values() if len(d.events)]
+            self._cache["t0"] = min(starts) if starts else 0
+        return int(self._cache["t0"])
+
+    @property
+    def iterations(self) -> pd.DataFrame:
+        """ProfilerStep iterations per rank.
+
+        Columns: ``rank``, ``step`` (the N of ProfilerStep#N), ``start_ns``, ``end_ns``,
+        ``dur_ns`` (the CPU-side span), ``gpu_start_ns``, ``gpu_end_ns`` (first start and
+        last end of the GPU activities launched in the step; -1 if none).
+        """
+        if "iterations" not in self._cache:
+            self._cache["iterations"] = self._iterations()
+        return self._cache["iterations"].copy(deep=False)
+
+    def _iterations(self) -> pd.DataFrame:
+        parts = []
+        for r, d in self._data.items():
+            ev = d.events
+            is_step = ev["name"].astype(str).str.startswith("ProfilerStep#") & ev["kind"].isin(
+                [EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]
+            )
+            spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
+            if spans.empty:
+                continue
+            spans = spans.assign(end_ns=spans["ts_ns"] + spans["dur_ns"])
+            g = spans.groupby("step").agg(start_ns=("ts_ns", "min"), end_ns=("end_ns", "max"))
+            act = ev.loc[ev["kind"].isin(_ACTIVITY) & (ev["step"] >= 0), ["step", "ts_ns", "dur_ns"]]
+            act = act.assign(end_ns=act["ts_ns"] + act["dur_ns"])
+            ga = act.groupby("step").agg(gpu_start_ns=("ts_ns", "min"), gpu_end_ns=("end_ns", "max"))
+            g = g.join(ga, how="left").fillna({"gpu_start_ns": -1, "gpu_end_ns": -1})
+            g = g.reset_index()
+            g.insert(0, "rank", r)
+            parts.append(g)
+        cols = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
+        if not parts:
+            return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols})
+        out = pd.concat(parts, ignore_index=True)
+        out["dur_ns"] = out["end_ns"] - out["start_ns"]
+        for c in cols:
+            out[c] = out[c].astype(np.int64)
+        return out[cols]
+
+    # ------------------------------------------------------------------ narrowing
+    def select(
+        self,
+        *,
+        ranks: Iterable[int] | int | None = None,
+        iterations: Iterable[int] | int | None = None,
+        time_range: tuple[int, int] | None = None,
+    ) -> Trace:
+        """A trace narrowed to some ranks, ProfilerStep iterations and/or a time range.
+
+        ``iterations`` keeps the events of those steps (GPU activities by their launch);
+        ``time_range=(start_ns, end_ns)`` (absolute ns, as in ``ts_ns``) keeps the events
+        that overlap it and records it as :attr:`window`, which analyses clip to. Unknown
+        ranks or iterations raise :class:`TraceSelectionError` listing those that exist.
+        """
+        data = self._data
+        if ranks is not None:
+            wanted = [ranks] if isinstance(ranks, (int, np.integer)) else list(ranks)
+            for r in wanted:
+                if r not in data:
+                    raise TraceSelectionError.unknown("rank", r, self.ranks)
+            data = {r: data[r] for r in sorted(set(wanted))}
+        window = self._window
+        if time_range is not None:
+            lo, hi = (int(time_range[0]), int(time_range[1]))
+            if hi <= lo:
+                raise ValueError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
+            if window is not None:
+                lo, hi = max(lo, window[0]), min(hi, window[1])
+            window = (lo, hi)
+        steps: list[int] | None = None
+        if iterations is not None:
+            steps = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
+            available = sorted(set(self.iterations["step"].tolist()))
+            for s in steps:
+                if s not in available:
+                    raise TraceSelectionError.unknown("iteration", s, available)
+        out = []
+        for d in data.values():
+            ev = d.events
+            keep = np.ones(len(ev), dtype=bool)
+            if steps is not None:
+                keep &= ev["step"].isin(steps).to_numpy()
+            if window is not None:
+                ts = ev["ts_ns"].to_numpy()
+                end = ts + ev["dur_ns"].to_numpy()
+                keep &= (ts < window[1]) & ((end > window[0]) | (ts == window[0]))
+            if keep.all():
+                out.append(d)
+                continue
+            eids = ev["eid"].to_numpy()[keep]
+            out.append(
+                RankData(
+                    meta=d.meta,
+                    events=ev.loc[keep].reset_index(drop=True),
+                    gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
+                    comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
+                )
+            )
+        return Trace(out, classifier=self._classifier, source=self._source, window=window, _classified=True)
+
+    def with_classifier(self, classifier: Classifier) -> Trace:
+        """The same trace with GPU activities classified by ``classifier``."""
+        return Trace(self._data.values(), classifier=classifier, source=self._source, window=self._window)
+
+    # ------------------------------------------------------------------ display
+    def _headline(self) -> dict[str, Any]:
+        n_kernels = 0
+        n_gpu = 0
+        devices = set()
+        for d in self._data.values():
+            kinds = d.events["kind"]
+            n_kernels += int((kinds == EventKind.KERNEL.value).sum())
+            n_gpu += int(kinds.isin(_ACTIVITY).sum())
+            for p in d.meta.device_properties[:1]:
+                devices.add(str(p.get("name", "")))
+        starts, ends = [], []
+        for d in self._data.values():
+            if len(d.events):
+                ts = d.events["ts_ns"].to_numpy()
+                starts.append(int(ts[0]))
+                ends.append(int((ts + d.events["dur_ns"].to_numpy()).max()))
+        span = (max(ends) - min(starts)) if starts else 0
+        its = self.iterations
+        return {
+            "ranks": len(self._data),
+            "events": len(self),
+            "kernels": n_kernels,
+            "gpu_activities": n_gpu,
+            "span_ns": span,
+            "iterations": sorted(set(its["step"].tolist())) if len(its) else [],
+            "devices": sorted(x for x in devices if x),
+        }
+
+    def __repr__(self) -> str:
+        h = self._headline()
+        rank_text = _ranges(self.ranks)
+        steps = _ranges(h["iterations"]) if h["iterations"] else "none"
+        lines = [
+            f"<Trace {h['ranks']} rank{'s' if h['ranks'] != 1 else ''} [{rank_text}] from {self._source or '(memory)'}>",
+            f"  events {h['events']:,}  kernels {h['kernels']:,}  GPU activities {h['gpu_activities']:,}",
+            f"  span {_fmt_ns(h['span_ns'])}  iterations {steps}",
+        ]
+        if h["devices"]:
+            lines.append(f"  devices {', '.join(h['devices'])}")
+        if self._window:
+            lines.append(f"  window {_fmt_ns(self._window[1] - self._window[0])} from {self._window[0]:,} ns")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        h = self._headline()
+        steps = _ranges(h["iterations"]) if h["iterations"] else "none"
+        cells = [
+            ("ranks", f"{h['ranks']} ({_ranges(self.ranks)})"),
+            ("events", f"{h['events']:,}"),
+            ("kernels", f"{h['kernels']:,}"),
+            ("GPU activities", f"{h['gpu_activities']:,}"),
+            ("span", _fmt_ns(h["span_ns"])),
+            ("iterations", steps),
+        ]
+        if h["devices"]:
+            cells.append(("devices", ", ".join(h["devices"])))
+        rows = "".join(
+            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in cells
+        )
+        src = html.escape(self._source or "(memory)")
+        return (
+            f"<div class='jp-traceview-summary'><div><b>Trace</b> <code>{src}</code></div><table>{rows}</table></div>"
+        )
+
+
+def _ranges(values: Iterable[int]) -> str:
+    """'0-7, 9' for [0..7, 9]."""
+    vals = sorted(set(int(v) for v in values))
+    if not vals:
+        return ""
+    parts = []
+    start = prev = vals[0]
+    for v in vals[1:]:
+        if v == prev + 1:
+            prev = v
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else f"{start}")
+        start = prev = v
+    parts.append(f"{start}-{prev}" if prev > start else f"{start}")
+    return ", ".join(parts)
+
+
+def _fmt_ns(ns: int | float) -> str:
+    """A duration in human units: 850 ns, 12.3 us, 4.56 ms, 7.89 s."""
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def rank_mapping(data: Mapping[int, RankData]) -> dict[int, str]:
+    """Rank -> file path (for messages)."""
+    return {r: d.meta.path for r, d in data.items()}
