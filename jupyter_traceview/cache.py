@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from .readers.files import TraceFile
-from .schema import READER_VERSION, SCHEMA_VERSION, categorical
+from .schema import READER_VERSION, SCHEMA_VERSION, categorical, fixed_categories
 from .trace_data import RankData, RankMeta
 
 __all__ = ["clear_cache", "default_cache_dir"]
@@ -63,11 +63,16 @@ def _to_arrow(df: pd.DataFrame) -> pa.Table:
 
 def _from_arrow(table: pa.Table) -> pd.DataFrame:
     df = table.to_pandas()
+    fixed = fixed_categories()
     for col in df.columns:
         if isinstance(df[col].dtype, pd.CategoricalDtype):
-            # Empty categories come back untyped: give every categorical the one category dtype.
             c = df[col].array
-            df[col] = categorical(codes=c.codes, categories=c.categories)
+            if col in fixed:
+                # Arrow keeps only the categories in use: restore the fixed set.
+                df[col] = categorical(c.astype(object).tolist(), categories=fixed[col])
+            else:
+                # Empty categories come back untyped: give every categorical the one dtype.
+                df[col] = categorical(codes=c.codes, categories=c.categories)
     return df
 
 

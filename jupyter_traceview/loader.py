@@ -17,7 +17,7 @@ from . import cache as _cache
 from .classify import Classifier
 from .errors import TraceFormatError, TraceviewError, TraceviewWarning
 from .readers.files import TraceFile, discover, read_bytes
-from .readers.kineto import NotATraceError, parse_kineto
+from .readers.kineto import ARGS_DROPPED, DROPPED, NotATraceError, parse_kineto
 from .trace import Trace
 from .trace_data import RankData
 
@@ -195,12 +195,15 @@ def load(
         )
 
     wanted = None if ranks is None else {int(r) for r in ranks}
+    peeked: set[int] = set()
     if wanted is not None:
         # Avoid parsing files of other ranks when the rank can be read cheaply.
         kept = []
         for tf in files:
             r = _peek_rank(tf)
             r = tf.name_rank if r is None else r
+            if r is not None:
+                peeked.add(r)
             if r is None or r in wanted:
                 kept.append(tf)
         files = kept
@@ -275,11 +278,15 @@ def load(
                     "Two files claim one rank: remove one of them, or load them separately",
                 )
             by_rank[r] = d
+    _warn_skipped_events(by_rank)
     source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
     if not by_rank:
-        if wanted is not None and results:
+        if wanted is not None and (results or not files):
+            present = sorted(peeked | {d.meta.rank for rs in results.values() for d in rs})
             raise TraceFormatError(
-                source, f"no rank among {sorted(wanted)} in these traces", "Check the ranks= argument"
+                source,
+                f"no rank among {sorted(wanted)} in these traces (they hold ranks {present})",
+                "Check the ranks= argument",
             )
         problem = "no readable trace"
         if failures:
@@ -288,6 +295,19 @@ def load(
             problem += " (the JSON files here are not traces)"
         raise TraceFormatError(source, problem, "Point tv.load() at PyTorch profiler traces")
     return Trace(by_rank.values(), classifier=classifier, source=source)
+
+
+def _warn_skipped_events(by_rank: dict[int, RankData]) -> None:
+    """One warning for events dropped or kept without their arguments, per kind."""
+    for key, what in (
+        (DROPPED, "malformed events were dropped"),
+        (ARGS_DROPPED, "events had unreadable args (kept without them)"),
+    ):
+        counts = {r: d.meta.skipped.get(key, 0) for r, d in by_rank.items()}
+        counts = {r: c for r, c in counts.items() if c}
+        if counts:
+            where = ", ".join(f"rank {r}: {c:,}" for r, c in sorted(counts.items())[:10])
+            warnings.warn(f"{sum(counts.values()):,} {what} ({where})", TraceviewWarning, stacklevel=3)
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:

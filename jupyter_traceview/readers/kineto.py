@@ -18,10 +18,11 @@ import json
 import math
 import operator
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -45,7 +46,11 @@ from ..schema import (
 from ..trace_data import RankData, RankMeta
 from . import derive
 
-__all__ = ["NotATraceError", "parse_kineto"]
+__all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
+
+#: Keys of RankMeta.skipped that the loader reports in a warning.
+ARGS_DROPPED = "events kept without their unreadable args"
+DROPPED = "malformed events dropped"
 
 
 class NotATraceError(TraceFormatError):
@@ -94,8 +99,37 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
 _NO_ARGS = _Args()
 
 
+#: Chrome trace event phases (a Literal decodes to interned strings: no allocation per event).
+_Phase = Literal[
+    "X",
+    "B",
+    "E",
+    "i",
+    "I",
+    "C",
+    "b",
+    "n",
+    "e",
+    "s",
+    "t",
+    "f",
+    "P",
+    "O",
+    "N",
+    "D",
+    "M",
+    "V",
+    "v",
+    "R",
+    "c",
+    "(",
+    ")",
+    "",
+]
+
+
 class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
+    ph: _Phase = ""
     cat: str = ""
     name: str = ""
     pid: int | str = 0
@@ -200,11 +234,13 @@ def parse_kineto(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        doc, events, bad = _decode(path, data)
+        decoded = _decode(path, data)
         del data
-        header = _header(path, doc, name_rank)
-        raw = _columns(path, events, bad, bad_events)
-        del events, doc
+        header = _header(path, decoded.doc, name_rank)
+        raw = _columns(path, decoded.events, decoded.bad, bad_events)
+        if decoded.args_dropped:
+            raw.skipped[ARGS_DROPPED] = decoded.args_dropped
+        del decoded
         return _split_and_finish(path, raw, header, pid_map)
     finally:
         if gc_was_enabled:
@@ -227,7 +263,17 @@ def _first_byte(data: bytes) -> int:
     return -1
 
 
-def _decode(path: Path, data: bytes) -> tuple[_Doc, list[_Event], list[tuple[int, str]]]:
+@dataclass
+class _Decoded:
+    doc: _Doc
+    events: list[_Event]
+    #: Events that could not be read at all: (index in traceEvents, problem).
+    bad: list[tuple[int, str]]
+    #: Events kept without their ``args``, which could not be read.
+    args_dropped: int = 0
+
+
+def _decode(path: Path, data: bytes) -> _Decoded:
     first = _first_byte(data)
     if first not in (ord("{"), ord("[")):
         what = "is not JSON" if first != -1 else "holds only whitespace"
@@ -247,7 +293,7 @@ def _decode(path: Path, data: bytes) -> tuple[_Doc, list[_Event], list[tuple[int
                 "is JSON but not a trace (it has no 'traceEvents')",
                 "Pass a PyTorch profiler trace written by torch.profiler (export_chrome_trace or tensorboard_trace_handler)",
             )
-        return doc, events, []
+        return _Decoded(doc, events, [])
     except msgspec.ValidationError:
         # Well-formed JSON with unexpected value types somewhere: take the tolerant path.
         return _decode_tolerant(path, data, msgspec.json.decode(data))
@@ -282,7 +328,7 @@ def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
     )
 
 
-def _decode_tolerant(path: Path, data: bytes, obj: Any) -> tuple[_Doc, list[_Event], list[tuple[int, str]]]:
+def _decode_tolerant(path: Path, data: bytes, obj: Any) -> _Decoded:
     """Decode event by event, so that one odd event does not sink the whole file."""
     if isinstance(obj, dict):
         raw_events = obj.get("traceEvents")
@@ -309,6 +355,7 @@ def _decode_tolerant(path: Path, data: bytes, obj: Any) -> tuple[_Doc, list[_Eve
         raise TraceFormatError(path, f"has a malformed header field ({exc})", "Fix or re-export the trace") from None
     events: list[_Event] = []
     bad: list[tuple[int, str]] = []
+    odd_args = 0
     for i, ev in enumerate(raw_events):
         if not isinstance(ev, dict):
             bad.append((i, f"is a {type(ev).__name__}, not an object"))
@@ -321,11 +368,20 @@ def _decode_tolerant(path: Path, data: bytes, obj: Any) -> tuple[_Doc, list[_Eve
             }
         try:
             events.append(msgspec.convert(cleaned, _Event, strict=False))
-        except msgspec.ValidationError as exc:
-            bad.append((i, f"has a bad field ({exc})"))
-        except (TypeError, ValueError, OverflowError) as exc:
-            bad.append((i, f"has a bad value ({exc})"))
-    return doc, events, bad
+            continue
+        except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
+            problem = f"has a bad field ({exc})"
+        if "args" in cleaned:
+            # Keep the event's timing when only its arguments are odd.
+            cleaned.pop("args")
+            try:
+                events.append(msgspec.convert(cleaned, _Event, strict=False))
+                odd_args += 1
+                continue
+            except (msgspec.ValidationError, TypeError, ValueError, OverflowError):
+                pass
+        bad.append((i, problem))
+    return _Decoded(doc, events, bad, odd_args)
 
 
 _RAW_DOC_FIELDS = frozenset({"deviceProperties", "distributedInfo"} | set(_EXTRA_FIELDS))
@@ -463,82 +519,74 @@ def _pair_begin_end(events: list[_Event], skipped: dict[str, int]) -> list[_Even
     return out
 
 
-_GET_EVENT = operator.attrgetter("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
+_GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
 _GET_IDS = operator.attrgetter("correlation", "external_id")
 _GET_DEVICE = operator.attrgetter("device", "stream")
 
 
-def _transpose(events: list[_Event]) -> tuple[np.ndarray, ...]:
-    """The events' fields as columns (one pass in C): ph, cat, name, pid, tid, ts, dur, args."""
-    if not events:
-        empty = np.empty(0, dtype=object)
-        return (empty, empty, empty, empty, empty, np.empty(0), np.empty(0), empty)
-    ph, cat, name, pid, tid, ts, dur, args = zip(*map(_GET_EVENT, events), strict=True)
-    obj = np.empty(len(events), dtype=object)
-    obj[:] = args
-    return (
-        np.array(ph, dtype=object),
-        np.array(cat, dtype=object),
-        np.array(name, dtype=object),
-        np.array(pid, dtype=object),
-        np.array(tid, dtype=object),
-        np.array(ts, dtype=np.float64),
-        np.array(dur, dtype=np.float64),
-        obj,
-    )
+def _codes(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary-encode values: (codes, distinct values in first-seen order)."""
+    index: dict[Any, int] = {}
+    codes = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int64)
+    return codes, list(index)
 
 
-def _columns(path: Path, events: list[_Event], bad: list[tuple[int, str]], bad_events: str) -> _FileColumns:
-    skipped: dict[str, int] = {}
-    ph, cat, name, pid_obj, tid_obj, ts, dur, args = _transpose(events)
-    ph_codes, ph_uniques = pd.factorize(ph, use_na_sentinel=False)
-    ph_list = [str(p) for p in ph_uniques]
-
-    def phase_mask(phases: frozenset[str] | set[str]) -> np.ndarray:
-        wanted = [i for i, p in enumerate(ph_list) if p in phases]
-        return np.isin(ph_codes, wanted) if wanted else np.zeros(len(ph), dtype=bool)
-
-    if any(p in ("B", "E") for p in ph_list):
+def _columns(
+    path: Path,
+    events: list[_Event],
+    bad: list[tuple[int, str]],
+    bad_events: str,
+    skipped: dict[str, int] | None = None,
+) -> _FileColumns:
+    skipped = {} if skipped is None else skipped
+    phases: list[str] = [e.ph for e in events]
+    counts: Counter[str] = Counter(phases)
+    if counts["B"] or counts["E"]:
         # Pair begin/end events into complete ones, then start over with those.
-        be = phase_mask({"B", "E"})
-        paired = _pair_begin_end([events[i] for i in np.flatnonzero(be).tolist()], skipped)
-        rest = [events[i] for i in np.flatnonzero(~be).tolist()]
-        return _columns(path, rest + paired, bad, bad_events) if paired or rest else _columns_skipped(path, skipped)
-
-    meta_events = [events[i] for i in np.flatnonzero(phase_mask({"M"})).tolist()]
+        paired = _pair_begin_end([e for e in events if e.ph in ("B", "E")], skipped)
+        rest = [e for e in events if e.ph not in ("B", "E")]
+        return _columns(path, rest + paired, bad, bad_events, skipped)
+    meta_events = [e for e, p in zip(events, phases, strict=True) if p == "M"] if counts["M"] else []
     process_names, process_labels, thread_names = _metadata(meta_events)
-    keep = phase_mask(_KEPT_PHASES)
-    n_flow = int(phase_mask({"s", "f", "t"}).sum())
-    n_other = len(ph) - int(keep.sum()) - len(meta_events) - n_flow
+    n_kept = sum(counts[p] for p in _KEPT_PHASES)
+    kept = events if n_kept == len(events) else [e for e in events if e.ph in _KEPT_PHASES]
+    n_flow = counts["s"] + counts["f"] + counts["t"]
+    n_other = len(events) - n_kept - counts["M"] - n_flow
     if n_flow:
         skipped["flow events"] = n_flow
     if n_other > 0:
         skipped["other phases"] = n_other
 
+    if kept:
+        cat, name, pid_obj, tid_obj, ts_t, dur_t, args_t = zip(*map(_GET_EVENT, kept), strict=True)
+    else:
+        cat = name = pid_obj = tid_obj = ts_t = dur_t = args_t = ()
+    ts = np.array(ts_t, dtype=np.float64)
+    dur = np.array(dur_t, dtype=np.float64)
+    is_instant = np.array([e.ph != "X" for e in kept], dtype=bool)
+    cat_codes, cat_values = _codes(cat)
+    pid_codes, pid_values = _codes(pid_obj)
+
     # Kineto's own pseudo-events (pids "Spans"/"Traces"): the profiler span, iteration markers.
-    cat_codes, cat_uniques = pd.factorize(cat, use_na_sentinel=False)
-    trace_cat = [i for i, c in enumerate(cat_uniques) if c == "Trace"]
-    pid_codes, pid_uniques = pd.factorize(pid_obj, use_na_sentinel=False)
-    pseudo_pid = [i for i, p in enumerate(pid_uniques) if isinstance(p, str) and p in _KINETO_PSEUDO_PIDS]
-    pseudo = keep & (np.isin(cat_codes, trace_cat) | np.isin(pid_codes, pseudo_pid))
+    trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
+    pseudo_pid = [i for i, p in enumerate(pid_values) if isinstance(p, str) and p in _KINETO_PSEUDO_PIDS]
+    keep = np.ones(len(kept), dtype=bool)
     profiler_span = None
-    if pseudo.any():
-        span_rows = pseudo & np.isin(cat_codes, trace_cat) & (ph == "X") & np.isfinite(ts) & np.isfinite(dur)
+    if trace_cat or pseudo_pid:
+        is_trace = np.isin(cat_codes, trace_cat)
+        pseudo = is_trace | np.isin(pid_codes, pseudo_pid)
+        span_rows = is_trace & ~is_instant & np.isfinite(ts) & np.isfinite(dur)
         if span_rows.any():
             profiler_span = (float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max()))
         skipped["profiler markers"] = int(pseudo.sum())
         keep &= ~pseudo
 
-    rows = np.flatnonzero(keep)
-    ts, dur = ts[rows], dur[rows]
-    is_instant = ph[rows] != "X"
-
     # Malformed events: no dur on a complete event, negative dur, non-finite times.
-    no_dur = np.isnan(dur) & ~is_instant
+    no_dur = np.isnan(dur) & ~is_instant & keep
     dur[is_instant & np.isnan(dur)] = 0.0
-    neg_dur = dur < 0
-    bad_ts = ~np.isfinite(ts)
-    inf_dur = np.isinf(dur)
+    neg_dur = (dur < 0) & keep
+    bad_ts = ~np.isfinite(ts) & keep
+    inf_dur = np.isinf(dur) & keep
     bad_mask = no_dur | neg_dur | bad_ts | inf_dur
     n_bad = int(bad_mask.sum()) + len(bad)
     if n_bad:
@@ -551,8 +599,8 @@ def _columns(path: Path, events: list[_Event], bad: list[tuple[int, str]], bad_e
         ):
             c = int(mask.sum())
             if c:
-                first = int(rows[np.flatnonzero(mask)[0]])
-                reasons.append(f"{c:,} {label} (first: event #{first} {name[first]!r}, ts={ts_repr(events[first].ts)})")
+                first = kept[int(np.flatnonzero(mask)[0])]
+                reasons.append(f"{c:,} {label} (first: {first.name!r}, ts={ts_repr(first.ts)})")
         if bad:
             reasons.append(f"{len(bad):,} unreadable (first: event #{bad[0][0]} {bad[0][1]})")
         if bad_events == "raise":
@@ -561,28 +609,35 @@ def _columns(path: Path, events: list[_Event], bad: list[tuple[int, str]], bad_e
                 f"{n_bad:,} malformed event{'s' if n_bad != 1 else ''}: " + "; ".join(reasons),
                 "Pass bad_events='drop' to tv.load() to drop them and read the rest",
             )
-        skipped["malformed events dropped"] = n_bad
-        ok = ~bad_mask
-        rows, ts, dur = rows[ok], ts[ok], dur[ok]
+        skipped[DROPPED] = n_bad
+        keep &= ~bad_mask
+    rows = np.flatnonzero(keep)
+    if len(rows) != len(kept):
+        ts, dur = ts[rows], dur[rows]
+        cat_codes, pid_codes = cat_codes[rows], pid_codes[rows]
+        name = tuple(name[i] for i in rows.tolist())
+        tid_obj = tuple(tid_obj[i] for i in rows.tolist())
+        args_t = tuple(args_t[i] for i in rows.tolist())
     n = len(rows)
 
     ts_precision = "ns" if n and not np.array_equal(ts, np.floor(ts)) else "us"
 
     cat_to_code = np.array(
-        [_CODE[_CAT_TO_KIND.get(str(c).lower(), EventKind.OTHER)] for c in cat_uniques], dtype=np.int8
+        [_CODE[_CAT_TO_KIND.get(str(c).lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8
     )
-    kind = cat_to_code[cat_codes[rows]] if n else np.empty(0, dtype=np.int8)
+    kind = cat_to_code[cat_codes] if n else np.empty(0, dtype=np.int8)
 
-    name_codes, name_uniques = pd.factorize(name[rows], use_na_sentinel=False)
-    names = [str(x) for x in name_uniques]
+    name_codes64, names = _codes(name)
+    name_codes = name_codes64.astype(np.int32)
+    names = [str(x) for x in names]
 
     label_ids: dict[str, int] = {}
-    pid = _int_lut(pid_uniques, label_ids)[pid_codes[rows]] if n else np.empty(0, dtype=np.int64)
-    tid = _int_column(tid_obj[rows], label_ids)
+    pid = _int_lut(pid_values, label_ids)[pid_codes] if n else np.empty(0, dtype=np.int64)
+    tid = _int_column(np.array(tid_obj, dtype=object), label_ids)
 
-    args = args[rows]
+    args = list(args_t)
     if n:
-        corr, ext = zip(*map(_GET_IDS, args), strict=True)
+        corr, ext = zip(*map(_GET_IDS, args_t), strict=True)
         correlation = np.array(corr, dtype=np.int64)
         external_id = np.array(ext, dtype=np.int64)
     else:
@@ -593,7 +648,7 @@ def _columns(path: Path, events: list[_Event], bad: list[tuple[int, str]], bad_e
     stream = np.full(n, -1, dtype=np.int64)
     dev_rows = np.flatnonzero(np.isin(kind, _DEVICE_CODES))
     if len(dev_rows):
-        d_vals, s_vals = zip(*map(_GET_DEVICE, args[dev_rows]), strict=True)
+        d_vals, s_vals = zip(*map(_GET_DEVICE, [args[i] for i in dev_rows.tolist()]), strict=True)
         d = np.array(d_vals, dtype=np.int64)
         device[dev_rows] = np.where(d >= 0, d, pid[dev_rows]).astype(np.int16)
         s = _int_column(np.array(s_vals, dtype=object), {})
@@ -602,7 +657,7 @@ def _columns(path: Path, events: list[_Event], bad: list[tuple[int, str]], bad_e
     return _FileColumns(
         ts_us=ts,
         dur_us=dur,
-        name_codes=name_codes.astype(np.int32, copy=False),
+        name_codes=name_codes,
         names=names,
         kind=kind,
         pid=pid,
@@ -611,7 +666,7 @@ def _columns(path: Path, events: list[_Event], bad: list[tuple[int, str]], bad_e
         stream=stream,
         correlation=correlation,
         external_id=external_id,
-        args=list(args),
+        args=args,
         process_names=process_names,
         process_labels=process_labels,
         thread_names=thread_names,
@@ -622,11 +677,8 @@ def _columns(path: Path, events: list[_Event], bad: list[tuple[int, str]], bad_e
 
 
 def ts_repr(value: float) -> str:
+    """A timestamp for a message (NaN and infinities spelled out)."""
     return repr(value) if math.isfinite(value) else str(value)
-
-
-def _columns_skipped(path: Path, skipped: dict[str, int]) -> _FileColumns:
-    return _columns(path, [], [], "raise")
 
 
 def _metadata(meta_events: list[_Event]) -> tuple[dict[int, str], dict[int, str], list[tuple[int, int, str]]]:
@@ -818,37 +870,45 @@ def _pad3(v: object) -> tuple[int, ...] | list[int]:
     return out + [-1] * (3 - len(out))
 
 
+_GET_GPU_ARGS = operator.attrgetter(
+    "grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "nbytes", "bandwidth"
+)
+
+
+def _xyz(values: tuple[object, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
+    xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3) if rows else np.empty((0, 3), dtype=np.int64)
+    xyz = np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
+    return xyz[:, 0], xyz[:, 1], xyz[:, 2]
+
+
 def _gpu_args(
     raw: _FileColumns, order: np.ndarray, kind: np.ndarray, names: list[str], name_codes: np.ndarray
 ) -> pd.DataFrame:
     sel = np.flatnonzero(np.isin(kind, _ARGS_CODES))
-    args = [raw.args[i] for i in order[sel].tolist()]
     m = len(sel)
+    if m:
+        args = [raw.args[i] for i in order[sel].tolist()]
+        grid, block, regs, smem, bps, wps, occ, nbytes, bw = zip(*map(_GET_GPU_ARGS, args), strict=True)
+    else:
+        grid = block = regs = smem = bps = wps = occ = nbytes = bw = ()
+    gx, gy, gz = _xyz(grid)
+    bx, by, bz = _xyz(block)
 
-    def triple(attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        values = [getattr(a, attr) for a in args]
-        rows = [v if isinstance(v, list) and len(v) == 3 else _pad3(v) for v in values]
-        xyz = np.array(rows, dtype=np.int64).reshape(m, 3) if m else np.empty((0, 3), dtype=np.int64)
-        xyz = np.clip(xyz, -1, np.iinfo(np.int32).max)
-        return xyz[:, 0].astype(np.int32), xyz[:, 1].astype(np.int32), xyz[:, 2].astype(np.int32)
-
-    gx, gy, gz = triple("grid")
-    bx, by, bz = triple("block")
-    copy_of_code = {}
-    mem_codes = {KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]}
-    copy_kind: list[str | None] = []
-    pageable: list[bool] = []
-    for code, k in zip(name_codes[sel].tolist(), kind[sel].tolist(), strict=True):
-        if code not in copy_of_code:
-            nm = names[code]
-            copy_of_code[code] = (copy_kind_of(nm), "Pageable" in nm)
-        ck, pg = copy_of_code[code]
-        if k not in mem_codes and ck is None:
-            copy_kind.append(None)
-            pageable.append(False)
-        else:
-            copy_kind.append(ck if ck is not None else ("memset" if k == KIND_CODE[EventKind.GPU_MEMSET] else None))
-            pageable.append(pg)
+    # Copy direction and pageable flag: decided once per distinct name.
+    codes = name_codes[sel]
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    copy_code = {c: i for i, c in enumerate(COPY_KINDS)}
+    per_name = [(copy_kind_of(names[c]), "Pageable" in names[c]) for c in uniq.tolist()]
+    ck = (
+        np.array([copy_code[k] if k is not None else -1 for k, _ in per_name], dtype=np.int8)[inverse]
+        if m
+        else np.empty(0, np.int8)
+    )
+    pageable = np.array([p for _, p in per_name], dtype=bool)[inverse] if m else np.empty(0, bool)
+    k = kind[sel]
+    ck = np.where((ck < 0) & (k == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
+    pageable &= np.isin(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
     return pd.DataFrame(
         {
             "eid": sel.astype(np.int64),
@@ -858,17 +918,15 @@ def _gpu_args(
             "block_x": bx,
             "block_y": by,
             "block_z": bz,
-            "registers_per_thread": np.fromiter((a.registers for a in args), np.int64, m)
-            .clip(-1, 2**31 - 1)
-            .astype(np.int32),
-            "shared_memory_bytes": np.fromiter((a.shared_memory for a in args), np.int64, m),
-            "blocks_per_sm": np.fromiter((a.blocks_per_sm for a in args), np.float64, m).astype(np.float32),
-            "warps_per_sm": np.fromiter((a.warps_per_sm for a in args), np.float64, m).astype(np.float32),
-            "occupancy_pct": np.fromiter((a.occupancy for a in args), np.float64, m).astype(np.float32),
-            "bytes": np.fromiter((a.nbytes for a in args), np.int64, m),
-            "bandwidth_gbps": np.fromiter((a.bandwidth for a in args), np.float64, m).astype(np.float32),
-            "copy_kind": categorical(copy_kind, categories=COPY_KINDS),
-            "pageable": np.array(pageable, dtype=bool),
+            "registers_per_thread": np.array(regs, dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
+            "shared_memory_bytes": np.array(smem, dtype=np.int64),
+            "blocks_per_sm": np.array(bps, dtype=np.float32),
+            "warps_per_sm": np.array(wps, dtype=np.float32),
+            "occupancy_pct": np.array(occ, dtype=np.float32),
+            "bytes": np.array(nbytes, dtype=np.int64),
+            "bandwidth_gbps": np.array(bw, dtype=np.float32),
+            "copy_kind": categorical(codes=ck, categories=COPY_KINDS),
+            "pageable": pageable,
         },
         columns=[c.name for c in GPU_ARGS_COLUMNS],
     )

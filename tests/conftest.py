@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import jupyter_traceview as tv
+
+DATA = Path(__file__).parent / "data"
+
+#: Folders of real Kineto traces used by the tests (the DLRM set is the bundled sample).
+KINETO_FOLDERS = {
+    "dlrm_8rank_v100": tv.sample_path(),
+    "hta_dlrm_2of128_ranks": DATA / "hta_dlrm_2of128_ranks",
+    "h100_bert_small": DATA / "h100_bert_small",
+    "hta_alexnet": DATA / "hta_alexnet",
+    "hta_cpu_only": DATA / "hta_cpu_only",
+    "hta_mi250_rocm": DATA / "hta_mi250_rocm",
+    "hta_triton": DATA / "hta_triton",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never touch the user's cache folder."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setattr(tv.cache, "default_cache_dir", lambda: cache)
+
+
+@pytest.fixture(scope="session")
+def dlrm() -> tv.Trace:
+    return tv.load(tv.sample_path(), cache=False)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA

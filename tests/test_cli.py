@@ -1,0 +1,79 @@
+"""The traceview command: tables, JSON, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyter_traceview.cli import main
+from tests.conftest import KINETO_FOLDERS
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jupyter_traceview", *args], capture_output=True, text=True)
+
+
+def test_summary_sample_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["summary", "--sample", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "8 rank(s)" in out
+    lines = out.splitlines()
+    assert lines[1].split()[:3] == ["rank", "events", "kernels"]
+    assert len(lines) == 2 + 1 + 8
+
+
+def test_summary_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["summary", str(KINETO_FOLDERS["hta_dlrm_2of128_ranks"]), "--json", "--no-cache"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["rank"] for r in data["ranks"]] == [0, 1]
+    assert data["ranks"][0]["kernels"] == 1154
+    assert 0 < data["ranks"][0]["gpu_busy_pct"] <= 100
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_FOLDERS))
+def test_summary_works_on_every_real_folder(name: str) -> None:
+    proc = run("summary", str(KINETO_FOLDERS[name]), "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    assert "rank" in proc.stdout
+
+
+def test_cpu_only_json_has_null_busy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["summary", str(KINETO_FOLDERS["hta_cpu_only"]), "--json", "--no-cache"]) == 0
+    row = json.loads(capsys.readouterr().out)["ranks"][0]
+    assert row["gpu_busy_pct"] is None and row["kernels"] == 0
+
+
+@pytest.mark.parametrize(
+    ("setup", "words"),
+    [
+        (lambda p: p / "missing", "no such file or folder"),
+        (lambda p: p, "empty"),
+        (lambda p: (p / "x.json").write_text("{") and p / "x.json", "truncated"),
+        (lambda p: (p / "x.json.gz").write_bytes(b"\x1f\x8b\x08\x00garbage") and p / "x.json.gz", "gzip"),
+    ],
+)
+def test_errors_are_one_line_exit_2(tmp_path: Path, setup, words: str) -> None:
+    target = setup(tmp_path)
+    proc = run("summary", str(target), "--no-cache")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("traceview: error:") and words in err[0]
+
+
+def test_no_command_prints_help() -> None:
+    proc = run()
+    assert proc.returncode == 2 and "summary" in proc.stdout
+
+
+def test_entry_point_installed() -> None:
+    import shutil
+
+    exe = shutil.which("traceview")
+    assert exe is not None, "the traceview command is not installed (pip install -e . installs it)"
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("traceview ")
