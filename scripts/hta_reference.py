@@ -112,9 +112,8 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=ROOT / "tests" / "golden" / "hta")
     p.add_argument("folders", nargs="*", default=sorted(FOLDERS))
     a = p.parse_args()
-    from hta.trace_analysis import TraceAnalysis
-
     import hta
+    from hta.trace_analysis import TraceAnalysis
 
     version = getattr(hta, "__version__", "unknown")
     for name in a.folders:

@@ -17,8 +17,8 @@ python -m pip install --quiet --disable-pip-version-check --upgrade pip
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
 
 echo "== ruff"
-ruff check jupyter_traceview tests benchmarks
-ruff format --check jupyter_traceview tests benchmarks
+ruff check jupyter_traceview tests benchmarks scripts
+ruff format --check jupyter_traceview tests benchmarks scripts
 
 echo "== mypy"
 mypy
