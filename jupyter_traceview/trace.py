@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,8 @@ from .schema import GPU_ACTIVITY_KINDS, EventKind
 from .trace_data import RankData, RankMeta
 
 __all__ = ["Trace"]
+
+T = TypeVar("T")
 
 _ACTIVITY = [k.value for k in GPU_ACTIVITY_KINDS]
 
@@ -110,6 +112,24 @@ class Trace:
     def __len__(self) -> int:
         return sum(len(d.events) for d in self._data.values())
 
+    def map_ranks(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> dict[int, T]:
+        """``fn(one_rank_trace, *args, **kwargs)`` for every rank, as {rank: result}.
+
+        ``one_rank_trace`` is a Trace holding that rank only, with this trace's classifier
+        and window. Analyses run per rank this way, so that the ranks can be processed
+        where they live; ``fn`` should be a module-level function (picklable).
+        """
+        return {r: fn(self._one(r), *args, **kwargs) for r in self._data}
+
+    def _one(self, rank: int) -> Trace:
+        return Trace(
+            [self.rank_data(rank)],
+            classifier=self._classifier,
+            source=self._source,
+            window=self._window,
+            _classified=True,
+        )
+
     def rank_data(self, rank: int) -> RankData:
         """The raw per-rank tables (not copied: do not modify them)."""
         try:
@@ -194,29 +214,11 @@ class Trace:
         return self._cache["iterations"].copy(deep=False)
 
     def _iterations(self) -> pd.DataFrame:
-        parts = []
-        for r, d in self._data.items():
-            ev = d.events
-            is_step = ev["name"].astype(str).str.startswith("ProfilerStep#") & ev["kind"].isin(
-                [EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]
-            )
-            spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
-            if spans.empty:
-                continue
-            spans = spans.assign(end_ns=spans["ts_ns"] + spans["dur_ns"])
-            g = spans.groupby("step").agg(start_ns=("ts_ns", "min"), end_ns=("end_ns", "max"))
-            act = ev.loc[ev["kind"].isin(_ACTIVITY) & (ev["step"] >= 0), ["step", "ts_ns", "dur_ns"]]
-            act = act.assign(end_ns=act["ts_ns"] + act["dur_ns"])
-            ga = act.groupby("step").agg(gpu_start_ns=("ts_ns", "min"), gpu_end_ns=("end_ns", "max"))
-            g = g.join(ga, how="left").fillna({"gpu_start_ns": -1, "gpu_end_ns": -1})
-            g = g.reset_index()
-            g.insert(0, "rank", r)
-            parts.append(g)
         cols = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
+        parts = [p for p in self.map_ranks(_rank_iterations).values() if len(p)]
         if not parts:
             return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols})
         out = pd.concat(parts, ignore_index=True)
-        out["dur_ns"] = out["end_ns"] - out["start_ns"]
         for c in cols:
             out[c] = out[c].astype(np.int64)
         return out[cols]
@@ -352,6 +354,27 @@ class Trace:
         return (
             f"<div class='jp-traceview-summary'><div><b>Trace</b> <code>{src}</code></div><table>{rows}</table></div>"
         )
+
+
+def _rank_iterations(trace: Trace) -> pd.DataFrame:
+    """The ProfilerStep spans of a one-rank trace (see Trace.iterations)."""
+    (r,) = trace.ranks
+    ev = trace.rank_data(r).events
+    is_step = ev["name"].astype(str).str.startswith("ProfilerStep#") & ev["kind"].isin(
+        [EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]
+    )
+    spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
+    if spans.empty:
+        return pd.DataFrame()
+    spans = spans.assign(end_ns=spans["ts_ns"] + spans["dur_ns"])
+    g = spans.groupby("step").agg(start_ns=("ts_ns", "min"), end_ns=("end_ns", "max"))
+    act = ev.loc[ev["kind"].isin(_ACTIVITY) & (ev["step"] >= 0), ["step", "ts_ns", "dur_ns"]]
+    act = act.assign(end_ns=act["ts_ns"] + act["dur_ns"])
+    ga = act.groupby("step").agg(gpu_start_ns=("ts_ns", "min"), gpu_end_ns=("end_ns", "max"))
+    g = g.join(ga, how="left").fillna({"gpu_start_ns": -1, "gpu_end_ns": -1}).reset_index()
+    g.insert(0, "rank", r)
+    g["dur_ns"] = g["end_ns"] - g["start_ns"]
+    return g
 
 
 def _ranges(values: Iterable[int]) -> str:
