@@ -19,13 +19,13 @@ from .errors import TraceFormatError, TraceviewError, TraceviewWarning
 from .readers.files import TraceFile, discover, read_bytes
 from .readers.kineto import ARGS_DROPPED, DROPPED, NotATraceError, parse_kineto
 from .trace import Trace
-from .trace_data import RankData
+from .trace_data import RankData, RankMeta
 
 __all__ = ["load"]
 
 OnError = Literal["raise", "skip"]
-Engine = Literal["auto", "serial", "process"]
-_ENGINES = ("auto", "serial", "process")
+Engine = Literal["auto", "serial", "process", "dask"]
+_ENGINES = ("auto", "serial", "process", "dask")
 #: engine="auto" reads in worker processes above this much (estimated) uncompressed JSON.
 _PARALLEL_BYTES = 48 * 2**20
 #: gzip-compressed Kineto JSON is typically 8-15x smaller than the JSON.
@@ -115,6 +115,7 @@ def load(
     bad_events: Literal["raise", "drop"] = "raise",
     pid_map: Mapping[int, int] | None = None,
     progress: bool | None = None,
+    client: Any | None = None,
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
 
@@ -135,7 +136,9 @@ def load(
     engine:
         ``"serial"`` parses in this process; ``"process"`` in a pool of worker processes
         (one file per task); ``"auto"`` picks the pool for several files holding more than
-        about 48 MB of JSON.
+        about 48 MB of JSON. ``"dask"`` parses on dask.distributed workers and keeps the
+        tables there: the result is a :class:`~jupyter_traceview.distributed.DaskTrace`,
+        on which every analysis runs on the workers (for hundreds of ranks or more).
     classifier:
         Kernel classification patterns (:class:`Classifier`); the default knows NCCL,
         RCCL, DeepEP and other communication kernels.
@@ -148,6 +151,9 @@ def load(
     progress:
         Show a progress bar: True always, False never, None (default) when loading takes
         more than a second.
+    client:
+        With ``engine="dask"``: the ``distributed.Client`` to use; None starts a
+        ``LocalCluster`` for the trace.
 
     Returns
     -------
@@ -213,6 +219,24 @@ def load(
         pid_map=tuple(sorted((int(k), int(v)) for k, v in pid_map.items())) if pid_map else None,
     )
     cache_dir = _cache.resolve_dir(cache)
+    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    classifier = classifier or Classifier()
+    if engine == "dask":
+        from .distributed import load_dask
+
+        return load_dask(
+            files,
+            options=options,
+            cache_dir=cache_dir,
+            classifier=classifier,
+            client=client,
+            wanted=wanted,
+            folder_mode=folder_mode,
+            on_error=on_error,
+            source=source,
+        )
+    if client is not None:
+        raise ValueError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
     for i, tf in enumerate(files):
@@ -256,14 +280,7 @@ def load(
         if bar is not None:
             bar.close()
 
-    if not_traces:
-        listed = ", ".join(tf.path.name for tf in not_traces[:10])
-        warnings.warn(
-            f"skipped {len(not_traces)} JSON file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=2
-        )
-    if failures:
-        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
-        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=2)
+    report_failures(not_traces, failures)
 
     by_rank: dict[int, RankData] = {}
     for i in sorted(results):
@@ -278,8 +295,7 @@ def load(
                     "Two files claim one rank: remove one of them, or load them separately",
                 )
             by_rank[r] = d
-    _warn_skipped_events(by_rank)
-    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    _warn_skipped_events({r: d.meta for r, d in by_rank.items()})
     if not by_rank:
         if wanted is not None and (results or not files):
             present = sorted(peeked | {d.meta.rank for rs in results.values() for d in rs})
@@ -297,13 +313,25 @@ def load(
     return Trace(by_rank.values(), classifier=classifier, source=source)
 
 
-def _warn_skipped_events(by_rank: dict[int, RankData]) -> None:
+def report_failures(not_traces: list[TraceFile], failures: list[tuple[TraceFile, TraceFormatError]]) -> None:
+    """Warn about skipped non-trace JSON files and unreadable trace files."""
+    if not_traces:
+        listed = ", ".join(tf.path.name for tf in not_traces[:10])
+        warnings.warn(
+            f"skipped {len(not_traces)} JSON file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=3
+        )
+    if failures:
+        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
+        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=3)
+
+
+def _warn_skipped_events(metas: dict[int, RankMeta]) -> None:
     """One warning for events dropped or kept without their arguments, per kind."""
     for key, what in (
         (DROPPED, "malformed events were dropped"),
         (ARGS_DROPPED, "events had unreadable args (kept without them)"),
     ):
-        counts = {r: d.meta.skipped.get(key, 0) for r, d in by_rank.items()}
+        counts = {r: m.skipped.get(key, 0) for r, m in metas.items()}
         counts = {r: c for r, c in counts.items() if c}
         if counts:
             where = ", ".join(f"rank {r}: {c:,}" for r, c in sorted(counts.items())[:10])
