@@ -6,7 +6,7 @@ import multiprocessing
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -116,6 +116,7 @@ def load(
     pid_map: Mapping[int, int] | None = None,
     progress: bool | None = None,
     client: Any | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
 
@@ -154,6 +155,9 @@ def load(
     client:
         With ``engine="dask"``: the ``distributed.Client`` to use; None starts a
         ``LocalCluster`` for the trace.
+    on_progress:
+        Called as ``on_progress(files_done, files_total)`` after each file is read (for
+        progress displays other than the notebook's bar).
 
     Returns
     -------
@@ -264,21 +268,32 @@ def load(
     use_pool = engine == "process" or (
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
     )
-    bar = _progress(len(todo), progress, "loading traces")
+    tqdm_bar = _progress(len(todo), progress, "loading traces")
+    n_done = len(files) - len(todo)
+
+    def advance() -> None:
+        nonlocal n_done
+        n_done += 1
+        if tqdm_bar is not None:
+            tqdm_bar.update(1)
+        if on_progress is not None:
+            on_progress(n_done, len(files))
+
+    if on_progress is not None:
+        on_progress(n_done, len(files))
     try:
         if use_pool and len(todo) > 0:
-            _load_parallel(files, todo, options, cache_arg, results, handle_error, bar)
+            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance)
         else:
             for i in todo:
                 try:
                     results[i] = _read_file(files[i], options, cache_arg)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
-                if bar is not None:
-                    bar.update(1)
+                advance()
     finally:
-        if bar is not None:
-            bar.close()
+        if tqdm_bar is not None:
+            tqdm_bar.close()
 
     report_failures(not_traces, failures)
 
@@ -355,7 +370,7 @@ def _load_parallel(
     cache_arg: str | None,
     results: dict[int, list[RankData]],
     handle_error: Any,
-    bar: Any,
+    advance: Callable[[], None],
 ) -> None:
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
@@ -377,8 +392,7 @@ def _load_parallel(
                             f"a worker process died while reading {files[i].path} (out of memory?); "
                             "try tv.load(..., engine='serial') or load fewer ranks with ranks=[...]"
                         ) from None
-                    if bar is not None:
-                        bar.update(1)
+                    advance()
         except BaseException:
             for fut in pending:
                 fut.cancel()
