@@ -54,7 +54,7 @@ async def test_runs_listing_with_figures_and_error_rows(jp_fetch: Any, root: Pat
 
 
 async def test_run_data(jp_fetch: Any, root: Path) -> None:
-    r, body = await poll(
+    _, body = await poll(
         jp_fetch, "traceview", "api", "run", params={"path": "small"}, until=lambda r, b: r.code == 200
     )
     tables = body["data"]["tables"]
