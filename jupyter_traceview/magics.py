@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,9 @@ class _Cell:
     def __init__(self, shell: Any, header: str, cell: str) -> None:
         transformed = shell.transform_cell(cell)
         # Tracebacks show "Cell In[n], line k" with k counted in the visible cell (header included).
-        self.filename = shell.compile.cache(f"{header}\n{transformed}", shell.execution_count, raw_code=f"{header}\n{cell}")
+        self.filename = shell.compile.cache(
+            f"{header}\n{transformed}", shell.execution_count, raw_code=f"{header}\n{cell}"
+        )
         flags = _TOP_LEVEL_AWAIT if shell.autoawait else 0
         self._codes: list[tuple[Any, bool]] = []  # (code, evaluates to a value to show)
         with shell.compile.extra_flags(flags):
@@ -60,10 +63,12 @@ class _Cell:
                     self._codes.append((shell.compile(ast.Module([node], []), self.filename, "exec"), False))
         self.needs_await = any(_is_async(c) for c, _ in self._codes)
         self._shell = shell
+        # IPython decides this from the cell in history, which for a cell magic is the magic call.
+        self._quiet = _ends_with_semicolon(transformed)
 
     def run(self) -> list[Any]:
         """Run the cell once; the values to display."""
-        __tracebackhide__ = True  # noqa: F841 - read by IPython's traceback formatter
+        __tracebackhide__ = True  # read by IPython: hides this frame in tracebacks
         ns, user_ns = self._shell.user_global_ns, self._shell.user_ns
         values = []
         for code, is_value in self._codes:
@@ -75,7 +80,7 @@ class _Cell:
 
     async def run_async(self) -> list[Any]:
         """Run the cell once, awaiting its top-level awaits; the values to display."""
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True  # read by IPython: hides this frame in tracebacks
         ns, user_ns = self._shell.user_global_ns, self._shell.user_ns
         values = []
         for code, is_value in self._codes:
@@ -89,8 +94,19 @@ class _Cell:
 
     def show(self, values: list[Any]) -> None:
         """Display the values as IPython displays a cell's last expression."""
+        if self._quiet:
+            return
         for v in values:
             self._shell.displayhook(v)
+
+
+def _ends_with_semicolon(source: str) -> bool:
+    from IPython.core.displayhook import DisplayHook
+
+    try:
+        return bool(DisplayHook.semicolon_at_end_of_expression(source))
+    except (SyntaxError, tokenize.TokenError, IndentationError):
+        return False
 
 
 def _split_interactive(body: list[ast.stmt], interactivity: str) -> tuple[list[ast.stmt], list[ast.stmt]]:
@@ -99,7 +115,7 @@ def _split_interactive(body: list[ast.stmt], interactivity: str) -> tuple[list[a
         return [], []
     nodes = list(body)
     if interactivity == "last_expr_or_assign":
-        target = None
+        target: ast.expr | None = None
         last = nodes[-1]
         if isinstance(last, ast.AugAssign | ast.AnnAssign):
             target = last.target
@@ -165,7 +181,7 @@ class TraceviewMagics(Magics):
         ``DIR/NAME/<timestamp>/rank-<r>.pt.trace.json.gz`` with a run record
         (``.traceview-run.json``) beside it.
         """
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True  # read by IPython: hides this frame in tracebacks
         args = parse_argstring(self.traceprofile, line)
         options = _options(args, cell)
         code = _Cell(self.shell, f"%%traceprofile {line}".rstrip(), cell)
@@ -188,7 +204,7 @@ class TraceviewMagics(Magics):
 
     async def _traceprofile_async(self, line: str, cell: str) -> None:
         """``%%traceprofile`` for a cell with top-level await (called by the input transformer)."""
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True  # read by IPython: hides this frame in tracebacks
         args = parse_argstring(self.traceprofile, line)
         options = _options(args, cell)
         code = _Cell(self.shell, f"%%traceprofile {line}".rstrip(), cell)
@@ -231,7 +247,9 @@ class TraceviewMagics(Magics):
 
         if outcome is None:
             return
-        files: list[Path] = outcome.rank_files if outcome.rank == 0 else [outcome.trace_file] if outcome.trace_file else []
+        files: list[Path] = (
+            outcome.rank_files if outcome.rank == 0 else [outcome.trace_file] if outcome.trace_file else []
+        )
         trace = None
         load_error = None
         if files:
@@ -244,28 +262,27 @@ class TraceviewMagics(Magics):
             if trace is not None:
                 rows = summary(trace).to_dict("records")
                 steps = trace.iterations.to_dict("records")
-            record = recording.run_record(
-                outcome, source=cell, summary_rows=rows, steps=steps, load_error=load_error
-            )
+            record = recording.run_record(outcome, source=cell, summary_rows=rows, steps=steps, load_error=load_error)
             try:
                 recording.write_json_atomic(outcome.run_dir / recording.RUN_RECORD, record)
             except OSError as exc:
                 print(f"traceview: could not write the run record: {exc}", file=sys.stderr)
         if trace is not None and args.o is not None:
-            self.shell.user_ns[args.o] = trace
+            self._user_ns()[args.o] = trace
         where = _shown_path(outcome.run_dir)
         if outcome.status != "ok":
-            what = "interrupted" if outcome.status == "interrupted" else f"raised {outcome.error}"
+            what = "was interrupted" if outcome.status == "interrupted" else f"raised {outcome.error}"
+            warmup = session.options.warmup
             if outcome.trace_file is None:
                 print(
-                    f"traceview: the cell {what} during warm-up run {outcome.runs_completed + 1} of "
-                    f"{session.options.warmup}; nothing was recorded (warm-up runs are not traced)",
+                    f"traceview: the cell {what} in warm-up run {outcome.runs_completed + 1} of {warmup}; "
+                    "nothing was recorded (warm-up runs are not traced)",
                     file=sys.stderr,
                 )
             else:
                 print(
-                    f"traceview: the cell {what} after {max(0, outcome.runs_completed - session.options.warmup)} of "
-                    f"{session.options.repeat} profiled runs; partial trace saved to {where}",
+                    f"traceview: the cell {what} in profiled run {outcome.runs_completed - warmup + 1} of "
+                    f"{session.options.repeat}; partial trace saved to {where}",
                     file=sys.stderr,
                 )
             return
@@ -281,8 +298,15 @@ class TraceviewMagics(Magics):
         print(f"traceview: saved to {where}{note}")
         show(trace)
 
+    def _user_ns(self) -> dict[str, Any]:
+        assert self.shell is not None  # set by load_ipython_extension
+        ns: dict[str, Any] = self.shell.user_ns
+        return ns
+
     @magic_arguments()
-    @argument("path", nargs="?", default=None, help="A trace file or folder (default: the latest run in ./traceview-runs).")
+    @argument(
+        "path", nargs="?", default=None, help="A trace file or folder (default: the latest run in ./traceview-runs)."
+    )
     @argument("-o", default=None, metavar="VAR", help="Bind the loaded Trace to this variable.")
     @line_magic
     def traceview(self, line: str) -> None:
@@ -306,7 +330,7 @@ class TraceviewMagics(Magics):
         except TraceviewError as exc:
             raise UsageError(f"%traceview: {exc}") from None
         if args.o is not None:
-            self.shell.user_ns[args.o] = trace
+            self._user_ns()[args.o] = trace
         show(trace)
 
 

@@ -171,7 +171,7 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+def write_atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` so that it appears whole or not at all.
 
     ``write`` fills a hidden temporary file in the same folder, which is flushed, fsynced
