@@ -155,6 +155,9 @@ def test_run_record(ip: Any, work: Path, shown: list[tv.Trace]) -> None:
     assert {"started_at", "ended_at", "user", "host", "duration_s"} <= rec.keys()
     text = (run_dir / recording.RUN_RECORD).read_text()
     assert "NaN" not in text
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "runs.md").read_text()
+    for key in [*rec, *rec["options"], *rec["headline"], *rec["summary"][0]]:
+        assert f"`{key}`" in doc, f"docs/runs.md does not describe field {key}"
     # The record is hidden from tv.load: loading the run folder gives no warning.
     assert tv.load(run_dir, cache=False).ranks == (0,)
     assert recording.list_runs(work / "traceview-runs")[0]["run_dir"] == str(run_dir)
