@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import datetime as _dt
 import getpass
 import json
@@ -19,9 +20,11 @@ import os
 import re
 import shutil
 import socket
+import sys
+import tempfile
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -131,13 +134,15 @@ class RunOutcome:
 
 
 def cell_name(source: str) -> str:
-    """A folder name for a cell: the first non-builtin function it calls at top level, else ``"cell"``.
+    """A folder name for a cell: the first non-builtin function it calls by name, else ``"cell"``.
+
+    Method calls (``opt.step()``) are passed over: their names say little about the cell.
 
     >>> cell_name("loss = train_step(model, batch)")
     'train_step'
-    >>> cell_name("for _ in range(3):\\n    opt.step()")
-    'step'
-    >>> cell_name("x = 1")
+    >>> cell_name("for _ in range(3):\\n    opt.zero_grad()\\n    run(model)")
+    'run'
+    >>> cell_name("x = torch.ones(3)")
     'cell'
     """
     try:
@@ -149,8 +154,8 @@ def cell_name(source: str) -> str:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name and not (isinstance(func, ast.Name) and hasattr(builtins, name)):
+            name = func.id if isinstance(func, ast.Name) else ""
+            if name and not hasattr(builtins, name):
                 clean = _NAME_CHARS.sub("-", name).strip("-.")
                 if clean:
                     return clean
@@ -358,7 +363,8 @@ class ProfileSession:
             with_stack=self.options.with_stack,
             profile_memory=self.options.memory,
         )
-        self._prof.__enter__()
+        with _native_stderr_filtered():
+            self._prof.__enter__()
 
     def _on_ready(self, prof: Any) -> None:
         self._ready = True
@@ -367,7 +373,8 @@ class ProfileSession:
         """Run ``k`` (0-based) of the code finished: advance to the next ProfilerStep."""
         self._runs_done = k + 1
         if k + 1 < self.total_runs:
-            self._prof.step()
+            with _native_stderr_filtered():
+                self._prof.step()
 
     def finish(self, error: BaseException | None = None) -> RunOutcome:
         """Stop the profiler and write this rank's trace (also after an error or interrupt).
@@ -377,7 +384,8 @@ class ProfileSession:
         prof, self._prof = self._prof, None
         if prof is not None:
             try:
-                prof.__exit__(None, None, None)
+                with _native_stderr_filtered():
+                    prof.__exit__(None, None, None)
             finally:
                 if self._ready:
                     self._export(prof)
@@ -436,6 +444,37 @@ class ProfileSession:
 
     def _present_files(self) -> list[Path]:
         return sorted(self.run_dir.glob("rank-*.pt.trace.json.gz"))
+
+
+#: Kineto's progress lines, written by the C++ library straight to file descriptor 2.
+_KINETO_CHATTER = re.compile(rb"^(?:STAGE|USDT):\d{4}-\d\d-\d\d [^\]]*\] ")
+
+
+@contextlib.contextmanager
+def _native_stderr_filtered() -> Iterator[None]:
+    """Drop Kineto's ``STAGE:``/``USDT:`` progress lines; everything else on fd 2 passes through.
+
+    The C++ profiler prints them on every start and stop; Jupyter kernels forward file
+    descriptor 2 into the notebook, where they would sit in red above every profiled cell.
+    Other output written meanwhile is replayed, in order, when the block ends.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no usable fd 2 (some embedded interpreters): filter nothing
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [ln for ln in tmp.read().splitlines(keepends=True) if not _KINETO_CHATTER.match(ln)]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def _describe(error: BaseException) -> str:

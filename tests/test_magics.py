@@ -98,6 +98,24 @@ def test_cell_runs_as_without_the_magic(ip: Any, work: Path, shown: list[tv.Trac
     assert trace.iterations["step"].tolist() == [0]
 
 
+def test_kineto_progress_lines_are_filtered(ip: Any, work: Path, shown: list[tv.Trace], capfd: Any) -> None:
+    r = run(ip, "--repeat 2 --warmup 1", "import sys\nprint('to stderr', file=sys.stderr)")
+    assert r.success
+    err = capfd.readouterr().err
+    assert "USDT:" not in err and "STAGE:" not in err
+    assert err.count("to stderr") == 3  # the cell's own output is untouched
+
+
+def test_native_stderr_filter_passes_other_output(capfd: Any) -> None:
+    import os
+
+    with recording._native_stderr_filtered():
+        os.write(2, b"USDT:2026-01-01 10:00:00 1:1 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"a real error\n")
+        os.write(2, b"STAGE:2026-01-01 10:00:00 1:1 x.cpp:51] Completed Stage: Warm Up\n")
+    assert capfd.readouterr().err == "a real error\n"
+
+
 def test_trailing_semicolon_hides_the_value(ip: Any, work: Path, shown: list[tv.Trace], capsys: Any) -> None:
     r = run(ip, "", "quiet_value = 7\nquiet_value * 6;")
     assert r.success
@@ -168,6 +186,7 @@ def test_default_name_comes_from_the_cell(ip: Any, work: Path, shown: list[tv.Tr
     assert run(ip, "", "result = train_one_step()").success
     assert only_run_dir(work / "traceview-runs").parent.name == "train_one_step"
     assert recording.cell_name("x = 1") == "cell"
+    assert recording.cell_name("opt.zero_grad()\nloss = model(x)") == "model"
     assert recording.cell_name("for _ in range(3):\n    print(len(a))") == "cell"
     assert recording.cell_name("not python (") == "cell"
 
