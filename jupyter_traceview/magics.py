@@ -225,7 +225,14 @@ class TraceviewMagics(Magics):
             session = recording.ProfileSession(options)
         except recording.TorchMissingError as exc:
             raise UsageError(f"%%traceprofile: {exc}") from None
-        session.start()
+        except OSError as exc:
+            where = options.out / options.name
+            raise UsageError(f"%%traceprofile: cannot create a run folder in {where}: {exc.strerror or exc}") from None
+        try:
+            session.start()
+        except BaseException:
+            session.discard()
+            raise
         return session
 
     @staticmethod

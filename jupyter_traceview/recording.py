@@ -366,6 +366,11 @@ class ProfileSession:
         with _native_stderr_filtered():
             self._prof.__enter__()
 
+    def discard(self) -> None:
+        """Remove the run folder if nothing was written to it (the profiler failed to start)."""
+        with contextlib.suppress(OSError):
+            self.run_dir.rmdir()
+
     def _on_ready(self, prof: Any) -> None:
         self._ready = True
 

@@ -310,6 +310,28 @@ def test_bad_arguments(ip: Any, work: Path, line: str, message: str, capsys: Any
     assert not (work / "traceview-runs").exists()
 
 
+def test_unwritable_out_folder_is_one_line(ip: Any, work: Path) -> None:
+    blocker = work / "a-file"
+    blocker.write_text("not a folder")
+    r = run(ip, f"--out {blocker}", "never_run_either = 1")
+    assert isinstance(r.error_in_exec, UsageError)
+    assert "cannot create a run folder in" in str(r.error_in_exec)
+    assert "never_run_either" not in ip.user_ns
+
+
+def test_profiler_failing_to_start_leaves_no_run(ip: Any, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    def refuse(self: Any) -> None:
+        raise RuntimeError("profiler busy")
+
+    monkeypatch.setattr(torch.profiler.profile, "__enter__", refuse)
+    r = run(ip, "", "not_run_3 = 1")
+    assert isinstance(r.error_in_exec, RuntimeError)
+    assert "not_run_3" not in ip.user_ns
+    assert list((work / "traceview-runs").glob("*/*")) == []
+
+
 def test_syntax_error_runs_nothing(ip: Any, work: Path) -> None:
     r = run(ip, "", "x = (")
     assert isinstance(r.error_in_exec, SyntaxError)
