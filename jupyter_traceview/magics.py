@@ -196,7 +196,7 @@ class TraceviewMagics(Magics):
                 values = code.run()
                 session.run_completed(k)
         except BaseException as exc:
-            self._report(session, self._stop(session, exc), args, cell)
+            self._report_failure(session, exc, args, cell)
             raise
         outcome = self._stop(session, None)
         code.show(values)
@@ -214,7 +214,7 @@ class TraceviewMagics(Magics):
                 values = await code.run_async()
                 session.run_completed(k)
         except BaseException as exc:
-            self._report(session, self._stop(session, exc), args, cell)
+            self._report_failure(session, exc, args, cell)
             raise
         outcome = self._stop(session, None)
         code.show(values)
@@ -243,6 +243,13 @@ class TraceviewMagics(Magics):
         except Exception as exc:  # noqa: BLE001 - the cell's own error (if any) must still propagate
             print(f"traceview: could not save the trace to {session.run_dir}: {exc}", file=sys.stderr)
             return None
+
+    def _report_failure(self, session: recording.ProfileSession, error: BaseException, args: Any, cell: str) -> None:
+        """Save and report what was recorded before ``error``; never hides ``error`` behind another."""
+        try:
+            self._report(session, self._stop(session, error), args, cell)
+        except Exception as exc:  # noqa: BLE001 - the cell's exception is what the user must see
+            print(f"traceview: could not report on the failed run in {session.run_dir}: {exc}", file=sys.stderr)
 
     def _report(
         self, session: recording.ProfileSession, outcome: recording.RunOutcome | None, args: Any, cell: str
