@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from ._version import __version__
 from .errors import TraceviewError
+from .readers.files import rank_from_name
 
 __all__ = [
     "RUN_RECORD",
@@ -448,7 +449,8 @@ class ProfileSession:
         return self._present_files()
 
     def _present_files(self) -> list[Path]:
-        return sorted(self.run_dir.glob("rank-*.pt.trace.json.gz"))
+        files = self.run_dir.glob("rank-*.pt.trace.json.gz")
+        return sorted(files, key=lambda p: (rank_from_name(p.name) or 0, p.name))
 
 
 #: Kineto's progress lines, written by the C++ library straight to file descriptor 2.
