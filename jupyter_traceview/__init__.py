@@ -10,6 +10,7 @@ charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ._version import __version__
 from .analysis import summary
@@ -36,8 +37,10 @@ __all__ = [
     "clear_cache",
     "default_cache_dir",
     "load",
+    "load_ipython_extension",
     "sample_path",
     "summary",
+    "unload_ipython_extension",
 ]
 
 
@@ -57,3 +60,17 @@ def sample_path(name: str = "dlrm_8rank_v100") -> Path:
         available = sorted(c.name for c in root.iterdir() if c.is_dir())
         raise ValueError(f"no sample named {name!r}; available: {', '.join(available)}")
     return p
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``."""
+    from .magics import load_ipython_extension as load_magics
+
+    load_magics(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up."""
+    from .magics import unload_ipython_extension as unload_magics
+
+    unload_magics(ip)
