@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -16,8 +17,9 @@ from typing import Any, Literal
 from . import cache as _cache
 from .classify import Classifier
 from .errors import TraceFormatError, TraceviewError, TraceviewWarning
-from .readers.files import TraceFile, discover, read_bytes
+from .readers.files import TraceFile, discover, read_bytes, trace_format
 from .readers.kineto import ARGS_DROPPED, DROPPED, NotATraceError, parse_kineto
+from .readers.nsys import WARNINGS_KEY, parse_nsys
 from .trace import Trace
 from .trace_data import RankData
 
@@ -43,15 +45,18 @@ class _Options:
 
 def _read_file(tf: TraceFile, options: _Options, cache_dir: str | None) -> list[RankData]:
     """Parse one file (and store it in the cache). Runs in a worker process or inline."""
-    data = read_bytes(tf.path)
-    ranks = parse_kineto(
-        tf.path,
-        data,
-        name_rank=tf.name_rank,
-        bad_events=options.bad_events,
-        pid_map=dict(options.pid_map) if options.pid_map else None,
-    )
-    del data
+    if trace_format(tf.path) == "nsys":
+        ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
+    else:
+        data = read_bytes(tf.path)
+        ranks = parse_kineto(
+            tf.path,
+            data,
+            name_rank=tf.name_rank,
+            bad_events=options.bad_events,
+            pid_map=dict(options.pid_map) if options.pid_map else None,
+        )
+        del data
     if cache_dir is not None:
         _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
     return ranks
@@ -118,14 +123,18 @@ def load(
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
 
+    Nsight Systems SQLite exports (``nsys export --type sqlite``) load the same way, alone
+    or in a folder; see ``docs/nsys.md`` for what is read from them.
+
     Parameters
     ----------
     path:
-        A trace file (``.json`` or ``.json.gz``), a folder of rank traces (read
-        non-recursively), or a list of files.
+        A trace file (``.json``, ``.json.gz`` or an Nsight ``.sqlite`` export), a folder of
+        rank traces (read non-recursively), or a list of files.
     ranks:
         Load only these ranks. Ranks come from ``distributedInfo.rank``, else from the
-        file name (``rank-3``, ``worker3``), else 0.
+        file name (``rank-3``, ``worker3``), else 0. An Nsight export holds one rank per
+        (process, GPU); those without a rank in their file name are numbered in file order.
     cache:
         True to use the on-disk cache in the user cache folder, a folder path to use that
         folder, False to always parse.
@@ -259,8 +268,9 @@ def load(
     if not_traces:
         listed = ", ".join(tf.path.name for tf in not_traces[:10])
         warnings.warn(
-            f"skipped {len(not_traces)} JSON file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=2
+            f"skipped {len(not_traces)} file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=2
         )
+    _number_unranked(results, peeked)
     if failures:
         listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
         warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=2)
@@ -279,6 +289,7 @@ def load(
                 )
             by_rank[r] = d
     _warn_skipped_events(by_rank)
+    _warn_reader_messages(by_rank)
     source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
     if not by_rank:
         if wanted is not None and (results or not files):
@@ -292,9 +303,47 @@ def load(
         if failures:
             problem += f" ({len(failures)} file(s) failed: see the warning above)"
         elif not_traces:
-            problem += " (the JSON files here are not traces)"
-        raise TraceFormatError(source, problem, "Point tv.load() at PyTorch profiler traces")
+            problem += " (the files here are not traces)"
+        raise TraceFormatError(
+            source, problem, "Point tv.load() at PyTorch profiler traces or Nsight Systems SQLite exports"
+        )
     return Trace(by_rank.values(), classifier=classifier, source=source)
+
+
+def _number_unranked(results: dict[int, list[RankData]], claimed: set[int]) -> None:
+    """Number the ranks that readers could not (``rank_source == "order"``), in file order.
+
+    Nsight exports carry no rank: a file holding one rank takes the rank in its file name,
+    others take the lowest numbers not claimed by any other file of the load (nor by the
+    files that ``ranks=`` left out), in file order then (device, pid) order.
+    """
+    taken = set(claimed) | {d.meta.rank for rs in results.values() for d in rs if d.meta.rank_source != "order"}
+    nxt = 0
+    for i in sorted(results):
+        if not any(d.meta.rank_source == "order" for d in results[i]):
+            continue
+        renumbered = []
+        for d in results[i]:
+            if d.meta.rank_source == "order":
+                while nxt in taken:
+                    nxt += 1
+                d = RankData(
+                    meta=dataclasses.replace(d.meta, rank=nxt), events=d.events, gpu_args=d.gpu_args, comms=d.comms
+                )
+                nxt += 1
+            renumbered.append(d)
+        results[i] = renumbered
+
+
+def _warn_reader_messages(by_rank: dict[int, RankData]) -> None:
+    """Warnings that readers left in ``meta.extra["warnings"]`` (readers may run in worker processes)."""
+    ranks_of: dict[str, list[int]] = {}
+    for r, d in sorted(by_rank.items()):
+        for message in d.meta.extra.get(WARNINGS_KEY, ()):
+            ranks_of.setdefault(str(message), []).append(r)
+    for message, rs in ranks_of.items():
+        listed = ", ".join(map(str, rs[:10])) + (", ..." if len(rs) > 10 else "")
+        warnings.warn(f"{message} (rank{'s' if len(rs) > 1 else ''} {listed})", TraceviewWarning, stacklevel=3)
 
 
 def _warn_skipped_events(by_rank: dict[int, RankData]) -> None:
