@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._version import __version__
+from .analysis import nvtx_gpu_projection
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -35,6 +36,7 @@ __all__ = [
     "clear_cache",
     "default_cache_dir",
     "load",
+    "nvtx_gpu_projection",
     "sample_path",
 ]
 

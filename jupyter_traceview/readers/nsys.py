@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -320,8 +320,10 @@ class _Names:
     def code(self, name: str) -> int:
         return self.index.setdefault(name, len(self.index))
 
-    def codes(self, names: Iterable[str]) -> np.ndarray:
-        return np.fromiter((self.code(n) for n in names), dtype=np.int32)
+    def codes(self, names: Sequence[str]) -> np.ndarray:
+        local, uniques = pd.factorize(np.asarray(names, dtype=object))
+        lut = np.array([self.code(str(u)) for u in uniques], dtype=np.int32)
+        return lut[local] if len(local) else np.empty(0, dtype=np.int32)
 
     @property
     def values(self) -> list[str]:
@@ -378,14 +380,18 @@ class _File:
     cuda_devices: list[tuple[int, int, int]]  # (pid, cudaId, gpuId)
     extra: dict[str, Any]
     skipped: dict[str, int]
+    #: Name code -> N of the ``ProfilerStep#N`` names.
+    step_numbers: dict[int, int] = field(default_factory=dict)
+    #: Name code -> collective of the NCCL range names.
+    collectives: dict[int, str] = field(default_factory=dict)
 
 
 def _ints(values: Sequence[Any]) -> np.ndarray:
     return np.array(values, dtype=np.int64) if len(values) else np.empty(0, dtype=np.int64)
 
 
-def _columns(rows: list[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
-    return list(zip(*rows, strict=True)) if rows else [() for _ in range(width)]
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    return [[r[i] for r in rows] for i in range(width)]
 
 
 def _decode_pid(g: np.ndarray) -> np.ndarray:
@@ -417,22 +423,18 @@ def _resolve(values: Sequence[Any], strings: dict[int, str], *, missing: str) ->
     return out
 
 
-def _triple(db: _Db, table: str, xyz: tuple[str, str, str], combined: Sequence[str]) -> list[tuple[int, int, int]]:
-    """A 3-vector per row: from x/y/z columns, else from one text column ('(128, 1, 1)', '128,1,1')."""
+def _triple(db: _Db, table: str, xyz: tuple[str, str, str], combined: Sequence[str]) -> np.ndarray:
+    """A 3-vector per row (n x 3): from x/y/z columns, else from one text column ('(128, 1, 1)', '128,1,1')."""
     if db.pick(table, (xyz[0],)) is not None:
-        return [
-            (int(a), int(b), int(c))
-            for a, b, c in db.select(table, [((xyz[0],), -1), ((xyz[1],), -1), ((xyz[2],), -1)])
-        ]
-    col = db.pick(table, combined)
-    if col is None:
-        return [(-1, -1, -1)] * db.count(table)
-    out = []
-    for (v,) in db.con.execute(f'SELECT "{col}" FROM "{table}"').fetchall():
-        nums = [int(x) for x in re.findall(r"-?\d+", str(v))] if v is not None else []
-        nums = [*nums, 1, 1, 1][:3] if nums else [-1, -1, -1]
-        out.append((nums[0], nums[1], nums[2]))
-    return out
+        rows: list[Any] = db.select(table, [((xyz[0],), -1), ((xyz[1],), -1), ((xyz[2],), -1)])
+    elif (col := db.pick(table, combined)) is None:
+        rows = [(-1, -1, -1)] * db.count(table)
+    else:
+        rows = []
+        for (v,) in db.con.execute(f'SELECT "{col}" FROM "{table}"').fetchall():
+            nums = [int(x) for x in re.findall(r"-?\d+", str(v))] if v is not None else []
+            rows.append([*nums, 1, 1, 1][:3] if nums else [-1, -1, -1])
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 
 #: Candidate column names per field, newest first.
@@ -455,7 +457,7 @@ def _gpu_part(
     names: list[str],
     pool: _Names,
     extra_fields: Sequence[tuple[Sequence[str], Any]] = (),
-) -> tuple[_Part, list[tuple[Any, ...]]]:
+) -> tuple[_Part, list[list[Any]]]:
     """The common columns of a GPU activity table; returns the part and the extra fields' columns."""
     has_gpid = db.pick(table, _GLOBAL_PID) is not None
     fields: list[tuple[Sequence[str], Any]] = [
@@ -509,8 +511,7 @@ def _kernels(db: _Db, strings: dict[int, str], pool: _Names) -> _Part:
     block = _triple(db, _KERNEL, ("blockX", "blockY", "blockZ"), ("blockDim", "block"))
     s, d, c = _ints(static), _ints(dynamic), _ints(combined)
     smem = np.where((s >= 0) | (d >= 0), np.maximum(s, 0) + np.maximum(d, 0), c)
-    g = np.array(grid, dtype=np.int64).reshape(-1, 3)
-    b = np.array(block, dtype=np.int64).reshape(-1, 3)
+    g, b = grid, block
     part.args = {
         "grid_x": g[:, 0],
         "grid_y": g[:, 1],
@@ -961,9 +962,16 @@ def _read_file(db: _Db, path: Path, bad_events: str) -> _File:
     }
     if warnings:
         extra[WARNINGS_KEY] = warnings
+    names = pool.values
+    step_numbers = {}
+    for i, nm in enumerate(names):
+        if nm.startswith("ProfilerStep#") and (m := re.match(r"ProfilerStep#(\d+)", nm)) is not None:
+            step_numbers[i] = int(m.group(1))
     return _File(
         part=part,
-        names=pool.values,
+        names=names,
+        step_numbers=step_numbers,
+        collectives=_collectives(names),
         base_time_ns=base,
         duration_ns=_duration(db),
         process_names=process_names,
@@ -1106,9 +1114,7 @@ def _rank(
     parent[device_side] = -1
     name_codes = p.name[order]
     names = f.names
-    step_numbers = {
-        i: int(m.group(1)) for i, nm in enumerate(names) if (m := re.match(r"ProfilerStep#(\d+)", nm)) is not None
-    }
+    step_numbers = f.step_numbers
     step = derive.steps(
         ts,
         dur,
@@ -1140,7 +1146,7 @@ def _rank(
         }
     )
     gpu_args = _gpu_args(p, order, kind, dur)
-    comms = _comms(kind, name_codes, names)
+    comms = _comms(kind, name_codes, f.collectives)
 
     cpu = ~device_side
     pids = set(p.pid[order][cpu].tolist())
@@ -1203,15 +1209,22 @@ def _gpu_args(p: _Part, order: np.ndarray, kind: np.ndarray, dur: np.ndarray) ->
     )
 
 
-def _comms(kind: np.ndarray, name_codes: np.ndarray, names: list[str]) -> pd.DataFrame:
-    """NCCL's NVTX ranges of collectives (ncclAllReduce, ncclSend, ...): the collective, no sizes."""
-    collective_of: dict[int, str] = {}
+def _collectives(names: list[str]) -> dict[int, str]:
+    """Name code -> collective, for NCCL's NVTX ranges (ncclAllReduce, ...) and PyTorch's nccl:<collective>."""
+    out: dict[int, str] = {}
     for i, nm in enumerate(names):
+        if "nccl" not in nm:
+            continue
         match = _NCCL_RANGE.match(nm)
         if match is not None:
-            collective_of[i] = normalize_collective(match.group(1).replace("Bcast", "Broadcast"))
+            out[i] = normalize_collective(match.group(1).replace("Bcast", "Broadcast"))
         elif nm.startswith("nccl:"):
-            collective_of[i] = normalize_collective(nm.split(":", 1)[1])
+            out[i] = normalize_collective(nm.split(":", 1)[1])
+    return out
+
+
+def _comms(kind: np.ndarray, name_codes: np.ndarray, collective_of: dict[int, str]) -> pd.DataFrame:
+    """NCCL's NVTX ranges of collectives (ncclAllReduce, ncclSend, ...): the collective, no sizes."""
     codes = np.fromiter(collective_of, dtype=np.int64, count=len(collective_of))
     eids = np.flatnonzero((kind == _CODE[EventKind.USER_ANNOTATION]) & np.isin(name_codes, codes))
     labels = [collective_of[int(c)] for c in name_codes[eids].tolist()]
