@@ -74,6 +74,8 @@ def _peek_rank(tf: TraceFile) -> int | None:
     """The rank in a file's distributedInfo, read from its first MiB only."""
     import re
 
+    if trace_format(tf.path) == "nsys":
+        return None  # Nsight exports carry no distributedInfo
     try:
         head = _head(tf.path, 2**20)
     except OSError:

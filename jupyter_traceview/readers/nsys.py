@@ -168,6 +168,9 @@ _WORK_CODES = np.array(
     sorted(KIND_CODE[k] for k in (EventKind.KERNEL, EventKind.GPU_MEMCPY, EventKind.GPU_MEMSET)), dtype=np.int8
 )
 
+#: Rows fetched from SQLite at a time (bounds the Python objects alive while reading).
+_CHUNK_ROWS = 1 << 17
+
 _EXPORT_HINT = (
     "Export the report with `nsys export --type sqlite -o report.sqlite report.nsys-rep` and load the .sqlite file"
 )
@@ -278,22 +281,27 @@ class _Db:
         cols = self.columns(table)
         return next((c for c in candidates if c in cols), None)
 
-    def select(self, table: str, fields: Sequence[tuple[Sequence[str], Any]]) -> list[tuple[Any, ...]]:
-        """Rows of ``table``, one value per field: the first existing candidate column, NULL -> default.
+    def ints(self, table: str, fields: Sequence[tuple[Sequence[str], int]]) -> np.ndarray:
+        """Integer columns of ``table`` as an (n, k) int64 array, fetched in chunks.
 
-        A default of ``int`` casts to INTEGER (text numbers become numbers); ``None`` as a
-        default keeps NULLs and the column's own type (used for text-or-id columns).
+        Each field is the first of its candidate columns that exists, cast to INTEGER,
+        with NULL (and a missing column) read as the field's default.
         """
         exprs = []
         for candidates, default in fields:
             col = self.pick(table, candidates)
-            if col is None:
-                exprs.append("NULL" if default is None else str(int(default)))
-            elif default is None:
-                exprs.append(f'"{col}"')
-            else:
-                exprs.append(f'coalesce(CAST("{col}" AS INTEGER), {int(default)})')
-        return self.con.execute(f'SELECT {", ".join(exprs)} FROM "{table}"').fetchall()
+            exprs.append(f'coalesce(CAST("{col}" AS INTEGER), {int(default)})' if col else str(int(default)))
+        cur = self.con.execute(f'SELECT {", ".join(exprs)} FROM "{table}"')
+        chunks = []
+        while rows := cur.fetchmany(_CHUNK_ROWS):
+            chunks.append(np.array(rows, dtype=np.int64).reshape(len(rows), len(fields)))
+        return np.concatenate(chunks) if chunks else np.empty((0, len(fields)), dtype=np.int64)
+
+    def values(self, table: str, candidates: Sequence[str]) -> list[Any]:
+        """One column as stored (ids, text or NULL); NULLs when no candidate column exists."""
+        col = self.pick(table, candidates)
+        expr = f'"{col}"' if col else "NULL"
+        return [r[0] for r in self.con.execute(f'SELECT {expr} FROM "{table}"').fetchall()]
 
     def enum(self, table: str, default: dict[int, str], *, column: str = "name") -> dict[int, str]:
         if not self.has(table) or not {"id", column} <= self.columns(table):
@@ -322,7 +330,11 @@ class _Names:
 
     def codes(self, names: Sequence[str]) -> np.ndarray:
         local, uniques = pd.factorize(np.asarray(names, dtype=object))
-        lut = np.array([self.code(str(u)) for u in uniques], dtype=np.int32)
+        return self.lookup(local, [str(u) for u in uniques])
+
+    def lookup(self, local: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+        """Pool codes of rows given as codes into ``labels``."""
+        lut = np.array([self.code(x) for x in labels], dtype=np.int32)
         return lut[local] if len(local) else np.empty(0, dtype=np.int32)
 
     @property
@@ -386,14 +398,6 @@ class _File:
     collectives: dict[int, str] = field(default_factory=dict)
 
 
-def _ints(values: Sequence[Any]) -> np.ndarray:
-    return np.array(values, dtype=np.int64) if len(values) else np.empty(0, dtype=np.int64)
-
-
-def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    return [[r[i] for r in rows] for i in range(width)]
-
-
 def _decode_pid(g: np.ndarray) -> np.ndarray:
     """The OS process id in a serialised globalPid/globalTid (bits 24-47)."""
     return (g >> 24) & 0xFFFFFF
@@ -405,35 +409,46 @@ def _string_ids(db: _Db) -> dict[int, str]:
     return {int(i): str(v) for i, v in db.con.execute("SELECT id, value FROM StringIds").fetchall() if v is not None}
 
 
-def _resolve(values: Sequence[Any], strings: dict[int, str], *, missing: str) -> list[str]:
-    """Names from a column holding StringIds ids, inline text, or NULLs."""
-    out: list[str] = []
-    cache: dict[Any, str] = {}
-    for v in values:
-        s = cache.get(v)
-        if s is None:
-            if v is None:
-                s = missing
-            elif isinstance(v, int):
-                s = strings.get(v, f"{missing} (string id {v})")
-            else:
-                s = str(v)
-            cache[v] = s
-        out.append(s)
-    return out
+def _name_codes(
+    values: list[Any], strings: dict[int, str], pool: _Names, *, missing: str, clean: Any = None
+) -> np.ndarray:
+    """Pool codes of a column holding StringIds ids, inline text or NULLs (``clean`` edits each name)."""
+    try:
+        ids = np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        local, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+        keys: list[Any] = list(uniques)
+    else:
+        uniq, local = np.unique(ids, return_inverse=True)
+        keys = uniq.tolist()
+    labels = []
+    for v in keys:
+        if v is None or (isinstance(v, float) and v != v):
+            label = missing
+        elif isinstance(v, int):
+            label = strings.get(v, f"{missing} (string id {v})")
+        else:
+            label = str(v)
+        labels.append(clean(label) if clean is not None else label)
+    return pool.lookup(np.asarray(local).reshape(-1), labels)
+
+
+def _labelled(pool: _Names, columns: np.ndarray, label: Any) -> np.ndarray:
+    """Pool codes of names made from integer columns (one call of ``label`` per distinct row)."""
+    if len(columns) == 0:
+        return np.empty(0, dtype=np.int32)
+    uniq, local = np.unique(columns, axis=0, return_inverse=True)
+    return pool.lookup(local.reshape(-1), [label(*row) for row in uniq.tolist()])
 
 
 def _triple(db: _Db, table: str, xyz: tuple[str, str, str], combined: Sequence[str]) -> np.ndarray:
     """A 3-vector per row (n x 3): from x/y/z columns, else from one text column ('(128, 1, 1)', '128,1,1')."""
-    if db.pick(table, (xyz[0],)) is not None:
-        rows: list[Any] = db.select(table, [((xyz[0],), -1), ((xyz[1],), -1), ((xyz[2],), -1)])
-    elif (col := db.pick(table, combined)) is None:
-        rows = [(-1, -1, -1)] * db.count(table)
-    else:
-        rows = []
-        for (v,) in db.con.execute(f'SELECT "{col}" FROM "{table}"').fetchall():
-            nums = [int(x) for x in re.findall(r"-?\d+", str(v))] if v is not None else []
-            rows.append([*nums, 1, 1, 1][:3] if nums else [-1, -1, -1])
+    if db.pick(table, (xyz[0],)) is not None or db.pick(table, combined) is None:
+        return db.ints(table, [((xyz[0],), -1), ((xyz[1],), -1), ((xyz[2],), -1)])
+    rows = []
+    for v in db.values(table, combined):
+        nums = [int(x) for x in re.findall(r"-?\d+", str(v))] if v is not None else []
+        rows.append([*nums, 1, 1, 1][:3] if nums else [-1, -1, -1])
     return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 
@@ -451,16 +466,11 @@ _RAW_TID = ("threadId", "tid")
 
 
 def _gpu_part(
-    db: _Db,
-    table: str,
-    kind: EventKind,
-    names: list[str],
-    pool: _Names,
-    extra_fields: Sequence[tuple[Sequence[str], Any]] = (),
-) -> tuple[_Part, list[list[Any]]]:
-    """The common columns of a GPU activity table; returns the part and the extra fields' columns."""
+    db: _Db, table: str, kind: EventKind, extra_fields: Sequence[tuple[Sequence[str], int]] = ()
+) -> tuple[_Part, np.ndarray]:
+    """The common columns of a GPU activity table (names left to the caller), and the extra fields."""
     has_gpid = db.pick(table, _GLOBAL_PID) is not None
-    fields: list[tuple[Sequence[str], Any]] = [
+    fields: list[tuple[Sequence[str], int]] = [
         (_START, 0),
         (_END, 0),
         (_DEVICE, 0),
@@ -470,48 +480,45 @@ def _gpu_part(
         (_GLOBAL_PID, -1) if has_gpid else (_RAW_PID, -1),
         *extra_fields,
     ]
-    rows = db.select(table, fields)
-    cols = _columns(rows, len(fields))
-    n = len(rows)
-    gp = _ints(cols[6])
+    a = db.ints(table, fields)
+    n = len(a)
+    gp = a[:, 6]
     if has_gpid:
         proc = np.where(gp >= 0, gp >> 24, -1)
         pid = np.where(gp >= 0, _decode_pid(gp), -1)
     else:
         proc = pid = gp
     part = _Part(
-        ts=_ints(cols[0]),
-        end=_ints(cols[1]),
+        ts=a[:, 0].copy(),
+        end=a[:, 1].copy(),
         kind=np.full(n, _CODE[kind], dtype=np.int8),
-        name=pool.codes(names),
+        name=np.zeros(n, dtype=np.int32),
         proc=proc,
         pid=pid,
         thread=np.full(n, -1, dtype=np.int64),
         tid=np.full(n, -1, dtype=np.int64),
-        device=_ints(cols[2]),
-        context=_ints(cols[3]),
-        stream=_ints(cols[4]),
-        correlation=_ints(cols[5]),
+        device=a[:, 2].copy(),
+        context=a[:, 3].copy(),
+        stream=a[:, 4].copy(),
+        correlation=a[:, 5].copy(),
     )
-    return part, cols[7:]
+    return part, a[:, 7:]
 
 
 def _kernels(db: _Db, strings: dict[int, str], pool: _Names) -> _Part:
-    name_col = db.pick(_KERNEL, ("demangledName", "name", "shortName", "mangledName"))
-    raw = [r[0] for r in db.select(_KERNEL, [((name_col,) if name_col else (), None)])]
-    names = _resolve(raw, strings, missing="(unnamed kernel)")
-    smem_fields: list[tuple[Sequence[str], Any]] = [
+    extra: list[tuple[Sequence[str], int]] = [
         (("registersPerThread", "registers"), -1),
         (("staticSharedMemory",), -1),
         (("dynamicSharedMemory",), -1),
         (("sharedMemory", "sharedMemoryBytes"), -1),
     ]
-    part, (regs, static, dynamic, combined) = _gpu_part(db, _KERNEL, EventKind.KERNEL, names, pool, smem_fields)
-    grid = _triple(db, _KERNEL, ("gridX", "gridY", "gridZ"), ("gridDim", "grid"))
-    block = _triple(db, _KERNEL, ("blockX", "blockY", "blockZ"), ("blockDim", "block"))
-    s, d, c = _ints(static), _ints(dynamic), _ints(combined)
-    smem = np.where((s >= 0) | (d >= 0), np.maximum(s, 0) + np.maximum(d, 0), c)
-    g, b = grid, block
+    part, a = _gpu_part(db, _KERNEL, EventKind.KERNEL, extra)
+    raw = db.values(_KERNEL, ("demangledName", "name", "shortName", "mangledName"))
+    part.name = _name_codes(raw, strings, pool, missing="(unnamed kernel)")
+    g = _triple(db, _KERNEL, ("gridX", "gridY", "gridZ"), ("gridDim", "grid"))
+    b = _triple(db, _KERNEL, ("blockX", "blockY", "blockZ"), ("blockDim", "block"))
+    regs, static, dynamic, combined = a.T
+    smem = np.where((static >= 0) | (dynamic >= 0), np.maximum(static, 0) + np.maximum(dynamic, 0), combined)
     part.args = {
         "grid_x": g[:, 0],
         "grid_y": g[:, 1],
@@ -519,7 +526,7 @@ def _kernels(db: _Db, strings: dict[int, str], pool: _Names) -> _Part:
         "block_x": b[:, 0],
         "block_y": b[:, 1],
         "block_z": b[:, 2],
-        "registers": _ints(regs),
+        "registers": regs.copy(),
         "shared_memory": smem,
     }
     return part
@@ -537,30 +544,32 @@ def _memcpys(db: _Db, pool: _Names) -> _Part:
     kinds = db.enum("ENUM_CUDA_MEMCPY_OPER", _DEFAULT_MEMCPY_KIND)
     mem = db.enum("ENUM_CUDA_MEM_KIND", _DEFAULT_MEM_KIND, column="label")
     has_src = db.pick(_MEMCPY, ("srcKind",)) is not None and db.pick(_MEMCPY, ("dstKind",)) is not None
-    extra: list[tuple[Sequence[str], Any]] = [
+    extra: list[tuple[Sequence[str], int]] = [
         (("bytes", "size"), -1),
         (("copyKind",), 0),
         (("srcKind",), -1),
         (("dstKind",), -1),
     ]
-    rows = db.select(_MEMCPY, extra)
-    names = []
-    for _, ck, src, dst in rows:
+    part, a = _gpu_part(db, _MEMCPY, EventKind.GPU_MEMCPY, extra)
+    nbytes, copy_kind, src, dst = a.T
+
+    def label(ck: int, s: int, d: int) -> str:
         short = _short_copy_kind(kinds.get(ck, "UNKNOWN"))
-        if has_src:
-            names.append(f"Memcpy {short} ({mem.get(src, 'Unknown')} -> {mem.get(dst, 'Unknown')})")
-        else:
-            names.append(f"Memcpy {short}")
-    part, (nbytes, copy_kind, src_kind, dst_kind) = _gpu_part(db, _MEMCPY, EventKind.GPU_MEMCPY, names, pool, extra)
+        if not has_src:
+            return f"Memcpy {short}"
+        return f"Memcpy {short} ({mem.get(s, 'Unknown')} -> {mem.get(d, 'Unknown')})"
+
+    part.name = _labelled(pool, a[:, 1:4], label)
     code = {k: i for i, k in enumerate(COPY_KINDS)}
-    short_codes = {
-        ck: code.get(_short_copy_kind(kinds.get(ck, "UNKNOWN")), -1) for ck in set(_ints(copy_kind).tolist())
-    }
+    short_codes = np.array(
+        [code.get(_short_copy_kind(kinds.get(ck, "UNKNOWN")), -1) for ck in range(max(kinds) + 1)], dtype=np.int8
+    )
+    in_range = (copy_kind >= 0) & (copy_kind < len(short_codes))
     pageable_kinds = [k for k, v in mem.items() if v.lower() == "pageable"]
     part.args = {
-        "bytes": _ints(nbytes),
-        "copy_kind": np.array([short_codes[c] for c in _ints(copy_kind).tolist()], dtype=np.int8),
-        "pageable": np.isin(_ints(src_kind), pageable_kinds) | np.isin(_ints(dst_kind), pageable_kinds),
+        "bytes": nbytes.copy(),
+        "copy_kind": np.where(in_range, short_codes[np.where(in_range, copy_kind, 0)], -1).astype(np.int8),
+        "pageable": np.isin(src, pageable_kinds) | np.isin(dst, pageable_kinds),
     }
     return part
 
@@ -568,78 +577,64 @@ def _memcpys(db: _Db, pool: _Names) -> _Part:
 def _memsets(db: _Db, pool: _Names) -> _Part:
     mem = db.enum("ENUM_CUDA_MEM_KIND", _DEFAULT_MEM_KIND, column="label")
     has_kind = db.pick(_MEMSET, ("memKind", "memoryKind")) is not None
-    extra: list[tuple[Sequence[str], Any]] = [(("bytes", "size"), -1), (("memKind", "memoryKind"), -1)]
-    rows = db.select(_MEMSET, extra)
-    names = [f"Memset ({mem.get(k, 'Unknown')})" if has_kind else "Memset" for _, k in rows]
-    part, (nbytes, _kind) = _gpu_part(db, _MEMSET, EventKind.GPU_MEMSET, names, pool, extra)
-    n = len(rows)
+    extra: list[tuple[Sequence[str], int]] = [(("bytes", "size"), -1), (("memKind", "memoryKind"), -1)]
+    part, a = _gpu_part(db, _MEMSET, EventKind.GPU_MEMSET, extra)
+    part.name = _labelled(pool, a[:, 1:2], lambda k: f"Memset ({mem.get(k, 'Unknown')})" if has_kind else "Memset")
     part.args = {
-        "bytes": _ints(nbytes),
-        "copy_kind": np.full(n, COPY_KINDS.index("memset"), dtype=np.int8),
+        "bytes": a[:, 0].copy(),
+        "copy_kind": np.full(len(a), COPY_KINDS.index("memset"), dtype=np.int8),
     }
     return part
 
 
 def _syncs(db: _Db, pool: _Names) -> _Part:
     types = db.enum("ENUM_CUPTI_SYNC_TYPE", _DEFAULT_SYNC_TYPE)
-    extra: list[tuple[Sequence[str], Any]] = [(("syncType", "deprecatedSyncType"), 0)]
-    rows = db.select(_SYNC, extra)
-    names = []
-    for (t,) in rows:
-        suffix = types.get(t, "UNKNOWN").split("_TYPE_")[-1]
-        names.append(_SYNC_NAMES.get(suffix, "Unknown Sync"))
-    part, _ = _gpu_part(db, _SYNC, EventKind.CUDA_SYNC, names, pool, extra)
+    part, a = _gpu_part(db, _SYNC, EventKind.CUDA_SYNC, [(("syncType", "deprecatedSyncType"), 0)])
+    part.name = _labelled(
+        pool, a, lambda t: _SYNC_NAMES.get(types.get(t, "UNKNOWN").split("_TYPE_")[-1], "Unknown Sync")
+    )
     return part
 
 
 def _graphs(db: _Db, pool: _Names) -> _Part:
-    extra: list[tuple[Sequence[str], Any]] = [(("graphId",), -1)]
-    rows = db.select(_GRAPH, extra)
-    names = [f"CUDA Graph {g}" if g >= 0 else "CUDA Graph" for (g,) in rows]
-    part, _ = _gpu_part(db, _GRAPH, EventKind.KERNEL, names, pool, extra)
+    part, a = _gpu_part(db, _GRAPH, EventKind.KERNEL, [(("graphId",), -1)])
+    part.name = _labelled(pool, a, lambda g: f"CUDA Graph {g}" if g >= 0 else "CUDA Graph")
     return part
 
 
-def _thread_fields(db: _Db, table: str) -> tuple[list[tuple[Sequence[str], Any]], bool]:
+def _thread_fields(db: _Db, table: str) -> tuple[list[tuple[Sequence[str], int]], bool]:
     if db.pick(table, _GLOBAL_TID) is not None:
         return [(_GLOBAL_TID, 0), ((), 0)], True
     return [(_RAW_PID, 0), (_RAW_TID, 0)], False
 
 
-def _cpu_ids(a: Sequence[Any], b: Sequence[Any], serialised: bool) -> tuple[np.ndarray, ...]:
+def _cpu_ids(a: np.ndarray, b: np.ndarray, serialised: bool) -> tuple[np.ndarray, ...]:
     """(proc, pid, thread, tid) of CPU rows, from globalTid or from raw pid/tid columns."""
     if serialised:
-        g = _ints(a)
-        return g >> 24, _decode_pid(g), g, g & 0xFFFFFF
-    pid, tid = _ints(a), _ints(b)
-    return pid, pid, (pid << 24) | (tid & 0xFFFFFF), tid
+        return a >> 24, _decode_pid(a), a.copy(), a & 0xFFFFFF
+    return a.copy(), a.copy(), (a << 24) | (b & 0xFFFFFF), b.copy()
 
 
 def _runtime(db: _Db, strings: dict[int, str], pool: _Names) -> _Part:
     ids, serialised = _thread_fields(db, _RUNTIME)
-    name_col = db.pick(_RUNTIME, ("nameId", "name"))
-    fields: list[tuple[Sequence[str], Any]] = [
-        (_START, 0),
-        (_END, 0),
-        *ids,
-        (_CORRELATION, -1),
-        (("eventClass",), -1),
-        ((name_col,) if name_col else (), None),
-    ]
-    rows = db.select(_RUNTIME, fields)
-    cols = _columns(rows, len(fields))
-    names = [_API_VERSION_SUFFIX.sub("", s) for s in _resolve(cols[6], strings, missing="(unnamed CUDA call)")]
-    event_class = _ints(cols[5])
-    driver_by_name = np.array([s.startswith("cu") and not s.startswith("cuda") for s in names], dtype=bool)
+    fields: list[tuple[Sequence[str], int]] = [(_START, 0), (_END, 0), *ids, (_CORRELATION, -1), (("eventClass",), -1)]
+    a = db.ints(_RUNTIME, fields)
+    raw = db.values(_RUNTIME, ("nameId", "name"))
+    name = _name_codes(
+        raw, strings, pool, missing="(unnamed CUDA call)", clean=lambda x: _API_VERSION_SUFFIX.sub("", x)
+    )
+    names = pool.values
+    driver_names = np.array([x.startswith("cu") and not x.startswith("cuda") for x in names], dtype=bool)
+    event_class = a[:, 5]
     # eventClass: 0 CUDA runtime, 1 CUDA driver (ENUM_NSYS_EVENT_CLASS); else judge by the name.
-    is_driver = np.where(event_class >= 0, event_class == 1, driver_by_name)
-    proc, pid, thread, tid = _cpu_ids(cols[2], cols[3], serialised)
-    n = len(rows)
+    is_driver = np.where(event_class >= 0, event_class == 1, driver_names[name] if len(name) else False)
+    proc, pid, thread, tid = _cpu_ids(a[:, 2], a[:, 3], serialised)
+    n = len(a)
     return _Part(
-        ts=_ints(cols[0]),
-        end=_ints(cols[1]),
+        ts=a[:, 0].copy(),
+        end=a[:, 1].copy(),
         kind=np.where(is_driver, _CODE[EventKind.CUDA_DRIVER], _CODE[EventKind.CUDA_RUNTIME]).astype(np.int8),
-        name=pool.codes(names),
+        name=name,
         proc=proc,
         pid=pid,
         thread=thread,
@@ -647,7 +642,7 @@ def _runtime(db: _Db, strings: dict[int, str], pool: _Names) -> _Part:
         device=np.full(n, -1, dtype=np.int64),
         context=np.full(n, -1, dtype=np.int64),
         stream=np.full(n, -1, dtype=np.int64),
-        correlation=_ints(cols[4]),
+        correlation=a[:, 4].copy(),
     )
 
 
@@ -656,22 +651,18 @@ def _nvtx(db: _Db, strings: dict[int, str], pool: _Names, skipped: dict[str, int
     if db.has("ENUM_NSYS_EVENT_TYPE"):
         event_types.update({v: k for k, v in db.enum("ENUM_NSYS_EVENT_TYPE", {}).items() if v in event_types})
     ids, serialised = _thread_fields(db, _NVTX)
-    fields: list[tuple[Sequence[str], Any]] = [
+    fields: list[tuple[Sequence[str], int]] = [
         (_START, 0),
         (_END, -1),
         *ids,
         (("eventType",), -1),
         (("domainId",), 0),
-        (("text",), None),
-        (("textId",), None),
+        (("textId",), -1),
     ]
-    rows = db.select(_NVTX, fields)
-    cols = _columns(rows, len(fields))
-    start, end, etype, domain = _ints(cols[0]), _ints(cols[1]), _ints(cols[4]), _ints(cols[5])
-    texts = [
-        t if t is not None else (strings.get(i) if isinstance(i, int) else None)
-        for t, i in zip(cols[6], cols[7], strict=True)
-    ]
+    a = db.ints(_NVTX, fields)
+    start, end, etype, domain, text_id = a[:, 0], a[:, 1], a[:, 4], a[:, 5], a[:, 6]
+    inline = db.values(_NVTX, ("text",))
+    texts = [t if t is not None else strings.get(i) for t, i in zip(inline, text_id.tolist(), strict=True)]
 
     # Domain names come from NvtxDomainCreate records (their text is the domain's name).
     is_domain = etype == event_types["NvtxDomainCreate"]
@@ -692,14 +683,14 @@ def _nvtx(db: _Db, strings: dict[int, str], pool: _Names, skipped: dict[str, int
     other = ~(is_range | is_mark | is_domain)
     if other.any():
         skipped["NVTX records other than ranges and marks"] = int(other.sum())
-    keep = (is_range & ~open_ranges) | is_mark
-    rows_kept = np.flatnonzero(keep)
+    rows_kept = np.flatnonzero((is_range & ~open_ranges) | is_mark)
+    kept_domain = domain[rows_kept].tolist()
     names = []
-    for i in rows_kept.tolist():
+    for i, d in zip(rows_kept.tolist(), kept_domain, strict=True):
         label = texts[i] or "(unnamed NVTX range)"
-        dom = domains.get(int(domain[i]))
-        names.append(f"{dom}:{label}" if dom and domain[i] != 0 else label)
-    proc, pid, thread, tid = (a[rows_kept] for a in _cpu_ids(cols[2], cols[3], serialised))
+        dom = domains.get(d) if d != 0 else None
+        names.append(f"{dom}:{label}" if dom else label)
+    proc, pid, thread, tid = (x[rows_kept] for x in _cpu_ids(a[:, 2], a[:, 3], serialised))
     ts = start[rows_kept]
     n = len(rows_kept)
     part = _Part(
