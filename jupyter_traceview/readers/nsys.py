@@ -512,20 +512,26 @@ def _kernels(db: _Db, strings: dict[int, str], pool: _Names) -> _Part:
         (("dynamicSharedMemory",), -1),
         (("sharedMemory", "sharedMemoryBytes"), -1),
     ]
+    xyz = db.pick(_KERNEL, ("gridX",)) is not None and db.pick(_KERNEL, ("blockX",)) is not None
+    if xyz:  # read with the other integer columns, in one pass
+        extra += [((c,), -1) for c in ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")]
     part, a = _gpu_part(db, _KERNEL, EventKind.KERNEL, extra)
     raw = db.values(_KERNEL, ("demangledName", "name", "shortName", "mangledName"))
     part.name = _name_codes(raw, strings, pool, missing="(unnamed kernel)")
-    g = _triple(db, _KERNEL, ("gridX", "gridY", "gridZ"), ("gridDim", "grid"))
-    b = _triple(db, _KERNEL, ("blockX", "blockY", "blockZ"), ("blockDim", "block"))
-    regs, static, dynamic, combined = a.T
+    if xyz:
+        g, b = a[:, 4:7], a[:, 7:10]
+    else:
+        g = _triple(db, _KERNEL, ("gridX", "gridY", "gridZ"), ("gridDim", "grid"))
+        b = _triple(db, _KERNEL, ("blockX", "blockY", "blockZ"), ("blockDim", "block"))
+    regs, static, dynamic, combined = a[:, :4].T
     smem = np.where((static >= 0) | (dynamic >= 0), np.maximum(static, 0) + np.maximum(dynamic, 0), combined)
     part.args = {
-        "grid_x": g[:, 0],
-        "grid_y": g[:, 1],
-        "grid_z": g[:, 2],
-        "block_x": b[:, 0],
-        "block_y": b[:, 1],
-        "block_z": b[:, 2],
+        "grid_x": g[:, 0].copy(),
+        "grid_y": g[:, 1].copy(),
+        "grid_z": g[:, 2].copy(),
+        "block_x": b[:, 0].copy(),
+        "block_y": b[:, 1].copy(),
+        "block_z": b[:, 2].copy(),
         "registers": regs.copy(),
         "shared_memory": smem,
     }
