@@ -1091,14 +1091,15 @@ def _rank(
     n_ranks: int,
 ) -> RankData:
     p = f.part
-    ts_all = p.ts + f.base_time_ns
-    dur_all = p.end - p.ts
-    order = rows[np.lexsort((-dur_all[rows], ts_all[rows]))]
+    ts_rows = p.ts[rows]
+    dur_rows = p.end[rows] - ts_rows
+    sort = np.lexsort((-dur_rows, ts_rows))
+    order = rows[sort]
     n = len(order)
     kind = p.kind[order]
     device_side = np.isin(kind, _DEVICE_CODES)
-    ts = ts_all[order]
-    dur = dur_all[order]
+    ts = ts_rows[sort] + f.base_time_ns
+    dur = dur_rows[sort]
     dev = p.device[order]
     stream = p.stream[order]
     # Device events: pid is the device index and tid the stream, as PyTorch traces write them.

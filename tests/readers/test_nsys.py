@@ -424,6 +424,20 @@ def test_folder_of_per_rank_exports(tmp_path: Path) -> None:
     assert tv.load(tmp_path / "order", cache=False).ranks == (0, 1, 2, 3, 9)
 
 
+def test_rank_selection_and_parallel_heuristic(mfu: tv.Trace) -> None:
+    from jupyter_traceview import loader
+    from jupyter_traceview.readers.files import TraceFile
+
+    one = tv.load(MFU, ranks=[1], cache=False)
+    assert one.ranks == (1,)
+    pd.testing.assert_frame_equal(one.events(1), mfu.events(1))
+    with pytest.raises(tv.TraceFormatError, match=r"no rank among \[5\]"):
+        tv.load(MFU, ranks=[5], cache=False)
+    # SQLite exports read about 4x slower per byte than JSON: the pool starts earlier for them.
+    sizes = [TraceFile(Path(n), 10, 0, None) for n in ("a.sqlite", "b.json", "c.json.gz")]
+    assert loader._estimated_json_bytes(sizes) == 40 + 10 + 100
+
+
 def test_report_beside_its_export_is_ignored(tmp_path: Path) -> None:
     small_export().write(tmp_path / "report1.sqlite")
     (tmp_path / "report1.nsys-rep").write_bytes(b"\x00binary report")
