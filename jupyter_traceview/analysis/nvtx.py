@@ -107,29 +107,31 @@ def nvtx_gpu_projection(
     >>> bool((proj["gpu_busy_ns"] <= proj["gpu_span_ns"]).all())
     True
     """
-    pattern = None
     if name is not None:
         try:
-            pattern = re.compile(name)
+            re.compile(name)
         except re.error as exc:
             raise ValueError(f"name={name!r} is not a valid regular expression: {exc}") from None
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    parts = []
-    no_gpu = []
-    for r in trace.ranks:
-        acts = gpu_activities(trace, r)
-        acts = acts.loc[acts["gpu_class"].isin(WORK_CLASSES)]
-        if acts.empty and not trace.rank_data(r).events["kind"].isin(_WORK_KINDS).any():
-            no_gpu.append(r)
-            continue
-        parts.append(_rank_projection(trace, r, acts, pattern))
+    results = trace.map_ranks(_projection_of_rank, name)
+    no_gpu = [r for r, frame in results.items() if frame is None]
     if no_gpu:
         warn_no_gpu("nvtx_gpu_projection", no_gpu)
-    parts = [p for p in parts if len(p)]
+    parts = [frame for frame in results.values() if frame is not None and len(frame)]
     if not parts:
         return empty(NVTX_GPU_PROJECTION_COLUMNS)
     out = pd.concat(parts, ignore_index=True)
     return out.astype(NVTX_GPU_PROJECTION_COLUMNS)[list(NVTX_GPU_PROJECTION_COLUMNS)]
+
+
+def _projection_of_rank(trace: Trace, name: str | None) -> pd.DataFrame | None:
+    """The projection of a one-rank trace; None when the rank has no GPU work at all."""
+    (r,) = trace.ranks
+    acts = gpu_activities(trace, r)
+    acts = acts.loc[acts["gpu_class"].isin(WORK_CLASSES)]
+    if acts.empty and not trace.rank_data(r).events["kind"].isin(_WORK_KINDS).any():
+        return None
+    return _rank_projection(trace, r, acts, re.compile(name) if name is not None else None)
 
 
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
