@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-
 @pytest.fixture
 def jp_server_config(jp_server_config: dict) -> dict:
     config = dict(jp_server_config)
