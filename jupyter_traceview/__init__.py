@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .analysis import summary
+from .analysis import nvtx_gpu_projection, summary
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -38,6 +38,7 @@ __all__ = [
     "default_cache_dir",
     "load",
     "load_ipython_extension",
+    "nvtx_gpu_projection",
     "sample_path",
     "summary",
     "unload_ipython_extension",

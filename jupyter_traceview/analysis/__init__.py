@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from .nvtx import nvtx_gpu_projection
 from .summary import summary
 
-__all__ = ["summary"]
+__all__ = [
+    "nvtx_gpu_projection",
+    "summary",
+]
