@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+
 @pytest.fixture
 def jp_server_config(jp_server_config: dict) -> dict:
     config = dict(jp_server_config)
