@@ -1,9 +1,9 @@
-"""Vectorised walks over a rank's event links: CPU nesting (``parent_eid``) and launches.
+"""Vectorised links between a rank's events: launch calls and the CPU ranges enclosing them.
 
 Every function works on one rank's events frame and on *row positions* in it (not eids:
 a narrowed trace keeps eids but drops rows). Nothing here loops over events in Python:
-ancestor searches advance all start points one level per numpy step, so the cost is
-O(starts x depth) with depth the CPU nesting depth (tens at most).
+enclosure is found with sorted searches per thread, so the cost is O(ranges log points +
+pairs), pairs being about points x nesting depth.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "ancestor_pairs",
+    "containing_pairs",
     "eid_rows",
     "group_sequences",
     "innermost",
@@ -21,7 +21,7 @@ __all__ = [
     "lookup",
     "match_names",
     "outermost",
-    "parent_rows",
+    "row_ids",
 ]
 
 
@@ -44,76 +44,83 @@ def lookup(table: np.ndarray, eids: np.ndarray) -> np.ndarray:
     return out
 
 
-def parent_rows(ev: pd.DataFrame, table: np.ndarray) -> np.ndarray:
-    """Row of each event's parent (-1 at top level, for device events, or if not in ``ev``)."""
-    return lookup(table, ev["parent_eid"].to_numpy())
-
-
 def launch_rows(ev: pd.DataFrame, table: np.ndarray) -> np.ndarray:
     """Row of each event's launch call (-1 if none or not in ``ev``)."""
     return lookup(table, ev["launch_eid"].to_numpy())
 
 
-def ancestor_pairs(
-    parent: np.ndarray, start: np.ndarray, target: np.ndarray, *, include_start: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """Every (start index, ancestor row) pair where the ancestor is a ``target`` row.
+def containing_pairs(ev: pd.DataFrame, ranges: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (point index, range row) pair where the range encloses the point on its thread.
 
-    ``parent`` maps a row to its parent row (-1: none); ``start`` holds rows (-1 allowed,
-    giving no pairs); ``target`` is a boolean mask over rows. Ancestors are searched from
-    the parent up (from the row itself with ``include_start``). Pairs come sorted by start
-    index and, within one start, innermost ancestor first.
+    ``ranges`` and ``points`` are rows of ``ev`` (``points`` may hold -1: no pairs). A
+    range encloses a point when both are on the same (pid, tid) and
+    ``range.ts <= point.ts`` and ``point.end <= range.end``: the call happened while the
+    range was open. For properly nested events these are exactly the point's ancestors
+    through ``parent_eid``; unlike the parent links, the test also holds when the trace
+    nests events improperly (a ``ProfilerStep`` range that starts inside a Python frame
+    and outlives it, as PyTorch 2.x traces with stacks have).
+
+    Pairs come sorted by point index, then by range row; rows are in ``(ts, -dur)``
+    order, so a point's first pair is its outermost range and its last the innermost.
     """
-    start = np.asarray(start, dtype=np.int64)
-    idx = np.arange(len(start), dtype=np.int64)
-    cur = start.copy()
-    if not include_start:
-        ok = cur >= 0
-        cur[ok] = parent[cur[ok]]
+    ranges = np.asarray(ranges, dtype=np.int64)
+    points = np.asarray(points, dtype=np.int64)
+    empty = np.empty(0, dtype=np.int64)
+    valid = np.flatnonzero(points >= 0)
+    if len(ranges) == 0 or len(valid) == 0:
+        return empty, empty.copy()
+    pid = ev["pid"].to_numpy()
+    tid = ev["tid"].to_numpy()
+    ts = ev["ts_ns"].to_numpy()
+    end = ts + ev["dur_ns"].to_numpy()
+    p_rows = points[valid]
+    both = np.concatenate((ranges, p_rows))
+    thread = row_ids(np.column_stack((pid[both], tid[both])))[0]
+    r_thr, p_thr = thread[: len(ranges)], thread[len(ranges) :]
+    # Points sorted by (thread, start); each range's candidates are a contiguous run.
+    order = np.lexsort((ts[p_rows], p_thr))
+    sp_thr, sp_ts, sp_end = p_thr[order], ts[p_rows][order], end[p_rows][order]
     out_i: list[np.ndarray] = []
-    out_a: list[np.ndarray] = []
-    out_level: list[np.ndarray] = []
-    level = 0
-    # Parent links strictly decrease nesting depth, so the walk ends; the cap guards
-    # against a malformed table with a cycle.
-    for _ in range(len(parent) + 1):
-        ok = cur >= 0
-        if not ok.any():
-            break
-        idx, cur = idx[ok], cur[ok]
-        hit = target[cur]
-        out_i.append(idx[hit])
-        out_a.append(cur[hit])
-        out_level.append(np.full(int(hit.sum()), level, dtype=np.int64))
-        cur = parent[cur]
-        level += 1
+    out_r: list[np.ndarray] = []
+    for t in np.unique(r_thr).tolist():  # one step per thread, not per event
+        t0 = int(np.searchsorted(sp_thr, t, side="left"))
+        t1 = int(np.searchsorted(sp_thr, t, side="right"))
+        if t0 == t1:
+            continue
+        rr = ranges[r_thr == t]
+        lo = t0 + np.searchsorted(sp_ts[t0:t1], ts[rr], side="left")
+        hi = t0 + np.searchsorted(sp_ts[t0:t1], end[rr], side="right")
+        cnt = hi - lo
+        pos = np.arange(int(cnt.sum()), dtype=np.int64) + np.repeat(lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+        rng = np.repeat(rr, cnt)
+        ok = sp_end[pos] <= end[rng]
+        out_i.append(valid[order[pos[ok]]])
+        out_r.append(rng[ok])
     if not out_i:
-        empty = np.empty(0, dtype=np.int64)
         return empty, empty.copy()
     i = np.concatenate(out_i)
-    a = np.concatenate(out_a)
-    lv = np.concatenate(out_level)
-    order = np.lexsort((lv, i))
-    return i[order], a[order]
+    r = np.concatenate(out_r)
+    o = np.lexsort((r, i))
+    return i[o], r[o]
 
 
 def innermost(n: int, pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """For each of ``n`` starts, the innermost ancestor row of ``pairs`` (-1 if none)."""
-    i, a = pairs
-    out = np.full(n, -1, dtype=np.int64)
-    if len(i):
-        first = np.concatenate(([True], i[1:] != i[:-1]))
-        out[i[first]] = a[first]
-    return out
-
-
-def outermost(n: int, pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """For each of ``n`` starts, the outermost ancestor row of ``pairs`` (-1 if none)."""
+    """For each of ``n`` points, the innermost range row of ``pairs`` (-1 if none)."""
     i, a = pairs
     out = np.full(n, -1, dtype=np.int64)
     if len(i):
         last = np.concatenate((i[1:] != i[:-1], [True]))
         out[i[last]] = a[last]
+    return out
+
+
+def outermost(n: int, pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """For each of ``n`` points, the outermost range row of ``pairs`` (-1 if none)."""
+    i, a = pairs
+    out = np.full(n, -1, dtype=np.int64)
+    if len(i):
+        first = np.concatenate(([True], i[1:] != i[:-1]))
+        out[i[first]] = a[first]
     return out
 
 
@@ -141,13 +148,33 @@ def match_names(names: pd.Series, pattern: str, how: str, *, what: str = "operat
     return lut[codes]
 
 
+def row_ids(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ids of the rows of an integer matrix (equal rows, equal ids), and each id's first row.
+
+    Columns are folded in one at a time with a hash factorisation, O(rows x columns),
+    much faster than ``np.unique(axis=0)``, which sorts rows as opaque bytes.
+    """
+    n = mat.shape[0]
+    ids = np.zeros(n, dtype=np.int64)
+    for j in range(mat.shape[1]):
+        col = mat[:, j]
+        lo = int(col.min()) if n else 0
+        span = (int(col.max()) - lo + 1) if n else 1
+        codes, _ = pd.factorize(ids * span + (col - lo))
+        ids = codes.astype(np.int64)
+    m = int(ids.max()) + 1 if n else 0
+    first = np.empty(m, dtype=np.int64)
+    first[ids[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
+    return ids, first
+
+
 def group_sequences(lead: np.ndarray, codes: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Identify equal sequences exactly, without a Python loop over sequences.
 
     Sequence ``g`` is ``(lead[g], codes[bounds[g]:bounds[g + 1]])``. Returns
     ``(seq_id, first)``: a dense id per sequence (equal sequences, equal ids) and, per id,
-    the first sequence holding it. Sequences are compared per length with ``np.unique``
-    over the rows of a (count, length + 1) matrix.
+    the first sequence holding it. Sequences are compared per length, as the rows of a
+    (count, length + 1) matrix (:func:`row_ids`).
     """
     n = len(bounds) - 1
     seq_id = np.full(n, -1, dtype=np.int64)
@@ -156,15 +183,14 @@ def group_sequences(lead: np.ndarray, codes: np.ndarray, bounds: np.ndarray) -> 
     lengths = np.diff(bounds)
     next_id = 0
     firsts: list[np.ndarray] = []
-    for length in np.unique(lengths).tolist():
+    for length in np.unique(lengths).tolist():  # one step per distinct length
         gs = np.flatnonzero(lengths == length)
         mat = np.empty((len(gs), length + 1), dtype=np.int64)
         mat[:, 0] = lead[gs]
         if length:
             mat[:, 1:] = codes[bounds[gs][:, None] + np.arange(length)[None, :]]
-        _, first, inverse = np.unique(mat, axis=0, return_index=True, return_inverse=True)
-        seq_id[gs] = next_id + inverse.reshape(-1)
+        ids, first = row_ids(mat)
+        seq_id[gs] = next_id + ids
         firsts.append(gs[first])
         next_id += len(first)
-    # Ids are handed out per length in np.unique's order, so the firsts line up with them.
     return seq_id, np.concatenate(firsts)

@@ -1,11 +1,11 @@
 """CPU operators and the GPU work they launch: frequent kernel sequences, operator -> kernels.
 
-Both analyses rest on two links of the trace model: a GPU activity's ``launch_eid`` (the
-runtime call that launched it) and the CPU nesting ``parent_eid`` (the innermost event
-enclosing a call on its thread). An operator *launched* an activity when the activity's
-launch call is nested, at any depth, inside the operator on the same thread. The ancestor
-searches are vectorised (:mod:`._links`): one numpy step per nesting level, never a Python
-loop over events.
+Both analyses rest on a GPU activity's ``launch_eid`` (the runtime call that launched it)
+and on CPU enclosure: an operator *launched* an activity when the activity's launch call
+ran inside the operator's span on the same thread, at any nesting depth. For properly
+nested events that is the ``parent_eid`` chain; the time test also holds where a trace
+nests ranges improperly. The searches are vectorised (:mod:`._links`): sorted searches per
+thread, never a Python loop over events.
 """
 
 from __future__ import annotations
@@ -94,7 +94,6 @@ class _RankLinks:
     def __init__(self, trace: Trace, rank: int, kinds: list[str]) -> None:
         self.ev = trace.rank_data(rank).events
         self.table = lk.eid_rows(self.ev)
-        self.parent = lk.parent_rows(self.ev, self.table)
         acts = gpu_activities(trace, rank)
         self.acts = acts.loc[acts["kind"].isin(kinds).to_numpy()]
         act_eids = self.acts["eid"].to_numpy()
@@ -238,7 +237,7 @@ def _scope_names(trace: Trace) -> list[str]:
 def _sequences_of_rank(
     links: _RankLinks, marked: np.ndarray, *, length: int | None, min_kernels: int, top_k: int | None
 ) -> pd.DataFrame | None:
-    pairs = lk.ancestor_pairs(links.parent, links.launch, marked)
+    pairs = lk.containing_pairs(links.ev, np.flatnonzero(marked), links.launch)
     root = lk.outermost(len(links.acts), pairs)
     sel = np.flatnonzero(root >= 0)
     if len(sel) == 0:
@@ -280,8 +279,7 @@ def _sequences_of_rank(
         mat = np.empty((len(win_start), length + 1), dtype=np.int64)
         mat[:, 0] = g_lead[win_group]
         mat[:, 1:] = a_code[win_start[:, None] + np.arange(length)[None, :]]
-        _, first_seq, inverse = np.unique(mat, axis=0, return_index=True, return_inverse=True)
-        seq_id = inverse.reshape(-1)
+        seq_id, first_seq = lk.row_ids(mat)
         win_len = np.full(len(win_start), length, dtype=np.int64)
 
     n_seq = len(first_seq)
@@ -342,7 +340,7 @@ def op_kernels(
     """Which GPU kernels each CPU operator launched, how often, how long, and launch delays.
 
     An operator is a ``cpu_op`` event. A GPU activity belongs to the operator(s) whose
-    span encloses its launch call on the same thread (through ``parent_eid``): with
+    span encloses its launch call on the same thread (at any nesting depth): with
     ``level="innermost"`` the closest one (HTA's ``get_aten_op_kernels_and_delay``: the
     op that called ``cudaLaunchKernel``), with ``"outermost"`` the top-level operator
     (e.g. ``aten::linear`` rather than its ``aten::addmm``), with ``"all"`` every enclosing
@@ -416,7 +414,7 @@ def op_kernels(
             continue
         is_op = (links.ev["kind"] == EventKind.CPU_OP.value).to_numpy()
         if op_pattern is not None:
-            is_op &= lk.match_names(links.ev["name"], op_pattern, "regex", what="op_pattern")
+            is_op = is_op & lk.match_names(links.ev["name"], op_pattern, "regex", what="op_pattern")
         if wanted is not None:
             is_op_reported = is_op & links.ev["name"].isin(wanted).to_numpy()
         else:
@@ -448,7 +446,7 @@ def _op_names(trace: Trace) -> list[str]:
 def _op_kernels_of_rank(
     links: _RankLinks, is_op: np.ndarray, is_reported: np.ndarray, *, level: str, by: str
 ) -> pd.DataFrame | None:
-    pairs = lk.ancestor_pairs(links.parent, links.launch, is_op)
+    pairs = lk.containing_pairs(links.ev, np.flatnonzero(is_op), links.launch)
     n = len(links.acts)
     if level == "innermost":
         op = lk.innermost(n, pairs)
