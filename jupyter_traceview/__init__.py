@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._version import __version__
+from .analysis import frequent_kernel_sequences, op_kernels, stragglers, trace_diff, user_annotation_breakdown
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -34,8 +35,13 @@ __all__ = [
     "__version__",
     "clear_cache",
     "default_cache_dir",
+    "frequent_kernel_sequences",
     "load",
+    "op_kernels",
     "sample_path",
+    "stragglers",
+    "trace_diff",
+    "user_annotation_breakdown",
 ]
 
 

@@ -9,6 +9,7 @@ pairs), pairs being about points x nesting depth.
 from __future__ import annotations
 
 import re
+
 import numpy as np
 import pandas as pd
 
@@ -91,7 +92,9 @@ def containing_pairs(ev: pd.DataFrame, ranges: np.ndarray, points: np.ndarray) -
         lo = t0 + np.searchsorted(sp_ts[t0:t1], ts[rr], side="left")
         hi = t0 + np.searchsorted(sp_ts[t0:t1], end[rr], side="right")
         cnt = hi - lo
-        pos = np.arange(int(cnt.sum()), dtype=np.int64) + np.repeat(lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt)
+        pos = np.arange(int(cnt.sum()), dtype=np.int64) + np.repeat(
+            lo - np.concatenate(([0], np.cumsum(cnt)[:-1])), cnt
+        )
         rng = np.repeat(rr, cnt)
         ok = sp_end[pos] <= end[rng]
         out_i.append(valid[order[pos[ok]]])

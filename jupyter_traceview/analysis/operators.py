@@ -310,7 +310,8 @@ def _sequences_of_rank(
     out = out.sort_values(["count", "gpu_ns"], ascending=[False, False], kind="stable")
     act_names = np.asarray(acts["name"].cat.categories.astype(str), dtype=object)
     out["sequence"] = [
-        SEP.join(act_names[a_code[s : s + n]]) for s, n in zip(out["_start"].tolist(), out["length"].tolist(), strict=True)
+        SEP.join(act_names[a_code[s : s + n]])
+        for s, n in zip(out["_start"].tolist(), out["length"].tolist(), strict=True)
     ]
     out = out.sort_values(["count", "gpu_ns", "sequence"], ascending=[False, False, True], kind="stable")
     if top_k is not None:
@@ -517,15 +518,16 @@ def _op_kernels_of_rank(
             "cpu_ns": _sum_by(seq_id, links.dur[g_op], m),
             "op_launch_delay_ns": np.rint(_mean_by(seq_id, g_op_delay, m)).astype(np.int64),
             "runtime_delay_ns": np.rint(_mean_by(seq_id, g_runtime, m)).astype(np.int64),
-            "launch_delay_ns": np.rint(np.bincount(seq_id, weights=g_queue.astype(np.float64), minlength=m) / kernels_total).astype(
-                np.int64
-            ),
+            "launch_delay_ns": np.rint(
+                np.bincount(seq_id, weights=g_queue.astype(np.float64), minlength=m) / kernels_total
+            ).astype(np.int64),
             "first_eid": links.ev["eid"].to_numpy()[g_op[first_group]],
             "_start": bounds[first_group],
         }
     )
     out["sequence"] = [
-        SEP.join(act_names[k_code[s : s + n]]) for s, n in zip(out["_start"].tolist(), out["kernels"].tolist(), strict=True)
+        SEP.join(act_names[k_code[s : s + n]])
+        for s, n in zip(out["_start"].tolist(), out["kernels"].tolist(), strict=True)
     ]
     out = out.sort_values(["gpu_ns", "count", "operator", "sequence"], ascending=[False, False, True, True])
     return out.drop(columns="_start").reset_index(drop=True)
