@@ -9,11 +9,16 @@ pairs), pairs being about points x nesting depth.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
+from ..trace import Trace
+from ._common import scoped
+
 __all__ = [
+    "clip_to_window",
     "containing_pairs",
     "eid_rows",
     "group_sequences",
@@ -23,7 +28,49 @@ __all__ = [
     "match_names",
     "outermost",
     "row_ids",
+    "scope_linked",
 ]
+
+
+def scope_linked(
+    trace: Trace,
+    *,
+    ranks: Iterable[int] | int | None,
+    iterations: Iterable[int] | int | None,
+    time_range: tuple[int, int] | None,
+) -> tuple[Trace, tuple[int, int] | None]:
+    """Scope by ranks and iterations; return ``time_range`` as a window to apply after linking.
+
+    ``Trace.select(time_range=...)`` drops the launch calls made before the window of the
+    kernels running in it; analyses that follow launch links select the activities by
+    time themselves, on a trace that still holds the calls. A trace already narrowed to a
+    window keeps it (intersected with ``time_range``).
+    """
+    t = scoped(trace, ranks=ranks, iterations=iterations)
+    window = t.window
+    if time_range is not None:
+        lo, hi = int(time_range[0]), int(time_range[1])
+        if hi <= lo:
+            raise ValueError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
+        if window is not None:
+            lo, hi = max(lo, window[0]), min(hi, window[1])
+        window = (lo, hi)
+    return t, window
+
+
+def clip_to_window(frame: pd.DataFrame, window: tuple[int, int] | None) -> pd.DataFrame:
+    """Rows of ``frame`` (``ts_ns``, ``end_ns``, ``dur_ns``) cut to ``window``; rows with no
+    time inside it are dropped (instants inside it are kept), as ``gpu_activities`` does."""
+    if window is None:
+        return frame
+    lo, hi = window
+    out = frame.copy()
+    out["ts_ns"] = out["ts_ns"].clip(lower=lo)
+    out["end_ns"] = out["end_ns"].clip(upper=hi)
+    keep = (out["end_ns"] > out["ts_ns"]) | ((frame["dur_ns"] == 0) & (frame["ts_ns"] >= lo) & (frame["ts_ns"] < hi))
+    out = out.loc[keep.to_numpy()]
+    out["dur_ns"] = out["end_ns"] - out["ts_ns"]
+    return out
 
 
 def eid_rows(ev: pd.DataFrame) -> np.ndarray:

@@ -14,7 +14,7 @@ from ..errors import TraceviewWarning
 from ..schema import EventKind
 from ..trace import Trace
 from . import _links as lk
-from ._common import WORK_CLASSES, empty, gpu_activities, pct, scoped, warn_no_gpu
+from ._common import WORK_CLASSES, empty, gpu_activities, pct, warn_no_gpu
 
 __all__ = ["user_annotation_breakdown"]
 
@@ -78,8 +78,9 @@ def user_annotation_breakdown(
         into one ``"others"`` row, whose statistics are over the pooled ranges themselves
         (HTA instead reports statistics of the per-name totals there). None keeps all.
     ranks, iterations, time_range
-        Scope (see :meth:`Trace.select`); ranges and activities are clipped to
-        ``time_range``.
+        Scope (see :meth:`Trace.select`). With ``time_range``, the ranges that overlap it
+        and the GPU work that runs in it, both clipped to it (the work launched inside a
+        range counts even when the launch call itself came before the window).
 
     Returns
     -------
@@ -110,26 +111,30 @@ def user_annotation_breakdown(
         raise ValueError(f"kind must be 'gpu' or 'cpu', got {kind!r}")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
-    trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     ann_kind = EventKind.GPU_USER_ANNOTATION.value if kind == "gpu" else EventKind.USER_ANNOTATION.value
     rows: list[pd.DataFrame] = []
     no_gpu: list[int] = []
     seen_any = False
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        acts = gpu_activities(trace, r)
+        acts = lk.clip_to_window(gpu_activities(trace, r), window)
         acts = acts.loc[acts["gpu_class"].isin(WORK_CLASSES).to_numpy()]
         if acts.empty:
             no_gpu.append(r)
         is_ann = (ev["kind"] == ann_kind).to_numpy()
         if pattern is not None:
             is_ann = is_ann & lk.match_names(ev["name"], pattern, "regex", what="annotation pattern")
+        if window is not None:
+            ts = ev["ts_ns"].to_numpy()
+            end = ts + ev["dur_ns"].to_numpy()
+            is_ann = is_ann & (ts < window[1]) & ((end > window[0]) | (ts == window[0]))
         if not is_ann.any():
             continue
         seen_any = True
         if kind == "gpu" and acts.empty:
             continue
-        frame = _rank_breakdown(trace, ev, acts, is_ann, kind=kind, top_k=top_k)
+        frame = _rank_breakdown(ev, acts, is_ann, window, kind=kind, top_k=top_k)
         frame.insert(0, "rank", r)
         rows.append(frame)
     if no_gpu:
@@ -150,13 +155,19 @@ def user_annotation_breakdown(
 
 
 def _rank_breakdown(
-    trace: Trace, ev: pd.DataFrame, acts: pd.DataFrame, is_ann: np.ndarray, *, kind: str, top_k: int | None
+    ev: pd.DataFrame,
+    acts: pd.DataFrame,
+    is_ann: np.ndarray,
+    window: tuple[int, int] | None,
+    *,
+    kind: str,
+    top_k: int | None,
 ) -> pd.DataFrame:
     ann_rows = np.flatnonzero(is_ann)
     a_start = ev["ts_ns"].to_numpy()[ann_rows]
     a_end = a_start + ev["dur_ns"].to_numpy()[ann_rows]
-    if trace.window is not None:
-        lo, hi = trace.window
+    if window is not None:
+        lo, hi = window
         a_start, a_end = np.maximum(a_start, lo), np.minimum(a_end, hi)
         a_end = np.maximum(a_end, a_start)
     a_dur = a_end - a_start

@@ -20,7 +20,7 @@ from ..errors import TraceSelectionError
 from ..schema import GPU_ACTIVITY_KINDS, EventKind
 from ..trace import Trace
 from . import _links as lk
-from ._common import empty, gpu_activities, scoped, warn_no_gpu
+from ._common import empty, gpu_activities, warn_no_gpu
 
 __all__ = ["frequent_kernel_sequences", "op_kernels"]
 
@@ -91,10 +91,10 @@ def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
 class _RankLinks:
     """A rank's events with the lookups the analyses share, and its selected GPU activities."""
 
-    def __init__(self, trace: Trace, rank: int, kinds: list[str]) -> None:
+    def __init__(self, trace: Trace, rank: int, kinds: list[str], window: tuple[int, int] | None) -> None:
         self.ev = trace.rank_data(rank).events
         self.table = lk.eid_rows(self.ev)
-        acts = gpu_activities(trace, rank)
+        acts = lk.clip_to_window(gpu_activities(trace, rank), window)
         self.acts = acts.loc[acts["kind"].isin(kinds).to_numpy()]
         act_eids = self.acts["eid"].to_numpy()
         self.act_rows = self.table[act_eids] if len(act_eids) else np.empty(0, dtype=np.int64)
@@ -162,7 +162,8 @@ def frequent_kernel_sequences(
         GPU activity kinds in the sequences; default kernels, memcpy and memset. Add
         ``"cuda_sync"`` to include sync records as HTA does.
     ranks, iterations, time_range
-        Scope (see :meth:`Trace.select`); durations are clipped to ``time_range``.
+        Scope (see :meth:`Trace.select`). ``time_range`` keeps the activities running in
+        it, clipped to it, wherever their launch calls are; instances keep only those.
 
     Returns
     -------
@@ -198,12 +199,12 @@ def frequent_kernel_sequences(
         raise ValueError(f"length must be a positive number of kernels or None, got {length}")
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
-    trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     rows: list[pd.DataFrame] = []
     no_gpu: list[int] = []
     matched = False
     for r in trace.ranks:
-        links = _RankLinks(trace, r, kinds)
+        links = _RankLinks(trace, r, kinds, window)
         ev = links.ev
         marked = lk.match_names(ev["name"], operator, match) & ev["kind"].isin(SCOPE_KINDS).to_numpy()
         matched |= bool(marked.any())
@@ -373,7 +374,8 @@ def op_kernels(
     kinds : iterable of str
         GPU activity kinds counted; default kernels, memcpy and memset (HTA: kernels only).
     ranks, iterations, time_range
-        Scope (see :meth:`Trace.select`); GPU durations are clipped to ``time_range``.
+        Scope (see :meth:`Trace.select`). ``time_range`` keeps the activities running in
+        it, clipped to it, wherever their launch calls and operators are.
 
     Returns
     -------
@@ -404,12 +406,12 @@ def op_kernels(
     _check_choice("by", by, ("sequence", "kernel"))
     kinds = _check_kinds(kinds)
     wanted = None if operators is None else ([operators] if isinstance(operators, str) else list(operators))
-    trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     columns = OP_SEQUENCE_COLUMNS if by == "sequence" else OP_KERNEL_COLUMNS
     rows: list[pd.DataFrame] = []
     no_gpu: list[int] = []
     for r in trace.ranks:
-        links = _RankLinks(trace, r, kinds)
+        links = _RankLinks(trace, r, kinds, window)
         if links.acts.empty:
             no_gpu.append(r)
             continue

@@ -14,7 +14,7 @@ from ..errors import TraceviewWarning
 from ..schema import EventKind, GpuClass
 from ..trace import Trace
 from . import _links as lk
-from ._common import empty, pct, scoped, warn_no_gpu
+from ._common import empty, pct, warn_no_gpu
 
 __all__ = ["stragglers"]
 
@@ -125,7 +125,8 @@ def stragglers(
     match : {"auto", "seq", "order"}, default "auto"
     align_ends : bool, default False
     ranks, iterations, time_range
-        Scope (see :meth:`Trace.select`).
+        Scope (see :meth:`Trace.select`); ``time_range`` keeps the communication kernels
+        that run in it (their launch calls may come before it).
 
     Returns
     -------
@@ -170,12 +171,12 @@ def stragglers(
     if match not in ("auto", "seq", "order"):
         raise ValueError(f"match must be 'auto', 'seq' or 'order', got {match!r}")
     columns = {"rank": RANK_COLUMNS, "collective": COLLECTIVE_COLUMNS, "arrival": ARRIVAL_COLUMNS}[by]
-    trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
 
     parts = []
     no_comm: list[int] = []
     for r in trace.ranks:
-        k = _comm_kernels(trace, r, arrival)
+        k = _comm_kernels(trace, r, arrival, window)
         if k.empty:
             no_comm.append(r)
         else:
@@ -251,10 +252,13 @@ def _has_gpu(trace: Trace, rank: int) -> bool:
     return bool(kinds.isin([EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value]).any())
 
 
-def _comm_kernels(trace: Trace, rank: int, arrival: str) -> pd.DataFrame:
+def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int] | None) -> pd.DataFrame:
     """The rank's communication kernels with kind, stream, metadata and arrival time."""
     ev = trace.rank_data(rank).events
     is_comm = ((ev["kind"] == EventKind.KERNEL.value) & (ev["gpu_class"] == GpuClass.COMMUNICATION.value)).to_numpy()
+    if window is not None:
+        ts = ev["ts_ns"].to_numpy()
+        is_comm = is_comm & (ts < window[1]) & (ts + ev["dur_ns"].to_numpy() > window[0])
     rows = np.flatnonzero(is_comm)
     if len(rows) == 0:
         return pd.DataFrame()
