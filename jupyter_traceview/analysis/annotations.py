@@ -188,17 +188,23 @@ def _rank_breakdown(
         gid = remap[gid]
     n = len(names)
 
-    stats = pd.DataFrame({"g": gid, "d": a_dur}).groupby("g")["d"].agg(["count", "sum", "mean", "min", "max", "std"])
-    stats = stats.reindex(range(n))
+    count = np.bincount(gid, minlength=n)
+    total = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=n)
+    mean = total / np.maximum(count, 1)
+    dev = a_dur - mean[gid]
+    var = np.bincount(gid, weights=dev * dev, minlength=n) / np.maximum(count - 1, 1)
+    order = np.lexsort((a_dur, gid))
+    starts = np.searchsorted(gid[order], np.arange(n))
+    ends = np.append(starts[1:], len(gid)) - 1
     out = pd.DataFrame(
         {
             "name": names,
-            "count": stats["count"].to_numpy(dtype=np.int64),
-            "total_ns": stats["sum"].to_numpy(dtype=np.int64),
-            "mean_ns": np.rint(stats["mean"].to_numpy(dtype=np.float64)).astype(np.int64),
-            "min_ns": stats["min"].to_numpy(dtype=np.int64),
-            "max_ns": stats["max"].to_numpy(dtype=np.int64),
-            "std_ns": stats["std"].fillna(0.0).to_numpy(dtype=np.float64),
+            "count": count.astype(np.int64),
+            "total_ns": np.rint(total).astype(np.int64),
+            "mean_ns": np.rint(mean).astype(np.int64),
+            "min_ns": a_dur[order][starts].astype(np.int64),
+            "max_ns": a_dur[order][ends].astype(np.int64),
+            "std_ns": np.where(count > 1, np.sqrt(var), 0.0),
         }
     )
 
@@ -274,11 +280,14 @@ def _attributed(
         zero = np.zeros(n, dtype=np.int64)
         return zero, zero.copy(), zero.copy()
     # An activity under two ranges of one name (nested, or pooled into "others") counts once.
-    frame = pd.DataFrame({"g": g, "a": act, "len": end - start})
-    piece = frame.groupby(["g", "a"], sort=False)["len"].max()
-    gg = piece.index.get_level_values(0).to_numpy()
-    kernels = np.bincount(gg, minlength=n).astype(np.int64)
-    kernel_ns = np.rint(np.bincount(gg, weights=piece.to_numpy(dtype=np.float64), minlength=n)).astype(np.int64)
+    key = g * (int(act.max()) + 1) + act
+    order = np.lexsort((-(end - start), key))
+    first = np.concatenate(([True], key[order][1:] != key[order][:-1]))
+    piece = order[first]  # the longest (clipped) part of each (name, activity)
+    kernels = np.bincount(g[piece], minlength=n).astype(np.int64)
+    kernel_ns = np.rint(np.bincount(g[piece], weights=(end - start)[piece].astype(np.float64), minlength=n)).astype(
+        np.int64
+    )
     busy = _grouped_union_length(g, start, end, n)
     return kernels, kernel_ns, busy
 
