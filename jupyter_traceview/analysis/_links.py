@@ -18,6 +18,7 @@ from ..trace import Trace
 from ._common import scoped
 
 __all__ = [
+    "category_mask",
     "clip_to_window",
     "containing_pairs",
     "eid_rows",
@@ -71,6 +72,13 @@ def clip_to_window(frame: pd.DataFrame, window: tuple[int, int] | None) -> pd.Da
     out = out.loc[keep.to_numpy()]
     out["dur_ns"] = out["end_ns"] - out["ts_ns"]
     return out
+
+
+def category_mask(column: pd.Series, values: Iterable[str]) -> np.ndarray:
+    """Rows of a categorical column whose value is in ``values``, tested once per category."""
+    cats = column.cat.categories
+    lut = np.append(np.asarray(cats.isin(list(values)), dtype=bool), False)  # code -1 (NaN) -> False
+    return lut[column.cat.codes.to_numpy()]
 
 
 def eid_rows(ev: pd.DataFrame) -> np.ndarray:
@@ -201,16 +209,24 @@ def match_names(names: pd.Series, pattern: str, how: str, *, what: str = "operat
 def row_ids(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense ids of the rows of an integer matrix (equal rows, equal ids), and each id's first row.
 
-    Columns are folded in one at a time with a hash factorisation, O(rows x columns),
-    much faster than ``np.unique(axis=0)``, which sorts rows as opaque bytes.
+    Columns are packed into one int64 key (mixed radix), re-densified by a hash
+    factorisation whenever the key would overflow: O(rows x columns), much faster than
+    ``np.unique(axis=0)``, which sorts rows as opaque bytes.
     """
     n = mat.shape[0]
     ids = np.zeros(n, dtype=np.int64)
+    bound = 1  # ids < bound
     for j in range(mat.shape[1]):
         col = mat[:, j]
         lo = int(col.min()) if n else 0
         span = (int(col.max()) - lo + 1) if n else 1
-        codes, _ = pd.factorize(ids * span + (col - lo))
+        if bound * span >= 2**62:  # re-densify before the packed key would overflow
+            codes, uniq = pd.factorize(ids)
+            ids, bound = codes.astype(np.int64), len(uniq)
+        ids = ids * span + (col - lo)
+        bound *= span
+    if n:
+        codes, _ = pd.factorize(ids)
         ids = codes.astype(np.int64)
     m = int(ids.max()) + 1 if n else 0
     first = np.empty(m, dtype=np.int64)

@@ -122,7 +122,7 @@ def user_annotation_breakdown(
         acts = acts.loc[acts["gpu_class"].isin(WORK_CLASSES).to_numpy()]
         if acts.empty:
             no_gpu.append(r)
-        is_ann = (ev["kind"] == ann_kind).to_numpy()
+        is_ann = lk.category_mask(ev["kind"], [ann_kind])
         if pattern is not None:
             is_ann = is_ann & lk.match_names(ev["name"], pattern, "regex", what="annotation pattern")
         if window is not None:

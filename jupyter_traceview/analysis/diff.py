@@ -12,6 +12,7 @@ import pandas as pd
 from ..schema import EventKind
 from ..trace import Trace
 from ._common import scoped
+from ._links import category_mask
 
 __all__ = ["trace_diff"]
 
@@ -202,7 +203,7 @@ def _side(
     ranks, kind_out, names, counts, totals = [], [], [], [], []
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        mask = ev["kind"].isin(kinds).to_numpy()
+        mask = category_mask(ev["kind"], kinds)
         if not mask.any():
             continue
         k_code = ev["kind"].cat.codes.to_numpy()[mask].astype(np.int64)

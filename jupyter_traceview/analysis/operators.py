@@ -20,7 +20,7 @@ from ..errors import TraceSelectionError
 from ..schema import GPU_ACTIVITY_KINDS, EventKind
 from ..trace import Trace
 from . import _links as lk
-from ._common import empty, gpu_activities, warn_no_gpu
+from ._common import empty, warn_no_gpu
 
 __all__ = ["frequent_kernel_sequences", "op_kernels"]
 
@@ -94,13 +94,17 @@ class _RankLinks:
     def __init__(self, trace: Trace, rank: int, kinds: list[str], window: tuple[int, int] | None) -> None:
         self.ev = trace.rank_data(rank).events
         self.table = lk.eid_rows(self.ev)
-        acts = lk.clip_to_window(gpu_activities(trace, rank), window)
-        self.acts = acts.loc[acts["kind"].isin(kinds).to_numpy()]
+        mask = lk.category_mask(self.ev["kind"], kinds)
+        cols = ["eid", "ts_ns", "dur_ns", "name", "launch_eid"]
+        acts = pd.DataFrame({c: self.ev[c].to_numpy()[mask] for c in cols if c != "name"})
+        acts["name"] = self.ev["name"].array[mask]
+        acts["end_ns"] = acts["ts_ns"] + acts["dur_ns"]
+        self.acts = lk.clip_to_window(acts, window).reset_index(drop=True)
         act_eids = self.acts["eid"].to_numpy()
         self.act_rows = self.table[act_eids] if len(act_eids) else np.empty(0, dtype=np.int64)
         self.launch = lk.lookup(self.table, self.acts["launch_eid"].to_numpy())
         self.name_codes = self.ev["name"].cat.codes.to_numpy().astype(np.int64)
-        self.names = np.asarray(self.ev["name"].cat.categories.astype(str), dtype=object)
+        self.names = np.asarray(self.ev["name"].cat.categories, dtype=object)
         self.ts = self.ev["ts_ns"].to_numpy()
         self.dur = self.ev["dur_ns"].to_numpy()
 
@@ -206,7 +210,7 @@ def frequent_kernel_sequences(
     for r in trace.ranks:
         links = _RankLinks(trace, r, kinds, window)
         ev = links.ev
-        marked = lk.match_names(ev["name"], operator, match) & ev["kind"].isin(SCOPE_KINDS).to_numpy()
+        marked = lk.match_names(ev["name"], operator, match) & lk.category_mask(ev["kind"], SCOPE_KINDS)
         matched |= bool(marked.any())
         if links.acts.empty:
             no_gpu.append(r)
@@ -230,7 +234,7 @@ def _scope_names(trace: Trace) -> list[str]:
     names: set[str] = set()
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        sel = ev.loc[ev["kind"].isin(SCOPE_KINDS).to_numpy(), "name"]
+        sel = ev.loc[lk.category_mask(ev["kind"], SCOPE_KINDS), "name"]
         names.update(str(x) for x in sel.unique())
     return sorted(names)
 
@@ -309,7 +313,7 @@ def _sequences_of_rank(
         }
     )
     out = out.sort_values(["count", "gpu_ns"], ascending=[False, False], kind="stable")
-    act_names = np.asarray(acts["name"].cat.categories.astype(str), dtype=object)
+    act_names = np.asarray(acts["name"].cat.categories, dtype=object)
     out["sequence"] = [
         SEP.join(act_names[a_code[s : s + n]])
         for s, n in zip(out["_start"].tolist(), out["length"].tolist(), strict=True)
@@ -415,11 +419,11 @@ def op_kernels(
         if links.acts.empty:
             no_gpu.append(r)
             continue
-        is_op = (links.ev["kind"] == EventKind.CPU_OP.value).to_numpy()
+        is_op = lk.category_mask(links.ev["kind"], [EventKind.CPU_OP.value])
         if op_pattern is not None:
             is_op = is_op & lk.match_names(links.ev["name"], op_pattern, "regex", what="op_pattern")
         if wanted is not None:
-            is_op_reported = is_op & links.ev["name"].isin(wanted).to_numpy()
+            is_op_reported = is_op & lk.category_mask(links.ev["name"], wanted)
         else:
             is_op_reported = is_op
         frame = _op_kernels_of_rank(links, is_op, is_op_reported, level=level, by=by)
@@ -477,7 +481,7 @@ def _op_kernels_of_rank(
     o, l_ts, l_end, k_ts, k_dur, k_code = o[order], l_ts[order], l_end[order], k_ts[order], k_dur[order], k_code[order]
     queue = np.maximum(k_ts - l_end, 0)
     runtime = k_ts - l_ts
-    act_names = np.asarray(acts["name"].cat.categories.astype(str), dtype=object)
+    act_names = np.asarray(acts["name"].cat.categories, dtype=object)
 
     if by == "kernel":
         key = links.name_codes[o] * (len(act_names) + 1) + k_code

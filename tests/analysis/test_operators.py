@@ -320,3 +320,22 @@ def test_sequence_counts_add_up(tmp_path: Path, events: list[dict]) -> None:
     shuffled = kb.write(tmp_path / "q.json", kb.doc(list(reversed(events))))
     again = tv.op_kernels(tv.load(shuffled, cache=False), by="kernel")
     pd.testing.assert_frame_equal(inner, again)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    rows=st.integers(0, 40),
+    width=st.integers(1, 6),
+    high=st.sampled_from([2, 5, 2**40]),
+    seed=st.integers(0, 2**16),
+)
+def test_row_ids_partition_rows_like_unique(rows: int, width: int, high: int, seed: int) -> None:
+    mat = np.random.default_rng(seed).integers(-3, high, size=(rows, width))
+    ids, first = lk.row_ids(mat)
+    assert len(ids) == rows
+    if rows == 0:
+        return
+    uniq = np.unique(mat, axis=0)
+    assert len(first) == len(uniq) == ids.max() + 1
+    assert (mat[first][ids] == mat).all()  # each row equals its id's first row
+    assert len({tuple(r) for r in mat[first].tolist()}) == len(first)  # distinct ids, distinct rows
