@@ -105,16 +105,19 @@ def launch_rows(ev: pd.DataFrame, table: np.ndarray) -> np.ndarray:
     return lookup(table, ev["launch_eid"].to_numpy())
 
 
-def containing_pairs(ev: pd.DataFrame, ranges: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every (point index, range row) pair where the range encloses the point on its thread.
+def containing_pairs(
+    ev: pd.DataFrame, ranges: np.ndarray, points: np.ndarray, *, scope: str = "thread"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (point index, range row) pair where the range encloses the point.
 
     ``ranges`` and ``points`` are rows of ``ev`` (``points`` may hold -1: no pairs). A
-    range encloses a point when both are on the same (pid, tid) and
-    ``range.ts <= point.ts`` and ``point.end <= range.end``: the call happened while the
-    range was open. For properly nested events these are exactly the point's ancestors
-    through ``parent_eid``; unlike the parent links, the test also holds when the trace
-    nests events improperly (a ``ProfilerStep`` range that starts inside a Python frame
-    and outlives it, as PyTorch 2.x traces with stacks have).
+    range encloses a point when both are on the same thread (``scope="thread"``: same pid
+    and tid) or process (``scope="process"``: same pid) and ``range.ts <= point.ts`` and
+    ``point.end <= range.end``: the call happened while the range was open. On one thread
+    and for properly nested events these are exactly the point's ancestors through
+    ``parent_eid``; unlike the parent links, the test also holds when the trace nests
+    events improperly (a ``ProfilerStep`` range that starts inside a Python frame and
+    outlives it, as PyTorch 2.x traces with stacks have).
 
     Pairs come sorted by point index, then by range row; rows are in ``(ts, -dur)``
     order, so a point's first pair is its outermost range and its last the innermost.
@@ -131,7 +134,12 @@ def containing_pairs(ev: pd.DataFrame, ranges: np.ndarray, points: np.ndarray) -
     end = ts + ev["dur_ns"].to_numpy()
     p_rows = points[valid]
     both = np.concatenate((ranges, p_rows))
-    thread = row_ids(np.column_stack((pid[both], tid[both])))[0]
+    if scope == "thread":
+        thread = row_ids(np.column_stack((pid[both], tid[both])))[0]
+    elif scope == "process":
+        thread = row_ids(pid[both][:, None])[0]
+    else:
+        raise ValueError(f"scope must be 'thread' or 'process', got {scope!r}")
     r_thr, p_thr = thread[: len(ranges)], thread[len(ranges) :]
     # Points sorted by (thread, start); each range's candidates are a contiguous run.
     order = np.lexsort((ts[p_rows], p_thr))

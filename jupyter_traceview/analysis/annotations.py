@@ -42,6 +42,7 @@ def user_annotation_breakdown(
     kind: Literal["gpu", "cpu"] = "gpu",
     pattern: str | None = None,
     top_k: int | None = None,
+    same_thread: bool = False,
     ranks: Iterable[int] | int | None = None,
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
@@ -61,9 +62,12 @@ def user_annotation_breakdown(
       GPU when the host runs ahead of it.
     * the GPU work attributed to the name, which answers "how much GPU time does this
       part of my model take": with ``kind="cpu"``, the GPU activities (kernels, memcpy,
-      memset; not sync records) *launched* inside any range of that name (their launch
-      call nested in the range), whole, wherever they run; with ``kind="gpu"``, the parts
-      of the activities on the range's own device and stream that run *inside* the range.
+      memset; not sync records) *launched* inside any range of that name, whole, wherever
+      they run: their launch call was made while the range was open, on any thread of its
+      process (the autograd engine runs the backward pass on its own threads while the
+      main thread waits inside ``## backward ##``), or on the range's own thread with
+      ``same_thread=True``; with ``kind="gpu"``, the parts of the activities on the
+      range's own device and stream that run *inside* the range.
       ``gpu_busy_ns`` is the length of the union of those activities (wall-clock time
       with at least one of them running: overlap across streams counts once).
 
@@ -77,6 +81,8 @@ def user_annotation_breakdown(
         Keep the ``top_k`` names with the largest ``total_ns`` per rank and pool the rest
         into one ``"others"`` row, whose statistics are over the pooled ranges themselves
         (HTA instead reports statistics of the per-name totals there). None keeps all.
+    same_thread : bool, default False
+        ``kind="cpu"``: attribute only the activities launched on the range's own thread.
     ranks, iterations, time_range
         Scope (see :meth:`Trace.select`). With ``time_range``, the ranges that overlap it
         and the GPU work that runs in it, both clipped to it (the work launched inside a
@@ -134,7 +140,7 @@ def user_annotation_breakdown(
         seen_any = True
         if kind == "gpu" and acts.empty:
             continue
-        frame = _rank_breakdown(ev, acts, is_ann, window, kind=kind, top_k=top_k)
+        frame = _rank_breakdown(ev, acts, is_ann, window, kind=kind, top_k=top_k, same_thread=same_thread)
         frame.insert(0, "rank", r)
         rows.append(frame)
     if no_gpu:
@@ -162,6 +168,7 @@ def _rank_breakdown(
     *,
     kind: str,
     top_k: int | None,
+    same_thread: bool,
 ) -> pd.DataFrame:
     ann_rows = np.flatnonzero(is_ann)
     a_start = ev["ts_ns"].to_numpy()[ann_rows]
@@ -214,7 +221,9 @@ def _rank_breakdown(
         out["gpu_busy_pct"] = np.nan
     else:
         if kind == "cpu":
-            pair_g, p_start, p_end, p_act = _launched_inside(ev, acts, ann_rows, gid)
+            pair_g, p_start, p_end, p_act = _launched_inside(
+                ev, acts, ann_rows, gid, "thread" if same_thread else "process"
+            )
         else:
             pair_g, p_start, p_end, p_act = _running_inside(ev, acts, ann_rows, gid, a_start, a_end)
         out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed(pair_g, p_start, p_end, p_act, n)
@@ -224,12 +233,12 @@ def _rank_breakdown(
 
 
 def _launched_inside(
-    ev: pd.DataFrame, acts: pd.DataFrame, ann_rows: np.ndarray, gid: np.ndarray
+    ev: pd.DataFrame, acts: pd.DataFrame, ann_rows: np.ndarray, gid: np.ndarray, scope: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(name id, start, end, activity index) for each activity launched inside a range."""
     table = lk.eid_rows(ev)
     launch = lk.lookup(table, acts["launch_eid"].to_numpy())
-    act_i, anc = lk.containing_pairs(ev, ann_rows, launch)
+    act_i, anc = lk.containing_pairs(ev, ann_rows, launch, scope=scope)
     gid_of_row = np.full(len(ev), -1, dtype=np.int64)
     gid_of_row[ann_rows] = gid
     g = gid_of_row[anc]

@@ -138,10 +138,13 @@ def frequent_kernel_sequences(
 
     For each *instance* of the operator (a ``cpu_op``, ``user_annotation`` or
     ``python_function`` event whose name matches ``operator``), its sequence is the GPU
-    activities launched by it or by any event nested in it, ordered by GPU start time.
-    Instances nested inside another matching instance are not roots: their kernels count
-    once, for the outermost matching instance. (HTA instead keeps only the matches at the
-    shallowest call depth of the whole trace; see ``docs/semantics_operators.md``.)
+    activities launched while it was open, ordered by GPU start time: launched on its
+    thread (by it or by anything nested in it) for an operator or Python frame, on any
+    thread of its process for an annotation (the autograd engine runs the backward pass
+    on its own threads while the main thread waits inside ``## backward ##``). Instances
+    nested inside another matching instance are not roots: their kernels count once, for
+    the outermost matching instance. (HTA instead keeps only the matches at the shallowest
+    call depth of the whole trace; see ``docs/semantics_operators.md``.)
 
     With ``length=None`` each instance's whole sequence is one pattern (HTA's
     ``get_frequent_cuda_kernel_sequences``); with ``length=n`` every run of ``n``
@@ -242,7 +245,15 @@ def _scope_names(trace: Trace) -> list[str]:
 def _sequences_of_rank(
     links: _RankLinks, marked: np.ndarray, *, length: int | None, min_kernels: int, top_k: int | None
 ) -> pd.DataFrame | None:
-    pairs = lk.containing_pairs(links.ev, np.flatnonzero(marked), links.launch)
+    # Annotations (``## backward ##``, ProfilerStep) hold the launches of every thread of
+    # their process: the autograd engine runs backward on its own threads. Operators and
+    # Python frames hold those of their own thread.
+    is_annotation = lk.category_mask(links.ev["kind"], [EventKind.USER_ANNOTATION.value])
+    pi, pr = lk.containing_pairs(links.ev, np.flatnonzero(marked & ~is_annotation), links.launch)
+    qi, qr = lk.containing_pairs(links.ev, np.flatnonzero(marked & is_annotation), links.launch, scope="process")
+    i, r = np.concatenate((pi, qi)), np.concatenate((pr, qr))
+    o = np.lexsort((r, i))
+    pairs = (i[o], r[o])
     root = lk.outermost(len(links.acts), pairs)
     sel = np.flatnonzero(root >= 0)
     if len(sel) == 0:

@@ -158,3 +158,28 @@ def test_range_durations_match_hta(folder: str, kind: str, reference: str) -> No
         ours[f"{c}_us"] = ours[f"{c}_ns"] / 1000
     # Means are rounded to the ns: 0.001 us absolute.
     assert_same_rows(ours, ref, ["rank", "name"], HTA_VALUES, rtol=0.01, atol=0.0011)
+
+
+def test_annotations_hold_launches_of_other_threads(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The autograd engine launches the backward kernels on its own thread while the main
+    thread waits inside ``## backward ##``: they belong to the annotation (not with
+    same_thread=True). An operator holds only its own thread's launches."""
+    autograd = 200
+    events = [
+        kb.step(1, 0, 1000),
+        kb.annotation("## backward ##", 100, 400),
+        kb.cpu_op("aten::mm", 150, 50, tid=autograd),
+        kb.runtime("cudaLaunchKernel", 160, 5, corr=1, tid=autograd),
+        kb.kernel("gemm_bwd", 300, 40, corr=1),
+        kb.cpu_op("aten::sum", 120, 200),  # main thread, spans the other thread's launch
+    ]
+    trace = tv.load(kb.write(tmp_path_factory.mktemp("threads") / "r.json", kb.doc(events)), cache=False)
+    out = tv.user_annotation_breakdown(trace, kind="cpu").set_index("name")
+    assert out.loc["## backward ##", "kernels"] == 1 and out.loc["## backward ##", "gpu_busy_ns"] == 40 * US
+    same = tv.user_annotation_breakdown(trace, kind="cpu", same_thread=True).set_index("name")
+    assert same.loc["## backward ##", "kernels"] == 0
+    seq = tv.frequent_kernel_sequences(trace, operator="## backward ##", min_kernels=1)
+    assert seq["sequence"].tolist() == ["gemm_bwd"]
+    # aten::sum on the main thread does not own the autograd thread's launch; aten::mm does.
+    ops = tv.op_kernels(trace, by="kernel")
+    assert ops["operator"].tolist() == ["aten::mm"]
