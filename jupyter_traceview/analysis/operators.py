@@ -303,7 +303,7 @@ def _sequences_of_rank(
     count = np.bincount(seq_id, minlength=n_seq)
     gpu = _sum_by(seq_id, win_gpu, n_seq)
     # Instances and their CPU time: each (sequence, instance) pair once.
-    pair = np.unique(seq_id * n_groups + win_group)
+    pair = pd.unique(seq_id * n_groups + win_group)
     p_seq, p_group = pair // n_groups, pair % n_groups
     instances = np.bincount(p_seq, minlength=n_seq)
     cpu = _sum_by(p_seq, links.dur[g_root[p_group]], n_seq)
@@ -496,9 +496,9 @@ def _op_kernels_of_rank(
 
     if by == "kernel":
         key = links.name_codes[o] * (len(act_names) + 1) + k_code
-        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        m = len(uniq)
-        inst = np.unique(inv * (int(o.max()) + 1) + o) // (int(o.max()) + 1)
+        inv, first = lk.row_ids(key[:, None])
+        m = len(first)
+        inst = pd.unique(inv * (int(o.max()) + 1) + o) // (int(o.max()) + 1)
         count = np.bincount(inv, minlength=m)
         out = pd.DataFrame(
             {

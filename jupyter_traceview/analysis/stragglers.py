@@ -249,13 +249,16 @@ def _warn(message: str) -> None:
 
 def _has_gpu(trace: Trace, rank: int) -> bool:
     kinds = trace.rank_data(rank).events["kind"]
-    return bool(kinds.isin([EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value]).any())
+    return bool(
+        lk.category_mask(kinds, [EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value]).any()
+    )
 
 
 def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int] | None) -> pd.DataFrame:
     """The rank's communication kernels with kind, stream, metadata and arrival time."""
     ev = trace.rank_data(rank).events
-    is_comm = ((ev["kind"] == EventKind.KERNEL.value) & (ev["gpu_class"] == GpuClass.COMMUNICATION.value)).to_numpy()
+    is_kernel = lk.category_mask(ev["kind"], [EventKind.KERNEL.value])
+    is_comm = is_kernel & lk.category_mask(ev["gpu_class"], [GpuClass.COMMUNICATION.value])
     if window is not None:
         ts = ev["ts_ns"].to_numpy()
         is_comm = is_comm & (ts < window[1]) & (ts + ev["dur_ns"].to_numpy() > window[0])
@@ -274,12 +277,17 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
         pos_of_row[c_rows] = c_pos
         meta_row = pos_of_row[rows]  # metadata on the kernel itself
         launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
-        cpu_meta = c_rows[~np.isin(ev["kind"].to_numpy()[c_rows], [EventKind.KERNEL.value])]
+        cpu_meta = c_rows[~is_kernel[c_rows]]
         inner = lk.innermost(len(rows), lk.containing_pairs(ev, cpu_meta, launch))
         use = (meta_row < 0) & (inner >= 0)
         meta_row[use] = pos_of_row[inner[use]]
-    names = ev["name"].to_numpy()[rows].astype(str)
-    name_kind = pd.Series(names).map(_kind_from_name).to_numpy(dtype=object)
+    # Kinds from names: one regular expression per distinct name, not per kernel.
+    codes = ev["name"].cat.codes.to_numpy()[rows]
+    distinct = np.unique(codes)
+    cats = ev["name"].cat.categories
+    lut = np.empty(int(distinct.max()) + 1, dtype=object)
+    lut[distinct] = [_kind_from_name(str(cats[c])) for c in distinct.tolist()]
+    name_kind = lut[codes]
     has_meta = meta_row >= 0
     safe = np.maximum(meta_row, 0)
     collective = name_kind.copy()
