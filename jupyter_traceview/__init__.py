@@ -10,9 +10,18 @@ charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ._version import __version__
-from .analysis import frequent_kernel_sequences, op_kernels, stragglers, trace_diff, user_annotation_breakdown
+from .analysis import (
+    frequent_kernel_sequences,
+    nvtx_gpu_projection,
+    op_kernels,
+    stragglers,
+    summary,
+    trace_diff,
+    user_annotation_breakdown,
+)
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -37,12 +46,21 @@ __all__ = [
     "default_cache_dir",
     "frequent_kernel_sequences",
     "load",
+    "load_ipython_extension",
+    "nvtx_gpu_projection",
     "op_kernels",
     "sample_path",
     "stragglers",
+    "summary",
     "trace_diff",
+    "unload_ipython_extension",
     "user_annotation_breakdown",
 ]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The server extension behind the JupyterLab Traces sidebar (see jupyter_traceview.server)."""
+    return [{"module": "jupyter_traceview.server"}]
 
 
 def sample_path(name: str = "dlrm_8rank_v100") -> Path:
@@ -56,3 +74,17 @@ def sample_path(name: str = "dlrm_8rank_v100") -> Path:
         available = sorted(c.name for c in root.iterdir() if c.is_dir())
         raise ValueError(f"no sample named {name!r}; available: {', '.join(available)}")
     return p
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``."""
+    from .magics import load_ipython_extension as load_magics
+
+    load_magics(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up."""
+    from .magics import unload_ipython_extension as unload_magics
+
+    unload_magics(ip)
