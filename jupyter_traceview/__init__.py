@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .analysis import nvtx_gpu_projection, summary
+from .analysis import (
+    frequent_kernel_sequences,
+    nvtx_gpu_projection,
+    op_kernels,
+    stragglers,
+    summary,
+    trace_diff,
+    user_annotation_breakdown,
+)
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -36,12 +44,17 @@ __all__ = [
     "__version__",
     "clear_cache",
     "default_cache_dir",
+    "frequent_kernel_sequences",
     "load",
     "load_ipython_extension",
     "nvtx_gpu_projection",
+    "op_kernels",
     "sample_path",
+    "stragglers",
     "summary",
+    "trace_diff",
     "unload_ipython_extension",
+    "user_annotation_breakdown",
 ]
 
 

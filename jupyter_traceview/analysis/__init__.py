@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from .annotations import user_annotation_breakdown
+from .diff import trace_diff
 from .nvtx import nvtx_gpu_projection
+from .operators import frequent_kernel_sequences, op_kernels
+from .stragglers import stragglers
 from .summary import summary
 
 __all__ = [
+    "frequent_kernel_sequences",
     "nvtx_gpu_projection",
+    "op_kernels",
+    "stragglers",
     "summary",
+    "trace_diff",
+    "user_annotation_breakdown",
 ]
