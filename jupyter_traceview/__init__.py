@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .analysis import nvtx_gpu_projection, summary
+from .analysis import (
+    kernel_launch_stats,
+    memory_bandwidth,
+    nvtx_gpu_projection,
+    queue_length,
+    summary,
+    write_counters_trace,
+)
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -36,12 +43,16 @@ __all__ = [
     "__version__",
     "clear_cache",
     "default_cache_dir",
+    "kernel_launch_stats",
     "load",
     "load_ipython_extension",
+    "memory_bandwidth",
     "nvtx_gpu_projection",
+    "queue_length",
     "sample_path",
     "summary",
     "unload_ipython_extension",
+    "write_counters_trace",
 ]
 
 

@@ -1,0 +1,226 @@
+"""Write rank traces with counter tracks (queue length, memory bandwidth) for trace viewers.
+
+The output of :func:`write_counters_trace` is the original Kineto file, byte for byte in its
+events, with Chrome-trace counter (``"ph": "C"``) events appended to ``traceEvents``: it
+opens in Perfetto (ui.perfetto.dev), chrome://tracing and ``tv.load`` alike.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from ..errors import TraceFormatError, TraceviewWarning
+from ..readers.files import read_bytes
+from ..trace import Trace
+from .counters import memory_bandwidth, queue_length
+from .launch import has_gpu, launched
+
+__all__ = ["write_counters_trace"]
+
+#: Counter names, as HTA's ``generate_trace_with_counters`` writes them (same tracks in the UI).
+QUEUE_COUNTER = "Queue Length"
+BANDWIDTH_ARG = "Memory BW (GB/s)"
+_BANDWIDTH_NAME = {"memset": "Memset", "unknown": "Memcpy Unknown"}
+
+
+def _bandwidth_name(kind: str) -> str:
+    return _BANDWIDTH_NAME.get(kind, f"Memcpy {kind}")
+
+
+def _us_text(rel_ns: np.ndarray, exact_us: bool) -> list[str]:
+    """Times (ns relative to the file's base) as the file's microsecond numbers, exactly."""
+    values = rel_ns.tolist()
+    if exact_us:
+        return [str(v // 1000) for v in values]
+    out = []
+    for v in values:
+        sign = "-" if v < 0 else ""
+        q, r = divmod(abs(v), 1000)
+        out.append(f"{sign}{q}.{r:03d}")
+    return out
+
+
+def _counter_events(trace: Trace, rank: int, *, queue: bool, bandwidth: bool) -> list[str]:
+    """The rank's counter events, each a JSON object text."""
+    meta = trace.meta(rank)
+    ev = trace.rank_data(rank).events
+    out: list[str] = []
+    if queue:
+        q = queue_length(trace, ranks=[rank])
+        if len(q):
+            acts, _ = launched(ev)
+            lanes = ev.iloc[acts][["device", "stream", "pid", "tid"]].drop_duplicates(["device", "stream"])
+            where = {(int(d), int(s)): (int(p), int(t)) for d, s, p, t in lanes.itertuples(index=False)}
+            rel = q["ts_ns"].to_numpy() - meta.base_time_ns
+            exact = bool((rel % 1000 == 0).all())
+            ts = _us_text(rel, exact)
+            for d, s, t, v in zip(
+                q["device"].tolist(), q["stream"].tolist(), ts, q["queue_length"].tolist(), strict=True
+            ):
+                pid, tid = where[(d, s)]
+                out.append(
+                    f'{{"ph":"C","name":"{QUEUE_COUNTER}","id":{s},"pid":{pid},"tid":{tid},'
+                    f'"ts":{t},"args":{{"{QUEUE_COUNTER}":{v}}}}}'
+                )
+    if bandwidth:
+        b = memory_bandwidth(trace, ranks=[rank])
+        if len(b):
+            devices = ev.loc[ev["gpu_class"] == "memory", "pid"]
+            pid = int(devices.iloc[0]) if len(devices) else 0
+            rel = b["ts_ns"].to_numpy() - meta.base_time_ns
+            exact = bool((rel % 1000 == 0).all())
+            ts = _us_text(rel, exact)
+            enc = msgspec.json.Encoder()
+            for k, t, v in zip(b["kind"].astype(str).tolist(), ts, b["bandwidth_gbps"].tolist(), strict=True):
+                value = enc.encode(float(v)).decode()
+                out.append(
+                    f'{{"ph":"C","name":"{_bandwidth_name(k)}","pid":{pid},"ts":{t},"args":{{"{BANDWIDTH_ARG}":{value}}}}}'
+                )
+    return out
+
+
+def _splice(array: bytes, extra: list[str]) -> bytes:
+    """A JSON array text with ``extra`` objects appended."""
+    body = array.rstrip()
+    if not body.endswith(b"]"):
+        raise ValueError("not a JSON array")
+    head = body[:-1].rstrip()
+    if not extra:
+        return body
+    added = ",".join(extra).encode()
+    sep = b"" if head.endswith(b"[") else b","
+    return head + sep + added + b"]"
+
+
+def _with_counters(path: Path, extra: list[str]) -> bytes:
+    data = read_bytes(path)
+    try:
+        if data.lstrip()[:1] == b"[":
+            return _splice(data, extra)
+        doc = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+    except (msgspec.DecodeError, ValueError) as exc:
+        raise TraceFormatError(path, f"cannot be read back as a trace ({exc})", "Load and write it again") from None
+    if "traceEvents" not in doc:
+        raise TraceFormatError(path, "has no traceEvents", "Pass a trace loaded from PyTorch profiler files")
+    doc["traceEvents"] = msgspec.Raw(_splice(bytes(doc["traceEvents"]), extra))
+    return msgspec.json.encode(doc)
+
+
+def _gzip(data: bytes) -> bytes:
+    try:
+        from isal import igzip
+
+        return bytes(igzip.compress(data))
+    except ImportError:  # pragma: no cover - isal is a dependency
+        return gzip.compress(data, compresslevel=6)
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_counters_trace(
+    trace: Trace,
+    out_dir: str | os.PathLike[str],
+    *,
+    ranks: Iterable[int] | int | None = None,
+    queue: bool = True,
+    bandwidth: bool = True,
+) -> list[Path]:
+    """Write each rank's trace file again with counter tracks, for Perfetto and chrome://tracing.
+
+    For every file the ranks were loaded from, writes ``out_dir/<file name>`` (gzip-compressed,
+    ``.gz`` added if the name lacks it) holding the original file's content, events untouched,
+    plus Chrome-trace counter events (``"ph": "C"``) in the file's own time unit
+    (microseconds relative to its ``baseTimeNanoseconds``; three decimals on ns-resolution
+    traces):
+
+    * ``Queue Length`` per stream (``"id"`` = stream, on the stream's pid/tid; value:
+      :func:`queue_length`), as HTA's ``generate_trace_with_counters`` names it;
+    * ``Memcpy HtoD``, ``Memcpy DtoH``, ..., ``Memset`` with the arg ``Memory BW (GB/s)``
+      (value: :func:`memory_bandwidth`), on the device's pid.
+
+    The counters are computed on ``trace`` as given (a trace narrowed with ``select`` gives
+    counters of the narrowed events). Each file is written to a temporary file and renamed
+    into place, so a reader never sees half a file. Files keep their names, so
+    ``tv.load(out_dir)`` finds the same ranks.
+
+    Parameters
+    ----------
+    trace:
+        A trace loaded from files (``tv.load``); the files must still exist.
+    out_dir:
+        Folder to write to (created if missing); must not be the folder of the sources.
+    ranks:
+        Only these ranks' files (default: all).
+    queue, bandwidth:
+        Which counter tracks to add.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, in rank order.
+
+    Warns
+    -----
+    TraceviewWarning
+        For ranks without GPU activity (their files are written without counters).
+
+    Examples
+    --------
+    >>> import tempfile, jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path(), ranks=[0])
+    >>> [p.name for p in tv.write_counters_trace(trace, tempfile.mkdtemp())]
+    ['worker0_step_12.1694128201545.pt.trace.json.gz']
+    """
+    if ranks is not None:
+        trace = trace.select(ranks=ranks)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    by_file: dict[Path, list[int]] = {}
+    for r in trace.ranks:
+        by_file.setdefault(Path(trace.meta(r).path), []).append(r)
+    targets: dict[Path, Path] = {}
+    for src in by_file:
+        name = src.name if src.name.lower().endswith(".gz") else f"{src.name}.gz"
+        target = out / name
+        if target.resolve() == src.resolve():
+            raise ValueError(f"write_counters_trace would overwrite its source {src}; pick another out_dir")
+        if target in targets.values():
+            raise ValueError(f"two source files would both be written to {target}: rename one of them")
+        if not src.exists():
+            raise TraceFormatError(src, "is gone", "write_counters_trace re-reads the source files; load them again")
+        targets[src] = target
+    no_gpu: list[int] = []
+    written: list[Path] = []
+    for src, rank_list in by_file.items():
+        extra: list[str] = []
+        for r in rank_list:
+            if not has_gpu(trace.rank_data(r).events):
+                no_gpu.append(r)
+                continue
+            extra += _counter_events(trace, r, queue=queue, bandwidth=bandwidth)
+        _write_atomic(targets[src], _gzip(_with_counters(src, extra)))
+        written.append(targets[src])
+    if no_gpu:
+        warnings.warn(
+            f"write_counters_trace: rank(s) {no_gpu} have no GPU activity; their files are written without counters",
+            TraceviewWarning,
+            stacklevel=2,
+        )
+    return written
