@@ -20,7 +20,7 @@ from ..classify import COPY_KINDS
 from ..schema import GpuClass
 from ..trace import Trace
 from ._common import empty, gpu_activities, scoped, warn_no_gpu
-from .launch import concat_ranks, has_gpu, launched, rows_of
+from .launch import concat_ranks, launched, ranks_without_gpu, rows_of
 
 __all__ = ["memory_bandwidth", "queue_length"]
 
@@ -309,14 +309,11 @@ def queue_length(
     if per not in ("time", "stream"):
         raise ValueError(f"per must be 'time' or 'stream', got {per!r}")
     window = _window(trace, time_range)
+    no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations)
     parts: list[dict[str, Any]] = []
-    no_gpu = []
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        if not has_gpu(ev):
-            no_gpu.append(r)
-            continue
         steps, g_dev, g_st, starts = _queue_steps(ev)
         steps = steps.clip(window)
         if len(steps.t) == 0:
@@ -489,15 +486,11 @@ def memory_bandwidth(
     """
     if per not in ("time", "kind"):
         raise ValueError(f"per must be 'time' or 'kind', got {per!r}")
+    no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     kind_dtype = pd.CategoricalDtype(list(BANDWIDTH_KINDS))
     parts: list[dict[str, Any]] = []
-    no_gpu = []
     for r in trace.ranks:
-        ev = trace.rank_data(r).events
-        if not has_gpu(ev):
-            no_gpu.append(r)
-            continue
         c = _copies(trace, r)
         if len(c.kind) == 0:
             continue

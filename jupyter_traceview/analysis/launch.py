@@ -108,6 +108,16 @@ def has_gpu(ev: pd.DataFrame) -> bool:
     return bool(ev["kind"].isin(_ACTIVITY_KINDS).any())
 
 
+def ranks_without_gpu(trace: Trace, ranks: Iterable[int] | int | None) -> list[int]:
+    """The ranks asked for (all if None) that have no GPU activity at all (CPU-only traces).
+
+    Decided on the trace as given, before iterations or a time range narrow it: an empty
+    window is an empty result, not a CPU-only trace.
+    """
+    wanted = trace.ranks if ranks is None else scoped(trace, ranks=ranks).ranks
+    return [r for r in wanted if not has_gpu(trace.rank_data(r).events)]
+
+
 def categorical_take(col: pd.Series, rows: np.ndarray) -> pd.Categorical:
     """``col`` (categorical) at ``rows``; NaN where a row is -1."""
     codes = col.cat.codes.to_numpy()
@@ -269,15 +279,12 @@ def kernel_launch_stats(
         raise ValueError(f"per must be 'launch' or 'rank', got {per!r}")
     if outlier_rule not in ("fixed", "tukey"):
         raise ValueError(f"outlier_rule must be 'fixed' or 'tukey', got {outlier_rule!r}")
+    no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     launch_parts: list[dict[str, Any]] = []
     rank_rows: list[dict[str, Any]] = []
-    no_gpu = []
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        if not has_gpu(ev):
-            no_gpu.append(r)
-            continue
         act, call = launched(ev)
         keep = call >= 0
         act, call = act[keep], call[keep]
