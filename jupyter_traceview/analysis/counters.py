@@ -480,7 +480,7 @@ def memory_bandwidth(
     --------
     >>> import jupyter_traceview as tv
     >>> trace = tv.load(tv.sample_path())
-    >>> bw = tv.memory_bandwidth(trace, ranks=0, per="kind")
+    >>> bw = tv.memory_bandwidth(trace, ranks=3, per="kind")
     >>> bw["kind"].tolist()
     ['HtoD', 'DtoH', 'DtoD', 'memset']
     """

@@ -273,7 +273,7 @@ def kernel_launch_stats(
     >>> int(stats["launch_delay_ns"].min()) >= 0
     True
     >>> tv.kernel_launch_stats(trace, per="rank")["launches"].tolist()[:2]
-    [262, 266]
+    [261, 262]
     """
     if per not in ("launch", "rank"):
         raise ValueError(f"per must be 'launch' or 'rank', got {per!r}")
