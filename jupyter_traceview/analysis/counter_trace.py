@@ -185,7 +185,8 @@ def write_counters_trace(
     --------
     >>> import tempfile, jupyter_traceview as tv
     >>> trace = tv.load(tv.sample_path(), ranks=[0])
-    >>> [p.name for p in tv.write_counters_trace(trace, tempfile.mkdtemp())]
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     [p.name for p in tv.write_counters_trace(trace, out)]
     ['worker0_step_12.1694128201545.pt.trace.json.gz']
     """
     if ranks is not None:

@@ -152,10 +152,18 @@ def _group_sum(steps: _Steps, x: np.ndarray, first: np.ndarray) -> np.ndarray:
 
 def _weighted_lower_quantile(group: np.ndarray, v: np.ndarray, w: np.ndarray, q: float) -> np.ndarray:
     """Per group (ids 0..k-1, every id present), the smallest v whose cumulative weight reaches q."""
+    k = int(group.max()) + 1 if len(group) else 0
+    if len(v) and v.dtype.kind in "iu" and v.min() >= 0 and k * (int(v.max()) + 1) <= 1 << 24:
+        # Small non-negative integers (queue lengths): a weighted histogram per group.
+        m = int(v.max()) + 1
+        hist = np.bincount(group * m + v, weights=w, minlength=k * m).reshape(k, m)
+        cum = np.cumsum(hist, axis=1)
+        tot = cum[:, -1]
+        idx = np.argmax(cum >= (q * tot)[:, None], axis=1)
+        return np.where(tot > 0, idx, np.nan)
     order = np.lexsort((v, group))
     g, v, w = group[order], v[order], w[order]
     cum = np.cumsum(w)
-    k = int(g.max()) + 1 if len(g) else 0
     tot = np.bincount(g, weights=w, minlength=k)
     base = np.cumsum(tot) - tot
     idx = np.searchsorted(cum, base + q * tot, side="left")

@@ -119,10 +119,20 @@ def ranks_without_gpu(trace: Trace, ranks: Iterable[int] | int | None) -> list[i
 
 
 def categorical_take(col: pd.Series, rows: np.ndarray) -> pd.Categorical:
-    """``col`` (categorical) at ``rows``; NaN where a row is -1."""
+    """``col`` (categorical) at ``rows``, NaN where a row is -1, keeping only the categories used."""
     codes = col.cat.codes.to_numpy()
-    taken = np.where(rows >= 0, codes[np.maximum(rows, 0)], -1) if len(codes) else np.full(len(rows), -1)
-    return pd.Categorical.from_codes(taken.astype(codes.dtype if len(codes) else np.int32), dtype=col.dtype)
+    cats = col.cat.categories
+    if len(codes) == 0 or len(cats) == 0:
+        return pd.Categorical.from_codes(np.full(len(rows), -1, dtype=np.int32), categories=cats[:0])
+    taken = codes[np.maximum(rows, 0)].astype(np.int64)
+    valid = (rows >= 0) & (taken >= 0)
+    used = np.zeros(len(cats), dtype=bool)
+    used[taken[valid]] = True
+    keep = np.flatnonzero(used)
+    remap = np.full(len(cats), -1, dtype=np.int64)
+    remap[keep] = np.arange(len(keep))
+    new = np.where(valid, remap[np.where(valid, taken, 0)], -1)
+    return pd.Categorical.from_codes(new.astype(np.int32), categories=cats[keep])
 
 
 def concat_ranks(parts: Sequence[dict[str, Any]], columns: dict[str, str]) -> pd.DataFrame:
@@ -134,10 +144,11 @@ def concat_ranks(parts: Sequence[dict[str, Any]], columns: dict[str, str]) -> pd
         values = [p[c] for p in parts]
         if dtype == "category":
             cats = [v if isinstance(v, pd.Categorical) else pd.Categorical(v) for v in values]
-            out[c] = union_categoricals(cats, ignore_order=True).remove_unused_categories()
+            out[c] = cats[0] if len(cats) == 1 else union_categoricals(cats, ignore_order=True)
         else:
-            out[c] = np.concatenate([np.asarray(v) for v in values]).astype(dtype)
-    return pd.DataFrame(out)
+            out[c] = np.concatenate([np.asarray(v) for v in values]).astype(dtype, copy=False)
+    # The arrays are new: no need for pandas to copy them into consolidated blocks.
+    return pd.DataFrame(out, copy=False)
 
 
 def _tukey_fence(x: np.ndarray, k: float) -> int:

@@ -388,3 +388,19 @@ def test_bandwidth_summary_matches_hta(folder: str) -> None:
     s["name"] = [HTA_KIND.get(k, f"Memcpy {k}") for k in s["kind"].astype(str)]
     peak = s.dropna(subset=["peak_gbps"]).sort_values(["rank", "name"])["peak_gbps"].to_numpy()
     np.testing.assert_allclose(peak, hta["max"].to_numpy(), rtol=1e-6)
+
+
+def test_weighted_quantile_paths_agree() -> None:
+    """The histogram path (integer values) and the sorting path (any values) give one answer."""
+    from jupyter_traceview.analysis.counters import _weighted_lower_quantile
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 50))
+        group = np.unique(np.sort(rng.integers(0, 4, n)), return_inverse=True)[1]
+        v = rng.integers(0, 6, n)
+        w = rng.integers(0, 5, n)
+        for q in (0.5, 0.9):
+            np.testing.assert_array_equal(
+                _weighted_lower_quantile(group, v, w, q), _weighted_lower_quantile(group, v.astype(float), w, q)
+            )
