@@ -404,3 +404,15 @@ def test_weighted_quantile_paths_agree() -> None:
             np.testing.assert_array_equal(
                 _weighted_lower_quantile(group, v, w, q), _weighted_lower_quantile(group, v.astype(float), w, q)
             )
+
+
+def test_iterations_give_htas_view() -> None:
+    """HTA drops the last ProfilerStep; ``iterations=`` selects steps explicitly. On this
+    trace (steps 551 and 552, no launch before the first step) ``iterations=[551]`` is
+    exactly HTA's selection, for all three analyses."""
+    trace = tv.load(KINETO_FOLDERS["hta_dlrm_2of128_ranks"], cache=False)
+    hta_view = hta_selection(trace)
+    for fn in (tv.kernel_launch_stats, tv.queue_length, tv.memory_bandwidth):
+        pd.testing.assert_frame_equal(fn(trace, iterations=[551]), fn(hta_view))
+    assert len(tv.kernel_launch_stats(trace, iterations=[551])) == 1179
+    assert len(tv.kernel_launch_stats(trace)) == 2358
