@@ -7,7 +7,6 @@ opens in Perfetto (ui.perfetto.dev), chrome://tracing and ``tv.load`` alike.
 
 from __future__ import annotations
 
-import gzip
 import os
 import tempfile
 import warnings
@@ -87,51 +86,67 @@ def _counter_events(trace: Trace, rank: int, *, queue: bool, bandwidth: bool) ->
     return out
 
 
-def _splice(array: bytes, extra: list[str]) -> bytes:
-    """A JSON array text with ``extra`` objects appended."""
-    body = array.rstrip()
-    if not body.endswith(b"]"):
-        raise ValueError("not a JSON array")
-    head = body[:-1].rstrip()
-    if not extra:
-        return body
-    added = ",".join(extra).encode()
-    sep = b"" if head.endswith(b"[") else b","
-    return head + sep + added + b"]"
+_WHITESPACE = b" \t\r\n"
 
 
-def _with_counters(path: Path, extra: list[str]) -> bytes:
-    data = read_bytes(path)
+def _skip_back(data: bytes | memoryview, i: int) -> int:
+    """The last index at or before ``i`` that is not JSON whitespace."""
+    while i >= 0 and data[i] in _WHITESPACE:
+        i -= 1
+    return i
+
+
+def _insertion(path: Path, data: bytes) -> tuple[int, bool]:
+    """Where counter events go in a trace file: the offset of the ``]`` that closes its event
+    array (``traceEvents``, or a bare top-level array), and whether the array is empty."""
     try:
-        if data.lstrip()[:1] == b"[":
-            return _splice(data, extra)
-        doc = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+        if data[:4096].lstrip()[:1] == b"[":  # a bare top-level array of events
+            begin, close = data.index(b"["), _skip_back(data, len(data) - 1)
+        else:
+            doc = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+            if "traceEvents" not in doc:
+                raise TraceFormatError(path, "has no traceEvents", "Pass a trace loaded from PyTorch profiler files")
+            raw = memoryview(doc["traceEvents"])
+            # msgspec.Raw is a zero-copy view into ``data``: its offset is a pointer difference.
+            begin = np.frombuffer(raw, dtype=np.uint8).ctypes.data - np.frombuffer(data, dtype=np.uint8).ctypes.data
+            if not 0 <= begin < len(data) or data[begin : begin + 1] != b"[":
+                raise ValueError("traceEvents is not an array")
+            close = _skip_back(data, begin + len(raw) - 1)
     except (msgspec.DecodeError, ValueError) as exc:
         raise TraceFormatError(path, f"cannot be read back as a trace ({exc})", "Load and write it again") from None
-    if "traceEvents" not in doc:
-        raise TraceFormatError(path, "has no traceEvents", "Pass a trace loaded from PyTorch profiler files")
-    doc["traceEvents"] = msgspec.Raw(_splice(bytes(doc["traceEvents"]), extra))
-    return msgspec.json.encode(doc)
+    if data[close : close + 1] != b"]":
+        raise TraceFormatError(path, "does not end its event array with ]", "Load and write it again")
+    return close, _skip_back(data, close - 1) == begin
 
 
-def _gzip(data: bytes) -> bytes:
+def _write_gzip_atomic(target: Path, chunks: Iterable[bytes | memoryview]) -> None:
+    """Gzip ``chunks`` into ``target`` through a temporary file renamed into place."""
     try:
-        from isal import igzip
-
-        return bytes(igzip.compress(data))
+        from isal import isal_zlib as zlib_like
     except ImportError:  # pragma: no cover - isal is a dependency
-        return gzip.compress(data, compresslevel=6)
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
+        import zlib as zlib_like  # type: ignore[no-redef]
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            comp = zlib_like.compressobj(wbits=31)
+            for chunk in chunks:
+                fh.write(comp.compress(chunk))
+            fh.write(comp.flush())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _with_counters(path: Path, extra: list[str]) -> list[bytes | memoryview]:
+    """The file's bytes with ``extra`` events appended to its event array, as chunks."""
+    data = read_bytes(path)
+    if not extra:
+        return [data]
+    close, empty = _insertion(path, data)
+    view = memoryview(data)
+    added = ("" if empty else ",") + ",".join(extra)
+    return [view[:close], added.encode(), view[close:]]
 
 
 def write_counters_trace(
@@ -216,7 +231,7 @@ def write_counters_trace(
                 no_gpu.append(r)
                 continue
             extra += _counter_events(trace, r, queue=queue, bandwidth=bandwidth)
-        _write_atomic(targets[src], _gzip(_with_counters(src, extra)))
+        _write_gzip_atomic(targets[src], _with_counters(src, extra))
         written.append(targets[src])
     if no_gpu:
         warnings.warn(

@@ -129,3 +129,38 @@ def test_cpu_only_writes_without_counters(tmp_path: Path) -> None:
         (out,) = tv.write_counters_trace(trace, tmp_path)
     assert not _counters(_doc(out))
     pd.testing.assert_frame_equal(tv.load(out, cache=False).events(), trace.events())
+
+
+def test_insertion_point(tmp_path: Path) -> None:
+    from jupyter_traceview.analysis.counter_trace import _insertion
+
+    p = tmp_path / "t.json"
+    for text, empty in (
+        (b'{"traceEvents": [ ] , "x": 1}', True),
+        (b'{\n  "a": [1, 2],\n  "traceEvents": [\n    {"ph": "X"}\n  ],\n  "traceName": "]"\n}\n', False),
+        (b'\n[ {"ph": "X"} ]\n\n', False),
+        (b"[]", True),
+    ):
+        close, is_empty = _insertion(p, text)
+        assert text[close : close + 1] == b"]" and is_empty == empty
+        events_end = text.index(b"]", text.index(b"[", text.index(b"traceEvents") if b"traceEvents" in text else 0))
+        assert close == events_end
+    for bad in (b'{"other": []}', b'{"traceEvents": 3}', b'{"traceEvents": [', b"[1, 2"):
+        with pytest.raises(tv.TraceFormatError):
+            _insertion(p, bad)
+
+
+def test_pretty_printed_source(tmp_path: Path) -> None:
+    """Kineto writes indented JSON with keys after traceEvents; both survive unchanged."""
+    doc = kb.doc([*kb.launch("k", 0, 10, 5, corr=1)], rank=0, world_size=1)
+    doc["traceName"] = "x]"
+    src = tmp_path / "src" / "rank-0.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps(doc, indent=2))
+    (out,) = tv.write_counters_trace(tv.load(src, cache=False), tmp_path / "out")
+    text = gzip.decompress(out.read_bytes()).decode()
+    got = json.loads(text)
+    assert got["traceName"] == "x]" and len(got["traceEvents"]) == len(doc["traceEvents"]) + 2
+    original = json.dumps(doc, indent=2)
+    close = original.rindex("]", 0, original.index('"traceName"'))
+    assert text.startswith(original[:close]) and text.endswith(original[close:])  # the source, bytes untouched
