@@ -47,13 +47,19 @@ def _us_text(rel_ns: np.ndarray, exact_us: bool) -> list[str]:
     return out
 
 
-def _counter_events(trace: Trace, rank: int, *, queue: bool, bandwidth: bool) -> list[str]:
-    """The rank's counter events, each a JSON object text."""
+def _counter_events(trace: Trace, queue: bool, bandwidth: bool) -> list[str] | None:
+    """A one-rank trace's counter events, each a JSON object text; None without GPU activity.
+
+    Module-level, so that ``Trace.map_ranks`` can run it where the rank lives.
+    """
+    (rank,) = trace.ranks
     meta = trace.meta(rank)
     ev = trace.rank_data(rank).events
+    if not has_gpu(ev):
+        return None
     out: list[str] = []
     if queue:
-        q = queue_length(trace, ranks=[rank])
+        q = queue_length(trace)
         if len(q):
             acts, _ = launched(ev)
             lanes = ev.iloc[acts][["device", "stream", "pid", "tid"]].drop_duplicates(["device", "stream"])
@@ -70,7 +76,7 @@ def _counter_events(trace: Trace, rank: int, *, queue: bool, bandwidth: bool) ->
                     f'"ts":{t},"args":{{"{QUEUE_COUNTER}":{v}}}}}'
                 )
     if bandwidth:
-        b = memory_bandwidth(trace, ranks=[rank])
+        b = memory_bandwidth(trace)
         if len(b):
             devices = ev.loc[ev["gpu_class"] == "memory", "pid"]
             pid = int(devices.iloc[0]) if len(devices) else 0
@@ -222,15 +228,11 @@ def write_counters_trace(
         if not src.exists():
             raise TraceFormatError(src, "is gone", "write_counters_trace re-reads the source files; load them again")
         targets[src] = target
-    no_gpu: list[int] = []
+    counters = trace.map_ranks(_counter_events, queue, bandwidth)
+    no_gpu = [r for r, events in counters.items() if events is None]
     written: list[Path] = []
     for src, rank_list in by_file.items():
-        extra: list[str] = []
-        for r in rank_list:
-            if not has_gpu(trace.rank_data(r).events):
-                no_gpu.append(r)
-                continue
-            extra += _counter_events(trace, r, queue=queue, bandwidth=bandwidth)
+        extra = [e for r in rank_list for e in counters[r] or ()]
         _write_gzip_atomic(targets[src], _with_counters(src, extra))
         written.append(targets[src])
     if no_gpu:

@@ -319,54 +319,54 @@ def queue_length(
     window = _window(trace, time_range)
     no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations)
-    parts: list[dict[str, Any]] = []
-    for r in trace.ranks:
-        ev = trace.rank_data(r).events
-        steps, g_dev, g_st, starts = _queue_steps(ev)
-        steps = steps.clip(window)
-        if len(steps.t) == 0:
-            continue
-        count = steps.count
-        if per == "time":
-            parts.append(
-                {
-                    "rank": np.full(len(count), r, dtype=np.int64),
-                    "device": g_dev[steps.group],
-                    "stream": g_st[steps.group],
-                    "ts_ns": steps.t,
-                    "queue_length": count,
-                }
-            )
-            continue
-        gids, first = steps.bounds()
-        span = _group_sum(steps, steps.d, first)
-        weighted = _group_sum(steps, count * steps.d, first)
-        dense = _dense(steps.group)
-        blocked = _group_sum(steps, np.where(count >= max_queue_length, steps.d, 0), first)
-        gpu_ts, gid = starts
-        in_win = np.ones(len(gpu_ts), dtype=bool) if window is None else (gpu_ts >= window[0]) & (gpu_ts < window[1])
-        launches = np.bincount(gid[in_win], minlength=len(g_st))[gids]
-        rank_span = _rank_span(ev, window)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mean = np.where(span > 0, weighted / np.maximum(span, 1), np.nan)
-        parts.append(
-            {
-                "rank": np.full(len(gids), r, dtype=np.int64),
-                "device": g_dev[gids],
-                "stream": g_st[gids],
-                "launches": launches,
-                "span_ns": span,
-                "queue_length_mean": mean,
-                "queue_length_p50": np.nan_to_num(_weighted_lower_quantile(dense, count, steps.d, 0.5)),
-                "queue_length_p90": np.nan_to_num(_weighted_lower_quantile(dense, count, steps.d, 0.9)),
-                "queue_length_max": np.maximum.reduceat(count, first),
-                "blocked_ns": blocked,
-                "blocked_pct": 100.0 * blocked / rank_span if rank_span > 0 else np.full(len(gids), np.nan),
-            }
-        )
+    results = trace.map_ranks(_queue_rank, window, per, max_queue_length)
+    parts = [p for p in results.values() if p is not None]
     if no_gpu:
         warn_no_gpu("queue_length", no_gpu)
     return concat_ranks(parts, QUEUE_SERIES_COLUMNS if per == "time" else QUEUE_STREAM_COLUMNS)
+
+
+def _queue_rank(trace: Trace, window: tuple[int, int] | None, per: str, max_queue_length: int) -> dict[str, Any] | None:
+    """One rank's queue-length series (``per="time"``) or per-stream rows; None if empty."""
+    (r,) = trace.ranks
+    ev = trace.rank_data(r).events
+    steps, g_dev, g_st, starts = _queue_steps(ev)
+    steps = steps.clip(window)
+    if len(steps.t) == 0:
+        return None
+    count = steps.count
+    if per == "time":
+        return {
+            "rank": np.full(len(count), r, dtype=np.int64),
+            "device": g_dev[steps.group],
+            "stream": g_st[steps.group],
+            "ts_ns": steps.t,
+            "queue_length": count,
+        }
+    gids, first = steps.bounds()
+    span = _group_sum(steps, steps.d, first)
+    weighted = _group_sum(steps, count * steps.d, first)
+    dense = _dense(steps.group)
+    blocked = _group_sum(steps, np.where(count >= max_queue_length, steps.d, 0), first)
+    gpu_ts, gid = starts
+    in_win = np.ones(len(gpu_ts), dtype=bool) if window is None else (gpu_ts >= window[0]) & (gpu_ts < window[1])
+    launches = np.bincount(gid[in_win], minlength=len(g_st))[gids]
+    rank_span = _rank_span(ev, window)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(span > 0, weighted / np.maximum(span, 1), np.nan)
+    return {
+        "rank": np.full(len(gids), r, dtype=np.int64),
+        "device": g_dev[gids],
+        "stream": g_st[gids],
+        "launches": launches,
+        "span_ns": span,
+        "queue_length_mean": mean,
+        "queue_length_p50": np.nan_to_num(_weighted_lower_quantile(dense, count, steps.d, 0.5)),
+        "queue_length_p90": np.nan_to_num(_weighted_lower_quantile(dense, count, steps.d, 0.9)),
+        "queue_length_max": np.maximum.reduceat(count, first),
+        "blocked_ns": blocked,
+        "blocked_pct": 100.0 * blocked / rank_span if rank_span > 0 else np.full(len(gids), np.nan),
+    }
 
 
 # ---------------------------------------------------------------------- memory bandwidth
@@ -497,59 +497,7 @@ def memory_bandwidth(
     no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     kind_dtype = pd.CategoricalDtype(list(BANDWIDTH_KINDS))
-    parts: list[dict[str, Any]] = []
-    for r in trace.ranks:
-        c = _copies(trace, r)
-        if len(c.kind) == 0:
-            continue
-        timed = np.isfinite(c.bw) & (c.end > c.ts)
-        n = int(timed.sum())
-        k, bw = c.kind[timed], c.bw[timed]
-        steps = _steps(
-            np.concatenate((k, k)),
-            np.concatenate((c.ts[timed], c.end[timed])),
-            np.concatenate((np.ones(n, dtype=np.int64), np.full(n, -1, dtype=np.int64))),
-            np.concatenate((bw, -bw)),
-        )
-        if per == "time":
-            parts.append(
-                {
-                    "rank": np.full(len(steps.t), r, dtype=np.int64),
-                    "kind": pd.Categorical.from_codes(steps.group, dtype=kind_dtype),
-                    "ts_ns": steps.t,
-                    "bandwidth_gbps": steps.value,
-                    "active_copies": steps.count,
-                }
-            )
-            continue
-        kinds = np.unique(c.kind)
-        gids, first = steps.bounds()
-        peak = np.full(len(BANDWIDTH_KINDS), np.nan)
-        mean = np.full(len(BANDWIDTH_KINDS), np.nan)
-        if len(gids):
-            peak[gids] = np.maximum.reduceat(steps.value, first)
-            busy_measured = _group_sum(steps, np.where(steps.count > 0, steps.d, 0), first)
-            integral = _group_sum(steps, steps.value * steps.d, first)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                mean[gids] = np.where(busy_measured > 0, integral / np.maximum(busy_measured, 1), np.nan)
-        rows: dict[str, list[Any]] = {col: [] for col in BANDWIDTH_KIND_COLUMNS}
-        for kc in kinds.tolist():
-            sel = c.kind == kc
-            sized = sel & (c.nbytes >= 0)
-            total = int(c.nbytes[sized].sum())
-            busy = iv.length(*iv.union(c.ts[sel], c.end[sel]))
-            busy_sized = iv.length(*iv.union(c.ts[sized], c.end[sized]))
-            rows["rank"].append(r)
-            rows["kind"].append(BANDWIDTH_KINDS[kc])
-            rows["copies"].append(int(sel.sum()))
-            rows["unmeasured"].append(int((sel & ~np.isfinite(c.bw)).sum()))
-            rows["total_bytes"].append(total)
-            rows["busy_ns"].append(busy)
-            rows["peak_gbps"].append(peak[kc])
-            rows["mean_gbps"].append(mean[kc])
-            rows["effective_gbps"].append(total / busy_sized if busy_sized > 0 else np.nan)
-        rows["kind"] = pd.Categorical(rows["kind"], dtype=kind_dtype)
-        parts.append(rows)
+    parts = [p for p in trace.map_ranks(_bandwidth_rank, per).values() if p is not None]
     if no_gpu:
         warn_no_gpu("memory_bandwidth", no_gpu)
     columns = BANDWIDTH_SERIES_COLUMNS if per == "time" else BANDWIDTH_KIND_COLUMNS
@@ -560,3 +508,57 @@ def memory_bandwidth(
     out = concat_ranks(parts, columns)
     out["kind"] = out["kind"].cat.set_categories(list(BANDWIDTH_KINDS))
     return out
+
+
+def _bandwidth_rank(trace: Trace, per: str) -> dict[str, Any] | None:
+    """One rank's bandwidth series (``per="time"``) or per-kind rows; None without copies."""
+    (r,) = trace.ranks
+    kind_dtype = pd.CategoricalDtype(list(BANDWIDTH_KINDS))
+    c = _copies(trace, r)
+    if len(c.kind) == 0:
+        return None
+    timed = np.isfinite(c.bw) & (c.end > c.ts)
+    n = int(timed.sum())
+    k, bw = c.kind[timed], c.bw[timed]
+    steps = _steps(
+        np.concatenate((k, k)),
+        np.concatenate((c.ts[timed], c.end[timed])),
+        np.concatenate((np.ones(n, dtype=np.int64), np.full(n, -1, dtype=np.int64))),
+        np.concatenate((bw, -bw)),
+    )
+    if per == "time":
+        return {
+            "rank": np.full(len(steps.t), r, dtype=np.int64),
+            "kind": pd.Categorical.from_codes(steps.group, dtype=kind_dtype),
+            "ts_ns": steps.t,
+            "bandwidth_gbps": steps.value,
+            "active_copies": steps.count,
+        }
+    kinds = np.unique(c.kind)
+    gids, first = steps.bounds()
+    peak = np.full(len(BANDWIDTH_KINDS), np.nan)
+    mean = np.full(len(BANDWIDTH_KINDS), np.nan)
+    if len(gids):
+        peak[gids] = np.maximum.reduceat(steps.value, first)
+        busy_measured = _group_sum(steps, np.where(steps.count > 0, steps.d, 0), first)
+        integral = _group_sum(steps, steps.value * steps.d, first)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean[gids] = np.where(busy_measured > 0, integral / np.maximum(busy_measured, 1), np.nan)
+    rows: dict[str, list[Any]] = {col: [] for col in BANDWIDTH_KIND_COLUMNS}
+    for kc in kinds.tolist():
+        sel = c.kind == kc
+        sized = sel & (c.nbytes >= 0)
+        total = int(c.nbytes[sized].sum())
+        busy = iv.length(*iv.union(c.ts[sel], c.end[sel]))
+        busy_sized = iv.length(*iv.union(c.ts[sized], c.end[sized]))
+        rows["rank"].append(r)
+        rows["kind"].append(BANDWIDTH_KINDS[kc])
+        rows["copies"].append(int(sel.sum()))
+        rows["unmeasured"].append(int((sel & ~np.isfinite(c.bw)).sum()))
+        rows["total_bytes"].append(total)
+        rows["busy_ns"].append(busy)
+        rows["peak_gbps"].append(peak[kc])
+        rows["mean_gbps"].append(mean[kc])
+        rows["effective_gbps"].append(total / busy_sized if busy_sized > 0 else np.nan)
+    rows["kind"] = pd.Categorical(rows["kind"], dtype=kind_dtype)
+    return rows

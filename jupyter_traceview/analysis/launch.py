@@ -125,8 +125,12 @@ def ranks_without_gpu(trace: Trace, ranks: Iterable[int] | int | None) -> list[i
     Decided on the trace as given, before iterations or a time range narrow it: an empty
     window is an empty result, not a CPU-only trace.
     """
-    wanted = trace.ranks if ranks is None else scoped(trace, ranks=ranks).ranks
-    return [r for r in wanted if not has_gpu(trace.rank_data(r).events)]
+    return [r for r, has in scoped(trace, ranks=ranks).map_ranks(_has_gpu_rank).items() if not has]
+
+
+def _has_gpu_rank(trace: Trace) -> bool:
+    (r,) = trace.ranks
+    return has_gpu(trace.rank_data(r).events)
 
 
 def categorical_take(col: pd.Series, rows: np.ndarray) -> pd.Categorical:
@@ -303,91 +307,98 @@ def kernel_launch_stats(
         raise ValueError(f"outlier_rule must be 'fixed' or 'tukey', got {outlier_rule!r}")
     no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    launch_parts: list[dict[str, Any]] = []
-    rank_rows: list[dict[str, Any]] = []
-    for r in trace.ranks:
-        ev = trace.rank_data(r).events
-        act, call = launched(ev)
-        keep = call >= 0
-        act, call = act[keep], call[keep]
-        if len(act) == 0:
-            continue
-        ts = ev["ts_ns"].to_numpy()
-        dur = ev["dur_ns"].to_numpy()
-        cpu_ts, cpu_dur = ts[call], dur[call]
-        order = np.lexsort((ts[act], cpu_ts))
-        act, call, cpu_ts, cpu_dur = act[order], call[order], cpu_ts[order], cpu_dur[order]
-        gpu_ts, gpu_dur = ts[act], dur[act]
-        delay = np.maximum(0, gpu_ts - (cpu_ts + cpu_dur))
-        op_eid = ev["parent_eid"].to_numpy()[call]
-        op_rows = rows_of(ev, op_eid)
-        if outlier_rule == "tukey":
-            runtime_cut = _tukey_fence(cpu_dur, tukey_k)
-            delay_cut = _tukey_fence(delay, tukey_k)
-        else:
-            runtime_cut, delay_cut = int(runtime_outlier_ns), int(launch_delay_outlier_ns)
-        short = gpu_dur < short_kernel_ns
-        rt_out = cpu_dur > runtime_cut
-        dl_out = delay > delay_cut
-        if per == "launch":
-            launch_parts.append(
-                {
-                    "rank": np.full(len(act), r, dtype=np.int64),
-                    "eid": ev["eid"].to_numpy()[act],
-                    "name": categorical_take(ev["name"], act),
-                    "kind": categorical_take(ev["kind"], act),
-                    "device": ev["device"].to_numpy()[act],
-                    "stream": ev["stream"].to_numpy()[act],
-                    "correlation": ev["correlation"].to_numpy()[act],
-                    "launch_eid": ev["eid"].to_numpy()[call],
-                    "launch_name": categorical_take(ev["name"], call),
-                    "operator_eid": np.where(op_rows >= 0, op_eid, -1),
-                    "operator": categorical_take(ev["name"], op_rows),
-                    "step": ev["step"].to_numpy()[call],
-                    "cpu_ts_ns": cpu_ts,
-                    "cpu_dur_ns": cpu_dur,
-                    "gpu_ts_ns": gpu_ts,
-                    "gpu_dur_ns": gpu_dur,
-                    "launch_delay_ns": delay,
-                    "short_kernel": short,
-                    "runtime_outlier": rt_out,
-                    "launch_delay_outlier": dl_out,
-                }
-            )
-        else:
-            n = len(act)
-            n_short = int(short.sum())
-            rank_rows.append(
-                {
-                    "rank": r,
-                    "launches": n,
-                    "kernels": int(ev["kind"].iloc[act].eq(EventKind.KERNEL.value).sum()),
-                    "short_kernels": n_short,
-                    "short_kernel_pct": 100.0 * n_short / n,
-                    "launch_bound_pct": 100.0 * float((gpu_dur < cpu_dur).sum()) / n,
-                    "runtime_outliers": int(rt_out.sum()),
-                    "launch_delay_outliers": int(dl_out.sum()),
-                    "cpu_dur_total_ns": int(cpu_dur.sum()),
-                    "cpu_dur_mean_ns": round(float(cpu_dur.mean())),
-                    "cpu_dur_p50_ns": _q(cpu_dur, 50),
-                    "cpu_dur_p99_ns": _q(cpu_dur, 99),
-                    "cpu_dur_max_ns": int(cpu_dur.max()),
-                    "gpu_dur_total_ns": int(gpu_dur.sum()),
-                    "gpu_dur_mean_ns": round(float(gpu_dur.mean())),
-                    "gpu_dur_p50_ns": _q(gpu_dur, 50),
-                    "launch_delay_mean_ns": round(float(delay.mean())),
-                    "launch_delay_p50_ns": _q(delay, 50),
-                    "launch_delay_p90_ns": _q(delay, 90),
-                    "launch_delay_p99_ns": _q(delay, 99),
-                    "launch_delay_max_ns": int(delay.max()),
-                    "runtime_outlier_cutoff_ns": runtime_cut,
-                    "launch_delay_outlier_cutoff_ns": delay_cut,
-                }
-            )
+    options = (per, short_kernel_ns, runtime_outlier_ns, launch_delay_outlier_ns, outlier_rule, tukey_k)
+    parts = [p for p in trace.map_ranks(_launch_rank, *options).values() if p is not None]
     if no_gpu:
         warn_no_gpu("kernel_launch_stats", no_gpu)
     if per == "rank":
-        if not rank_rows:
+        if not parts:
             return empty(RANK_COLUMNS)
-        return pd.DataFrame(rank_rows, columns=list(RANK_COLUMNS)).astype(RANK_COLUMNS)
-    return concat_ranks(launch_parts, LAUNCH_COLUMNS)
+        return pd.DataFrame(parts, columns=list(RANK_COLUMNS)).astype(RANK_COLUMNS)
+    return concat_ranks(parts, LAUNCH_COLUMNS)
+
+
+def _launch_rank(
+    trace: Trace,
+    per: str,
+    short_kernel_ns: int,
+    runtime_outlier_ns: int,
+    launch_delay_outlier_ns: int,
+    outlier_rule: str,
+    tukey_k: float,
+) -> dict[str, Any] | None:
+    """One rank's launches (``per="launch"``: columns) or summary row; None without launches."""
+    (r,) = trace.ranks
+    ev = trace.rank_data(r).events
+    act, call = launched(ev)
+    keep = call >= 0
+    act, call = act[keep], call[keep]
+    if len(act) == 0:
+        return None
+    ts = ev["ts_ns"].to_numpy()
+    dur = ev["dur_ns"].to_numpy()
+    cpu_ts, cpu_dur = ts[call], dur[call]
+    order = np.lexsort((ts[act], cpu_ts))
+    act, call, cpu_ts, cpu_dur = act[order], call[order], cpu_ts[order], cpu_dur[order]
+    gpu_ts, gpu_dur = ts[act], dur[act]
+    delay = np.maximum(0, gpu_ts - (cpu_ts + cpu_dur))
+    op_eid = ev["parent_eid"].to_numpy()[call]
+    op_rows = rows_of(ev, op_eid)
+    if outlier_rule == "tukey":
+        runtime_cut = _tukey_fence(cpu_dur, tukey_k)
+        delay_cut = _tukey_fence(delay, tukey_k)
+    else:
+        runtime_cut, delay_cut = int(runtime_outlier_ns), int(launch_delay_outlier_ns)
+    short = gpu_dur < short_kernel_ns
+    rt_out = cpu_dur > runtime_cut
+    dl_out = delay > delay_cut
+    if per == "launch":
+        return {
+            "rank": np.full(len(act), r, dtype=np.int64),
+            "eid": ev["eid"].to_numpy()[act],
+            "name": categorical_take(ev["name"], act),
+            "kind": categorical_take(ev["kind"], act),
+            "device": ev["device"].to_numpy()[act],
+            "stream": ev["stream"].to_numpy()[act],
+            "correlation": ev["correlation"].to_numpy()[act],
+            "launch_eid": ev["eid"].to_numpy()[call],
+            "launch_name": categorical_take(ev["name"], call),
+            "operator_eid": np.where(op_rows >= 0, op_eid, -1),
+            "operator": categorical_take(ev["name"], op_rows),
+            "step": ev["step"].to_numpy()[call],
+            "cpu_ts_ns": cpu_ts,
+            "cpu_dur_ns": cpu_dur,
+            "gpu_ts_ns": gpu_ts,
+            "gpu_dur_ns": gpu_dur,
+            "launch_delay_ns": delay,
+            "short_kernel": short,
+            "runtime_outlier": rt_out,
+            "launch_delay_outlier": dl_out,
+        }
+    n = len(act)
+    n_short = int(short.sum())
+    return {
+        "rank": r,
+        "launches": n,
+        "kernels": int(ev["kind"].iloc[act].eq(EventKind.KERNEL.value).sum()),
+        "short_kernels": n_short,
+        "short_kernel_pct": 100.0 * n_short / n,
+        "launch_bound_pct": 100.0 * float((gpu_dur < cpu_dur).sum()) / n,
+        "runtime_outliers": int(rt_out.sum()),
+        "launch_delay_outliers": int(dl_out.sum()),
+        "cpu_dur_total_ns": int(cpu_dur.sum()),
+        "cpu_dur_mean_ns": round(float(cpu_dur.mean())),
+        "cpu_dur_p50_ns": _q(cpu_dur, 50),
+        "cpu_dur_p99_ns": _q(cpu_dur, 99),
+        "cpu_dur_max_ns": int(cpu_dur.max()),
+        "gpu_dur_total_ns": int(gpu_dur.sum()),
+        "gpu_dur_mean_ns": round(float(gpu_dur.mean())),
+        "gpu_dur_p50_ns": _q(gpu_dur, 50),
+        "launch_delay_mean_ns": round(float(delay.mean())),
+        "launch_delay_p50_ns": _q(delay, 50),
+        "launch_delay_p90_ns": _q(delay, 90),
+        "launch_delay_p99_ns": _q(delay, 99),
+        "launch_delay_max_ns": int(delay.max()),
+        "runtime_outlier_cutoff_ns": runtime_cut,
+        "launch_delay_outlier_cutoff_ns": delay_cut,
+    }
