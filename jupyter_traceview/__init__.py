@@ -15,12 +15,16 @@ from typing import Any
 from ._version import __version__
 from .analysis import (
     frequent_kernel_sequences,
+    kernel_launch_stats,
+    memory_bandwidth,
     nvtx_gpu_projection,
     op_kernels,
+    queue_length,
     stragglers,
     summary,
     trace_diff,
     user_annotation_breakdown,
+    write_counters_trace,
 )
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
@@ -45,16 +49,20 @@ __all__ = [
     "clear_cache",
     "default_cache_dir",
     "frequent_kernel_sequences",
+    "kernel_launch_stats",
     "load",
     "load_ipython_extension",
+    "memory_bandwidth",
     "nvtx_gpu_projection",
     "op_kernels",
+    "queue_length",
     "sample_path",
     "stragglers",
     "summary",
     "trace_diff",
     "unload_ipython_extension",
     "user_annotation_breakdown",
+    "write_counters_trace",
 ]
 
 
