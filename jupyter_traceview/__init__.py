@@ -12,6 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._version import __version__
+from .analysis import (
+    comm_comp_overlap,
+    idle_time_breakdown,
+    kernel_breakdown,
+    kernel_duration_distribution,
+    summary,
+    temporal_breakdown,
+)
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -33,9 +41,15 @@ __all__ = [
     "TraceviewWarning",
     "__version__",
     "clear_cache",
+    "comm_comp_overlap",
     "default_cache_dir",
+    "idle_time_breakdown",
+    "kernel_breakdown",
+    "kernel_duration_distribution",
     "load",
     "sample_path",
+    "summary",
+    "temporal_breakdown",
 ]
 
 

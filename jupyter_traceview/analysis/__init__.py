@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from .idle import idle_time_breakdown
+from .kernels import kernel_breakdown, kernel_duration_distribution
 from .summary import summary
+from .temporal import comm_comp_overlap, temporal_breakdown
 
-__all__ = ["summary"]
+__all__ = [
+    "comm_comp_overlap",
+    "idle_time_breakdown",
+    "kernel_breakdown",
+    "kernel_duration_distribution",
+    "summary",
+    "temporal_breakdown",
+]
