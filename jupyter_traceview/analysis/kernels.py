@@ -229,8 +229,9 @@ def _by_type(trace: Trace) -> pd.DataFrame:
         time = np.zeros(8, dtype=np.int64)
         np.add.at(time, mask, e - s)
         busy = int(time.sum())
-        for m in np.flatnonzero(time[1:]) + 1:
-            rows.append((r, OVERLAP_TYPES[m - 1], int(time[m]), 100.0 * time[m] / busy))
+        rows.extend(
+            (r, OVERLAP_TYPES[m - 1], int(time[m]), 100.0 * time[m] / busy) for m in np.flatnonzero(time[1:]) + 1
+        )
     if missing:
         warn_no_gpu("kernel_breakdown", missing)
     if not rows:
@@ -354,7 +355,9 @@ def kernel_duration_distribution(
     position = pd.Series(np.arange(len(key_top)), index=key_top)
     sel = np.isin(key_all, key_top)
     pos = position.reindex(key_all[sel]).to_numpy()
-    stats = _per_name_stats(pd.DataFrame({"pos": pos, "rank": stack["rank"].to_numpy()[sel], "dur": stack["dur_ns"].to_numpy()[sel]}))
+    stats = _per_name_stats(
+        pd.DataFrame({"pos": pos, "rank": stack["rank"].to_numpy()[sel], "dur": stack["dur_ns"].to_numpy()[sel]})
+    )
     stats = stats.sort_values(["pos", "rank"], kind="stable").reset_index(drop=True)
 
     g = stats.groupby("pos")["mean"]
