@@ -145,16 +145,22 @@ def hta_view(trace: tv.Trace, rules: Rules) -> tv.Trace:
     return tv.Trace(out, classifier=trace.classifier, source=trace.source, _classified=True)
 
 
-def hta_idle(view: tv.Trace, rank: int, *, kernel_wait_us: float = 30) -> pd.DataFrame:
+def hta_idle(
+    view: tv.Trace, rank: int, *, kernel_wait_us: float = 30, missing_launch: str = "first_event"
+) -> pd.DataFrame:
     """HTA's idle-time rules on our data: per stream, the gap to the *immediately preceding*
-    activity (negative when they overlap), HTA's launch-time lookup (activities whose launch
-    is not in the trace get the start of the file's first event), and every gap counted,
-    zero and negative ones too. Returns rank, stream, idle_category, idle_time (us), count."""
+    activity (negative when they overlap), every gap counted (zero and negative ones too),
+    and HTA's launch-time lookup: an activity whose launch is not in the trace gets the
+    start of the file's first event as its launch time (``missing_launch="first_event"``),
+    or no launch time (``"unknown"``: never a host wait, our rule).
+    Returns rank, stream, idle_category, idle_time (us), count, as HTA's frames."""
     ev = view.rank_data(rank).events
     acts = ev.loc[ev["kind"].isin(_WORK_KINDS)].copy()
-    lts = pd.Series(ev["ts_ns"].to_numpy(), index=ev["eid"].to_numpy())
-    first = first_event_ts_ns(view.meta(rank))
-    acts["launch_ts"] = np.where(acts["launch_eid"] >= 0, lts.reindex(acts["launch_eid"]).to_numpy(), first)
+    first = first_event_ts_ns(view.meta(rank)) if missing_launch == "first_event" else np.iinfo(np.int64).min
+    eids, lid = ev["eid"].to_numpy(), acts["launch_eid"].to_numpy()
+    pos = np.minimum(np.searchsorted(eids, lid), len(eids) - 1)
+    has = (lid >= 0) & (eids[pos] == lid)
+    acts["launch_ts"] = np.where(has, ev["ts_ns"].to_numpy()[pos], first)
     rows = []
     for stream, s in acts.groupby("stream"):
         s = s.sort_values("ts_ns", kind="stable")
