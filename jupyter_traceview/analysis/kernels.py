@@ -12,7 +12,7 @@ from pandas.api.types import union_categoricals
 
 from .. import intervals as iv
 from ..trace import Trace
-from ._common import WORK_CLASSES, class_union, empty, gpu_activities, scoped, warn_no_gpu
+from ._common import WORK_CLASSES, class_union, empty, gpu_activities, pct, scoped, warn_no_gpu
 
 __all__ = ["KERNEL_TYPES", "OVERLAP_TYPES", "kernel_breakdown", "kernel_duration_distribution"]
 
@@ -261,7 +261,7 @@ def _by_kernel(trace: Trace, top_k: int | None) -> pd.DataFrame:
     position = np.full(n_names + 1, len(top_n), dtype=np.int64)
     position[top_n] = np.arange(len(top_n))
     stats["_pos"] = position[stats["label"].to_numpy()]
-    stats["_type_share"] = 100.0 * stats["sum"].to_numpy() / type_total
+    stats["_type_share"] = pct(stats["sum"].to_numpy(), type_total)
     stats = stats.sort_values(["rank", "tcode", "_pos"], kind="stable")
     name_values = np.append(np.asarray(categories.astype(str), dtype=object), OTHERS)
     out = pd.DataFrame(
