@@ -218,7 +218,7 @@ def kernel_breakdown(
 
 
 def _by_type(trace: Trace) -> pd.DataFrame:
-    rows = []
+    rows: list[tuple[int, str, int, float]] = []
     missing = []
     for r in trace.ranks:
         acts = gpu_activities(trace, r, classes=WORK_CLASSES)
