@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from ..trace import Trace
-from ._common import WORK_CLASSES, empty, gpu_activities, scoped, warn_no_gpu
+from ._common import empty, pct, scoped, warn_no_gpu
+from ._gpu import Activities, activities
 
 __all__ = ["IDLE_CATEGORIES", "idle_time_breakdown"]
 
@@ -29,21 +30,15 @@ IDLE_COLUMNS = {
 }
 
 
-def _rank_gaps(trace: Trace, rank: int, acts: pd.DataFrame, kernel_wait_ns: int) -> pd.DataFrame:
-    """Every idle gap of one rank: stream, length (ns) and category code."""
-    stream = acts["stream"].to_numpy()
-    ts = acts["ts_ns"].to_numpy()
-    end = acts["end_ns"].to_numpy()
-    order = np.lexsort((end, ts, stream))
-    stream, ts, end = stream[order], ts[order], end[order]
-    launch = acts["launch_eid"].to_numpy()[order]
-
+def _rank_gaps(trace: Trace, rank: int, acts: Activities, kernel_wait_ns: int) -> tuple[np.ndarray, ...]:
+    """Every idle gap of one rank: (stream, length in ns, category code), and the streams."""
+    order = np.lexsort((acts.end, acts.ts, acts.stream))
+    stream, ts, end, launch = acts.stream[order], acts.ts[order], acts.end[order], acts.launch_eid[order]
     # Running maximum of the ends of the earlier activities of the same stream.
-    run_end = pd.Series(end).groupby(stream).cummax().to_numpy()
-    same = np.zeros(len(ts), dtype=bool)
-    same[1:] = stream[1:] == stream[:-1]
+    first = np.flatnonzero(np.concatenate(([True], stream[1:] != stream[:-1])))
     prev_end = ts.copy()  # the first activity of a stream follows no gap
-    prev_end[1:][same[1:]] = run_end[:-1][same[1:]]
+    for a, b in zip(first, [*first[1:], len(ts)], strict=True):
+        prev_end[a + 1 : b] = np.maximum.accumulate(end[a : b - 1])
     gap = ts - prev_end
     at = np.flatnonzero(gap > 0)
 
@@ -59,8 +54,8 @@ def _rank_gaps(trace: Trace, rank: int, acts: pd.DataFrame, kernel_wait_ns: int)
 
     g = gap[at]
     host = launch_ts > prev_end[at]
-    category = np.where(host, 0, np.where(g < kernel_wait_ns, 1, 2)).astype(np.int8)
-    return pd.DataFrame({"stream": stream[at], "gap_ns": g, "category": category})
+    category = np.where(host, 0, np.where(g < kernel_wait_ns, 1, 2)).astype(np.int64)
+    return stream[at], g, category, stream[first]
 
 
 def idle_time_breakdown(
@@ -124,49 +119,79 @@ def idle_time_breakdown(
     if isinstance(kernel_wait_ns, bool) or not isinstance(kernel_wait_ns, (int, np.integer)) or kernel_wait_ns < 0:
         raise ValueError(f"kernel_wait_ns must be a non-negative integer (ns), got {kernel_wait_ns!r}")
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    parts = []
+    # Rows: every (rank, stream with work) x category; gaps are mapped to their row.
+    row_rank: list[np.ndarray] = []
+    row_stream: list[np.ndarray] = []
+    gap_row: list[np.ndarray] = []
+    gap_len: list[np.ndarray] = []
     missing = []
+    n_rows = 0
+    n_cat = len(IDLE_CATEGORIES)
     for r in trace.ranks:
-        acts = gpu_activities(trace, r, classes=WORK_CLASSES)
-        if acts.empty:
+        acts = activities(trace, r).work()
+        if len(acts) == 0:
             missing.append(r)
             continue
-        gaps = _rank_gaps(trace, r, acts, int(kernel_wait_ns))
-        streams = np.unique(acts["stream"].to_numpy())
-        parts.append(_stats(r, streams, gaps))
+        stream, gap, category, streams = _rank_gaps(trace, r, acts, int(kernel_wait_ns))
+        gap_row.append(n_rows + np.searchsorted(streams, stream) * n_cat + category)
+        n_rows += len(streams) * n_cat
+        gap_len.append(gap)
+        row_rank.append(np.full(len(streams), r, dtype=np.int64))
+        row_stream.append(streams)
     if missing:
         warn_no_gpu("idle_time_breakdown", missing)
-    if not parts:
+    if not row_stream:
         return empty(IDLE_COLUMNS)
-    return pd.concat(parts, ignore_index=True).astype(IDLE_COLUMNS)
-
-
-def _stats(rank: int, streams: np.ndarray, gaps: pd.DataFrame) -> pd.DataFrame:
-    """Three rows per stream (every category, gaps or not) with the gap statistics."""
-    n_cat = len(IDLE_CATEGORIES)
-    stream_col = np.repeat(streams, n_cat)
-    cat_col = np.tile(np.arange(n_cat), len(streams))
-    idx = pd.MultiIndex.from_arrays([stream_col, cat_col], names=["stream", "category"])
-    grouped = gaps.groupby(["stream", "category"])["gap_ns"]
-    idle = grouped.sum().reindex(idx, fill_value=0).to_numpy(dtype=np.int64)
-    agg = grouped.agg(["count", "mean", "max"]).astype(np.float64)
-    agg["p50"] = grouped.quantile(0.5).astype(np.float64)
-    agg["p90"] = grouped.quantile(0.9).astype(np.float64)
-    agg = agg.reindex(idx)
+    stats = _gap_stats(np.concatenate(gap_row), np.concatenate(gap_len), n_rows)
+    idle = stats["sum"]
     stream_idle = np.repeat(idle.reshape(-1, n_cat).sum(axis=1), n_cat)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(stream_idle > 0, 100.0 * idle / np.maximum(stream_idle, 1), np.nan)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
-            "rank": rank,
-            "stream": stream_col,
-            "idle_category": pd.Categorical.from_codes(cat_col, categories=list(IDLE_CATEGORIES), ordered=True),
+            "rank": np.repeat(np.concatenate(row_rank), n_cat),
+            "stream": np.repeat(np.concatenate(row_stream), n_cat),
+            "idle_category": pd.Categorical.from_codes(
+                np.tile(np.arange(n_cat), n_rows // n_cat), categories=list(IDLE_CATEGORIES), ordered=True
+            ),
             "idle_ns": idle,
-            "idle_share_pct": share,
-            "count": agg["count"].fillna(0).to_numpy(dtype=np.int64),
-            "mean_ns": agg["mean"].to_numpy(dtype=np.float64),
-            "p50_ns": agg["p50"].to_numpy(dtype=np.float64),
-            "p90_ns": agg["p90"].to_numpy(dtype=np.float64),
-            "max_ns": agg["max"].to_numpy(dtype=np.float64),
+            "idle_share_pct": pct(idle, stream_idle),
+            "count": stats["count"],
+            "mean_ns": stats["mean"],
+            "p50_ns": stats["p50"],
+            "p90_ns": stats["p90"],
+            "max_ns": stats["max"],
         }
     )
+    return out.astype(IDLE_COLUMNS)
+
+
+def _gap_stats(row: np.ndarray, gap: np.ndarray, n_rows: int) -> dict[str, np.ndarray]:
+    """Sum, count, mean, median, 90th percentile (linear interpolation, as numpy) and max of
+    the gaps of each row; NaN statistics for rows without gaps."""
+    order = np.lexsort((gap, row))
+    row, gap = row[order], gap[order]
+    count = np.bincount(row, minlength=n_rows)
+    total = np.zeros(n_rows, dtype=np.int64)
+    np.add.at(total, row, gap)
+    start = np.concatenate(([0], np.cumsum(count)[:-1]))
+    has = count > 0
+
+    def quantile(q: float) -> np.ndarray:
+        out = np.full(n_rows, np.nan)
+        n, s = count[has], start[has]
+        x = q * (n - 1)
+        lo = np.floor(x).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        a, b = gap[s + lo].astype(np.float64), gap[s + hi].astype(np.float64)
+        out[has] = a + (x - lo) * (b - a)
+        return out
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(has, total / np.maximum(count, 1), np.nan)
+    return {
+        "sum": total,
+        "count": count,
+        "mean": mean,
+        "p50": quantile(0.5),
+        "p90": quantile(0.9),
+        "max": quantile(1.0),
+    }

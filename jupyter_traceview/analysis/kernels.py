@@ -4,20 +4,22 @@ kernel's duration varies across ranks."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import union_categoricals
 
 from .. import intervals as iv
 from ..trace import Trace
-from ._common import WORK_CLASSES, class_union, empty, gpu_activities, pct, scoped, warn_no_gpu
+from ._common import empty, pct, scoped, warn_no_gpu
+from ._gpu import CLASSES, OTHER, activities
 
 __all__ = ["KERNEL_TYPES", "OVERLAP_TYPES", "kernel_breakdown", "kernel_duration_distribution"]
 
-#: Kernel types of the per-kernel views (the GPU work classes), in the order rows are given.
-KERNEL_TYPES: tuple[str, ...] = tuple(WORK_CLASSES)
+#: Kernel types of the per-kernel views (the GPU work classes), in the order rows are given;
+#: positions are the class codes of ``_gpu.activities``.
+KERNEL_TYPES: tuple[str, ...] = CLASSES[:OTHER]
 #: Labels of the exclusive time segments of ``kernel_breakdown(by="type")``: bit i of the
 #: position is set when KERNEL_TYPES[i] runs (position 0, nothing running, is unused).
 OVERLAP_TYPES: tuple[str, ...] = tuple(
@@ -77,71 +79,102 @@ def _check_top_k(top_k: int | None) -> None:
         raise ValueError(f"top_k must be a non-negative integer or None (all kernels), got {top_k!r}")
 
 
-def _stack(trace: Trace, analysis: str) -> pd.DataFrame:
-    """GPU work activities of every rank in one frame: rank, type code, name, dur_ns.
+@dataclass(frozen=True)
+class _Pool:
+    """The work activities of every rank, their names coded into one list over all ranks."""
 
-    ``tcode`` indexes KERNEL_TYPES; ``name`` is one categorical over all ranks.
-    """
-    ranks, tcodes, names, durs = [], [], [], []
+    #: Ranks with GPU work, in order, and for each: type code (index of KERNEL_TYPES),
+    #: global name code and duration (ns) of its activities.
+    ranks: list[int]
+    tcode: list[np.ndarray]
+    name: list[np.ndarray]
+    dur: list[np.ndarray]
+    #: The names, as an object array.
+    names: np.ndarray
+
+    @property
+    def n_keys(self) -> int:
+        """Size of the dense (type, name) key space: ``tcode * len(names) + name``."""
+        return len(KERNEL_TYPES) * len(self.names)
+
+    def keys(self, i: int) -> np.ndarray:
+        return self.tcode[i].astype(np.int64) * len(self.names) + self.name[i]
+
+    def totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """Total time (ns) and count of every (type, name) key over all ranks."""
+        total = np.zeros(self.n_keys, dtype=np.int64)
+        count = np.zeros(self.n_keys, dtype=np.int64)
+        for i in range(len(self.ranks)):
+            k = self.keys(i)
+            np.add.at(total, k, self.dur[i])
+            count += np.bincount(k, minlength=self.n_keys)
+        return total, count
+
+
+def _pool(trace: Trace, analysis: str) -> _Pool:
+    per_rank = []
     missing = []
-    type_code = {t: i for i, t in enumerate(KERNEL_TYPES)}
     for r in trace.ranks:
-        acts = gpu_activities(trace, r, classes=WORK_CLASSES)
-        if acts.empty:
+        acts = activities(trace, r).work()
+        if len(acts) == 0:
             missing.append(r)
             continue
-        cls = acts["gpu_class"].array
-        lut = np.array([type_code.get(c, -1) for c in cls.categories], dtype=np.int8)
-        tcodes.append(lut[np.asarray(cls.codes)])
-        names.append(acts["name"].array)
-        durs.append(acts["dur_ns"].to_numpy())
-        ranks.append(np.full(len(acts), r, dtype=np.int64))
+        per_rank.append((r, acts))
     if missing:
         warn_no_gpu(analysis, missing)
-    if not ranks:
-        return pd.DataFrame(
-            {
-                "rank": np.empty(0, np.int64),
-                "tcode": np.empty(0, np.int8),
-                "name": pd.Categorical([]),
-                "dur_ns": np.empty(0, np.int64),
-            }
-        )
-    return pd.DataFrame(
-        {
-            "rank": np.concatenate(ranks),
-            "tcode": np.concatenate(tcodes),
-            "name": union_categoricals(names, ignore_order=True),
-            "dur_ns": np.concatenate(durs),
-        }
+    # Global names: only those of work activities (the categories hold every CPU op too).
+    used_names = []
+    for _, acts in per_rank:
+        used = np.flatnonzero(np.bincount(acts.name, minlength=len(acts.names)))
+        used_names.append(np.asarray(acts.names[used], dtype=object))
+    names = pd.unique(np.concatenate(used_names)) if used_names else np.empty(0, dtype=object)
+    index = pd.Index(names)
+    codes = [index.get_indexer(np.asarray(acts.names, dtype=object))[acts.name] for _, acts in per_rank]
+    return _Pool(
+        ranks=[r for r, _ in per_rank],
+        tcode=[acts.cls.astype(np.int8) for _, acts in per_rank],
+        name=[c.astype(np.int64) for c in codes],
+        dur=[acts.dur for _, acts in per_rank],
+        names=np.asarray(names, dtype=object),
     )
 
 
-def _top(stack: pd.DataFrame, top_k: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """The top_k (type, name code) pairs per type by total time over all ranks, best first."""
-    codes = np.asarray(stack["name"].array.codes, dtype=np.int64)
-    totals = (
-        pd.DataFrame({"tcode": stack["tcode"].to_numpy(), "ncode": codes, "dur": stack["dur_ns"].to_numpy()})
-        .groupby(["tcode", "ncode"], sort=False)["dur"]
-        .sum()
-        .reset_index()
-    )
-    names = np.asarray(stack["name"].array.categories.astype(str))
-    # Ties in time are broken by name, so the choice never depends on event order.
-    totals["n"] = names[totals["ncode"].to_numpy()]
-    totals = totals.sort_values(["tcode", "dur", "n"], ascending=[True, False, True], kind="stable")
-    if top_k is not None:
-        totals = totals.groupby("tcode", sort=False).head(top_k)
-    return totals["tcode"].to_numpy(), totals["ncode"].to_numpy()
+def _rank_keys(total: np.ndarray, count: np.ndarray, names: np.ndarray, by_type: bool) -> pd.DataFrame:
+    """Keys that occur, sorted by decreasing time, ties by name then type (never by order of
+    events); with ``by_type`` sorted within each type."""
+    keys = np.flatnonzero(count)
+    n = len(names)
+    frame = pd.DataFrame({"key": keys, "tcode": keys // n, "total": total[keys], "name": names[keys % n]})
+    order = ["tcode", "total", "name"] if by_type else ["total", "name", "tcode"]
+    asc = [True, False, True] if by_type else [False, True, True]
+    return frame.sort_values(order, ascending=asc, kind="stable").reset_index(drop=True)
 
 
-def _per_name_stats(keys: pd.DataFrame) -> pd.DataFrame:
-    """count, sum, mean, min, max, std (ddof=1; 0 for a single event) of dur per key group."""
-    cols = [c for c in keys.columns if c != "dur"]
-    g = keys.groupby(cols, sort=False)["dur"]
-    out = g.agg(["count", "sum", "mean", "min", "max", "std"])
-    out["std"] = out["std"].fillna(0.0)
-    return out.reset_index()
+def _group_stats(key: np.ndarray, dur: np.ndarray, n_keys: int) -> dict[str, np.ndarray]:
+    """count, sum, mean, min, max and std (ddof=1; 0 for one value) of ``dur`` per key, for
+    the keys that occur (``key`` column, ascending)."""
+    count = np.bincount(key, minlength=n_keys)
+    total = np.zeros(n_keys, dtype=np.int64)
+    np.add.at(total, key, dur)
+    lo = np.full(n_keys, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(lo, key, dur)
+    hi = np.full(n_keys, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(hi, key, dur)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = total / count
+        ss = np.zeros(n_keys, dtype=np.float64)
+        np.add.at(ss, key, (dur - mean[key]) ** 2)
+        std = np.where(count > 1, np.sqrt(ss / (count - 1)), 0.0)
+    at = np.flatnonzero(count)
+    return {
+        "key": at,
+        "count": count[at],
+        "sum": total[at],
+        "mean": mean[at],
+        "min": lo[at],
+        "max": hi[at],
+        "std": std[at],
+    }
 
 
 def kernel_breakdown(
@@ -221,11 +254,11 @@ def _by_type(trace: Trace) -> pd.DataFrame:
     rows: list[tuple[int, str, int, float]] = []
     missing = []
     for r in trace.ranks:
-        acts = gpu_activities(trace, r, classes=WORK_CLASSES)
-        if acts.empty:
+        acts = activities(trace, r).work()
+        if len(acts) == 0:
             missing.append(r)
             continue
-        s, e, mask = iv.segments(*(class_union(acts, [t]) for t in KERNEL_TYPES))
+        s, e, mask = iv.segments(*(acts.union(t) for t in range(len(KERNEL_TYPES))))
         time = np.zeros(8, dtype=np.int64)
         np.add.at(time, mask, e - s)
         busy = int(time.sum())
@@ -243,42 +276,52 @@ def _by_type(trace: Trace) -> pd.DataFrame:
 
 
 def _by_kernel(trace: Trace, top_k: int | None) -> pd.DataFrame:
-    stack = _stack(trace, "kernel_breakdown")
-    if stack.empty:
+    pool = _pool(trace, "kernel_breakdown")
+    if not pool.ranks:
         return empty(KERNEL_COLUMNS)
-    top_t, top_n = _top(stack, top_k)
-    categories = stack["name"].array.categories
-    n_names = len(categories)
-    tcode = stack["tcode"].to_numpy().astype(np.int64)
-    ncode = np.asarray(stack["name"].array.codes, dtype=np.int64)
-    kept = np.isin(tcode * n_names + ncode, top_t.astype(np.int64) * n_names + top_n)
-    label = np.where(kept, ncode, n_names)  # n_names stands for "others"
-    stats = _per_name_stats(
-        pd.DataFrame({"rank": stack["rank"].to_numpy(), "tcode": tcode, "label": label, "dur": stack["dur_ns"]})
-    )
-    type_total = stats.groupby(["rank", "tcode"])["sum"].transform("sum").to_numpy()
-    # Order: rank, type, then the top kernels by their global rank, others last.
-    position = np.full(n_names + 1, len(top_n), dtype=np.int64)
-    position[top_n] = np.arange(len(top_n))
-    stats["_pos"] = position[stats["label"].to_numpy()]
-    stats["_type_share"] = pct(stats["sum"].to_numpy(), type_total)
-    stats = stats.sort_values(["rank", "tcode", "_pos"], kind="stable")
-    name_values = np.append(np.asarray(categories.astype(str), dtype=object), OTHERS)
+    n_names = len(pool.names)
+    total, count = pool.totals()
+    ranked = _rank_keys(total, count, pool.names, by_type=True)
+    if top_k is not None:
+        ranked = ranked.groupby("tcode", sort=False).head(top_k)
+    # Each (type, name) key -> its label: a position among the kept kernels of the type, or
+    # "others" (position past them all). Stats are keyed by (type, label).
+    n_labels = len(ranked) + 1
+    others = len(ranked)
+    label = np.full(pool.n_keys, others, dtype=np.int64)
+    label[ranked["key"].to_numpy()] = np.arange(len(ranked))
+    parts = []
+    for i, r in enumerate(pool.ranks):
+        key = pool.tcode[i].astype(np.int64) * n_labels + label[pool.keys(i)]
+        st = _group_stats(key, pool.dur[i], len(KERNEL_TYPES) * n_labels)
+        tcode, lab = np.divmod(st["key"], n_labels)
+        order = np.lexsort((lab, tcode))  # kept kernels by rank, then others, per type
+        st = {k: v[order] for k, v in st.items()}
+        tcode, lab = tcode[order], lab[order]
+        type_total = np.zeros(len(KERNEL_TYPES), dtype=np.int64)
+        np.add.at(type_total, tcode, st["sum"])
+        st["rank"] = np.full(len(order), r, dtype=np.int64)
+        st["tcode"] = tcode
+        st["label"] = lab
+        st["share"] = np.asarray(pct(st["sum"], type_total[tcode]), dtype=np.float64)
+        parts.append(st)
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    label_names = np.append(pool.names[ranked["key"].to_numpy() % n_names], OTHERS)
     out = pd.DataFrame(
         {
-            "rank": stats["rank"].to_numpy(),
-            "kernel_type": pd.Categorical.from_codes(stats["tcode"].to_numpy(), categories=list(KERNEL_TYPES)),
-            "name": pd.Categorical(name_values[stats["label"].to_numpy()]),
-            "count": stats["count"].to_numpy(),
-            "sum_ns": stats["sum"].to_numpy(),
-            "mean_ns": stats["mean"].to_numpy(),
-            "min_ns": stats["min"].to_numpy(),
-            "max_ns": stats["max"].to_numpy(),
-            "std_ns": stats["std"].to_numpy(),
-            "type_share_pct": stats["_type_share"].to_numpy(),
+            "rank": cat["rank"],
+            "kernel_type": pd.Categorical.from_codes(cat["tcode"], categories=list(KERNEL_TYPES)),
+            "name": pd.Categorical(label_names[cat["label"]]),
+            "count": cat["count"],
+            "sum_ns": cat["sum"],
+            "mean_ns": cat["mean"],
+            "min_ns": cat["min"],
+            "max_ns": cat["max"],
+            "std_ns": cat["std"],
+            "type_share_pct": cat["share"],
         }
     )
-    return out.astype(KERNEL_COLUMNS).reset_index(drop=True)
+    return out.astype(KERNEL_COLUMNS)
 
 
 def kernel_duration_distribution(
@@ -332,58 +375,55 @@ def kernel_duration_distribution(
     """
     _check_top_k(top_k)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    stack = _stack(trace, "kernel_duration_distribution")
-    if stack.empty:
+    pool = _pool(trace, "kernel_duration_distribution")
+    if not pool.ranks:
         return empty(DISTRIBUTION_COLUMNS)
-    # One pool over all types: rank (type, name) pairs by total time.
-    tcode = stack["tcode"].to_numpy().astype(np.int64)
-    ncode = np.asarray(stack["name"].array.codes, dtype=np.int64)
-    categories = stack["name"].array.categories
-    names = np.asarray(categories.astype(str), dtype=object)
-    totals = (
-        pd.DataFrame({"tcode": tcode, "ncode": ncode, "dur": stack["dur_ns"].to_numpy()})
-        .groupby(["tcode", "ncode"], sort=False)["dur"]
-        .sum()
-        .reset_index()
-    )
-    totals["n"] = names[totals["ncode"].to_numpy()]
-    totals = totals.sort_values(["dur", "n", "tcode"], ascending=[False, True, True], kind="stable")
+    total, count = pool.totals()
+    ranked = _rank_keys(total, count, pool.names, by_type=False)
     if top_k is not None:
-        totals = totals.head(top_k)
-    key_all = tcode * len(names) + ncode
-    key_top = totals["tcode"].to_numpy() * len(names) + totals["ncode"].to_numpy()
-    position = pd.Series(np.arange(len(key_top)), index=key_top)
-    sel = np.isin(key_all, key_top)
-    pos = position.reindex(key_all[sel]).to_numpy()
-    stats = _per_name_stats(
-        pd.DataFrame({"pos": pos, "rank": stack["rank"].to_numpy()[sel], "dur": stack["dur_ns"].to_numpy()[sel]})
-    )
-    stats = stats.sort_values(["pos", "rank"], kind="stable").reset_index(drop=True)
+        ranked = ranked.head(top_k)
+    n_top = len(ranked)
+    position = np.full(pool.n_keys, -1, dtype=np.int64)
+    position[ranked["key"].to_numpy()] = np.arange(n_top)
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("pos", "rank", "count", "sum", "mean", "min", "max", "std")}
+    for i, r in enumerate(pool.ranks):
+        pos = position[pool.keys(i)]
+        sel = pos >= 0
+        st = _group_stats(pos[sel], pool.dur[i][sel], n_top)
+        cols["pos"].append(st.pop("key"))
+        cols["rank"].append(np.full(len(cols["pos"][-1]), r, dtype=np.int64))
+        for k, v in st.items():
+            cols[k].append(v)
+    c = {k: np.concatenate(v) for k, v in cols.items()}
+    order = np.lexsort((c["rank"], c["pos"]))
+    c = {k: v[order] for k, v in c.items()}
 
-    g = stats.groupby("pos")["mean"]
+    # Robust statistics of the per-rank means, per kernel (few rows: pandas is fine here).
+    mean = pd.Series(c["mean"])
+    g = mean.groupby(c["pos"])
     median = g.transform("median").to_numpy()
-    absdev = np.abs(stats["mean"].to_numpy() - median)
-    mad = pd.Series(absdev).groupby(stats["pos"].to_numpy()).transform("median").to_numpy()
+    dev = c["mean"] - median
+    mad = pd.Series(np.abs(dev)).groupby(c["pos"]).transform("median").to_numpy()
     n_ranks = g.transform("size").to_numpy()
-    dev = stats["mean"].to_numpy() - median
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(mad > 0, 0.6745 * dev / mad, np.where(dev == 0, 0.0, np.sign(dev) * np.inf))
         deviation_pct = np.where(median > 0, 100.0 * dev / median, np.nan)
     z = np.where(n_ranks >= MIN_RANKS, z, np.nan)
     outlier = (np.abs(z) > ROBUST_Z_LIMIT) & (np.abs(deviation_pct) > MIN_DEVIATION_PCT)
-    p = stats["pos"].to_numpy()
-    top_names = totals["n"].to_numpy()
+    top_names = ranked["name"].to_numpy()
     out = pd.DataFrame(
         {
-            "name": pd.Categorical(top_names[p], categories=pd.unique(top_names)),
-            "kernel_type": pd.Categorical.from_codes(totals["tcode"].to_numpy()[p], categories=list(KERNEL_TYPES)),
-            "rank": stats["rank"].to_numpy(),
-            "count": stats["count"].to_numpy(),
-            "sum_ns": stats["sum"].to_numpy(),
-            "mean_ns": stats["mean"].to_numpy(),
-            "min_ns": stats["min"].to_numpy(),
-            "max_ns": stats["max"].to_numpy(),
-            "std_ns": stats["std"].to_numpy(),
+            "name": pd.Categorical(top_names[c["pos"]], categories=pd.unique(top_names)),
+            "kernel_type": pd.Categorical.from_codes(
+                ranked["tcode"].to_numpy()[c["pos"]], categories=list(KERNEL_TYPES)
+            ),
+            "rank": c["rank"],
+            "count": c["count"],
+            "sum_ns": c["sum"],
+            "mean_ns": c["mean"],
+            "min_ns": c["min"],
+            "max_ns": c["max"],
+            "std_ns": c["std"],
             "median_mean_ns": median,
             "deviation_pct": deviation_pct,
             "robust_z": z,

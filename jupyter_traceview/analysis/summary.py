@@ -9,7 +9,8 @@ import pandas as pd
 
 from ..schema import EventKind
 from ..trace import Trace
-from ._common import gpu_activities, pct, scoped
+from ._common import pct, scoped
+from ._gpu import activities
 from .temporal import rank_timeline
 
 __all__ = ["summary"]
@@ -88,7 +89,7 @@ def summary(
     for r in trace.ranks:
         ev = trace.rank_data(r).events
         kinds = ev["kind"]
-        acts = gpu_activities(trace, r)
+        acts = activities(trace, r)
         line = rank_timeline(acts)
         gpu_span = line.span_ns if line else 0
         busy = line.busy_ns if line else 0

@@ -15,14 +15,11 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals as iv
-from ..schema import GpuClass
 from ..trace import Trace
-from ._common import WORK_CLASSES, class_union, empty, gpu_activities, pct, scoped, warn_no_gpu
+from ._common import empty, pct, scoped, warn_no_gpu
+from ._gpu import COMM, COMPUTE, Activities, activities
 
 __all__ = ["comm_comp_overlap", "temporal_breakdown"]
-
-_COMPUTE = GpuClass.COMPUTE.value
-_COMM = GpuClass.COMMUNICATION.value
 
 TEMPORAL_COLUMNS = {
     "rank": "int64",
@@ -69,14 +66,13 @@ class RankTimeline:
         return self.comm_ns - self.overlap_ns
 
 
-def rank_timeline(acts: pd.DataFrame) -> RankTimeline | None:
-    """The figures of one rank from its GPU activities (``gpu_activities``); None without work."""
-    work = acts.loc[acts["gpu_class"].isin(WORK_CLASSES)]
-    if work.empty:
+def rank_timeline(acts: Activities) -> RankTimeline | None:
+    """The figures of one rank from its GPU activities; None without work."""
+    s, e = acts.union()
+    if len(s) == 0:
         return None
-    s, e = iv.union(work["ts_ns"].to_numpy(), work["end_ns"].to_numpy())
-    comp = class_union(work, [_COMPUTE])
-    comm = class_union(work, [_COMM])
+    comp = acts.union(COMPUTE)
+    comm = acts.union(COMM)
     return RankTimeline(
         span_ns=int(e[-1] - s[0]),
         busy_ns=iv.length(s, e),
@@ -90,7 +86,7 @@ def _timelines(trace: Trace, analysis: str) -> dict[int, RankTimeline]:
     out: dict[int, RankTimeline] = {}
     missing = []
     for r in trace.ranks:
-        t = rank_timeline(gpu_activities(trace, r, classes=WORK_CLASSES))
+        t = rank_timeline(activities(trace, r))
         if t is None:
             missing.append(r)
         else:
