@@ -51,14 +51,16 @@ class Activities:
         return len(self.ts)
 
     def take(self, mask: np.ndarray) -> Activities:
+        # Index arrays, not boolean masks: one pass to find the rows, then cheap gathers.
+        idx = np.flatnonzero(mask)
         return Activities(
-            ts=self.ts[mask],
-            end=self.end[mask],
-            cls=self.cls[mask],
-            stream=self.stream[mask],
-            name=self.name[mask],
+            ts=self.ts[idx],
+            end=self.end[idx],
+            cls=self.cls[idx],
+            stream=self.stream[idx],
+            name=self.name[idx],
             names=self.names,
-            launch_eid=self.launch_eid[mask],
+            launch_eid=self.launch_eid[idx],
         )
 
     def work(self) -> Activities:
@@ -71,24 +73,37 @@ class Activities:
 
     def union(self, *classes: int) -> iv.Intervals:
         """Union of the intervals of these classes (all work classes if none given)."""
-        if classes:
-            sel = np.isin(self.cls, classes)
+        if len(classes) == 1:
+            sel = np.flatnonzero(self.cls == classes[0])
+        elif classes:
+            sel = np.flatnonzero(np.isin(self.cls, classes))
         else:
-            sel = (self.cls >= 0) & (self.cls < OTHER)
+            sel = np.flatnonzero((self.cls >= 0) & (self.cls < OTHER))
         return iv.union(self.ts[sel], self.end[sel])
 
 
+def _lut(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
+    """A table mapping the codes of a categorical through ``wanted`` (others and NaN -> -1):
+    index it with the codes (code -1, NaN, picks the trailing -1)."""
+    return np.array([wanted.get(str(c), -1) for c in categorical.categories] + [-1], dtype=np.int8)
+
+
 def _lookup(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
-    """Codes of a categorical column mapped through ``wanted`` (others -> -1)."""
-    lut = np.array([wanted.get(str(c), -1) for c in categorical.categories] + [-1], dtype=np.int8)
-    return lut[np.asarray(categorical.codes)]  # code -1 (NaN) picks the trailing -1
+    """Codes of a categorical column mapped through ``wanted`` (others and NaN -> -1)."""
+    return _lut(categorical, wanted)[np.asarray(categorical.codes)]
 
 
-def activities(trace: Trace, rank: int) -> Activities:
-    """The GPU activities of ``rank``, clipped to ``trace.window`` (see ``gpu_activities``)."""
+def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activities:
+    """The GPU activities of ``rank``, clipped to ``trace.window`` (see ``gpu_activities``);
+    with ``work_only`` only compute, communication and memory (as :meth:`Activities.work`)."""
     ev = trace.rank_data(rank).events
-    kind = _lookup(ev["kind"].array, {k: 0 for k in _ACTIVITY_KINDS})
-    idx = np.flatnonzero(kind == 0)
+    gpu_class = ev["gpu_class"].array
+    cls_lut = _lut(gpu_class, {c: i for i, c in enumerate(CLASSES)})
+    wanted = _lookup(ev["kind"].array, dict.fromkeys(_ACTIVITY_KINDS, 0)) == 0
+    if work_only:
+        cls_all = cls_lut[np.asarray(gpu_class.codes)]
+        wanted &= (cls_all >= 0) & (cls_all < OTHER)
+    idx = np.flatnonzero(wanted)
     ts = ev["ts_ns"].to_numpy()[idx]
     end = ts + ev["dur_ns"].to_numpy()[idx]
     if trace.window is not None:
@@ -96,13 +111,13 @@ def activities(trace: Trace, rank: int) -> Activities:
         zero = end == ts
         ts = np.maximum(ts, lo)
         end = np.minimum(end, hi)
-        keep = (end > ts) | (zero & (ts >= lo) & (ts < hi))
+        keep = np.flatnonzero((end > ts) | (zero & (ts >= lo) & (ts < hi)))
         idx, ts, end = idx[keep], ts[keep], end[keep]
     name = ev["name"].array
     return Activities(
         ts=ts,
         end=end,
-        cls=_lookup(ev["gpu_class"].array, {c: i for i, c in enumerate(CLASSES)})[idx],
+        cls=cls_lut[np.asarray(gpu_class.codes)[idx]],
         stream=ev["stream"].to_numpy()[idx],
         name=np.asarray(name.codes)[idx],
         names=name.categories,

@@ -128,7 +128,7 @@ def idle_time_breakdown(
     n_rows = 0
     n_cat = len(IDLE_CATEGORIES)
     for r in trace.ranks:
-        acts = activities(trace, r).work()
+        acts = activities(trace, r, work_only=True)
         if len(acts) == 0:
             missing.append(r)
             continue

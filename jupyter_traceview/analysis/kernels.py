@@ -115,7 +115,7 @@ def _pool(trace: Trace, analysis: str) -> _Pool:
     per_rank = []
     missing = []
     for r in trace.ranks:
-        acts = activities(trace, r).work()
+        acts = activities(trace, r, work_only=True)
         if len(acts) == 0:
             missing.append(r)
             continue
@@ -254,7 +254,7 @@ def _by_type(trace: Trace) -> pd.DataFrame:
     rows: list[tuple[int, str, int, float]] = []
     missing = []
     for r in trace.ranks:
-        acts = activities(trace, r).work()
+        acts = activities(trace, r, work_only=True)
         if len(acts) == 0:
             missing.append(r)
             continue

@@ -86,7 +86,7 @@ def _timelines(trace: Trace, analysis: str) -> dict[int, RankTimeline]:
     out: dict[int, RankTimeline] = {}
     missing = []
     for r in trace.ranks:
-        t = rank_timeline(activities(trace, r))
+        t = rank_timeline(activities(trace, r, work_only=True))
         if t is None:
             missing.append(r)
         else:
