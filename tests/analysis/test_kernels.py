@@ -346,3 +346,17 @@ def test_hta_others_row_describes_per_name_totals(dlrm: tv.Trace) -> None:
     assert others["mean_ns"] == pytest.approx(members["dur_ns"].mean())
     assert others["max_ns"] == members["dur_ns"].max() == 19 * US  # HTA: 29 us, a per-name total
     assert others["mean_ns"] != pytest.approx(row["mean (us)"] * US)
+
+
+def test_hta_kept_rows_lose_their_statistics_past_num_kernels(dlrm: tv.Trace) -> None:
+    """With more than 10 compute kernels, HTA's kept rows get max = min = mean = sum, std 0."""
+    hta = hr.hta_csv("dlrm_8rank_v100", "kernel_breakdown.1")
+    assert hta is not None
+    gemm = "volta_sgemm_128x32_nt"
+    row = hta[(hta["name"] == gemm) & (hta["rank"] == 0)].iloc[0]
+    assert (row["sum (us)"], row["max (us)"], row["min (us)"], row["mean (us)"], row["stddev"]) == (47, 47, 47, 47, 0)
+    rep = hr.hta_others(dlrm.events(0).query("gpu_class == 'compute'")).set_index("name").loc[gemm]
+    assert (rep["sum"], rep["max"], rep["min"], rep["mean"], rep["std"]) == (47, 47, 47, 47, 0)
+    ours = tv.kernel_breakdown(dlrm, ranks=0).set_index("name").loc[gemm]
+    assert (ours["count"], ours["sum_ns"], ours["min_ns"], ours["max_ns"]) == (7, 47 * US, 5 * US, 9 * US)
+    assert ours["mean_ns"] == pytest.approx(47 * US / 7)

@@ -240,3 +240,17 @@ def test_overlap_hta_rules_reproduce_hta(traces: dict[str, tv.Trace], folder: st
         pd.testing.assert_frame_equal(tv.comm_comp_overlap(hr.hta_view(trace, rest)), ours)
     else:
         assert close_pct(ours["overlap_pct"], hta["comp_comm_overlap_pctg"])
+
+
+def test_selecting_the_steps_hta_keeps_gives_hta_numbers(traces: dict[str, tv.Trace]) -> None:
+    """HTA drops the last ProfilerStep of hta_dlrm_2of128_ranks (552); asking us for step
+    551 alone gives HTA's numbers to the microsecond."""
+    trace = traces["hta_dlrm_2of128_ranks"]
+    hta = hr.hta_csv("hta_dlrm_2of128_ranks", "temporal_breakdown")
+    assert hta is not None
+    one = tv.temporal_breakdown(trace, iterations=551)
+    assert (one["span_ns"] // US).tolist() == hta["kernel_time(us)"].tolist()
+    assert (one["idle_ns"] // US).tolist() == hta["idle_time(us)"].tolist()
+    assert temporal_matches(one, hta) and not temporal_matches(tv.temporal_breakdown(trace), hta)
+    ov = tv.comm_comp_overlap(trace, iterations=551)
+    assert ov["overlap_pct"].round(2).tolist() == [11.81, 20.05]
