@@ -3,7 +3,7 @@
 Where our analyses differ from Holistic Trace Analysis on purpose (``docs/semantics.md``),
 a test shows both sides: our number, and HTA's number reproduced by applying HTA's rule to
 our tables. Each rule here is one of HTA's loading or analysis rules, as read in HTA's
-code (``/work/shared/HTA_SEMANTICS.md``), switchable on its own so a test can name the
+code (0.5.0, the PyPI release), switchable on its own so a test can name the
 rule that makes the difference.
 
 HTA's reference outputs are in ``tests/golden/hta/<folder>/<analysis>.csv`` (written by

@@ -185,9 +185,13 @@ def test_cpu_only(tmp_path: Path, call) -> None:
     assert df.empty and "rank" in df.columns and "kernel_type" in df.columns
 
 
-def test_unknown_iteration(dlrm: tv.Trace) -> None:
+def test_unknown_iteration_or_rank(dlrm: tv.Trace) -> None:
     with pytest.raises(tv.TraceSelectionError, match="unknown iteration 11"):
         tv.kernel_breakdown(dlrm, iterations=[10, 11])
+    with pytest.raises(tv.TraceSelectionError, match="unknown rank 12"):
+        tv.kernel_duration_distribution(dlrm, ranks=[0, 12])
+    with pytest.raises(tv.TraceSelectionError, match="unknown iteration 9"):
+        tv.kernel_breakdown(dlrm, by="type", iterations=9)
 
 
 # ---------------------------------------------------------------- duration distribution
