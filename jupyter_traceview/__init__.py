@@ -10,6 +10,7 @@ charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ._version import __version__
 from .analysis import (
@@ -47,10 +48,17 @@ __all__ = [
     "kernel_breakdown",
     "kernel_duration_distribution",
     "load",
+    "load_ipython_extension",
     "sample_path",
     "summary",
     "temporal_breakdown",
+    "unload_ipython_extension",
 ]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The server extension behind the JupyterLab Traces sidebar (see jupyter_traceview.server)."""
+    return [{"module": "jupyter_traceview.server"}]
 
 
 def sample_path(name: str = "dlrm_8rank_v100") -> Path:
@@ -64,3 +72,17 @@ def sample_path(name: str = "dlrm_8rank_v100") -> Path:
         available = sorted(c.name for c in root.iterdir() if c.is_dir())
         raise ValueError(f"no sample named {name!r}; available: {', '.join(available)}")
     return p
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``."""
+    from .magics import load_ipython_extension as load_magics
+
+    load_magics(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up."""
+    from .magics import unload_ipython_extension as unload_magics
+
+    unload_magics(ip)

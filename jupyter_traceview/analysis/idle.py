@@ -119,38 +119,34 @@ def idle_time_breakdown(
     if isinstance(kernel_wait_ns, bool) or not isinstance(kernel_wait_ns, (int, np.integer)) or kernel_wait_ns < 0:
         raise ValueError(f"kernel_wait_ns must be a non-negative integer (ns), got {kernel_wait_ns!r}")
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    # Rows: every (rank, stream with work) x category; gaps are mapped to their row.
-    row_rank: list[np.ndarray] = []
-    row_stream: list[np.ndarray] = []
-    gap_row: list[np.ndarray] = []
-    gap_len: list[np.ndarray] = []
-    missing = []
-    n_rows = 0
-    n_cat = len(IDLE_CATEGORIES)
-    for r in trace.ranks:
-        acts = activities(trace, r, work_only=True)
-        if len(acts) == 0:
-            missing.append(r)
-            continue
-        stream, gap, category, streams = _rank_gaps(trace, r, acts, int(kernel_wait_ns))
-        gap_row.append(n_rows + np.searchsorted(streams, stream) * n_cat + category)
-        n_rows += len(streams) * n_cat
-        gap_len.append(gap)
-        row_rank.append(np.full(len(streams), r, dtype=np.int64))
-        row_stream.append(streams)
+    per_rank = trace.map_ranks(_rank_idle, int(kernel_wait_ns))
+    missing = [r for r, f in per_rank.items() if f is None]
     if missing:
         warn_no_gpu("idle_time_breakdown", missing)
-    if not row_stream:
+    parts = [f for f in per_rank.values() if f is not None]
+    if not parts:
         return empty(IDLE_COLUMNS)
-    stats = _gap_stats(np.concatenate(gap_row), np.concatenate(gap_len), n_rows)
+    return pd.concat(parts, ignore_index=True).astype(IDLE_COLUMNS)
+
+
+def _rank_idle(trace: Trace, kernel_wait_ns: int) -> pd.DataFrame | None:
+    """One rank's rows (three per stream with work), where the rank lives; None without work."""
+    (r,) = trace.ranks
+    acts = activities(trace, r, work_only=True)
+    if len(acts) == 0:
+        return None
+    stream, gap, category, streams = _rank_gaps(trace, r, acts, kernel_wait_ns)
+    n_cat = len(IDLE_CATEGORIES)
+    n_rows = len(streams) * n_cat
+    stats = _gap_stats(np.searchsorted(streams, stream) * n_cat + category, gap, n_rows)
     idle = stats["sum"]
     stream_idle = np.repeat(idle.reshape(-1, n_cat).sum(axis=1), n_cat)
-    out = pd.DataFrame(
+    return pd.DataFrame(
         {
-            "rank": np.repeat(np.concatenate(row_rank), n_cat),
-            "stream": np.repeat(np.concatenate(row_stream), n_cat),
+            "rank": np.full(n_rows, r, dtype=np.int64),
+            "stream": np.repeat(streams, n_cat),
             "idle_category": pd.Categorical.from_codes(
-                np.tile(np.arange(n_cat), n_rows // n_cat), categories=list(IDLE_CATEGORIES), ordered=True
+                np.tile(np.arange(n_cat), len(streams)), categories=list(IDLE_CATEGORIES), ordered=True
             ),
             "idle_ns": idle,
             "idle_share_pct": pct(idle, stream_idle),
@@ -161,7 +157,6 @@ def idle_time_breakdown(
             "max_ns": stats["max"],
         }
     )
-    return out.astype(IDLE_COLUMNS)
 
 
 def _gap_stats(row: np.ndarray, gap: np.ndarray, n_rows: int) -> dict[str, np.ndarray]:

@@ -4,7 +4,6 @@ kernel's duration varies across ranks."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -79,75 +78,68 @@ def _check_top_k(top_k: int | None) -> None:
         raise ValueError(f"top_k must be a non-negative integer or None (all kernels), got {top_k!r}")
 
 
-@dataclass(frozen=True)
-class _Pool:
-    """The work activities of every rank, their names coded into one list over all ranks."""
-
-    #: Ranks with GPU work, in order, and for each: type code (index of KERNEL_TYPES),
-    #: global name code and duration (ns) of its activities.
-    ranks: list[int]
-    tcode: list[np.ndarray]
-    name: list[np.ndarray]
-    dur: list[np.ndarray]
-    #: The names, as an object array.
-    names: np.ndarray
-
-    @property
-    def n_keys(self) -> int:
-        """Size of the dense (type, name) key space: ``tcode * len(names) + name``."""
-        return len(KERNEL_TYPES) * len(self.names)
-
-    def keys(self, i: int) -> np.ndarray:
-        return self.tcode[i].astype(np.int64) * len(self.names) + self.name[i]
-
-    def totals(self) -> tuple[np.ndarray, np.ndarray]:
-        """Total time (ns) and count of every (type, name) key over all ranks."""
-        total = np.zeros(self.n_keys, dtype=np.int64)
-        count = np.zeros(self.n_keys, dtype=np.int64)
-        for i in range(len(self.ranks)):
-            k = self.keys(i)
-            np.add.at(total, k, self.dur[i])
-            count += np.bincount(k, minlength=self.n_keys)
-        return total, count
-
-
-def _pool(trace: Trace, analysis: str) -> _Pool:
-    per_rank = []
-    missing = []
-    for r in trace.ranks:
-        acts = activities(trace, r, work_only=True)
-        if len(acts) == 0:
-            missing.append(r)
-            continue
-        per_rank.append((r, acts))
-    if missing:
-        warn_no_gpu(analysis, missing)
-    # Global names: only those of work activities (the categories hold every CPU op too).
-    used_names = []
-    for _, acts in per_rank:
-        used = np.flatnonzero(np.bincount(acts.name, minlength=len(acts.names)))
-        used_names.append(np.asarray(acts.names[used], dtype=object))
-    names = pd.unique(np.concatenate(used_names)) if used_names else np.empty(0, dtype=object)
-    index = pd.Index(names)
-    codes = [index.get_indexer(np.asarray(acts.names, dtype=object))[acts.name] for _, acts in per_rank]
-    return _Pool(
-        ranks=[r for r, _ in per_rank],
-        tcode=[acts.cls.astype(np.int8) for _, acts in per_rank],
-        name=[c.astype(np.int64) for c in codes],
-        dur=[acts.dur for _, acts in per_rank],
-        names=np.asarray(names, dtype=object),
+def _rank_totals(trace: Trace) -> pd.DataFrame | None:
+    """Phase 1, per rank where it lives: total time and count of each (type, kernel name)."""
+    (r,) = trace.ranks
+    acts = activities(trace, r, work_only=True)
+    if len(acts) == 0:
+        return None
+    n = len(acts.names)
+    key = acts.cls.astype(np.int64) * n + acts.name
+    count = np.bincount(key, minlength=len(KERNEL_TYPES) * n)
+    total = np.zeros(len(count), dtype=np.int64)
+    np.add.at(total, key, acts.dur)
+    at = np.flatnonzero(count)
+    tcode, code = np.divmod(at, n)
+    return pd.DataFrame(
+        {"tcode": tcode, "name": np.asarray(acts.names, dtype=object)[code], "total": total[at], "count": count[at]}
     )
 
 
-def _rank_keys(total: np.ndarray, count: np.ndarray, names: np.ndarray, by_type: bool) -> pd.DataFrame:
-    """Keys that occur, sorted by decreasing time, ties by name then type (never by order of
-    events); with ``by_type`` sorted within each type."""
-    keys = np.flatnonzero(count)
-    n = len(names)
-    frame = pd.DataFrame({"key": keys, "tcode": keys // n, "total": total[keys], "name": names[keys % n]})
+def _totals(trace: Trace, analysis: str) -> pd.DataFrame | None:
+    """Phase 1 over all ranks: (type, name) totals summed over ranks; None without GPU work."""
+    per_rank = trace.map_ranks(_rank_totals)
+    missing = [r for r, f in per_rank.items() if f is None]
+    if missing:
+        warn_no_gpu(analysis, missing)
+    parts = [f for f in per_rank.values() if f is not None]
+    if not parts:
+        return None
+    return pd.concat(parts, ignore_index=True).groupby(["tcode", "name"], as_index=False)[["total", "count"]].sum()
+
+
+def _ranked(totals: pd.DataFrame, *, by_type: bool) -> pd.DataFrame:
+    """Kernels by decreasing total time, ties by name then type (never by event order);
+    with ``by_type`` sorted within each type."""
     order = ["tcode", "total", "name"] if by_type else ["total", "name", "tcode"]
     asc = [True, False, True] if by_type else [False, True, True]
-    return frame.sort_values(order, ascending=asc, kind="stable").reset_index(drop=True)
+    return totals.sort_values(order, ascending=asc, kind="stable").reset_index(drop=True)
+
+
+def _rank_label_stats(trace: Trace, chosen: list[tuple[int, str]], others: bool) -> dict[str, np.ndarray] | None:
+    """Phase 2, per rank where it lives: statistics of the executions of each chosen
+    (type, name), by its position in ``chosen``; with ``others`` the rest of each type is
+    grouped under position ``len(chosen)``, else left out."""
+    (r,) = trace.ranks
+    acts = activities(trace, r, work_only=True)
+    if len(acts) == 0:
+        return None
+    n_chosen = len(chosen)
+    rest = n_chosen if others else -1
+    lut = np.full((len(KERNEL_TYPES), len(acts.names)), rest, dtype=np.int64)
+    if n_chosen:
+        tcodes = np.array([t for t, _ in chosen], dtype=np.int64)
+        codes = acts.names.get_indexer(pd.Index([n for _, n in chosen], dtype=acts.names.dtype))
+        here = codes >= 0
+        lut[tcodes[here], codes[here]] = np.flatnonzero(here)
+    label = lut[acts.cls, acts.name]
+    sel = np.flatnonzero(label >= 0)
+    n_labels = n_chosen + 1
+    key = acts.cls[sel].astype(np.int64) * n_labels + label[sel]
+    st = _group_stats(key, acts.dur[sel], len(KERNEL_TYPES) * n_labels)
+    st["tcode"], st["label"] = np.divmod(st.pop("key"), n_labels)
+    st["rank"] = np.full(len(st["tcode"]), r, dtype=np.int64)
+    return st
 
 
 def _group_stats(key: np.ndarray, dur: np.ndarray, n_keys: int) -> dict[str, np.ndarray]:
@@ -276,49 +268,32 @@ def _by_type(trace: Trace) -> pd.DataFrame:
 
 
 def _by_kernel(trace: Trace, top_k: int | None) -> pd.DataFrame:
-    pool = _pool(trace, "kernel_breakdown")
-    if not pool.ranks:
+    totals = _totals(trace, "kernel_breakdown")
+    if totals is None:
         return empty(KERNEL_COLUMNS)
-    n_names = len(pool.names)
-    total, count = pool.totals()
-    ranked = _rank_keys(total, count, pool.names, by_type=True)
+    ranked = _ranked(totals, by_type=True)
     if top_k is not None:
-        ranked = ranked.groupby("tcode", sort=False).head(top_k)
-    # Each (type, name) key -> its label: a position among the kept kernels of the type, or
-    # "others" (position past them all). Stats are keyed by (type, label).
-    n_labels = len(ranked) + 1
-    others = len(ranked)
-    label = np.full(pool.n_keys, others, dtype=np.int64)
-    label[ranked["key"].to_numpy()] = np.arange(len(ranked))
-    parts = []
-    for i, r in enumerate(pool.ranks):
-        key = pool.tcode[i].astype(np.int64) * n_labels + label[pool.keys(i)]
-        st = _group_stats(key, pool.dur[i], len(KERNEL_TYPES) * n_labels)
-        tcode, lab = np.divmod(st["key"], n_labels)
-        order = np.lexsort((lab, tcode))  # kept kernels by rank, then others, per type
-        st = {k: v[order] for k, v in st.items()}
-        tcode, lab = tcode[order], lab[order]
-        type_total = np.zeros(len(KERNEL_TYPES), dtype=np.int64)
-        np.add.at(type_total, tcode, st["sum"])
-        st["rank"] = np.full(len(order), r, dtype=np.int64)
-        st["tcode"] = tcode
-        st["label"] = lab
-        st["share"] = np.asarray(pct(st["sum"], type_total[tcode]), dtype=np.float64)
-        parts.append(st)
-    cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    label_names = np.append(pool.names[ranked["key"].to_numpy() % n_names], OTHERS)
+        ranked = ranked.groupby("tcode", sort=False).head(top_k).reset_index(drop=True)
+    chosen = list(zip(ranked["tcode"].tolist(), ranked["name"].tolist(), strict=True))
+    parts = [st for st in trace.map_ranks(_rank_label_stats, chosen, True).values() if st is not None]
+    c = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    # Rank, type, then the kept kernels in their order and "others" (the last label) last.
+    order = np.lexsort((c["label"], c["tcode"], c["rank"]))
+    c = {k: v[order] for k, v in c.items()}
+    type_total = pd.Series(c["sum"]).groupby([c["rank"], c["tcode"]]).transform("sum").to_numpy()
+    label_names = np.append(ranked["name"].to_numpy(dtype=object), OTHERS)
     out = pd.DataFrame(
         {
-            "rank": cat["rank"],
-            "kernel_type": pd.Categorical.from_codes(cat["tcode"], categories=list(KERNEL_TYPES)),
-            "name": pd.Categorical(label_names[cat["label"]]),
-            "count": cat["count"],
-            "sum_ns": cat["sum"],
-            "mean_ns": cat["mean"],
-            "min_ns": cat["min"],
-            "max_ns": cat["max"],
-            "std_ns": cat["std"],
-            "type_share_pct": cat["share"],
+            "rank": c["rank"],
+            "kernel_type": pd.Categorical.from_codes(c["tcode"], categories=list(KERNEL_TYPES)),
+            "name": pd.Categorical(label_names[c["label"]]),
+            "count": c["count"],
+            "sum_ns": c["sum"],
+            "mean_ns": c["mean"],
+            "min_ns": c["min"],
+            "max_ns": c["max"],
+            "std_ns": c["std"],
+            "type_share_pct": np.asarray(pct(c["sum"], type_total), dtype=np.float64),
         }
     )
     return out.astype(KERNEL_COLUMNS)
@@ -375,26 +350,16 @@ def kernel_duration_distribution(
     """
     _check_top_k(top_k)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    pool = _pool(trace, "kernel_duration_distribution")
-    if not pool.ranks:
+    totals = _totals(trace, "kernel_duration_distribution")
+    if totals is None:
         return empty(DISTRIBUTION_COLUMNS)
-    total, count = pool.totals()
-    ranked = _rank_keys(total, count, pool.names, by_type=False)
+    ranked = _ranked(totals, by_type=False)
     if top_k is not None:
-        ranked = ranked.head(top_k)
-    n_top = len(ranked)
-    position = np.full(pool.n_keys, -1, dtype=np.int64)
-    position[ranked["key"].to_numpy()] = np.arange(n_top)
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("pos", "rank", "count", "sum", "mean", "min", "max", "std")}
-    for i, r in enumerate(pool.ranks):
-        pos = position[pool.keys(i)]
-        sel = pos >= 0
-        st = _group_stats(pos[sel], pool.dur[i][sel], n_top)
-        cols["pos"].append(st.pop("key"))
-        cols["rank"].append(np.full(len(cols["pos"][-1]), r, dtype=np.int64))
-        for k, v in st.items():
-            cols[k].append(v)
-    c = {k: np.concatenate(v) for k, v in cols.items()}
+        ranked = ranked.head(top_k).reset_index(drop=True)
+    chosen = list(zip(ranked["tcode"].tolist(), ranked["name"].tolist(), strict=True))
+    parts = [st for st in trace.map_ranks(_rank_label_stats, chosen, False).values() if st is not None]
+    c = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    c["pos"] = c.pop("label")
     order = np.lexsort((c["rank"], c["pos"]))
     c = {k: v[order] for k, v in c.items()}
 

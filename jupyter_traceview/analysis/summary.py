@@ -85,43 +85,44 @@ def summary(
         only communicating; NaN without GPU work.
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    rows = []
-    for r in trace.ranks:
-        ev = trace.rank_data(r).events
-        kinds = ev["kind"]
-        acts = activities(trace, r)
-        line = rank_timeline(acts)
-        gpu_span = line.span_ns if line else 0
-        busy = line.busy_ns if line else 0
-        compute = line.compute_ns if line else 0
-        comm = line.comm_ns if line else 0
-        overlap = line.overlap_ns if line else 0
-        if len(ev):
-            ts = ev["ts_ns"].to_numpy()
-            trace_span = int((ts + ev["dur_ns"].to_numpy()).max() - ts.min())
-        else:
-            trace_span = 0
-        steps = ev["step"].to_numpy()
-        rows.append(
-            {
-                "rank": r,
-                "events": len(ev),
-                "cpu_ops": int((kinds == EventKind.CPU_OP.value).sum()),
-                "kernels": int((kinds == EventKind.KERNEL.value).sum()),
-                "gpu_activities": len(acts),
-                "iterations": len(np.unique(steps[steps >= 0])),
-                "trace_span_ns": trace_span,
-                "gpu_span_ns": gpu_span,
-                "gpu_busy_ns": busy,
-                "gpu_busy_pct": float(pct(busy, gpu_span)),
-                "idle_pct": float(pct(gpu_span - busy, gpu_span)),
-                "compute_ns": compute,
-                "compute_pct": float(pct(compute, gpu_span)),
-                "comm_ns": comm,
-                "overlap_pct": float(pct(overlap, comm)),
-                "exposed_comm_ns": comm - overlap,
-                "exposed_comm_pct": float(pct(comm - overlap, gpu_span)),
-            }
-        )
+    rows = list(trace.map_ranks(_summary_row).values())
     out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return out.astype(SUMMARY_COLUMNS)
+
+
+def _summary_row(trace: Trace) -> dict[str, object]:
+    (r,) = trace.ranks
+    ev = trace.rank_data(r).events
+    kinds = ev["kind"]
+    acts = activities(trace, r)
+    line = rank_timeline(acts)
+    gpu_span = line.span_ns if line else 0
+    busy = line.busy_ns if line else 0
+    compute = line.compute_ns if line else 0
+    comm = line.comm_ns if line else 0
+    overlap = line.overlap_ns if line else 0
+    if len(ev):
+        ts = ev["ts_ns"].to_numpy()
+        trace_span = int((ts + ev["dur_ns"].to_numpy()).max() - ts.min())
+    else:
+        trace_span = 0
+    steps = ev["step"].to_numpy()
+    return {
+        "rank": r,
+        "events": len(ev),
+        "cpu_ops": int((kinds == EventKind.CPU_OP.value).sum()),
+        "kernels": int((kinds == EventKind.KERNEL.value).sum()),
+        "gpu_activities": len(acts),
+        "iterations": len(np.unique(steps[steps >= 0])),
+        "trace_span_ns": trace_span,
+        "gpu_span_ns": gpu_span,
+        "gpu_busy_ns": busy,
+        "gpu_busy_pct": float(pct(busy, gpu_span)),
+        "idle_pct": float(pct(gpu_span - busy, gpu_span)),
+        "compute_ns": compute,
+        "compute_pct": float(pct(compute, gpu_span)),
+        "comm_ns": comm,
+        "overlap_pct": float(pct(overlap, comm)),
+        "exposed_comm_ns": comm - overlap,
+        "exposed_comm_pct": float(pct(comm - overlap, gpu_span)),
+    }

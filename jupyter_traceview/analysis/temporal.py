@@ -82,18 +82,18 @@ def rank_timeline(acts: Activities) -> RankTimeline | None:
     )
 
 
+def _rank_timeline(trace: Trace) -> RankTimeline | None:
+    """Per rank, where the rank lives (see ``Trace.map_ranks``)."""
+    (r,) = trace.ranks
+    return rank_timeline(activities(trace, r, work_only=True))
+
+
 def _timelines(trace: Trace, analysis: str) -> dict[int, RankTimeline]:
-    out: dict[int, RankTimeline] = {}
-    missing = []
-    for r in trace.ranks:
-        t = rank_timeline(activities(trace, r, work_only=True))
-        if t is None:
-            missing.append(r)
-        else:
-            out[r] = t
+    lines = trace.map_ranks(_rank_timeline)
+    missing = [r for r, t in lines.items() if t is None]
     if missing:
         warn_no_gpu(analysis, missing)
-    return out
+    return {r: t for r, t in lines.items() if t is not None}
 
 
 def temporal_breakdown(
