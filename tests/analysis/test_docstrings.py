@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import doctest
 import importlib
 
@@ -13,5 +14,15 @@ MODULES = ["temporal", "idle", "kernels", "summary"]
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(f"jupyter_traceview.analysis.{name}")
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    # doctest echoes values through sys.__displayhook__, which sets builtins._; IPython
+    # then stops setting `_` in later tests' shells. Leave builtins as they were.
+    missing = object()
+    before = builtins.__dict__.get("_", missing)
+    try:
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    finally:
+        if before is missing:
+            builtins.__dict__.pop("_", None)
+        else:
+            builtins._ = before  # type: ignore[attr-defined]
     assert result.failed == 0
