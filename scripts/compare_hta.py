@@ -120,7 +120,7 @@ def main() -> None:
                 ("idle time breakdown", idle),
             ]:
                 frame = fn(trace, folder)
-                if frame is not None:
+                if frame is not None and not frame.empty:
                     print(f"\n== {folder}: {title}\n{frame.to_string()}")
 
 
