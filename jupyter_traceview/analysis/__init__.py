@@ -6,19 +6,30 @@ from .annotations import user_annotation_breakdown
 from .counter_trace import write_counters_trace
 from .counters import memory_bandwidth, queue_length
 from .diff import trace_diff
+from .idle import idle_time_breakdown
+from .kernels import kernel_breakdown, kernel_duration_distribution
 from .launch import kernel_launch_stats
 from .nvtx import nvtx_gpu_projection
 from .operators import frequent_kernel_sequences, op_kernels
 from .stragglers import stragglers
 from .summary import summary
+from .temporal import comm_comp_overlap, temporal_breakdown
 
 __all__ = [
+    "comm_comp_overlap",
     "frequent_kernel_sequences",
+    "idle_time_breakdown",
+    "kernel_breakdown",
+    "kernel_duration_distribution",
+    "kernel_launch_stats",
+    "memory_bandwidth",
     "nvtx_gpu_projection",
     "op_kernels",
+    "queue_length",
     "stragglers",
     "summary",
+    "temporal_breakdown",
     "trace_diff",
     "user_annotation_breakdown",
+    "write_counters_trace",
 ]
-__all__ += ["kernel_launch_stats", "memory_bandwidth", "queue_length", "write_counters_trace"]

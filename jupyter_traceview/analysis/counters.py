@@ -2,7 +2,7 @@
 
 Both are step functions: each row of the time series is a change point, and the value holds
 until the next row of the same series. Summaries are time-weighted (each value counts for
-as long as it holds). See ``docs/semantics_launch_queue_bandwidth.md`` for the definitions
+as long as it holds). See ``docs/semantics.md (launches, queues and bandwidth)`` for the definitions
 and how they relate to HTA's ``get_queue_length_*`` and ``get_memory_bw_*``.
 """
 

@@ -6,7 +6,7 @@ events table). Every launch API counts: ``cudaLaunchKernel``, ``cudaLaunchKernel
 ``cuLaunchKernel(Ex)``, ``cudaMemcpyAsync``, ``cudaMemsetAsync``, synchronous
 ``cudaMemcpy``, ``cudaGraphLaunch`` (one row per activity of the graph), the ``hip*`` calls
 of ROCm traces, MTIA's ``runFunction``. Synchronisation records (``cuda_sync``) are not
-launches. See ``docs/semantics_launch_queue_bandwidth.md``.
+launches. See ``docs/semantics.md (launches, queues and bandwidth)``.
 """
 
 from __future__ import annotations

@@ -144,7 +144,7 @@ def frequent_kernel_sequences(
     on its own threads while the main thread waits inside ``## backward ##``). Instances
     nested inside another matching instance are not roots: their kernels count once, for
     the outermost matching instance. (HTA instead keeps only the matches at the shallowest
-    call depth of the whole trace; see ``docs/semantics_operators.md``.)
+    call depth of the whole trace; see ``docs/semantics.md (operators)``.)
 
     With ``length=None`` each instance's whole sequence is one pattern (HTA's
     ``get_frequent_cuda_kernel_sequences``); with ``length=n`` every run of ``n``

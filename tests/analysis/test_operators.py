@@ -268,7 +268,7 @@ def test_hta_aten_op_rules_reproduce_hta(folder: str) -> None:
 @pytest.mark.parametrize("folder", ["dlrm_8rank_v100", "hta_dlrm_2of128_ranks", "h100_bert_small", "hta_alexnet"])
 def test_op_kernels_match_hta(folder: str) -> None:
     """op_kernels with HTA's options equals HTA's rules except for ties, where we take the
-    nested op (docs/semantics_operators.md); on traces without ties it equals HTA's output."""
+    nested op (docs/semantics.md (operators)); on traces without ties it equals HTA's output."""
     trace = hta_view(tv.load(KINETO_FOLDERS[folder], cache=False))
     ours = pool_ranks(tv.op_kernels(trace, op_pattern="^aten::", kinds=["kernel"]))
     # Mean delays are rounded to the ns: 0.0011 us absolute.

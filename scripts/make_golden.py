@@ -1,13 +1,14 @@
-"""Write the operator, annotation, straggler and diff analyses' results as golden files.
+"""Write our analyses' results on every real trace folder, as golden files for the tests.
 
-    python scripts/make_golden_b2.py [--out tests/golden/ours] [FOLDER ...] [--only ANALYSIS ...]
+    python scripts/make_golden.py [--out tests/golden/ours] [FOLDER ...] [--only ANALYSIS ...]
 
 For each folder and each analysis in :data:`ANALYSES` it writes
-``<out>/<folder>/<analysis>.csv`` (an analysis that does not apply to a folder, e.g.
-stragglers on a single rank, is left out: see :data:`APPLIES`).
-``tests/analysis/test_golden_b2.py`` recomputes every file and compares: integers and
-text exactly, floats to 1e-9 relative. Run it after an intended change of a number, and
-say why in the commit; never edit the files by hand.
+``<out>/<folder>/<analysis>.csv``. ``tests/analysis/test_golden.py`` recomputes every file
+and compares: integers and text exactly, floats to 1e-9 relative. Run it after an intended
+change of a number, and say why in the commit; never edit the files by hand.
+
+To pin a new analysis, add one line to :data:`ANALYSES` (and to :data:`APPLIES` if it only
+makes sense on some folders).
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ FOLDERS = {
     "hta_mi250_rocm": ROOT / "tests" / "data" / "hta_mi250_rocm",
     "hta_triton": ROOT / "tests" / "data" / "hta_triton",
 }
-
-#: The operator whose kernel sequences are pinned, per folder (as scripts/hta_reference.py).
+#: Operators for the frequent-kernel-sequence analysis, per folder.
 SEQUENCE_OPERATORS = {
     "dlrm_8rank_v100": "aten::linear",
     "hta_dlrm_2of128_ranks": "aten::linear",
@@ -47,34 +47,57 @@ SEQUENCE_OPERATORS = {
 }
 MULTI_RANK = {"dlrm_8rank_v100", "hta_dlrm_2of128_ranks"}
 
+Analysis = Callable[[tv.Trace], pd.DataFrame]
 
-def _sequences(folder: str) -> Callable[[tv.Trace], pd.DataFrame]:
+
+def every(fn: Analysis) -> Callable[[str], Analysis]:
+    """An analysis called the same way on every folder."""
+    return lambda folder: fn
+
+
+def _sequences(folder: str) -> Analysis:
     return lambda t: tv.frequent_kernel_sequences(t, operator=SEQUENCE_OPERATORS[folder], min_kernels=1, top_k=None)
 
 
-def _diff_with(other: str) -> Callable[[tv.Trace], pd.DataFrame]:
-    return lambda t: tv.trace_diff(t, load(other), aggregate="mean")
+def _trigrams(folder: str) -> Analysis:
+    return lambda t: tv.frequent_kernel_sequences(t, operator=SEQUENCE_OPERATORS[folder], length=3, top_k=None)
 
 
-#: analysis file name -> (folder -> the call that produces it).
-ANALYSES: dict[str, Callable[[str], Callable[[tv.Trace], pd.DataFrame]]] = {
+def _diff_with(other: str) -> Callable[[str], Analysis]:
+    return lambda folder: lambda t: tv.trace_diff(t, load(other), aggregate="mean")
+
+
+#: analysis file name -> (folder -> the call that produces it). One line per pinned result.
+ANALYSES: dict[str, Callable[[str], Analysis]] = {
+    "summary": every(lambda t: tv.summary(t)),
+    "temporal_breakdown": every(lambda t: tv.temporal_breakdown(t)),
+    "comm_comp_overlap": every(lambda t: tv.comm_comp_overlap(t)),
+    "idle_time_breakdown": every(lambda t: tv.idle_time_breakdown(t)),
+    "kernel_breakdown": every(lambda t: tv.kernel_breakdown(t)),
+    "kernel_breakdown_all": every(lambda t: tv.kernel_breakdown(t, top_k=None)),
+    "kernel_breakdown_type": every(lambda t: tv.kernel_breakdown(t, by="type")),
+    "kernel_duration_distribution": every(lambda t: tv.kernel_duration_distribution(t)),
+    "kernel_launch_stats": every(lambda t: tv.kernel_launch_stats(t).drop(columns=["name", "operator"])),
+    "kernel_launch_stats_rank": every(lambda t: tv.kernel_launch_stats(t, per="rank")),
+    "queue_length": every(lambda t: tv.queue_length(t)),
+    "queue_length_stream": every(lambda t: tv.queue_length(t, per="stream")),
+    "memory_bandwidth": every(lambda t: tv.memory_bandwidth(t)),
+    "memory_bandwidth_kind": every(lambda t: tv.memory_bandwidth(t, per="kind")),
     "frequent_kernel_sequences": _sequences,
-    "frequent_kernel_trigrams": lambda f: (
-        lambda t: tv.frequent_kernel_sequences(t, operator=SEQUENCE_OPERATORS[f], length=3, top_k=None)
-    ),
-    "op_kernels": lambda f: lambda t: tv.op_kernels(t),
-    "op_kernels_by_kernel": lambda f: lambda t: tv.op_kernels(t, by="kernel"),
-    "op_kernels_outermost": lambda f: lambda t: tv.op_kernels(t, level="outermost"),
-    "user_annotation_breakdown_cpu": lambda f: lambda t: tv.user_annotation_breakdown(t, kind="cpu"),
-    "user_annotation_breakdown_gpu": lambda f: lambda t: tv.user_annotation_breakdown(t, kind="gpu"),
-    "stragglers": lambda f: lambda t: tv.stragglers(t),
-    "stragglers_collective": lambda f: lambda t: tv.stragglers(t, by="collective"),
-    "stragglers_arrival": lambda f: lambda t: tv.stragglers(t, by="arrival"),
-    "trace_diff_vs_hta_dlrm_2of128_ranks": lambda f: _diff_with("hta_dlrm_2of128_ranks"),
-    "trace_diff_rank0_vs_rank1": lambda f: lambda t: tv.trace_diff(t.select(ranks=0), t.select(ranks=1)),
+    "frequent_kernel_trigrams": _trigrams,
+    "op_kernels": every(lambda t: tv.op_kernels(t)),
+    "op_kernels_by_kernel": every(lambda t: tv.op_kernels(t, by="kernel")),
+    "op_kernels_outermost": every(lambda t: tv.op_kernels(t, level="outermost")),
+    "user_annotation_breakdown_cpu": every(lambda t: tv.user_annotation_breakdown(t, kind="cpu")),
+    "user_annotation_breakdown_gpu": every(lambda t: tv.user_annotation_breakdown(t, kind="gpu")),
+    "stragglers": every(lambda t: tv.stragglers(t)),
+    "stragglers_collective": every(lambda t: tv.stragglers(t, by="collective")),
+    "stragglers_arrival": every(lambda t: tv.stragglers(t, by="arrival")),
+    "trace_diff_vs_hta_dlrm_2of128_ranks": _diff_with("hta_dlrm_2of128_ranks"),
+    "trace_diff_rank0_vs_rank1": every(lambda t: tv.trace_diff(t.select(ranks=0), t.select(ranks=1))),
 }
 
-#: Which folders each analysis is pinned on (all, unless listed).
+#: Which folders an analysis is pinned on (all, unless listed here).
 APPLIES: dict[str, set[str]] = {
     "frequent_kernel_sequences": set(SEQUENCE_OPERATORS),
     "frequent_kernel_trigrams": set(SEQUENCE_OPERATORS),
@@ -85,13 +108,12 @@ APPLIES: dict[str, set[str]] = {
     "trace_diff_rank0_vs_rank1": MULTI_RANK,
 }
 
+_LOADED: dict[str, tv.Trace] = {}
+
 
 def cases() -> list[tuple[str, str]]:
     """Every (folder, analysis) pinned."""
     return [(f, a) for f in sorted(FOLDERS) for a in ANALYSES if f in APPLIES.get(a, set(FOLDERS))]
-
-
-_LOADED: dict[str, tv.Trace] = {}
 
 
 def load(folder: str) -> tv.Trace:
@@ -104,7 +126,7 @@ def load(folder: str) -> tv.Trace:
 
 
 def compute(analysis: str, folder: str) -> pd.DataFrame:
-    """One analysis' result on a folder, its warnings silenced (a CPU-only trace warns)."""
+    """One analysis' result on a folder, its warnings silenced (a CPU-only trace warns, by design)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tv.TraceviewWarning)
         return ANALYSES[analysis](folder)(load(folder))
@@ -131,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
             continue
         target = path(a.out, folder, analysis)
         target.parent.mkdir(parents=True, exist_ok=True)
-        compute(analysis, folder).to_csv(target, index=False)
+        compute(analysis, folder).to_csv(target, index=False, lineterminator="\n")
         written[folder] = written.get(folder, 0) + 1
     for folder, n in written.items():
         print(f"{folder}: wrote {n} files to {a.out / folder}")
