@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -14,15 +13,9 @@ import jupyter_traceview as tv
 distributed = pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[object]:
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+@pytest.fixture
+def client(dask_client: object) -> object:
+    return dask_client
 
 
 def test_same_results_on_dask(client: object, dlrm: tv.Trace, tmp_path: Path) -> None:
