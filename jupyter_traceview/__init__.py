@@ -12,9 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._version import __version__
+from .analysis import (
+    collective_calls,
+    concurrency,
+    efficiency,
+    iteration_stats,
+    kernel_overlap_stats,
+    kernel_pace,
+    nccl_summary,
+    utilization_heatmap,
+)
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
-from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
+from .errors import OptionError, TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .loader import load
 from .schema import EventKind, GpuClass
 from .trace import Trace
@@ -24,6 +34,7 @@ __all__ = [
     "Classifier",
     "EventKind",
     "GpuClass",
+    "OptionError",
     "RankData",
     "RankMeta",
     "Trace",
@@ -33,9 +44,17 @@ __all__ = [
     "TraceviewWarning",
     "__version__",
     "clear_cache",
+    "collective_calls",
+    "concurrency",
     "default_cache_dir",
+    "efficiency",
+    "iteration_stats",
+    "kernel_overlap_stats",
+    "kernel_pace",
     "load",
+    "nccl_summary",
     "sample_path",
+    "utilization_heatmap",
 ]
 
 
