@@ -170,24 +170,16 @@ def _window_times(acts: Activities, starts: np.ndarray, ends: np.ndarray) -> dic
     }
 
 
-def _job_row(useful: np.ndarray, busy: np.ndarray, ranks: np.ndarray, w0: int, w1: int) -> dict[str, float | int]:
-    t = w1 - w0
-    umax_i = int(np.argmax(useful))
-    umax, mmax = int(useful[umax_i]), int(busy.max())
-    return {
-        "ranks": len(useful),
-        "window_start_ns": w0,
-        "window_end_ns": w1,
-        "elapsed_ns": t,
-        "useful_mean_ns": float(useful.mean()),
-        "useful_max_ns": umax,
-        "useful_max_rank": int(ranks[umax_i]),
-        "busy_max_ns": mmax,
-        "load_balance_pct": float(_pct(useful.mean(), umax)),
-        "communication_efficiency_pct": float(_pct(umax, mmax)),
-        "orchestration_efficiency_pct": float(_pct(mmax, t)),
-        "parallel_efficiency_pct": float(_pct(useful.mean(), t)),
-    }
+def _add_ratios(out: pd.DataFrame) -> None:
+    """LB, CommE, OE and PE columns from the U, M and T columns of job-level rows."""
+    umean = out["useful_mean_ns"].to_numpy()
+    umax = out["useful_max_ns"].to_numpy()
+    mmax = out["busy_max_ns"].to_numpy()
+    t = out["elapsed_ns"].to_numpy()
+    out["load_balance_pct"] = _pct(umean, umax)
+    out["communication_efficiency_pct"] = _pct(umax, mmax)
+    out["orchestration_efficiency_pct"] = _pct(mmax, t)
+    out["parallel_efficiency_pct"] = _pct(umean, t)
 
 
 def efficiency(
@@ -288,17 +280,22 @@ def efficiency(
             useful[sel] = coverage_of(a.union(COMPUTE), s, e)
             busy[sel] = coverage_of(a.union(), s, e)
         win = win.assign(useful=useful, busy=busy)
-        rows = []
-        for step, g in win.groupby("step", sort=True):
-            row = _job_row(
-                g["useful"].to_numpy(),
-                g["busy"].to_numpy(),
-                g["rank"].to_numpy(),
-                int(g["start_ns"].min()),
-                int(g["end_ns"].max()),
-            )
-            rows.append({"step": int(step), **row})
-        return pd.DataFrame(rows, columns=list(columns)).astype(columns)
+        g = win.groupby("step", sort=True)
+        umax_row = win.loc[g["useful"].idxmax(), ["step", "rank"]].set_index("step")["rank"]
+        out = pd.DataFrame(
+            {
+                "ranks": g.size(),
+                "window_start_ns": g["start_ns"].min(),
+                "window_end_ns": g["end_ns"].max(),
+                "useful_mean_ns": g["useful"].mean(),
+                "useful_max_ns": g["useful"].max(),
+                "useful_max_rank": umax_row,
+                "busy_max_ns": g["busy"].max(),
+            }
+        ).reset_index()
+        out["elapsed_ns"] = out["window_end_ns"] - out["window_start_ns"]
+        _add_ratios(out)
+        return out[list(columns)].astype(columns)
 
     useful = np.array([iv.length(*a.union(COMPUTE)) for a in acts.values()], dtype=np.int64)
     busy_u = [a.union() for a in acts.values()]
@@ -306,7 +303,21 @@ def efficiency(
     w0 = min(int(u[0][0]) for u in busy_u)
     w1 = max(int(u[1][-1]) for u in busy_u)
     if per == "job":
-        return pd.DataFrame([_job_row(useful, busy, rank_ids, w0, w1)], columns=list(columns)).astype(columns)
+        umax_i = int(np.argmax(useful))
+        out = pd.DataFrame(
+            {
+                "ranks": [len(useful)],
+                "window_start_ns": [w0],
+                "window_end_ns": [w1],
+                "elapsed_ns": [w1 - w0],
+                "useful_mean_ns": [float(useful.mean())],
+                "useful_max_ns": [int(useful[umax_i])],
+                "useful_max_rank": [int(rank_ids[umax_i])],
+                "busy_max_ns": [int(busy.max())],
+            }
+        )
+        _add_ratios(out)
+        return out[list(columns)].astype(columns)
     t = w1 - w0
     out = pd.DataFrame(
         {

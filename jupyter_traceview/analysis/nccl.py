@@ -16,7 +16,7 @@ from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu_time import COMM, activities
 
-__all__ = ["busbw_factor", "collective_calls", "nccl_summary"]
+__all__ = ["busbw_factor", "collective_calls", "nccl_summary", "size_bucket"]
 
 #: Collective kinds whose bus bandwidth factor depends on the group size n (nccl-tests).
 _FACTOR_2N = {"all_reduce"}
@@ -29,6 +29,7 @@ CALL_COLUMNS = {
     "rank": "int64",
     "collective": "str",
     "group_size": "int64",
+    "group_size_source": "str",
     "msg_bytes": "int64",
     "start_ns": "int64",
     "dur_ns": "int64",
@@ -126,6 +127,10 @@ def collective_calls(
             ``broadcast``, ``reduce``, ``send``, ``recv``, ``send_recv``, ...; ``unknown``.
         group_size : int
             Ranks in the process group (the metadata's, else ``world_size``); -1 if unknown.
+        group_size_source : str
+            ``metadata``, ``world_size`` (older traces record no group size: a collective
+            over a sub-group then gets the world's size, which overstates an all_gather's
+            S and the bus factor) or ``unknown``.
         msg_bytes : int, bytes
             nccl-tests' message size S (see :func:`nccl_summary`); -1 if unknown.
         start_ns : int, ns
@@ -221,13 +226,15 @@ def _rank_calls(trace: Trace, r: int, start: np.ndarray, end: np.ndarray, rows: 
     collective[~with_meta] = [by_name[int(c)] for c in nc]
     if len(comms):
         gs = comms["group_size"].to_numpy().astype(np.int64)[key]
-        group = np.where(with_meta & (gs > 0), gs, world)
+        from_meta = with_meta & (gs > 0)
+        group = np.where(from_meta, gs, world)
         in_n = np.where(with_meta, comms["in_nelems"].to_numpy()[key], -1)
         out_n = np.where(with_meta, comms["out_nelems"].to_numpy()[key], -1)
         eb = np.where(with_meta, comms["elem_bytes"].to_numpy().astype(np.int64)[key], -1)
         meta_eid = np.where(with_meta, c_eid[key], -1)
         source = np.where(with_meta, comms["source"].astype(object).to_numpy()[key], "kernel name")
     else:
+        from_meta = np.zeros(n_calls, dtype=bool)
         group = np.full(n_calls, world, dtype=np.int64)
         in_n = out_n = eb = meta_eid = np.full(n_calls, -1, dtype=np.int64)
         source = np.full(n_calls, "kernel name", dtype=object)
@@ -237,6 +244,7 @@ def _rank_calls(trace: Trace, r: int, start: np.ndarray, end: np.ndarray, rows: 
             "rank": np.full(n_calls, r, dtype=np.int64),
             "collective": collective,
             "group_size": np.array(group, dtype=np.int64),
+            "group_size_source": np.where(from_meta, "metadata", "world_size" if world > 0 else "unknown"),
             "msg_bytes": np.array(msg, dtype=np.int64),
             "start_ns": c_start,
             "dur_ns": c_end - c_start,
@@ -246,6 +254,18 @@ def _rank_calls(trace: Trace, r: int, start: np.ndarray, end: np.ndarray, rows: 
         }
     )
     return out.sort_values("start_ns", kind="stable")
+
+
+def size_bucket(size: np.ndarray) -> np.ndarray:
+    """Lower bound of the power-of-two bucket ``[2^k, 2^(k+1))`` of each size; 0 for 0, -1 below 0."""
+    s = np.asarray(size, dtype=np.int64)
+    bucket = np.where(s == 0, 0, -1).astype(np.int64)
+    pos = s > 0
+    # frexp gives s = m * 2^e with m in [0.5, 1), so 2^(e-1) <= s, exactly for s < 2^53;
+    # above, float rounding can push s up to the next power of two: step back then.
+    b = np.left_shift(np.int64(1), (np.frexp(s[pos].astype(np.float64))[1] - 1).astype(np.int64))
+    bucket[pos] = np.where(b > s[pos], b // 2, b)
+    return bucket
 
 
 def _bucket_label(lo: int) -> str:
@@ -334,13 +354,7 @@ def nccl_summary(
     if calls.empty:
         return empty(columns)
     s = calls["msg_bytes"].to_numpy()
-    bucket = np.full(len(s), -1, dtype=np.int64)
-    bucket[s == 0] = 0
-    pos = s > 0
-    # 2^floor(log2 s), exactly: frexp gives s = m * 2^e with m in [0.5, 1).
-    b = np.left_shift(np.int64(1), (np.frexp(s[pos].astype(np.float64))[1] - 1).astype(np.int64))
-    b = np.where(b > s[pos], b // 2, b)  # rounding up to a power of two in float64
-    bucket[pos] = b
+    bucket = size_bucket(s)
     calls = calls.assign(size_bucket_bytes=bucket, s_known=np.where(s >= 0, s, 0))
     keys = ["collective", "group_size", "size_bucket_bytes"]
     if per == "rank":

@@ -148,7 +148,10 @@ def utilization_heatmap(
         if step_start and r not in step_start:
             missing_step.append(r)
             continue
-        device = acts.column(trace.rank_data(r).events, "device").astype(np.int64)
+        device = acts.column(trace.rank_data(r).events, "device")
+        if (device == device[0]).all():  # the usual case: one device per rank
+            groups.append((r, int(device[0]), acts.start, acts.end, acts.cls))
+            continue
         for d in np.unique(device):
             keep = device == d
             groups.append((r, int(d), acts.start[keep], acts.end[keep], acts.cls[keep]))
