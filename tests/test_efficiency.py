@@ -156,3 +156,12 @@ def test_dlrm_useful_time_matches_hta(dlrm: tv.Trace, data_dir: Path) -> None:
     assert (ours["useful_ns"] == (hta["compute_time(us)"] * 1000).astype("int64")).all()
     # M is HTA's kernel_time - idle_time (HTA counts sync records as busy; DLRM has none on GPU).
     assert (ours["busy_ns"] == ((hta["kernel_time(us)"] - hta["idle_time(us)"]) * 1000).astype("int64")).all()
+
+
+def test_no_iterations_warns(tmp_path: Path) -> None:
+    trace = jb.load_job(tmp_path, {0: [jb.compute(10, 100)]}, [])
+    with pytest.warns(tv.TraceviewWarning, match="no ProfilerStep"):
+        assert tv.efficiency(trace, per="iteration").empty
+    with pytest.warns(tv.TraceviewWarning, match="no ProfilerStep"):
+        assert tv.iteration_stats(trace, per="job").empty
+    assert tv.efficiency(trace).iloc[0]["parallel_efficiency_pct"] == pytest.approx(100.0)

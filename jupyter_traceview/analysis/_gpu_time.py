@@ -119,26 +119,25 @@ def step_function(
     Zero-length intervals cover nothing.
     """
     n = len(starts)
-    pos = np.concatenate((starts, ends))
     if n == 0:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty.copy(), [empty.copy() for _ in weights]
+    pos = np.concatenate((starts, ends))
     # Starts are usually sorted already and ends nearly so: the stable sort (timsort)
     # then costs about a merge.
     order = np.argsort(pos, kind="stable")
     pos = pos[order]
-    delta = np.empty(2 * n, dtype=np.int64)
-    delta[:n] = 1
+    delta = np.ones(2 * n, dtype=np.int64)
     delta[n:] = -1
     level = np.cumsum(delta[order])
+    # The last of each run of equal positions holds the level after all of them.
+    last = np.flatnonzero(pos[1:] != pos[:-1])
+    last = np.append(last, 2 * n - 1)
     weighted = []
     for w in weights:
-        wd = np.concatenate((w, -w)).astype(np.int64)
-        weighted.append(np.cumsum(wd[order]))
-    last = np.empty(2 * n, dtype=bool)
-    last[:-1] = pos[1:] != pos[:-1]
-    last[-1] = True
-    return pos[last], level[last], [w[last] for w in weighted]
+        w = np.asarray(w, dtype=np.int64)
+        weighted.append(np.cumsum(np.concatenate((w, -w))[order])[last])
+    return pos[last], level[last], weighted
 
 
 def at_least(pos: np.ndarray, level: np.ndarray, k: int) -> iv.Intervals:

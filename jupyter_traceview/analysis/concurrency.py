@@ -87,40 +87,43 @@ def concurrency(
     cap = int(cap)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     labels = [str(k) for k in range(cap)] + [f"{cap}+"]
-    levels = [0] + [k for k in range(1, cap + 1) for _ in (0, 1)]
-    flags = [False] + [f for _ in range(1, cap + 1) for f in (False, True)]
-    parts, idle = [], []
+    # Per rank 2 * cap + 1 rows: level 0 (never with communication), then each level
+    # 1..cap without and with communication. Bucket code = 2 * level + with_comm.
+    levels = np.array([0] + [k for k in range(1, cap + 1) for _ in (0, 1)], dtype=np.int64)
+    flags = np.array([False] + [f for _ in range(1, cap + 1) for f in (False, True)])
+    codes = 2 * levels + flags
+    rank_ids, times, spans, idle = [], [], [], []
     for r in trace.ranks:
         acts = activities(trace, r)
         if len(acts) == 0:
             idle.append(r)
             continue
-        is_comm = (acts.cls == COMM).astype(np.int64)
-        pos, level, (comm,) = step_function(acts.start, acts.end, is_comm)
-        dur = np.diff(pos)
+        pos, level, (comm,) = step_function(acts.start, acts.end, acts.cls == COMM)
         bucket = np.minimum(level[:-1], cap) * 2 + (comm[:-1] > 0)
-        time = np.bincount(bucket, weights=dur, minlength=2 * cap + 2).astype(np.int64)
-        span = int(pos[-1] - pos[0])
-        # Codes 0 (level 0, no comm) and 2k, 2k+1 for k >= 1; code 1 (level 0 with comm) cannot occur.
-        codes = [0] + [2 * k + f for k in range(1, cap + 1) for f in (0, 1)]
-        t = time[codes]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "rank": np.full(len(codes), r, dtype=np.int64),
-                    "in_flight": [labels[min(k, cap)] for k in levels],
-                    "in_flight_min": np.array(levels, dtype=np.int64),
-                    "with_communication": np.array(flags, dtype=bool),
-                    "time_ns": t,
-                    "time_pct": 100.0 * t / span if span > 0 else np.full(len(codes), np.nan),
-                }
-            )
-        )
+        time = np.bincount(bucket, weights=np.diff(pos), minlength=2 * cap + 2)
+        rank_ids.append(r)
+        times.append(time[codes].astype(np.int64))
+        spans.append(int(pos[-1] - pos[0]))
     if idle:
         warn_no_gpu("concurrency", idle)
-    if not parts:
+    if not rank_ids:
         return empty(CONCURRENCY_COLUMNS)
-    return pd.concat(parts, ignore_index=True).astype(CONCURRENCY_COLUMNS)
+    k = len(codes)
+    time_ns = np.concatenate(times)
+    span = np.repeat(np.array(spans, dtype=np.int64), k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        time_pct = np.where(span > 0, 100.0 * time_ns / span, np.nan)
+    out = pd.DataFrame(
+        {
+            "rank": np.repeat(np.array(rank_ids, dtype=np.int64), k),
+            "in_flight": np.tile(np.array([labels[min(int(v), cap)] for v in levels], dtype=object), len(rank_ids)),
+            "in_flight_min": np.tile(levels, len(rank_ids)),
+            "with_communication": np.tile(flags, len(rank_ids)),
+            "time_ns": time_ns,
+            "time_pct": time_pct,
+        }
+    )
+    return out.astype(CONCURRENCY_COLUMNS)
 
 
 def kernel_overlap_stats(

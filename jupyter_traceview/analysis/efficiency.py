@@ -5,6 +5,7 @@ See ``docs/semantics_efficiency.md`` for the definitions and their sources.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Literal
 
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals as iv
-from ..errors import OptionError
+from ..errors import OptionError, TraceviewWarning
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu_time import COMM, COMPUTE, Activities, activities, coverage_of
@@ -128,6 +129,15 @@ def _gpu_ranks(trace: Trace, analysis: str) -> dict[int, Activities]:
     if idle:
         warn_no_gpu(analysis, idle)
     return out
+
+
+def _warn_no_steps(analysis: str, trace: Trace) -> None:
+    warnings.warn(
+        f"{analysis}: the ranks with GPU work have no ProfilerStep iterations (was the profiler "
+        "stepped with prof.step()?); the result is empty",
+        TraceviewWarning,
+        stacklevel=3,
+    )
 
 
 def _step_windows(trace: Trace, ranks: Iterable[int]) -> pd.DataFrame:
@@ -268,6 +278,7 @@ def efficiency(
     if per == "iteration":
         win = _step_windows(trace, acts)
         if win.empty:
+            _warn_no_steps("efficiency", trace)
             return empty(columns)
         useful = np.zeros(len(win), dtype=np.int64)
         busy = np.zeros(len(win), dtype=np.int64)
@@ -412,6 +423,7 @@ def iteration_stats(
         return empty(columns)
     win = _step_windows(trace, acts)
     if win.empty:
+        _warn_no_steps("iteration_stats", trace)
         return empty(columns)
     times = {c: np.zeros(len(win), dtype=np.int64) for c in _STEP_RANK_COLUMNS if c.endswith("_ns")}
     wr = win["rank"].to_numpy()

@@ -151,9 +151,8 @@ def collective_calls(
         if len(acts) == 0:
             idle.append(r)
             continue
-        part = _rank_calls(
-            trace, r, acts.start[acts.cls == COMM], acts.end[acts.cls == COMM], acts.rows[acts.cls == COMM]
-        )
+        comm = acts.cls == COMM
+        part = _rank_calls(trace, r, acts.start[comm], acts.end[comm], acts.rows[comm])
         if part is not None:
             parts.append(part)
     if idle:

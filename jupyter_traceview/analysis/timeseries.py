@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
 from typing import Literal
 
@@ -13,7 +14,7 @@ from .. import intervals as iv
 from ..errors import OptionError, TraceSelectionError, TraceviewWarning
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
-from ._gpu_time import COMM, COMPUTE, MEMORY, Activities, activities
+from ._gpu_time import COMM, COMPUTE, MEMORY, activities
 
 __all__ = ["kernel_pace", "utilization_heatmap"]
 
@@ -45,16 +46,15 @@ PACE_COLUMNS = {
 }
 
 
-def _kind_union(acts: Activities | tuple[np.ndarray, np.ndarray, np.ndarray], kind: str) -> iv.Intervals:
-    start, end, cls = acts if isinstance(acts, tuple) else (acts.start, acts.end, acts.cls)
+def _kind_union(start: np.ndarray, end: np.ndarray, cls: np.ndarray, kind: str) -> iv.Intervals:
+    """The union of the time with some activity of ``kind`` (see utilization_heatmap)."""
     if kind == "all":
         return iv.union(start, end)
     if kind == "overlap":
         comm = iv.union(start[cls == COMM], end[cls == COMM])
         comp = iv.union(start[cls == COMPUTE], end[cls == COMPUTE])
         return iv.intersect(comm, comp)
-    code = {"compute": COMPUTE, "communication": COMM, "memory": MEMORY}[kind]
-    keep = cls == code
+    keep = cls == {"compute": COMPUTE, "communication": COMM, "memory": MEMORY}[kind]
     return iv.union(start[keep], end[keep])
 
 
@@ -158,8 +158,6 @@ def utilization_heatmap(
     if idle:
         warn_no_gpu("utilization_heatmap", idle)
     if missing_step:
-        import warnings
-
         warnings.warn(
             f"utilization_heatmap: rank(s) {missing_step} have no ProfilerStep#{align}; left out of the heatmap",
             TraceviewWarning,
@@ -189,7 +187,7 @@ def utilization_heatmap(
 
     busy = np.empty((len(groups), n_bins), dtype=np.int64)
     for i, (r, _d, s, e, c) in enumerate(groups):
-        us, ue = _kind_union((s, e, c), kind)
+        us, ue = _kind_union(s, e, c, kind)
         busy[i] = iv.binned_coverage(us, ue, rel_edges + origin[r])
 
     n = len(groups)
