@@ -155,14 +155,20 @@ def coverage_of(union: iv.Intervals, starts: np.ndarray, ends: np.ndarray) -> np
     may be in any order and overlap each other. Exact, O((n + m) log m).
     """
     s, e = union
-    if len(s) == 0:
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if len(s) == 0 or len(starts) == 0:
         return np.zeros(len(starts), dtype=np.int64)
-    cum = np.concatenate(([0], np.cumsum(e - s)))
+    # A zero-length sentinel interval first, at or before every query: then each query t
+    # has a last interval starting at or before it, and the time covered until t is the
+    # length of the intervals before that one plus the part of it before t.
+    lo = min(int(s[0]), int(starts.min()), int(ends.min()))
+    first = np.concatenate(([lo], s))
+    length = np.concatenate(([0], e - s))
+    before = np.concatenate(([0], np.cumsum(length)[:-1]))
 
     def upto(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(s, t, side="right")
-        km1 = np.maximum(k - 1, 0)
-        partial = np.where(k > 0, np.clip(t - s[km1], 0, e[km1] - s[km1]), 0)
-        return np.where(k > 0, cum[km1] + partial, 0)
+        k = np.searchsorted(first, t, side="right") - 1
+        return before[k] + np.minimum(t - first[k], length[k])
 
-    return upto(np.asarray(ends, dtype=np.int64)) - upto(np.asarray(starts, dtype=np.int64))
+    return upto(ends) - upto(starts)

@@ -197,21 +197,25 @@ def kernel_overlap_stats(
         comp_cov = _overlap_by_others(acts.start, acts.end, acts.cls, COMPUTE)
         names = trace.rank_data(r).events["name"]
         codes = names.cat.codes.to_numpy()[acts.rows].astype(np.int64)
+        cats = np.append(np.asarray(names.cat.categories, dtype=object), "")  # a missing name (-1) is ""
+        codes[codes < 0] = len(cats) - 1
         # One key per (name, class): a name always has one class, but stay exact if not.
-        key = codes * len(GPU_CLASS_CATEGORIES) + acts.cls
-        uniq, inv = np.unique(key, return_inverse=True)
-        m = len(uniq)
-        cats = names.cat.categories
+        # Keys are small (4 x the rank's name categories): count densely, keep those seen.
+        nc = len(GPU_CLASS_CATEGORIES)
+        key = codes * nc + acts.cls
+        size = len(cats) * nc
+        count = np.bincount(key, minlength=size)
+        seen = np.flatnonzero(count)
         parts.append(
             pd.DataFrame(
                 {
-                    "rank": np.full(m, r, dtype=np.int64),
-                    "name": np.asarray(cats[uniq // len(GPU_CLASS_CATEGORIES)], dtype=object),
-                    "gpu_class": np.asarray(GPU_CLASS_CATEGORIES, dtype=object)[uniq % len(GPU_CLASS_CATEGORIES)],
-                    "count": np.bincount(inv, minlength=m).astype(np.int64),
-                    "total_ns": np.bincount(inv, weights=dur, minlength=m).astype(np.int64),
-                    "comm_overlap_ns": np.bincount(inv, weights=comm_cov, minlength=m).astype(np.int64),
-                    "compute_overlap_ns": np.bincount(inv, weights=comp_cov, minlength=m).astype(np.int64),
+                    "rank": np.full(len(seen), r, dtype=np.int64),
+                    "name": cats[seen // nc],
+                    "gpu_class": np.asarray(GPU_CLASS_CATEGORIES, dtype=object)[seen % nc],
+                    "count": count[seen].astype(np.int64),
+                    "total_ns": np.bincount(key, weights=dur, minlength=size)[seen].astype(np.int64),
+                    "comm_overlap_ns": np.bincount(key, weights=comm_cov, minlength=size)[seen].astype(np.int64),
+                    "compute_overlap_ns": np.bincount(key, weights=comp_cov, minlength=size)[seen].astype(np.int64),
                 }
             )
         )

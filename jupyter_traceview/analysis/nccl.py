@@ -145,6 +145,14 @@ def collective_calls(
             ``kernel``, ``record_param_comms``, ``annotation`` or ``kernel name``.
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    calls, idle = _calls(trace)
+    if idle:
+        warn_no_gpu("collective_calls", idle)
+    return calls
+
+
+def _calls(trace: Trace) -> tuple[pd.DataFrame, list[int]]:
+    """The calls of every rank with GPU work, and the ranks without any."""
     parts, idle = [], []
     for r in trace.ranks:
         acts = activities(trace, r)
@@ -155,11 +163,9 @@ def collective_calls(
         part = _rank_calls(trace, r, acts.start[comm], acts.end[comm], acts.rows[comm])
         if part is not None:
             parts.append(part)
-    if idle:
-        warn_no_gpu("collective_calls", idle)
     if not parts:
-        return empty(CALL_COLUMNS)
-    return pd.concat(parts, ignore_index=True).astype(CALL_COLUMNS)
+        return empty(CALL_COLUMNS), idle
+    return pd.concat(parts, ignore_index=True).astype(CALL_COLUMNS), idle
 
 
 def _rank_calls(trace: Trace, r: int, start: np.ndarray, end: np.ndarray, rows: np.ndarray) -> pd.DataFrame | None:
@@ -343,13 +349,9 @@ def nccl_summary(
     if per == "job":
         del columns["rank"]
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    idle = [r for r in trace.ranks if len(activities(trace, r)) == 0]
+    calls, idle = _calls(trace)
     if idle:
         warn_no_gpu("nccl_summary", idle)
-    busy = [r for r in trace.ranks if r not in idle]
-    if not busy:
-        return empty(columns)
-    calls = collective_calls(trace.select(ranks=busy) if idle else trace)
     if calls.empty:
         return empty(columns)
     s = calls["msg_bytes"].to_numpy()
