@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import jupyter_traceview as tv
 from tests import job_builder as jb
@@ -165,3 +168,45 @@ def test_no_iterations_warns(tmp_path: Path) -> None:
     with pytest.warns(tv.TraceviewWarning, match="no ProfilerStep"):
         assert tv.iteration_stats(trace, per="job").empty
     assert tv.efficiency(trace).iloc[0]["parallel_efficiency_pct"] == pytest.approx(100.0)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    jobs=st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 3000), st.integers(1, 400), st.sampled_from(["compute", "comm", "copy"])),
+            min_size=1,
+            max_size=8,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_pop_identities(jobs: list[list[tuple[int, int, str]]]) -> None:
+    make = {
+        "compute": lambda ts, d: jb.compute(ts, d),
+        "comm": lambda ts, d: jb.allreduce(ts, d),
+        "copy": lambda ts, d: jb.Gpu("Memcpy HtoD (Pinned -> Device)", ts, d, kind="memcpy", stream=jb.COPY_STREAM),
+    }
+    ranks = {r: [make[k](ts, d) for ts, d, k in acts] for r, acts in enumerate(jobs)}
+    with tempfile.TemporaryDirectory() as d:
+        trace = jb.load_job(Path(d), ranks, [(1, 0, 1000), (2, 1000, 1000), (3, 2000, 2000)])
+    job = tv.efficiency(trace).iloc[0]
+    per = tv.efficiency(trace, per="rank")
+    useful = per["useful_ns"].to_numpy()
+    assert job["useful_max_ns"] == useful.max() and job["busy_max_ns"] == per["busy_ns"].max()
+    assert (per["useful_ns"] <= per["busy_ns"]).all() and (per["busy_ns"] <= job["elapsed_ns"]).all()
+    if useful.max() > 0:
+        factors = [
+            job[f"{m}_pct"] / 100 for m in ("load_balance", "communication_efficiency", "orchestration_efficiency")
+        ]
+        assert job["parallel_efficiency_pct"] / 100 == pytest.approx(np.prod(factors))
+        assert all(0 <= f <= 1 + 1e-12 for f in factors)
+    assert job["parallel_efficiency_pct"] == pytest.approx(100 * useful.sum() / (len(useful) * job["elapsed_ns"]))
+    # The steps tile each rank's time: per-step figures add up to the steps' range.
+    sr = tv.iteration_stats(trace)
+    for _, g in sr.groupby("rank"):
+        assert g["duration_ns"].sum() == g["end_ns"].max() - g["start_ns"].min()
+        assert (g["gpu_busy_ns"] >= g["compute_ns"]).all() and (g["idle_ns"] >= 0).all()
+    it = tv.efficiency(trace, per="iteration")
+    assert (it["useful_max_ns"] <= it["busy_max_ns"]).all() and (it["busy_max_ns"] <= it["elapsed_ns"]).all()
