@@ -192,3 +192,13 @@ def test_cpu_only_trace_gives_empty_frames_and_warns() -> None:
     with pytest.warns(tv.TraceviewWarning, match="no GPU activity"):
         pace = tv.kernel_pace(trace, name="anything")
     assert pace.empty and "dur_ns" in pace.columns
+
+
+def test_many_bins_on_a_long_trace(tmp_path: Path) -> None:
+    # Three hours between two kernels, a million bins: k * span would overflow int64.
+    hours = 3 * 3600 * 1e6
+    trace = jb.load_job(tmp_path, {0: [jb.compute(10, 100), jb.compute(hours, 100)]})
+    hm = tv.utilization_heatmap(trace, bins=1_000_000)
+    assert hm["busy_ns"].sum() == 200_000
+    assert hm["bin_end_ns"].iloc[-1] == int(hours + 100 - 10) * 1000
+    assert (np.diff(hm["bin_start_ns"].to_numpy()) > 0).all()

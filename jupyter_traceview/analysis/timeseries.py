@@ -183,7 +183,10 @@ def utilization_heatmap(
     else:
         n_bins = int(bins)
         span = max(hi - lo, n_bins)  # at least 1 ns per bin
-        rel_edges = lo + (np.arange(n_bins + 1, dtype=np.int64) * span) // n_bins
+        # lo + k * span // n_bins, without k * span overflowing int64 on long traces.
+        q, rem = divmod(span, n_bins)
+        k = np.arange(n_bins + 1, dtype=np.int64)
+        rel_edges = lo + k * q + (k * rem) // n_bins
 
     busy = np.empty((len(groups), n_bins), dtype=np.int64)
     for i, (r, _d, s, e, c) in enumerate(groups):
