@@ -10,17 +10,29 @@ charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ._version import __version__
 from .analysis import (
     collective_calls,
     concurrency,
     efficiency,
+    frequent_kernel_sequences,
     iteration_stats,
+    kernel_launch_stats,
     kernel_overlap_stats,
     kernel_pace,
+    memory_bandwidth,
     nccl_summary,
+    nvtx_gpu_projection,
+    op_kernels,
+    queue_length,
+    stragglers,
+    summary,
+    trace_diff,
+    user_annotation_breakdown,
     utilization_heatmap,
+    write_counters_trace,
 )
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
@@ -48,14 +60,32 @@ __all__ = [
     "concurrency",
     "default_cache_dir",
     "efficiency",
+    "frequent_kernel_sequences",
     "iteration_stats",
+    "kernel_launch_stats",
     "kernel_overlap_stats",
     "kernel_pace",
     "load",
+    "load_ipython_extension",
+    "memory_bandwidth",
     "nccl_summary",
+    "nvtx_gpu_projection",
+    "op_kernels",
+    "queue_length",
     "sample_path",
+    "stragglers",
+    "summary",
+    "trace_diff",
+    "unload_ipython_extension",
+    "user_annotation_breakdown",
     "utilization_heatmap",
+    "write_counters_trace",
 ]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The server extension behind the JupyterLab Traces sidebar (see jupyter_traceview.server)."""
+    return [{"module": "jupyter_traceview.server"}]
 
 
 def sample_path(name: str = "dlrm_8rank_v100") -> Path:
@@ -69,3 +99,17 @@ def sample_path(name: str = "dlrm_8rank_v100") -> Path:
         available = sorted(c.name for c in root.iterdir() if c.is_dir())
         raise ValueError(f"no sample named {name!r}; available: {', '.join(available)}")
     return p
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``."""
+    from .magics import load_ipython_extension as load_magics
+
+    load_magics(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up."""
+    from .magics import unload_ipython_extension as unload_magics
+
+    unload_magics(ip)

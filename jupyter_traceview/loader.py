@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -16,20 +17,23 @@ from typing import Any, Literal
 from . import cache as _cache
 from .classify import Classifier
 from .errors import TraceFormatError, TraceviewError, TraceviewWarning
-from .readers.files import TraceFile, discover, read_bytes
+from .readers.files import NSYS_SUFFIXES, TraceFile, discover, read_bytes, trace_format
 from .readers.kineto import ARGS_DROPPED, DROPPED, NotATraceError, parse_kineto
+from .readers.nsys import WARNINGS_KEY, parse_nsys
 from .trace import Trace
-from .trace_data import RankData
+from .trace_data import RankData, RankMeta
 
 __all__ = ["load"]
 
 OnError = Literal["raise", "skip"]
-Engine = Literal["auto", "serial", "process"]
-_ENGINES = ("auto", "serial", "process")
+Engine = Literal["auto", "serial", "process", "dask"]
+_ENGINES = ("auto", "serial", "process", "dask")
 #: engine="auto" reads in worker processes above this much (estimated) uncompressed JSON.
 _PARALLEL_BYTES = 48 * 2**20
 #: gzip-compressed Kineto JSON is typically 8-15x smaller than the JSON.
 _GZIP_RATIO = 10
+#: An Nsight SQLite export reads about 4x slower per byte than Kineto JSON (measured).
+_SQLITE_RATIO = 4
 
 
 @dataclass(frozen=True)
@@ -43,15 +47,18 @@ class _Options:
 
 def _read_file(tf: TraceFile, options: _Options, cache_dir: str | None) -> list[RankData]:
     """Parse one file (and store it in the cache). Runs in a worker process or inline."""
-    data = read_bytes(tf.path)
-    ranks = parse_kineto(
-        tf.path,
-        data,
-        name_rank=tf.name_rank,
-        bad_events=options.bad_events,
-        pid_map=dict(options.pid_map) if options.pid_map else None,
-    )
-    del data
+    if trace_format(tf.path) == "nsys":
+        ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
+    else:
+        data = read_bytes(tf.path)
+        ranks = parse_kineto(
+            tf.path,
+            data,
+            name_rank=tf.name_rank,
+            bad_events=options.bad_events,
+            pid_map=dict(options.pid_map) if options.pid_map else None,
+        )
+        del data
     if cache_dir is not None:
         _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
     return ranks
@@ -60,8 +67,9 @@ def _read_file(tf: TraceFile, options: _Options, cache_dir: str | None) -> list[
 def _estimated_json_bytes(files: Sequence[TraceFile]) -> int:
     total = 0
     for f in files:
-        gz = f.path.name.lower().endswith(".gz")
-        total += f.size * (_GZIP_RATIO if gz else 1)
+        name = f.path.name.lower()
+        ratio = _GZIP_RATIO if name.endswith(".gz") else _SQLITE_RATIO if name.endswith(NSYS_SUFFIXES) else 1
+        total += f.size * ratio
     return total
 
 
@@ -69,6 +77,8 @@ def _peek_rank(tf: TraceFile) -> int | None:
     """The rank in a file's distributedInfo, read from its first MiB only."""
     import re
 
+    if trace_format(tf.path) == "nsys":
+        return None  # Nsight exports carry no distributedInfo
     try:
         head = _head(tf.path, 2**20)
     except OSError:
@@ -115,17 +125,23 @@ def load(
     bad_events: Literal["raise", "drop"] = "raise",
     pid_map: Mapping[int, int] | None = None,
     progress: bool | None = None,
+    client: Any | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
+
+    Nsight Systems SQLite exports (``nsys export --type sqlite``) load the same way, alone
+    or in a folder; see ``docs/nsys.md`` for what is read from them.
 
     Parameters
     ----------
     path:
-        A trace file (``.json`` or ``.json.gz``), a folder of rank traces (read
-        non-recursively), or a list of files.
+        A trace file (``.json``, ``.json.gz`` or an Nsight ``.sqlite`` export), a folder of
+        rank traces (read non-recursively), or a list of files.
     ranks:
         Load only these ranks. Ranks come from ``distributedInfo.rank``, else from the
-        file name (``rank-3``, ``worker3``), else 0.
+        file name (``rank-3``, ``worker3``), else 0. An Nsight export holds one rank per
+        (process, GPU); those without a rank in their file name are numbered in file order.
     cache:
         True to use the on-disk cache in the user cache folder, a folder path to use that
         folder, False to always parse.
@@ -135,7 +151,9 @@ def load(
     engine:
         ``"serial"`` parses in this process; ``"process"`` in a pool of worker processes
         (one file per task); ``"auto"`` picks the pool for several files holding more than
-        about 48 MB of JSON.
+        about 48 MB of JSON. ``"dask"`` parses on dask.distributed workers and keeps the
+        tables there: the result is a :class:`~jupyter_traceview.distributed.DaskTrace`,
+        on which every analysis runs on the workers (for hundreds of ranks or more).
     classifier:
         Kernel classification patterns (:class:`Classifier`); the default knows NCCL,
         RCCL, DeepEP and other communication kernels.
@@ -148,6 +166,12 @@ def load(
     progress:
         Show a progress bar: True always, False never, None (default) when loading takes
         more than a second.
+    client:
+        With ``engine="dask"``: the ``distributed.Client`` to use; None starts a
+        ``LocalCluster`` for the trace.
+    on_progress:
+        Called as ``on_progress(files_done, files_total)`` after each file is read (for
+        progress displays other than the notebook's bar).
 
     Returns
     -------
@@ -213,6 +237,25 @@ def load(
         pid_map=tuple(sorted((int(k), int(v)) for k, v in pid_map.items())) if pid_map else None,
     )
     cache_dir = _cache.resolve_dir(cache)
+    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    classifier = classifier or Classifier()
+    if engine == "dask":
+        from .distributed import load_dask
+
+        return load_dask(
+            files,
+            options=options,
+            cache_dir=cache_dir,
+            classifier=classifier,
+            client=client,
+            wanted=wanted,
+            folder_mode=folder_mode,
+            on_error=on_error,
+            source=source,
+            claimed=peeked,
+        )
+    if client is not None:
+        raise ValueError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
     for i, tf in enumerate(files):
@@ -240,30 +283,35 @@ def load(
     use_pool = engine == "process" or (
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
     )
-    bar = _progress(len(todo), progress, "loading traces")
+    tqdm_bar = _progress(len(todo), progress, "loading traces")
+    n_done = len(files) - len(todo)
+
+    def advance() -> None:
+        nonlocal n_done
+        n_done += 1
+        if tqdm_bar is not None:
+            tqdm_bar.update(1)
+        if on_progress is not None:
+            on_progress(n_done, len(files))
+
+    if on_progress is not None:
+        on_progress(n_done, len(files))
     try:
         if use_pool and len(todo) > 0:
-            _load_parallel(files, todo, options, cache_arg, results, handle_error, bar)
+            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance)
         else:
             for i in todo:
                 try:
                     results[i] = _read_file(files[i], options, cache_arg)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
-                if bar is not None:
-                    bar.update(1)
+                advance()
     finally:
-        if bar is not None:
-            bar.close()
+        if tqdm_bar is not None:
+            tqdm_bar.close()
 
-    if not_traces:
-        listed = ", ".join(tf.path.name for tf in not_traces[:10])
-        warnings.warn(
-            f"skipped {len(not_traces)} JSON file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=2
-        )
-    if failures:
-        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
-        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=2)
+    report_failures(not_traces, failures)
+    _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
 
     by_rank: dict[int, RankData] = {}
     for i in sorted(results):
@@ -278,8 +326,8 @@ def load(
                     "Two files claim one rank: remove one of them, or load them separately",
                 )
             by_rank[r] = d
-    _warn_skipped_events(by_rank)
-    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    _warn_skipped_events({r: d.meta for r, d in by_rank.items()})
+    warn_reader_messages({r: d.meta for r, d in by_rank.items()})
     if not by_rank:
         if wanted is not None and (results or not files):
             present = sorted(peeked | {d.meta.rank for rs in results.values() for d in rs})
@@ -292,18 +340,81 @@ def load(
         if failures:
             problem += f" ({len(failures)} file(s) failed: see the warning above)"
         elif not_traces:
-            problem += " (the JSON files here are not traces)"
-        raise TraceFormatError(source, problem, "Point tv.load() at PyTorch profiler traces")
+            problem += " (the files here are not traces)"
+        raise TraceFormatError(
+            source, problem, "Point tv.load() at PyTorch profiler traces or Nsight Systems SQLite exports"
+        )
     return Trace(by_rank.values(), classifier=classifier, source=source)
 
 
-def _warn_skipped_events(by_rank: dict[int, RankData]) -> None:
+def number_unranked(metas_per_file: Sequence[Sequence[RankMeta]], claimed: set[int]) -> list[list[int]]:
+    """Rank numbers for the ranks that readers could not number (``rank_source == "order"``).
+
+    Nsight exports carry no rank: a file holding one rank takes the rank in its file name,
+    the others take the lowest numbers not claimed by any other file of the load (nor by
+    the files that ``ranks=`` left out, ``claimed``), in file order, then in (device, pid)
+    order within a file. Returns every rank's number, file by file.
+    """
+    taken = set(claimed) | {m.rank for ms in metas_per_file for m in ms if m.rank_source != "order"}
+    nxt = 0
+    out = []
+    for metas in metas_per_file:
+        numbers = []
+        for m in metas:
+            if m.rank_source == "order":
+                while nxt in taken:
+                    nxt += 1
+                numbers.append(nxt)
+                nxt += 1
+            else:
+                numbers.append(m.rank)
+        out.append(numbers)
+    return out
+
+
+def with_rank(data: RankData, rank: int) -> RankData:
+    """``data`` under another rank number (the tables are shared, not copied)."""
+    if data.meta.rank == rank:
+        return data
+    meta = dataclasses.replace(data.meta, rank=rank)
+    return RankData(meta=meta, events=data.events, gpu_args=data.gpu_args, comms=data.comms)
+
+
+def _renumber(results: dict[int, list[RankData]], numbers: list[list[int]]) -> None:
+    for i, ranks in zip(sorted(results), numbers, strict=True):
+        results[i] = [with_rank(d, r) for d, r in zip(results[i], ranks, strict=True)]
+
+
+def warn_reader_messages(metas: dict[int, RankMeta]) -> None:
+    """Warnings that readers left in ``meta.extra["warnings"]`` (readers may run in worker processes)."""
+    ranks_of: dict[str, list[int]] = {}
+    for r, m in sorted(metas.items()):
+        for message in m.extra.get(WARNINGS_KEY, ()):
+            ranks_of.setdefault(str(message), []).append(r)
+    for message, rs in ranks_of.items():
+        listed = ", ".join(map(str, rs[:10])) + (", ..." if len(rs) > 10 else "")
+        warnings.warn(f"{message} (rank{'s' if len(rs) > 1 else ''} {listed})", TraceviewWarning, stacklevel=3)
+
+
+def report_failures(not_traces: list[TraceFile], failures: list[tuple[TraceFile, TraceFormatError]]) -> None:
+    """Warn about skipped non-trace files and unreadable trace files."""
+    if not_traces:
+        listed = ", ".join(tf.path.name for tf in not_traces[:10])
+        warnings.warn(
+            f"skipped {len(not_traces)} file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=3
+        )
+    if failures:
+        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
+        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=3)
+
+
+def _warn_skipped_events(metas: dict[int, RankMeta]) -> None:
     """One warning for events dropped or kept without their arguments, per kind."""
     for key, what in (
         (DROPPED, "malformed events were dropped"),
         (ARGS_DROPPED, "events had unreadable args (kept without them)"),
     ):
-        counts = {r: d.meta.skipped.get(key, 0) for r, d in by_rank.items()}
+        counts = {r: m.skipped.get(key, 0) for r, m in metas.items()}
         counts = {r: c for r, c in counts.items() if c}
         if counts:
             where = ", ".join(f"rank {r}: {c:,}" for r, c in sorted(counts.items())[:10])
@@ -327,7 +438,7 @@ def _load_parallel(
     cache_arg: str | None,
     results: dict[int, list[RankData]],
     handle_error: Any,
-    bar: Any,
+    advance: Callable[[], None],
 ) -> None:
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
@@ -349,8 +460,7 @@ def _load_parallel(
                             f"a worker process died while reading {files[i].path} (out of memory?); "
                             "try tv.load(..., engine='serial') or load fewer ranks with ranks=[...]"
                         ) from None
-                    if bar is not None:
-                        bar.update(1)
+                    advance()
         except BaseException:
             for fut in pending:
                 fut.cancel()

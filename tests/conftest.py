@@ -6,6 +6,9 @@ import pytest
 
 import jupyter_traceview as tv
 
+#: Jupyter server fixtures (jp_fetch, jp_root_dir, ...) for the server extension's tests.
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
 DATA = Path(__file__).parent / "data"
 
 #: Folders of real Kineto traces used by the tests (the DLRM set is the bundled sample).

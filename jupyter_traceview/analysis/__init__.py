@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from .annotations import user_annotation_breakdown
 from .concurrency import concurrency, kernel_overlap_stats
+from .counter_trace import write_counters_trace
+from .counters import memory_bandwidth, queue_length
+from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
+from .launch import kernel_launch_stats
 from .nccl import collective_calls, nccl_summary
+from .nvtx import nvtx_gpu_projection
+from .operators import frequent_kernel_sequences, op_kernels
+from .stragglers import stragglers
 from .summary import summary
 from .timeseries import kernel_pace, utilization_heatmap
 
@@ -12,10 +20,17 @@ __all__ = [
     "collective_calls",
     "concurrency",
     "efficiency",
+    "frequent_kernel_sequences",
     "iteration_stats",
     "kernel_overlap_stats",
     "kernel_pace",
     "nccl_summary",
+    "nvtx_gpu_projection",
+    "op_kernels",
+    "stragglers",
     "summary",
+    "trace_diff",
+    "user_annotation_breakdown",
     "utilization_heatmap",
 ]
+__all__ += ["kernel_launch_stats", "memory_bandwidth", "queue_length", "write_counters_trace"]
