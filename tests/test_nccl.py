@@ -132,7 +132,7 @@ def test_kernel_name_parsing() -> None:
     assert _collective_from_kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)") == "send_recv"
     assert _collective_from_kernel("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce_scatter"
     assert _collective_from_kernel("ncclDevKernel_Broadcast_RING_LL") == "broadcast"
-    assert _collective_from_kernel("deep_ep::intranode::dispatch") == "unknown"
+    assert _collective_from_kernel("deep_ep::intranode::dispatch<8>(int*)") == "deep_ep::intranode::dispatch"
 
 
 def test_busbw_factors() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Literal
 
@@ -10,11 +9,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
-from ..readers.kineto import normalize_collective
 from ..schema import EventKind
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu_time import COMM, activities
+from .stragglers import _kind_from_name
 
 __all__ = ["busbw_factor", "collective_calls", "nccl_summary", "size_bucket"]
 
@@ -22,8 +21,6 @@ __all__ = ["busbw_factor", "collective_calls", "nccl_summary", "size_bucket"]
 _FACTOR_2N = {"all_reduce"}
 _FACTOR_N = {"all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"}
 _FACTOR_1 = {"broadcast", "reduce", "send", "recv", "send_recv"}
-
-_KERNEL_COLLECTIVE = re.compile(r"(?:nccl|rccl)\w*?Kernel_([A-Za-z]+)")
 
 CALL_COLUMNS = {
     "rank": "int64",
@@ -75,8 +72,8 @@ def busbw_factor(collective: str, group_size: int) -> float:
 
 
 def _collective_from_kernel(name: str) -> str:
-    m = _KERNEL_COLLECTIVE.search(name)
-    return normalize_collective(m.group(1)) if m else "unknown"
+    """Collective kind from a kernel name, as :func:`stragglers` reads it (one rule for both)."""
+    return _kind_from_name(name)
 
 
 def _message_bytes(
@@ -114,7 +111,8 @@ def collective_calls(
     CPU stack). Kernels sharing one metadata event form one call. A kernel without
     metadata is a call of its own whose kind is read from its name
     (``ncclKernel_AllReduce_RING_LL_Sum_float`` -> ``all_reduce``,
-    ``ncclDevKernel_SendRecv`` -> ``send_recv``) and whose size is unknown.
+    ``ncclDevKernel_SendRecv`` -> ``send_recv``; another communication kernel is its own
+    kind, its name up to ``(`` or ``<``) and whose size is unknown.
 
     Returns
     -------
@@ -124,7 +122,8 @@ def collective_calls(
         rank : int
         collective : str
             ``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all``,
-            ``broadcast``, ``reduce``, ``send``, ``recv``, ``send_recv``, ...; ``unknown``.
+            ``broadcast``, ``reduce``, ``send``, ``recv``, ``send_recv``, ...; for a
+            non-NCCL kernel without metadata, its name up to ``(`` or ``<``.
         group_size : int
             Ranks in the process group (the metadata's, else ``world_size``); -1 if unknown.
         group_size_source : str
