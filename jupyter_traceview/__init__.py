@@ -14,13 +14,20 @@ from typing import Any
 
 from ._version import __version__
 from .analysis import (
+    collective_calls,
     comm_comp_overlap,
+    concurrency,
+    efficiency,
     frequent_kernel_sequences,
     idle_time_breakdown,
+    iteration_stats,
     kernel_breakdown,
     kernel_duration_distribution,
     kernel_launch_stats,
+    kernel_overlap_stats,
+    kernel_pace,
     memory_bandwidth,
+    nccl_summary,
     nvtx_gpu_projection,
     op_kernels,
     queue_length,
@@ -29,11 +36,12 @@ from .analysis import (
     temporal_breakdown,
     trace_diff,
     user_annotation_breakdown,
+    utilization_heatmap,
     write_counters_trace,
 )
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
-from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
+from .errors import OptionError, TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .loader import load
 from .schema import EventKind, GpuClass
 from .trace import Trace
@@ -43,6 +51,7 @@ __all__ = [
     "Classifier",
     "EventKind",
     "GpuClass",
+    "OptionError",
     "RankData",
     "RankMeta",
     "Trace",
@@ -52,16 +61,23 @@ __all__ = [
     "TraceviewWarning",
     "__version__",
     "clear_cache",
+    "collective_calls",
     "comm_comp_overlap",
+    "concurrency",
     "default_cache_dir",
+    "efficiency",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
+    "iteration_stats",
     "kernel_breakdown",
     "kernel_duration_distribution",
     "kernel_launch_stats",
+    "kernel_overlap_stats",
+    "kernel_pace",
     "load",
     "load_ipython_extension",
     "memory_bandwidth",
+    "nccl_summary",
     "nvtx_gpu_projection",
     "op_kernels",
     "queue_length",
@@ -72,6 +88,7 @@ __all__ = [
     "trace_diff",
     "unload_ipython_extension",
     "user_annotation_breakdown",
+    "utilization_heatmap",
     "write_counters_trace",
 ]
 

@@ -63,6 +63,13 @@ def _trigrams(folder: str) -> Analysis:
     return lambda t: tv.frequent_kernel_sequences(t, operator=SEQUENCE_OPERATORS[folder], length=3, top_k=None)
 
 
+def most_frequent_kernel(trace: tv.Trace) -> str:
+    """The GPU activity name that runs most often (ties: the first by name)."""
+    ev = trace.events()
+    counts = ev.loc[ev["gpu_class"].notna(), "name"].astype(str).value_counts()
+    return str(sorted(counts[counts == counts.max()].index)[0])
+
+
 def _diff_with(other: str) -> Callable[[str], Analysis]:
     return lambda folder: lambda t: tv.trace_diff(t, load(other), aggregate="mean")
 
@@ -95,6 +102,21 @@ ANALYSES: dict[str, Callable[[str], Analysis]] = {
     "stragglers_arrival": every(lambda t: tv.stragglers(t, by="arrival")),
     "trace_diff_vs_hta_dlrm_2of128_ranks": _diff_with("hta_dlrm_2of128_ranks"),
     "trace_diff_rank0_vs_rank1": every(lambda t: tv.trace_diff(t.select(ranks=0), t.select(ranks=1))),
+    "utilization_heatmap": every(lambda t: tv.utilization_heatmap(t, bins=100)),
+    "utilization_heatmap_overlap": every(lambda t: tv.utilization_heatmap(t, bins=100, kind="overlap")),
+    "utilization_heatmap_rank_start": every(
+        lambda t: tv.utilization_heatmap(t, bins=50, kind="compute", align="rank_start")
+    ),
+    "concurrency": every(lambda t: tv.concurrency(t)),
+    "kernel_overlap_stats": every(lambda t: tv.kernel_overlap_stats(t, per="rank")),
+    "efficiency": every(lambda t: tv.efficiency(t)),
+    "efficiency_rank": every(lambda t: tv.efficiency(t, per="rank")),
+    "efficiency_iteration": every(lambda t: tv.efficiency(t, per="iteration")),
+    "iteration_stats": every(lambda t: tv.iteration_stats(t)),
+    "iteration_stats_step": every(lambda t: tv.iteration_stats(t, per="step")),
+    "nccl_summary": every(lambda t: tv.nccl_summary(t, per="rank")),
+    "collective_calls": every(lambda t: tv.collective_calls(t)),
+    "kernel_pace": every(lambda t: tv.kernel_pace(t, name=most_frequent_kernel(t))),
 }
 
 #: Which folders an analysis is pinned on (all, unless listed here).
@@ -106,6 +128,7 @@ APPLIES: dict[str, set[str]] = {
     "stragglers_arrival": MULTI_RANK,
     "trace_diff_vs_hta_dlrm_2of128_ranks": {"dlrm_8rank_v100"},
     "trace_diff_rank0_vs_rank1": MULTI_RANK,
+    "kernel_pace": set(FOLDERS) - {"hta_cpu_only"},
 }
 
 _LOADED: dict[str, tv.Trace] = {}
