@@ -16,6 +16,7 @@ from ._version import __version__
 from .analysis import nvtx_gpu_projection, summary
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
+from .clock import align_clocks, clock_alignment
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .loader import load
 from .schema import EventKind, GpuClass
@@ -34,7 +35,9 @@ __all__ = [
     "TraceviewError",
     "TraceviewWarning",
     "__version__",
+    "align_clocks",
     "clear_cache",
+    "clock_alignment",
     "default_cache_dir",
     "load",
     "load_ipython_extension",

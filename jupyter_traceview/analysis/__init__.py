@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from ..clock import clock_alignment
 from .nvtx import nvtx_gpu_projection
 from .summary import summary
 
 __all__ = [
+    "clock_alignment",
     "nvtx_gpu_projection",
     "summary",
 ]
