@@ -14,6 +14,7 @@ from typing import Any
 
 from ._version import __version__
 from .analysis import nvtx_gpu_projection, summary
+from .analysis.critical_path import critical_path
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .clock import align_clocks, clock_alignment
@@ -38,6 +39,7 @@ __all__ = [
     "align_clocks",
     "clear_cache",
     "clock_alignment",
+    "critical_path",
     "default_cache_dir",
     "load",
     "load_ipython_extension",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .collectives import SYNCHRONISING, match_instances, rank_collective_kernels
-from .errors import TraceSelectionError, TraceviewError
+from .errors import TraceSelectionError, TraceviewError, TraceviewWarning
 from .trace import Trace
 from .trace_data import RankData
 
@@ -100,7 +101,8 @@ def clock_alignment(
         violations : int
             Collectives in which, after alignment, this rank's kernel ends before another
             rank's kernel of the same collective has started: impossible for a real
-            collective, so a sign of a wrong estimate or a wrong match.
+            collective, so a sign of a wrong estimate or a wrong match (a
+            :class:`TraceviewWarning` says so).
 
     Raises
     ------
@@ -246,6 +248,15 @@ def _fit(trace: Trace, *, reference: int | None, collectives: tuple[str, ...], m
     latest_start = np.nanmax(aligned_starts, axis=1)
     violates = present & (aligned_ends < latest_start[:, None])
 
+    inverted = int(violates.any(axis=1).sum())
+    if inverted:
+        warnings.warn(
+            f"clock alignment: after alignment, {inverted} of {len(keys)} matched collective(s) still end on some "
+            "rank before another rank has started them. The ends do not agree (see residual_median_ns): "
+            "collectives matched by order may be different ones on different ranks, or clocks drift within the trace",
+            TraceviewWarning,
+            stacklevel=4,
+        )
     by = inst.groupby("rank")["matched_by"].agg(lambda s: "+".join(sorted(set(s))))
     rounded = np.rint(offset).astype(np.int64)
     table = pd.DataFrame(

@@ -164,6 +164,17 @@ def test_different_counts_are_not_matched_by_order(tmp_path: Path) -> None:
         tv.clock_alignment(trace)
 
 
+def test_inconsistent_matches_warn() -> None:
+    from tests.conftest import KINETO_FOLDERS
+
+    # Two ranks sampled from a 128-rank job: matched by order, most collectives are not the same ones.
+    trace = tv.load(KINETO_FOLDERS["hta_dlrm_2of128_ranks"], cache=False)
+    with pytest.warns(tv.TraceviewWarning, match="still end on some rank before another rank has started them"):
+        result = tv.clock_alignment(trace)
+    assert result["violations"].sum() > 0
+    assert result["residual_median_ns"].min() > 1_000_000
+
+
 def test_kernel_names_give_the_collective() -> None:
     assert kernel_collective(ALLREDUCE) == "all_reduce"
     assert kernel_collective(ALLGATHER) == "all_gather"
