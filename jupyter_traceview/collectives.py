@@ -106,43 +106,57 @@ def rank_collective_kernels(trace: Trace) -> pd.DataFrame:
         ts, end = np.clip(ts, lo, hi), np.clip(end, lo, hi)
     eids = k["eid"].to_numpy()
 
-    comms = d.comms
-    comm_by_eid = comms.set_index("eid") if len(comms) else None
+    comms = d.comms.drop_duplicates("eid")
+    comm_eids = comms["eid"].to_numpy()
     # Position of every eid in the (possibly narrowed) events table, for parent walks.
     all_eids = ev["eid"].to_numpy()
-    pos = np.full(int(all_eids.max()) + 1 if len(all_eids) else 0, -1, dtype=np.int64)
+    size = int(all_eids.max()) + 1
+    pos = np.full(size, -1, dtype=np.int64)
     pos[all_eids] = np.arange(len(all_eids))
     parent = ev["parent_eid"].to_numpy()
+    is_comm_row = np.zeros(size, dtype=bool)
+    is_comm_row[comm_eids[comm_eids < size]] = True
 
-    collective: list[str] = []
-    keys: list[str] = []
-    matched_by: list[str] = []
-    group: list[int] = []  # enclosing comms event (order matching), -1 if none
-    for eid, name, launch in zip(eids.tolist(), k["name"].astype(str).tolist(), k["launch_eid"].tolist(), strict=True):
-        own = _comms_row(comm_by_eid, eid)
-        enclosing, enclosing_eid = None, -1
-        cur = launch
-        for _ in range(256):  # nesting depth bound
-            if cur < 0 or cur >= len(pos) or pos[cur] < 0:
-                break
-            row = _comms_row(comm_by_eid, cur)
-            if row is not None:
-                enclosing, enclosing_eid = row, cur
-                break
-            cur = int(parent[pos[cur]])
-        seq_row = next((r for r in (own, enclosing) if r is not None and int(r["seq"]) >= 0), None)
-        meta_row = own if own is not None else enclosing
-        kind = str(meta_row["collective"]) if meta_row is not None else kernel_collective(name)
-        if seq_row is not None:
-            pg = seq_row["pg_name"]
-            pg_text = "" if pd.isna(pg) else str(pg)
-            keys.append(f"seq:{pg_text}:{int(seq_row['seq'])}")
-            matched_by.append("seq")
-        else:
-            keys.append("")
-            matched_by.append("order")
-        collective.append(kind)
-        group.append(enclosing_eid)
+    # The nearest enclosing comms event of each kernel's launch call (walking up the parents).
+    enclosing = np.full(len(eids), -1, dtype=np.int64)
+    cur = k["launch_eid"].to_numpy().copy()
+    todo = np.flatnonzero((cur >= 0) & (cur < size))
+    for _ in range(256):  # nesting depth bound
+        todo = todo[pos[cur[todo]] >= 0]
+        if not len(todo):
+            break
+        hit = is_comm_row[cur[todo]]
+        enclosing[todo[hit]] = cur[todo[hit]]
+        todo = todo[~hit]
+        cur[todo] = parent[pos[cur[todo]]]
+        todo = todo[(cur[todo] >= 0) & (cur[todo] < size)]
+
+    meta = comms.set_index("eid")[["collective", "pg_name", "seq"]]
+    own = meta.reindex(eids)
+    encl = meta.reindex(enclosing)
+    own_has = own["collective"].notna().to_numpy()
+    encl_has = encl["collective"].notna().to_numpy()
+    own_seq = own["seq"].fillna(-1).to_numpy().astype(np.int64)
+    encl_seq = encl["seq"].fillna(-1).to_numpy().astype(np.int64)
+    names = k["name"].cat.remove_unused_categories()
+    per_name = np.array([kernel_collective(str(c)) for c in names.cat.categories] + ["unknown"], dtype=object)
+    codes = names.cat.codes.to_numpy()
+    by_name = per_name[np.where(codes >= 0, codes, len(per_name) - 1)]
+    collective = np.where(
+        own_has,
+        own["collective"].astype(object).to_numpy(),
+        np.where(encl_has, encl["collective"].astype(object).to_numpy(), by_name),
+    )
+    use_own = own_seq >= 0
+    seq = np.where(use_own, own_seq, encl_seq)
+    pg = np.where(use_own, own["pg_name"].astype(object).to_numpy(), encl["pg_name"].astype(object).to_numpy())
+    has_seq = seq >= 0
+    keys = [
+        f"seq:{'' if pd.isna(g) else g}:{q}" if h else ""
+        for g, q, h in zip(pg.tolist(), seq.tolist(), has_seq.tolist(), strict=True)
+    ]
+    matched_by = np.where(has_seq, "seq", "order")
+    group = enclosing
 
     out = pd.DataFrame(
         {
@@ -150,16 +164,16 @@ def rank_collective_kernels(trace: Trace) -> pd.DataFrame:
             "ts_ns": ts.astype(np.int64),
             "end_ns": end.astype(np.int64),
             "stream": k["stream"].to_numpy().astype(np.int64),
-            "collective": pd.array(collective, dtype="str"),
+            "collective": pd.array([str(c) for c in collective.tolist()], dtype="str"),
             "key": keys,
-            "matched_by": pd.array(matched_by, dtype="str"),
+            "matched_by": pd.array(matched_by.tolist(), dtype="str"),
         }
     )
     # Order keys: one instance per enclosing comms event (or per kernel without one),
     # numbered by first start within its collective kind.
     order = out["matched_by"] == "order"
     if order.any():
-        sub = out.loc[order].assign(group=np.asarray(group, dtype=np.int64)[order.to_numpy()])
+        sub = out.loc[order].assign(group=group[order.to_numpy()])
         sub["group"] = np.where(sub["group"] >= 0, sub["group"], -2 - sub["eid"])
         first = sub.groupby("group")["ts_ns"].transform("min")
         sub = sub.assign(first=first)
@@ -170,13 +184,6 @@ def rank_collective_kernels(trace: Trace) -> pd.DataFrame:
             f"order:{c}:{n_of_group[g]}" for c, g in zip(sub["collective"].tolist(), sub["group"].tolist(), strict=True)
         ]
     return out.astype({"key": "str"})
-
-
-def _comms_row(comm_by_eid: pd.DataFrame | None, eid: int) -> pd.Series | None:
-    if comm_by_eid is None or eid not in comm_by_eid.index:
-        return None
-    row = comm_by_eid.loc[eid]
-    return row.iloc[0] if isinstance(row, pd.DataFrame) else row
 
 
 def match_instances(

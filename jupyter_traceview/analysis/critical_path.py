@@ -304,8 +304,8 @@ def _build_graph(trace: Trace) -> _Graph | None:
         pending = pending[p[pending] < 0]
     pid = ev["pid"].to_numpy()[pos[c]]
     tid = ev["tid"].to_numpy()[pos[c]]
-    _, thread = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
-    group = np.where(p >= 0, p, n + thread.reshape(-1))
+    thread, _ = _pairs(pid, tid)
+    group = np.where(p >= 0, p, n + thread)
     order = np.lexsort((c, group))
     cs, gs, ps = c[order], group[order], p[order]
     first = np.r_[True, gs[1:] != gs[:-1]] if len(cs) else np.zeros(0, bool)
@@ -326,9 +326,8 @@ def _build_graph(trace: Trace) -> _Graph | None:
     g = np.flatnonzero(is_gpu)
     device = ev["device"].to_numpy()[pos[g]].astype(np.int64)
     stream = ev["stream"].to_numpy()[pos[g]]
-    lanes, sk = np.unique(np.stack([device, stream], axis=1), axis=0, return_inverse=True)
-    sk = sk.reshape(-1)
-    lane_of = {(int(a), int(b)): i for i, (a, b) in enumerate(lanes.tolist())}
+    sk, lanes = _pairs(device, stream)
+    lane_of = {pair: i for i, pair in enumerate(lanes)}
     order = np.lexsort((g, sk))
     gs_, sks = g[order], sk[order]
     same = np.r_[False, sks[1:] == sks[:-1]]
@@ -367,7 +366,7 @@ def _build_graph(trace: Trace) -> _Graph | None:
     recs = pd.DataFrame(
         {
             "eid": all_eid[rec_rows],
-            "name": names.to_numpy()[rec_rows].astype(str) if len(rec_rows) else np.zeros(0, dtype=str),
+            "name": np.asarray(names.cat.categories, dtype=object)[names.cat.codes.to_numpy()[rec_rows]],
             "device": ev["device"].to_numpy()[rec_rows].astype(np.int64),
             "stream": ev["stream"].to_numpy()[rec_rows],
             "correlation": ev["correlation"].to_numpy()[rec_rows],
@@ -499,25 +498,29 @@ def _build_graph(trace: Trace) -> _Graph | None:
     return _Graph(rank=rank, eid=eid, pos=pos, is_gpu=is_gpu, t=t, pred=out_pred, edge=out_edge, attr=out_attr, loc=loc)
 
 
+def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Codes 0..k-1 of the distinct (a, b) pairs, and the pairs (hashing, not sorting)."""
+    ca, ua = pd.factorize(a)
+    cb, ub = pd.factorize(b)
+    codes, combined = pd.factorize(ca.astype(np.int64) * max(len(ub), 1) + cb)
+    pairs = [(int(ua[c // max(len(ub), 1)]), int(ub[c % max(len(ub), 1)])) for c in combined.tolist()]
+    return codes.astype(np.int64), pairs
+
+
 # ---------------------------------------------------------------------- walking
-@dataclass
-class _Segment:
-    rank: int
-    attr_eid: int
-    edge: int
-    start: int
-    end: int
-    from_rank: int
+# A segment of the path: (rank, eid, edge, start, end, from_rank), all ints.
+_Seg = tuple[int, int, int, int, int, int]
 
 
-def _walk(g: _Graph, start: int, eff: int, stop: int | None, lists: dict[str, list[Any]]) -> list[_Segment]:
+def _walk(g: _Graph, start: int, eff: int, stop: int | None, lists: dict[str, list[Any]]) -> list[_Seg]:
     """Segments from node ``start`` (at effective time ``eff``) back to ``stop`` or a source, latest first.
 
     Effective times never increase going back (a dependency reported as ending after
     the point that waited for it is taken to end at that point), so segments tile time.
     """
     pred, t, edge, attr, eids = lists["pred"], lists["t"], lists["edge"], lists["attr"], lists["eid"]
-    out: list[_Segment] = []
+    rank = g.rank
+    out: list[_Seg] = []
     cur = start
     for _ in range(len(pred) + 1):
         if cur == stop:
@@ -525,8 +528,8 @@ def _walk(g: _Graph, start: int, eff: int, stop: int | None, lists: dict[str, li
         p = pred[cur]
         if p < 0:
             break
-        ep = min(t[p], eff)
-        out.append(_Segment(g.rank, eids[attr[cur]], edge[cur], ep, eff, g.rank))
+        ep = t[p] if t[p] < eff else eff
+        out.append((rank, eids[attr[cur]], edge[cur], ep, eff, rank))
         cur, eff = p, ep
     return out
 
@@ -566,49 +569,60 @@ def _roots(g: _Graph, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------- one rank
 def _one_rank_path(trace: Trace, rank: int) -> pd.DataFrame:
     one = trace.select(ranks=[rank])
-    rows = one.map_ranks(_rank_full_path)[rank]
-    if rows is None:
+    segs = one.map_ranks(_rank_full_path)[rank]
+    if segs is None:
         warn_no_gpu("critical_path", [rank])
         return empty(CRITICAL_PATH_COLUMNS)
     if len(trace.ranks) > 1:
-        rows = _split_waits(trace, rank, rows)
-    return rows
+        segs = _split_waits(trace, rank, segs)
+    return _frame(trace, segs)
 
 
-def _rank_full_path(trace: Trace) -> pd.DataFrame | None:
+def _rank_full_path(trace: Trace) -> np.ndarray | None:
     g = _build_graph(trace)
     if g is None:
         return None
     end = _final_node(g)
-    segs = _walk(g, end, int(g.t[end]), None, _lists(g))
-    return _frame(trace, {g.rank: segs[::-1]}, order=[(g.rank, i) for i in range(len(segs))])
+    return _seg_array(_walk(g, end, int(g.t[end]), None, _lists(g))[::-1])
 
 
-def _split_waits(trace: Trace, rank: int, rows: pd.DataFrame) -> pd.DataFrame:
+def _seg_array(segs: list[_Seg]) -> np.ndarray:
+    return np.array(segs, dtype=np.int64).reshape(len(segs), 6)
+
+
+def _split_waits(trace: Trace, rank: int, segs: np.ndarray) -> np.ndarray:
     """Split each collective kernel on a one-rank path at the last other rank's arrival."""
     kernels = trace.map_ranks(rank_collective_kernels)
     inst, _ = match_instances(kernels)
     inst = _consistent(inst)
     if not len(inst):
-        return rows
+        return segs
     mine = kernels[rank]
-    key_of = dict(zip(mine["eid"].tolist(), mine["key"].tolist(), strict=True))
-    others = inst.loc[inst["rank"] != rank].sort_values("start_ns")
-    latest = others.groupby("key").tail(1).set_index("key")
-    out = []
-    for row in rows.itertuples(index=False):
-        key = key_of.get(row.eid) if row.edge == "span" and row.category == "gpu_communication" else None
-        if key is not None and key in latest.index:
-            arrival = int(latest.loc[key, "start_ns"])
-            late_rank = int(latest.loc[key, "rank"])
-            cut = min(max(arrival, row.start_ns), row.end_ns)
-            if cut > row.start_ns:
-                out.append(row._replace(category="wait_other_rank", edge="wait", end_ns=cut, from_rank=late_rank))
-                row = row._replace(start_ns=cut)
-        out.append(row)
-    frame = pd.DataFrame(out, columns=list(CRITICAL_PATH_COLUMNS))
-    frame["dur_ns"] = frame["end_ns"] - frame["start_ns"]
-    return frame.astype(CRITICAL_PATH_COLUMNS)
+    latest = inst.loc[inst["rank"] != rank].sort_values(["start_ns", "rank"]).groupby("key").tail(1)
+    arrival = mine[["eid", "key"]].merge(latest[["key", "start_ns", "rank"]], on="key", how="inner")
+    if not len(arrival):
+        return segs
+    lookup = pd.Series(np.arange(len(arrival)), index=arrival["eid"].to_numpy())
+    at = lookup.reindex(segs[:, 1]).to_numpy()
+    cand = (segs[:, 2] == SPAN) & ~np.isnan(at)
+    idx = np.flatnonzero(cand)
+    if not len(idx):
+        return segs
+    row = at[idx].astype(np.int64)
+    cut = np.minimum(np.maximum(arrival["start_ns"].to_numpy()[row], segs[idx, 3]), segs[idx, 4])
+    split = cut > segs[idx, 3]
+    idx, row, cut = idx[split], row[split], cut[split]
+    if not len(idx):
+        return segs
+    waits = segs[idx].copy()
+    waits[:, 2] = WAIT
+    waits[:, 4] = cut
+    waits[:, 5] = arrival["rank"].to_numpy()[row]
+    out = segs.copy()
+    out[idx, 3] = cut
+    # Each wait goes right before the rest of its kernel.
+    merged = np.insert(out, idx, waits, axis=0)
+    return merged
 
 
 # ---------------------------------------------------------------------- across ranks
@@ -634,7 +648,7 @@ def _rank_summary(trace: Trace) -> dict[str, Any] | None:
             end_t=g.t[stops],
             root=[_node_ref(g, int(x)) for x in root[starts].tolist()],
             low=low[starts],
-        ).set_index("eid"),
+        ),
     }
 
 
@@ -643,14 +657,15 @@ def _node_ref(g: _Graph, node: int) -> tuple[int, bool, bool]:
     return int(g.eid[node // 2]), bool(node % 2), bool(g.pred[node] < 0)
 
 
-def _rank_expand(trace: Trace, pieces: Mapping[int, list[tuple[int, bool, int, int | None]]]) -> dict[int, Any]:
+def _rank_expand(trace: Trace, pieces: Mapping[int, list[tuple[int, bool, int, int | None]]]) -> dict[int, list[_Seg]]:
     """Phase 3, per rank: the segments of the path pieces on this rank (rebuilding its graph)."""
     (rank,) = trace.ranks
     mine = pieces.get(rank, [])
     if not mine:
         return {}
     g = _build_graph(trace)
-    assert g is not None  # phase 1 found GPU activity on this rank
+    if g is None:  # cannot happen: phase 1 found GPU activity on this rank
+        return {}
     lists = _lists(g)
     out = {}
     for index, (eid, is_end, eff, stop_eid) in enumerate(mine):
@@ -670,13 +685,25 @@ def _cross_rank_path(trace: Trace) -> pd.DataFrame:
     kernels = {r: s["kernels"].reset_index() for r, s in live.items()}
     inst, _ = match_instances(kernels)
     inst = _consistent(inst)
-    arrivals = {key: grp.sort_values(["start_ns", "rank"]) for key, grp in inst.groupby("key")}
+    latest = inst.sort_values(["start_ns", "rank"]).groupby("key").tail(1)
+    last_arrival = {
+        key: (int(r), int(t), int(e))
+        for key, r, t, e in zip(latest["key"], latest["rank"], latest["start_ns"], latest["start_eid"], strict=True)
+    }
+    # Per rank: eid -> (key, start, root, low) of its communication kernels.
+    info = {
+        r: {
+            int(e): (str(key), int(st), root, int(low))
+            for e, key, st, root, low in zip(k["eid"], k["key"], k["start_t"], k["root"], k["low"], strict=True)
+        }
+        for r, k in kernels.items()
+    }
 
     end_rank = max(live, key=lambda r: (live[r]["final_t"], -r))
     s = live[end_rank]
     cur_rank, cur_eid, cur_end, eff = end_rank, s["final_eid"], True, s["final_t"]
     root, low = s["final_root"], s["final_low"]
-    # The path as a list of pieces (walked later, on their ranks) and explicit collective segments.
+    # The path, latest first: pieces (walked later, on their ranks) and collective hand-overs.
     steps: list[tuple[str, Any]] = []
     pieces: dict[int, list[tuple[int, bool, int, int | None]]] = {}
     seen: set[tuple[int, int]] = set()
@@ -689,46 +716,29 @@ def _cross_rank_path(trace: Trace) -> pd.DataFrame:
         if root_is_source or (cur_rank, root_eid) in seen:
             break
         seen.add((cur_rank, root_eid))
-        k = live[cur_rank]["kernels"].loc[root_eid]
-        key = k["key"]
-        own_start = int(k["start_t"])
-        late = arrivals.get(key)
-        jump = None
-        if late is not None:
-            last = late.iloc[-1]
-            if int(last["rank"]) != cur_rank and int(last["start_ns"]) > own_start:
-                jump = last
-        if jump is not None:
-            to_rank, to_eid = int(jump["rank"]), int(jump["start_eid"])
-            start = int(jump["start_ns"])
-            seg_start = min(start, eff)
-            steps.append(("segment", _Segment(cur_rank, int(root_eid), COLLECTIVE, seg_start, eff, to_rank)))
-            eff = seg_start
-            target = live[to_rank]["kernels"].loc[to_eid]
-            cur_rank, cur_eid, cur_end = to_rank, to_eid, False
+        key, own_start, own_root, own_low = info[cur_rank][root_eid]
+        late = last_arrival.get(key)
+        if late is not None and late[0] != cur_rank and late[1] > own_start:
+            to_rank, late_start, to_eid = late
+            seg_start = min(late_start, eff)
+            steps.append(("segment", (cur_rank, root_eid, COLLECTIVE, seg_start, eff, to_rank)))
+            _, _, root, low = info[to_rank][to_eid]
+            cur_rank, cur_eid = to_rank, to_eid
         else:
             seg_start = min(own_start, eff)
-            steps.append(("segment", _Segment(cur_rank, int(root_eid), SPAN, seg_start, eff, cur_rank)))
-            eff = seg_start
-            target = k
-            cur_eid, cur_end = int(root_eid), False
-        root, low = target["root"], int(target["low"])
+            steps.append(("segment", (cur_rank, root_eid, SPAN, seg_start, eff, cur_rank)))
+            root, low = own_root, own_low
+            cur_eid = root_eid
+        cur_end, eff = False, seg_start
     expanded = trace.map_ranks(_rank_expand, pieces)
-    segments: list[_Segment] = []
+    segments: list[_Seg] = []
     for kind, what in steps:
         if kind == "piece":
             r, index = what
             segments.extend(expanded[r][index])
         else:
             segments.append(what)
-    segments.reverse()
-    by_rank: dict[int, list[_Segment]] = {}
-    order = []
-    for seg in segments:
-        lst = by_rank.setdefault(seg.rank, [])
-        order.append((seg.rank, len(lst)))
-        lst.append(seg)
-    return _frame(trace, by_rank, order=order)
+    return _frame(trace, _seg_array(segments[::-1]))
 
 
 def _consistent(inst: pd.DataFrame) -> pd.DataFrame:
@@ -756,60 +766,78 @@ def _consistent(inst: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- output
-def _frame(trace: Trace, by_rank: dict[int, list[_Segment]], *, order: list[tuple[int, int]]) -> pd.DataFrame:
-    """Rows for segments (grouped by rank; ``order`` lists (rank, index) in path order)."""
-    parts = trace.map_ranks(_describe, {r: [s.attr_eid for s in segs] for r, segs in by_rank.items()})
-    rows: dict[str, list[Any]] = {c: [] for c in CRITICAL_PATH_COLUMNS}
-    for r, i in order:
-        seg = by_rank[r][i]
-        name, kind, gpu_class = parts[r][i]
-        if seg.start == seg.end and seg.edge != SPAN:
-            continue  # an instantaneous hand-over adds nothing
-        rows["rank"].append(r)
-        rows["eid"].append(seg.attr_eid)
-        rows["name"].append(name)
-        rows["kind"].append(kind)
-        rows["category"].append(_category(seg.edge, kind, gpu_class))
-        rows["edge"].append(EDGE_NAMES[seg.edge])
-        rows["start_ns"].append(seg.start)
-        rows["end_ns"].append(seg.end)
-        rows["dur_ns"].append(seg.end - seg.start)
-        rows["from_rank"].append(seg.from_rank)
-    return pd.DataFrame(rows, columns=list(CRITICAL_PATH_COLUMNS)).astype(CRITICAL_PATH_COLUMNS)
+_EDGE_CATEGORY = {
+    IDLE: "cpu_idle",
+    LAUNCH: "launch_delay",
+    STREAM: "gpu_gap",
+    STREAM_WAIT: "stream_wait",
+    INFERRED_WAIT: "stream_wait",
+    SYNC: "sync",
+    COLLECTIVE: "gpu_communication",
+    WAIT: "wait_other_rank",
+}
 
 
-def _describe(trace: Trace, eids: Mapping[int, list[int]]) -> list[tuple[str, str, str]]:
-    """(name, kind, gpu_class) of the given events of a one-rank trace."""
+def _frame(trace: Trace, segs: np.ndarray) -> pd.DataFrame:
+    """The path frame from segments in time order (columns: rank, eid, edge, start, end, from_rank)."""
+    segs = segs[(segs[:, 4] > segs[:, 3]) | (segs[:, 2] == SPAN)]  # instantaneous hand-overs add nothing
+    n = len(segs)
+    ranks = segs[:, 0]
+    wanted = {int(r): segs[ranks == r, 1] for r in np.unique(ranks).tolist()}
+    described = trace.map_ranks(_describe, wanted)
+    name = np.empty(n, dtype=object)
+    kind = np.empty(n, dtype=object)
+    gpu_class = np.empty(n, dtype=object)
+    for r, (names, kinds, classes) in described.items():
+        if r in wanted:
+            at = ranks == r
+            name[at], kind[at], gpu_class[at] = names, kinds, classes
+    edge = segs[:, 2]
+    is_gpu = gpu_class != ""
+    category = np.where(
+        is_gpu,
+        np.char.add("gpu_", gpu_class.astype(str)),
+        np.where(np.isin(kind, _RUNTIME_KINDS), "cpu_runtime", "cpu"),
+    ).astype(object)
+    for code, label in _EDGE_CATEGORY.items():
+        category[edge == code] = label
+    out = pd.DataFrame(
+        {
+            "rank": ranks,
+            "eid": segs[:, 1],
+            "name": name,
+            "kind": kind,
+            "category": category,
+            "edge": np.asarray(EDGE_NAMES, dtype=object)[edge] if n else np.empty(0, dtype=object),
+            "start_ns": segs[:, 3],
+            "end_ns": segs[:, 4],
+            "dur_ns": segs[:, 4] - segs[:, 3],
+            "from_rank": segs[:, 5],
+        }
+    )
+    return out.astype(CRITICAL_PATH_COLUMNS)
+
+
+def _describe(trace: Trace, eids: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Names, kinds and GPU classes ("" for CPU events) of the given events of a one-rank trace."""
     (rank,) = trace.ranks
-    wanted = eids.get(rank, [])
-    if not wanted:
-        return []
+    wanted = np.asarray(eids.get(rank, np.empty(0, dtype=np.int64)), dtype=np.int64)
     ev = trace.rank_data(rank).events
+    if not len(wanted):
+        empty_obj = np.empty(0, dtype=object)
+        return empty_obj, empty_obj.copy(), empty_obj.copy()
     all_eid = ev["eid"].to_numpy()
     row_of = np.full(int(all_eid.max()) + 1, -1, dtype=np.int64)
     row_of[all_eid] = np.arange(len(all_eid))
-    rows = row_of[np.asarray(wanted, dtype=np.int64)]
-    names = ev["name"].to_numpy()[rows].astype(str)
-    kinds = ev["kind"].to_numpy()[rows].astype(str)
-    classes = ev["gpu_class"].astype(object).to_numpy()[rows]
-    return [(str(n), str(k), "" if pd.isna(c) else str(c)) for n, k, c in zip(names, kinds, classes, strict=True)]
+    rows = row_of[wanted]
 
+    def column(col: str, missing: str) -> np.ndarray:
+        cat = ev[col].array
+        codes = np.asarray(cat.codes)[rows]
+        values = np.asarray(cat.categories, dtype=object)
+        return np.where(codes >= 0, values[np.maximum(codes, 0)] if len(values) else missing, missing)
 
-def _category(edge: int, kind: str, gpu_class: str) -> str:
-    if edge in (SPAN, SELF):
-        if gpu_class:
-            return f"gpu_{gpu_class}"
-        return "cpu_runtime" if kind in _RUNTIME_KINDS else "cpu"
-    return {
-        IDLE: "cpu_idle",
-        LAUNCH: "launch_delay",
-        STREAM: "gpu_gap",
-        STREAM_WAIT: "stream_wait",
-        INFERRED_WAIT: "stream_wait",
-        SYNC: "sync",
-        COLLECTIVE: "gpu_communication",
-        WAIT: "wait_other_rank",
-    }[edge]
+    return column("name", ""), column("kind", ""), column("gpu_class", "")
 
 
 def _categories(path: pd.DataFrame) -> pd.DataFrame:
