@@ -168,6 +168,49 @@ def test_unrecorded_stream_waits_are_inferred(tmp_path: Path) -> None:
     assert "inferred_wait" not in set(path["edge"])
 
 
+def test_thread_fork_and_join_are_inferred(tmp_path: Path) -> None:
+    # loss.backward() on the main thread (tid 100) blocks while the autograd thread (tid 200)
+    # runs the backward ops, which launch the kernels.
+    grad = {"tid": 200}
+    events = [
+        kb.cpu_op("aten::forward", 0, 10),
+        kb.cpu_op("autograd::backward", 12, 100),
+        kb.cpu_op("aten::ones_like", 13, 2),
+        kb.cpu_op("MmBackward0", 40, 30, **grad),
+        kb.runtime("cudaLaunchKernel", 45, 2, corr=1, tid=200),
+        kb.kernel("gemm_backward", 50, 20, corr=1),
+        kb.cpu_op("AddBackward0", 75, 30, **grad),
+        kb.cpu_op("optimizer.step", 115, 10),
+    ]
+    path = tv.critical_path(load(tmp_path, events), rank=0)
+    check_tiling(path)
+    # forward, idle, the fork to the autograd thread (28 us after backward() began),
+    # MmBackward0 and its launch, idle, AddBackward0, the join back (backward() returns
+    # 7 us after AddBackward0 ends), idle, the optimizer step.
+    assert list(zip(path["name"], path["edge"], path["dur_ns"] // 1000, strict=True)) == [
+        ("aten::forward", "span", 10),
+        ("autograd::backward", "idle", 2),
+        ("MmBackward0", "inferred_fork", 28),
+        ("MmBackward0", "self", 5),
+        ("cudaLaunchKernel", "span", 2),
+        ("MmBackward0", "self", 23),
+        ("AddBackward0", "idle", 5),
+        ("AddBackward0", "span", 30),
+        ("autograd::backward", "inferred_join", 7),
+        ("optimizer.step", "idle", 3),
+        ("optimizer.step", "span", 10),
+    ]
+    # Without the autograd thread's help, nothing is inferred: the main thread's own time.
+    alone = tv.critical_path(
+        load(
+            tmp_path / "alone",
+            [e for e in events if e["tid"] != 200 and e["cat"] != "kernel"] + [kb.kernel("k", 0, 1, corr=99)],
+        ),
+        rank=0,
+    )
+    assert not alone["edge"].str.startswith("inferred").any()
+
+
 def test_synchronous_copy_waits_for_its_own_copy(tmp_path: Path) -> None:
     events = [
         kb.runtime("cudaLaunchKernel", 0, 1, corr=1),

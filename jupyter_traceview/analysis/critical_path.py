@@ -81,9 +81,24 @@ CRITICAL_PATH_CATEGORIES = (
 )
 
 # Edge codes; the tie-break priority (higher wins when two dependencies end together).
-SPAN, SELF, IDLE, LAUNCH, STREAM, STREAM_WAIT, SYNC, COLLECTIVE, WAIT, INFERRED_WAIT = range(10)
-EDGE_NAMES = ("span", "self", "idle", "launch", "stream", "stream_wait", "sync", "collective", "wait", "inferred_wait")
-_PRIORITY = np.array([1, 2, 0, 3, 4, 6, 7, 8, 9, 5], dtype=np.int8)
+SPAN, SELF, IDLE, LAUNCH, STREAM, STREAM_WAIT, SYNC, COLLECTIVE, WAIT, INFERRED_WAIT, INFERRED_JOIN, INFERRED_FORK = (
+    range(12)
+)
+EDGE_NAMES = (
+    "span",
+    "self",
+    "idle",
+    "launch",
+    "stream",
+    "stream_wait",
+    "sync",
+    "collective",
+    "wait",
+    "inferred_wait",
+    "inferred_join",
+    "inferred_fork",
+)
+_PRIORITY = np.array([1, 2, 0, 3, 4, 7, 8, 9, 10, 6, 5, 5], dtype=np.int8)
 
 _ACTIVITY_KINDS = [EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value]
 _NOT_CPU_NODES = [
@@ -317,6 +332,42 @@ def _build_graph(trace: Trace) -> _Graph | None:
     add(2 * cs[head], 2 * ps[head], SELF, ps[head])
     tail = last & (ps >= 0)
     add(2 * ps[tail] + 1, 2 * cs[tail] + 1, SELF, ps[tail])
+    # A thread that resumes long after its own last step resumed because another thread of
+    # its process finished something (loss.backward() waiting for the autograd thread): take
+    # the other thread's event that ended just before as what it waited for.
+    gap_node = np.concatenate([2 * cs[sib], 2 * cs[head], 2 * ps[tail] + 1])
+    gap_pred = np.concatenate([2 * prev[sib] + 1, 2 * ps[head], 2 * cs[tail] + 1])
+    long_gap = t[gap_node] - t[gap_pred] > INFERRED_WAIT_MIN_DELAY_NS
+    if long_gap.any() and len(np.unique(thread)) > 1:
+        waiting = gap_node[long_gap]
+        wait_t = t[waiting]
+        c_thread = np.full(n, -1, dtype=np.int64)
+        c_thread[c] = thread
+        c_pid = np.zeros(n, dtype=np.int64)
+        c_pid[c] = pid
+        ends_c = t[2 * c + 1]
+        best = np.full(len(waiting), -1, dtype=np.int64)
+        for th in np.unique(thread).tolist():
+            # The event of thread th that ends last at or before each waiting point.
+            mine = c[thread == th]
+            by_end = mine[np.argsort(ends_c[thread == th], kind="stable")]
+            j = np.searchsorted(t[2 * by_end + 1], wait_t, side="right") - 1
+            before = by_end[np.maximum(j, 0)]
+            ok = (j >= 0) & (c_thread[waiting // 2] != th) & (c_pid[before] == c_pid[waiting // 2])
+            later = ok & ((best < 0) | (t[2 * before + 1] > t[2 * np.maximum(best, 0) + 1]))
+            best = np.where(later, before, best)
+        good = (best >= 0) & (wait_t - t[2 * np.maximum(best, 0) + 1] <= INFERRED_WAIT_WINDOW_NS)
+        add(waiting[good], 2 * best[good] + 1, INFERRED_JOIN, waiting[good] // 2)
+    # ... and a thread that starts work after idling, while another thread of its process is
+    # inside a call that began during that idle time, was woken by that call (the autograd
+    # thread starting the backward pass that loss.backward() on the main thread asked for).
+    top_first = (ps < 0) & (first | (t[2 * cs] - t[2 * np.maximum(prev, 0) + 1] > INFERRED_WAIT_MIN_DELAY_NS))
+    if top_first.any() and len(np.unique(thread)) > 1:
+        x = cs[top_first]
+        idle_from = np.where(first[top_first], np.iinfo(np.int64).min, t[2 * np.maximum(prev[top_first], 0) + 1])
+        parent_local = np.full(n, -1, dtype=np.int64)
+        parent_local[c] = p
+        _add_forks(x, idle_from, c, pid, thread, parent_local, t, add)
     has_child = np.zeros(n, dtype=bool)
     has_child[p[p >= 0]] = True
     leaf = c[~has_child[c]]
@@ -496,6 +547,44 @@ def _build_graph(trace: Trace) -> _Graph | None:
     out_edge[node[pick]] = edge[pick]
     out_attr[node[pick]] = attr[pick]
     return _Graph(rank=rank, eid=eid, pos=pos, is_gpu=is_gpu, t=t, pred=out_pred, edge=out_edge, attr=out_attr, loc=loc)
+
+
+def _add_forks(
+    x: np.ndarray,
+    idle_from: np.ndarray,
+    c: np.ndarray,
+    pid: np.ndarray,
+    thread: np.ndarray,
+    parent: np.ndarray,
+    t: np.ndarray,
+    add: Any,
+) -> None:
+    """Inferred forks: ``x`` (local CPU events starting a thread's work) from the innermost call
+    running on another thread of the process that began after ``idle_from``."""
+    n_local = len(t) // 2
+    thread_of = np.full(n_local, -1, dtype=np.int64)
+    thread_of[c] = thread
+    pid_of = np.zeros(n_local, dtype=np.int64)
+    pid_of[c] = pid
+    at = t[2 * x]
+    best = np.full(len(x), -1, dtype=np.int64)
+    for th in np.unique(thread).tolist():
+        mine = c[thread == th]  # in start order
+        starts = t[2 * mine]
+        j = np.searchsorted(starts, at, side="right") - 1
+        y = np.where(j >= 0, mine[np.maximum(j, 0)], -1)
+        # Up to the innermost ancestor still running at the query time.
+        for _ in range(256):
+            done = (y >= 0) & (t[2 * np.maximum(y, 0) + 1] <= at)
+            if not done.any():
+                break
+            y = np.where(done, parent[np.maximum(y, 0)], y)
+        ok = (y >= 0) & (thread_of[np.maximum(y, 0)] != thread_of[x]) & (pid_of[np.maximum(y, 0)] == pid_of[x])
+        ok &= t[2 * np.maximum(y, 0)] > idle_from
+        better = ok & ((best < 0) | (t[2 * np.maximum(y, 0)] > t[2 * np.maximum(best, 0)]))
+        best = np.where(better, y, best)
+    good = best >= 0
+    add(2 * x[good], 2 * best[good], INFERRED_FORK, x[good])
 
 
 def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -772,6 +861,8 @@ _EDGE_CATEGORY = {
     STREAM: "gpu_gap",
     STREAM_WAIT: "stream_wait",
     INFERRED_WAIT: "stream_wait",
+    INFERRED_JOIN: "sync",
+    INFERRED_FORK: "sync",
     SYNC: "sync",
     COLLECTIVE: "gpu_communication",
     WAIT: "wait_other_rank",
