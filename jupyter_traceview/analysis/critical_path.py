@@ -611,12 +611,14 @@ def _walk(g: _Graph, start: int, eff: int, stop: int | None, lists: dict[str, li
     rank = g.rank
     out: list[_Seg] = []
     cur = start
+    seen = set()
     for _ in range(len(pred) + 1):
         if cur == stop:
             break
         p = pred[cur]
-        if p < 0:
+        if p < 0 or p in seen:  # a source (or, with self-contradicting times, a loop: stop there)
             break
+        seen.add(cur)
         ep = t[p] if t[p] < eff else eff
         out.append((rank, eids[attr[cur]], edge[cur], ep, eff, rank))
         cur, eff = p, ep
