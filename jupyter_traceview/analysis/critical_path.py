@@ -22,6 +22,9 @@ time, its start and its end. A point waits for other points:
   copy.
 * Across ranks, a **collective** kernel ends after every rank of the collective has
   started its kernel (matched as in :mod:`jupyter_traceview.collectives`).
+* Where the trace does not record them, cross-stream waits and waits between threads of
+  a process are inferred from timing (``inferred_wait``, ``inferred_join``,
+  ``inferred_fork``; see ``docs/semantics.md``).
 
 Each dependency is an edge whose length is the time between its two points, so a path
 of edges covers the time from its first point to its last without gaps or overlap. The
@@ -202,7 +205,10 @@ def critical_path(
             The dependency the segment follows: ``span`` (the event's own duration),
             ``self`` (a parent's time around its children), ``idle``, ``launch``,
             ``stream``, ``stream_wait``, ``sync``, ``collective`` (from the start of the
-            last rank's kernel to this rank's end of the collective), ``wait``.
+            last rank's kernel to this rank's end of the collective), ``wait``, and the
+            dependencies inferred where the trace does not record them:
+            ``inferred_wait`` (an unrecorded cross-stream wait), ``inferred_join`` and
+            ``inferred_fork`` (one thread waiting for, or woken by, another).
         ``start_ns``, ``end_ns``, ``dur_ns`` : int, ns
             The segment (absolute times, as ``ts_ns``).
         ``from_rank`` : int
