@@ -39,8 +39,10 @@ from .analysis import (
     utilization_heatmap,
     write_counters_trace,
 )
+from .analysis.critical_path import critical_path
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
+from .clock import align_clocks, clock_alignment
 from .errors import OptionError, TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .loader import load
 from .schema import EventKind, GpuClass
@@ -60,10 +62,13 @@ __all__ = [
     "TraceviewError",
     "TraceviewWarning",
     "__version__",
+    "align_clocks",
     "clear_cache",
+    "clock_alignment",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",
+    "critical_path",
     "default_cache_dir",
     "efficiency",
     "frequent_kernel_sequences",

@@ -117,6 +117,8 @@ ANALYSES: dict[str, Callable[[str], Analysis]] = {
     "nccl_summary": every(lambda t: tv.nccl_summary(t, per="rank")),
     "collective_calls": every(lambda t: tv.collective_calls(t)),
     "kernel_pace": every(lambda t: tv.kernel_pace(t, name=most_frequent_kernel(t))),
+    "critical_path": every(lambda t: tv.critical_path(t)),
+    "critical_path_categories": every(lambda t: tv.critical_path(t, view="categories")),
 }
 
 #: Which folders an analysis is pinned on (all, unless listed here).

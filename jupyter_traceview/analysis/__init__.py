@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from ..clock import clock_alignment
 from .annotations import user_annotation_breakdown
 from .concurrency import concurrency, kernel_overlap_stats
 from .counter_trace import write_counters_trace
 from .counters import memory_bandwidth, queue_length
+from .critical_path import critical_path
 from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
 from .idle import idle_time_breakdown
@@ -20,9 +22,11 @@ from .temporal import comm_comp_overlap, temporal_breakdown
 from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
+    "clock_alignment",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",
+    "critical_path",
     "efficiency",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
