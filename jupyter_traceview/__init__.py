@@ -14,10 +14,12 @@ from typing import Any
 
 from ._version import __version__
 from .analysis import (
+    FindingRules,
     collective_calls,
     comm_comp_overlap,
     concurrency,
     efficiency,
+    findings,
     frequent_kernel_sequences,
     idle_time_breakdown,
     iteration_stats,
@@ -50,6 +52,7 @@ from .trace_data import RankData, RankMeta
 __all__ = [
     "Classifier",
     "EventKind",
+    "FindingRules",
     "GpuClass",
     "OptionError",
     "RankData",
@@ -66,6 +69,7 @@ __all__ = [
     "concurrency",
     "default_cache_dir",
     "efficiency",
+    "findings",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
     "iteration_stats",

@@ -8,6 +8,7 @@ from .counter_trace import write_counters_trace
 from .counters import memory_bandwidth, queue_length
 from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
+from .findings import FindingRules, findings
 from .idle import idle_time_breakdown
 from .kernels import kernel_breakdown, kernel_duration_distribution
 from .launch import kernel_launch_stats
@@ -20,10 +21,12 @@ from .temporal import comm_comp_overlap, temporal_breakdown
 from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
+    "FindingRules",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",
     "efficiency",
+    "findings",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
     "iteration_stats",
