@@ -1086,7 +1086,7 @@ def _straggler(ctx: _Context) -> list[dict[str, Any]]:
         }
         title = (
             f"Straggler: rank {k_rank} is last into {k} of {n} collectives "
-            f"(chance: {100.0 * chance:.0f}%), holding them up {_f(lateness)} in all"
+            f"(chance: {100.0 * chance:.3g}%), holding them up {_f(lateness)} in all"
         )
         detail = (
             f"Rank {k_rank} arrived last, at least {_f(r.straggler_min_lateness_ns)} after the second-last, at {k} of "
@@ -1173,19 +1173,23 @@ def _tiny_kernels(ctx: _Context) -> list[dict[str, Any]]:
 
 
 def _fusion_candidate(ctx: _Context, rank: int) -> dict[str, Any] | None:
-    """The outermost operator whose recurring kernel sequence has the most tiny launches."""
+    """The outermost operator launching the most tiny activities, several per call, and the
+    most frequent activity sequence of its calls (``frequent_kernel_sequences``)."""
     tiny = ctx.rules.tiny_kernel_ns
     ok = ctx.get(
         f"op_kernels_outermost_{rank}",
-        lambda: op_kernels(ctx.trace, level="outermost", ranks=rank, time_range=ctx.time_range),
+        lambda: op_kernels(ctx.trace, level="outermost", by="kernel", ranks=rank, time_range=ctx.time_range),
     )
     if ok.empty:
         return None
-    ok = ok.loc[(ok["kernels"] >= 2) & (ok["gpu_ns"] < tiny * ok["kernels"] * ok["count"])]
-    if ok.empty:
+    ok = ok.assign(tiny=np.where(ok["gpu_ns"] < tiny * ok["count"], ok["count"], 0))
+    g = ok.groupby("operator", sort=True).agg(
+        launches=("count", "sum"), tiny=("tiny", "sum"), instances=("instances", "max")
+    )
+    g = g.loc[(g["tiny"] > 0) & (g["launches"] >= 2 * g["instances"])]
+    if g.empty:
         return None
-    launches = (ok["kernels"] * ok["count"]).groupby(ok["operator"]).sum()
-    best = sorted(launches.items(), key=lambda kv: (-kv[1], str(kv[0])))[0][0]
+    best, tiny_launches = sorted(((str(k), int(v)) for k, v in g["tiny"].items()), key=lambda kv: (-kv[1], kv[0]))[0]
     seqs = ctx.get(
         f"sequences_{rank}",
         lambda: frequent_kernel_sequences(
@@ -1202,6 +1206,7 @@ def _fusion_candidate(ctx: _Context, rank: int) -> dict[str, Any] | None:
         "count": int(s["count"]),
         "gpu_ns": int(s["gpu_ns"]),
         "cpu_ns": int(s["cpu_ns"]),
+        "operator_tiny_launches": tiny_launches,
     }
 
 
