@@ -392,3 +392,22 @@ def test_time_at_stake_bounded_and_sorted(ranks: list[list[dict[str, Any]]], ste
             assert row["time_at_stake_pct"] >= min_pct
         assert set(row["ranks"]) <= set(trace.ranks)
         json.dumps(row["evidence"])
+
+
+def test_docstring_example() -> None:
+    import builtins
+    import doctest
+    import importlib
+
+    module = importlib.import_module("jupyter_traceview.analysis.findings")  # the package's findings is the function
+
+    missing = object()
+    before = builtins.__dict__.get("_", missing)
+    try:
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    finally:
+        if before is missing:
+            builtins.__dict__.pop("_", None)
+        else:
+            builtins._ = before  # type: ignore[attr-defined]
+    assert result.attempted > 0 and result.failed == 0
