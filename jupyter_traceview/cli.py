@@ -126,7 +126,8 @@ def _cmd_findings(args: argparse.Namespace) -> int:
         )
         print()
         print(f"{i}. [{row['severity']}] {row['title']}")
-        print(f"   {row['id']}: {stake}; ranks {_ranges(row['ranks'])}")
+        ranks = f"rank {row['ranks'][0]}" if len(row["ranks"]) == 1 else f"ranks {_ranges(row['ranks'])}"
+        print(f"   {row['id']}: {stake}; {ranks}")
         print(textwrap.fill(row["detail"], width=100, initial_indent="   ", subsequent_indent="   "))
         print(textwrap.fill(f"Rule: {row['rule']}", width=100, initial_indent="   ", subsequent_indent="   "))
         print(f"   More: {row['analysis']}")

@@ -97,6 +97,9 @@ class FindingRules:
     #: ``launch_bound``: above this share (%) of launches running shorter on the GPU than
     #: their launch call on the CPU, the wording says "launch-bound" (else "host-bound").
     launch_bound_min_pct: float = 50.0
+    #: ``launch_bound``: ... and the rank has at least this many launches (the first few
+    #: launches of a process pay CUDA's lazy initialisation and say little).
+    launch_bound_min_launches: int = 20
     #: A device idle gap shorter than this with its work already launched is the normal
     #: delay between queued kernels (``kernel_wait``, as :func:`idle_time_breakdown`).
     kernel_wait_ns: int = 30_000
@@ -491,6 +494,7 @@ def _rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[
                 "gap_ns": int(gap[i]),
                 "start_ns": int(ga[i]),
                 "next_activity": str(acts.names[a_name[lo[i]]]) if a_name[lo[i]] >= 0 else "",
+                "stream": int(acts.stream[order][lo[i]]),
             }
     else:
         out.update(host_wait_ns=0, host_wait_gaps=0, kernel_wait_ns=0, tiny_gap_ns=0, tiny_gaps=0)
@@ -726,10 +730,13 @@ def _launch_bound(ctx: _Context) -> list[dict[str, Any]]:
     where = ""
     if gap is not None:
         where = (
-            f"; the longest gap is {_f(gap['gap_ns'])} at +{_f(gap['start_ns'] - ctx.t0)}, before "
-            f"{_short(gap['next_activity'])}"
+            f"; the longest gap is {_f(gap['gap_ns'])} at +{_f(gap['start_ns'] - ctx.t0)} (from the first GPU "
+            f"work), before {_short(gap['next_activity'])} on stream {gap['stream']}"
         )
-    bound = wrow.get("launch_bound_pct", 0.0) >= r.launch_bound_min_pct
+    bound = (
+        wrow.get("launch_bound_pct", 0.0) >= r.launch_bound_min_pct
+        and wrow.get("launches", 0) >= r.launch_bound_min_launches
+    )
     if bound:
         why = (
             f"{_p(wrow['launch_bound_pct'])} of its {wrow['launches']} launches run shorter on the GPU than "
@@ -769,7 +776,12 @@ def _launch_bound(ctx: _Context) -> list[dict[str, Any]]:
 def _rel(gap: dict[str, Any] | None, t0: int) -> dict[str, Any] | None:
     if gap is None:
         return None
-    return {"gap_ns": gap["gap_ns"], "start_rel_ns": gap["start_ns"] - t0, "next_activity": gap["next_activity"]}
+    return {
+        "gap_ns": gap["gap_ns"],
+        "start_rel_ns": gap["start_ns"] - t0,
+        "next_activity": gap["next_activity"],
+        "stream": gap["stream"],
+    }
 
 
 def _comm_split(ctx: _Context) -> dict[int, dict[str, Any]]:
