@@ -342,14 +342,15 @@ def findings(
     """
     rules = _rules(rules, thresholds)
     ctx = _Context(trace, rules, ranks=ranks, iterations=iterations, time_range=time_range)
+    idle = [r for r in ctx.trace.ranks if r not in ctx.facts]
+    if idle:
+        warnings.warn(
+            f"findings: rank(s) {idle} have no GPU work in scope (a CPU-only trace?); "
+            + ("there is nothing to report" if not ctx.gpu_ranks else "the findings are about the other ranks"),
+            TraceviewWarning,
+            stacklevel=2,
+        )
     if not ctx.gpu_ranks:
-        if ctx.trace.ranks:
-            warnings.warn(
-                f"findings: rank(s) {list(ctx.trace.ranks)} have no GPU work in scope (a CPU-only trace?); "
-                "there is nothing to report",
-                TraceviewWarning,
-                stacklevel=2,
-            )
         return empty(FINDING_COLUMNS)
     found: list[dict[str, Any]] = []
     for rule in _RULES:

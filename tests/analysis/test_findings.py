@@ -411,3 +411,12 @@ def test_docstring_example() -> None:
         else:
             builtins._ = before  # type: ignore[attr-defined]
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_cpu_only_rank_in_a_gpu_job_warns(tmp_path: Path) -> None:
+    kb.write(tmp_path / "rank0.json", kb.doc(launch_bound_events(), rank=0, world_size=2))
+    kb.write(tmp_path / "rank1.json", kb.doc([kb.step(1, 0, 100), kb.cpu_op("aten::add", 10, 5)], rank=1, world_size=2))
+    trace = tv.load(tmp_path, cache=False, progress=False)
+    with pytest.warns(tv.TraceviewWarning, match=r"rank\(s\) \[1\] have no GPU work.*other ranks"):
+        f = tv.findings(trace)
+    assert "launch_bound" in set(f["id"]) and all(r == [0] for r in f["ranks"])
