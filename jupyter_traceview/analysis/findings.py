@@ -435,6 +435,29 @@ class _Context:
             return {}
         return {int(r): int(w) for r, w in zip(st["rank"], st["wait_ns"], strict=True)}
 
+    def kind_wait_ns(self) -> dict[tuple[int, str], int]:
+        """Per (rank, collective kind read from the kernel name), time waiting for late ranks."""
+
+        def compute() -> dict[tuple[int, str], int]:
+            arr = self.stragglers("arrival")
+            out: dict[tuple[int, str], int] = {}
+            if arr.empty:
+                return out
+            for r, grp in arr.groupby("rank", sort=True):
+                ev = self.trace.rank_data(int(r)).events
+                rows = rows_of(ev, grp["eid"].to_numpy())
+                codes = np.where(rows >= 0, ev["name"].cat.codes.to_numpy()[np.maximum(rows, 0)], -1)
+                cats = ev["name"].cat.categories
+                kinds = {int(c): _kind_from_name(str(cats[c])) for c in np.unique(codes) if c >= 0}
+                for c, w in zip(codes, grp["wait_ns"].to_numpy(), strict=True):
+                    if c >= 0:
+                        key = (int(r), kinds[int(c)])
+                        out[key] = out.get(key, 0) + int(w)
+            return out
+
+        result: dict[tuple[int, str], int] = self.get("kind_wait", compute)
+        return result
+
     def pct(self, ns: float) -> float:
         return 100.0 * ns / self.elapsed_ns if self.elapsed_ns > 0 else 0.0
 
@@ -1325,8 +1348,15 @@ def _low_overlap_collective(ctx: _Context) -> list[dict[str, Any]]:
         mine = comm.loc[comm["kind"] == kind]
         per_rank_kind = mine.groupby("rank")[["count", "total_ns", "exposed_ns"]].sum()
         # Per rank: this kind's exposed time, at most the rank's exposed transfer time.
+        # Per rank: this kind's exposed time less the time its kernels waited for late
+        # ranks, at most the rank's exposed communication (a union: per-activity sums of
+        # overlapping kernels could exceed it).
+        waits = ctx.kind_wait_ns()
+        waiting = {
+            int(k): min(waits.get((int(k), str(kind)), 0), int(v["exposed_ns"])) for k, v in per_rank_kind.iterrows()
+        }
         stake = {
-            int(k): min(int(v["exposed_ns"]), split.get(int(k), {}).get("exposed_transfer_ns", 0))
+            int(k): min(int(v["exposed_ns"]) - waiting[int(k)], split.get(int(k), {}).get("exposed_comm_ns", 0))
             for k, v in per_rank_kind.iterrows()
         }
         named = [k for k, v in stake.items() if v > 0]
@@ -1346,7 +1376,7 @@ def _low_overlap_collective(ctx: _Context) -> list[dict[str, Any]]:
                     "rank": int(k),
                     "total_ns": int(v["total_ns"]),
                     "exposed_ns": int(v["exposed_ns"]),
-                    "exposed_transfer_ns": split.get(int(k), {}).get("exposed_transfer_ns", 0),
+                    "waiting_ns": waiting[int(k)],
                     "time_at_stake_ns": stake[int(k)],
                 }
                 for k, v in per_rank_kind.iterrows()

@@ -420,3 +420,19 @@ def test_cpu_only_rank_in_a_gpu_job_warns(tmp_path: Path) -> None:
     with pytest.warns(tv.TraceviewWarning, match=r"rank\(s\) \[1\] have no GPU work.*other ranks"):
         f = tv.findings(trace)
     assert "launch_bound" in set(f["id"]) and all(r == [0] for r in f["ranks"])
+
+
+def test_low_overlap_sets_waiting_aside_per_kind(dlrm: tv.Trace) -> None:
+    """Ranks 1 and 7 of the DLRM sample: rank 1's all-to-all (SendRecv kernels) is mostly
+    waiting for rank 7; each kind's stake is its own exposed time less its own waiting."""
+    f = tv.findings(dlrm, ranks=[1, 7])
+    over = f.loc[f["id"] == "low_overlap_collective"]
+    assert sorted(e["collective"] for e in over["evidence"]) == ["all_reduce", "send_recv"]
+    exposed = tv.comm_comp_overlap(dlrm, ranks=[1, 7]).set_index("rank")["exposed_comm_ns"]
+    stakes: dict[int, int] = {}
+    for ev in over["evidence"]:
+        for row in ev["per_rank"]:
+            assert row["time_at_stake_ns"] == row["exposed_ns"] - row["waiting_ns"]
+            stakes[row["rank"]] = stakes.get(row["rank"], 0) + row["time_at_stake_ns"]
+    for rank, stake in stakes.items():
+        assert stake <= exposed[rank]
