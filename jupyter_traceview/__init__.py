@@ -14,10 +14,12 @@ from typing import Any
 
 from ._version import __version__
 from .analysis import (
+    FindingRules,
     collective_calls,
     comm_comp_overlap,
     concurrency,
     efficiency,
+    findings,
     frequent_kernel_sequences,
     idle_time_breakdown,
     iteration_stats,
@@ -52,6 +54,7 @@ from .trace_data import RankData, RankMeta
 __all__ = [
     "Classifier",
     "EventKind",
+    "FindingRules",
     "GpuClass",
     "OptionError",
     "RankData",
@@ -71,6 +74,7 @@ __all__ = [
     "critical_path",
     "default_cache_dir",
     "efficiency",
+    "findings",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
     "iteration_stats",

@@ -10,6 +10,7 @@ from .counters import memory_bandwidth, queue_length
 from .critical_path import critical_path
 from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
+from .findings import FindingRules, findings
 from .idle import idle_time_breakdown
 from .kernels import kernel_breakdown, kernel_duration_distribution
 from .launch import kernel_launch_stats
@@ -22,12 +23,14 @@ from .temporal import comm_comp_overlap, temporal_breakdown
 from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
+    "FindingRules",
     "clock_alignment",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",
     "critical_path",
     "efficiency",
+    "findings",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
     "iteration_stats",
