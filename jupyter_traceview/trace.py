@@ -419,9 +419,10 @@ def _rank_iterations(trace: Trace) -> pd.DataFrame:
     names = ev["name"].array
     # Decided once per distinct name, not per event (a million events have few names).
     step_codes = np.flatnonzero(names.categories.str.startswith("ProfilerStep#"))
-    is_step = np.isin(np.asarray(names.codes), step_codes) & ev["kind"].isin(
-        [EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]
-    ).to_numpy()
+    is_step = (
+        np.isin(np.asarray(names.codes), step_codes)
+        & ev["kind"].isin([EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]).to_numpy()
+    )
     spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
     if spans.empty:
         return pd.DataFrame()
