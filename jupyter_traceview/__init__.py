@@ -26,6 +26,8 @@ __all__ = [
     "GpuClass",
     "RankData",
     "RankMeta",
+    "Timeline",
+    "TimelineSelection",
     "Trace",
     "TraceFormatError",
     "TraceSelectionError",
@@ -37,6 +39,22 @@ __all__ = [
     "load",
     "sample_path",
 ]
+
+
+#: Names exported lazily (their modules import UI packages).
+_LAZY = {
+    "Timeline": "jupyter_traceview.widgets.timeline",
+    "TimelineSelection": "jupyter_traceview.widgets.timeline",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jupyter_traceview' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 def sample_path(name: str = "dlrm_8rank_v100") -> Path:
