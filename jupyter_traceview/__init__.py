@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._version import __version__
+from .analysis import summary
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
 from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
@@ -38,6 +39,7 @@ __all__ = [
     "default_cache_dir",
     "load",
     "sample_path",
+    "summary",
 ]
 
 
@@ -55,6 +57,11 @@ def __getattr__(name: str) -> object:
     import importlib
 
     return getattr(importlib.import_module(module), name)
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The server extension behind the JupyterLab Traces sidebar (see jupyter_traceview.server)."""
+    return [{"module": "jupyter_traceview.server"}]
 
 
 def sample_path(name: str = "dlrm_8rank_v100") -> Path:

@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc
 
 from .readers.files import TraceFile
-from .schema import READER_VERSION, SCHEMA_VERSION, categorical, fixed_categories
+from .schema import READER_VERSION, SCHEMA_VERSION, categorical
 from .trace_data import RankData, RankMeta
 
 __all__ = ["clear_cache", "default_cache_dir"]
@@ -57,23 +58,35 @@ def entry_key(tf: TraceFile, options: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:32]
 
 
-def _to_arrow(df: pd.DataFrame) -> pa.Table:
-    return pa.Table.from_pandas(df, preserve_index=False)
+def _to_arrow(df: pd.DataFrame) -> pa.RecordBatch:
+    """Columns as Arrow arrays without copies; categoricals keep every category."""
+    arrays, names = [], []
+    for col in df.columns:
+        values = df[col]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            cat = values.array
+            codes = np.asarray(cat.codes)
+            indices = pa.array(codes, mask=codes < 0)
+            dictionary = pa.array(np.asarray(cat.categories, dtype=object), type=pa.string())
+            arrays.append(pa.DictionaryArray.from_arrays(indices, dictionary))
+        else:
+            arrays.append(pa.array(values.to_numpy()))
+        names.append(col)
+    # A record batch (not a table): an empty one is still written, dictionaries included.
+    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def _from_arrow(table: pa.Table) -> pd.DataFrame:
-    df = table.to_pandas()
-    fixed = fixed_categories()
-    for col in df.columns:
-        if isinstance(df[col].dtype, pd.CategoricalDtype):
-            c = df[col].array
-            if col in fixed:
-                # Arrow keeps only the categories in use: restore the fixed set.
-                df[col] = categorical(c.astype(object).tolist(), categories=fixed[col])
-            else:
-                # Empty categories come back untyped: give every categorical the one dtype.
-                df[col] = categorical(codes=c.codes, categories=c.categories)
-    return df
+    """A frame over the (memory-mapped) Arrow buffers: numeric columns are not copied."""
+    columns: dict[str, object] = {}
+    for name, chunked in zip(table.column_names, table.columns, strict=True):
+        array = chunked.combine_chunks() if chunked.num_chunks != 1 else chunked.chunk(0)
+        if pa.types.is_dictionary(array.type):
+            codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+            columns[name] = categorical(codes=codes, categories=array.dictionary.to_pylist())
+        else:
+            columns[name] = array.to_numpy(zero_copy_only=False)
+    return pd.DataFrame(columns, copy=False)
 
 
 def read(cache_dir: Path, key: str) -> list[RankData] | None:
@@ -106,12 +119,12 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
         tmp.mkdir(parents=True, exist_ok=False)
         for i, d in enumerate(ranks):
             for name in _TABLES:
-                table = _to_arrow(getattr(d, name))
+                batch = _to_arrow(getattr(d, name))
                 with (
                     pa.OSFile(str(tmp / f"r{i}.{name}.arrow"), "wb") as sink,
-                    pa.ipc.new_file(sink, table.schema) as writer,
+                    pa.ipc.new_file(sink, batch.schema) as writer,
                 ):
-                    writer.write_table(table)
+                    writer.write_batch(batch)
         (tmp / "meta.json").write_text(json.dumps([d.meta.to_json() for d in ranks]))
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 import pandas as pd
@@ -136,7 +136,10 @@ class Classifier:
 
     def classify(self, name: str, kind: str | EventKind = EventKind.KERNEL) -> GpuClass | None:
         """The class of one activity, or None for kinds that are not GPU activities."""
-        kind = EventKind(kind)
+        return self._classify(name, EventKind(kind))
+
+    @lru_cache(maxsize=1 << 16)  # noqa: B019 - classifiers are few, frozen and hashable
+    def _classify(self, name: str, kind: EventKind) -> GpuClass | None:
         if kind is EventKind.CUDA_SYNC:
             return GpuClass.OTHER
         if kind in (EventKind.GPU_MEMCPY, EventKind.GPU_MEMSET):
@@ -166,14 +169,14 @@ class Classifier:
             n_kinds = len(kind_values)
             pair = name_codes * n_kinds + kind_codes
             uniq, inverse = np.unique(pair, return_inverse=True)
-            names = name.categories
+            names = name.categories.tolist()
             class_code = {c: i for i, c in enumerate(GPU_CLASS_CATEGORIES)}
             mapped = np.full(len(uniq), -1, dtype=np.int8)
             for i, p in enumerate(uniq.tolist()):
                 nc, kc = divmod(p, n_kinds)
                 if kc < 0 or nc < 0:
                     continue
-                cls = self.classify(str(names[nc]), kind_values[kc])
+                cls = self._classify(str(names[nc]), EventKind(kind_values[kc]))
                 if cls is not None:
                     mapped[i] = class_code[cls.value]
             out = mapped[inverse]

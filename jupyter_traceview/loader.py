@@ -6,7 +6,7 @@ import multiprocessing
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -19,13 +19,13 @@ from .errors import TraceFormatError, TraceviewError, TraceviewWarning
 from .readers.files import TraceFile, discover, read_bytes
 from .readers.kineto import ARGS_DROPPED, DROPPED, NotATraceError, parse_kineto
 from .trace import Trace
-from .trace_data import RankData
+from .trace_data import RankData, RankMeta
 
 __all__ = ["load"]
 
 OnError = Literal["raise", "skip"]
-Engine = Literal["auto", "serial", "process"]
-_ENGINES = ("auto", "serial", "process")
+Engine = Literal["auto", "serial", "process", "dask"]
+_ENGINES = ("auto", "serial", "process", "dask")
 #: engine="auto" reads in worker processes above this much (estimated) uncompressed JSON.
 _PARALLEL_BYTES = 48 * 2**20
 #: gzip-compressed Kineto JSON is typically 8-15x smaller than the JSON.
@@ -115,6 +115,8 @@ def load(
     bad_events: Literal["raise", "drop"] = "raise",
     pid_map: Mapping[int, int] | None = None,
     progress: bool | None = None,
+    client: Any | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
 
@@ -135,7 +137,9 @@ def load(
     engine:
         ``"serial"`` parses in this process; ``"process"`` in a pool of worker processes
         (one file per task); ``"auto"`` picks the pool for several files holding more than
-        about 48 MB of JSON.
+        about 48 MB of JSON. ``"dask"`` parses on dask.distributed workers and keeps the
+        tables there: the result is a :class:`~jupyter_traceview.distributed.DaskTrace`,
+        on which every analysis runs on the workers (for hundreds of ranks or more).
     classifier:
         Kernel classification patterns (:class:`Classifier`); the default knows NCCL,
         RCCL, DeepEP and other communication kernels.
@@ -148,6 +152,12 @@ def load(
     progress:
         Show a progress bar: True always, False never, None (default) when loading takes
         more than a second.
+    client:
+        With ``engine="dask"``: the ``distributed.Client`` to use; None starts a
+        ``LocalCluster`` for the trace.
+    on_progress:
+        Called as ``on_progress(files_done, files_total)`` after each file is read (for
+        progress displays other than the notebook's bar).
 
     Returns
     -------
@@ -213,6 +223,24 @@ def load(
         pid_map=tuple(sorted((int(k), int(v)) for k, v in pid_map.items())) if pid_map else None,
     )
     cache_dir = _cache.resolve_dir(cache)
+    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    classifier = classifier or Classifier()
+    if engine == "dask":
+        from .distributed import load_dask
+
+        return load_dask(
+            files,
+            options=options,
+            cache_dir=cache_dir,
+            classifier=classifier,
+            client=client,
+            wanted=wanted,
+            folder_mode=folder_mode,
+            on_error=on_error,
+            source=source,
+        )
+    if client is not None:
+        raise ValueError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
     for i, tf in enumerate(files):
@@ -240,30 +268,34 @@ def load(
     use_pool = engine == "process" or (
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
     )
-    bar = _progress(len(todo), progress, "loading traces")
+    tqdm_bar = _progress(len(todo), progress, "loading traces")
+    n_done = len(files) - len(todo)
+
+    def advance() -> None:
+        nonlocal n_done
+        n_done += 1
+        if tqdm_bar is not None:
+            tqdm_bar.update(1)
+        if on_progress is not None:
+            on_progress(n_done, len(files))
+
+    if on_progress is not None:
+        on_progress(n_done, len(files))
     try:
         if use_pool and len(todo) > 0:
-            _load_parallel(files, todo, options, cache_arg, results, handle_error, bar)
+            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance)
         else:
             for i in todo:
                 try:
                     results[i] = _read_file(files[i], options, cache_arg)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
-                if bar is not None:
-                    bar.update(1)
+                advance()
     finally:
-        if bar is not None:
-            bar.close()
+        if tqdm_bar is not None:
+            tqdm_bar.close()
 
-    if not_traces:
-        listed = ", ".join(tf.path.name for tf in not_traces[:10])
-        warnings.warn(
-            f"skipped {len(not_traces)} JSON file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=2
-        )
-    if failures:
-        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
-        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=2)
+    report_failures(not_traces, failures)
 
     by_rank: dict[int, RankData] = {}
     for i in sorted(results):
@@ -278,8 +310,7 @@ def load(
                     "Two files claim one rank: remove one of them, or load them separately",
                 )
             by_rank[r] = d
-    _warn_skipped_events(by_rank)
-    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    _warn_skipped_events({r: d.meta for r, d in by_rank.items()})
     if not by_rank:
         if wanted is not None and (results or not files):
             present = sorted(peeked | {d.meta.rank for rs in results.values() for d in rs})
@@ -297,13 +328,25 @@ def load(
     return Trace(by_rank.values(), classifier=classifier, source=source)
 
 
-def _warn_skipped_events(by_rank: dict[int, RankData]) -> None:
+def report_failures(not_traces: list[TraceFile], failures: list[tuple[TraceFile, TraceFormatError]]) -> None:
+    """Warn about skipped non-trace JSON files and unreadable trace files."""
+    if not_traces:
+        listed = ", ".join(tf.path.name for tf in not_traces[:10])
+        warnings.warn(
+            f"skipped {len(not_traces)} JSON file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=3
+        )
+    if failures:
+        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
+        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=3)
+
+
+def _warn_skipped_events(metas: dict[int, RankMeta]) -> None:
     """One warning for events dropped or kept without their arguments, per kind."""
     for key, what in (
         (DROPPED, "malformed events were dropped"),
         (ARGS_DROPPED, "events had unreadable args (kept without them)"),
     ):
-        counts = {r: d.meta.skipped.get(key, 0) for r, d in by_rank.items()}
+        counts = {r: m.skipped.get(key, 0) for r, m in metas.items()}
         counts = {r: c for r, c in counts.items() if c}
         if counts:
             where = ", ".join(f"rank {r}: {c:,}" for r, c in sorted(counts.items())[:10])
@@ -327,7 +370,7 @@ def _load_parallel(
     cache_arg: str | None,
     results: dict[int, list[RankData]],
     handle_error: Any,
-    bar: Any,
+    advance: Callable[[], None],
 ) -> None:
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
@@ -349,8 +392,7 @@ def _load_parallel(
                             f"a worker process died while reading {files[i].path} (out of memory?); "
                             "try tv.load(..., engine='serial') or load fewer ranks with ranks=[...]"
                         ) from None
-                    if bar is not None:
-                        bar.update(1)
+                    advance()
         except BaseException:
             for fut in pending:
                 fut.cancel()

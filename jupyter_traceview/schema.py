@@ -240,15 +240,3 @@ DTYPE_BYTES: dict[str, int] = {
     "c10::Float8_e5m2": 1,
     "Float8_e5m2": 1,
 }
-
-
-#: Columns whose categories are fixed (codes are stable across ranks, files and caches).
-def fixed_categories() -> dict[str, tuple[str, ...]]:
-    from .classify import COPY_KINDS
-
-    return {
-        "kind": KIND_CATEGORIES,
-        "gpu_class": GPU_CLASS_CATEGORIES,
-        "copy_kind": COPY_KINDS,
-        "source": COMMS_SOURCES,
-    }

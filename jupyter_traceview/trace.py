@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -17,22 +17,27 @@ from .trace_data import RankData, RankMeta
 
 __all__ = ["Trace"]
 
+T = TypeVar("T")
+
 _ACTIVITY = [k.value for k in GPU_ACTIVITY_KINDS]
+_ITERATION_COLUMNS = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
 
 
-def _concat(frames: Sequence[pd.DataFrame], ranks: Sequence[int]) -> pd.DataFrame:
+def concat_ranks(frames: dict[int, pd.DataFrame]) -> pd.DataFrame:
     """Concatenate per-rank frames under a leading ``rank`` column, keeping categoricals."""
-    if not frames:
+    ranks = list(frames)
+    parts = [frames[r] for r in ranks]
+    if not parts:
         return pd.DataFrame({"rank": pd.Series([], dtype=np.int32)})
     columns: dict[str, Any] = {
-        "rank": np.repeat(np.asarray(ranks, dtype=np.int32), [len(f) for f in frames]),
+        "rank": np.repeat(np.asarray(ranks, dtype=np.int32), [len(f) for f in parts]),
     }
-    for col in frames[0].columns:
-        parts = [f[col] for f in frames]
-        if isinstance(parts[0].dtype, pd.CategoricalDtype):
-            columns[col] = union_categoricals([p.array for p in parts], ignore_order=True)
+    for col in parts[0].columns:
+        values = [f[col] for f in parts]
+        if isinstance(values[0].dtype, pd.CategoricalDtype):
+            columns[col] = union_categoricals([v.array for v in values], ignore_order=True)
         else:
-            columns[col] = np.concatenate([p.to_numpy() for p in parts])
+            columns[col] = np.concatenate([v.to_numpy() for v in values])
     return pd.DataFrame(columns)
 
 
@@ -41,6 +46,10 @@ class Trace:
 
     Tables follow :mod:`jupyter_traceview.schema` (see ``docs/schema.md``). Frames returned
     by the accessors are shallow copies: change them freely, the trace is not affected.
+
+    Everything here rests on four primitives: :attr:`ranks`, :meth:`meta`,
+    :meth:`rank_data` and :meth:`map_ranks` (plus ``_rebuild`` for narrowing). A trace
+    whose ranks live elsewhere (``engine="dask"``) overrides just those.
 
     Examples
     --------
@@ -68,27 +77,67 @@ class Trace:
             seen[d.meta.rank] = d.meta.path
         self._classifier = classifier or Classifier()
         if not _classified:
-            data = [self._classify(d) for d in data]
+            data = [classified(d, self._classifier) for d in data]
         self._data: dict[int, RankData] = {d.meta.rank: d for d in data}
         self._source = source
         self._window = window
         self._cache: dict[str, Any] = {}
 
-    def _classify(self, d: RankData) -> RankData:
-        ev = d.events.copy(deep=False)
-        cls = self._classifier.classify_column(ev["name"].array, ev["kind"].array)
-        if "gpu_class" in ev.columns:
-            ev["gpu_class"] = cls
-        else:
-            ev.insert(ev.columns.get_loc("kind") + 1, "gpu_class", cls)
-        return RankData(meta=d.meta, events=ev, gpu_args=d.gpu_args, comms=d.comms)
-
-    # ------------------------------------------------------------------ identity
+    # ------------------------------------------------------------------ primitives
     @property
     def ranks(self) -> tuple[int, ...]:
         """The ranks held, sorted."""
         return tuple(self._data)
 
+    def meta(self, rank: int) -> RankMeta:
+        """What rank ``rank``'s file says about itself."""
+        return self.rank_data(rank).meta
+
+    def rank_data(self, rank: int) -> RankData:
+        """The raw per-rank tables (not copied: do not modify them)."""
+        try:
+            return self._data[rank]
+        except KeyError:
+            raise TraceSelectionError.unknown("rank", rank, self.ranks) from None
+
+    def map_ranks(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> dict[int, T]:
+        """``fn(one_rank_trace, *args, **kwargs)`` for every rank, as {rank: result}.
+
+        ``one_rank_trace`` is a Trace holding that rank only, with this trace's classifier
+        and window. Analyses run per rank this way, so that the ranks can be processed
+        where they live (the workers of ``engine="dask"``); ``fn`` must therefore be a
+        module-level function, and its result small.
+        """
+        return {r: fn(self._one(r), *args, **kwargs) for r in self._data}
+
+    def _one(self, rank: int) -> Trace:
+        return Trace(
+            [self.rank_data(rank)],
+            classifier=self._classifier,
+            source=self._source,
+            window=self._window,
+            _classified=True,
+        )
+
+    def _rebuild(
+        self,
+        ranks: Sequence[int],
+        transform: Callable[..., RankData],
+        *,
+        window: tuple[int, int] | None,
+        classifier: Classifier,
+        **kwargs: Any,
+    ) -> Trace:
+        """A trace of ``transform(rank_data, **kwargs)`` for the given ranks."""
+        return Trace(
+            [transform(self._data[r], **kwargs) for r in ranks],
+            classifier=classifier,
+            source=self._source,
+            window=window,
+            _classified=True,
+        )
+
+    # ------------------------------------------------------------------ identity
     @property
     def source(self) -> str | None:
         """The path the trace was loaded from, if any."""
@@ -107,79 +156,43 @@ class Trace:
         """
         return self._window
 
-    def __len__(self) -> int:
-        return sum(len(d.events) for d in self._data.values())
+    def _cached(self, key: str, compute: Callable[[], T]) -> T:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
 
-    def rank_data(self, rank: int) -> RankData:
-        """The raw per-rank tables (not copied: do not modify them)."""
-        try:
-            return self._data[rank]
-        except KeyError:
-            raise TraceSelectionError.unknown("rank", rank, self.ranks) from None
+    def __len__(self) -> int:
+        return sum(self._cached("lengths", lambda: self.map_ranks(_n_events)).values())
 
     # ------------------------------------------------------------------ tables
     def events(self, rank: int | None = None) -> pd.DataFrame:
         """Events of one rank, or of all ranks with a leading ``rank`` column."""
         if rank is not None:
             return self.rank_data(rank).events.copy(deep=False)
-        if "events" not in self._cache:
-            self._cache["events"] = _concat([d.events for d in self._data.values()], self.ranks)
-        return self._cache["events"].copy(deep=False)
+        return self._cached("events", lambda: concat_ranks(self.map_ranks(_table, "events"))).copy(deep=False)
 
     def gpu_args(self, rank: int | None = None) -> pd.DataFrame:
         """Kernel launch and copy arguments, keyed by ``eid`` (see ``docs/schema.md``)."""
         if rank is not None:
             return self.rank_data(rank).gpu_args.copy(deep=False)
-        if "gpu_args" not in self._cache:
-            self._cache["gpu_args"] = _concat([d.gpu_args for d in self._data.values()], self.ranks)
-        return self._cache["gpu_args"].copy(deep=False)
+        return self._cached("gpu_args", lambda: concat_ranks(self.map_ranks(_table, "gpu_args"))).copy(deep=False)
 
     def comms(self, rank: int | None = None) -> pd.DataFrame:
         """Collective-communication metadata, keyed by ``eid`` (see ``docs/schema.md``)."""
         if rank is not None:
             return self.rank_data(rank).comms.copy(deep=False)
-        if "comms" not in self._cache:
-            self._cache["comms"] = _concat([d.comms for d in self._data.values()], self.ranks)
-        return self._cache["comms"].copy(deep=False)
-
-    def meta(self, rank: int) -> RankMeta:
-        """What rank ``rank``'s file says about itself."""
-        return self.rank_data(rank).meta
+        return self._cached("comms", lambda: concat_ranks(self.map_ranks(_table, "comms"))).copy(deep=False)
 
     @property
     def metadata(self) -> pd.DataFrame:
         """One row per rank: file, rank source, world size, backend, device, clock, events."""
-        rows = []
-        for r, d in self._data.items():
-            m = d.meta
-            device = ""
-            devices = sorted(set(d.events["device"][d.events["device"] >= 0].tolist()))
-            for p in m.device_properties:
-                if devices and p.get("id") == devices[0]:
-                    device = str(p.get("name", ""))
-            rows.append(
-                {
-                    "rank": r,
-                    "path": m.path,
-                    "rank_source": m.rank_source,
-                    "world_size": m.world_size,
-                    "backend": m.backend,
-                    "devices": devices,
-                    "device_name": device,
-                    "ts_precision": m.ts_precision,
-                    "base_time_ns": m.base_time_ns,
-                    "events": len(d.events),
-                }
-            )
-        return pd.DataFrame(rows)
+        return pd.DataFrame(list(self.map_ranks(_metadata_row).values()))
 
     @property
     def t0_ns(self) -> int:
         """Earliest event start over all ranks (ns): the origin of relative times."""
-        if "t0" not in self._cache:
-            starts = [int(d.events["ts_ns"].iloc[0]) for d in self._data.values() if len(d.events)]
-            self._cache["t0"] = min(starts) if starts else 0
-        return int(self._cache["t0"])
+        starts = [s for s in self._cached("starts", lambda: self.map_ranks(_first_start)).values() if s is not None]
+        return min(starts) if starts else 0
 
     @property
     def iterations(self) -> pd.DataFrame:
@@ -189,37 +202,16 @@ class Trace:
         ``dur_ns`` (the CPU-side span), ``gpu_start_ns``, ``gpu_end_ns`` (first start and
         last end of the GPU activities launched in the step; -1 if none).
         """
-        if "iterations" not in self._cache:
-            self._cache["iterations"] = self._iterations()
-        return self._cache["iterations"].copy(deep=False)
+        return self._cached("iterations", self._iterations).copy(deep=False)
 
     def _iterations(self) -> pd.DataFrame:
-        parts = []
-        for r, d in self._data.items():
-            ev = d.events
-            is_step = ev["name"].astype(str).str.startswith("ProfilerStep#") & ev["kind"].isin(
-                [EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]
-            )
-            spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
-            if spans.empty:
-                continue
-            spans = spans.assign(end_ns=spans["ts_ns"] + spans["dur_ns"])
-            g = spans.groupby("step").agg(start_ns=("ts_ns", "min"), end_ns=("end_ns", "max"))
-            act = ev.loc[ev["kind"].isin(_ACTIVITY) & (ev["step"] >= 0), ["step", "ts_ns", "dur_ns"]]
-            act = act.assign(end_ns=act["ts_ns"] + act["dur_ns"])
-            ga = act.groupby("step").agg(gpu_start_ns=("ts_ns", "min"), gpu_end_ns=("end_ns", "max"))
-            g = g.join(ga, how="left").fillna({"gpu_start_ns": -1, "gpu_end_ns": -1})
-            g = g.reset_index()
-            g.insert(0, "rank", r)
-            parts.append(g)
-        cols = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
+        parts = [p for p in self.map_ranks(_rank_iterations).values() if len(p)]
         if not parts:
-            return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols})
+            return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in _ITERATION_COLUMNS})
         out = pd.concat(parts, ignore_index=True)
-        out["dur_ns"] = out["end_ns"] - out["start_ns"]
-        for c in cols:
+        for c in _ITERATION_COLUMNS:
             out[c] = out[c].astype(np.int64)
-        return out[cols]
+        return out[_ITERATION_COLUMNS]
 
     # ------------------------------------------------------------------ narrowing
     def select(
@@ -236,13 +228,13 @@ class Trace:
         that overlap it and records it as :attr:`window`, which analyses clip to. Unknown
         ranks or iterations raise :class:`TraceSelectionError` listing those that exist.
         """
-        data = self._data
+        keep = list(self.ranks)
         if ranks is not None:
             wanted = [ranks] if isinstance(ranks, (int, np.integer)) else list(ranks)
             for r in wanted:
-                if r not in data:
+                if r not in keep:
                     raise TraceSelectionError.unknown("rank", r, self.ranks)
-            data = {r: data[r] for r in sorted(set(wanted))}
+            keep = sorted({int(r) for r in wanted})
         window = self._window
         if time_range is not None:
             lo, hi = (int(time_range[0]), int(time_range[1]))
@@ -258,61 +250,28 @@ class Trace:
             for s in steps:
                 if s not in available:
                     raise TraceSelectionError.unknown("iteration", s, available)
-        out = []
-        for d in data.values():
-            ev = d.events
-            keep = np.ones(len(ev), dtype=bool)
-            if steps is not None:
-                keep &= ev["step"].isin(steps).to_numpy()
-            if window is not None:
-                ts = ev["ts_ns"].to_numpy()
-                end = ts + ev["dur_ns"].to_numpy()
-                keep &= (ts < window[1]) & ((end > window[0]) | (ts == window[0]))
-            if keep.all():
-                out.append(d)
-                continue
-            eids = ev["eid"].to_numpy()[keep]
-            out.append(
-                RankData(
-                    meta=d.meta,
-                    events=ev.loc[keep].reset_index(drop=True),
-                    gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
-                    comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
-                )
-            )
-        return Trace(out, classifier=self._classifier, source=self._source, window=window, _classified=True)
+        return self._rebuild(
+            keep, _select_rank, window=window, classifier=self._classifier, steps=steps, time_window=window
+        )
 
     def with_classifier(self, classifier: Classifier) -> Trace:
         """The same trace with GPU activities classified by ``classifier``."""
-        return Trace(self._data.values(), classifier=classifier, source=self._source, window=self._window)
+        return self._rebuild(list(self.ranks), classified, window=self._window, classifier=classifier, clf=classifier)
 
     # ------------------------------------------------------------------ display
     def _headline(self) -> dict[str, Any]:
-        n_kernels = 0
-        n_gpu = 0
-        devices = set()
-        for d in self._data.values():
-            kinds = d.events["kind"]
-            n_kernels += int((kinds == EventKind.KERNEL.value).sum())
-            n_gpu += int(kinds.isin(_ACTIVITY).sum())
-            for p in d.meta.device_properties[:1]:
-                devices.add(str(p.get("name", "")))
-        starts, ends = [], []
-        for d in self._data.values():
-            if len(d.events):
-                ts = d.events["ts_ns"].to_numpy()
-                starts.append(int(ts[0]))
-                ends.append(int((ts + d.events["dur_ns"].to_numpy()).max()))
-        span = (max(ends) - min(starts)) if starts else 0
+        parts = list(self._cached("headline", lambda: self.map_ranks(_rank_headline)).values())
+        starts = [p["start"] for p in parts if p["start"] is not None]
+        ends = [p["end"] for p in parts if p["end"] is not None]
         its = self.iterations
         return {
-            "ranks": len(self._data),
-            "events": len(self),
-            "kernels": n_kernels,
-            "gpu_activities": n_gpu,
-            "span_ns": span,
+            "ranks": len(parts),
+            "events": sum(p["events"] for p in parts),
+            "kernels": sum(p["kernels"] for p in parts),
+            "gpu_activities": sum(p["gpu_activities"] for p in parts),
+            "span_ns": (max(ends) - min(starts)) if starts else 0,
             "iterations": sorted(set(its["step"].tolist())) if len(its) else [],
-            "devices": sorted(x for x in devices if x),
+            "devices": sorted({p["device"] for p in parts if p["device"]}),
         }
 
     def __repr__(self) -> str:
@@ -354,6 +313,122 @@ class Trace:
         )
 
 
+# ---------------------------------------------------------------------- per-rank pieces
+# Module-level functions, so that they can run where the ranks live (see Trace.map_ranks).
+
+
+def classified(d: RankData, clf: Classifier) -> RankData:
+    """A rank's tables with the ``gpu_class`` column computed by ``clf``."""
+    ev = d.events.copy(deep=False)
+    cls = clf.classify_column(ev["name"].array, ev["kind"].array)
+    if "gpu_class" in ev.columns:
+        ev["gpu_class"] = cls
+    else:
+        ev.insert(ev.columns.get_loc("kind") + 1, "gpu_class", cls)
+    return RankData(meta=d.meta, events=ev, gpu_args=d.gpu_args, comms=d.comms)
+
+
+def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int, int] | None) -> RankData:
+    ev = d.events
+    keep = np.ones(len(ev), dtype=bool)
+    if steps is not None:
+        keep &= ev["step"].isin(steps).to_numpy()
+    if time_window is not None:
+        ts = ev["ts_ns"].to_numpy()
+        end = ts + ev["dur_ns"].to_numpy()
+        keep &= (ts < time_window[1]) & ((end > time_window[0]) | (ts == time_window[0]))
+    if keep.all():
+        return d
+    eids = ev["eid"].to_numpy()[keep]
+    return RankData(
+        meta=d.meta,
+        events=ev.loc[keep].reset_index(drop=True),
+        gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
+        comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
+    )
+
+
+def _only(trace: Trace) -> RankData:
+    (r,) = trace.ranks
+    return trace.rank_data(r)
+
+
+def _n_events(trace: Trace) -> int:
+    return len(_only(trace).events)
+
+
+def _table(trace: Trace, name: str) -> pd.DataFrame:
+    frame: pd.DataFrame = getattr(_only(trace), name)
+    return frame
+
+
+def _first_start(trace: Trace) -> int | None:
+    ev = _only(trace).events
+    return int(ev["ts_ns"].iloc[0]) if len(ev) else None
+
+
+def _metadata_row(trace: Trace) -> dict[str, Any]:
+    d = _only(trace)
+    m = d.meta
+    device = ""
+    devices = sorted(set(d.events["device"][d.events["device"] >= 0].tolist()))
+    for p in m.device_properties:
+        if devices and p.get("id") == devices[0]:
+            device = str(p.get("name", ""))
+    return {
+        "rank": m.rank,
+        "path": m.path,
+        "rank_source": m.rank_source,
+        "world_size": m.world_size,
+        "backend": m.backend,
+        "devices": devices,
+        "device_name": device,
+        "ts_precision": m.ts_precision,
+        "base_time_ns": m.base_time_ns,
+        "events": len(d.events),
+    }
+
+
+def _rank_headline(trace: Trace) -> dict[str, Any]:
+    d = _only(trace)
+    kinds = d.events["kind"]
+    start = end = None
+    if len(d.events):
+        ts = d.events["ts_ns"].to_numpy()
+        start, end = int(ts[0]), int((ts + d.events["dur_ns"].to_numpy()).max())
+    props = d.meta.device_properties
+    return {
+        "events": len(d.events),
+        "kernels": int((kinds == EventKind.KERNEL.value).sum()),
+        "gpu_activities": int(kinds.isin(_ACTIVITY).sum()),
+        "start": start,
+        "end": end,
+        "device": str(props[0].get("name", "")) if props else "",
+    }
+
+
+def _rank_iterations(trace: Trace) -> pd.DataFrame:
+    """The ProfilerStep spans of a one-rank trace (see Trace.iterations)."""
+    d = _only(trace)
+    ev = d.events
+    is_step = ev["name"].astype(str).str.startswith("ProfilerStep#") & ev["kind"].isin(
+        [EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]
+    )
+    spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
+    if spans.empty:
+        return pd.DataFrame()
+    spans = spans.assign(end_ns=spans["ts_ns"] + spans["dur_ns"])
+    g = spans.groupby("step").agg(start_ns=("ts_ns", "min"), end_ns=("end_ns", "max"))
+    act = ev.loc[ev["kind"].isin(_ACTIVITY) & (ev["step"] >= 0), ["step", "ts_ns", "dur_ns"]]
+    act = act.assign(end_ns=act["ts_ns"] + act["dur_ns"])
+    ga = act.groupby("step").agg(gpu_start_ns=("ts_ns", "min"), gpu_end_ns=("end_ns", "max"))
+    g = g.join(ga, how="left").fillna({"gpu_start_ns": -1, "gpu_end_ns": -1}).reset_index()
+    g.insert(0, "rank", d.meta.rank)
+    g["dur_ns"] = g["end_ns"] - g["start_ns"]
+    return g
+
+
+# ---------------------------------------------------------------------- formatting
 def _ranges(values: Iterable[int]) -> str:
     """'0-7, 9' for [0..7, 9]."""
     vals = sorted(set(int(v) for v in values))
@@ -378,8 +453,3 @@ def _fmt_ns(ns: int | float) -> str:
         if abs(ns) >= scale:
             return f"{ns / scale:.3g} {unit}"
     return f"{ns:.0f} ns"
-
-
-def rank_mapping(data: Mapping[int, RankData]) -> dict[int, str]:
-    """Rank -> file path (for messages)."""
-    return {r: d.meta.path for r, d in data.items()}

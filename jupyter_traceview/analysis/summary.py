@@ -60,33 +60,34 @@ def summary(
         ``gpu_busy_ns / gpu_span_ns``; NaN without GPU work.
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    rows = []
-    for r in trace.ranks:
-        ev = trace.rank_data(r).events
-        kinds = ev["kind"]
-        acts = gpu_activities(trace, r)
-        s, e = class_union(acts, WORK_CLASSES)
-        busy = iv.length(s, e)
-        gpu_span = int(e[-1] - s[0]) if len(s) else 0
-        if len(ev):
-            ts = ev["ts_ns"].to_numpy()
-            trace_span = int((ts + ev["dur_ns"].to_numpy()).max() - ts.min())
-        else:
-            trace_span = 0
-        steps = ev["step"].to_numpy()
-        rows.append(
-            {
-                "rank": r,
-                "events": len(ev),
-                "cpu_ops": int((kinds == EventKind.CPU_OP.value).sum()),
-                "kernels": int((kinds == EventKind.KERNEL.value).sum()),
-                "gpu_activities": len(acts),
-                "iterations": len(np.unique(steps[steps >= 0])),
-                "trace_span_ns": trace_span,
-                "gpu_span_ns": gpu_span,
-                "gpu_busy_ns": busy,
-                "gpu_busy_pct": float(pct(busy, gpu_span)),
-            }
-        )
+    rows = list(trace.map_ranks(_summary_row).values())
     out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return out.astype(SUMMARY_COLUMNS)
+
+
+def _summary_row(trace: Trace) -> dict[str, object]:
+    (r,) = trace.ranks
+    ev = trace.rank_data(r).events
+    kinds = ev["kind"]
+    acts = gpu_activities(trace, r)
+    s, e = class_union(acts, WORK_CLASSES)
+    busy = iv.length(s, e)
+    gpu_span = int(e[-1] - s[0]) if len(s) else 0
+    if len(ev):
+        ts = ev["ts_ns"].to_numpy()
+        trace_span = int((ts + ev["dur_ns"].to_numpy()).max() - ts.min())
+    else:
+        trace_span = 0
+    steps = ev["step"].to_numpy()
+    return {
+        "rank": r,
+        "events": len(ev),
+        "cpu_ops": int((kinds == EventKind.CPU_OP.value).sum()),
+        "kernels": int((kinds == EventKind.KERNEL.value).sum()),
+        "gpu_activities": len(acts),
+        "iterations": len(np.unique(steps[steps >= 0])),
+        "trace_span_ns": trace_span,
+        "gpu_span_ns": gpu_span,
+        "gpu_busy_ns": busy,
+        "gpu_busy_pct": float(pct(busy, gpu_span)),
+    }

@@ -19,8 +19,8 @@ import math
 import operator
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -140,7 +140,8 @@ class _Event(msgspec.Struct, gc=False):
 
 
 class _Doc(msgspec.Struct, gc=False):
-    traceEvents: list[_Event] | None = None
+    """The top-level object: header fields (the events are decoded separately, see _decode)."""
+
     schemaVersion: int | None = None
     deviceProperties: msgspec.Raw = _NO_RAW
     distributedInfo: msgspec.Raw = _NO_RAW
@@ -173,8 +174,24 @@ _EXTRA_FIELDS = (
     "trace_id",
 )
 
-_DOC_DECODER = msgspec.json.Decoder(_Doc, strict=False)
+
+class _DocEvents(_Doc, gc=False):
+    traceEvents: list[_Event] | None = None
+
+
+class _DocRawEvents(_Doc, gc=False):
+    traceEvents: list[msgspec.Raw] | None = None
+
+
+_DOC_DECODER = msgspec.json.Decoder(_DocEvents, strict=False)
 _LIST_DECODER = msgspec.json.Decoder(list[_Event], strict=False)
+_RAW_DOC_DECODER = msgspec.json.Decoder(_DocRawEvents, strict=False)
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw], strict=False)
+
+#: Files larger than this are decoded in chunks of _CHUNK_EVENTS events, so that the
+#: Python objects of only one chunk exist at a time (memory stays ~1.5x the file).
+_CHUNK_BYTES = 48 * 2**20
+_CHUNK_EVENTS = 1 << 15
 
 _CAT_TO_KIND: dict[str, EventKind] = {
     "cpu_op": EventKind.CPU_OP,
@@ -234,14 +251,17 @@ def parse_kineto(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        decoded = _decode(path, data)
-        del data
-        header = _header(path, decoded.doc, name_rank)
-        raw = _columns(path, decoded.events, decoded.bad, bad_events)
-        if decoded.args_dropped:
-            raw.skipped[ARGS_DROPPED] = decoded.args_dropped
-        del decoded
-        return _split_and_finish(path, raw, header, pid_map)
+        doc, chunks = _decode(path, data)
+        header = _header(path, doc, name_rank)
+        state = _FileState()
+        parts = [_part(chunk, state) for chunk in chunks]
+        if state.begin_end:
+            parts.append(_part(_Chunk(-1, _pair_begin_end(state.begin_end, state.skipped), []), state))
+        del data, chunks
+        state.raise_or_count(path, bad_events)
+        columns = _merge(parts, state)
+        del parts
+        return _split_and_finish(path, columns, header, pid_map)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -264,8 +284,11 @@ def _first_byte(data: bytes) -> int:
 
 
 @dataclass
-class _Decoded:
-    doc: _Doc
+class _Chunk:
+    """Decoded events of (part of) a file."""
+
+    #: Index in traceEvents of the first event (-1 for events made by the reader).
+    offset: int
     events: list[_Event]
     #: Events that could not be read at all: (index in traceEvents, problem).
     bad: list[tuple[int, str]]
@@ -273,37 +296,64 @@ class _Decoded:
     args_dropped: int = 0
 
 
-def _decode(path: Path, data: bytes) -> _Decoded:
+def _not_a_trace(path: Path, why: str) -> NotATraceError:
+    return NotATraceError(
+        path,
+        f"is JSON but not a trace ({why})",
+        "Pass a PyTorch profiler trace written by torch.profiler (export_chrome_trace or tensorboard_trace_handler)",
+    )
+
+
+def _decode(path: Path, data: bytes) -> tuple[_Doc, Iterator[_Chunk]]:
+    """The header and the events, in one chunk or, for big files, in many."""
     first = _first_byte(data)
     if first not in (ord("{"), ord("[")):
         what = "is not JSON" if first != -1 else "holds only whitespace"
         raise NotATraceError(
             path, f"{what} (it does not start with '{{' or '[')", "Pass a PyTorch profiler trace (*.json or *.json.gz)"
         )
+    is_object = first == ord("{")
     try:
-        if first == ord("{"):
-            doc = _DOC_DECODER.decode(data)
-            events = doc.traceEvents
+        if len(data) > _CHUNK_BYTES:
+            # Split the event array into raw slices first (cheap: no objects per field).
+            if is_object:
+                raw_doc = _RAW_DOC_DECODER.decode(data)
+                raws, doc = raw_doc.traceEvents, _Doc(**{f: getattr(raw_doc, f) for f in _Doc.__struct_fields__})
+            else:
+                raws, doc = _RAW_LIST_DECODER.decode(data), _Doc()
+            if raws is None:
+                raise _not_a_trace(path, "it has no 'traceEvents'")
+            return doc, _raw_chunks(raws)
+        if is_object:
+            full = _DOC_DECODER.decode(data)
+            events, doc = full.traceEvents, full
         else:
-            doc = _Doc()
-            events = _LIST_DECODER.decode(data)
+            events, doc = _LIST_DECODER.decode(data), _Doc()
         if events is None:
-            raise NotATraceError(
-                path,
-                "is JSON but not a trace (it has no 'traceEvents')",
-                "Pass a PyTorch profiler trace written by torch.profiler (export_chrome_trace or tensorboard_trace_handler)",
-            )
-        return _Decoded(doc, events, [])
+            raise _not_a_trace(path, "it has no 'traceEvents'")
+        return doc, iter([_Chunk(0, events, [])])
     except msgspec.ValidationError:
-        # Well-formed JSON with unexpected value types somewhere: take the tolerant path.
-        return _decode_tolerant(path, data, msgspec.json.decode(data))
+        # Well-formed JSON with unexpected value types somewhere: the tolerant path.
+        return _decode_tolerant(path, msgspec.json.decode(data))
     except msgspec.DecodeError as exc:
         # Non-standard tokens (NaN, Infinity) are valid to Python's json module.
         try:
             obj = json.loads(data)
         except (ValueError, RecursionError):
             raise _malformed(path, data, exc) from None
-        return _decode_tolerant(path, data, obj)
+        return _decode_tolerant(path, obj)
+
+
+def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[_Chunk]:
+    for start in range(0, len(raws), _CHUNK_EVENTS):
+        buf = b"[" + b",".join(raws[start : start + _CHUNK_EVENTS]) + b"]"
+        try:
+            events = _LIST_DECODER.decode(buf)
+        except msgspec.ValidationError:
+            events, bad, dropped = _tolerant_events(msgspec.json.decode(buf), start)
+            yield _Chunk(start, events, bad, dropped)
+            continue
+        yield _Chunk(start, events, [])
 
 
 def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
@@ -328,7 +378,7 @@ def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
     )
 
 
-def _decode_tolerant(path: Path, data: bytes, obj: Any) -> _Decoded:
+def _decode_tolerant(path: Path, obj: Any) -> tuple[_Doc, Iterator[_Chunk]]:
     """Decode event by event, so that one odd event does not sink the whole file."""
     if isinstance(obj, dict):
         raw_events = obj.get("traceEvents")
@@ -336,27 +386,32 @@ def _decode_tolerant(path: Path, data: bytes, obj: Any) -> _Decoded:
     elif isinstance(obj, list):
         raw_events, header = obj, {}
     else:
-        raise NotATraceError(
-            path, "is JSON but not a trace (neither an object nor an array)", "Pass a PyTorch profiler trace"
-        )
+        raise _not_a_trace(path, "neither an object nor an array")
     if not isinstance(raw_events, list):
-        raise NotATraceError(
-            path,
-            "is JSON but not a trace (it has no 'traceEvents' list)",
-            "Pass a PyTorch profiler trace written by torch.profiler",
-        )
+        raise _not_a_trace(path, "it has no 'traceEvents' list")
+    known = set(_Doc.__struct_fields__)
     try:
         doc = msgspec.convert(
-            {k: msgspec.Raw(msgspec.json.encode(v)) if k in _RAW_DOC_FIELDS else v for k, v in header.items()},
+            {
+                k: msgspec.Raw(msgspec.json.encode(v)) if k in _RAW_DOC_FIELDS else v
+                for k, v in header.items()
+                if k in known
+            },
             _Doc,
             strict=False,
         )
     except msgspec.ValidationError as exc:
         raise TraceFormatError(path, f"has a malformed header field ({exc})", "Fix or re-export the trace") from None
+    events, bad, dropped = _tolerant_events(raw_events, 0)
+    return doc, iter([_Chunk(0, events, bad, dropped)])
+
+
+def _tolerant_events(raw_events: list[Any], offset: int) -> tuple[list[_Event], list[tuple[int, str]], int]:
+    """Events converted one by one; odd args are dropped, unreadable events reported."""
     events: list[_Event] = []
     bad: list[tuple[int, str]] = []
     odd_args = 0
-    for i, ev in enumerate(raw_events):
+    for i, ev in enumerate(raw_events, start=offset):
         if not isinstance(ev, dict):
             bad.append((i, f"is a {type(ev).__name__}, not an object"))
             continue
@@ -381,7 +436,7 @@ def _decode_tolerant(path: Path, data: bytes, obj: Any) -> _Decoded:
             except (msgspec.ValidationError, TypeError, ValueError, OverflowError):
                 pass
         bad.append((i, problem))
-    return _Decoded(doc, events, bad, odd_args)
+    return events, bad, odd_args
 
 
 _RAW_DOC_FIELDS = frozenset({"deviceProperties", "distributedInfo"} | set(_EXTRA_FIELDS))
@@ -430,30 +485,72 @@ def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
 
 
 # --------------------------------------------------------------------------------------
-# Columns
+# Columns, chunk by chunk
 # --------------------------------------------------------------------------------------
 @dataclass
-class _FileColumns:
-    """Unsorted columns of the kept events of a whole file (all ranks)."""
+class _FileState:
+    """What the chunks of one file accumulate besides their columns."""
+
+    skipped: dict[str, int] = field(default_factory=dict)
+    meta_events: list[_Event] = field(default_factory=list)
+    begin_end: list[_Event] = field(default_factory=list)
+    profiler_span: tuple[float, float] | None = None
+    labels: dict[str, int] = field(default_factory=dict)
+    ts_ns_precision: bool = False
+    #: Malformed events by problem: (count, first example).
+    problems: dict[str, list[Any]] = field(default_factory=dict)
+    unreadable: list[tuple[int, str]] = field(default_factory=list)
+    args_dropped: int = 0
+
+    def count(self, key: str, n: int) -> None:
+        if n:
+            self.skipped[key] = self.skipped.get(key, 0) + n
+
+    def problem(self, label: str, n: int, example: str) -> None:
+        if n:
+            entry = self.problems.setdefault(label, [0, example])
+            entry[0] += n
+
+    def raise_or_count(self, path: Path, bad_events: str) -> None:
+        n_bad = sum(c for c, _ in self.problems.values()) + len(self.unreadable)
+        if self.args_dropped:
+            self.skipped[ARGS_DROPPED] = self.args_dropped
+        if not n_bad:
+            return
+        reasons = [f"{c:,} {label} (first: {example})" for label, (c, example) in self.problems.items()]
+        if self.unreadable:
+            i, why = self.unreadable[0]
+            reasons.append(f"{len(self.unreadable):,} unreadable (first: event #{i} {why})")
+        if bad_events == "raise":
+            raise TraceFormatError(
+                path,
+                f"{n_bad:,} malformed event{'s' if n_bad != 1 else ''}: " + "; ".join(reasons),
+                "Pass bad_events='drop' to tv.load() to drop them and read the rest",
+            )
+        self.skipped[DROPPED] = n_bad
+
+
+@dataclass
+class _Part:
+    """Columns of the kept events of one chunk (or of a whole file once merged), in file order."""
 
     ts_us: np.ndarray
     dur_us: np.ndarray
-    name_codes: np.ndarray
+    name_codes: np.ndarray  # int32 into names
     names: list[str]
-    kind: np.ndarray
+    kind: np.ndarray  # int8 codes of EventKind
     pid: np.ndarray
     tid: np.ndarray
     device: np.ndarray
     stream: np.ndarray
     correlation: np.ndarray
     external_id: np.ndarray
-    args: list[_Args]
-    process_names: dict[int, str]
-    process_labels: dict[int, str]
-    thread_names: list[tuple[int, int, str]]
-    skipped: dict[str, int]
-    ts_precision: str
-    profiler_span: tuple[float, float] | None
+    #: Rows of kernels, memcpy and memset, and their arguments (one array per field).
+    gpu_rows: np.ndarray
+    gpu: dict[str, np.ndarray]
+    #: Rows carrying collective metadata, and the metadata (one list per field).
+    comm_rows: np.ndarray
+    comm: dict[str, list[Any]]
 
 
 def _as_int(v: object, labels: dict[str, int]) -> int:
@@ -522,6 +619,9 @@ def _pair_begin_end(events: list[_Event], skipped: dict[str, int]) -> list[_Even
 _GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
 _GET_IDS = operator.attrgetter("correlation", "external_id")
 _GET_DEVICE = operator.attrgetter("device", "stream")
+_GET_GPU_ARGS = operator.attrgetter(
+    "grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "nbytes", "bandwidth"
+)
 
 
 def _codes(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
@@ -531,31 +631,23 @@ def _codes(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
     return codes, list(index)
 
 
-def _columns(
-    path: Path,
-    events: list[_Event],
-    bad: list[tuple[int, str]],
-    bad_events: str,
-    skipped: dict[str, int] | None = None,
-) -> _FileColumns:
-    skipped = {} if skipped is None else skipped
+def _part(chunk: _Chunk, state: _FileState) -> _Part:
+    """Columns of one chunk's complete and instant events; the rest goes to ``state``."""
+    events = chunk.events
+    state.unreadable += chunk.bad
+    state.args_dropped += chunk.args_dropped
     phases: list[str] = [e.ph for e in events]
     counts: Counter[str] = Counter(phases)
     if counts["B"] or counts["E"]:
-        # Pair begin/end events into complete ones, then start over with those.
-        paired = _pair_begin_end([e for e in events if e.ph in ("B", "E")], skipped)
-        rest = [e for e in events if e.ph not in ("B", "E")]
-        return _columns(path, rest + paired, bad, bad_events, skipped)
-    meta_events = [e for e, p in zip(events, phases, strict=True) if p == "M"] if counts["M"] else []
-    process_names, process_labels, thread_names = _metadata(meta_events)
+        # Matched across the whole file at the end (pairs may straddle chunks).
+        state.begin_end += [e for e in events if e.ph in ("B", "E")]
+    if counts["M"]:
+        state.meta_events += [e for e, p in zip(events, phases, strict=True) if p == "M"]
     n_kept = sum(counts[p] for p in _KEPT_PHASES)
     kept = events if n_kept == len(events) else [e for e in events if e.ph in _KEPT_PHASES]
     n_flow = counts["s"] + counts["f"] + counts["t"]
-    n_other = len(events) - n_kept - counts["M"] - n_flow
-    if n_flow:
-        skipped["flow events"] = n_flow
-    if n_other > 0:
-        skipped["other phases"] = n_other
+    state.count("flow events", n_flow)
+    state.count("other phases", len(events) - n_kept - counts["M"] - n_flow - counts["B"] - counts["E"])
 
     if kept:
         cat, name, pid_obj, tid_obj, ts_t, dur_t, args_t = zip(*map(_GET_EVENT, kept), strict=True)
@@ -571,14 +663,15 @@ def _columns(
     trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
     pseudo_pid = [i for i, p in enumerate(pid_values) if isinstance(p, str) and p in _KINETO_PSEUDO_PIDS]
     keep = np.ones(len(kept), dtype=bool)
-    profiler_span = None
     if trace_cat or pseudo_pid:
         is_trace = np.isin(cat_codes, trace_cat)
         pseudo = is_trace | np.isin(pid_codes, pseudo_pid)
         span_rows = is_trace & ~is_instant & np.isfinite(ts) & np.isfinite(dur)
         if span_rows.any():
-            profiler_span = (float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max()))
-        skipped["profiler markers"] = int(pseudo.sum())
+            lo, hi = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
+            old = state.profiler_span
+            state.profiler_span = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+        state.count("profiler markers", int(pseudo.sum()))
         keep &= ~pseudo
 
     # Malformed events: no dur on a complete event, negative dur, non-finite times.
@@ -586,31 +679,18 @@ def _columns(
     dur[is_instant & np.isnan(dur)] = 0.0
     neg_dur = (dur < 0) & keep
     bad_ts = ~np.isfinite(ts) & keep
-    inf_dur = np.isinf(dur) & keep
-    bad_mask = no_dur | neg_dur | bad_ts | inf_dur
-    n_bad = int(bad_mask.sum()) + len(bad)
-    if n_bad:
-        reasons = []
-        for label, mask in (
-            ("without 'dur'", no_dur),
-            ("with a negative 'dur'", neg_dur),
-            ("with a NaN or infinite 'ts'", bad_ts),
-            ("with an infinite 'dur'", inf_dur & ~bad_ts),
-        ):
-            c = int(mask.sum())
-            if c:
-                first = kept[int(np.flatnonzero(mask)[0])]
-                reasons.append(f"{c:,} {label} (first: {first.name!r}, ts={ts_repr(first.ts)})")
-        if bad:
-            reasons.append(f"{len(bad):,} unreadable (first: event #{bad[0][0]} {bad[0][1]})")
-        if bad_events == "raise":
-            raise TraceFormatError(
-                path,
-                f"{n_bad:,} malformed event{'s' if n_bad != 1 else ''}: " + "; ".join(reasons),
-                "Pass bad_events='drop' to tv.load() to drop them and read the rest",
-            )
-        skipped[DROPPED] = n_bad
-        keep &= ~bad_mask
+    inf_dur = np.isinf(dur) & keep & ~bad_ts
+    for label, mask in (
+        ("without 'dur'", no_dur),
+        ("with a negative 'dur'", neg_dur),
+        ("with a NaN or infinite 'ts'", bad_ts),
+        ("with an infinite 'dur'", inf_dur),
+    ):
+        c = int(mask.sum())
+        if c:
+            first = kept[int(np.flatnonzero(mask)[0])]
+            state.problem(label, c, f"{first.name!r}, ts={ts_repr(first.ts)}")
+            keep &= ~mask
     rows = np.flatnonzero(keep)
     if len(rows) != len(kept):
         ts, dur = ts[rows], dur[rows]
@@ -619,23 +699,16 @@ def _columns(
         tid_obj = tuple(tid_obj[i] for i in rows.tolist())
         args_t = tuple(args_t[i] for i in rows.tolist())
     n = len(rows)
-
-    ts_precision = "ns" if n and not np.array_equal(ts, np.floor(ts)) else "us"
+    if n and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
+        state.ts_ns_precision = True
 
     cat_to_code = np.array(
         [_CODE[_CAT_TO_KIND.get(str(c).lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8
     )
     kind = cat_to_code[cat_codes] if n else np.empty(0, dtype=np.int8)
-
-    name_codes64, names = _codes(name)
-    name_codes = name_codes64.astype(np.int32)
-    names = [str(x) for x in names]
-
-    label_ids: dict[str, int] = {}
-    pid = _int_lut(pid_values, label_ids)[pid_codes] if n else np.empty(0, dtype=np.int64)
-    tid = _int_column(np.array(tid_obj, dtype=object), label_ids)
-
-    args = list(args_t)
+    name_codes, names = _codes(name)
+    pid = _int_lut(pid_values, state.labels)[pid_codes] if n else np.empty(0, dtype=np.int64)
+    tid = _int_column(np.array(tid_obj, dtype=object), state.labels)
     if n:
         corr, ext = zip(*map(_GET_IDS, args_t), strict=True)
         correlation = np.array(corr, dtype=np.int64)
@@ -648,17 +721,19 @@ def _columns(
     stream = np.full(n, -1, dtype=np.int64)
     dev_rows = np.flatnonzero(np.isin(kind, _DEVICE_CODES))
     if len(dev_rows):
-        d_vals, s_vals = zip(*map(_GET_DEVICE, [args[i] for i in dev_rows.tolist()]), strict=True)
+        d_vals, s_vals = zip(*map(_GET_DEVICE, [args_t[i] for i in dev_rows.tolist()]), strict=True)
         d = np.array(d_vals, dtype=np.int64)
         device[dev_rows] = np.where(d >= 0, d, pid[dev_rows]).astype(np.int16)
         s = _int_column(np.array(s_vals, dtype=object), {})
         stream[dev_rows] = np.where(s >= 0, s, tid[dev_rows])
 
-    return _FileColumns(
+    gpu_rows = np.flatnonzero(np.isin(kind, _ARGS_CODES))
+    comm_rows, comm = _comm_rows(args_t, kind, name_codes, [str(x) for x in names])
+    return _Part(
         ts_us=ts,
         dur_us=dur,
-        name_codes=name_codes,
-        names=names,
+        name_codes=name_codes.astype(np.int32),
+        names=[str(x) for x in names],
         kind=kind,
         pid=pid,
         tid=tid,
@@ -666,19 +741,165 @@ def _columns(
         stream=stream,
         correlation=correlation,
         external_id=external_id,
-        args=args,
-        process_names=process_names,
-        process_labels=process_labels,
-        thread_names=thread_names,
-        skipped=skipped,
-        ts_precision=ts_precision,
-        profiler_span=profiler_span,
+        gpu_rows=gpu_rows,
+        gpu=_gpu_arrays([args_t[i] for i in gpu_rows.tolist()]),
+        comm_rows=comm_rows,
+        comm=comm,
     )
 
 
 def ts_repr(value: float) -> str:
     """A timestamp for a message (NaN and infinities spelled out)."""
     return repr(value) if math.isfinite(value) else str(value)
+
+
+_NO_TRIPLE = (-1, -1, -1)
+
+
+def _pad3(v: object) -> tuple[int, ...] | list[int]:
+    """A grid/block value as three ints (-1 where absent or not an int)."""
+    if not isinstance(v, list):
+        return _NO_TRIPLE
+    out = [x if isinstance(x, int) else -1 for x in v[:3]]
+    return out + [-1] * (3 - len(out))
+
+
+def _xyz(values: tuple[object, ...]) -> np.ndarray:
+    rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
+    xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3) if rows else np.empty((0, 3), dtype=np.int64)
+    return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
+
+
+def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:
+    """Launch and copy arguments of GPU activities as arrays (one entry per activity)."""
+    if args:
+        grid, block, regs, smem, bps, wps, occ, nbytes, bw = zip(*map(_GET_GPU_ARGS, args), strict=True)
+    else:
+        grid = block = regs = smem = bps = wps = occ = nbytes = bw = ()
+    g, b = _xyz(grid), _xyz(block)
+    return {
+        "grid_x": g[:, 0],
+        "grid_y": g[:, 1],
+        "grid_z": g[:, 2],
+        "block_x": b[:, 0],
+        "block_y": b[:, 1],
+        "block_z": b[:, 2],
+        "registers_per_thread": np.array(regs, dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
+        "shared_memory_bytes": np.array(smem, dtype=np.int64),
+        "blocks_per_sm": np.array(bps, dtype=np.float32),
+        "warps_per_sm": np.array(wps, dtype=np.float32),
+        "occupancy_pct": np.array(occ, dtype=np.float32),
+        "bytes": np.array(nbytes, dtype=np.int64),
+        "bandwidth_gbps": np.array(bw, dtype=np.float32),
+    }
+
+
+_COMM_FIELDS = ("collective", "dtype", "in_nelems", "out_nelems", "group_size", "pg_name", "pg_desc", "seq", "source")
+
+
+def _comm_rows(
+    args: tuple[_Args, ...], kind: np.ndarray, name_codes: np.ndarray, names: list[str]
+) -> tuple[np.ndarray, dict[str, list[Any]]]:
+    """Rows carrying collective metadata: recorded args, or old-style ``nccl:*`` annotations."""
+    out: dict[str, list[Any]] = {f: [] for f in _COMM_FIELDS}
+    with_meta = [i for i, a in enumerate(args) if a.collective is not None]
+    annot_codes = [i for i, nm in enumerate(names) if nm.startswith("nccl:")]
+    annotated = (
+        np.flatnonzero((kind == _CODE[EventKind.USER_ANNOTATION]) & np.isin(name_codes, annot_codes)).tolist()
+        if annot_codes
+        else []
+    )
+    rows = sorted(set(with_meta) | set(annotated))
+    for i in rows:
+        a = args[i]
+        if a.collective is not None:
+            values = (
+                normalize_collective(a.collective),
+                a.dtype,
+                a.in_nelems,
+                a.out_nelems,
+                a.group_size,
+                _raw_str(a.pg_name),
+                _raw_str(a.pg_desc),
+                a.seq,
+                "kernel" if kind[i] == _CODE[EventKind.KERNEL] else "record_param_comms",
+            )
+        else:
+            nelems, dtype = _first_dims(a.input_dims, a.input_type)
+            label = names[int(name_codes[i])].split(":", 1)[1]
+            values = (normalize_collective(label), dtype, nelems, -1, -1, None, None, -1, "annotation")
+        for f, v in zip(_COMM_FIELDS, values, strict=True):
+            out[f].append(v)
+    return np.array(rows, dtype=np.int64), out
+
+
+def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
+    """One file's columns from its chunks (names re-coded into one dictionary)."""
+    index: dict[str, int] = {}
+    name_codes = []
+    offset = 0
+    gpu_rows, comm_rows = [], []
+    for part in parts:
+        lut = np.array([index.setdefault(nm, len(index)) for nm in part.names], dtype=np.int32)
+        name_codes.append(lut[part.name_codes] if len(part.name_codes) else part.name_codes)
+        gpu_rows.append(part.gpu_rows + offset)
+        comm_rows.append(part.comm_rows + offset)
+        offset += len(part.ts_us)
+
+    def cat(attr: str) -> np.ndarray:
+        return np.concatenate([getattr(p, attr) for p in parts]) if parts else np.empty(0)
+
+    process_names, process_labels, thread_names = _metadata(state.meta_events)
+    return _FileColumns(
+        ts_us=cat("ts_us").astype(np.float64),
+        dur_us=cat("dur_us").astype(np.float64),
+        name_codes=np.concatenate(name_codes).astype(np.int32) if parts else np.empty(0, np.int32),
+        names=list(index),
+        kind=cat("kind").astype(np.int8),
+        pid=cat("pid").astype(np.int64),
+        tid=cat("tid").astype(np.int64),
+        device=cat("device").astype(np.int16),
+        stream=cat("stream").astype(np.int64),
+        correlation=cat("correlation").astype(np.int64),
+        external_id=cat("external_id").astype(np.int64),
+        gpu_rows=np.concatenate(gpu_rows) if parts else np.empty(0, np.int64),
+        gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else _gpu_arrays([]),
+        comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
+        comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
+        process_names=process_names,
+        process_labels=process_labels,
+        thread_names=thread_names,
+        skipped=state.skipped,
+        ts_precision="ns" if state.ts_ns_precision else "us",
+        profiler_span=state.profiler_span,
+    )
+
+
+@dataclass
+class _FileColumns:
+    """Unsorted columns of the kept events of a whole file (all ranks)."""
+
+    ts_us: np.ndarray
+    dur_us: np.ndarray
+    name_codes: np.ndarray
+    names: list[str]
+    kind: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    external_id: np.ndarray
+    gpu_rows: np.ndarray
+    gpu: dict[str, np.ndarray]
+    comm_rows: np.ndarray
+    comm: dict[str, list[Any]]
+    process_names: dict[int, str]
+    process_labels: dict[int, str]
+    thread_names: list[tuple[int, int, str]]
+    skipped: dict[str, int]
+    ts_precision: str
+    profiler_span: tuple[float, float] | None
 
 
 def _metadata(meta_events: list[_Event]) -> tuple[dict[int, str], dict[int, str], list[tuple[int, int, str]]]:
@@ -704,6 +925,9 @@ def _to_ns(us: np.ndarray) -> np.ndarray:
     return whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000.0).astype(np.int64)
 
 
+# --------------------------------------------------------------------------------------
+# Ranks, sorting and the per-rank tables
+# --------------------------------------------------------------------------------------
 # --------------------------------------------------------------------------------------
 # Ranks, sorting and the per-rank tables
 # --------------------------------------------------------------------------------------
@@ -790,6 +1014,9 @@ def _rank_tables(
     # Sort by start, longer first at equal starts (parents before children), stably.
     order = rows[np.lexsort((-dur_ns[rows], ts_ns[rows]))]
     n = len(order)
+    # eid of every file row in this rank (-1 for rows of other ranks).
+    eid_of_row = np.full(len(ts_ns), -1, dtype=np.int64)
+    eid_of_row[order] = np.arange(n, dtype=np.int64)
     cols: dict[str, np.ndarray] = {
         "eid": np.arange(n, dtype=np.int64),
         "ts_ns": ts_ns[order],
@@ -813,8 +1040,8 @@ def _rank_tables(
     cols["depth"] = depth
 
     names = raw.names
-    step_name_codes = np.array([i for i, nm in enumerate(names) if nm.startswith("ProfilerStep#")], dtype=np.int64)
-    step_numbers = {i: _step_number(names[i]) for i in step_name_codes.tolist()}
+    step_name_codes = [i for i, nm in enumerate(names) if nm.startswith("ProfilerStep#")]
+    step_numbers = {i: _step_number(names[i]) for i in step_name_codes}
     cols["step"] = derive.steps(
         cols["ts_ns"],
         cols["dur_ns"],
@@ -849,9 +1076,12 @@ def _rank_tables(
             "step": cols["step"].astype(np.int32),
         }
     )
-    gpu_args = _gpu_args(raw, order, kind, names, name_codes)
-    comms = _comms(raw, order, kind, names, name_codes)
-    return RankData(meta=meta, events=events, gpu_args=gpu_args, comms=comms)
+    return RankData(
+        meta=meta,
+        events=events,
+        gpu_args=_gpu_args_table(raw, eid_of_row, names),
+        comms=_comms_table(raw, eid_of_row),
+    )
 
 
 def _step_number(name: str) -> int:
@@ -859,77 +1089,33 @@ def _step_number(name: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-_NO_TRIPLE = (-1, -1, -1)
-
-
-def _pad3(v: object) -> tuple[int, ...] | list[int]:
-    """A grid/block value as three ints (-1 where absent or not an int)."""
-    if not isinstance(v, list):
-        return _NO_TRIPLE
-    out = [x if isinstance(x, int) else -1 for x in v[:3]]
-    return out + [-1] * (3 - len(out))
-
-
-_GET_GPU_ARGS = operator.attrgetter(
-    "grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "nbytes", "bandwidth"
-)
-
-
-def _xyz(values: tuple[object, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
-    xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3) if rows else np.empty((0, 3), dtype=np.int64)
-    xyz = np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
-    return xyz[:, 0], xyz[:, 1], xyz[:, 2]
-
-
-def _gpu_args(
-    raw: _FileColumns, order: np.ndarray, kind: np.ndarray, names: list[str], name_codes: np.ndarray
-) -> pd.DataFrame:
-    sel = np.flatnonzero(np.isin(kind, _ARGS_CODES))
-    m = len(sel)
-    if m:
-        args = [raw.args[i] for i in order[sel].tolist()]
-        grid, block, regs, smem, bps, wps, occ, nbytes, bw = zip(*map(_GET_GPU_ARGS, args), strict=True)
-    else:
-        grid = block = regs = smem = bps = wps = occ = nbytes = bw = ()
-    gx, gy, gz = _xyz(grid)
-    bx, by, bz = _xyz(block)
-
+def _gpu_args_table(raw: _FileColumns, eid_of_row: np.ndarray, names: list[str]) -> pd.DataFrame:
+    eids = eid_of_row[raw.gpu_rows]
+    mine = np.flatnonzero(eids >= 0)
+    mine = mine[np.argsort(eids[mine], kind="stable")]
+    rows = raw.gpu_rows[mine]
     # Copy direction and pageable flag: decided once per distinct name.
-    codes = name_codes[sel]
+    codes = raw.name_codes[rows]
     uniq, inverse = np.unique(codes, return_inverse=True)
     copy_code = {c: i for i, c in enumerate(COPY_KINDS)}
     per_name = [(copy_kind_of(names[c]), "Pageable" in names[c]) for c in uniq.tolist()]
+    m = len(rows)
     ck = (
         np.array([copy_code[k] if k is not None else -1 for k, _ in per_name], dtype=np.int8)[inverse]
         if m
         else np.empty(0, np.int8)
     )
     pageable = np.array([p for _, p in per_name], dtype=bool)[inverse] if m else np.empty(0, bool)
-    k = kind[sel]
+    k = raw.kind[rows]
     ck = np.where((ck < 0) & (k == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
     pageable &= np.isin(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
-    return pd.DataFrame(
-        {
-            "eid": sel.astype(np.int64),
-            "grid_x": gx,
-            "grid_y": gy,
-            "grid_z": gz,
-            "block_x": bx,
-            "block_y": by,
-            "block_z": bz,
-            "registers_per_thread": np.array(regs, dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
-            "shared_memory_bytes": np.array(smem, dtype=np.int64),
-            "blocks_per_sm": np.array(bps, dtype=np.float32),
-            "warps_per_sm": np.array(wps, dtype=np.float32),
-            "occupancy_pct": np.array(occ, dtype=np.float32),
-            "bytes": np.array(nbytes, dtype=np.int64),
-            "bandwidth_gbps": np.array(bw, dtype=np.float32),
-            "copy_kind": categorical(codes=ck, categories=COPY_KINDS),
-            "pageable": pageable,
-        },
-        columns=[c.name for c in GPU_ARGS_COLUMNS],
-    )
+    table: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
+    for col in GPU_ARGS_COLUMNS[1:]:
+        if col.name in raw.gpu:
+            table[col.name] = raw.gpu[col.name][mine]
+    table["copy_kind"] = categorical(codes=ck, categories=COPY_KINDS)
+    table["pageable"] = pageable
+    return pd.DataFrame(table, columns=[c.name for c in GPU_ARGS_COLUMNS])
 
 
 _COLLECTIVES = (
@@ -973,60 +1159,25 @@ def _raw_str(raw: msgspec.Raw) -> str | None:
     return None if value is None else str(value)
 
 
-def _comms(
-    raw: _FileColumns, order: np.ndarray, kind: np.ndarray, names: list[str], name_codes: np.ndarray
-) -> pd.DataFrame:
-    annotation = KIND_CODE[EventKind.USER_ANNOTATION]
-    kernel = KIND_CODE[EventKind.KERNEL]
-    nccl_annot_codes = {i for i, nm in enumerate(names) if nm.startswith("nccl:")}
-    rows: list[tuple[int, str, str | None, int, int, int, str | None, str | None, int, str]] = []
-    args = raw.args
-    ordered = order.tolist()
-    with_meta = [eid for eid, src in enumerate(ordered) if args[src].collective is not None]
-    annotated = (
-        np.flatnonzero(
-            (kind == annotation) & np.isin(name_codes, np.fromiter(nccl_annot_codes, dtype=np.int64))
-        ).tolist()
-        if nccl_annot_codes
-        else []
-    )
-    for eid in sorted(set(with_meta) | set(annotated)):
-        a = args[ordered[eid]]
-        if a.collective is not None:
-            source = "kernel" if kind[eid] == kernel else "record_param_comms"
-            rows.append(
-                (
-                    eid,
-                    normalize_collective(a.collective),
-                    a.dtype,
-                    a.in_nelems,
-                    a.out_nelems,
-                    a.group_size,
-                    _raw_str(a.pg_name),
-                    _raw_str(a.pg_desc),
-                    a.seq,
-                    source,
-                )
-            )
-        else:
-            nelems, dtype = _first_dims(a.input_dims, a.input_type)
-            label = names[int(name_codes[eid])].split(":", 1)[1]
-            rows.append((eid, normalize_collective(label), dtype, nelems, -1, -1, None, None, -1, "annotation"))
-    cols: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [() for _ in range(10)]
-    dtypes = list(cols[2])
+def _comms_table(raw: _FileColumns, eid_of_row: np.ndarray) -> pd.DataFrame:
+    eids = eid_of_row[raw.comm_rows]
+    mine = np.flatnonzero(eids >= 0)
+    mine = mine[np.argsort(eids[mine], kind="stable")]
+    pick = mine.tolist()
+    c = {f: [raw.comm[f][i] for i in pick] for f in _COMM_FIELDS}
     return pd.DataFrame(
         {
-            "eid": np.array(cols[0], dtype=np.int64),
-            "collective": categorical(cols[1]),
-            "dtype": categorical(dtypes),
-            "in_nelems": np.array(cols[3], dtype=np.int64),
-            "out_nelems": np.array(cols[4], dtype=np.int64),
-            "elem_bytes": np.array([DTYPE_BYTES.get(d, -1) if d else -1 for d in dtypes], dtype=np.int16),
-            "group_size": np.array(cols[5], dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
-            "pg_name": categorical(cols[6]),
-            "pg_desc": categorical(cols[7]),
-            "seq": np.array(cols[8], dtype=np.int64),
-            "source": categorical(cols[9], categories=COMMS_SOURCES),
+            "eid": eids[mine].astype(np.int64),
+            "collective": categorical(c["collective"]),
+            "dtype": categorical(c["dtype"]),
+            "in_nelems": np.array(c["in_nelems"], dtype=np.int64),
+            "out_nelems": np.array(c["out_nelems"], dtype=np.int64),
+            "elem_bytes": np.array([DTYPE_BYTES.get(d, -1) if d else -1 for d in c["dtype"]], dtype=np.int16),
+            "group_size": np.array(c["group_size"], dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
+            "pg_name": categorical(c["pg_name"]),
+            "pg_desc": categorical(c["pg_desc"]),
+            "seq": np.array(c["seq"], dtype=np.int64),
+            "source": categorical(c["source"], categories=COMMS_SOURCES),
         },
-        columns=[c.name for c in COMMS_COLUMNS],
+        columns=[col.name for col in COMMS_COLUMNS],
     )

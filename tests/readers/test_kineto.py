@@ -493,3 +493,62 @@ def test_eids_are_positions_and_links_point_inside(tmp_path: Path) -> None:
         v = ev[col].to_numpy()
         assert ((v == -1) | ((v >= 0) & (v < n))).all()
     assert np.array_equal(ev["eid"].to_numpy(), np.arange(n))
+
+
+def test_chunked_decoding_gives_the_same_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Big files are decoded in chunks; the result must not depend on where chunks fall."""
+    from jupyter_traceview.readers import kineto
+
+    events = [*kb.metadata(100, labels="CPU")]
+    for i in range(40):
+        t = i * 100
+        events += [
+            kb.step(i, t, 90),
+            kb.cpu_op("aten::mm", t + 5, 30),
+            *kb.launch("gemm", t + 8, t + 40, 20, corr=i + 1),
+        ]
+    events.insert(25, {"ph": "B", "cat": "user_annotation", "name": "span", "pid": 100, "tid": 100, "ts": 1000})
+    events.insert(90, {"ph": "E", "pid": 100, "tid": 100, "ts": 2500})
+    events.append(kb.memcpy(5000, 3, corr=999))
+    events.append(
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "ts": 0,
+            "dur": 9000,
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "name": "PyTorch Profiler (0)",
+        }
+    )
+    path = kb.write(tmp_path / "rank-0.json", kb.doc(events, rank=0))
+    whole = tv.load(path, cache=False)
+    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1)
+    monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 7)
+    chunked = tv.load(path, cache=False)
+    pd_testing = __import__("pandas").testing
+    pd_testing.assert_frame_equal(whole.events(0), chunked.events(0))
+    pd_testing.assert_frame_equal(whole.gpu_args(0), chunked.gpu_args(0))
+    pd_testing.assert_frame_equal(whole.comms(0), chunked.comms(0))
+    assert whole.meta(0) == chunked.meta(0)
+    assert chunked.events(0).set_index("name").loc["span", "dur_ns"] == 1_500_000
+
+
+def test_chunked_decoding_reports_bad_events_over_all_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_traceview.readers import kineto
+
+    events = [kb.cpu_op(f"op{i}", i * 10, 5) for i in range(30)]
+    events[3]["dur"] = -1
+    events[25]["dur"] = -2
+    events[17]["ts"] = "soon"
+    path = kb.write(tmp_path / "rank-0.json", kb.doc(events))
+    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1)
+    monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 4)
+    with pytest.raises(
+        tv.TraceFormatError,
+        match=r"3 malformed events: 2 with a negative 'dur' \(first: 'op3'.*1 unreadable \(first: event #17",
+    ):
+        tv.load(path, cache=False)
+    with pytest.warns(tv.TraceviewWarning, match="3 malformed events were dropped"):
+        trace = tv.load(path, cache=False, bad_events="drop")
+    assert len(trace.events(0)) == 27

@@ -1,0 +1,221 @@
+"""Load benchmark: jupyter_traceview against HTA, side by side, on the same folders.
+
+    bash benchmarks/hta_env.sh                     # once: HTA in benchmarks/.venv-hta
+    python benchmarks/bench_load.py [--runs 3] [--sets dlrm synth:8:100000 ...] [--hta-timeout 900]
+
+For every data set and tool, each run is a fresh Python process (nothing warm but the OS
+page cache, the same for both tools). Measured: wall time of the load call; peak RSS of
+the main process above its baseline (its RSS high-water mark right before the call,
+after imports), and the peak of the summed RSS of the main process and all its
+descendants (both tools parse ranks in worker processes), sampled every 20 ms, above the
+same sum before the call. The sum uses PSS (proportional set size), so that pages shared
+by forked workers count once. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
+of uncompressed JSON per second and per core used.
+
+Tools:
+* ``ours-cold``: ``tv.load(path, cache=False)``
+* ``ours-cached``: ``tv.load(path, cache=DIR)`` with the cache filled beforehand
+* ``hta``: ``TraceAnalysis(trace_dir=path)`` (HTA parses every rank file at construction)
+
+Data sets: ``dlrm`` (the bundled 8-rank DLRM sample) and ``synth:RANKS:EVENTS`` (written
+once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank).
+Results go to ``benchmarks/results/load.json`` and a Markdown table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DATA = HERE / ".data"
+HTA_PYTHON = HERE / ".venv-hta" / "bin" / "python"
+
+PROBE = r"""
+import json, os, resource, sys, threading, time
+import psutil
+path, tool, cache = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def tree_rss():
+    # This process and every descendant (worker pools, forkservers), summed at one instant.
+    # PSS, not RSS: pages shared between forked processes count once, split between them.
+    me = psutil.Process()
+    total = me.memory_full_info().pss
+    for child in me.children(recursive=True):
+        try:
+            total += child.memory_full_info().pss
+        except psutil.Error:
+            pass
+    return total
+
+peak_tree = [0]
+stop = threading.Event()
+def sample():
+    while not stop.is_set():
+        peak_tree[0] = max(peak_tree[0], tree_rss())
+        stop.wait(0.02)
+if tool == "hta":
+    import contextlib, io
+    from hta.trace_analysis import TraceAnalysis
+else:
+    import jupyter_traceview as tv
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base_tree = tree_rss()
+sampler = threading.Thread(target=sample, daemon=True)
+sampler.start()
+t = time.perf_counter()
+if tool == "hta":
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        ta = TraceAnalysis(trace_dir=path)
+    n_ranks = len(ta.t.traces)
+else:
+    trace = tv.load(path, cache=(cache if tool == "ours-cached" else False), progress=False)
+    n_ranks = len(trace.ranks)
+elapsed = time.perf_counter() - t
+stop.set()
+sampler.join()
+peak_tree[0] = max(peak_tree[0], tree_rss())
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"seconds": elapsed, "rss_base_kb": base, "rss_peak_kb": peak, "child_peak_kb": child,
+                  "tree_base_kb": base_tree // 1024, "tree_peak_kb": peak_tree[0] // 1024, "ranks": n_ranks}))
+"""
+
+
+def dataset_path(spec: str) -> Path:
+    if spec == "dlrm":
+        return ROOT / "jupyter_traceview" / "samples" / "dlrm_8rank_v100"
+    if spec.startswith("synth:"):
+        _, ranks, events = spec.split(":")
+        out = DATA / f"synth_{ranks}x{events}"
+        if not (out / "DONE").exists():
+            sys.path.insert(0, str(HERE))
+            from synth import generate
+
+            print(f"generating {spec} into {out} ...", file=sys.stderr, flush=True)
+            generate(out, int(ranks), int(events))
+            (out / "DONE").write_text("ok\n")
+        return out
+    return Path(spec)
+
+
+def json_bytes(folder: Path) -> int:
+    total = 0
+    for f in sorted(folder.iterdir()):
+        if f.name.endswith(".gz"):
+            with gzip.open(f, "rb") as fh:
+                while chunk := fh.read(1 << 24):
+                    total += len(chunk)
+        elif f.name.endswith(".json"):
+            total += f.stat().st_size
+    return total
+
+
+def run_probe(python: Path | str, path: Path, tool: str, cache: str, timeout: float) -> dict | None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", PROBE, str(path), tool, cache],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=str(ROOT),
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish in {timeout:.0f} s"}
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        killed = proc.returncode in (-9, 137)
+        return {"error": "killed (out of memory?)" if killed else tail[:200]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def median_of(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--sets", nargs="+", default=["dlrm", "synth:8:100000", "synth:8:1000000"])
+    p.add_argument("--tools", nargs="+", default=["ours-cold", "ours-cached", "hta"])
+    p.add_argument("--hta-timeout", type=float, default=900)
+    p.add_argument("--out", type=Path, default=HERE / "results" / "load.json")
+    a = p.parse_args()
+    if "hta" in a.tools and not HTA_PYTHON.exists():
+        sys.exit("HTA is not installed: run `bash benchmarks/hta_env.sh` first (or pass --tools ours-cold ours-cached)")
+
+    results = []
+    for spec in a.sets:
+        path = dataset_path(spec)
+        size = json_bytes(path)
+        files = sum(1 for f in path.iterdir() if f.name.endswith((".json", ".gz")))
+        cores = min(files, os.cpu_count() or 1) if files > 1 and size > 48 * 2**20 else 1
+        row: dict = {"set": spec, "path": str(path), "json_bytes": size, "files": files, "cores_used": cores}
+        with tempfile.TemporaryDirectory() as cache:
+            if "ours-cached" in a.tools:
+                run_probe(sys.executable, path, "ours-cached", cache, 3600)  # fill the cache
+            for tool in a.tools:
+                python = HTA_PYTHON if tool == "hta" else sys.executable
+                timeout = a.hta_timeout if tool == "hta" else 3600
+                runs = []
+                for i in range(a.runs):
+                    r = run_probe(python, path, tool, cache, timeout)
+                    print(f"{spec} {tool} run {i + 1}: {r}", file=sys.stderr, flush=True)
+                    if r is None or "error" in r:
+                        row[tool] = {"error": (r or {}).get("error", "failed")}
+                        break
+                    runs.append(r)
+                else:
+                    row[tool] = {
+                        "seconds": median_of(runs, "seconds"),
+                        "all_seconds": [r["seconds"] for r in runs],
+                        "rss_above_base_mb": median_of(runs, "rss_peak_kb") / 1024
+                        - median_of(runs, "rss_base_kb") / 1024,
+                        "worker_peak_mb": median_of(runs, "child_peak_kb") / 1024,
+                        "tree_above_base_mb": (median_of(runs, "tree_peak_kb") - median_of(runs, "tree_base_kb")) / 1024,
+                        "ranks": runs[0]["ranks"],
+                    }
+        results.append(row)
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(results, indent=2))
+
+    print(table(results))
+
+
+def table(results: list[dict]) -> str:
+    lines = [
+        "| data set | JSON | tool | load (median) | HTA / ours | MB/s | MB/s per core | peak RSS above baseline: main process | all processes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in results:
+        mb = row["json_bytes"] / 1e6
+        hta = row.get("hta", {})
+        for tool in ("ours-cold", "ours-cached", "hta"):
+            r = row.get(tool)
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(f"| {row['set']} | {mb:.0f} MB | {tool} | {r['error']} | | | | | |")
+                continue
+            ratio = f"{hta['seconds'] / r['seconds']:.1f}x" if "seconds" in hta and tool != "hta" else ""
+            speed = mb / r["seconds"]
+            per_core = f"{speed / row['cores_used']:.0f}" if tool == "ours-cold" else ""
+            lines.append(
+                f"| {row['set']} | {mb:.0f} MB | {tool} | {r['seconds']:.3f} s | {ratio} | {speed:.0f} | {per_core} "
+                f"| {r['rss_above_base_mb']:.0f} MB | {r['tree_above_base_mb']:.0f} MB |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config: dict) -> dict:
+    config = dict(jp_server_config)
+    config["ServerApp"] = {**config.get("ServerApp", {}), "jpserver_extensions": {"jupyter_traceview": True}}
+    return config
