@@ -38,6 +38,7 @@ from .colors import KINDS, kind_code, kind_codes, name_color_index
 from .errors import TraceSelectionError
 from .schema import GPU_CLASS_CATEGORIES, KIND_CATEGORIES, EventKind
 from .trace import Trace
+from .trace_data import RankData
 
 __all__ = ["LaneInfo", "LevelOfDetail", "RowInfo", "RowWindow", "TimelineIndex", "Window", "compile_pattern"]
 
@@ -216,6 +217,7 @@ class TimelineIndex:
         rows: list[RowInfo] = []
         lanes: list[LaneInfo] = []
         self._row_key: dict[tuple[int, str, int, int, int], int] = {}
+        self._rank_data: dict[int, RankData] = {}
         for rank in trace.ranks:
             part = self._rank_part(rank, names, rows, lanes)
             parts.append(part)
@@ -273,13 +275,9 @@ class TimelineIndex:
     @classmethod
     def of(cls, trace: Trace) -> TimelineIndex:
         """The index of ``trace``, built on first use and kept with the trace."""
-        # The trace's private memo dict holds derived data that lives as long as the trace.
-        cache = trace._cache
-        index = cache.get("timeline_index")
-        if not isinstance(index, cls):
-            index = cls(trace)
-            cache["timeline_index"] = index
-        return index
+        # The trace's memo holds derived data that lives as long as the trace.
+        index = trace._cached("timeline_index", lambda: cls(trace))
+        return index if isinstance(index, cls) else cls(trace)
 
     def _rank_part(
         self, rank: int, names: dict[str, int], rows: list[RowInfo], lanes: list[LaneInfo]
@@ -434,6 +432,14 @@ class TimelineIndex:
         """Positions of all events of a row."""
         r = self._row(row)
         return np.arange(r.lo, r.hi)
+
+    def _data_of(self, rank: int) -> RankData:
+        """A rank's tables, fetched once (a distributed trace fetches them from its workers)."""
+        d = self._rank_data.get(rank)
+        if d is None:
+            d = self.trace.rank_data(rank)
+            self._rank_data[rank] = d
+        return d
 
     def _row(self, row: int) -> _Row:
         if not 0 <= row < len(self._rows):
@@ -656,7 +662,7 @@ class TimelineIndex:
         activity: ``eid``, ``name``, ``start``, ``dur_ns``, ``row``), ``operator`` (the
         operator around that call, or the parent of a CPU event: ``eid``, ``name``).
         """
-        d = self.trace.rank_data(rank)
+        d = self._data_of(rank)
         ev = d.events
         i = _row_of_eid(ev, eid)
         if i is None:

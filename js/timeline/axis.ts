@@ -64,8 +64,8 @@ export function ticks(lo: number, hi: number, width: number, spacing = 90): Tick
   let base = "";
   let labels: string[];
   if (magnitude / step > 1e5) {
-    const baseUnit = unitForStep(step * 1000);
     const b = Math.floor(lo / (step * 1000)) * step * 1000;
+    const baseUnit = UNITS.find((u) => u.scale <= Math.abs(b)) ?? UNITS[UNITS.length - 1]!;
     base = fmt(b, baseUnit, decimalsFor(step * 1000, baseUnit));
     labels = values.map((t) => `+${fmt(t - b, unit, decimals)}`);
   } else {

@@ -221,7 +221,7 @@ class Timeline(anywidget.AnyWidget):
         ``"kind"`` (compute / communication / memory / sync, and CPU kinds) or ``"name"``
         (a stable colour per name, the same in every chart).
     height
-        Height of the widget in pixels.
+        Height of the lanes area in pixels (the toolbar and the status line come on top).
     lod
         When raw events are sent and when they are merged per pixel column.
 
@@ -272,7 +272,7 @@ class Timeline(anywidget.AnyWidget):
     selected_event = traitlets.Dict().tag(sync=True)
     #: The selected range ``[start, end]`` (relative float ns) or ``[]`` (set by the front end).
     selected_range = traitlets.List(traitlets.Float()).tag(sync=True)
-    #: Widget height, px.
+    #: Height of the lanes area, px (toolbar and status line excluded).
     height = traitlets.Int(480).tag(sync=True)
 
     #: The selection, rebuilt whenever the front end changes it (read-only; observable).
