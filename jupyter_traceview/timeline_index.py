@@ -131,34 +131,73 @@ class Window:
     summaries: list[RowWindow] = field(default_factory=list)
 
 
+#: Cells of the uniform grid over the trace used by zoomed-out queries.
+GRID_CELLS = 2**15
+#: Tracks with at least this many intervals (or events) get their values at the grid points.
+GRID_MIN = 2048
+#: A query snaps its bin edges to the grid when its bins span at least this many cells.
+SNAP_CELLS = 4
+
+
+def _sorted_search(a: np.ndarray, t: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
+    """``np.searchsorted(a, t, side)`` for sorted ``t``, searching only the slice ``t`` spans."""
+    if len(t) == 0 or len(a) < 4096:
+        return np.searchsorted(a, t, side=side)
+    i0 = int(np.searchsorted(a, t[0], side=side))
+    i1 = int(np.searchsorted(a, t[-1], side=side))
+    return i0 + np.searchsorted(a[i0:i1], t, side=side)
+
+
 class _Coverage:
     """Disjoint sorted intervals with the prefix sums of their lengths.
 
     :func:`jupyter_traceview.intervals.binned_coverage` with the prefix sums computed once,
-    so that each query costs O(bins x log n) instead of O(n).
+    so that each query costs O(bins x log n) instead of O(n); with ``grid`` (the covered
+    time up to each grid point) a query on grid points costs O(bins).
     """
 
-    __slots__ = ("cum", "e", "s")
+    __slots__ = ("cum", "e", "grid", "s")
 
     def __init__(self, s: np.ndarray, e: np.ndarray) -> None:
         self.s = s
         self.e = e
         self.cum = np.concatenate(([0], np.cumsum(e - s)))
+        self.grid: np.ndarray | None = None
 
-    def until(self, t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(self.s, t, side="right")
-        km1 = np.maximum(k - 1, 0)
+    def until(self, t: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
+        """Time covered before each of the sorted times ``t`` (grid point indices ``k``, if on the grid)."""
+        if k is not None and self.grid is not None:
+            return np.asarray(self.grid[np.clip(k, 0, len(self.grid) - 1)])
         if len(self.s) == 0:
             return np.zeros(len(t), dtype=np.int64)
+        idx = _sorted_search(self.s, t, "right")
+        km1 = np.maximum(idx - 1, 0)
         partial = np.clip(t - self.s[km1], 0, self.e[km1] - self.s[km1])
-        return np.where(k > 0, self.cum[km1] + partial, 0)
+        return np.where(idx > 0, self.cum[km1] + partial, 0)
 
-    def binned(self, edges: np.ndarray) -> np.ndarray:
-        return np.diff(self.until(edges))
+    def binned(self, edges: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
+        return np.diff(self.until(edges, k))
 
     def total(self, lo: int, hi: int) -> int:
         u = self.until(np.array([lo, hi], dtype=np.int64))
         return int(u[1] - u[0])
+
+
+class _Starts:
+    """Sorted start times and, for big rows, how many start before each grid point."""
+
+    __slots__ = ("a", "grid")
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+        self.grid: np.ndarray | None = None
+
+    def before(self, t: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
+        """How many start before each of the sorted times ``t`` (grid point indices ``k``, if on the grid)."""
+        if k is not None and self.grid is not None:
+            out = np.asarray(self.grid[np.clip(k, 0, len(self.grid) - 1)])
+            return np.where(k >= len(self.grid), len(self.a), out)
+        return _sorted_search(self.a, t, "left")
 
 
 def _is_disjoint(s: np.ndarray, e: np.ndarray) -> bool:
@@ -182,6 +221,7 @@ class _Row:
     #: kind code -> coverage of that kind (only when the row has several kinds)
     kinds: dict[int, _Coverage]
     single_kind: int
+    starts: _Starts
 
 
 @dataclass
@@ -191,7 +231,7 @@ class _Summary:
     all: _Coverage
     kinds: dict[int, _Coverage]
     #: starts (sorted) of the events summarised, their index in the event arrays (same order)
-    starts: np.ndarray
+    starts: _Starts
     positions: np.ndarray
 
 
@@ -247,7 +287,7 @@ class TimelineIndex:
             s, e = self.start[lo:hi], self.end[lo:hi]
             self._maxend[lo:hi] = np.maximum.accumulate(eff_end[lo:hi]) if hi > lo else eff_end[lo:hi]
             k = self.kind[lo:hi]
-            present = np.unique(k)
+            present = np.flatnonzero(np.bincount(k, minlength=NO_KIND))
             kinds: dict[int, _Coverage] = {}
             if len(present) > 1:
                 for code in present.tolist():
@@ -262,6 +302,7 @@ class TimelineIndex:
                     all=_coverage_of(s, e),
                     kinds=kinds,
                     single_kind=int(present[0]) if len(present) == 1 else NO_KIND,
+                    starts=_Starts(s),
                 )
             )
         self._eff_end = eff_end
@@ -270,6 +311,27 @@ class TimelineIndex:
             self._summaries[rank] = self._summary(rank)
         self.name_colors = np.array([name_color_index(n) for n in self.names], dtype=np.uint8)
         self._patterns: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._build_grid()
+
+    def _build_grid(self) -> None:
+        """Values of the big tracks at the points of a uniform grid over the trace."""
+        end = max(self.end_ns, 1)
+        self._grid_end = end
+        # Grid points are (k * end) // GRID_CELLS: at least 1 ns apart, and k * end far from
+        # int64 overflow (traces up to ~200 days).
+        self._grid_ok = GRID_CELLS <= end < 2**62 // (8 * GRID_CELLS)
+        if not self._grid_ok:
+            return
+        points = (np.arange(GRID_CELLS + 1, dtype=np.int64) * end) // GRID_CELLS
+        holders: list[tuple[list[_Coverage], _Starts]] = [
+            ([r.all, *r.kinds.values()], r.starts) for r in self._rows
+        ] + [([s.all, *s.kinds.values()], s.starts) for s in self._summaries.values()]
+        for covs, starts in holders:
+            for c in covs:
+                if len(c.s) >= GRID_MIN and c.grid is None:
+                    c.grid = c.until(points)
+            if len(starts.a) >= GRID_MIN:
+                starts.grid = starts.before(points)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -312,17 +374,30 @@ class TimelineIndex:
         # Lanes: GPU (device, stream) then CPU (pid, tid), sorted; rows: lane x depth.
         a = np.where(is_dev, device, pid)
         b = np.where(is_dev, stream, tid)
-        keys = np.stack([(~is_dev).astype(np.int64), a, b], axis=1)
-        if len(keys):
-            lane_table, lane_of = np.unique(keys, axis=0, return_inverse=True)
-            lane_of = lane_of.reshape(-1)
-        else:
-            lane_table, lane_of = np.empty((0, 3), dtype=np.int64), np.empty(0, dtype=np.int64)
+        # Group by hashing (O(n)), then order the few lanes and rows: no sort of the events
+        # except a stable radix sort by row id.
+        fa, ua = pd.factorize(a)
+        fb, ub = pd.factorize(b)
+        na, nb = max(len(ua), 1), max(len(ub), 1)
+        lane_codes, lane_uniques = pd.factorize((~is_dev).astype(np.int64) * (na * nb) + fa.astype(np.int64) * nb + fb)
+        lane_uniques = np.asarray(lane_uniques, dtype=np.int64)
+        lane_cpu = lane_uniques // (na * nb)
+        lane_a = np.asarray(ua, dtype=np.int64)[(lane_uniques % (na * nb)) // nb] if len(ua) else lane_uniques
+        lane_b = np.asarray(ub, dtype=np.int64)[lane_uniques % nb] if len(ub) else lane_uniques
+        lane_order = np.lexsort((lane_b, lane_a, lane_cpu))
+        lane_rank = np.empty(len(lane_order), dtype=np.int64)
+        lane_rank[lane_order] = np.arange(len(lane_order))
+        lane_table = np.stack([lane_cpu[lane_order], lane_a[lane_order], lane_b[lane_order]], axis=1)
+        lane_of = lane_rank[lane_codes] if len(lane_codes) else np.empty(0, dtype=np.int64)
         n_depth = int(depth.max(initial=0)) + 1
-        row_key = lane_of * n_depth + depth
-        row_keys, row_of = np.unique(row_key, return_inverse=True)
-        order = np.argsort(row_of.reshape(-1), kind="stable")
-        row_sizes = np.bincount(row_of.reshape(-1), minlength=len(row_keys))
+        row_codes, row_uniques = pd.factorize(lane_of * n_depth + depth)
+        row_keys = np.sort(np.asarray(row_uniques, dtype=np.int64))
+        row_rank = np.empty(len(row_keys), dtype=np.int64)
+        row_rank[np.argsort(np.asarray(row_uniques, dtype=np.int64))] = np.arange(len(row_keys))
+        row_of = row_rank[row_codes] if len(row_codes) else np.empty(0, dtype=np.int64)
+        # numpy sorts 16-bit integers with a stable radix sort: O(n).
+        order = np.argsort(row_of.astype(np.int16 if len(row_keys) < 2**15 else np.int64), kind="stable")
+        row_sizes = np.bincount(row_of, minlength=len(row_keys))
         thread_names = {(p, t): n for p, t, n in d.meta.thread_names}
         rows_of_lane: dict[int, list[tuple[int, int]]] = {}
         for j, key in enumerate(row_keys.tolist()):
@@ -380,9 +455,12 @@ class TimelineIndex:
         s, e, k = self.start[pos], self.end[pos], self.kind[pos]
         order = np.argsort(s, kind="stable")
         pos, s, e, k = pos[order], s[order], e[order], k[order]
-        kinds = {int(c): _coverage_of(s[k == c], e[k == c]) for c in np.unique(k).tolist()}
+        present = np.flatnonzero(np.bincount(k, minlength=NO_KIND)).tolist() if len(k) else []
+        kinds = {int(c): _coverage_of(s[k == c], e[k == c]) for c in present}
         u = iv.union(s, e)
-        return _Summary(rank=rank, source=source, all=_Coverage(u[0], u[1]), kinds=kinds, starts=s, positions=pos)
+        return _Summary(
+            rank=rank, source=source, all=_Coverage(u[0], u[1]), kinds=kinds, starts=_Starts(s), positions=pos
+        )
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -514,6 +592,13 @@ class TimelineIndex:
         lod = lod or LevelOfDetail()
         limit = max(1, int(width * lod.raw_events_per_px))
         edges = self.edges(lo, hi, width)
+        k = None
+        if self._grid_ok and (hi - lo) >= SNAP_CELLS * width * self._grid_end / GRID_CELLS:
+            # Zoomed out: bins span several grid cells; snap their edges to grid points (a
+            # shift of at most 1/(2 * SNAP_CELLS) of a pixel), where big tracks are tabulated.
+            k = np.rint(edges.astype(np.float64) * (GRID_CELLS / self._grid_end)).astype(np.int64)
+            edges = (k * self._grid_end) // GRID_CELLS
+            lo, hi = int(edges[0]), int(edges[-1])
         match = self._pattern(pattern) if pattern else None
         out = Window(lo=lo, hi=hi, edges=edges)
         for row in rows:
@@ -524,19 +609,21 @@ class TimelineIndex:
                 m = match["name_mask"][self.name[pos]] if match is not None else None
                 out.rows.append(RowWindow(row=r.info.id, mode="raw", events=pos, matches=m))
                 continue
-            out.rows.append(self._binned_row(r, edges, match, with_name_colors))
+            out.rows.append(self._binned_row(r, edges, k, match, with_name_colors))
         for rank in summaries:
-            out.summaries.append(self._binned_summary(self._summary_of(int(rank)), edges, match))
+            out.summaries.append(self._binned_summary(self._summary_of(int(rank)), edges, k, match))
         return out
 
-    def _binned_row(self, r: _Row, edges: np.ndarray, match: dict[str, Any] | None, name_colors: bool) -> RowWindow:
-        cov = r.all.binned(edges)
+    def _binned_row(
+        self, r: _Row, edges: np.ndarray, k: np.ndarray | None, match: dict[str, Any] | None, name_colors: bool
+    ) -> RowWindow:
+        cov = r.all.binned(edges, k)
         if r.single_kind != NO_KIND:
             kind = np.where(cov > 0, r.single_kind, NO_KIND).astype(np.uint8)
         else:
-            kind = _dominant(r.kinds, edges, cov)
-        starts = self.start[r.lo : r.hi]
-        first = np.searchsorted(starts, edges, side="left")
+            kind = _dominant(r.kinds, edges, k)
+        starts = r.starts.a
+        first = r.starts.before(edges, k)
         count = np.diff(first).astype(np.uint32)
         matches = None
         if match is not None:
@@ -553,10 +640,12 @@ class TimelineIndex:
             row=r.info.id, mode="bins", coverage_ns=cov, kind=kind, count=count, matches=matches, name_color=colors
         )
 
-    def _binned_summary(self, s: _Summary, edges: np.ndarray, match: dict[str, Any] | None) -> RowWindow:
-        cov = s.all.binned(edges)
-        kind = _dominant(s.kinds, edges, cov)
-        first = np.searchsorted(s.starts, edges, side="left")
+    def _binned_summary(
+        self, s: _Summary, edges: np.ndarray, k: np.ndarray | None, match: dict[str, Any] | None
+    ) -> RowWindow:
+        cov = s.all.binned(edges, k)
+        kind = _dominant(s.kinds, edges, k)
+        first = s.starts.before(edges, k)
         count = np.diff(first).astype(np.uint32)
         matches = None
         if match is not None:
@@ -760,7 +849,7 @@ class TimelineIndex:
             all_busy += s.all.total(lo, hi)
             for code, cov in s.kinds.items():
                 busy[code] = busy.get(code, 0) + cov.total(lo, hi)
-            k1 = int(np.searchsorted(s.starts, hi, side="left"))
+            k1 = int(np.searchsorted(s.starts.a, hi, side="left"))
             pos = s.positions[:k1]
             # Events starting before hi that overlap: end > lo (or an instant event at lo).
             st, en = self.start[pos], self.end[pos]
@@ -795,11 +884,11 @@ class TimelineIndex:
         }
 
 
-def _dominant(kinds: dict[int, _Coverage], edges: np.ndarray, cov: np.ndarray) -> np.ndarray:
+def _dominant(kinds: dict[int, _Coverage], edges: np.ndarray, k: np.ndarray | None) -> np.ndarray:
     if not kinds:
         return np.full(len(edges) - 1, NO_KIND, dtype=np.uint8)
     codes = np.array(list(kinds), dtype=np.uint8)
-    stack = np.stack([c.binned(edges) for c in kinds.values()])
+    stack = np.stack([c.binned(edges, k) for c in kinds.values()])
     best = codes[np.argmax(stack, axis=0)]
     return np.where(stack.max(axis=0) > 0, best, NO_KIND).astype(np.uint8)
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -17,8 +21,9 @@ from hypothesis import strategies as st
 
 import jupyter_traceview as tv
 from jupyter_traceview import intervals as iv
+from jupyter_traceview import timeline_index
 from jupyter_traceview.colors import kind_code, kind_of
-from jupyter_traceview.timeline_index import NO_KIND, LevelOfDetail, TimelineIndex, compile_pattern
+from jupyter_traceview.timeline_index import NO_KIND, LevelOfDetail, TimelineIndex, Window, compile_pattern
 from tests import kineto_builder as kb
 from tests.conftest import KINETO_FOLDERS
 
@@ -125,7 +130,7 @@ def eids(index: TimelineIndex, positions: np.ndarray) -> list[int]:
 
 # ---------------------------------------------------------------------------- properties
 SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 
 
@@ -186,53 +191,78 @@ def test_raw_rows_are_exactly_the_overlapping_events(trace: tv.Trace, data: st.D
             assert len(truth) > max(1, int(width * lod.raw_events_per_px)), "binned only when there are too many"
 
 
+@contextmanager
+def small_grid() -> Iterator[None]:
+    """The zoomed-out path (bin edges snapped to a grid where big tracks are tabulated) on small traces."""
+    with (
+        mock.patch.object(timeline_index, "GRID_CELLS", 64),
+        mock.patch.object(timeline_index, "GRID_MIN", 1),
+    ):
+        yield
+
+
 @SETTINGS
-@given(traces(), st.data())
-def test_busy_time_is_conserved_across_zoom_levels(trace: tv.Trace, data: st.DataObject) -> None:
-    index = TimelineIndex(trace)
-    lo, hi = windows(index, data.draw)
-    rows = [r.id for r in index.rows]
-    # A tiny raw budget forces every non-trivial row into bins.
-    lod = LevelOfDetail(raw_events_per_px=1e-6)
-    totals: dict[int, set[int]] = {}
-    for width in data.draw(st.lists(st.integers(1, 300), min_size=2, max_size=3)):
-        win = index.window(lo, hi, width, rows=rows, summaries=trace.ranks, lod=lod)
-        assert len(win.edges) == width + 1 and win.edges[0] == lo and win.edges[-1] == hi
-        for rw in win.rows:
-            f = row_frame(index, rw.row)
-            if rw.mode == "raw":
-                continue
-            assert rw.coverage_ns is not None and rw.kind is not None and rw.count is not None
-            # Exact per column, hence conserved in total at every width.
-            assert np.array_equal(rw.coverage_ns, brute_binned(f, win.edges))
-            totals.setdefault(rw.row, set()).add(int(rw.coverage_ns.sum()))
-            # Dominant kind covers the most of each column.
-            per_kind = {k: brute_binned(f, win.edges, kind=k) for k in set(f["ckind"].tolist())}
-            for k in range(width):
-                best = max((c[k] for c in per_kind.values()), default=0)
-                if best == 0:
-                    assert rw.kind[k] == NO_KIND
-                else:
-                    assert per_kind[int(rw.kind[k])][k] == best
-            # Events starting in each column.
-            starts = f["start"].to_numpy()
-            expect = [
-                int(((starts >= a) & (starts < b)).sum()) for a, b in zip(win.edges[:-1], win.edges[1:], strict=True)
-            ]
-            assert rw.count.tolist() == expect
-        for sw in win.summaries:
-            assert sw.coverage_ns is not None
-            ev = trace.events(sw.row)
-            work = ev["kind"].isin(["kernel", "gpu_memcpy", "gpu_memset"]) & (ev["gpu_class"] != "other")
-            s = ev.loc[work, "ts_ns"].to_numpy() - index.t0_ns
-            e = s + ev.loc[work, "dur_ns"].to_numpy()
-            if work.any():
-                assert np.array_equal(sw.coverage_ns, iv.binned_coverage(*iv.union(s, e), win.edges))
-    for row, values in totals.items():
-        assert len(values) == 1, f"row {row}: busy time changes with the zoom level: {values}"
-        f = row_frame(index, row)
-        clipped = iv.clip(f["start"].to_numpy(), f["end"].to_numpy(), lo, hi)
-        assert values == {iv.length(*iv.union(*clipped))}
+@given(traces(), st.data(), st.booleans())
+def test_busy_time_is_conserved_across_zoom_levels(trace: tv.Trace, data: st.DataObject, grid: bool) -> None:
+    with small_grid() if grid else nullcontext():
+        index = TimelineIndex(trace)
+        lo, hi = windows(index, data.draw)
+        rows = [r.id for r in index.rows]
+        # A tiny raw budget forces every non-trivial row into bins.
+        lod = LevelOfDetail(raw_events_per_px=1e-6)
+        totals: dict[tuple[int, int, int], set[int]] = {}
+        for width in data.draw(st.lists(st.integers(1, 300), min_size=2, max_size=3)):
+            win = index.window(lo, hi, width, rows=rows, summaries=trace.ranks, lod=lod)
+            check_window(index, trace, win, width, lo, hi, totals)
+    for (row, a, b), values in totals.items():
+        assert len(values) == 1, f"row {row}: busy time over [{a}, {b}) changes with the zoom level: {values}"
+
+
+def check_window(
+    index: TimelineIndex,
+    trace: tv.Trace,
+    win: Window,
+    width: int,
+    lo: int,
+    hi: int,
+    totals: dict[tuple[int, int, int], set[int]],
+) -> None:
+    edges = win.edges
+    assert len(edges) == width + 1 and edges[0] == win.lo and edges[-1] == win.hi
+    assert (np.diff(edges) > 0).all() or (win.lo, win.hi) == (lo, hi), "snapped edges stay distinct"
+    # Snapping moves edges by at most half a grid cell, a small part of a bin.
+    cell = index.end_ns / timeline_index.GRID_CELLS
+    assert abs(win.lo - lo) <= cell and abs(win.hi - hi) <= cell
+    for rw in win.rows:
+        f = row_frame(index, rw.row)
+        if rw.mode == "raw":
+            continue
+        assert rw.coverage_ns is not None and rw.kind is not None and rw.count is not None
+        # Exact per column, hence the window's busy time whatever the width.
+        assert np.array_equal(rw.coverage_ns, brute_binned(f, edges))
+        clipped = iv.clip(f["start"].to_numpy(), f["end"].to_numpy(), win.lo, win.hi)
+        assert int(rw.coverage_ns.sum()) == iv.length(*iv.union(*clipped))
+        totals.setdefault((rw.row, win.lo, win.hi), set()).add(int(rw.coverage_ns.sum()))
+        # The dominant kind covers the most of each column.
+        per_kind = {k: brute_binned(f, edges, kind=k) for k in set(f["ckind"].tolist())}
+        for k in range(width):
+            best = max((c[k] for c in per_kind.values()), default=0)
+            if best == 0:
+                assert rw.kind[k] == NO_KIND
+            else:
+                assert per_kind[int(rw.kind[k])][k] == best
+        # Events starting in each column.
+        starts = f["start"].to_numpy()
+        expect = [int(((starts >= a) & (starts < b)).sum()) for a, b in itertools.pairwise(edges)]
+        assert rw.count.tolist() == expect
+    for sw in win.summaries:
+        assert sw.coverage_ns is not None
+        ev = trace.events(sw.row)
+        work = ev["kind"].isin(["kernel", "gpu_memcpy", "gpu_memset"]) & (ev["gpu_class"] != "other")
+        s = ev.loc[work, "ts_ns"].to_numpy() - index.t0_ns
+        e = s + ev.loc[work, "dur_ns"].to_numpy()
+        if work.any():
+            assert np.array_equal(sw.coverage_ns, iv.binned_coverage(*iv.union(s, e), edges))
 
 
 @SETTINGS
@@ -265,7 +295,7 @@ def test_search_matches_and_find(trace: tv.Trace, data: st.DataObject) -> None:
         if rw.mode == "bins":
             assert rw.matches is not None
             m = matching.loc[matching["row"] == rw.row, "start"].to_numpy()
-            expect = [int(((m >= a) & (m < b)).sum()) for a, b in zip(win.edges[:-1], win.edges[1:], strict=True)]
+            expect = [int(((m >= a) & (m < b)).sum()) for a, b in itertools.pairwise(win.edges)]
             assert rw.matches.tolist() == expect
 
 
@@ -278,20 +308,27 @@ def test_range_summary_matches_brute_force(trace: tv.Trace, data: st.DataObject)
     span = (hi - lo) * len(trace.ranks)
     busy_all = 0
     per_kind: dict[str, int] = {}
+    sources = set()
     for r in trace.ranks:
         ev = trace.events(r)
         work = ev.loc[ev["kind"].isin(["kernel", "gpu_memcpy", "gpu_memset"]) & (ev["gpu_class"] != "other")]
+        sources.add("gpu" if len(work) else "cpu")
+        if work.empty:  # a rank without GPU work is summarised by its top-level CPU events
+            work = ev.loc[(ev["device"] < 0) & (ev["depth"] == 0) & (ev["kind"] != "cpu_instant_event")]
         if work.empty:
             continue
+        codes = [
+            kind_of(k, g if isinstance(g, str) else None) for k, g in zip(work["kind"], work["gpu_class"], strict=True)
+        ]
         st_ = work["ts_ns"].to_numpy() - index.t0_ns
         en = st_ + work["dur_ns"].to_numpy()
         busy_all += iv.length(*iv.intersect(iv.union(st_, en), (np.array([lo]), np.array([hi]))))
-        for cls in set(work["gpu_class"].tolist()):
-            m = (work["gpu_class"] == cls).to_numpy()
-            k = kind_of("kernel", cls)
+        for k in set(codes):
+            m = np.array([c == k for c in codes])
             per_kind[k] = per_kind.get(k, 0) + iv.length(
                 *iv.intersect(iv.union(st_[m], en[m]), (np.array([lo]), np.array([hi])))
             )
+    assert s["source"] == (sources.pop() if len(sources) == 1 else "mixed")
     assert s["all"]["busy_ns"] == busy_all
     assert s["all"]["pct"] == pytest.approx(100 * busy_all / span)
     got = {k["kind"]: k["busy_ns"] for k in s["kinds"]}

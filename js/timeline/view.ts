@@ -495,7 +495,10 @@ export class TimelineView {
       const nsPerPxData = (d.hi - d.lo) / d.width;
       const nsPerPxView = (this.range.hi - this.range.lo) / this.width;
       const ratio = nsPerPxData / nsPerPxView;
-      if (!missing && covers({ lo: d.lo, hi: d.hi }, this.range) && ratio < 1.5 && ratio > 1 / 1.5) return;
+      if (!missing && covers({ lo: d.lo, hi: d.hi }, this.range) && ratio < 1.5 && ratio > 1 / 1.5) {
+        this.settleLoading();
+        return;
+      }
     }
     if (this.inFlight) {
       this.pendingRequest = true;
@@ -506,6 +509,8 @@ export class TimelineView {
 
   private async request(want: { rows: number[]; summaries: number[] }): Promise<void> {
     this.inFlight = true;
+    // Tests and benchmarks wait for data-loading="0": the view's data has arrived.
+    this.root.dataset.loading = "1";
     this.pendingRequest = false;
     const span = this.range.hi - this.range.lo;
     const lo = this.range.lo - FETCH_MARGIN * span;
@@ -542,6 +547,11 @@ export class TimelineView {
       this.inFlight = false;
     }
     this.maybeRequest(this.takePending());
+    this.settleLoading();
+  }
+
+  private settleLoading(): void {
+    if (!this.inFlight) this.root.dataset.loading = "0";
   }
 
   /** Was a request asked for while one was in flight (then send it, forced)? */
@@ -1054,6 +1064,7 @@ export class TimelineView {
     const d = this.data;
     const byName = this.model.get("color_by") === "name";
     let rects = 0;
+    let rawRects = 0;
     ctx.save();
     ctx.beginPath();
     ctx.rect(0, AXIS, W, H - AXIS);
@@ -1097,7 +1108,7 @@ export class TimelineView {
         const names = d.names;
         const nameColors = d.nameColors;
         const nameMatch = d.nameMatch;
-        rects += layoutRawRow(
+        const n = layoutRawRow(
           row,
           s,
           y + 1,
@@ -1119,6 +1130,8 @@ export class TimelineView {
           labels,
           matches,
         );
+        rects += n;
+        rawRects += n;
       } else {
         const colorsOf = row.color;
         rects += layoutBinRow(
@@ -1204,6 +1217,7 @@ export class TimelineView {
     const ms = performance.now() - t;
     this.root.dataset.drawMs = ms.toFixed(2);
     this.root.dataset.drawRects = String(rects);
+    this.root.dataset.drawRawRects = String(rawRects);
     this.root.dataset.matchRects = String(matches.length / 4);
     this.root.dataset.range = `${this.range.lo},${this.range.hi}`;
     if (d && !this.firstPaint) {

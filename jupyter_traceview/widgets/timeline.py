@@ -42,6 +42,8 @@ __all__ = ["Timeline", "TimelineSelection"]
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _ESM = _STATIC / "timeline.js"
 _CSS = _STATIC / "timeline.css"
+#: Stand-in module when the bundle is not built (the constructor refuses to run then).
+_NOT_BUILT = "export default { render({ el }) { el.textContent = 'jupyter_traceview: front end not built'; } };"
 #: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
 _COLLAPSE_ABOVE = 16
 
@@ -242,8 +244,9 @@ class Timeline(anywidget.AnyWidget):
     Shift+Enter step through them).
     """
 
-    _esm = _ESM
-    _css = _CSS
+    # anywidget reads these files when the class is created (and refuses missing ones).
+    _esm = _ESM if _ESM.exists() else _NOT_BUILT
+    _css = _CSS if _CSS.exists() else ""
 
     # Sent once (see js/timeline/model.ts for the TypeScript mirror of every trait).
     _palette = traitlets.Dict().tag(sync=True)

@@ -61,3 +61,14 @@ export async function visibleRange(widget: Locator): Promise<[number, number]> {
   const [a, b] = r.split(",").map(Number);
   return [a ?? 0, b ?? 0];
 }
+
+/** Wait until the widget's data covers its view (no window request in flight) and a frame is drawn. */
+export async function settled(widget: Locator): Promise<void> {
+  await widget.page().waitForTimeout(50);
+  await widget
+    .page()
+    .waitForFunction((el) => (el as HTMLElement).dataset.loading === "0", await widget.elementHandle(), {
+      timeout: 30000,
+    });
+  await widget.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
