@@ -165,18 +165,19 @@ class _Coverage:
         self.grid: np.ndarray | None = None
 
     def until(self, t: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
-        """Time covered before each of the sorted times ``t`` (grid point indices ``k``, if on the grid)."""
+        """Time covered before each of the sorted times ``t``.
+
+        ``k``: when ``t`` are grid points, their indices clipped to the grid (points before
+        the trace have nothing before them, points after it everything).
+        """
         if k is not None and self.grid is not None:
-            return np.asarray(self.grid[np.clip(k, 0, len(self.grid) - 1)])
+            return np.asarray(self.grid[k])
         if len(self.s) == 0:
             return np.zeros(len(t), dtype=np.int64)
         idx = _sorted_search(self.s, t, "right")
         km1 = np.maximum(idx - 1, 0)
         partial = np.clip(t - self.s[km1], 0, self.e[km1] - self.s[km1])
         return np.where(idx > 0, self.cum[km1] + partial, 0)
-
-    def binned(self, edges: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
-        return np.diff(self.until(edges, k))
 
     def total(self, lo: int, hi: int) -> int:
         u = self.until(np.array([lo, hi], dtype=np.int64))
@@ -192,11 +193,15 @@ class _Starts:
         self.a = a
         self.grid: np.ndarray | None = None
 
-    def before(self, t: np.ndarray, k: np.ndarray | None = None) -> np.ndarray:
-        """How many start before each of the sorted times ``t`` (grid point indices ``k``, if on the grid)."""
+    def before(self, t: np.ndarray, k: np.ndarray | None = None, after: np.ndarray | None = None) -> np.ndarray:
+        """How many start before each of the sorted times ``t``.
+
+        ``k``: when ``t`` are grid points, their indices clipped to the grid; ``after`` flags
+        the points beyond the grid's last (where everything has started).
+        """
         if k is not None and self.grid is not None:
-            out = np.asarray(self.grid[np.clip(k, 0, len(self.grid) - 1)])
-            return np.where(k >= len(self.grid), len(self.a), out)
+            out = np.asarray(self.grid[k])
+            return out if after is None else np.where(after, len(self.a), out)
         return _sorted_search(self.a, t, "left")
 
 
@@ -235,6 +240,15 @@ class _Summary:
     positions: np.ndarray
 
 
+#: What binning needs of a row or summary: all its events' coverage, per-kind coverage,
+#: its single kind (NO_KIND if several) and its starts.
+_Binned = tuple[_Coverage, dict[int, _Coverage], int, _Starts]
+
+
+def _single(kinds: dict[int, _Coverage]) -> int:
+    return next(iter(kinds)) if len(kinds) == 1 else NO_KIND
+
+
 def compile_pattern(pattern: str) -> re.Pattern[str]:
     """A search pattern: a case-insensitive regular expression, or literal text if it is not one."""
     try:
@@ -252,32 +266,46 @@ class TimelineIndex:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.t0_ns = int(trace.t0_ns)
-        names: dict[str, int] = {}
-        parts: list[dict[str, np.ndarray]] = []
+        names: dict[str, int] = {"": 0}  # "" names events without one
         rows: list[RowInfo] = []
         lanes: list[LaneInfo] = []
         self._row_key: dict[tuple[int, str, int, int, int], int] = {}
         self._rank_data: dict[int, RankData] = {}
+        # Two passes: count what is drawn, then fill preallocated columns rank by rank.
+        total = sum(int(_drawn(trace.rank_data(r).events).sum()) for r in trace.ranks)
+        self.start = np.empty(total, dtype=np.int64)
+        self.end = np.empty(total, dtype=np.int64)
+        self.eid = np.empty(total, dtype=np.int64)
+        self.name = np.empty(total, dtype=np.int32)
+        self.kind = np.empty(total, dtype=np.uint8)
+        self.rank = np.empty(total, dtype=np.int32)
+        row_sizes: list[np.ndarray] = []
+        at = 0
         for rank in trace.ranks:
-            part = self._rank_part(rank, names, rows, lanes)
-            parts.append(part)
+            ev = trace.rank_data(rank).events
+            sel, sizes = self._rank_rows(rank, ev, rows, lanes)
+            n = len(sel)
+            part = slice(at, at + n)
+            ts = ev["ts_ns"].to_numpy()[sel]
+            np.subtract(ts, self.t0_ns, out=self.start[part])
+            np.add(self.start[part], ev["dur_ns"].to_numpy()[sel], out=self.end[part])
+            self.eid[part] = ev["eid"].to_numpy()[sel]
+            ncat = ev["name"].array
+            local = np.array([names.setdefault(str(c), len(names)) for c in ncat.categories] + [0], dtype=np.int32)
+            ncodes = np.asarray(ncat.codes)[sel]
+            self.name[part] = local[np.where(ncodes >= 0, ncodes, len(local) - 1)]
+            # Kind codes relative to the fixed categories (codes are stable, see schema).
+            kcodes = _fixed_codes(ev["kind"], KIND_CATEGORIES)[sel]
+            gcodes = _fixed_codes(ev["gpu_class"], GPU_CLASS_CATEGORIES)[sel]
+            self.kind[part] = kind_codes(kcodes, gcodes)
+            self.rank[part] = rank
+            row_sizes.append(sizes)
+            at += n
         self.names: list[str] = list(names)
         self.rows: list[RowInfo] = rows
         self.lanes: list[LaneInfo] = lanes
-
-        def cat(key: str, dtype: Any) -> np.ndarray:
-            if not parts:
-                return np.empty(0, dtype=dtype)
-            return np.concatenate([p[key] for p in parts]).astype(dtype, copy=False)
-
-        self.start = cat("start", np.int64)
-        self.end = cat("end", np.int64)
-        self.eid = cat("eid", np.int64)
-        self.name = cat("name", np.int32)
-        self.kind = cat("kind", np.uint8)
-        self.rank = cat("rank", np.int32)
-        row_sizes = cat("row_sizes", np.int64)
-        self.row_ptr = np.concatenate(([0], np.cumsum(row_sizes))).astype(np.int64)
+        sizes_all = np.concatenate(row_sizes) if row_sizes else np.empty(0, dtype=np.int64)
+        self.row_ptr = np.concatenate(([0], np.cumsum(sizes_all))).astype(np.int64)
         self.end_ns = int(self.end.max()) if len(self.end) else 0
         eff_end = np.maximum(self.end, self.start + 1)
         self._maxend = np.empty_like(eff_end)
@@ -317,6 +345,7 @@ class TimelineIndex:
         """Values of the big tracks at the points of a uniform grid over the trace."""
         end = max(self.end_ns, 1)
         self._grid_end = end
+        self._grid_cells = GRID_CELLS
         # Grid points are (k * end) // GRID_CELLS: at least 1 ns apart, and k * end far from
         # int64 overflow (traces up to ~200 days).
         self._grid_ok = GRID_CELLS <= end < 2**62 // (8 * GRID_CELLS)
@@ -341,39 +370,21 @@ class TimelineIndex:
         index = trace._cached("timeline_index", lambda: cls(trace))
         return index if isinstance(index, cls) else cls(trace)
 
-    def _rank_part(
-        self, rank: int, names: dict[str, int], rows: list[RowInfo], lanes: list[LaneInfo]
-    ) -> dict[str, np.ndarray]:
-        d = self.trace.rank_data(rank)
-        ev = d.events
-        kind_cat = ev["kind"].array
-        keep = ~np.isin(np.asarray(kind_cat.codes), [KIND_CATEGORIES.index(k) for k in _SKIPPED_KINDS])
-        # Instant events of kind "other" (markers of unknown meaning) are not drawn either.
-        dur = ev["dur_ns"].to_numpy()
-        keep &= ~((np.asarray(kind_cat.codes) == KIND_CATEGORIES.index(EventKind.OTHER.value)) & (dur == 0))
-        idx = np.flatnonzero(keep)
-        start = ev["ts_ns"].to_numpy()[idx] - self.t0_ns
-        end = start + dur[idx]
+    def _rank_rows(
+        self, rank: int, ev: pd.DataFrame, rows: list[RowInfo], lanes: list[LaneInfo]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A rank's lanes and rows (appended to ``rows`` and ``lanes``).
+
+        Returns the positions in ``ev`` of the events drawn, ordered by row then start, and
+        the number of events of each row.
+        """
+        idx = np.flatnonzero(_drawn(ev))
         device = ev["device"].to_numpy()[idx].astype(np.int64)
-        stream = ev["stream"].to_numpy()[idx]
-        pid = ev["pid"].to_numpy()[idx]
-        tid = ev["tid"].to_numpy()[idx]
         depth = ev["depth"].to_numpy()[idx].astype(np.int64)
         is_dev = device >= 0
-        # Kind codes relative to the fixed categories (codes are stable, see schema).
-        kcodes = _fixed_codes(ev["kind"], KIND_CATEGORIES)[idx]
-        gcodes = _fixed_codes(ev["gpu_class"], GPU_CLASS_CATEGORIES)[idx]
-        kind = kind_codes(kcodes, gcodes)
-        # Names -> global name table.
-        ncat = ev["name"].array
-        local = np.array([names.setdefault(str(n), len(names)) for n in ncat.categories], dtype=np.int32)
-        ncodes = np.asarray(ncat.codes)[idx]
-        if "" not in names:
-            names[""] = len(names)
-        name = np.where(ncodes >= 0, local[np.maximum(ncodes, 0)] if len(local) else 0, names[""]).astype(np.int32)
         # Lanes: GPU (device, stream) then CPU (pid, tid), sorted; rows: lane x depth.
-        a = np.where(is_dev, device, pid)
-        b = np.where(is_dev, stream, tid)
+        a = np.where(is_dev, device, ev["pid"].to_numpy()[idx])
+        b = np.where(is_dev, ev["stream"].to_numpy()[idx], ev["tid"].to_numpy()[idx])
         # Group by hashing (O(n)), then order the few lanes and rows: no sort of the events
         # except a stable radix sort by row id.
         fa, ua = pd.factorize(a)
@@ -397,8 +408,8 @@ class TimelineIndex:
         row_of = row_rank[row_codes] if len(row_codes) else np.empty(0, dtype=np.int64)
         # numpy sorts 16-bit integers with a stable radix sort: O(n).
         order = np.argsort(row_of.astype(np.int16 if len(row_keys) < 2**15 else np.int64), kind="stable")
-        row_sizes = np.bincount(row_of, minlength=len(row_keys))
-        thread_names = {(p, t): n for p, t, n in d.meta.thread_names}
+        row_sizes = np.bincount(row_of, minlength=len(row_keys)).astype(np.int64)
+        thread_names = {(p, t): n for p, t, n in self.trace.meta(rank).thread_names}
         rows_of_lane: dict[int, list[tuple[int, int]]] = {}
         for j, key in enumerate(row_keys.tolist()):
             rows_of_lane.setdefault(key // n_depth, []).append((key % n_depth, j))
@@ -430,15 +441,7 @@ class TimelineIndex:
                     rows=tuple(row_ids),
                 )
             )
-        return {
-            "start": start[order],
-            "end": end[order],
-            "eid": ev["eid"].to_numpy()[idx][order],
-            "name": name[order],
-            "kind": kind[order],
-            "rank": np.full(len(order), rank, dtype=np.int32),
-            "row_sizes": row_sizes.astype(np.int64),
-        }
+        return idx[order], row_sizes
 
     def _summary(self, rank: int) -> _Summary:
         rows = [r for r in self._rows if r.info.rank == rank]
@@ -593,14 +596,15 @@ class TimelineIndex:
         limit = max(1, int(width * lod.raw_events_per_px))
         edges = self.edges(lo, hi, width)
         k = None
-        if self._grid_ok and (hi - lo) >= SNAP_CELLS * width * self._grid_end / GRID_CELLS:
+        if self._grid_ok and (hi - lo) >= SNAP_CELLS * width * self._grid_end / self._grid_cells:
             # Zoomed out: bins span several grid cells; snap their edges to grid points (a
             # shift of at most 1/(2 * SNAP_CELLS) of a pixel), where big tracks are tabulated.
-            k = np.rint(edges.astype(np.float64) * (GRID_CELLS / self._grid_end)).astype(np.int64)
-            edges = (k * self._grid_end) // GRID_CELLS
+            k = np.rint(edges.astype(np.float64) * (self._grid_cells / self._grid_end)).astype(np.int64)
+            edges = (k * self._grid_end) // self._grid_cells
             lo, hi = int(edges[0]), int(edges[-1])
         match = self._pattern(pattern) if pattern else None
         out = Window(lo=lo, hi=hi, edges=edges)
+        binned: list[tuple[int, _Row]] = []
         for row in rows:
             r = self._row(int(row))
             i0, i1 = self._candidates(r, lo, hi)
@@ -608,53 +612,93 @@ class TimelineIndex:
                 pos = np.arange(i0, i1) if r.disjoint else i0 + np.flatnonzero(self._eff_end[i0:i1] > lo)
                 m = match["name_mask"][self.name[pos]] if match is not None else None
                 out.rows.append(RowWindow(row=r.info.id, mode="raw", events=pos, matches=m))
-                continue
-            out.rows.append(self._binned_row(r, edges, k, match, with_name_colors))
-        for rank in summaries:
-            out.summaries.append(self._binned_summary(self._summary_of(int(rank)), edges, k, match))
+            else:
+                binned.append((len(out.rows), r))
+                out.rows.append(RowWindow(row=r.info.id, mode="bins"))
+        sums = [self._summary_of(int(rank)) for rank in summaries]
+        items: list[_Binned] = [(r.all, r.kinds, r.single_kind, r.starts) for _, r in binned]
+        items += [(s.all, s.kinds, _single(s.kinds), s.starts) for s in sums]
+        cov, kind, first = self._bin_batch(items, edges, k)
+        for j, (slot, r) in enumerate(binned):
+            matches = None
+            if match is not None:
+                matches = np.diff(self._row_match_cum(match, r)[first[j]]).astype(np.uint32)
+            colors = self._name_colors_at(r, edges) if with_name_colors else None
+            out.rows[slot] = RowWindow(
+                row=r.info.id,
+                mode="bins",
+                coverage_ns=cov[j],
+                kind=kind[j],
+                count=np.diff(first[j]).astype(np.uint32),
+                matches=matches,
+                name_color=colors,
+            )
+        for j, s in enumerate(sums, start=len(binned)):
+            matches = None
+            if match is not None:
+                cm = match["summary_cum"].get(s.rank)
+                if cm is None:
+                    cm = np.concatenate(([0], np.cumsum(match["name_mask"][self.name[s.positions]])))
+                    match["summary_cum"][s.rank] = cm
+                matches = np.diff(cm[first[j]]).astype(np.uint32)
+            out.summaries.append(
+                RowWindow(
+                    row=s.rank,
+                    mode="bins",
+                    coverage_ns=cov[j],
+                    kind=kind[j],
+                    count=np.diff(first[j]).astype(np.uint32),
+                    matches=matches,
+                )
+            )
         return out
 
-    def _binned_row(
-        self, r: _Row, edges: np.ndarray, k: np.ndarray | None, match: dict[str, Any] | None, name_colors: bool
-    ) -> RowWindow:
-        cov = r.all.binned(edges, k)
-        if r.single_kind != NO_KIND:
-            kind = np.where(cov > 0, r.single_kind, NO_KIND).astype(np.uint8)
-        else:
-            kind = _dominant(r.kinds, edges, k)
-        starts = r.starts.a
-        first = r.starts.before(edges, k)
-        count = np.diff(first).astype(np.uint32)
-        matches = None
-        if match is not None:
-            cm = self._row_match_cum(match, r)
-            matches = np.diff(cm[first]).astype(np.uint32)
-        colors = None
-        if name_colors:
-            mid = (edges[:-1] + edges[1:]) // 2
-            k = np.searchsorted(starts, mid, side="right") - 1
-            kk = r.lo + np.maximum(k, 0)
-            inside = (k >= 0) & (self._eff_end[kk] > mid)
-            colors = np.where(inside, self.name_colors[self.name[kk]], NO_KIND).astype(np.uint8)
-        return RowWindow(
-            row=r.info.id, mode="bins", coverage_ns=cov, kind=kind, count=count, matches=matches, name_color=colors
-        )
+    def _bin_batch(
+        self, items: Sequence[_Binned], edges: np.ndarray, k: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per column: covered time, dominant kind and events started before each edge, of many tracks at once.
 
-    def _binned_summary(
-        self, s: _Summary, edges: np.ndarray, k: np.ndarray | None, match: dict[str, Any] | None
-    ) -> RowWindow:
-        cov = s.all.binned(edges, k)
-        kind = _dominant(s.kinds, edges, k)
-        first = s.starts.before(edges, k)
-        count = np.diff(first).astype(np.uint32)
-        matches = None
-        if match is not None:
-            cm = match["summary_cum"].get(s.rank)
-            if cm is None:
-                cm = np.concatenate(([0], np.cumsum(match["name_mask"][self.name[s.positions]])))
-                match["summary_cum"][s.rank] = cm
-            matches = np.diff(cm[first]).astype(np.uint32)
-        return RowWindow(row=s.rank, mode="bins", coverage_ns=cov, kind=kind, count=count, matches=matches)
+        One gather (grid) or one search per track, then the arithmetic on 2-D arrays: the cost
+        per track is a few microseconds of numpy calls, not a Python loop over columns.
+        """
+        n, width = len(items), len(edges) - 1
+        kc = after = None
+        if k is not None:
+            kc = np.clip(k, 0, self._grid_cells)
+            after = k > self._grid_cells
+        upto = np.empty((n, width + 1), dtype=np.int64)
+        first = np.empty((n, width + 1), dtype=np.int64)
+        for i, (cov_all, _, _, starts) in enumerate(items):
+            upto[i] = cov_all.until(edges, kc)
+            first[i] = starts.before(edges, kc, after)
+        cov = np.diff(upto, axis=1)
+        kind = np.full((n, width), NO_KIND, dtype=np.uint8)
+        single = np.array([it[2] for it in items], dtype=np.int64)
+        one = np.flatnonzero(single != NO_KIND)
+        if len(one):
+            kind[one] = np.where(cov[one] > 0, single[one, None], NO_KIND)
+        many = [i for i, it in enumerate(items) if it[2] == NO_KIND and it[1]]
+        if many:
+            codes = sorted(set().union(*(items[i][1] for i in many)))
+            ku = np.zeros((len(many), len(codes), width + 1), dtype=np.int64)
+            for a, i in enumerate(many):
+                for b, c in enumerate(codes):
+                    track = items[i][1].get(c)
+                    if track is not None:
+                        ku[a, b] = track.until(edges, kc)
+            per_kind = np.diff(ku, axis=2)
+            best = per_kind.argmax(axis=1)
+            top = np.take_along_axis(per_kind, best[:, None, :], axis=1)[:, 0, :]
+            kind[many] = np.where(top > 0, np.asarray(codes, dtype=np.int64)[best], NO_KIND)
+        return cov, kind, first
+
+    def _name_colors_at(self, r: _Row, edges: np.ndarray) -> np.ndarray:
+        """Name colour of the event covering each column's centre (NO_KIND where none does)."""
+        mid = (edges[:-1] + edges[1:]) // 2
+        j = _sorted_search(r.starts.a, mid, "right") - 1
+        at = r.lo + np.maximum(j, 0)
+        inside = (j >= 0) & (self._eff_end[at] > mid)
+        return np.where(inside, self.name_colors[self.name[at]], NO_KIND).astype(np.uint8)
 
     # ------------------------------------------------------------------ search
     def _pattern(self, pattern: str) -> dict[str, Any]:
@@ -884,13 +928,12 @@ class TimelineIndex:
         }
 
 
-def _dominant(kinds: dict[int, _Coverage], edges: np.ndarray, k: np.ndarray | None) -> np.ndarray:
-    if not kinds:
-        return np.full(len(edges) - 1, NO_KIND, dtype=np.uint8)
-    codes = np.array(list(kinds), dtype=np.uint8)
-    stack = np.stack([c.binned(edges, k) for c in kinds.values()])
-    best = codes[np.argmax(stack, axis=0)]
-    return np.where(stack.max(axis=0) > 0, best, NO_KIND).astype(np.uint8)
+def _drawn(ev: pd.DataFrame) -> np.ndarray:
+    """Events the timeline draws: all but memory records and instant markers of kind "other"."""
+    codes = _fixed_codes(ev["kind"], KIND_CATEGORIES)
+    skipped = np.isin(codes, [KIND_CATEGORIES.index(k) for k in _SKIPPED_KINDS])
+    marker = (codes == KIND_CATEGORIES.index(EventKind.OTHER.value)) & (ev["dur_ns"].to_numpy() == 0)
+    return np.asarray(~(skipped | marker))
 
 
 def _fixed_codes(col: pd.Series, categories: Sequence[str]) -> np.ndarray:

@@ -14,6 +14,7 @@ import traitlets
 
 import jupyter_traceview as tv
 from jupyter_traceview import colors
+from jupyter_traceview import intervals as iv
 from jupyter_traceview.timeline_index import LevelOfDetail, TimelineIndex
 from jupyter_traceview.widgets import timeline as timeline_module
 from jupyter_traceview.widgets.timeline import Timeline, TimelineSelection
@@ -144,13 +145,16 @@ def test_window_command_answers_with_binary_buffers(dlrm: tv.Trace) -> None:
     }
     meta, buffers = tl._window(msg, [])
     assert meta["seq"] == 7 and meta["width"] == 300 and len(buffers) == 1
-    assert meta["lo"] == -101 and meta["hi"] == ix.end_ns + 1, "float bounds widen to whole ns"
+    # Zoomed out, the window snaps to the index's grid: by less than a grid cell.
+    win = ix.window(-101, ix.end_ns + 1, 300, rows=rows, summaries=[0, 1], pattern="nccl", with_name_colors=True)
+    assert (meta["lo"], meta["hi"]) == (win.lo, win.hi)
+    assert abs(win.lo + 101) < ix.end_ns / 2**15 and abs(win.hi - ix.end_ns - 1) < ix.end_ns / 2**15
     s = decode(meta, buffers[0])
     modes = {r["row"]: r["mode"] for r in meta["rows"]}
     assert set(modes) == set(rows)
-    for r in meta["rows"]:
+    for r, rw in zip(meta["rows"], win.rows, strict=True):
+        sl = slice(r["offset"], r["offset"] + r["count"])
         if r["mode"] == "raw":
-            sl = slice(r["offset"], r["offset"] + r["count"])
             want = ix.overlapping(r["row"], meta["lo"], meta["hi"])
             assert s["ev_eid"][sl].astype(np.int64).tolist() == ix.eid[want].tolist()
             assert s["ev_start"][sl].tolist() == ix.start[want].astype(float).tolist()
@@ -159,13 +163,18 @@ def test_window_command_answers_with_binary_buffers(dlrm: tv.Trace) -> None:
             assert [meta["name_match"][i] for i in s["ev_name"][sl]] == ["nccl" in n.lower() for n in names]
             assert [meta["name_colors"][i] for i in s["ev_name"][sl]] == [colors.name_color_index(n) for n in names]
         else:
-            sl = slice(r["offset"], r["offset"] + r["count"])
+            assert rw.coverage_ns is not None and rw.kind is not None
+            busy = s["bin_frac"][sl].astype(np.float64) * np.diff(win.edges)
+            assert np.allclose(busy, rw.coverage_ns, rtol=1e-6)
+            assert s["bin_kind"][sl].tolist() == rw.kind.tolist()
             pos = ix.row_events(r["row"])
-            busy = float(np.sum(s["bin_frac"][sl].astype(np.float64) * np.diff(ix.edges(meta["lo"], meta["hi"], 300))))
-            assert busy == pytest.approx(float(np.sum(ix.end[pos] - ix.start[pos])), rel=1e-5)
+            assert rw.coverage_ns.sum() == iv.length(*iv.union(ix.start[pos], ix.end[pos]))
     assert "raw" in modes.values() and "bins" in modes.values(), "both levels of detail on rank 0 at 300 px"
     assert [m["rank"] for m in meta["summaries"]] == [0, 1]
     assert len(s["bin_match"]) == len(s["bin_frac"]) == len(s["bin_color"])
+    # Zoomed in, float bounds widen to whole ns and nothing snaps.
+    meta, _ = tl._window(dict(msg, lo=1e6 - 0.5, hi=1.2e6 + 0.5), [])
+    assert (meta["lo"], meta["hi"]) == (999_999, 1_200_001)
 
 
 def test_commands_report_errors_instead_of_raising(dlrm: tv.Trace) -> None:

@@ -721,7 +721,6 @@ export class TimelineView {
         this.invalidate();
       } else if (d.moved) {
         this.setRange(panByPixels(d.range, this.width, d.x - p.x, this.limits));
-        this.scroller.scrollTop += 0; // vertical drag is left to the scrollbar
       }
       this.setHover(null);
       return;
