@@ -182,7 +182,8 @@ def main() -> None:
                         "rss_above_base_mb": median_of(runs, "rss_peak_kb") / 1024
                         - median_of(runs, "rss_base_kb") / 1024,
                         "worker_peak_mb": median_of(runs, "child_peak_kb") / 1024,
-                        "tree_above_base_mb": (median_of(runs, "tree_peak_kb") - median_of(runs, "tree_base_kb")) / 1024,
+                        "tree_above_base_mb": (median_of(runs, "tree_peak_kb") - median_of(runs, "tree_base_kb"))
+                        / 1024,
                         "ranks": runs[0]["ranks"],
                     }
         results.append(row)

@@ -10,12 +10,38 @@ charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ._version import __version__
-from .analysis import summary
+from .analysis import (
+    collective_calls,
+    comm_comp_overlap,
+    concurrency,
+    efficiency,
+    frequent_kernel_sequences,
+    idle_time_breakdown,
+    iteration_stats,
+    kernel_breakdown,
+    kernel_duration_distribution,
+    kernel_launch_stats,
+    kernel_overlap_stats,
+    kernel_pace,
+    memory_bandwidth,
+    nccl_summary,
+    nvtx_gpu_projection,
+    op_kernels,
+    queue_length,
+    stragglers,
+    summary,
+    temporal_breakdown,
+    trace_diff,
+    user_annotation_breakdown,
+    utilization_heatmap,
+    write_counters_trace,
+)
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
-from .errors import TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
+from .errors import OptionError, TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .loader import load
 from .schema import EventKind, GpuClass
 from .trace import Trace
@@ -25,6 +51,7 @@ __all__ = [
     "Classifier",
     "EventKind",
     "GpuClass",
+    "OptionError",
     "RankData",
     "RankMeta",
     "Timeline",
@@ -36,10 +63,35 @@ __all__ = [
     "TraceviewWarning",
     "__version__",
     "clear_cache",
+    "collective_calls",
+    "comm_comp_overlap",
+    "concurrency",
     "default_cache_dir",
+    "efficiency",
+    "frequent_kernel_sequences",
+    "idle_time_breakdown",
+    "iteration_stats",
+    "kernel_breakdown",
+    "kernel_duration_distribution",
+    "kernel_launch_stats",
+    "kernel_overlap_stats",
+    "kernel_pace",
     "load",
+    "load_ipython_extension",
+    "memory_bandwidth",
+    "nccl_summary",
+    "nvtx_gpu_projection",
+    "op_kernels",
+    "queue_length",
     "sample_path",
+    "stragglers",
     "summary",
+    "temporal_breakdown",
+    "trace_diff",
+    "unload_ipython_extension",
+    "user_annotation_breakdown",
+    "utilization_heatmap",
+    "write_counters_trace",
 ]
 
 
@@ -75,3 +127,17 @@ def sample_path(name: str = "dlrm_8rank_v100") -> Path:
         available = sorted(c.name for c in root.iterdir() if c.is_dir())
         raise ValueError(f"no sample named {name!r}; available: {', '.join(available)}")
     return p
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``."""
+    from .magics import load_ipython_extension as load_magics
+
+    load_magics(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up."""
+    from .magics import unload_ipython_extension as unload_magics
+
+    unload_magics(ip)

@@ -63,20 +63,25 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2, default=int))
         return 0
-    rows = []
-    for row in df.to_dict(orient="records"):
-        busy = row["gpu_busy_pct"]
-        rows.append(
-            {
-                "rank": row["rank"],
-                "events": f"{row['events']:,}",
-                "kernels": f"{row['kernels']:,}",
-                "iters": row["iterations"],
-                "span": _fmt_ns(row["trace_span_ns"]),
-                "gpu_span": _fmt_ns(row["gpu_span_ns"]) if row["gpu_span_ns"] else "-",
-                "busy": f"{busy:.1f}%" if busy == busy else "-",
-            }
-        )
+
+    def pct(x: float) -> str:
+        return f"{x:.1f}%" if x == x else "-"
+
+    rows = [
+        {
+            "rank": row["rank"],
+            "events": f"{row['events']:,}",
+            "kernels": f"{row['kernels']:,}",
+            "iters": row["iterations"],
+            "span": _fmt_ns(row["trace_span_ns"]),
+            "gpu_span": _fmt_ns(row["gpu_span_ns"]) if row["gpu_span_ns"] else "-",
+            "busy": pct(row["gpu_busy_pct"]),
+            "compute": pct(row["compute_pct"]),
+            "exposed": pct(row["exposed_comm_pct"]),
+            "overlap": pct(row["overlap_pct"]),
+        }
+        for row in df.to_dict(orient="records")
+    ]
     print(f"{trace.source}: {len(trace.ranks)} rank(s)")
     print(
         _table(
@@ -89,6 +94,9 @@ def _cmd_summary(args: argparse.Namespace) -> int:
                 ("span", "span"),
                 ("gpu_span", "GPU span"),
                 ("busy", "GPU busy"),
+                ("compute", "compute"),
+                ("exposed", "exposed comm"),
+                ("overlap", "comm overlap"),
             ],
         )
     )
@@ -111,7 +119,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--no-cache", action="store_true", help="parse again instead of using the cache")
         p.add_argument("--skip-bad", action="store_true", help="skip unreadable rank files instead of failing")
 
-    p = sub.add_parser("summary", help="headline figures per rank (events, kernels, span, GPU busy)")
+    p = sub.add_parser(
+        "summary", help="headline figures per rank (events, kernels, span, GPU busy, compute, exposed communication)"
+    )
     add_trace_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_cmd_summary)

@@ -12,6 +12,7 @@ started for the trace and closed when the last trace using it is garbage-collect
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 import weakref
@@ -93,8 +94,10 @@ def _metas(result: list[RankData] | TraceFormatError) -> list[RankMeta] | TraceF
     return [d.meta for d in result]
 
 
-def _pick(result: list[RankData], index: int) -> RankData:
-    return result[index]
+def _pick(result: list[RankData], index: int, rank: int) -> RankData:
+    from .loader import with_rank
+
+    return with_rank(result[index], rank)
 
 
 def _apply(
@@ -212,10 +215,16 @@ def load_dask(
     folder_mode: bool,
     on_error: str,
     source: str,
+    claimed: set[int] | None = None,
 ) -> DaskTrace:
-    """Parse every file on the workers and assemble a DaskTrace (see ``tv.load``)."""
-    from .loader import _warn_skipped_events, report_failures
+    """Parse every file on the workers and assemble a DaskTrace (see ``tv.load``).
+
+    ``claimed``: ranks of files that ``ranks=`` left out (not for unnumbered ranks to take).
+    """
+    from .loader import _warn_skipped_events, number_unranked, report_failures, warn_reader_messages
     from .readers.kineto import NotATraceError
+
+    claimed = set() if claimed is None else claimed
 
     cluster = _start_client(client)
     c = cluster.client
@@ -233,7 +242,9 @@ def load_dask(
     not_traces: list[TraceFile] = []
     futures: dict[int, Any] = {}
     metas: dict[int, RankMeta] = {}
-    for tf, fut, result in zip(files, file_futures, metas_per_file, strict=True):
+    # Ranks that readers could not number (Nsight exports) are numbered in file order.
+    numbers = number_unranked([r if isinstance(r, list) else [] for r in metas_per_file], claimed)
+    for tf, fut, result, ranks in zip(files, file_futures, metas_per_file, numbers, strict=True):
         if isinstance(result, TraceFormatError):
             if isinstance(result, NotATraceError) and folder_mode:
                 not_traces.append(tf)
@@ -243,7 +254,8 @@ def load_dask(
                 raise result
             failures.append((tf, result))
             continue
-        for i, meta in enumerate(result):
+        for i, (meta, rank) in enumerate(zip(result, ranks, strict=True)):
+            meta = dataclasses.replace(meta, rank=rank)
             if wanted is not None and meta.rank not in wanted:
                 continue
             if meta.rank in metas:
@@ -254,9 +266,10 @@ def load_dask(
                     "Two files claim one rank: remove one of them, or load them separately",
                 )
             metas[meta.rank] = meta
-            futures[meta.rank] = c.submit(_pick, fut, i, pure=False)
+            futures[meta.rank] = c.submit(_pick, fut, i, meta.rank, pure=False)
     report_failures(not_traces, failures)
     _warn_skipped_events(metas)
+    warn_reader_messages(metas)
     if not metas:
         cluster.close()
         raise TraceFormatError(source, "no readable trace", "Point tv.load() at PyTorch profiler traces")

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from os import PathLike
 
 __all__ = [
+    "OptionError",
     "TraceFormatError",
     "TraceSelectionError",
     "TraceviewError",
@@ -75,3 +76,18 @@ class TraceSelectionError(TraceviewError, LookupError):
 
 class TraceviewWarning(UserWarning):
     """Something was skipped or approximated; the message says what and why."""
+
+
+class OptionError(TraceviewError, ValueError):
+    """An analysis option with a value it does not accept (a misspelt ``kind=``, ``bins=0``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+    @classmethod
+    def invalid(cls, option: str, got: object, allowed: Iterable[object]) -> OptionError:
+        """An error for ``option=got`` not being one of ``allowed``, close matches first."""
+        options = [str(a) for a in allowed]
+        close = difflib.get_close_matches(str(got), options, n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        return cls(f"{option}={got!r} is not accepted; use one of {', '.join(repr(o) for o in options)}{hint}")

@@ -20,7 +20,7 @@ class RankMeta:
     #: The file it was read from.
     path: str
     #: Where the rank number came from: ``distributedInfo``, ``file name``, ``process name``,
-    #: ``pid map`` or ``default``.
+    #: ``pid map``, ``default``, or ``order`` (Nsight exports, numbered in file order).
     rank_source: str = "default"
     #: ``distributedInfo.world_size``, if recorded.
     world_size: int | None = None
@@ -50,7 +50,7 @@ class RankMeta:
     skipped: dict[str, int] = field(default_factory=dict)
     #: Other top-level fields of the file (versions, profiler options).
     extra: dict[str, Any] = field(default_factory=dict)
-    #: The reader that produced it ("kineto").
+    #: The reader that produced it ("kineto" or "nsys").
     source_format: str = "kineto"
 
     def to_json(self) -> dict[str, Any]:

@@ -98,6 +98,7 @@ def calls(name: str, ranks: list[int], tmp: str) -> dict[str, Callable[[Any], An
         ),
         "aten_op_kernels_and_delay": lambda ta: ta.get_aten_op_kernels_and_delay(ranks=ranks),
         "profiler_steps": lambda ta: ta.get_profiler_steps(),
+        "potential_stragglers": lambda ta: ta.get_potential_stragglers(num_candidates=3),
     }
     op = SEQUENCE_OPERATORS.get(name)
     if op:

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import jupyter_traceview as tv
+
+#: Jupyter server fixtures (jp_fetch, jp_root_dir, ...) for the server extension's tests.
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,6 +29,19 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     """Tests never touch the user's cache folder."""
     cache = tmp_path_factory.mktemp("cache")
     monkeypatch.setattr(tv.cache, "default_cache_dir", lambda: cache)
+
+
+@pytest.fixture(scope="session")
+def dask_client() -> Iterator[object]:
+    """One two-worker LocalCluster for every dask test of the session."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -17,15 +16,9 @@ from tests import kineto_builder as kb
 distributed = pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[object]:
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+@pytest.fixture
+def client(dask_client: object) -> object:
+    return dask_client
 
 
 def test_every_result_matches_the_serial_engine(client: object, dlrm: tv.Trace) -> None:

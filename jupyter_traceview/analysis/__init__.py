@@ -2,6 +2,46 @@
 
 from __future__ import annotations
 
+from .annotations import user_annotation_breakdown
+from .concurrency import concurrency, kernel_overlap_stats
+from .counter_trace import write_counters_trace
+from .counters import memory_bandwidth, queue_length
+from .diff import trace_diff
+from .efficiency import efficiency, iteration_stats
+from .idle import idle_time_breakdown
+from .kernels import kernel_breakdown, kernel_duration_distribution
+from .launch import kernel_launch_stats
+from .nccl import collective_calls, nccl_summary
+from .nvtx import nvtx_gpu_projection
+from .operators import frequent_kernel_sequences, op_kernels
+from .stragglers import stragglers
 from .summary import summary
+from .temporal import comm_comp_overlap, temporal_breakdown
+from .timeseries import kernel_pace, utilization_heatmap
 
-__all__ = ["summary"]
+__all__ = [
+    "collective_calls",
+    "comm_comp_overlap",
+    "concurrency",
+    "efficiency",
+    "frequent_kernel_sequences",
+    "idle_time_breakdown",
+    "iteration_stats",
+    "kernel_breakdown",
+    "kernel_duration_distribution",
+    "kernel_launch_stats",
+    "kernel_overlap_stats",
+    "kernel_pace",
+    "memory_bandwidth",
+    "nccl_summary",
+    "nvtx_gpu_projection",
+    "op_kernels",
+    "queue_length",
+    "stragglers",
+    "summary",
+    "temporal_breakdown",
+    "trace_diff",
+    "user_annotation_breakdown",
+    "utilization_heatmap",
+    "write_counters_trace",
+]

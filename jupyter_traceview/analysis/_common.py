@@ -62,7 +62,8 @@ def gpu_activities(trace: Trace, rank: int, *, classes: Iterable[str] | None = N
     ev = trace.rank_data(rank).events
     mask = ev["kind"].isin(_ACTIVITY_KINDS).to_numpy()
     if classes is not None:
-        mask &= ev["gpu_class"].isin(list(classes)).to_numpy()
+        # Not in place: to_numpy() may hand back a read-only view (copy-on-write).
+        mask = mask & ev["gpu_class"].isin(list(classes)).to_numpy()
     out = ev.loc[mask].copy()
     out["end_ns"] = out["ts_ns"] + out["dur_ns"]
     if trace.window is not None:

@@ -7,10 +7,11 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
 from ..schema import EventKind
 from ..trace import Trace
-from ._common import WORK_CLASSES, class_union, gpu_activities, pct, scoped
+from ._common import pct, scoped
+from ._gpu import activities
+from .temporal import rank_timeline
 
 __all__ = ["summary"]
 
@@ -25,6 +26,13 @@ SUMMARY_COLUMNS = {
     "gpu_span_ns": "int64",
     "gpu_busy_ns": "int64",
     "gpu_busy_pct": "float64",
+    "idle_pct": "float64",
+    "compute_ns": "int64",
+    "compute_pct": "float64",
+    "comm_ns": "int64",
+    "overlap_pct": "float64",
+    "exposed_comm_ns": "int64",
+    "exposed_comm_pct": "float64",
 }
 
 
@@ -58,6 +66,23 @@ def summary(
         Time at least one GPU work activity runs (union over streams).
     gpu_busy_pct : float, %
         ``gpu_busy_ns / gpu_span_ns``; NaN without GPU work.
+    idle_pct : float, %
+        Time no GPU work runs, % of ``gpu_span_ns`` (``100 - gpu_busy_pct``; see
+        :func:`temporal_breakdown`); NaN without GPU work.
+    compute_ns : int, ns
+        Time at least one compute kernel runs.
+    compute_pct : float, %
+        ``compute_ns`` as % of ``gpu_span_ns``; NaN without GPU work.
+    comm_ns : int, ns
+        Time at least one communication kernel runs (see :func:`comm_comp_overlap`).
+    overlap_pct : float, %
+        Communication time during which compute runs too, % of ``comm_ns``; NaN without
+        communication.
+    exposed_comm_ns : int, ns
+        Communication time with no compute running alongside.
+    exposed_comm_pct : float, %
+        ``exposed_comm_ns`` as % of ``gpu_span_ns``: the share of the GPU timeline spent
+        only communicating; NaN without GPU work.
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     rows = list(trace.map_ranks(_summary_row).values())
@@ -69,10 +94,13 @@ def _summary_row(trace: Trace) -> dict[str, object]:
     (r,) = trace.ranks
     ev = trace.rank_data(r).events
     kinds = ev["kind"]
-    acts = gpu_activities(trace, r)
-    s, e = class_union(acts, WORK_CLASSES)
-    busy = iv.length(s, e)
-    gpu_span = int(e[-1] - s[0]) if len(s) else 0
+    acts = activities(trace, r)
+    line = rank_timeline(acts)
+    gpu_span = line.span_ns if line else 0
+    busy = line.busy_ns if line else 0
+    compute = line.compute_ns if line else 0
+    comm = line.comm_ns if line else 0
+    overlap = line.overlap_ns if line else 0
     if len(ev):
         ts = ev["ts_ns"].to_numpy()
         trace_span = int((ts + ev["dur_ns"].to_numpy()).max() - ts.min())
@@ -90,4 +118,11 @@ def _summary_row(trace: Trace) -> dict[str, object]:
         "gpu_span_ns": gpu_span,
         "gpu_busy_ns": busy,
         "gpu_busy_pct": float(pct(busy, gpu_span)),
+        "idle_pct": float(pct(gpu_span - busy, gpu_span)),
+        "compute_ns": compute,
+        "compute_pct": float(pct(compute, gpu_span)),
+        "comm_ns": comm,
+        "overlap_pct": float(pct(overlap, comm)),
+        "exposed_comm_ns": comm - overlap,
+        "exposed_comm_pct": float(pct(comm - overlap, gpu_span)),
     }

@@ -18,10 +18,16 @@ try:  # ISA-L inflates gzip about 4x faster than zlib; fall back to zlib without
 except ImportError:  # pragma: no cover - isal is a dependency; this guards odd installs
     _igzip = None
 
-__all__ = ["TraceFile", "discover", "rank_from_name", "read_bytes"]
+__all__ = ["TraceFile", "discover", "rank_from_name", "read_bytes", "trace_format"]
 
 #: File name endings read as Kineto JSON traces.
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
+#: File name endings read as Nsight Systems SQLite exports.
+NSYS_SUFFIXES = (".sqlite", ".sqlite3")
+#: Nsight Systems' binary reports: found so that loading them says how to export them.
+NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+#: The first 16 bytes of every SQLite 3 database.
+SQLITE_MAGIC = b"SQLite format 3\x00"
 _GZIP_MAGIC = b"\x1f\x8b"
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|worker)[-_.]?(\d+)", re.IGNORECASE)
 
@@ -45,7 +51,28 @@ def rank_from_name(name: str) -> int | None:
 
 def _is_candidate(name: str) -> bool:
     lower = name.lower()
-    return lower.endswith(TRACE_SUFFIXES)
+    return lower.endswith(TRACE_SUFFIXES + NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES)
+
+
+def trace_format(path: Path) -> str:
+    """``"nsys"`` for Nsight Systems files (by name, or SQLite content), else ``"kineto"``."""
+    lower = path.name.lower()
+    if lower.endswith(NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES):
+        return "nsys"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError:
+        return "kineto"  # the Kineto reader reports the error
+    return "nsys" if head == SQLITE_MAGIC else "kineto"
+
+
+def _exported_alongside(entry: Path) -> bool:
+    """An Nsight report whose SQLite export sits next to it (the export is read instead)."""
+    if not entry.name.lower().endswith(NSYS_REPORT_SUFFIXES):
+        return False
+    stem = entry.name.rsplit(".", 1)[0]
+    return any((entry.parent / f"{stem}{suffix}").is_file() for suffix in NSYS_SUFFIXES)
 
 
 def _stat(path: Path) -> TraceFile:
@@ -61,9 +88,10 @@ def _stat(path: Path) -> TraceFile:
 def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]:
     """The trace files at ``path`` (a file or a folder), and the files skipped in a folder.
 
-    A folder is read non-recursively: every ``*.json``, ``*.json.gz`` and ``*.gz`` file in
-    it is a candidate. Other regular files are returned as skipped (hidden files are
-    ignored silently).
+    A folder is read non-recursively: every ``*.json``, ``*.json.gz``, ``*.gz`` and
+    ``*.sqlite`` file in it is a candidate, and so is an Nsight ``*.nsys-rep`` report without
+    its SQLite export beside it (reading it explains how to export it). Other regular files
+    are returned as skipped (hidden files are ignored silently).
     """
     p = Path(path).expanduser()
     if not p.exists():
@@ -97,6 +125,8 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
             continue
         if not entry.is_file():
             continue
+        if _exported_alongside(entry):
+            continue
         if _is_candidate(entry.name):
             files.append(_stat(entry))
         else:
@@ -115,7 +145,10 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
             else f"no trace files here (only: {', '.join(s.name for s in skipped[:8])})"
         )
         raise TraceFormatError(
-            p, what, "Point tv.load() at a PyTorch profiler trace (*.json or *.json.gz) or a folder of them"
+            p,
+            what,
+            "Point tv.load() at a PyTorch profiler trace (*.json or *.json.gz), an Nsight Systems SQLite export "
+            "(*.sqlite), or a folder of them",
         )
     return files, skipped
 

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
-
 
 @pytest.fixture
 def jp_server_config(jp_server_config: dict) -> dict:

@@ -42,3 +42,10 @@ def test_time_range_clips(dlrm: tv.Trace) -> None:
     part = summary(dlrm, ranks=[0], time_range=(t0, t0 + 10_000_000)).iloc[0]
     rest = summary(dlrm, ranks=[0], time_range=(t0 + 10_000_000, t0 + 100_000_000)).iloc[0]
     assert part["gpu_busy_ns"] + rest["gpu_busy_ns"] == full["gpu_busy_ns"]
+
+
+def test_gpu_activities_by_class(dlrm: tv.Trace) -> None:
+    from jupyter_traceview.analysis._common import gpu_activities
+
+    comm = gpu_activities(dlrm, 0, classes=["communication"])
+    assert len(comm) > 0 and (comm["gpu_class"] == "communication").all()

@@ -1,0 +1,125 @@
+"""A rank's GPU activities as plain numpy arrays: the fast path of the timeline analyses.
+
+:func:`activities` selects the same rows as :func:`._common.gpu_activities` (GPU activity
+kinds, clipped to ``trace.window``) but works on categorical codes and returns only the
+columns the timeline analyses need, without building a DataFrame: a few hundred
+microseconds per rank instead of milliseconds, which matters when an analysis loops over
+hundreds of ranks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals as iv
+from ..schema import GPU_ACTIVITY_KINDS, GpuClass
+from ..trace import Trace
+
+__all__ = ["CLASSES", "COMM", "COMPUTE", "MEMORY", "OTHER", "Activities", "activities"]
+
+#: Class codes of :attr:`Activities.cls`: positions in this tuple (-1: unclassified).
+CLASSES: tuple[str, ...] = (
+    GpuClass.COMPUTE.value,
+    GpuClass.COMMUNICATION.value,
+    GpuClass.MEMORY.value,
+    GpuClass.OTHER.value,
+)
+COMPUTE, COMM, MEMORY, OTHER = range(4)
+_ACTIVITY_KINDS = frozenset(k.value for k in GPU_ACTIVITY_KINDS)
+
+
+@dataclass(frozen=True)
+class Activities:
+    """GPU activities of one rank (kernels, memcpy, memset, sync records), one array each.
+
+    Times are int64 ns, clipped to the trace's window; ``cls`` indexes :data:`CLASSES`;
+    ``name`` holds codes into ``names``.
+    """
+
+    ts: np.ndarray
+    end: np.ndarray
+    cls: np.ndarray
+    stream: np.ndarray
+    name: np.ndarray
+    names: pd.Index
+    launch_eid: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def take(self, mask: np.ndarray) -> Activities:
+        # Index arrays, not boolean masks: one pass to find the rows, then cheap gathers.
+        idx = np.flatnonzero(mask)
+        return Activities(
+            ts=self.ts[idx],
+            end=self.end[idx],
+            cls=self.cls[idx],
+            stream=self.stream[idx],
+            name=self.name[idx],
+            names=self.names,
+            launch_eid=self.launch_eid[idx],
+        )
+
+    def work(self) -> Activities:
+        """Only the work: compute, communication and memory (sync records are not work)."""
+        return self.take((self.cls >= 0) & (self.cls < OTHER))
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.end - self.ts
+
+    def union(self, *classes: int) -> iv.Intervals:
+        """Union of the intervals of these classes (all work classes if none given)."""
+        if len(classes) == 1:
+            sel = np.flatnonzero(self.cls == classes[0])
+        elif classes:
+            sel = np.flatnonzero(np.isin(self.cls, classes))
+        else:
+            sel = np.flatnonzero((self.cls >= 0) & (self.cls < OTHER))
+        return iv.union(self.ts[sel], self.end[sel])
+
+
+def _lut(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
+    """A table mapping the codes of a categorical through ``wanted`` (others and NaN -> -1):
+    index it with the codes (code -1, NaN, picks the trailing -1)."""
+    return np.array([wanted.get(str(c), -1) for c in categorical.categories] + [-1], dtype=np.int8)
+
+
+def _lookup(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
+    """Codes of a categorical column mapped through ``wanted`` (others and NaN -> -1)."""
+    return _lut(categorical, wanted)[np.asarray(categorical.codes)]
+
+
+def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activities:
+    """The GPU activities of ``rank``, clipped to ``trace.window`` (see ``gpu_activities``);
+    with ``work_only`` only compute, communication and memory (as :meth:`Activities.work`)."""
+    ev = trace.rank_data(rank).events
+    gpu_class = ev["gpu_class"].array
+    cls_lut = _lut(gpu_class, {c: i for i, c in enumerate(CLASSES)})
+    wanted = _lookup(ev["kind"].array, dict.fromkeys(_ACTIVITY_KINDS, 0)) == 0
+    if work_only:
+        cls_all = cls_lut[np.asarray(gpu_class.codes)]
+        wanted &= (cls_all >= 0) & (cls_all < OTHER)
+    idx = np.flatnonzero(wanted)
+    ts = ev["ts_ns"].to_numpy()[idx]
+    end = ts + ev["dur_ns"].to_numpy()[idx]
+    if trace.window is not None:
+        lo, hi = trace.window
+        zero = end == ts
+        ts = np.maximum(ts, lo)
+        end = np.minimum(end, hi)
+        keep = np.flatnonzero((end > ts) | (zero & (ts >= lo) & (ts < hi)))
+        idx, ts, end = idx[keep], ts[keep], end[keep]
+    name = ev["name"].array
+    return Activities(
+        ts=ts,
+        end=end,
+        cls=cls_lut[np.asarray(gpu_class.codes)[idx]],
+        stream=ev["stream"].to_numpy()[idx],
+        name=np.asarray(name.codes)[idx],
+        names=name.categories,
+        launch_eid=ev["launch_eid"].to_numpy()[idx],
+    )

@@ -1,0 +1,406 @@
+"""Stragglers: collectives matched across ranks, and who arrived last."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterable
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceviewWarning
+from ..schema import EventKind, GpuClass
+from ..trace import Trace
+from . import _links as lk
+from ._common import empty, pct, warn_no_gpu
+
+__all__ = ["stragglers"]
+
+ARRIVAL_COLUMNS = {
+    "collective_id": "int64",
+    "rank": "int64",
+    "collective": "str",
+    "arrival_ns": "int64",
+    "delay_ns": "int64",
+    "wait_ns": "int64",
+    "is_last": "bool",
+    "eid": "int64",
+}
+
+COLLECTIVE_COLUMNS = {
+    "collective_id": "int64",
+    "collective": "str",
+    "pg_name": "str",
+    "seq": "int64",
+    "stream": "int64",
+    "ordinal": "int64",
+    "ranks": "int64",
+    "first_arrival_ns": "int64",
+    "last_arrival_ns": "int64",
+    "last_rank": "int64",
+    "lateness_ns": "int64",
+    "spread_ns": "int64",
+    "wait_ns": "int64",
+}
+
+RANK_COLUMNS = {
+    "rank": "int64",
+    "collectives": "int64",
+    "last_count": "int64",
+    "last_pct": "float64",
+    "lateness_ns": "int64",
+    "mean_delay_ns": "int64",
+    "max_delay_ns": "int64",
+    "wait_ns": "int64",
+}
+
+_NCCL_KIND = re.compile(r"(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
+_KIND_NAMES = {
+    "AllReduce": "all_reduce",
+    "AllGather": "all_gather",
+    "ReduceScatter": "reduce_scatter",
+    "Broadcast": "broadcast",
+    "Reduce": "reduce",
+    "SendRecv": "send_recv",
+    "Send": "send",
+    "Recv": "recv",
+    "AllToAll": "all_to_all",
+}
+
+
+def _kind_from_name(name: str) -> str:
+    """Collective kind from an NCCL kernel name (``ncclDevKernel_AllGather_RING_LL`` ->
+    ``all_gather``); other communication kernels are their own kind (name up to ``(``/``<``)."""
+    m = _NCCL_KIND.search(name)
+    if m:
+        word = m.group(1)
+        return _KIND_NAMES.get(word, re.sub(r"(?<!^)(?=[A-Z])", "_", word).lower())
+    return re.split(r"[(<]", name, maxsplit=1)[0].strip()
+
+
+def stragglers(
+    trace: Trace,
+    *,
+    by: Literal["rank", "collective", "arrival"] = "rank",
+    arrival: Literal["kernel", "launch"] = "kernel",
+    match: Literal["auto", "seq", "order"] = "auto",
+    align_ends: bool = False,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+) -> pd.DataFrame:
+    """Collectives matched across ranks: who arrived last, by how much, and how often.
+
+    A collective (all-reduce, all-gather, all-to-all...) cannot finish before its last
+    rank arrives: every other rank's communication kernel spins waiting for it. The rank
+    that keeps arriving last is the straggler.
+
+    **Matching.** A communication kernel (``gpu_class == "communication"``) takes the
+    collective metadata (``trace.comms()``) of the kernel itself, or of the innermost
+    ``record_param_comms`` / ``nccl:*`` range enclosing its launch call. With
+    ``match="seq"`` kernels are matched across ranks by (process group, sequence number);
+    with ``match="order"`` the k-th kernel of each (collective kind, stream) on one rank is
+    matched with the k-th on the others (the kind from the metadata, else from the NCCL
+    kernel name, e.g. ``ncclKernel_AllReduce_RING_LL_Sum_float`` -> ``all_reduce``; SPMD
+    ranks allocate their NCCL streams alike). ``"auto"`` uses sequence numbers when every
+    communication kernel has them, else order. A collective seen on fewer than two ranks
+    is dropped.
+
+    **Arrival** of a rank at a collective: with ``arrival="kernel"`` the start of its
+    communication kernel (the GPU reached the collective: work queued before it on the
+    stream delays it too); with ``"launch"`` the start of the launch call on the CPU (the
+    host reached it). Arrivals compare clocks across ranks: ranks on different hosts may
+    be skewed. ``align_ends=True`` removes a per-rank clock offset first: the median, over
+    the rank's collectives, of its kernel end minus the median end of the collective
+    across ranks (blocking collectives end together on every rank).
+
+    Parameters
+    ----------
+    trace : Trace
+    by : {"rank", "collective", "arrival"}, default "rank"
+        One row per rank (the summary), per collective, or per (collective, rank).
+    arrival : {"kernel", "launch"}, default "kernel"
+    match : {"auto", "seq", "order"}, default "auto"
+    align_ends : bool, default False
+    ranks, iterations, time_range
+        Scope (see :meth:`Trace.select`); ``time_range`` keeps the communication kernels
+        that run in it (their launch calls may come before it).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``by="rank"``, sorted by rank: ``rank`` (int); ``collectives`` (int): matched
+        collectives the rank took part in; ``last_count`` (int): how often it arrived
+        last; ``last_pct`` (float, %): ``last_count / collectives``; ``lateness_ns`` (int,
+        ns): summed ``lateness_ns`` of the collectives where it was last; ``mean_delay_ns``,
+        ``max_delay_ns`` (int, ns): its arrival after the first rank's, mean and max;
+        ``wait_ns`` (int, ns): summed time it waited for the last rank.
+
+        ``by="collective"``, sorted by first arrival: ``collective_id`` (int);
+        ``collective`` (str): kind; ``pg_name`` (str; empty when matched by order);
+        ``seq`` (int; -1 when matched by order); ``stream`` (int; -1 when matched by
+        sequence), ``ordinal`` (int): k of the k-th kernel of that kind and stream (-1 when
+        matched by sequence); ``ranks`` (int): ranks matched; ``first_arrival_ns``,
+        ``last_arrival_ns`` (int, ns, trace clock); ``last_rank`` (int): the rank that
+        arrived last (the lowest such rank on a tie); ``lateness_ns`` (int, ns): last
+        arrival minus the second-last, by how much that rank alone held the collective
+        up; ``spread_ns`` (int, ns): last minus first arrival; ``wait_ns`` (int, ns): summed
+        over ranks, time spent waiting for the last one.
+
+        ``by="arrival"``: ``collective_id``; ``rank``; ``collective``; ``arrival_ns`` (int,
+        ns); ``delay_ns`` (int, ns): after the first arrival; ``wait_ns`` (int, ns): until
+        the last arrival; ``is_last`` (bool); ``eid`` (int): the communication kernel.
+
+        No communication kernels, or fewer than two ranks, give an empty frame and a
+        :class:`TraceviewWarning`.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> per_rank = tv.stragglers(trace)
+    >>> int(per_rank["last_count"].sum()) == len(tv.stragglers(trace, by="collective"))
+    True
+    """
+    if by not in ("rank", "collective", "arrival"):
+        raise ValueError(f"by must be 'rank', 'collective' or 'arrival', got {by!r}")
+    if arrival not in ("kernel", "launch"):
+        raise ValueError(f"arrival must be 'kernel' or 'launch', got {arrival!r}")
+    if match not in ("auto", "seq", "order"):
+        raise ValueError(f"match must be 'auto', 'seq' or 'order', got {match!r}")
+    columns = {"rank": RANK_COLUMNS, "collective": COLLECTIVE_COLUMNS, "arrival": ARRIVAL_COLUMNS}[by]
+    trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+
+    parts = []
+    no_comm: list[int] = []
+    for r in trace.ranks:
+        k = _comm_kernels(trace, r, arrival, window)
+        if k.empty:
+            no_comm.append(r)
+        else:
+            parts.append(k)
+    if no_comm:
+        has_gpu = [r for r in no_comm if _has_gpu(trace, r)]
+        cpu_only = [r for r in no_comm if r not in has_gpu]
+        if cpu_only:
+            warn_no_gpu("stragglers", cpu_only)
+        if has_gpu:
+            _warn(f"stragglers: rank(s) {has_gpu} have no communication kernels; they take part in no collective")
+    if len(parts) < 2:
+        if parts:
+            _warn("stragglers: collectives need at least two ranks with communication kernels; the result is empty")
+        return empty(columns)
+    kernels = pd.concat(parts, ignore_index=True)
+
+    use_seq = match == "seq" or (
+        match == "auto" and bool((kernels["seq"] >= 0).all()) and bool(kernels["pg_name"].notna().all())
+    )
+    if match == "seq" and not ((kernels["seq"] >= 0).all() and kernels["pg_name"].notna().all()):
+        missing = int(((kernels["seq"] < 0) | kernels["pg_name"].isna()).sum())
+        _warn(
+            f"stragglers: {missing} communication kernel(s) carry no process group and sequence number; "
+            "they are left out (match='order' matches them by order)"
+        )
+        kernels = kernels.loc[(kernels["seq"] >= 0) & kernels["pg_name"].notna()]
+    if use_seq:
+        kernels = kernels.assign(pg=kernels["pg_name"].astype(str), stream=-1, ordinal=-1)
+        key = ["pg", "seq"]
+    else:
+        kernels = kernels.sort_values(["rank", "collective", "stream", "ts_ns", "eid"], kind="stable")
+        kernels["ordinal"] = kernels.groupby(["rank", "collective", "stream"]).cumcount()
+        kernels = kernels.assign(pg="", seq=-1)
+        key = ["collective", "stream", "ordinal"]
+        counts = kernels.groupby(["collective", "stream", "rank"]).size().unstack("rank")
+        uneven = counts.loc[counts.nunique(axis=1, dropna=False) > 1]
+        if len(uneven):
+            shown = "; ".join(
+                f"{c} on stream {s}: " + ", ".join(f"rank {r}: {int(v) if v == v else 0}" for r, v in row.items())
+                for (c, s), row in uneven.head(3).iterrows()
+            )
+            _warn(
+                "stragglers: matched by order, but ranks launched different numbers of some collectives "
+                f"({shown}); the k-th of each were matched, check the trace covers the same steps on every rank"
+            )
+    # One arrival per (collective, rank): the rank's first kernel of it.
+    kernels = kernels.sort_values([*key, "rank", "arrival_ns", "eid"], kind="stable")
+    kernels = kernels.drop_duplicates([*key, "rank"], keep="first")
+    kernels = kernels.loc[kernels["arrival_ns"] >= 0]
+    n_ranks = kernels.groupby(key)["rank"].transform("size")
+    kernels = kernels.loc[n_ranks.to_numpy() >= 2].copy()
+    if kernels.empty:
+        _warn("stragglers: no collective was found on two ranks or more; the result is empty")
+        return empty(columns)
+    if align_ends:
+        kernels["arrival_ns"] -= _clock_offsets(kernels, key)
+
+    arrivals, collectives = _match(kernels, key)
+    if by == "arrival":
+        return arrivals.astype(ARRIVAL_COLUMNS)[list(ARRIVAL_COLUMNS)]
+    if by == "collective":
+        return collectives.astype(COLLECTIVE_COLUMNS)[list(COLLECTIVE_COLUMNS)]
+    return _per_rank(arrivals, collectives, trace.ranks)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, TraceviewWarning, stacklevel=3)
+
+
+def _has_gpu(trace: Trace, rank: int) -> bool:
+    kinds = trace.rank_data(rank).events["kind"]
+    return bool(
+        lk.category_mask(kinds, [EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value]).any()
+    )
+
+
+def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int] | None) -> pd.DataFrame:
+    """The rank's communication kernels with kind, stream, metadata and arrival time."""
+    ev = trace.rank_data(rank).events
+    is_kernel = lk.category_mask(ev["kind"], [EventKind.KERNEL.value])
+    is_comm = is_kernel & lk.category_mask(ev["gpu_class"], [GpuClass.COMMUNICATION.value])
+    if window is not None:
+        ts = ev["ts_ns"].to_numpy()
+        is_comm = is_comm & (ts < window[1]) & (ts + ev["dur_ns"].to_numpy() > window[0])
+    rows = np.flatnonzero(is_comm)
+    if len(rows) == 0:
+        return pd.DataFrame()
+    table = lk.eid_rows(ev)
+    comms = trace.rank_data(rank).comms
+    meta_row = np.full(len(rows), -1, dtype=np.int64)  # row in ``comms``
+    if len(comms):
+        c_rows = lk.lookup(table, comms["eid"].to_numpy())
+        present = c_rows >= 0
+        c_pos = np.flatnonzero(present)
+        c_rows = c_rows[present]
+        pos_of_row = np.full(len(ev), -1, dtype=np.int64)
+        pos_of_row[c_rows] = c_pos
+        meta_row = pos_of_row[rows]  # metadata on the kernel itself
+        launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
+        cpu_meta = c_rows[~is_kernel[c_rows]]
+        inner = lk.innermost(len(rows), lk.containing_pairs(ev, cpu_meta, launch))
+        use = (meta_row < 0) & (inner >= 0)
+        meta_row[use] = pos_of_row[inner[use]]
+    # Kinds from names: one regular expression per distinct name, not per kernel.
+    codes = ev["name"].cat.codes.to_numpy()[rows]
+    distinct = np.unique(codes)
+    cats = ev["name"].cat.categories
+    lut = np.empty(int(distinct.max()) + 1, dtype=object)
+    lut[distinct] = [_kind_from_name(str(cats[c])) for c in distinct.tolist()]
+    name_kind = lut[codes]
+    has_meta = meta_row >= 0
+    safe = np.maximum(meta_row, 0)
+    collective = name_kind.copy()
+    seq: np.ndarray
+    pg: np.ndarray
+    if len(comms):
+        meta_kind = comms["collective"].astype(object).to_numpy()[safe]
+        ok = has_meta & pd.notna(meta_kind)
+        collective[ok] = meta_kind[ok]
+        seq = np.where(has_meta, comms["seq"].to_numpy()[safe], -1)
+        pg = comms["pg_name"].astype(object).to_numpy()[safe]
+        pg[~has_meta] = None
+    else:
+        seq = np.full(len(rows), -1, dtype=np.int64)
+        pg = np.full(len(rows), None, dtype=object)
+    ts = ev["ts_ns"].to_numpy()
+    if arrival == "kernel":
+        arr = ts[rows]
+    else:
+        launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
+        arr = np.where(launch >= 0, ts[np.maximum(launch, 0)], -1)
+    return pd.DataFrame(
+        {
+            "rank": rank,
+            "eid": ev["eid"].to_numpy()[rows],
+            "ts_ns": ts[rows],
+            "end_ns": ts[rows] + ev["dur_ns"].to_numpy()[rows],
+            "stream": ev["stream"].to_numpy()[rows],
+            "collective": collective.astype(str),
+            "seq": seq.astype(np.int64),
+            "pg_name": pd.array(pg, dtype=object),
+            "arrival_ns": arr.astype(np.int64),
+        }
+    )
+
+
+def _clock_offsets(kernels: pd.DataFrame, key: list[str]) -> np.ndarray:
+    """Per-row clock offset of its rank: median of (its end - the collective's median end)."""
+    med_end = kernels.groupby(key)["end_ns"].transform("median")
+    off = (kernels["end_ns"] - med_end).groupby(kernels["rank"]).median()
+    return np.rint(kernels["rank"].map(off).to_numpy(dtype=np.float64)).astype(np.int64)
+
+
+def _match(kernels: pd.DataFrame, key: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    g = kernels.groupby(key, sort=False)
+    first = g["arrival_ns"].transform("min").to_numpy()
+    last = g["arrival_ns"].transform("max").to_numpy()
+    k = kernels.assign(_first=first, _last=last)
+    coll = (
+        k.groupby(key, sort=False)
+        .agg(
+            collective=("collective", "first"),
+            pg_name=("pg", "first"),
+            seq=("seq", "first"),
+            stream=("stream", "first"),
+            ordinal=("ordinal", "first"),
+            ranks=("rank", "size"),
+            first_arrival_ns=("arrival_ns", "min"),
+            last_arrival_ns=("arrival_ns", "max"),
+        )
+        .reset_index(drop=True)
+    )
+    # Last rank (lowest rank on a tie) and second-last arrival, per collective.
+    k = k.assign(_gid=g.ngroup().to_numpy())
+    srt = k.sort_values(["_gid", "arrival_ns", "rank"], ascending=[True, False, True], kind="stable")
+    top = srt.groupby("_gid", sort=True).head(2)
+    last_rank = top.groupby("_gid").nth(0).set_index("_gid")["rank"]
+    second = top.groupby("_gid").nth(1).set_index("_gid")["arrival_ns"]
+    coll["last_rank"] = last_rank.reindex(range(len(coll))).to_numpy()
+    coll["lateness_ns"] = coll["last_arrival_ns"].to_numpy() - second.reindex(range(len(coll))).to_numpy()
+    coll["spread_ns"] = coll["last_arrival_ns"] - coll["first_arrival_ns"]
+    k["_wait"] = k["_last"] - k["arrival_ns"]
+    coll["wait_ns"] = k.groupby("_gid")["_wait"].sum().reindex(range(len(coll))).to_numpy()
+    # Number collectives by first arrival.
+    order = np.lexsort((np.arange(len(coll)), coll["first_arrival_ns"].to_numpy()))
+    cid = np.empty(len(coll), dtype=np.int64)
+    cid[order] = np.arange(len(coll))
+    coll.insert(0, "collective_id", cid)
+    coll = coll.iloc[order].reset_index(drop=True)
+    last_of = dict(zip(cid.tolist(), last_rank.reindex(range(len(cid))).tolist(), strict=True))
+    arrivals = pd.DataFrame(
+        {
+            "collective_id": cid[k["_gid"].to_numpy()],
+            "rank": k["rank"].to_numpy(),
+            "collective": k["collective"].to_numpy(),
+            "arrival_ns": k["arrival_ns"].to_numpy(),
+            "delay_ns": k["arrival_ns"].to_numpy() - k["_first"].to_numpy(),
+            "wait_ns": k["_wait"].to_numpy(),
+            "eid": k["eid"].to_numpy(),
+        }
+    )
+    arrivals["is_last"] = arrivals["rank"].to_numpy() == arrivals["collective_id"].map(last_of).to_numpy()
+    arrivals = arrivals.sort_values(["collective_id", "rank"]).reset_index(drop=True)
+    return arrivals, coll
+
+
+def _per_rank(arrivals: pd.DataFrame, collectives: pd.DataFrame, ranks: Iterable[int]) -> pd.DataFrame:
+    g = arrivals.groupby("rank")
+    out = pd.DataFrame(
+        {
+            "collectives": g.size(),
+            "mean_delay_ns": np.rint(g["delay_ns"].mean()),
+            "max_delay_ns": g["delay_ns"].max(),
+            "wait_ns": g["wait_ns"].sum(),
+        }
+    )
+    last = collectives.groupby("last_rank").agg(
+        last_count=("collective_id", "size"), lateness_ns=("lateness_ns", "sum")
+    )
+    out = out.join(last, how="left").reindex(sorted(set(ranks)))
+    out = out.fillna(
+        {"collectives": 0, "last_count": 0, "lateness_ns": 0, "mean_delay_ns": 0, "max_delay_ns": 0, "wait_ns": 0}
+    )
+    out["last_pct"] = pct(out["last_count"].to_numpy(dtype=np.float64), out["collectives"].to_numpy(dtype=np.float64))
+    out = out.rename_axis("rank").reset_index()
+    return out.astype(RANK_COLUMNS)[list(RANK_COLUMNS)]

@@ -1,0 +1,186 @@
+"""Write our analyses' results on every real trace folder, as golden files for the tests.
+
+    python scripts/make_golden.py [--out tests/golden/ours] [FOLDER ...] [--only ANALYSIS ...]
+
+For each folder and each analysis in :data:`ANALYSES` it writes
+``<out>/<folder>/<analysis>.csv``. ``tests/analysis/test_golden.py`` recomputes every file
+and compares: integers and text exactly, floats to 1e-9 relative. Run it after an intended
+change of a number, and say why in the commit; never edit the files by hand.
+
+To pin a new analysis, add one line to :data:`ANALYSES` (and to :data:`APPLIES` if it only
+makes sense on some folders).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import jupyter_traceview as tv  # noqa: E402
+
+#: The real trace folders (the same as scripts/hta_reference.py and tests/conftest.py).
+FOLDERS = {
+    "dlrm_8rank_v100": ROOT / "jupyter_traceview" / "samples" / "dlrm_8rank_v100",
+    "hta_dlrm_2of128_ranks": ROOT / "tests" / "data" / "hta_dlrm_2of128_ranks",
+    "h100_bert_small": ROOT / "tests" / "data" / "h100_bert_small",
+    "hta_alexnet": ROOT / "tests" / "data" / "hta_alexnet",
+    "hta_cpu_only": ROOT / "tests" / "data" / "hta_cpu_only",
+    "hta_mi250_rocm": ROOT / "tests" / "data" / "hta_mi250_rocm",
+    "hta_triton": ROOT / "tests" / "data" / "hta_triton",
+}
+#: Operators for the frequent-kernel-sequence analysis, per folder.
+SEQUENCE_OPERATORS = {
+    "dlrm_8rank_v100": "aten::linear",
+    "hta_dlrm_2of128_ranks": "aten::linear",
+    "h100_bert_small": "aten::linear",
+    "hta_alexnet": "aten::conv2d",
+    "hta_mi250_rocm": "aten::linear",
+}
+MULTI_RANK = {"dlrm_8rank_v100", "hta_dlrm_2of128_ranks"}
+
+Analysis = Callable[[tv.Trace], pd.DataFrame]
+
+
+def every(fn: Analysis) -> Callable[[str], Analysis]:
+    """An analysis called the same way on every folder."""
+    return lambda folder: fn
+
+
+def _sequences(folder: str) -> Analysis:
+    return lambda t: tv.frequent_kernel_sequences(t, operator=SEQUENCE_OPERATORS[folder], min_kernels=1, top_k=None)
+
+
+def _trigrams(folder: str) -> Analysis:
+    return lambda t: tv.frequent_kernel_sequences(t, operator=SEQUENCE_OPERATORS[folder], length=3, top_k=None)
+
+
+def most_frequent_kernel(trace: tv.Trace) -> str:
+    """The GPU activity name that runs most often (ties: the first by name)."""
+    ev = trace.events()
+    counts = ev.loc[ev["gpu_class"].notna(), "name"].astype(str).value_counts()
+    return str(sorted(counts[counts == counts.max()].index)[0])
+
+
+def _diff_with(other: str) -> Callable[[str], Analysis]:
+    return lambda folder: lambda t: tv.trace_diff(t, load(other), aggregate="mean")
+
+
+#: analysis file name -> (folder -> the call that produces it). One line per pinned result.
+ANALYSES: dict[str, Callable[[str], Analysis]] = {
+    "summary": every(lambda t: tv.summary(t)),
+    "temporal_breakdown": every(lambda t: tv.temporal_breakdown(t)),
+    "comm_comp_overlap": every(lambda t: tv.comm_comp_overlap(t)),
+    "idle_time_breakdown": every(lambda t: tv.idle_time_breakdown(t)),
+    "kernel_breakdown": every(lambda t: tv.kernel_breakdown(t)),
+    "kernel_breakdown_all": every(lambda t: tv.kernel_breakdown(t, top_k=None)),
+    "kernel_breakdown_type": every(lambda t: tv.kernel_breakdown(t, by="type")),
+    "kernel_duration_distribution": every(lambda t: tv.kernel_duration_distribution(t)),
+    "kernel_launch_stats": every(lambda t: tv.kernel_launch_stats(t).drop(columns=["name", "operator"])),
+    "kernel_launch_stats_rank": every(lambda t: tv.kernel_launch_stats(t, per="rank")),
+    "queue_length": every(lambda t: tv.queue_length(t)),
+    "queue_length_stream": every(lambda t: tv.queue_length(t, per="stream")),
+    "memory_bandwidth": every(lambda t: tv.memory_bandwidth(t)),
+    "memory_bandwidth_kind": every(lambda t: tv.memory_bandwidth(t, per="kind")),
+    "frequent_kernel_sequences": _sequences,
+    "frequent_kernel_trigrams": _trigrams,
+    "op_kernels": every(lambda t: tv.op_kernels(t)),
+    "op_kernels_by_kernel": every(lambda t: tv.op_kernels(t, by="kernel")),
+    "op_kernels_outermost": every(lambda t: tv.op_kernels(t, level="outermost")),
+    "user_annotation_breakdown_cpu": every(lambda t: tv.user_annotation_breakdown(t, kind="cpu")),
+    "user_annotation_breakdown_gpu": every(lambda t: tv.user_annotation_breakdown(t, kind="gpu")),
+    "stragglers": every(lambda t: tv.stragglers(t)),
+    "stragglers_collective": every(lambda t: tv.stragglers(t, by="collective")),
+    "stragglers_arrival": every(lambda t: tv.stragglers(t, by="arrival")),
+    "trace_diff_vs_hta_dlrm_2of128_ranks": _diff_with("hta_dlrm_2of128_ranks"),
+    "trace_diff_rank0_vs_rank1": every(lambda t: tv.trace_diff(t.select(ranks=0), t.select(ranks=1))),
+    "utilization_heatmap": every(lambda t: tv.utilization_heatmap(t, bins=100)),
+    "utilization_heatmap_overlap": every(lambda t: tv.utilization_heatmap(t, bins=100, kind="overlap")),
+    "utilization_heatmap_rank_start": every(
+        lambda t: tv.utilization_heatmap(t, bins=50, kind="compute", align="rank_start")
+    ),
+    "concurrency": every(lambda t: tv.concurrency(t)),
+    "kernel_overlap_stats": every(lambda t: tv.kernel_overlap_stats(t, per="rank")),
+    "efficiency": every(lambda t: tv.efficiency(t)),
+    "efficiency_rank": every(lambda t: tv.efficiency(t, per="rank")),
+    "efficiency_iteration": every(lambda t: tv.efficiency(t, per="iteration")),
+    "iteration_stats": every(lambda t: tv.iteration_stats(t)),
+    "iteration_stats_step": every(lambda t: tv.iteration_stats(t, per="step")),
+    "nccl_summary": every(lambda t: tv.nccl_summary(t, per="rank")),
+    "collective_calls": every(lambda t: tv.collective_calls(t)),
+    "kernel_pace": every(lambda t: tv.kernel_pace(t, name=most_frequent_kernel(t))),
+}
+
+#: Which folders an analysis is pinned on (all, unless listed here).
+APPLIES: dict[str, set[str]] = {
+    "frequent_kernel_sequences": set(SEQUENCE_OPERATORS),
+    "frequent_kernel_trigrams": set(SEQUENCE_OPERATORS),
+    "stragglers": MULTI_RANK,
+    "stragglers_collective": MULTI_RANK,
+    "stragglers_arrival": MULTI_RANK,
+    "trace_diff_vs_hta_dlrm_2of128_ranks": {"dlrm_8rank_v100"},
+    "trace_diff_rank0_vs_rank1": MULTI_RANK,
+    "kernel_pace": set(FOLDERS) - {"hta_cpu_only"},
+}
+
+_LOADED: dict[str, tv.Trace] = {}
+
+
+def cases() -> list[tuple[str, str]]:
+    """Every (folder, analysis) pinned."""
+    return [(f, a) for f in sorted(FOLDERS) for a in ANALYSES if f in APPLIES.get(a, set(FOLDERS))]
+
+
+def load(folder: str) -> tv.Trace:
+    """The folder's trace, parsed afresh (never from a cache), once per process."""
+    if folder not in _LOADED:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tv.TraceviewWarning)
+            _LOADED[folder] = tv.load(FOLDERS[folder], cache=False, progress=False)
+    return _LOADED[folder]
+
+
+def compute(analysis: str, folder: str) -> pd.DataFrame:
+    """One analysis' result on a folder, its warnings silenced (a CPU-only trace warns, by design)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        return ANALYSES[analysis](folder)(load(folder))
+
+
+def path(out: Path, folder: str, analysis: str) -> Path:
+    return out / folder / f"{analysis}.csv"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=ROOT / "tests" / "golden" / "ours")
+    p.add_argument("--only", nargs="*", choices=sorted(ANALYSES), help="only these analyses")
+    p.add_argument("folders", nargs="*", metavar="FOLDER", help=f"default: all of {', '.join(sorted(FOLDERS))}")
+    a = p.parse_args(argv)
+    unknown = sorted(set(a.folders) - set(FOLDERS))
+    if unknown:
+        p.error(f"unknown folder(s) {', '.join(unknown)}; known: {', '.join(sorted(FOLDERS))}")
+    wanted = set(a.folders or FOLDERS)
+    only = set(a.only or ANALYSES)
+    written: dict[str, int] = {}
+    for folder, analysis in cases():
+        if folder not in wanted or analysis not in only:
+            continue
+        target = path(a.out, folder, analysis)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        compute(analysis, folder).to_csv(target, index=False, lineterminator="\n")
+        written[folder] = written.get(folder, 0) + 1
+    for folder, n in written.items():
+        print(f"{folder}: wrote {n} files to {a.out / folder}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""What HTA 0.5 sees of a trace, rebuilt from ours, so that tests compare like with like.
+
+HTA (see /work/shared/HTA_SEMANTICS.md §0) drops the last ProfilerStep when the trace has
+two or more step names, works in the trace's microseconds (ns-resolution traces: start
+rounded up, end rounded down) relative to the earliest event of all ranks. These helpers
+reproduce each of those choices explicitly; the tests apply them to our results before
+comparing with ``tests/golden/hta``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import jupyter_traceview as tv
+from jupyter_traceview.trace_data import RankData
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "hta"
+
+#: Launch calls HTA 0.5's get_cuda_kernel_launch_stats counts (include_memory_events=True).
+HTA_LAUNCH_STATS_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync")
+#: Launch calls of HTA 0.5's queue length (get_runtime_launch_events_query).
+HTA_QUEUE_NAMES = (
+    *HTA_LAUNCH_STATS_NAMES,
+    "cuLaunchKernel",
+    "hipLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "hipMemsetAsync",
+    "hipMemcpyAsync",
+    "hipMemcpyWithStream",
+)
+
+
+def hta_selection(trace: tv.Trace) -> tv.Trace:
+    """The trace as HTA filters it: with >= 2 ProfilerStep names (over all ranks), per rank
+    keep CPU events starting before the last step's start and the GPU activities launched
+    by a kept call (events keep their eids, as ``Trace.select`` does)."""
+    its = trace.iterations
+    if its["step"].nunique() < 2:
+        return trace
+    out = []
+    for r in trace.ranks:
+        d = trace.rank_data(r)
+        ev = d.events
+        starts = its.loc[its["rank"] == r, "start_ns"]
+        if starts.empty:
+            out.append(d)
+            continue
+        last_start = int(starts.max())
+        device = ev["device"].to_numpy() >= 0
+        keep_cpu = ~device & (ev["ts_ns"].to_numpy() < last_start)
+        leid = ev["launch_eid"].to_numpy()
+        kept_eids = ev["eid"].to_numpy()[keep_cpu]
+        keep_dev = device & np.isin(leid, kept_eids)
+        keep = keep_cpu | keep_dev
+        eids = ev["eid"].to_numpy()[keep]
+        out.append(
+            RankData(
+                meta=d.meta,
+                events=ev.loc[keep].reset_index(drop=True),
+                gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
+                comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
+            )
+        )
+    return tv.Trace(out, classifier=trace.classifier, source=trace.source)
+
+
+def _rel_ns(trace: tv.Trace, rank: int, t_ns: np.ndarray) -> np.ndarray:
+    """Times relative to the rank file's own clock origin (baseTimeNanoseconds), ns."""
+    return np.asarray(t_ns, dtype=np.int64) - trace.meta(rank).base_time_ns
+
+
+def hta_start_us(trace: tv.Trace, rank: int, ts_ns: np.ndarray) -> np.ndarray:
+    """HTA's start times (us in the file's clock): rounded up on ns-resolution traces."""
+    rel = _rel_ns(trace, rank, ts_ns)
+    return -((-rel) // 1000)
+
+
+def hta_end_us(trace: tv.Trace, rank: int, end_ns: np.ndarray) -> np.ndarray:
+    """HTA's end times (us in the file's clock): rounded down on ns-resolution traces."""
+    return _rel_ns(trace, rank, end_ns) // 1000
+
+
+def hta_min_us(trace: tv.Trace) -> int:
+    """HTA's time origin: the earliest start (HTA units) of any event with a duration, all ranks."""
+    lows = []
+    for r in trace.ranks:
+        ev = trace.rank_data(r).events
+        timed = ev["kind"].astype(str).to_numpy() != "cpu_instant_event"
+        lows.append(int(hta_start_us(trace, r, ev["ts_ns"].to_numpy()[timed]).min()))
+    return min(lows)
+
+
+def read_hta(folder: str, analysis: str) -> pd.DataFrame | None:
+    """An HTA reference frame; None where HTA returned nothing."""
+    p = GOLDEN / folder / f"{analysis}.csv"
+    if not p.exists():
+        return None
+    if analysis.endswith("_summary"):
+        # describe() under a two-level header; HTA's (rank, key) index was not written:
+        # rows come in sorted (rank, key) order.
+        df = pd.read_csv(p, header=[0, 1])
+        df.columns = [c[1] for c in df.columns]
+        return df
+    return pd.read_csv(p)

@@ -1,0 +1,185 @@
+"""user_annotation_breakdown: known answers, properties, parity with HTA."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import jupyter_traceview as tv
+from jupyter_traceview.analysis.annotations import ANNOTATION_COLUMNS
+from tests import kineto_builder as kb
+from tests.analysis.hta_ops import assert_same_rows, hta_csv, hta_view
+from tests.conftest import KINETO_FOLDERS
+
+US = 1000
+
+
+def gpu_annotation(name: str, ts: float, dur: float, *, stream: int = 7, device: int = 0) -> dict[str, Any]:
+    return {
+        "ph": "X",
+        "cat": "gpu_user_annotation",
+        "name": name,
+        "pid": device,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": {"External id": 1},
+    }
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tv.Trace:
+    events = [
+        kb.step(1, 0, 1000),
+        kb.annotation("fwd", 10, 190),
+        *kb.launch("k1", 20, 300, 50, corr=1, stream=7),  # [300, 350) on stream 7
+        *kb.launch("k2", 30, 320, 80, corr=2, stream=8),  # [320, 400) on stream 8: overlaps k1
+        kb.annotation("fwd", 40, 20),  # nested, same name
+        *kb.launch("k4", 45, 600, 10, corr=4, stream=7),  # [600, 610)
+        kb.annotation("bwd", 210, 190),
+        *kb.launch("k3", 220, 500, 20, corr=3, stream=7),  # [500, 520)
+        gpu_annotation("fwd", 290, 70, stream=7),  # [290, 360): holds k1 on stream 7
+        gpu_annotation("bwd", 495, 20, stream=7),  # [495, 515): 15 us of k3
+        gpu_annotation("bwd", 318, 10, stream=8),  # [318, 328): 8 us of k2, on stream 8
+    ]
+    path = tmp_path_factory.mktemp("ann") / "r.json"
+    return tv.load(kb.write(path, kb.doc(events)), cache=False)
+
+
+def test_cpu_annotations_by_construction(tiny: tv.Trace) -> None:
+    out = tv.user_annotation_breakdown(tiny, kind="cpu")
+    assert list(out.columns) == list(ANNOTATION_COLUMNS)
+    rows = out.set_index("name")
+    fwd = rows.loc["fwd"]
+    assert fwd["count"] == 2 and fwd["total_ns"] == 210 * US and fwd["min_ns"] == 20 * US and fwd["max_ns"] == 190 * US
+    assert fwd["mean_ns"] == 105 * US and fwd["std_ns"] == pytest.approx(np.std([190e3, 20e3], ddof=1))
+    # k1, k2 and k4 (under the nested fwd too: counted once); k1 and k2 overlap.
+    assert fwd["kernels"] == 3 and fwd["kernel_ns"] == 140 * US and fwd["gpu_busy_ns"] == 110 * US
+    bwd = rows.loc["bwd"]
+    assert bwd["kernels"] == 1 and bwd["gpu_busy_ns"] == 20 * US and bwd["std_ns"] == 0.0
+    step = rows.loc["ProfilerStep#1"]
+    assert step["kernels"] == 4 and step["gpu_busy_ns"] == 130 * US and step["gpu_busy_pct"] == pytest.approx(100.0)
+    assert fwd["gpu_busy_pct"] == pytest.approx(100 * 110 / 130)
+    assert out["name"].tolist()[0] == "ProfilerStep#1"  # sorted by total_ns
+
+
+def test_gpu_annotations_by_construction(tiny: tv.Trace) -> None:
+    out = tv.user_annotation_breakdown(tiny).set_index("name")
+    assert set(out.index) == {"fwd", "bwd"}
+    assert out.loc["fwd", "total_ns"] == 70 * US and out.loc["fwd", "gpu_busy_ns"] == 50 * US
+    assert out.loc["fwd", "kernels"] == 1  # k2 runs then too, but on stream 8
+    bwd = out.loc["bwd"]
+    assert bwd["count"] == 2 and bwd["total_ns"] == 30 * US
+    assert bwd["kernels"] == 2 and bwd["kernel_ns"] == (15 + 8) * US and bwd["gpu_busy_ns"] == 23 * US
+
+
+def test_top_k_pools_the_rest_with_real_statistics(tiny: tv.Trace) -> None:
+    out = tv.user_annotation_breakdown(tiny, kind="cpu", top_k=1)
+    assert out["name"].tolist() == ["ProfilerStep#1", "others"]
+    others = out.set_index("name").loc["others"]
+    # fwd (190, 20) and bwd (190): statistics over the three ranges themselves.
+    assert others["count"] == 3 and others["total_ns"] == 400 * US and others["min_ns"] == 20 * US
+    assert others["kernels"] == 4 and others["gpu_busy_ns"] == 130 * US
+
+
+def test_pattern_filter(tiny: tv.Trace) -> None:
+    out = tv.user_annotation_breakdown(tiny, kind="cpu", pattern="^f")
+    assert out["name"].tolist() == ["fwd"]
+    with pytest.warns(tv.TraceviewWarning, match="matching 'nothing'"):
+        assert tv.user_annotation_breakdown(tiny, kind="cpu", pattern="nothing").empty
+
+
+def test_time_range_clips(tiny: tv.Trace) -> None:
+    t0 = int(tiny.events(0)["ts_ns"].min())
+    # The window [t0 + 100 us, t0 + 340 us) cuts fwd (to 100 us) and k1 (to [300, 340)).
+    out = tv.user_annotation_breakdown(tiny, kind="cpu", time_range=(t0 + 100 * US, t0 + 340 * US)).set_index("name")
+    assert out.loc["fwd", "total_ns"] == 100 * US
+    assert out.loc["fwd", "gpu_busy_ns"] == 40 * US
+
+
+def test_no_gpu_annotations_warns(dlrm: tv.Trace) -> None:
+    with pytest.warns(tv.TraceviewWarning, match="try kind='cpu'"):
+        out = tv.user_annotation_breakdown(dlrm)
+    assert out.empty and list(out.columns) == list(ANNOTATION_COLUMNS)
+
+
+def test_cpu_only_trace() -> None:
+    trace = tv.load(KINETO_FOLDERS["hta_cpu_only"], cache=False)
+    with pytest.warns(tv.TraceviewWarning, match="no GPU activity"):
+        gpu = tv.user_annotation_breakdown(trace)
+    assert gpu.empty and list(gpu.columns) == list(ANNOTATION_COLUMNS)
+    # The CPU ranges' durations are still right: they are kept, with zero GPU time.
+    with pytest.warns(tv.TraceviewWarning, match="no GPU activity"):
+        cpu = tv.user_annotation_breakdown(trace, kind="cpu")
+    assert len(cpu) > 0 and (cpu["gpu_busy_ns"] == 0).all() and cpu["gpu_busy_pct"].isna().all()
+
+
+@pytest.mark.parametrize("folder", sorted(KINETO_FOLDERS))
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_busy_within_bounds(folder: str, kind: str) -> None:
+    trace = tv.load(KINETO_FOLDERS[folder], cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        out = tv.user_annotation_breakdown(trace, kind=kind)  # type: ignore[arg-type]
+    assert (out["gpu_busy_ns"] <= out["kernel_ns"]).all()
+    assert ((out["gpu_busy_pct"] <= 100 + 1e-9) | out["gpu_busy_pct"].isna()).all()
+    assert (out["min_ns"] <= out["mean_ns"]).all() and (out["mean_ns"] <= out["max_ns"]).all()
+    if kind == "gpu":  # work inside the ranges, on their stream
+        assert (out["gpu_busy_ns"] <= out["total_ns"]).all()
+
+
+HTA_VALUES = {
+    "total_us": "sum (us)",
+    "mean_us": "mean (us)",
+    "min_us": "min (us)",
+    "max_us": "max (us)",
+    "std_us": "stddev",
+}
+
+
+@pytest.mark.parametrize("folder", sorted(KINETO_FOLDERS))
+@pytest.mark.parametrize(
+    ("kind", "reference"), [("cpu", "user_annotation_breakdown"), ("gpu", "gpu_user_annotation_breakdown")]
+)
+def test_range_durations_match_hta(folder: str, kind: str, reference: str) -> None:
+    """HTA sums the ranges' own durations by name: our total/mean/min/max/std columns."""
+    ref = hta_csv(folder, reference)
+    trace = hta_view(tv.load(KINETO_FOLDERS[folder], cache=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        ours = tv.user_annotation_breakdown(trace, kind=kind)  # type: ignore[arg-type]
+    if ref is None:
+        assert ours.empty
+        return
+    for c in ("total", "mean", "min", "max", "std"):
+        ours[f"{c}_us"] = ours[f"{c}_ns"] / 1000
+    # Means are rounded to the ns: 0.001 us absolute.
+    assert_same_rows(ours, ref, ["rank", "name"], HTA_VALUES, rtol=0.01, atol=0.0011)
+
+
+def test_annotations_hold_launches_of_other_threads(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The autograd engine launches the backward kernels on its own thread while the main
+    thread waits inside ``## backward ##``: they belong to the annotation (not with
+    same_thread=True). An operator holds only its own thread's launches."""
+    autograd = 200
+    events = [
+        kb.step(1, 0, 1000),
+        kb.annotation("## backward ##", 100, 400),
+        kb.cpu_op("aten::mm", 150, 50, tid=autograd),
+        kb.runtime("cudaLaunchKernel", 160, 5, corr=1, tid=autograd),
+        kb.kernel("gemm_bwd", 300, 40, corr=1),
+        kb.cpu_op("aten::sum", 120, 200),  # main thread, spans the other thread's launch
+    ]
+    trace = tv.load(kb.write(tmp_path_factory.mktemp("threads") / "r.json", kb.doc(events)), cache=False)
+    out = tv.user_annotation_breakdown(trace, kind="cpu").set_index("name")
+    assert out.loc["## backward ##", "kernels"] == 1 and out.loc["## backward ##", "gpu_busy_ns"] == 40 * US
+    same = tv.user_annotation_breakdown(trace, kind="cpu", same_thread=True).set_index("name")
+    assert same.loc["## backward ##", "kernels"] == 0
+    seq = tv.frequent_kernel_sequences(trace, operator="## backward ##", min_kernels=1)
+    assert seq["sequence"].tolist() == ["gemm_bwd"]
+    # aten::sum on the main thread does not own the autograd thread's launch; aten::mm does.
+    ops = tv.op_kernels(trace, by="kernel")
+    assert ops["operator"].tolist() == ["aten::mm"]
