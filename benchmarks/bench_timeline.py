@@ -86,7 +86,9 @@ def main() -> None:
     t = time.perf_counter()
     index = TimelineIndex.of(trace)
     build_s = time.perf_counter() - t
-    print(f"index: {len(index.rows)} rows, {len(index.start):,} events, built in {build_s:.1f} s (peak RSS {rss_gb():.1f} GB)")
+    print(
+        f"index: {len(index.rows)} rows, {len(index.start):,} events, built in {build_s:.1f} s (peak RSS {rss_gb():.1f} GB)"
+    )
     t = time.perf_counter()
     tl = Timeline(trace)
     widget_s = time.perf_counter() - t
@@ -158,7 +160,9 @@ def main() -> None:
     for name in ("overview", "visible", "all_gpu_rows"):
         r = results[name]
         assert isinstance(r, dict)
-        print(f"{name:>13}: p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  max {r['max_ms']:6.1f} ms  ({r['n']} requests)")
+        print(
+            f"{name:>13}: p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  max {r['max_ms']:6.1f} ms  ({r['n']} requests)"
+        )
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(results, indent=2))
     print(f"wrote {a.out}")
