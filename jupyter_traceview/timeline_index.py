@@ -608,8 +608,14 @@ class TimelineIndex:
         for row in rows:
             r = self._row(int(row))
             i0, i1 = self._candidates(r, lo, hi)
+            pos = None
             if i1 - i0 <= limit:
                 pos = np.arange(i0, i1) if r.disjoint else i0 + np.flatnonzero(self._eff_end[i0:i1] > lo)
+            elif not r.disjoint and i1 - i0 <= 8 * limit:
+                # Overlapping events: some candidates may end before the window; count exactly.
+                pos = i0 + np.flatnonzero(self._eff_end[i0:i1] > lo)
+                pos = pos if len(pos) <= limit else None
+            if pos is not None:
                 m = match["name_mask"][self.name[pos]] if match is not None else None
                 out.rows.append(RowWindow(row=r.info.id, mode="raw", events=pos, matches=m))
             else:
