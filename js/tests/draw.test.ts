@@ -37,6 +37,18 @@ const style = (labels = false, match: ((i: number) => boolean) | null = null): R
 });
 
 describe("RectBatch", () => {
+  it("snaps rectangles to whole pixels, at least one wide", () => {
+    const b = new RectBatch();
+    b.add("#000", 10.4, 2.6, 0.2, 9.8);
+    b.add("#000", 20.5, 0, 3.2, 10);
+    const ctx = new MockCtx();
+    b.flush(asCtx(ctx));
+    expect(ctx.of("rect").map((c) => c.args)).toEqual([
+      [10, 3, 1, 9],
+      [21, 0, 3, 10],
+    ]);
+  });
+
   it("fills once per colour whatever the number of rectangles", () => {
     const b = new RectBatch();
     for (let i = 0; i < 10_000; i++) b.add(COLORS[i % 3]!, i, 0, 1, 10);
@@ -64,8 +76,8 @@ describe("layoutRawRow", () => {
     const ctx = new MockCtx();
     b.flush(asCtx(ctx));
     const rects = ctx.of("rect").map((c) => c.args);
-    expect(rects).toContainEqual([110, 5, 29.5, 10]); // 0.5 px gap after wide events
-    expect(rects).toContainEqual([600, 5, 99.5, 10]);
+    expect(rects).toContainEqual([110, 5, 29, 10]); // a 1 px gap after wide events
+    expect(rects).toContainEqual([600, 5, 99, 10]);
   });
 
   it("clips events crossing the view's edges to the plot", () => {

@@ -69,7 +69,17 @@ export class RectBatch {
     for (const [color, g] of this.groups) {
       ctx.fillStyle = color;
       ctx.beginPath();
-      for (let i = 0; i < g.length; i += 4) ctx.rect(g[i]!, g[i + 1]!, g[i + 2]!, g[i + 3]!);
+      for (let i = 0; i < g.length; i += 4) {
+        // Whole pixels: crisp edges, and no anti-aliasing work for the rasteriser.
+        const x = Math.round(g[i]!);
+        const y = Math.round(g[i + 1]!);
+        ctx.rect(
+          x,
+          y,
+          Math.max(1, Math.round(g[i]! + g[i + 2]!) - x),
+          Math.max(1, Math.round(g[i + 1]! + g[i + 3]!) - y),
+        );
+      }
       ctx.fill();
       fills++;
     }
@@ -180,7 +190,7 @@ export function layoutRawRow(
       queued++;
       continue;
     }
-    const w = x1 - x0 > 4 ? x1 - x0 - 0.5 : x1 - x0;
+    const w = x1 - x0 > 4 ? x1 - x0 - 1 : x1 - x0; // a 1 px gap between wide neighbours
     batch.add(color, x0, y, w, h);
     if (isMatch) matches.push(x0, y, w, h);
     queued++;

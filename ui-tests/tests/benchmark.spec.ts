@@ -72,13 +72,20 @@ test("draw time of a 10,000-rectangle window", async ({ page }) => {
     // 2. Whole frames: drawing in requestAnimationFrame, rasterised and composited, against
     //    the same page's frames without drawing (headless software raster sets the pace).
     const idle = await rafIntervals(() => undefined);
+    const canvas = el.querySelector("canvas")!;
+    const ctx = canvas.getContext("2d")!;
+    const clearOnly = await rafIntervals(() => {
+      ctx.fillStyle = "#ffffff";
+      ctx.fillRect(0, 0, canvas.width, canvas.height);
+    });
     const frames = await rafIntervals(() => draw());
-    return { times, frames, idle, drawn };
+    return { times, frames, idle, clearOnly, drawn };
   });
   const sorted = [...result.times].sort((a, b) => a - b);
   const pct = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
   const frames = [...result.frames].sort((a, b) => a - b);
   const idle = [...result.idle].sort((a, b) => a - b);
+  const clearOnly = [...result.clearOnly].sort((a, b) => a - b);
   const summary = {
     rectangles: result.drawn,
     event_rectangles: Number(await widget.getAttribute("data-draw-raw-rects")),
@@ -87,6 +94,10 @@ test("draw time of a 10,000-rectangle window", async ({ page }) => {
     frame_interval_ms: {
       p50: frames[Math.floor(frames.length / 2)],
       p95: frames[Math.floor(frames.length * 0.95)],
+    },
+    clear_only_frame_interval_ms: {
+      p50: clearOnly[Math.floor(clearOnly.length / 2)],
+      p95: clearOnly[Math.floor(clearOnly.length * 0.95)],
     },
     idle_frame_interval_ms: {
       p50: idle[Math.floor(idle.length / 2)],
