@@ -63,6 +63,7 @@ def main() -> None:
         "kernel_overlap_stats()": lambda: tv.kernel_overlap_stats(trace),
         "iteration_stats()": lambda: tv.iteration_stats(trace),
         "nccl_summary()": lambda: tv.nccl_summary(trace),
+        "findings()": lambda: tv.findings(trace),
     }
     for name, fn in cases.items():
         if a.only and not any(o in name for o in a.only):

@@ -14,10 +14,12 @@ from typing import Any
 
 from ._version import __version__
 from .analysis import (
+    FindingRules,
     collective_calls,
     comm_comp_overlap,
     concurrency,
     efficiency,
+    findings,
     frequent_kernel_sequences,
     idle_time_breakdown,
     iteration_stats,
@@ -39,8 +41,10 @@ from .analysis import (
     utilization_heatmap,
     write_counters_trace,
 )
+from .analysis.critical_path import critical_path
 from .cache import clear_cache, default_cache_dir
 from .classify import Classifier
+from .clock import align_clocks, clock_alignment
 from .errors import OptionError, TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .loader import load
 from .schema import EventKind, GpuClass
@@ -50,6 +54,7 @@ from .trace_data import RankData, RankMeta
 __all__ = [
     "Classifier",
     "EventKind",
+    "FindingRules",
     "GpuClass",
     "OptionError",
     "RankData",
@@ -62,12 +67,16 @@ __all__ = [
     "TraceviewError",
     "TraceviewWarning",
     "__version__",
+    "align_clocks",
     "clear_cache",
+    "clock_alignment",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",
+    "critical_path",
     "default_cache_dir",
     "efficiency",
+    "findings",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
     "iteration_stats",

@@ -103,6 +103,43 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_findings(args: argparse.Namespace) -> int:
+    import textwrap
+
+    from .analysis import findings
+
+    trace = _load(args)
+    df = findings(trace)
+    if args.json:
+        out = {"source": trace.source, "findings": json.loads(df.to_json(orient="records"))}
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{trace.source}: {len(trace.ranks)} rank(s), {len(df)} finding(s)")
+    if df.empty:
+        print("nothing to report")
+        return 0
+    for i, row in enumerate(df.to_dict(orient="records"), start=1):
+        stake = (
+            f"{_fmt_ns(row['time_at_stake_ns'])} at stake ({row['time_at_stake_pct']:.1f}% of the elapsed time)"
+            if row["severity"] != "info"
+            else "no time at stake estimated"
+        )
+        print()
+        print(f"{i}. [{row['severity']}] {row['title']}")
+        ranks = f"rank {row['ranks'][0]}" if len(row["ranks"]) == 1 else f"ranks {_ranges(row['ranks'])}"
+        print(f"   {row['id']}: {stake}; {ranks}")
+        print(textwrap.fill(row["detail"], width=100, initial_indent="   ", subsequent_indent="   "))
+        print(textwrap.fill(f"Rule: {row['rule']}", width=100, initial_indent="   ", subsequent_indent="   "))
+        print(f"   More: {row['analysis']}")
+    return 0
+
+
+def _ranges(values: list[int]) -> str:
+    from .trace import _ranges as ranges
+
+    return ranges(values)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="traceview",
@@ -125,6 +162,11 @@ def _parser() -> argparse.ArgumentParser:
     add_trace_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_cmd_summary)
+
+    p = sub.add_parser("findings", help="plain-language findings with their evidence, ranked by the GPU time at stake")
+    add_trace_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON (every column, the evidence included)")
+    p.set_defaults(func=_cmd_findings)
     return parser
 
 

@@ -117,6 +117,10 @@ def _transform(data: RankData, transform: Callable[..., RankData], kwargs: dict[
     return transform(data, **kwargs)
 
 
+def _meta_of(data: RankData) -> RankMeta:
+    return data.meta
+
+
 # ---------------------------------------------------------------------- the trace
 class DaskTrace(Trace):
     """A Trace whose rank tables live on dask.distributed workers (``engine="dask"``).
@@ -185,9 +189,11 @@ class DaskTrace(Trace):
     ) -> Trace:
         client = self.client
         futures = {r: client.submit(_transform, self._futures[r], transform, kwargs, pure=False) for r in ranks}
+        # A transform may change a rank's metadata (clock alignment records its shift there).
+        metas = client.gather([client.submit(_meta_of, f, pure=False) for f in futures.values()])
         return DaskTrace(
             futures,
-            {r: self._metas[r] for r in ranks},
+            dict(zip(futures, metas, strict=True)),
             cluster=self._cluster,
             classifier=classifier,
             source=self._source,

@@ -11,11 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "at_least",
     "binned_coverage",
     "clip",
+    "coverage_of",
     "intersect",
     "length",
     "segments",
+    "step_function",
     "subtract",
     "union",
 ]
@@ -126,3 +129,69 @@ def binned_coverage(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> 
 
     upto = covered_until(edges)
     return np.diff(upto)
+
+
+def step_function(
+    starts: np.ndarray, ends: np.ndarray, *weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """How many intervals are in flight over time.
+
+    Returns ``(pos, level, weighted)``: ``pos`` the sorted distinct boundaries, ``level[i]``
+    the number of intervals covering ``[pos[i], pos[i+1])`` (0 after the last boundary),
+    and for each ``weights`` array the sum of the weights of the covering intervals.
+    Zero-length intervals cover nothing.
+    """
+    n = len(starts)
+    if n == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty.copy(), [empty.copy() for _ in weights]
+    pos = np.concatenate((starts, ends))
+    # Starts are usually sorted already and ends nearly so: the stable sort (timsort)
+    # then costs about a merge.
+    order = np.argsort(pos, kind="stable")
+    pos = pos[order]
+    delta = np.ones(2 * n, dtype=np.int64)
+    delta[n:] = -1
+    level = np.cumsum(delta[order])
+    # The last of each run of equal positions holds the level after all of them.
+    last = np.flatnonzero(pos[1:] != pos[:-1])
+    last = np.append(last, 2 * n - 1)
+    weighted = []
+    for w in weights:
+        w = np.asarray(w, dtype=np.int64)
+        weighted.append(np.cumsum(np.concatenate((w, -w))[order])[last])
+    return pos[last], level[last], weighted
+
+
+def at_least(pos: np.ndarray, level: np.ndarray, k: int) -> Intervals:
+    """The union of the time where a step function (from :func:`step_function`) is >= k."""
+    if len(pos) < 2:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    keep = level[:-1] >= k
+    return union(pos[:-1][keep], pos[1:][keep])
+
+
+def coverage_of(union: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Time (ns) of each interval ``[starts[i], ends[i])`` covered by ``union``.
+
+    ``union`` is sorted and disjoint (from :func:`intervals.union`); the query intervals
+    may be in any order and overlap each other. Exact, O((n + m) log m).
+    """
+    s, e = union
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if len(s) == 0 or len(starts) == 0:
+        return np.zeros(len(starts), dtype=np.int64)
+    # A zero-length sentinel interval first, at or before every query: then each query t
+    # has a last interval starting at or before it, and the time covered until t is the
+    # length of the intervals before that one plus the part of it before t.
+    lo = min(int(s[0]), int(starts.min()), int(ends.min()))
+    first = np.concatenate(([lo], s))
+    length = np.concatenate(([0], e - s))
+    before = np.concatenate(([0], np.cumsum(length)[:-1]))
+
+    def upto(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(first, t, side="right") - 1
+        return before[k] + np.minimum(t - first[k], length[k])
+
+    return upto(ends) - upto(starts)

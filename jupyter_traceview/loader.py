@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from . import cache as _cache
 from .classify import Classifier
+from .clock import align_clocks
 from .errors import TraceFormatError, TraceviewError, TraceviewWarning
 from .readers.files import NSYS_SUFFIXES, TraceFile, discover, read_bytes, trace_format
 from .readers.kineto import ARGS_DROPPED, DROPPED, NotATraceError, parse_kineto
@@ -127,6 +128,7 @@ def load(
     progress: bool | None = None,
     client: Any | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    align: Literal["collectives"] | None = None,
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
 
@@ -172,6 +174,11 @@ def load(
     on_progress:
         Called as ``on_progress(files_done, files_total)`` after each file is read (for
         progress displays other than the notebook's bar).
+    align:
+        ``"collectives"`` moves every rank onto the lowest rank's clock, with offsets
+        estimated from the ends of matched collectives (:func:`tv.clock_alignment`,
+        :func:`tv.align_clocks`); the shifts appear in ``trace.metadata``. None (default)
+        keeps each file's own clock.
 
     Returns
     -------
@@ -198,6 +205,8 @@ def load(
         raise ValueError(f"bad_events must be 'raise' or 'drop', got {bad_events!r}")
     if classifier is not None and not isinstance(classifier, Classifier):
         raise TypeError(f"classifier must be a tv.Classifier, got {type(classifier).__name__}")
+    if align not in (None, "collectives"):
+        raise ValueError(f"align must be None or 'collectives', got {align!r}")
 
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     if not paths:
@@ -242,7 +251,7 @@ def load(
     if engine == "dask":
         from .distributed import load_dask
 
-        return load_dask(
+        dask_trace = load_dask(
             files,
             options=options,
             cache_dir=cache_dir,
@@ -254,6 +263,7 @@ def load(
             source=source,
             claimed=peeked,
         )
+        return dask_trace if align is None else align_clocks(dask_trace)
     if client is not None:
         raise ValueError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
@@ -344,7 +354,8 @@ def load(
         raise TraceFormatError(
             source, problem, "Point tv.load() at PyTorch profiler traces or Nsight Systems SQLite exports"
         )
-    return Trace(by_rank.values(), classifier=classifier, source=source)
+    trace = Trace(by_rank.values(), classifier=classifier, source=source)
+    return trace if align is None else align_clocks(trace)
 
 
 def number_unranked(metas_per_file: Sequence[Sequence[RankMeta]], claimed: set[int]) -> list[list[int]]:

@@ -6,7 +6,8 @@ A :class:`~jupyter_traceview.Trace` holds, per rank, three tables:
     One row per trace event (complete and instant events), sorted by ``ts_ns``.
 ``gpu_args``
     Launch and copy arguments of GPU activities (kernels, memcpy, memset), one row
-    per activity that carries them, keyed by ``eid``.
+    per activity that carries them, and the awaited event of synchronisation records
+    (Stream Wait Event), keyed by ``eid``.
 ``comms``
     Collective-communication metadata (NCCL/RCCL/gloo), one row per event that
     carries it, keyed by ``eid``.
@@ -37,10 +38,10 @@ __all__ = [
 ]
 
 #: Version of the table layout below. Bumped when a column is added, removed or changes meaning.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
-READER_VERSION = 1
+READER_VERSION = 2
 
 
 class EventKind(enum.StrEnum):
@@ -157,6 +158,18 @@ GPU_ARGS_COLUMNS: tuple[Column, ...] = (
     Column("bandwidth_gbps", "float32", "Bandwidth recorded by the profiler, GB/s (memcpy/memset); NaN if absent."),
     Column("copy_kind", "category", "HtoD, DtoH, DtoD, PtoP, HtoH or memset for memory activities; NaN for kernels."),
     Column("pageable", "bool", "True for copies from or to pageable host memory (synchronous copies)."),
+    Column(
+        "wait_on_stream",
+        "int64",
+        "cuda_sync records (Stream Wait Event, Event Sync): stream the awaited CUDA event was recorded on; -1 if absent.",
+        -1,
+    ),
+    Column(
+        "wait_on_record_correlation",
+        "int64",
+        "cuda_sync records: correlation id of the cudaEventRecord call that recorded the awaited event; -1 if absent.",
+        -1,
+    ),
 )
 
 #: Where a comms row's metadata came from (categories of comms.source).

@@ -185,7 +185,11 @@ class Trace:
 
     @property
     def metadata(self) -> pd.DataFrame:
-        """One row per rank: file, rank source, world size, backend, device, clock, events."""
+        """One row per rank: file, rank source, world size, backend, device, clock, events.
+
+        ``clock_offset_ns`` is the shift subtracted from the rank's times by clock
+        alignment (``tv.align_clocks``, ``tv.load(..., align="collectives")``); 0 if none.
+        """
         return pd.DataFrame(list(self.map_ranks(_metadata_row).values()))
 
     @property
@@ -385,6 +389,7 @@ def _metadata_row(trace: Trace) -> dict[str, Any]:
         "device_name": device,
         "ts_precision": m.ts_precision,
         "base_time_ns": m.base_time_ns,
+        "clock_offset_ns": int(m.extra.get("clock_offset_ns", 0)),
         "events": len(d.events),
     }
 
@@ -411,9 +416,12 @@ def _rank_iterations(trace: Trace) -> pd.DataFrame:
     """The ProfilerStep spans of a one-rank trace (see Trace.iterations)."""
     d = _only(trace)
     ev = d.events
-    is_step = ev["name"].astype(str).str.startswith("ProfilerStep#") & ev["kind"].isin(
+    names = ev["name"].array
+    # Decided once per distinct name, not per event (a million events have few names).
+    step_codes = np.flatnonzero(names.categories.str.startswith("ProfilerStep#"))
+    is_step = np.isin(np.asarray(names.codes), step_codes) & ev["kind"].isin(
         [EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]
-    )
+    ).to_numpy()
     spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
     if spans.empty:
         return pd.DataFrame()

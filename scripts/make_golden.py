@@ -14,6 +14,7 @@ makes sense on some folders).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from collections.abc import Callable
@@ -70,6 +71,14 @@ def most_frequent_kernel(trace: tv.Trace) -> str:
     return str(sorted(counts[counts == counts.max()].index)[0])
 
 
+def findings_table(trace: tv.Trace) -> pd.DataFrame:
+    """tv.findings with its list and dict columns as JSON text (keys sorted): deterministic CSV cells."""
+    f = tv.findings(trace)
+    return f.assign(
+        ranks=f["ranks"].map(json.dumps), evidence=f["evidence"].map(lambda e: json.dumps(e, sort_keys=True))
+    )
+
+
 def _diff_with(other: str) -> Callable[[str], Analysis]:
     return lambda folder: lambda t: tv.trace_diff(t, load(other), aggregate="mean")
 
@@ -117,6 +126,9 @@ ANALYSES: dict[str, Callable[[str], Analysis]] = {
     "nccl_summary": every(lambda t: tv.nccl_summary(t, per="rank")),
     "collective_calls": every(lambda t: tv.collective_calls(t)),
     "kernel_pace": every(lambda t: tv.kernel_pace(t, name=most_frequent_kernel(t))),
+    "critical_path": every(lambda t: tv.critical_path(t)),
+    "critical_path_categories": every(lambda t: tv.critical_path(t, view="categories")),
+    "findings": every(findings_table),
 }
 
 #: Which folders an analysis is pinned on (all, unless listed here).

@@ -125,7 +125,10 @@ def memset(ts: float, dur: float, *, corr: int, stream: int = 7, device: int = 0
     }
 
 
-def sync(name: str, ts: float, dur: float, *, corr: int, stream: int = 7, device: int = 0) -> dict[str, Any]:
+def sync(
+    name: str, ts: float, dur: float, *, corr: int, stream: int = 7, device: int = 0, **args: Any
+) -> dict[str, Any]:
+    """A cuda_sync record; ``wait_on_stream=`` and ``wait_on_cuda_event_record_corr_id=`` for event waits."""
     return {
         "ph": "X",
         "cat": "cuda_sync",
@@ -134,7 +137,14 @@ def sync(name: str, ts: float, dur: float, *, corr: int, stream: int = 7, device
         "tid": stream,
         "ts": ts,
         "dur": dur,
-        "args": {"cuda_sync_kind": name, "stream": stream, "correlation": corr, "device": device, "context": 1},
+        "args": {
+            "cuda_sync_kind": name,
+            "stream": stream,
+            "correlation": corr,
+            "device": device,
+            "context": 1,
+            **args,
+        },
     }
 
 

@@ -77,3 +77,30 @@ def test_entry_point_installed() -> None:
     assert exe is not None, "the traceview command is not installed (pip install -e . installs it)"
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("traceview ")
+
+
+def test_findings_text(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["findings", "--sample", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "8 rank(s), 7 finding(s)" in out
+    assert "1. [high] Ranks wait for late peers in collectives" in out
+    assert "   collective_wait: 11.1 ms at stake (56.2% of the elapsed time); ranks 0-7" in out
+    assert "Rule: " in out and "More: tv." in out
+
+
+def test_findings_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["findings", "--sample", "--json", "--no-cache"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    stakes = [f["time_at_stake_ns"] for f in data["findings"]]
+    assert stakes == sorted(stakes, reverse=True)
+    straggler = next(f for f in data["findings"] if f["id"] == "straggler")
+    assert straggler["ranks"] == [7] and straggler["evidence"]["last_count"] == 5
+
+
+def test_findings_nothing_to_report_and_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["findings", str(KINETO_FOLDERS["hta_cpu_only"]), "--no-cache"]) == 0
+    captured = capsys.readouterr()
+    assert "nothing to report" in captured.out and "no GPU work" in captured.err
+    proc = run("findings", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "no such file or folder" in proc.stderr

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from ..clock import clock_alignment
 from .annotations import user_annotation_breakdown
 from .concurrency import concurrency, kernel_overlap_stats
 from .counter_trace import write_counters_trace
 from .counters import memory_bandwidth, queue_length
+from .critical_path import critical_path
 from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
+from .findings import FindingRules, findings
 from .idle import idle_time_breakdown
 from .kernels import kernel_breakdown, kernel_duration_distribution
 from .launch import kernel_launch_stats
@@ -20,10 +23,14 @@ from .temporal import comm_comp_overlap, temporal_breakdown
 from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
+    "FindingRules",
+    "clock_alignment",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",
+    "critical_path",
     "efficiency",
+    "findings",
     "frequent_kernel_sequences",
     "idle_time_breakdown",
     "iteration_stats",

@@ -35,8 +35,9 @@ _ACTIVITY_KINDS = frozenset(k.value for k in GPU_ACTIVITY_KINDS)
 class Activities:
     """GPU activities of one rank (kernels, memcpy, memset, sync records), one array each.
 
-    Times are int64 ns, clipped to the trace's window; ``cls`` indexes :data:`CLASSES`;
-    ``name`` holds codes into ``names``.
+    Times are int64 ns, clipped to the trace's window, in start order; ``cls`` indexes
+    :data:`CLASSES`; ``name`` holds codes into ``names``; ``rows`` are positions in the
+    rank's events table (gather any other column with :meth:`column`).
     """
 
     ts: np.ndarray
@@ -46,6 +47,7 @@ class Activities:
     name: np.ndarray
     names: pd.Index
     launch_eid: np.ndarray
+    rows: np.ndarray
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -61,6 +63,7 @@ class Activities:
             name=self.name[idx],
             names=self.names,
             launch_eid=self.launch_eid[idx],
+            rows=self.rows[idx],
         )
 
     def work(self) -> Activities:
@@ -70,6 +73,16 @@ class Activities:
     @property
     def dur(self) -> np.ndarray:
         return self.end - self.ts
+
+    def of(self, *classes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Starts and ends of the activities of these classes."""
+        keep = self.cls == classes[0] if len(classes) == 1 else np.isin(self.cls, classes)
+        return self.ts[keep], self.end[keep]
+
+    def column(self, events: pd.DataFrame, name: str) -> np.ndarray:
+        """Values of an events column for these activities."""
+        values: np.ndarray = events[name].to_numpy()[self.rows]
+        return values
 
     def union(self, *classes: int) -> iv.Intervals:
         """Union of the intervals of these classes (all work classes if none given)."""
@@ -122,4 +135,5 @@ def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activitie
         name=np.asarray(name.codes)[idx],
         names=name.categories,
         launch_eid=ev["launch_eid"].to_numpy()[idx],
+        rows=idx,
     )

@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
+from ..intervals import at_least, coverage_of, step_function
 from ..schema import GPU_CLASS_CATEGORIES
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
-from ._gpu_time import COMM, COMPUTE, activities, at_least, coverage_of, step_function
+from ._gpu import COMM, COMPUTE, activities
 
 __all__ = ["concurrency", "kernel_overlap_stats"]
 
@@ -94,11 +95,11 @@ def concurrency(
     codes = 2 * levels + flags
     rank_ids, times, spans, idle = [], [], [], []
     for r in trace.ranks:
-        acts = activities(trace, r)
+        acts = activities(trace, r, work_only=True)
         if len(acts) == 0:
             idle.append(r)
             continue
-        pos, level, (comm,) = step_function(acts.start, acts.end, acts.cls == COMM)
+        pos, level, (comm,) = step_function(acts.ts, acts.end, acts.cls == COMM)
         bucket = np.minimum(level[:-1], cap) * 2 + (comm[:-1] > 0)
         time = np.bincount(bucket, weights=np.diff(pos), minlength=2 * cap + 2)
         rank_ids.append(r)
@@ -188,13 +189,13 @@ def kernel_overlap_stats(
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     parts, idle = [], []
     for r in trace.ranks:
-        acts = activities(trace, r)
+        acts = activities(trace, r, work_only=True)
         if len(acts) == 0:
             idle.append(r)
             continue
-        dur = acts.end - acts.start
-        comm_cov = _overlap_by_others(acts.start, acts.end, acts.cls, COMM)
-        comp_cov = _overlap_by_others(acts.start, acts.end, acts.cls, COMPUTE)
+        dur = acts.end - acts.ts
+        comm_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMM)
+        comp_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMPUTE)
         names = trace.rank_data(r).events["name"]
         codes = names.cat.codes.to_numpy()[acts.rows].astype(np.int64)
         cats = np.append(np.asarray(names.cat.categories, dtype=object), "")  # a missing name (-1) is ""

@@ -14,9 +14,10 @@ import pandas as pd
 
 from .. import intervals as iv
 from ..errors import OptionError, TraceviewWarning
+from ..intervals import coverage_of
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
-from ._gpu_time import COMM, COMPUTE, Activities, activities, coverage_of
+from ._gpu import COMM, COMPUTE, Activities, activities
 
 __all__ = ["efficiency", "iteration_stats"]
 
@@ -121,7 +122,7 @@ def _gpu_ranks(trace: Trace, analysis: str) -> dict[int, Activities]:
     """Work activities of each rank that has some; warns about those without."""
     out, idle = {}, []
     for r in trace.ranks:
-        acts = activities(trace, r)
+        acts = activities(trace, r, work_only=True)
         if len(acts):
             out[r] = acts
         else:

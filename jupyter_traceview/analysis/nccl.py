@@ -12,7 +12,7 @@ from ..errors import OptionError
 from ..schema import EventKind
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
-from ._gpu_time import COMM, activities
+from ._gpu import COMM, activities
 from .stragglers import _kind_from_name
 
 __all__ = ["busbw_factor", "collective_calls", "nccl_summary", "size_bucket"]
@@ -154,12 +154,12 @@ def _calls(trace: Trace) -> tuple[pd.DataFrame, list[int]]:
     """The calls of every rank with GPU work, and the ranks without any."""
     parts, idle = [], []
     for r in trace.ranks:
-        acts = activities(trace, r)
+        acts = activities(trace, r, work_only=True)
         if len(acts) == 0:
             idle.append(r)
             continue
         comm = acts.cls == COMM
-        part = _rank_calls(trace, r, acts.start[comm], acts.end[comm], acts.rows[comm])
+        part = _rank_calls(trace, r, acts.ts[comm], acts.end[comm], acts.rows[comm])
         if part is not None:
             parts.append(part)
     if not parts:

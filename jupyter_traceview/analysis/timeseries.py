@@ -14,7 +14,7 @@ from .. import intervals as iv
 from ..errors import OptionError, TraceSelectionError, TraceviewWarning
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
-from ._gpu_time import COMM, COMPUTE, MEMORY, activities
+from ._gpu import COMM, COMPUTE, MEMORY, activities
 
 __all__ = ["kernel_pace", "utilization_heatmap"]
 
@@ -141,7 +141,7 @@ def utilization_heatmap(
     groups: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
     idle, missing_step = [], []
     for r in trace.ranks:
-        acts = activities(trace, r)
+        acts = activities(trace, r, work_only=True)
         if len(acts) == 0:
             idle.append(r)
             continue
@@ -150,11 +150,11 @@ def utilization_heatmap(
             continue
         device = acts.column(trace.rank_data(r).events, "device")
         if (device == device[0]).all():  # the usual case: one device per rank
-            groups.append((r, int(device[0]), acts.start, acts.end, acts.cls))
+            groups.append((r, int(device[0]), acts.ts, acts.end, acts.cls))
             continue
         for d in np.unique(device):
             keep = device == d
-            groups.append((r, int(d), acts.start[keep], acts.end[keep], acts.cls[keep]))
+            groups.append((r, int(d), acts.ts[keep], acts.end[keep], acts.cls[keep]))
     if idle:
         warn_no_gpu("utilization_heatmap", idle)
     if missing_step:
@@ -294,7 +294,7 @@ def kernel_pace(
             continue
         keep = np.isin(codes, hit)
         rows = acts.rows[keep]
-        start = acts.start[keep]
+        start = acts.ts[keep]
         end = acts.end[keep]
         hit_codes = codes[keep]
         # Runs of each name numbered separately, in start order (activities are in start order).

@@ -88,6 +88,9 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     pg_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Name")
     pg_desc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Description")
     seq: int = msgspec.field(default=-1, name="Seq")
+    # Stream Wait Event / Event Sync records: the CUDA event waited on.
+    wait_on_stream: int = -1
+    wait_on_record_correlation: int = msgspec.field(default=-1, name="wait_on_cuda_event_record_corr_id")
     # Shapes are kept raw (not parsed) and read only for communication annotations.
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
@@ -620,7 +623,17 @@ _GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args
 _GET_IDS = operator.attrgetter("correlation", "external_id")
 _GET_DEVICE = operator.attrgetter("device", "stream")
 _GET_GPU_ARGS = operator.attrgetter(
-    "grid", "block", "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "nbytes", "bandwidth"
+    "grid",
+    "block",
+    "registers",
+    "shared_memory",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "occupancy",
+    "nbytes",
+    "bandwidth",
+    "wait_on_stream",
+    "wait_on_record_correlation",
 )
 
 
@@ -728,6 +741,11 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         stream[dev_rows] = np.where(s >= 0, s, tid[dev_rows])
 
     gpu_rows = np.flatnonzero(np.isin(kind, _ARGS_CODES))
+    sync_rows = np.flatnonzero(kind == _CODE[EventKind.CUDA_SYNC])
+    if len(sync_rows):
+        # cuda_sync records that name the CUDA event they wait on get a gpu_args row too.
+        waits = [args_t[i].wait_on_stream >= 0 or args_t[i].wait_on_record_correlation >= 0 for i in sync_rows.tolist()]
+        gpu_rows = np.union1d(gpu_rows, sync_rows[np.array(waits, dtype=bool)])
     comm_rows, comm = _comm_rows(args_t, kind, name_codes, [str(x) for x in names])
     return _Part(
         ts_us=ts,
@@ -773,9 +791,11 @@ def _xyz(values: tuple[object, ...]) -> np.ndarray:
 def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:
     """Launch and copy arguments of GPU activities as arrays (one entry per activity)."""
     if args:
-        grid, block, regs, smem, bps, wps, occ, nbytes, bw = zip(*map(_GET_GPU_ARGS, args), strict=True)
+        grid, block, regs, smem, bps, wps, occ, nbytes, bw, w_stream, w_corr = zip(
+            *map(_GET_GPU_ARGS, args), strict=True
+        )
     else:
-        grid = block = regs = smem = bps = wps = occ = nbytes = bw = ()
+        grid = block = regs = smem = bps = wps = occ = nbytes = bw = w_stream = w_corr = ()
     g, b = _xyz(grid), _xyz(block)
     return {
         "grid_x": g[:, 0],
@@ -791,6 +811,8 @@ def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:
         "occupancy_pct": np.array(occ, dtype=np.float32),
         "bytes": np.array(nbytes, dtype=np.int64),
         "bandwidth_gbps": np.array(bw, dtype=np.float32),
+        "wait_on_stream": np.array(w_stream, dtype=np.int64),
+        "wait_on_record_correlation": np.array(w_corr, dtype=np.int64),
     }
 
 

@@ -1202,6 +1202,9 @@ def _gpu_args(p: _Part, order: np.ndarray, kind: np.ndarray, dur: np.ndarray) ->
             "bandwidth_gbps": bw,
             "copy_kind": categorical(codes=a["copy_kind"][src].astype(np.int8), categories=COPY_KINDS),
             "pageable": a["pageable"][src].astype(bool),
+            # Nsight's sync records name a CUDA event id, not the stream it was recorded on.
+            "wait_on_stream": np.full(len(sel), -1, dtype=np.int64),
+            "wait_on_record_correlation": np.full(len(sel), -1, dtype=np.int64),
         },
         columns=[c.name for c in GPU_ARGS_COLUMNS],
     )

@@ -312,6 +312,24 @@ def test_gpu_args_and_copy_kinds(tmp_path: Path) -> None:
     assert args["pageable"].tolist() == [False, False, True, False]
 
 
+def test_stream_wait_event_arguments_in_gpu_args(tmp_path: Path) -> None:
+    events = [
+        kb.kernel("k", 10, 5, corr=1, stream=7),
+        kb.sync("Stream Wait Event", 12, 0, corr=3, stream=20, wait_on_stream=7, wait_on_cuda_event_record_corr_id=2),
+        kb.sync("Stream Sync", 16, 2, corr=4, stream=7),
+    ]
+    trace = load_one(tmp_path, kb.doc(events))
+    ev = trace.events(0).set_index("eid")
+    args = trace.gpu_args(0).set_index("eid")
+    # The kernel and the wait record have rows; the plain Stream Sync (no awaited event) has none.
+    assert sorted(ev.loc[args.index, "name"].astype(str)) == ["Stream Wait Event", "k"]
+    wait = args.loc[ev.index[ev["name"] == "Stream Wait Event"][0]]
+    assert (wait["wait_on_stream"], wait["wait_on_record_correlation"]) == (7, 2)
+    assert wait["grid_x"] == -1 and np.isnan(wait["occupancy_pct"]) and not wait["pageable"]
+    kernel = args.loc[ev.index[ev["name"] == "k"][0]]
+    assert (kernel["wait_on_stream"], kernel["wait_on_record_correlation"]) == (-1, -1)
+
+
 def test_comms_metadata_from_record_param_comms_and_annotations(tmp_path: Path) -> None:
     events = [
         kb.cpu_op(
