@@ -59,6 +59,8 @@ __all__ = [
     "OptionError",
     "RankData",
     "RankMeta",
+    "Timeline",
+    "TimelineSelection",
     "Trace",
     "TraceFormatError",
     "TraceSelectionError",
@@ -100,6 +102,22 @@ __all__ = [
     "utilization_heatmap",
     "write_counters_trace",
 ]
+
+
+#: Names exported lazily (their modules import UI packages).
+_LAZY = {
+    "Timeline": "jupyter_traceview.widgets.timeline",
+    "TimelineSelection": "jupyter_traceview.widgets.timeline",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jupyter_traceview' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

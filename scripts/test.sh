@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Install everything the tests need into ./.venv and run every test:
-# lint (ruff), types (mypy), Python tests (pytest).
+# lint (ruff), types (mypy), the front end (eslint + prettier, tsc, vitest), Python tests
+# (pytest) and the UI tests (Galata: JupyterLab in Chromium).
 # Usage: bash scripts/test.sh [extra pytest arguments]
+# Needs Python >= 3.10 and Node.js >= 20 with npm; when /usr/bin/chromium is missing it is
+# installed with apt-get (as root; otherwise install it yourself or set CHROMIUM_PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -12,9 +16,17 @@ fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
 
-echo "== installing the package and its test dependencies"
+# Lockfiles are the truth: an install that would change yarn.lock fails (as `jlpm install
+# --immutable`), here and in the front-end build that `pip install` runs.
+export YARN_ENABLE_IMMUTABLE_INSTALLS=true
+
+echo "== installing the package and its test dependencies (builds the front end with jlpm)"
 python -m pip install --quiet --disable-pip-version-check --upgrade pip
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# An editable install builds jupyter_traceview/static only when it is older than js/:
+# rebuild so that the tests below always run the current sources.
+jlpm install --immutable
+jlpm build
 
 echo "== ruff"
 ruff check jupyter_traceview tests benchmarks scripts
@@ -23,5 +35,32 @@ ruff format --check jupyter_traceview tests benchmarks scripts
 echo "== mypy"
 mypy
 
+echo "== front end: eslint + prettier, tsc, vitest"
+jlpm lint
+jlpm typecheck
+jlpm test
+
 echo "== pytest"
 python -m pytest "$@"
+
+echo "== UI tests (Galata)"
+chromium=${CHROMIUM_PATH:-/usr/bin/chromium}
+if [ ! -x "$chromium" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "installing Chromium (apt-get)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "Chromium is missing at $chromium: 'sudo apt-get install -y chromium', or set CHROMIUM_PATH" >&2
+        exit 1
+    fi
+fi
+(
+    cd ui-tests
+    # Playwright's own browser download is not used: the tests drive the system Chromium.
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+    CHROMIUM_PATH="$chromium" npx playwright test
+)
+echo "UI artefacts (screenshots, first paint, draw benchmark): ui-tests/artifacts/"
+
+echo "== all tests passed in $(($(date +%s) - started)) s"

@@ -1,0 +1,147 @@
+/**
+ * Decoding the kernel's binary window responses (encode_window in
+ * jupyter_traceview/widgets/timeline.py) into typed-array views per row.
+ */
+import type { Layout, WindowResponseMeta } from "./model";
+
+/** Raw events of one row, in start order (views into the response buffer). */
+export interface RawRow {
+  mode: "raw";
+  /** Start, ns relative to the trace start. */
+  start: Float64Array;
+  dur: Float64Array;
+  eid: Float64Array;
+  /** Index into `WindowData.names`. */
+  name: Uint32Array;
+  /** Colour kind code (position in the palette's kinds). */
+  kind: Uint8Array;
+}
+
+/** One row merged per pixel column of the request. */
+export interface BinRow {
+  mode: "bins";
+  /** Busy fraction 0..1 of each column. */
+  frac: Float32Array;
+  /** Kind code covering most of each column; NO_KIND when none. */
+  kind: Uint8Array;
+  /** Events starting in each column. */
+  count: Uint32Array;
+  /** Search matches starting in each column (when a pattern was sent). */
+  match: Uint32Array | null;
+  /** Name-palette index of the event at each column's centre (colour by name). */
+  color: Uint8Array | null;
+}
+
+export type RowData = RawRow | BinRow;
+
+/** A decoded window: the request's range and width, and the data of each row. */
+export interface WindowData {
+  seq: number;
+  lo: number;
+  hi: number;
+  width: number;
+  rows: Map<number, RowData>;
+  summaries: Map<number, BinRow>;
+  names: string[];
+  nameColors: number[];
+  /** Per name: does it match the search pattern sent with the request. */
+  nameMatch: boolean[];
+  kernelMs: number;
+  /** Raw events in the window (all rows). */
+  rawEvents: number;
+}
+
+export const NO_KIND = 255;
+
+type Typed = Float64Array | Float32Array | Uint32Array | Uint8Array;
+
+const CTORS = {
+  f8: Float64Array,
+  f4: Float32Array,
+  u4: Uint32Array,
+  u1: Uint8Array,
+} as const;
+
+/** Typed-array views of the sections of `buffer` described by `layout`. */
+export function sections(layout: Layout, buffer: ArrayBuffer): Map<string, Typed> {
+  const out = new Map<string, Typed>();
+  for (const [name, [offset, length, dtype]] of Object.entries(layout)) {
+    const ctor = (CTORS as Record<string, (typeof CTORS)[keyof typeof CTORS] | undefined>)[dtype];
+    if (ctor === undefined) throw new Error(`unknown section dtype ${dtype} for ${name}`);
+    out.set(name, new ctor(buffer, offset, length));
+  }
+  return out;
+}
+
+/**
+ * An 8-byte aligned copy of a received buffer: views of a DataView's bytes inside a
+ * larger message need not be aligned for Float64Array.
+ */
+export function aligned(view: DataView | ArrayBuffer): ArrayBuffer {
+  if (view instanceof ArrayBuffer) return view;
+  const copy = new ArrayBuffer(view.byteLength);
+  new Uint8Array(copy).set(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
+  return copy;
+}
+
+function get<T extends Typed>(s: Map<string, Typed>, name: string, ctor: new (n: number) => T): T {
+  const a = s.get(name);
+  return (a ?? new ctor(0)) as T;
+}
+
+/** Decode a `_window` response. */
+export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | null): WindowData {
+  const s = buffer ? sections(meta.layout, buffer) : new Map<string, Typed>();
+  const evStart = get(s, "ev_start", Float64Array);
+  const evDur = get(s, "ev_dur", Float64Array);
+  const evEid = get(s, "ev_eid", Float64Array);
+  const evName = get(s, "ev_name", Uint32Array);
+  const evKind = get(s, "ev_kind", Uint8Array);
+  const binFrac = get(s, "bin_frac", Float32Array);
+  const binKind = get(s, "bin_kind", Uint8Array);
+  const binCount = get(s, "bin_count", Uint32Array);
+  const binMatch = s.has("bin_match") ? get(s, "bin_match", Uint32Array) : null;
+  const binColor = s.has("bin_color") ? get(s, "bin_color", Uint8Array) : null;
+  const bins = (offset: number, count: number): BinRow => ({
+    mode: "bins",
+    frac: binFrac.subarray(offset, offset + count),
+    kind: binKind.subarray(offset, offset + count),
+    count: binCount.subarray(offset, offset + count),
+    match: binMatch ? binMatch.subarray(offset, offset + count) : null,
+    color: binColor ? binColor.subarray(offset, offset + count) : null,
+  });
+  const rows = new Map<number, RowData>();
+  let rawEvents = 0;
+  for (const r of meta.rows) {
+    if (r.mode === "raw") {
+      const a = r.offset;
+      const b = r.offset + r.count;
+      rawEvents += r.count;
+      rows.set(r.row, {
+        mode: "raw",
+        start: evStart.subarray(a, b),
+        dur: evDur.subarray(a, b),
+        eid: evEid.subarray(a, b),
+        name: evName.subarray(a, b),
+        kind: evKind.subarray(a, b),
+      });
+    } else {
+      rows.set(r.row, bins(r.offset, r.count));
+    }
+  }
+  const summaries = new Map<number, BinRow>();
+  for (const sm of meta.summaries) summaries.set(sm.rank, bins(sm.offset, sm.count));
+  return {
+    seq: meta.seq,
+    lo: meta.lo,
+    hi: meta.hi,
+    width: meta.width,
+    rows,
+    summaries,
+    names: meta.names,
+    nameColors: meta.name_colors,
+    nameMatch: meta.name_match ?? meta.names.map(() => false),
+    kernelMs: meta.kernel_ms,
+    rawEvents,
+  };
+}

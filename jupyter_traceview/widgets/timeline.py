@@ -1,0 +1,480 @@
+"""``tv.Timeline(trace)``: a multi-rank, zoomable timeline widget (anywidget).
+
+The front end (``js/timeline/``, bundled into ``jupyter_traceview/static/timeline.js``) draws
+on a canvas; it asks the kernel for the visible window at its pixel width through
+anywidget's request/response commands and gets binary buffers back, computed by
+:class:`~jupyter_traceview.timeline_index.TimelineIndex` (raw events when zoomed in, per-pixel
+bins when zoomed out). Synced traits carry only small state: the visible range, the lanes,
+the search pattern and the selection.
+
+Times in synced traits are float ns relative to the trace's first event
+(:attr:`Timeline.t0_ns`); the Python API (:meth:`Timeline.show_range`,
+:attr:`Timeline.selection`) speaks absolute ns, as ``trace.events()["ts_ns"]`` does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..colors import palette
+from ..errors import TraceSelectionError, TraceviewError
+from ..timeline_index import LevelOfDetail, TimelineIndex, Window
+from ..trace import Trace
+
+try:
+    import anywidget
+    import traitlets
+    from anywidget.experimental import command
+except ImportError as exc:  # pragma: no cover - anywidget is a dependency
+    raise ImportError(
+        f"tv.Timeline needs anywidget and ipywidgets ({exc}): `pip install anywidget ipywidgets`, "
+        "then restart the kernel"
+    ) from exc
+
+__all__ = ["Timeline", "TimelineSelection"]
+
+_STATIC = Path(__file__).resolve().parent.parent / "static"
+_ESM = _STATIC / "timeline.js"
+_CSS = _STATIC / "timeline.css"
+#: Stand-in module when the bundle is not built (the constructor refuses to run then).
+_NOT_BUILT = "export default { render({ el }) { el.textContent = 'jupyter_traceview: front end not built'; } };"
+#: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
+_COLLAPSE_ABOVE = 16
+
+
+@dataclass(frozen=True)
+class TimelineSelection:
+    """What is selected in a :class:`Timeline`: an event, a time range, both or nothing.
+
+    Read it from :attr:`Timeline.selection`; observe it with
+    ``timeline.observe(callback, names="selection")``.
+    """
+
+    #: Rank of the selected event (None if no event is selected).
+    rank: int | None = None
+    #: GPU stream of the selected event; None for CPU events.
+    stream: int | None = None
+    #: CPU thread of the selected event; None for GPU events.
+    thread: int | None = None
+    #: ``eid`` of the selected event (see ``docs/schema.md``).
+    event: int | None = None
+    #: Name of the selected event.
+    name: str | None = None
+    #: Selected time range ``(start_ns, end_ns)``, absolute ns as in ``ts_ns``
+    #: (pass it to ``trace.select(time_range=...)``); None if none.
+    range: tuple[int, int] | None = None
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing is selected."""
+        return self.event is None and self.range is None
+
+    @classmethod
+    def from_traits(
+        cls, selected_event: dict[str, Any], selected_range: list[float], index: TimelineIndex
+    ) -> TimelineSelection:
+        """The selection from the widget's synced traits ``selected_event`` and ``selected_range``.
+
+        ``selected_event`` is ``{"rank": r, "eid": e}`` (or empty); ``selected_range`` is
+        ``[start, end]`` in ns relative to the trace start (or empty). Stream, thread and name
+        come from the trace, not from the front end.
+        """
+        rng = None
+        if selected_range and len(selected_range) == 2:
+            a, b = sorted(float(x) for x in selected_range)
+            rng = (index.t0_ns + round(a), index.t0_ns + round(b))
+        if not selected_event or "rank" not in selected_event or "eid" not in selected_event:
+            return cls(range=rng)
+        rank, eid = int(selected_event["rank"]), int(selected_event["eid"])
+        try:
+            info = index.details(rank, eid)
+        except TraceSelectionError:
+            return cls(range=rng)
+        gpu = info["device"] >= 0
+        return cls(
+            rank=rank,
+            stream=info["stream"] if gpu else None,
+            thread=None if gpu else info["tid"],
+            event=eid,
+            name=info["name"],
+            range=rng,
+        )
+
+
+def _pack(sections: dict[str, np.ndarray]) -> tuple[dict[str, list[Any]], bytes]:
+    """Concatenate arrays into one buffer, each 8-byte aligned: (layout, bytes).
+
+    ``layout[name] = [byte offset, length, dtype]`` with dtype one of f8, f4, u4, u1.
+    """
+    layout: dict[str, list[Any]] = {}
+    chunks: list[bytes] = []
+    off = 0
+    for name, arr in sections.items():
+        arr = np.ascontiguousarray(arr)
+        pad = (-off) % 8
+        if pad:
+            chunks.append(b"\0" * pad)
+            off += pad
+        layout[name] = [off, len(arr), arr.dtype.str.lstrip("<|=")]
+        data = arr.tobytes()
+        chunks.append(data)
+        off += len(data)
+    return layout, b"".join(chunks)
+
+
+def encode_window(index: TimelineIndex, win: Window, *, pattern: str | None = None) -> tuple[dict[str, Any], bytes]:
+    """The binary answer to a window request: JSON metadata and one buffer.
+
+    Raw events of all rows are concatenated (sections ``ev_start``, ``ev_dur`` and ``ev_eid``
+    as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8); binned
+    rows, then summaries, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
+    ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``.
+    """
+    width = len(win.edges) - 1
+    raw = [r for r in win.rows if r.mode == "raw"]
+    binned = [r for r in win.rows if r.mode == "bins"] + win.summaries
+    pos = (
+        np.concatenate([r.events for r in raw if r.events is not None]) if raw else np.empty(0, dtype=np.int64)
+    ).astype(np.int64)
+    cols = index.event_columns(pos)
+    uniq, local = np.unique(cols["name"], return_inverse=True)
+    rows_meta: list[dict[str, Any]] = []
+    off = 0
+    bin_k = 0
+    for r in win.rows:
+        if r.mode == "raw":
+            n = 0 if r.events is None else len(r.events)
+            rows_meta.append({"row": r.row, "mode": "raw", "offset": off, "count": n})
+            off += n
+        else:
+            rows_meta.append({"row": r.row, "mode": "bins", "offset": bin_k * width, "count": width})
+            bin_k += 1
+    sums_meta = []
+    for s in win.summaries:
+        sums_meta.append({"rank": s.row, "offset": bin_k * width, "count": width})
+        bin_k += 1
+    bw = np.diff(win.edges).astype(np.float64)
+    fracs = [
+        np.divide(r.coverage_ns, bw, out=np.zeros(width), where=bw > 0).astype(np.float32)
+        for r in binned
+        if r.coverage_ns is not None
+    ]
+    sections: dict[str, np.ndarray] = {
+        "ev_start": cols["start"].astype(np.float64),
+        "ev_dur": (cols["end"] - cols["start"]).astype(np.float64),
+        "ev_eid": cols["eid"].astype(np.float64),
+        "ev_name": local.astype(np.uint32).reshape(-1),
+        "ev_kind": cols["kind"].astype(np.uint8),
+        "bin_frac": np.concatenate(fracs) if fracs else np.empty(0, dtype=np.float32),
+        "bin_kind": _cat([r.kind for r in binned], np.uint8),
+        "bin_count": _cat([r.count for r in binned], np.uint32),
+    }
+    has_match = any(r.matches is not None for r in binned)
+    if has_match:
+        sections["bin_match"] = _cat(
+            [r.matches if r.matches is not None else np.zeros(width, np.uint32) for r in binned], np.uint32
+        )
+    if any(r.name_color is not None for r in binned):
+        sections["bin_color"] = _cat(
+            [r.name_color if r.name_color is not None else np.full(width, 255, np.uint8) for r in binned], np.uint8
+        )
+    layout, buf = _pack(sections)
+    names = [index.names[i] for i in uniq.tolist()]
+    meta = {
+        "lo": win.lo,
+        "hi": win.hi,
+        "width": width,
+        "rows": rows_meta,
+        "summaries": sums_meta,
+        "names": names,
+        "name_colors": index.name_colors[uniq].tolist() if len(uniq) else [],
+        "layout": layout,
+    }
+    if pattern:
+        meta["name_match"] = index.name_mask(pattern)[uniq].tolist() if len(uniq) else []
+    return meta, buf
+
+
+def _cat(parts: list[np.ndarray | None], dtype: Any) -> np.ndarray:
+    arrays = [p for p in parts if p is not None]
+    return np.concatenate(arrays).astype(dtype) if arrays else np.empty(0, dtype=dtype)
+
+
+class Timeline(anywidget.AnyWidget):
+    """A zoomable timeline of every rank's GPU streams and CPU threads.
+
+    Parameters
+    ----------
+    trace
+        The trace to show (``tv.load(...)``); a trace narrowed with ``select()`` opens on its
+        window.
+    ranks
+        Ranks to show (default all).
+    cpu
+        Show CPU thread lanes (operators, runtime calls, annotations, nesting by depth)
+        under each rank's GPU streams.
+    color_by
+        ``"kind"`` (compute / communication / memory / sync, and CPU kinds) or ``"name"``
+        (a stable colour per name, the same in every chart).
+    height
+        Height of the lanes area in pixels (the toolbar and the status line come on top).
+    lod
+        When raw events are sent and when they are merged per pixel column.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> timeline = tv.Timeline(tv.load(tv.sample_path()))
+    >>> timeline  # doctest: +SKIP
+    >>> timeline.highlight("nccl")  # every NCCL kernel and call
+    128
+    >>> timeline.show_range(timeline.t0_ns, timeline.t0_ns + 2_000_000, ranks=[0, 1])
+    >>> timeline.selection  # what the user clicked or shift-dragged
+    TimelineSelection(rank=None, stream=None, thread=None, event=None, name=None, range=None)
+
+    Interaction: wheel or +/- zoom around the pointer, drag or A/D pan, W/S zoom, double-click
+    fits, shift+drag measures a range and summarises it per kind, click selects an event
+    and draws the arrow from its CPU launch, the search box highlights matches (Enter and
+    Shift+Enter step through them).
+    """
+
+    # anywidget reads these files when the class is created (and refuses missing ones).
+    _esm = _ESM if _ESM.exists() else _NOT_BUILT
+    _css = _CSS if _CSS.exists() else ""
+
+    # Sent once (see js/timeline/model.ts for the TypeScript mirror of every trait).
+    _palette = traitlets.Dict().tag(sync=True)
+    _rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    _lanes = traitlets.List(traitlets.Dict()).tag(sync=True)
+    _all_ranks = traitlets.List(traitlets.Int()).tag(sync=True)
+    _steps = traitlets.List(traitlets.Dict()).tag(sync=True)
+    _span = traitlets.List(traitlets.Float()).tag(sync=True)
+    _kinds = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    _t0_ns = traitlets.Unicode("0").tag(sync=True)
+    _search_count = traitlets.Int(0).tag(sync=True)
+
+    #: Visible time range ``[start, end]``, float ns relative to the trace start.
+    x_range = traitlets.List(traitlets.Float(), default_value=[0.0, 1.0]).tag(sync=True)
+    #: Ranks shown.
+    ranks = traitlets.List(traitlets.Int()).tag(sync=True)
+    #: Ranks whose lanes are collapsed into one summary row.
+    collapsed = traitlets.List(traitlets.Int()).tag(sync=True)
+    #: Show CPU thread lanes.
+    show_cpu = traitlets.Bool(True).tag(sync=True)
+    #: "kind" or "name".
+    color_by = traitlets.Enum(("kind", "name"), default_value="kind").tag(sync=True)
+    #: Search pattern highlighted (a case-insensitive regular expression, or literal text).
+    search = traitlets.Unicode("").tag(sync=True)
+    #: The selected event, ``{"rank": r, "eid": e}``, or ``{}`` (set by the front end).
+    selected_event = traitlets.Dict().tag(sync=True)
+    #: The selected range ``[start, end]`` (relative float ns) or ``[]`` (set by the front end).
+    selected_range = traitlets.List(traitlets.Float()).tag(sync=True)
+    #: Height of the lanes area, px (toolbar and status line excluded).
+    height = traitlets.Int(480).tag(sync=True)
+
+    #: The selection, rebuilt whenever the front end changes it (read-only; observable).
+    selection = traitlets.Instance(TimelineSelection, read_only=True)
+
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        ranks: Iterable[int] | None = None,
+        cpu: bool = True,
+        color_by: str = "kind",
+        height: int = 480,
+        lod: LevelOfDetail | None = None,
+    ) -> None:
+        if not isinstance(trace, Trace):
+            raise TypeError(f"Timeline needs a Trace (from tv.load), got {type(trace).__name__}")
+        if not _ESM.exists():
+            raise TraceviewError(
+                f"the timeline's front end is not built ({_ESM} is missing): install the package with "
+                "`pip install .` (in a source checkout `jlpm install && jlpm build` also builds it), "
+                "then restart the kernel"
+            )
+        self._index = TimelineIndex.of(trace)
+        self._lod = lod or LevelOfDetail()
+        self.trace = trace
+        ix = self._index
+        shown = self._check_ranks(ranks) if ranks is not None else list(trace.ranks)
+        lo, hi = 0.0, float(max(ix.end_ns, 1))
+        if trace.window is not None:
+            lo = float(max(trace.window[0] - ix.t0_ns, 0))
+            hi = float(min(trace.window[1] - ix.t0_ns, hi))
+        super().__init__(
+            _palette=palette(),
+            _rows=[
+                {"id": r.id, "rank": r.rank, "lane": r.lane, "depth": r.depth, "type": r.type, "events": r.events}
+                for r in ix.rows
+            ],
+            _lanes=[
+                {
+                    "id": ln.id,
+                    "rank": ln.rank,
+                    "type": ln.type,
+                    "label": ln.label,
+                    "device": ln.device,
+                    "stream": ln.stream,
+                    "pid": ln.pid,
+                    "tid": ln.tid,
+                    "rows": list(ln.rows),
+                }
+                for ln in ix.lanes
+            ],
+            _all_ranks=list(trace.ranks),
+            _steps=self._step_marks(),
+            _span=[0.0, float(max(ix.end_ns, 1))],
+            _kinds=ix.kinds_present,
+            _t0_ns=str(ix.t0_ns),
+            x_range=[lo, hi],
+            ranks=shown,
+            collapsed=list(trace.ranks) if len(trace.ranks) > _COLLAPSE_ABOVE else [],
+            show_cpu=bool(cpu),
+            color_by=color_by,
+            height=int(height),
+        )
+        self.set_trait("selection", TimelineSelection())
+        self.observe(self._on_selection, names=["selected_event", "selected_range"])
+        self.observe(self._on_search, names=["search"])
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def t0_ns(self) -> int:
+        """Absolute time (ns) of the trace's first event: the origin of the time axis."""
+        return self._index.t0_ns
+
+    @property
+    def index(self) -> TimelineIndex:
+        """The level-of-detail index behind the widget (built once per trace)."""
+        return self._index
+
+    def show_range(self, start_ns: int, end_ns: int, *, ranks: Iterable[int] | None = None) -> None:
+        """Show ``[start_ns, end_ns)`` (absolute ns, as ``ts_ns``), and only ``ranks`` if given."""
+        t0 = self._index.t0_ns
+        start_ns, end_ns = int(start_ns), int(end_ns)
+        if end_ns <= start_ns:
+            raise ValueError(f"show_range: need end_ns > start_ns, got ({start_ns}, {end_ns})")
+        if end_ns <= t0 or start_ns >= t0 + self._index.end_ns:
+            raise ValueError(
+                f"show_range: ({start_ns}, {end_ns}) does not overlap the trace, which spans "
+                f"[{t0}, {t0 + self._index.end_ns}) ns (absolute, as in trace.events()['ts_ns']); "
+                f"for times relative to the trace start add timeline.t0_ns"
+            )
+        with self.hold_sync():
+            if ranks is not None:
+                self.ranks = self._check_ranks(ranks)
+            self.x_range = [float(start_ns - t0), float(end_ns - t0)]
+
+    def fit(self) -> None:
+        """Show the whole trace."""
+        self.x_range = [0.0, float(max(self._index.end_ns, 1))]
+
+    def highlight(self, pattern: str | None) -> int:
+        """Highlight every event whose name matches ``pattern``; returns how many match.
+
+        ``pattern`` is a case-insensitive regular expression (text that is not a valid
+        expression is searched literally); None or "" clears the highlight.
+        """
+        self.search = pattern or ""
+        return self._search_count
+
+    # ------------------------------------------------------------------ trait plumbing
+    def _check_ranks(self, ranks: Iterable[int]) -> list[int]:
+        wanted = [int(r) for r in ([ranks] if isinstance(ranks, (int, np.integer)) else ranks)]
+        for r in wanted:
+            if r not in self.trace.ranks:
+                raise TraceSelectionError.unknown("rank", r, self.trace.ranks)
+        return sorted(set(wanted))
+
+    def _step_marks(self) -> list[dict[str, Any]]:
+        return [{"step": st, "start": float(a), "end": float(b)} for st, a, b in self._index.steps()]
+
+    def _on_selection(self, _change: dict[str, Any]) -> None:
+        sel = TimelineSelection.from_traits(self.selected_event, self.selected_range, self._index)
+        self.set_trait("selection", sel)
+
+    def _on_search(self, change: dict[str, Any]) -> None:
+        pattern = change["new"]
+        self._search_count = self._index.count_matches(pattern) if pattern else 0
+
+    # ------------------------------------------------------------------ commands (front end -> kernel)
+    @command
+    def _window(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Window request: ``{seq, lo, hi, width, rows, summaries, pattern, name_colors}``."""
+        t = time.perf_counter()
+        try:
+            lo = int(np.floor(float(msg["lo"])))
+            hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
+            width = int(msg["width"])
+            rows = [int(r) for r in msg.get("rows", [])]
+            summaries = [int(r) for r in msg.get("summaries", [])]
+            pattern = str(msg.get("pattern") or "") or None
+            win = self._index.window(
+                lo,
+                hi,
+                width,
+                rows=rows,
+                summaries=summaries,
+                lod=self._lod,
+                pattern=pattern,
+                with_name_colors=bool(msg.get("name_colors", False)),
+            )
+            meta, buf = encode_window(self._index, win, pattern=pattern)
+        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
+            return {"seq": msg.get("seq"), "error": str(exc)}, []
+        meta["seq"] = msg.get("seq")
+        meta["kernel_ms"] = (time.perf_counter() - t) * 1e3
+        return meta, [buf]
+
+    @command
+    def _details(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Event details for the tooltip: ``{rank, eid}``."""
+        try:
+            return self._index.details(int(msg["rank"]), int(msg["eid"])), []
+        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
+            return {"error": str(exc)}, []
+
+    @command
+    def _find(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Next/previous search match: ``{pattern, t, direction, rows}``."""
+        try:
+            pattern = str(msg["pattern"])
+            rows = msg.get("rows")
+            pos = self._index.find(
+                pattern,
+                float(msg.get("t", -1)),
+                direction=int(msg.get("direction", 1)),
+                rows=None if rows is None else [int(r) for r in rows],
+            )
+        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
+            return {"error": str(exc)}, []
+        if pos is None:
+            return {"found": False}, []
+        ix = self._index
+        return {
+            "found": True,
+            "rank": int(ix.rank[pos]),
+            "eid": int(ix.eid[pos]),
+            "row": ix.row_at(pos),
+            "start": int(ix.start[pos]),
+            "end": int(ix.end[pos]),
+            "name": ix.names[int(ix.name[pos])],
+        }, []
+
+    @command
+    def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Per-kind summary of a range: ``{lo, hi, ranks}``."""
+        try:
+            lo = int(np.floor(float(msg["lo"])))
+            hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
+            ranks = msg.get("ranks") or None
+            return self._index.range_summary(lo, hi, ranks=None if ranks is None else [int(r) for r in ranks]), []
+        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
+            return {"error": str(exc)}, []

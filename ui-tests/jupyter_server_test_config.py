@@ -1,0 +1,13 @@
+"""JupyterLab server for the Galata tests, started by Playwright's webServer (playwright.config.js).
+
+``configure_jupyter_server`` serves a temporary root folder without a token and enables
+Galata's helpers; machines of this project run as root, which plain ``jupyter lab`` refuses.
+"""
+
+from jupyterlab.galata import configure_jupyter_server
+
+c = get_config()  # type: ignore[name-defined]  # noqa: F821
+configure_jupyter_server(c)
+c.ServerApp.allow_root = True
+c.ServerApp.port = 8888
+c.ServerApp.ip = "127.0.0.1"

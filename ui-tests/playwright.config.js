@@ -1,0 +1,42 @@
+// Galata (Playwright) configuration: JupyterLab is started by the webServer below with
+// jupyter_server_test_config.py, and the tests drive /usr/bin/chromium (Playwright's own
+// browser download is not used: PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 when installing).
+const baseConfig = require("@jupyterlab/galata/lib/playwright-config");
+
+const chromium = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+
+module.exports = {
+  ...baseConfig,
+  // galata picks the `github` reporter when CI is set; plain lines read better in any log.
+  reporter: [["list"]],
+  timeout: 180000,
+  expect: { timeout: 30000 },
+  retries: 0,
+  workers: 1,
+  use: {
+    ...baseConfig.use,
+    baseURL: "http://127.0.0.1:8888",
+    viewport: { width: 1280, height: 900 },
+    video: "off", // needs a downloaded ffmpeg
+    trace: "off",
+    launchOptions: {
+      executablePath: chromium,
+      args: [
+        "--no-sandbox",
+        "--headless",
+        "--disable-gpu",
+        "--disable-quic",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
+    },
+  },
+  webServer: {
+    command: "python -m jupyterlab --config jupyter_server_test_config.py",
+    url: "http://127.0.0.1:8888/lab",
+    timeout: 180 * 1000,
+    reuseExistingServer: !process.env.CI,
+  },
+};

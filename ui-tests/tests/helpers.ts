@@ -1,0 +1,74 @@
+// Helpers shared by the Galata tests: run Python in the open notebook, find the widget,
+// write artefacts.
+import type { IJupyterLabPageFixture } from "@jupyterlab/galata";
+import type { Locator } from "@playwright/test";
+import * as fs from "fs";
+import * as path from "path";
+
+/** Repository root (ui-tests/..), for benchmarks/synth.py. */
+export const REPO = path.resolve(__dirname, "..", "..");
+/** Screenshots and measurements of a run (gitignored). */
+export const ARTIFACTS = path.resolve(__dirname, "..", "artifacts");
+
+let cells = 0;
+
+/** A fresh notebook; returns nothing, resets the cell counter. */
+export async function newNotebook(page: IJupyterLabPageFixture, name: string): Promise<void> {
+  await page.notebook.createNew(name);
+  cells = 0;
+}
+
+/** Append a code cell with `source` (not run yet); returns its index. */
+export async function addCell(page: IJupyterLabPageFixture, source: string): Promise<number> {
+  const index = cells;
+  if (index === 0) await page.notebook.setCell(0, "code", source);
+  else await page.notebook.addCell("code", source);
+  cells += 1;
+  return index;
+}
+
+/**
+ * Append a code cell with `source`, run it (waiting for completion unless `wait` is false)
+ * and return its index.
+ */
+export async function runCell(page: IJupyterLabPageFixture, source: string, wait = true): Promise<number> {
+  const index = await addCell(page, source);
+  await page.notebook.runCell(index, { inplace: true, wait });
+  return index;
+}
+
+/** Text output of a cell (stdout and results), joined. */
+export async function cellText(page: IJupyterLabPageFixture, index: number): Promise<string> {
+  const out = await page.notebook.getCellTextOutput(index);
+  return (out ?? []).join("\n");
+}
+
+/** The (last) timeline widget on the page. */
+export function timeline(page: IJupyterLabPageFixture): Locator {
+  return page.locator(".tv-timeline").last();
+}
+
+export function writeArtifact(name: string, content: string | Buffer): string {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const p = path.join(ARTIFACTS, name);
+  fs.writeFileSync(p, content);
+  return p;
+}
+
+/** [lo, hi] of the visible range, from the widget's data-range. */
+export async function visibleRange(widget: Locator): Promise<[number, number]> {
+  const r = (await widget.getAttribute("data-range")) ?? "0,0";
+  const [a, b] = r.split(",").map(Number);
+  return [a ?? 0, b ?? 0];
+}
+
+/** Wait until the widget's data covers its view (no window request in flight) and a frame is drawn. */
+export async function settled(widget: Locator): Promise<void> {
+  await widget.page().waitForTimeout(50);
+  await widget
+    .page()
+    .waitForFunction((el) => (el as HTMLElement).dataset.loading === "0", await widget.elementHandle(), {
+      timeout: 30000,
+    });
+  await widget.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}
