@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -256,6 +257,16 @@ def test_exception_during_warmup_records_nothing(ip: Any, work: Path, shown: lis
 
 
 def test_keyboard_interrupt_keeps_what_was_recorded(ip: Any, work: Path, shown: list[tv.Trace], capsys: Any) -> None:
+    # A process started in the background (CI) may inherit SIGINT as ignored: Python then
+    # never raises KeyboardInterrupt. Install Python's own handler, as an interactive kernel has.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_and_check(ip, work, capsys)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_and_check(ip: Any, work: Path, capsys: Any) -> None:
     ip.user_ns["ticks"] = 0
     body = (
         "import os, signal\nticks += 1\nif ticks == 3:\n    os.kill(os.getpid(), signal.SIGINT)\n"
