@@ -320,6 +320,8 @@ def load(
         if tqdm_bar is not None:
             tqdm_bar.close()
 
+    if cache_dir is not None and todo:
+        _cache.prune(cache_dir)
     report_failures(not_traces, failures)
     _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
 
