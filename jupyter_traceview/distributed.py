@@ -178,6 +178,16 @@ class DaskTrace(Trace):
         results = client.gather(list(futures.values()))
         return dict(zip(futures, results, strict=True))
 
+    def keep_on_workers(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> dict[int, Any]:
+        """``fn(rank_data, *args, **kwargs)`` on the worker holding each rank, the results left there.
+
+        Returns ``{rank: distributed.Future}``: for derived per-rank structures too big to
+        bring back (the timeline's per-rank index); pass the futures to ``client.submit``.
+        ``fn`` must be a module-level function.
+        """
+        client = self.client
+        return {r: client.submit(fn, f, *args, pure=False, **kwargs) for r, f in self._futures.items()}
+
     def _rebuild(
         self,
         ranks: Sequence[int],
