@@ -157,7 +157,12 @@ def test_dlrm_overview_and_zoom_levels(dask_dlrm: tv.Trace, dlrm: tv.Trace) -> N
     end = a.end_ns
     ranks = list(dlrm.ranks)
     rows = [r.id for r in a.rows]
-    for lo, hi, width in [(-end // 4, end + end // 4, 1800), (0, end, 300), (0, end, 9000), (end // 3, end // 3 + 50_000, 1200)]:
+    for lo, hi, width in [
+        (-end // 4, end + end // 4, 1800),
+        (0, end, 300),
+        (0, end, 9000),
+        (end // 3, end // 3 + 50_000, 1200),
+    ]:
         for pattern in (None, "nccl"):
             wa = a.window(lo, hi, width, rows=rows, summaries=ranks, pattern=pattern, with_name_colors=True)
             same_window(wa, b.window(lo, hi, width, rows=rows, summaries=ranks, pattern=pattern, with_name_colors=True))
@@ -173,7 +178,9 @@ def test_one_task_per_rank_in_view(dask_dlrm: tv.Trace, dask_client: Any) -> Non
     assert len(rows) > 4
     submit = dask_client.submit
     with mock.patch.object(dask_client, "submit", side_effect=submit) as spy:
-        win = ix.window(ix.end_ns // 2, ix.end_ns // 2 + ix.end_ns // 50, 1200, rows=rows, summaries=[5, 6], pattern="nccl")
+        win = ix.window(
+            ix.end_ns // 2, ix.end_ns // 2 + ix.end_ns // 50, 1200, rows=rows, summaries=[5, 6], pattern="nccl"
+        )
     assert spy.call_count == 3, "ranks 2, 5 and 6: one task each"
     assert [r.row for r in win.rows] == rows and [s.row for s in win.summaries] == [5, 6]
     # The raw events' columns came back with the window: encoding it asks nothing more.
@@ -220,7 +227,9 @@ def test_widget_commands_give_the_same_bytes(
 @st.composite
 def rank_docs(draw: st.DrawFn) -> list[dict[str, Any]]:
     n = draw(st.integers(1, 4))
-    return [kb.doc(draw(rank_events(r)), rank=r, world_size=n, base_time_ns=1_700_000_000_000_000_000) for r in range(n)]
+    return [
+        kb.doc(draw(rank_events(r)), rank=r, world_size=n, base_time_ns=1_700_000_000_000_000_000) for r in range(n)
+    ]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
