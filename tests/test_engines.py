@@ -6,11 +6,16 @@ import importlib.util
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import jupyter_traceview as tv
+from jupyter_traceview.timeline_index import TimelineIndex
+from tests.test_timeline_scaleout import queries, same_structure
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("make_golden", ROOT / "scripts" / "make_golden.py")
@@ -59,3 +64,40 @@ def test_engines_agree_on_a_scoped_trace(engines: dict[str, tv.Trace], dlrm: tv.
     for name, trace in engines.items():
         got = run(analysis, trace.select(ranks=[1, 2, 6], time_range=window))
         pd.testing.assert_frame_equal(got, want, obj=f"{analysis} on engine={name}")
+
+
+def test_auto_engine_reads_small_inputs_in_process_and_many_ranks_in_a_pool(
+    dlrm: tv.Trace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_traceview import loader
+
+    calls: list[int] = []
+    real = loader._load_parallel
+
+    def spy(files: Any, todo: list[int], *args: Any) -> None:
+        calls.append(len(todo))
+        real(files, todo, *args)
+
+    monkeypatch.setattr(loader, "_load_parallel", spy)
+    # The bundled sample (8 small gzip files, ~4 MB of JSON): read in this process.
+    small = tv.load(tv.sample_path(), cache=False)
+    assert calls == [] and small.ranks == dlrm.ranks
+    # The same 8 ranks counted as a big job: read by a process pool, one task per file.
+    monkeypatch.setattr(loader, "_PARALLEL_BYTES", 2**20)
+    big = tv.load(tv.sample_path(), cache=False)
+    assert calls == [8]
+    pd.testing.assert_frame_equal(tv.summary(big), tv.summary(dlrm))
+    # One file alone never starts a pool, however big.
+    calls.clear()
+    tv.load(tv.sample_path(), ranks=[3], cache=False)
+    assert calls == []
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+@pytest.mark.parametrize("engine", ["cached", "process", "dask"])
+def test_engines_agree_on_the_timeline(engines: dict[str, tv.Trace], dlrm: tv.Trace, engine: str, data: Any) -> None:
+    """The timeline index answers the same on every engine (a dask trace builds it on the workers)."""
+    want, got = TimelineIndex.of(dlrm), TimelineIndex.of(engines[engine])
+    same_structure(want, got)
+    queries(want, got, data.draw, n_windows=3)
