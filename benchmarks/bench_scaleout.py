@@ -29,6 +29,7 @@ stdout and JSON in ``benchmarks/results/scaleout-<ranks>x<events>.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -155,10 +156,8 @@ def memory(procs: list[Any], *, pss: bool) -> int:
 
     total = 0
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_full_info().pss if pss else p.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -202,10 +201,8 @@ def run_once(cmd: list[str], *, mem_cap: float | None, timeout: float, pss: bool
     proc.wait()
     done.set()
     watcher.join()
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # leftover workers of the probe's cluster
-    except ProcessLookupError:
-        pass
     out: dict[str, Any] = {
         "wall_total_s": time.perf_counter() - t0,
         "records": records,
@@ -325,8 +322,16 @@ def main() -> None:
         folder = DATA / f"synth-{a.ranks}x{a.events}-gz"
         if not folder.exists():
             subprocess.run(
-                [sys.executable, str(HERE / "synth.py"), str(folder), "--ranks", str(a.ranks)]
-                + ["--events", str(a.events), "--gzip"],
+                [
+                    sys.executable,
+                    str(HERE / "synth.py"),
+                    str(folder),
+                    "--ranks",
+                    str(a.ranks),
+                    "--events",
+                    str(a.events),
+                    "--gzip",
+                ],
                 check=True,
             )
     if not folder.is_dir():
