@@ -89,13 +89,14 @@ def main():
 
     path, workers, timeline = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
     threading.Thread(target=sample, daemon=True).start()
-    emit(phase="imports", driver_rss_after=status("VmRSS"))
+    emit(phase="imports", driver_rss_after=status("VmRSS"), package=tv.__file__)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = phase("cluster", lambda: distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40))
     client = distributed.Client(cluster)
     emit(pids=[p for p in client.run(os.getpid).values()])
+    emit(worker_package=list(set(client.run(lambda: __import__("jupyter_traceview").__file__).values())))
     trace = phase("load", lambda: tv.load(path, engine="dask", client=client, cache=False))
     emit(note=f"{len(trace.ranks)} ranks", workers_reported=worker_memory(client))
     s = phase("summary", lambda: tv.summary(trace))
@@ -105,6 +106,22 @@ def main():
     if timeline:
         ix = phase("timeline_index", lambda: TimelineIndex(trace))
         phase("timeline_overview", lambda: ix.window(0, ix.end_ns, 1800, summaries=list(trace.ranks)))
+        # Zoomed-in requests on the ~40 rows of a screen (two ranks expanded): each asks the
+        # workers holding those ranks (one task per rank) for the rows' events or bins.
+        import numpy as np
+        rng = np.random.default_rng(0)
+        times = []
+        for _ in range(20):
+            r0 = int(rng.integers(0, len(trace.ranks) - 1))
+            shown = {trace.ranks[r0], trace.ranks[r0 + 1]}
+            rows = [r.id for r in ix.rows if r.rank in shown][:40]
+            span = ix.end_ns / 10 ** rng.uniform(0, 5)
+            lo = int(rng.uniform(0, ix.end_ns - span))
+            t = time.perf_counter()
+            ix.window(lo, lo + int(span), 1800, rows=rows)
+            times.append(time.perf_counter() - t)
+        times.sort()
+        emit(note="zoomed windows", zoomed_p50_ms=1e3 * times[len(times) // 2], zoomed_p95_ms=1e3 * times[int(len(times) * 0.95) - 1])
         emit(workers_reported=worker_memory(client))
     emit(phase="end", driver_hwm=status("VmHWM"), driver_rss_after=status("VmRSS"), workers_reported=worker_memory(client))
     stop.set()
@@ -161,9 +178,11 @@ def memory(procs: list[Any], *, pss: bool) -> int:
     return total
 
 
-def run_once(cmd: list[str], *, mem_cap: float | None, timeout: float, pss: bool) -> dict[str, Any]:
+def run_once(
+    cmd: list[str], *, mem_cap: float | None, timeout: float, pss: bool, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run a probe; collect its ``@@`` records, peak memory of its process tree (and of the worker pids it names)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True, env=env)
     records: list[dict[str, Any]] = []
     state: dict[str, Any] = {"peak_tree": 0, "peak_workers": 0, "killed": None, "pids": []}
     t0 = time.perf_counter()
@@ -247,6 +266,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     reported = [max((x.get("workers_reported", 0) for x in r["records"]), default=0) for r in runs]
     out["workers_reported_peak"] = statistics.median(reported)
     out["wall_total_s"] = statistics.median(r["wall_total_s"] for r in runs)
+    for key in ("zoomed_p50_ms", "zoomed_p95_ms"):
+        vals = [x[key] for r in runs for x in r["records"] if key in x]
+        if vals:
+            out[key] = statistics.median(vals)
     failed = [r for r in runs if not r["finished"]]
     if failed:
         out["failed"] = failed[0]["failed"]
@@ -272,6 +295,11 @@ def table(label: str, ours: dict[str, Any], hta: dict[str, Any] | None) -> str:
     lines.append(f"* workers, summed RSS peak (sampled): {gib(ours['peak_workers'])}")
     lines.append(f"* workers, scheduler-reported memory peak: {gib(ours['workers_reported_peak'])}")
     lines.append(f"* whole process tree peak: {gib(ours['peak_tree'])}; total wall {ours['wall_total_s']:.1f} s")
+    if "zoomed_p50_ms" in ours:
+        lines.append(
+            f"* timeline window requests zoomed in on two ranks' rows (20 random zooms): "
+            f"p50 {ours['zoomed_p50_ms']:.0f} ms, p95 {ours['zoomed_p95_ms']:.0f} ms"
+        )
     if hta is not None:
         lines.append("")
         state = "finished" if hta["finished"] else f"did not finish: {hta['failed']} (in {hta['failed_in']})"
@@ -345,10 +373,12 @@ def main() -> None:
         probe = Path(tmp) / "probe_ours.py"
         probe.write_text(OURS)
         ours_runs = []
+        # This checkout's jupyter_traceview, in the probe and in the dask workers it starts.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         for i in range(a.runs):
             print(f"ours, run {i + 1}/{a.runs}", file=sys.stderr)
             cmd = [sys.executable, str(probe), str(folder), str(a.workers), "1" if a.timeline else "0"]
-            ours_runs.append(run_once(cmd, mem_cap=None, timeout=a.timeout, pss=False))
+            ours_runs.append(run_once(cmd, mem_cap=None, timeout=a.timeout, pss=False, env=env))
         ours = summarise(ours_runs)
         hta = None
         if a.hta:
