@@ -58,6 +58,40 @@ def _kind_union(start: np.ndarray, end: np.ndarray, cls: np.ndarray, kind: str) 
     return iv.union(start[keep], end[keep])
 
 
+def _rank_activities(trace: Trace) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """A one-rank trace's GPU work by device: ``(device, start, end, class)``, devices in order."""
+    r = trace.ranks[0]
+    acts = activities(trace, r, work_only=True)
+    if len(acts) == 0:
+        return []
+    device = acts.column(trace.rank_data(r).events, "device")
+    if (device == device[0]).all():  # the usual case: one device per rank
+        return [(int(device[0]), acts.ts, acts.end, acts.cls)]
+    out = []
+    for d in np.unique(device):
+        keep = device == d
+        out.append((int(d), acts.ts[keep], acts.end[keep], acts.cls[keep]))
+    return out
+
+
+def _heatmap_extents(trace: Trace) -> list[tuple[int, int, int, int]]:
+    """Per device of a one-rank trace: (device, first activity's start, earliest start, latest end)."""
+    return [(d, int(s[0]), int(s.min()), int(e.max())) for d, s, e, _c in _rank_activities(trace)]
+
+
+def _heatmap_bins(trace: Trace, kind: str, rel_edges: np.ndarray, origin: dict[int, int]) -> dict[int, np.ndarray]:
+    """Per device of a one-rank trace: the time covered by ``kind`` in each bin (ns); {} for a rank left out."""
+    r = trace.ranks[0]
+    if r not in origin:
+        return {}
+    edges = rel_edges + origin[r]
+    out = {}
+    for d, s, e, c in _rank_activities(trace):
+        us, ue = _kind_union(s, e, c, kind)
+        out[d] = iv.binned_coverage(us, ue, edges)
+    return out
+
+
 def utilization_heatmap(
     trace: Trace,
     *,
@@ -138,23 +172,13 @@ def utilization_heatmap(
             raise TraceSelectionError.unknown("iteration", int(align), sorted(set(trace.iterations["step"].tolist())))
         step_start = dict(zip(its["rank"].tolist(), its["start_ns"].tolist(), strict=True))
 
-    groups: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
-    idle, missing_step = [], []
-    for r in trace.ranks:
-        acts = activities(trace, r, work_only=True)
-        if len(acts) == 0:
-            idle.append(r)
-            continue
-        if step_start and r not in step_start:
-            missing_step.append(r)
-            continue
-        device = acts.column(trace.rank_data(r).events, "device")
-        if (device == device[0]).all():  # the usual case: one device per rank
-            groups.append((r, int(device[0]), acts.ts, acts.end, acts.cls))
-            continue
-        for d in np.unique(device):
-            keep = device == d
-            groups.append((r, int(d), acts.ts[keep], acts.end[keep], acts.cls[keep]))
+    # Per rank, on the workers holding the ranks (trace.map_ranks): the extent of each
+    # device's activities, then (once the common bins are known) each device's busy time per
+    # bin. Only those small results come to this process.
+    extents = trace.map_ranks(_heatmap_extents)
+    idle = [r for r in trace.ranks if not extents[r]]
+    missing_step = [r for r in trace.ranks if extents[r] and step_start and r not in step_start]
+    groups = [(r, d, s0, lo_r, hi_r) for r in trace.ranks if r not in missing_step for d, s0, lo_r, hi_r in extents[r]]
     if idle:
         warn_no_gpu("utilization_heatmap", idle)
     if missing_step:
@@ -166,7 +190,7 @@ def utilization_heatmap(
     if not groups:
         return empty(HEATMAP_COLUMNS)
 
-    first = {r: min(int(g[2][0]) for g in groups if g[0] == r) for r in {g[0] for g in groups}}
+    first = {r: min(g[2] for g in groups if g[0] == r) for r in {g[0] for g in groups}}
     if align == "start":
         t0 = min(first.values())
         origin = dict.fromkeys(first, t0)
@@ -175,8 +199,8 @@ def utilization_heatmap(
     else:
         origin = {r: int(step_start[r]) for r in first}
 
-    lo = min(int(g[2].min()) - origin[g[0]] for g in groups)
-    hi = max(int(g[3].max()) - origin[g[0]] for g in groups)
+    lo = min(g[3] - origin[g[0]] for g in groups)
+    hi = max(g[4] - origin[g[0]] for g in groups)
     if bin_ns is not None:
         n_bins = max(1, -(-(hi - lo) // int(bin_ns)))
         rel_edges = lo + np.arange(n_bins + 1, dtype=np.int64) * int(bin_ns)
@@ -188,10 +212,10 @@ def utilization_heatmap(
         k = np.arange(n_bins + 1, dtype=np.int64)
         rel_edges = lo + k * q + (k * rem) // n_bins
 
+    binned = trace.map_ranks(_heatmap_bins, kind, rel_edges, origin)
     busy = np.empty((len(groups), n_bins), dtype=np.int64)
-    for i, (r, _d, s, e, c) in enumerate(groups):
-        us, ue = _kind_union(s, e, c, kind)
-        busy[i] = iv.binned_coverage(us, ue, rel_edges + origin[r])
+    for i, (r, d, *_) in enumerate(groups):
+        busy[i] = binned[r][d]
 
     n = len(groups)
     width = np.diff(rel_edges)
