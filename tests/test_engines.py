@@ -101,3 +101,24 @@ def test_engines_agree_on_the_timeline(engines: dict[str, tv.Trace], dlrm: tv.Tr
     want, got = TimelineIndex.of(dlrm), TimelineIndex.of(engines[engine])
     same_structure(want, got)
     queries(want, got, data.draw, n_windows=3)
+
+
+@pytest.mark.parametrize("kind", ["all", "communication", "overlap"])
+def test_whole_job_views_leave_the_rank_tables_on_the_workers(
+    engines: dict[str, tv.Trace], dlrm: tv.Trace, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tv.summary and the heatmaps on a dask trace: per-rank work on the workers, no rank's tables fetched."""
+    from jupyter_traceview.distributed import DaskTrace
+
+    def fetch(self: DaskTrace, rank: int) -> None:
+        raise AssertionError(f"rank {rank}'s tables were brought to the notebook")
+
+    monkeypatch.setattr(DaskTrace, "rank_data", fetch)
+    dask = engines["dask"]
+    step = int(dlrm.iterations["step"].iloc[0])
+    pd.testing.assert_frame_equal(tv.utilization_heatmap(dask, kind=kind), tv.utilization_heatmap(dlrm, kind=kind))
+    pd.testing.assert_frame_equal(
+        tv.utilization_heatmap(dask, kind=kind, align=step, bins=40),
+        tv.utilization_heatmap(dlrm, kind=kind, align=step, bins=40),
+    )
+    pd.testing.assert_frame_equal(tv.summary(dask), tv.summary(dlrm))
