@@ -115,3 +115,148 @@ async def test_unauthenticated_requests_are_refused(jp_fetch: Any, root: Path) -
         with pytest.raises(HTTPClientError) as exc:
             await jp_fetch("traceview", "api", endpoint, params=params, headers={"Authorization": ""})
         assert exc.value.code in (401, 403)
+
+
+async def test_listing_figures_match_the_summary(jp_fetch: Any, root: Path) -> None:
+    def all_done(r: Any, body: dict) -> bool:
+        return all(run["status"] in ("ready", "error") for run in body["runs"])
+
+    shutil.copytree(DATA / "hta_cpu_only", root / "cpu")
+    _, body = await poll(jp_fetch, "traceview", "api", "runs", until=all_done)
+    runs = {run["path"]: run for run in body["runs"]}
+    assert body["truncated"] is False
+    assert [r["mtime"] for r in body["runs"]] == sorted((r["mtime"] for r in body["runs"]), reverse=True)
+
+    s = tv.summary(tv.load(root / "dlrm"))
+    fig = runs["dlrm"]["figures"]
+    assert fig["gpu"] is True and fig["span_ns"] == int(s["gpu_span_ns"].max())
+    assert fig["iterations"] == int(s["iterations"].max()) and fig["kernels"] == int(s["kernels"].sum())
+    for col in ("gpu_busy_pct", "idle_pct", "exposed_comm_pct"):
+        assert fig[col] == pytest.approx(float(s[col].mean()))
+    assert fig["gpu_busy_pct"] + fig["idle_pct"] == pytest.approx(100)
+
+    # CPU only: the span is the trace's, and there are no GPU percentages.
+    cpu = tv.summary(tv.load(root / "cpu"))
+    fig = runs["cpu"]["figures"]
+    assert fig["gpu"] is False and fig["span_ns"] == int(cpu["trace_span_ns"].max()) > 0
+    assert fig["gpu_busy_pct"] is None and fig["idle_pct"] is None and fig["exposed_comm_pct"] is None
+
+
+async def test_listing_roots(jp_fetch: Any, root: Path) -> None:
+    r = await jp_fetch("traceview", "api", "runs", params={"roots": "alexnet, small"})
+    assert {run["path"] for run in json.loads(r.body)["runs"]} == {"alexnet", "small"}
+    for bad, code in (("../", 403), ("dlrm,/etc", 403), ("missing", 404), (",".join(["dlrm"] * 65), 400)):
+        with pytest.raises(HTTPClientError) as exc:
+            await jp_fetch("traceview", "api", "runs", params={"roots": bad})
+        assert exc.value.code == code, bad
+        assert "message" in json.loads(exc.value.response.body)
+
+
+async def test_a_new_run_appears_in_the_listing(jp_fetch: Any, root: Path) -> None:
+    before = json.loads((await jp_fetch("traceview", "api", "runs")).body)["runs"]
+    run = root / "traceview-runs" / "cell" / "20260101-120000"
+    kb.write(run / "rank-0.pt.trace.json.gz", kb.doc([kb.step(1, 0, 100), *kb.launch("k", 10, 20, 30, corr=1)]))
+    (run / ".traceview-run.json").write_text('{"format": "jupyter_traceview.run/1"}')
+    after = json.loads((await jp_fetch("traceview", "api", "runs")).body)["runs"]
+    assert len(after) == len(before) + 1
+    assert after[0]["path"] == "traceview-runs/cell/20260101-120000" and after[0]["kind"] == "traceprofile"
+    assert after[0]["status"] in ("queued", "running", "ready")
+
+
+async def test_cache_folder_inside_the_root(jp_fetch: Any, root: Path) -> None:
+    _, body = await poll(
+        jp_fetch,
+        "traceview",
+        "api",
+        "run",
+        params={"path": "small", "cache": ".tv-cache/here"},
+        until=lambda r, b: r.code == 200,
+    )
+    assert body["status"] == "ready"
+    assert any((root / ".tv-cache" / "here").iterdir()), "tv.load wrote its cache there"
+    (root / "afile").write_text("x")
+    for bad, code in (("../cache", 403), ("/tmp", 403), ("afile", 400), ("a/..%2F..%2Fb", 403)):
+        with pytest.raises(HTTPClientError) as exc:
+            await jp_fetch("traceview", "api", "run", params={"path": "small", "cache": bad})
+        assert exc.value.code == code, bad
+
+
+async def test_cache_folder_symlink_leaving_the_root(jp_fetch: Any, root: Path, tmp_path_factory: Any) -> None:
+    outside = tmp_path_factory.mktemp("outside-cache")
+    (root / "cachelink").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch("traceview", "api", "runs", params={"cache": "cachelink/sub"})
+    assert exc.value.code == 403
+    assert not (outside / "sub").exists()
+
+
+def _two_runs(root: Path) -> None:
+    kb.write(
+        root / "before" / "rank-0.json",
+        kb.doc([kb.step(1, 0, 1000), *kb.launch("gemm", 10, 20, 100, corr=1), *kb.launch("old", 30, 40, 50, corr=2)]),
+    )
+    kb.write(
+        root / "after" / "rank-0.json",
+        kb.doc([kb.step(1, 0, 1000), *kb.launch("gemm", 10, 20, 300, corr=1), *kb.launch("new", 30, 40, 50, corr=2)]),
+    )
+
+
+async def test_diff(jp_fetch: Any, root: Path) -> None:
+    _two_runs(root)
+    _, body = await poll(
+        jp_fetch, "traceview", "api", "diff", params={"a": "before", "b": "after"}, until=lambda r, b: r.code == 200
+    )
+    data = body["data"]
+    assert body["a"] == "before" and body["b"] == "after"
+    assert data["a"]["path"] == "before" and data["b"]["headline"]["kernels"] == 2
+    table = data["table"]
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
+    expected = tv.trace_diff(tv.load(root / "before"), tv.load(root / "after"))
+    assert table["rows"] == len(expected) and not table["truncated"]
+    assert [(r["kind"], r["name"], r["status"]) for r in rows] == list(
+        zip(expected["kind"], expected["name"], expected["status"], strict=True)
+    )
+    kernels = {r["name"]: r for r in rows if r["kind"] == "kernel"}
+    assert kernels["gemm"]["status"] == "changed" and kernels["gemm"]["total_delta_ns"] == 200_000
+    assert kernels["new"]["status"] == "added" and kernels["old"]["status"] == "removed"
+    assert data["status_counts"] == {k: int(v) for k, v in expected["status"].value_counts().items()}
+
+
+async def test_diff_of_a_corrupt_run_is_a_json_error(jp_fetch: Any, root: Path) -> None:
+    for _ in range(600):
+        try:
+            r = await jp_fetch("traceview", "api", "diff", params={"a": "small", "b": "broken"})
+        except HTTPClientError as exc:
+            assert exc.code == 422
+            assert "truncated" in json.loads(exc.response.body)["message"]
+            assert str(root) not in exc.response.body.decode(), "no server paths in messages"
+            return
+        assert r.code == 202 and json.loads(r.body)["status"] in ("queued", "running")
+        await asyncio.sleep(0.1)
+    raise AssertionError("no error reported")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"a": "../etc", "b": "small"},
+        {"a": "small", "b": "/etc/passwd"},
+        {"a": "small", "b": "%2e%2e/%2e%2e/etc"},
+        {"a": "small", "b": "x" * 5000},
+        {"a": "small"},
+    ],
+)
+async def test_diff_refuses_bad_paths(jp_fetch: Any, root: Path, params: dict[str, str]) -> None:
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch("traceview", "api", "diff", params=params)
+    assert exc.value.code in (400, 403)
+    assert "message" in json.loads(exc.value.response.body)
+    assert "Traceback" not in exc.value.response.body.decode()
+
+
+async def test_new_endpoints_require_authentication(jp_fetch: Any, root: Path) -> None:
+    for endpoint, params in (("diff", {"a": "small", "b": "dlrm"}), ("runs", {"cache": "c"})):
+        with pytest.raises(HTTPClientError) as exc:
+            await jp_fetch("traceview", "api", endpoint, params=params, headers={"Authorization": ""})
+        assert exc.value.code in (401, 403)
+    assert not (root / "c").exists()
