@@ -143,6 +143,13 @@ def compute_run_data(root: str, entry: RunEntry, cache: str | bool, progress: An
     trace = _load(root, entry, cache, progress, label)
     _stage(progress, label, "analysing")
     tables = dashboard_tables(trace)
+    meta = tables.get("metadata")
+    if meta is not None and "path" in meta.columns:
+        # Paths as the client knows them: relative to the server root.
+        prefix = root.rstrip("/") + "/"
+        meta = meta.copy()
+        meta["path"] = [str(p).removeprefix(prefix) for p in meta["path"]]
+        tables["metadata"] = meta
     return {
         "ranks": [int(r) for r in trace.ranks],
         "source": entry.path,

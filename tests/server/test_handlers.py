@@ -54,13 +54,17 @@ async def test_runs_listing_with_figures_and_error_rows(jp_fetch: Any, root: Pat
 
 
 async def test_run_data(jp_fetch: Any, root: Path) -> None:
-    _, body = await poll(
+    r, body = await poll(
         jp_fetch, "traceview", "api", "run", params={"path": "small"}, until=lambda r, b: r.code == 200
     )
     tables = body["data"]["tables"]
     summary = tables["summary"]
     row = dict(zip(summary["columns"], summary["data"][0], strict=True))
     assert row["kernels"] == 1 and body["data"]["ranks"] == [0]
+    assert body["data"]["headline"]["kernels"] == 1
+    meta = tables["metadata"]
+    assert [r[meta["columns"].index("path")] for r in meta["data"]] == ["small/rank-0.json"]
+    assert str(root) not in r.body.decode(), "no server paths"
 
 
 async def test_corrupt_run_data_is_a_json_error(jp_fetch: Any, root: Path) -> None:
