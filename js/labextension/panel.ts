@@ -396,7 +396,7 @@ export class TracesPanel extends Panel {
       ["diff", CommandIds.diffRuns],
     ];
     for (const [name, id] of buttons) {
-      toolbar.addItem(name, new CommandToolbarButton({ commands, id }));
+      toolbar.addItem(name, new CommandToolbarButton({ commands, id, args: { toolbar: true } }));
     }
     this._list = new RunList(model, commands);
     this._filter = new FilterBox(model, () => this._list.node);
