@@ -26,7 +26,10 @@ from .readers.files import TraceFile
 from .schema import READER_VERSION, SCHEMA_VERSION, categorical
 from .trace_data import RankData, RankMeta
 
-__all__ = ["clear_cache", "default_cache_dir"]
+__all__ = ["clear_cache", "default_cache_dir", "prune"]
+
+#: The cache is pruned back under this size (least recently used entries go first).
+MAX_BYTES = 20 * 2**30
 
 _TABLES = ("events", "gpu_args", "comms")
 
@@ -97,6 +100,7 @@ def read(cache_dir: Path, key: str) -> list[RankData] | None:
         return None
     try:
         metas = json.loads(meta_path.read_text())
+        os.utime(meta_path)  # last use, for pruning
         out = []
         for i, meta in enumerate(metas):
             tables = {}
@@ -134,6 +138,40 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _entry_size(entry: Path) -> int:
+    total = 0
+    with os.scandir(entry) as it:
+        for f in it:
+            if f.is_file(follow_symlinks=False):
+                total += f.stat(follow_symlinks=False).st_size
+    return total
+
+
+def prune(cache_dir: Path, max_bytes: int = MAX_BYTES) -> int:
+    """Delete the least recently used entries until the cache holds at most ``max_bytes``.
+
+    Returns the bytes freed. Called by ``tv.load`` after it wrote entries.
+    """
+    if not cache_dir.is_dir():
+        return 0
+    entries = []
+    for entry in cache_dir.iterdir():
+        meta = entry / "meta.json"
+        if entry.is_dir() and meta.is_file():
+            try:
+                entries.append((meta.stat().st_mtime, _entry_size(entry), entry))
+            except OSError:
+                continue
+    total = sum(size for _, size, _ in entries)
+    freed = 0
+    for _, size, entry in sorted(entries, key=lambda e: e[0]):
+        if total - freed <= max_bytes:
+            break
+        shutil.rmtree(entry, ignore_errors=True)
+        freed += size
+    return freed
 
 
 def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:

@@ -29,6 +29,7 @@ number: their order on a rank says nothing about which peer they pair with.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -63,19 +64,28 @@ KERNEL_COLUMNS = {
 }
 
 
-def kernel_collective(name: str) -> str:
-    """The collective of an NCCL/RCCL kernel from its name, or ``"unknown"``.
+_KNOWN_KINDS = frozenset(SYNCHRONISING) | frozenset(POINT_TO_POINT) | {"broadcast", "reduce", "gather", "scatter"}
+
+
+def kernel_collective(name: str, *, fallback: str = "unknown") -> str:
+    """The collective of a communication kernel from its name.
 
     ``ncclKernel_AllReduce_RING_LL_Sum_float(...)`` -> ``all_reduce``,
     ``ncclDevKernel_AllGather_RING_LL`` -> ``all_gather``, ``ncclDevKernel_SendRecv`` ->
-    ``send_recv``; ``ncclDevKernel_Generic`` and non-NCCL kernels -> ``unknown``.
+    ``send_recv`` (RCCL names alike). Other kernels (``ncclDevKernel_Generic``, DeepEP,
+    NVSHMEM, ...): ``"unknown"`` with ``fallback="unknown"``; with ``fallback="name"`` the
+    kernel's own name up to its argument or template list, so that kernels of one kind
+    still group together.
     """
     head = name.split("(", 1)[0]
     for marker in ("Kernel_", "kernel_"):
-        if marker in head:
+        if marker in head and ("nccl" in head or "rccl" in head):
             label = normalize_collective(head.split(marker, 1)[1])
-            known = set(SYNCHRONISING) | set(POINT_TO_POINT) | {"broadcast", "reduce", "gather", "scatter"}
-            return label if label in known else "unknown"
+            if label in _KNOWN_KINDS:
+                return label
+            break
+    if fallback == "name":
+        return re.split(r"[(<]", name, maxsplit=1)[0].strip()
     return "unknown"
 
 

@@ -273,6 +273,8 @@ def load_dask(
                 )
             metas[meta.rank] = meta
             futures[meta.rank] = c.submit(_pick, fut, i, meta.rank, pure=False)
+    if cache_dir is not None:
+        _cache.prune(cache_dir)
     report_failures(not_traces, failures)
     _warn_skipped_events(metas)
     warn_reader_messages(metas)

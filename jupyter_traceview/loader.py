@@ -6,6 +6,7 @@ import dataclasses
 import multiprocessing
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
@@ -320,6 +321,8 @@ def load(
         if tqdm_bar is not None:
             tqdm_bar.close()
 
+    if cache_dir is not None and todo:
+        _cache.prune(cache_dir)
     report_failures(not_traces, failures)
     _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
 
@@ -434,7 +437,12 @@ def _warn_skipped_events(metas: dict[int, RankMeta]) -> None:
 
 def _pool_context() -> multiprocessing.context.BaseContext:
     methods = multiprocessing.get_all_start_methods()
-    # forkserver: workers fork from a clean server process, not from a threaded kernel.
+    # A single-threaded process (a script, the CLI) forks its workers directly: instant,
+    # and they inherit the imports. A threaded one (a Jupyter kernel) must not fork (a
+    # lock held by another thread would stay locked in the child): its workers fork from a
+    # clean server process instead.
+    if "fork" in methods and sys.platform == "linux" and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
     if "forkserver" in methods and sys.platform != "darwin":
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["jupyter_traceview.loader"])

@@ -223,3 +223,21 @@ def test_returned_frames_do_not_alias_the_trace(dlrm: tv.Trace) -> None:
     ev["extra"] = 1
     assert dlrm.events(0).loc[0, "dur_ns"] >= 0
     assert "extra" not in dlrm.events(0).columns
+
+
+def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
+    from jupyter_traceview import cache as tv_cache
+
+    cache = tmp_path / "cache"
+    folder = tmp_path / "run"
+    for r in range(3):
+        kb.write(folder / f"rank-{r}.json", kb.doc([kb.step(1, 0, 100), *kb.launch("k", 10, 20, 30, corr=1)], rank=r))
+    tv.load(folder, cache=cache)
+    entries = sorted(cache.iterdir())
+    assert len(entries) == 3
+    sizes = {e: sum(f.stat().st_size for f in e.iterdir()) for e in entries}
+    for age, e in enumerate(entries):  # entries[0] least recently used
+        os.utime(e / "meta.json", (1000 + age, 1000 + age))
+    freed = tv_cache.prune(cache, max_bytes=sum(sizes.values()) - 1)
+    assert freed == sizes[entries[0]]
+    assert sorted(cache.iterdir()) == entries[1:]

@@ -4,10 +4,13 @@
 Galata's helpers; machines of this project run as root, which plain ``jupyter lab`` refuses.
 """
 
+import os
+
 from jupyterlab.galata import configure_jupyter_server
 
 c = get_config()  # type: ignore[name-defined]  # noqa: F821
 configure_jupyter_server(c)
 c.ServerApp.allow_root = True
-c.ServerApp.port = 8888
+# TRACEVIEW_UI_PORT: another port when 8888 is taken (several checkouts testing at once).
+c.ServerApp.port = int(os.environ.get("TRACEVIEW_UI_PORT", "8888"))
 c.ServerApp.ip = "127.0.0.1"

@@ -4,6 +4,8 @@
 const baseConfig = require("@jupyterlab/galata/lib/playwright-config");
 
 const chromium = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+// The JupyterLab server's port (jupyter_server_test_config.py reads the same variable).
+const port = process.env.TRACEVIEW_UI_PORT || "8888";
 
 module.exports = {
   ...baseConfig,
@@ -15,7 +17,7 @@ module.exports = {
   workers: 1,
   use: {
     ...baseConfig.use,
-    baseURL: "http://127.0.0.1:8888",
+    baseURL: `http://127.0.0.1:${port}`,
     viewport: { width: 1280, height: 900 },
     video: "off", // needs a downloaded ffmpeg
     trace: "off",
@@ -35,7 +37,7 @@ module.exports = {
   },
   webServer: {
     command: "python -m jupyterlab --config jupyter_server_test_config.py",
-    url: "http://127.0.0.1:8888/lab",
+    url: `http://127.0.0.1:${port}/lab`,
     timeout: 180 * 1000,
     reuseExistingServer: !process.env.CI,
   },

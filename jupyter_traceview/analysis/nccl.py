@@ -8,12 +8,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ..collectives import kernel_collective
 from ..errors import OptionError
 from ..schema import EventKind
 from ..trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import COMM, activities
-from .stragglers import _kind_from_name
 
 __all__ = ["busbw_factor", "collective_calls", "nccl_summary", "size_bucket"]
 
@@ -72,8 +72,8 @@ def busbw_factor(collective: str, group_size: int) -> float:
 
 
 def _collective_from_kernel(name: str) -> str:
-    """Collective kind from a kernel name, as :func:`stragglers` reads it (one rule for both)."""
-    return _kind_from_name(name)
+    """Collective kind from a kernel name (the rule every analysis uses)."""
+    return kernel_collective(name, fallback="name")
 
 
 def _message_bytes(

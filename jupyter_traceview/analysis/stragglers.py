@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Iterable
 from typing import Literal
@@ -10,6 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ..collectives import kernel_collective
 from ..errors import TraceviewWarning
 from ..schema import EventKind, GpuClass
 from ..trace import Trace
@@ -56,28 +56,10 @@ RANK_COLUMNS = {
     "wait_ns": "int64",
 }
 
-_NCCL_KIND = re.compile(r"(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
-_KIND_NAMES = {
-    "AllReduce": "all_reduce",
-    "AllGather": "all_gather",
-    "ReduceScatter": "reduce_scatter",
-    "Broadcast": "broadcast",
-    "Reduce": "reduce",
-    "SendRecv": "send_recv",
-    "Send": "send",
-    "Recv": "recv",
-    "AllToAll": "all_to_all",
-}
-
 
 def _kind_from_name(name: str) -> str:
-    """Collective kind from an NCCL kernel name (``ncclDevKernel_AllGather_RING_LL`` ->
-    ``all_gather``); other communication kernels are their own kind (name up to ``(``/``<``)."""
-    m = _NCCL_KIND.search(name)
-    if m:
-        word = m.group(1)
-        return _KIND_NAMES.get(word, re.sub(r"(?<!^)(?=[A-Z])", "_", word).lower())
-    return re.split(r"[(<]", name, maxsplit=1)[0].strip()
+    """Collective kind from a communication kernel's name (see collectives.kernel_collective)."""
+    return kernel_collective(name, fallback="name")
 
 
 def stragglers(
