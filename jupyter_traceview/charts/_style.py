@@ -274,7 +274,8 @@ def empty_chart(title: str, message: str, *, height: int = 160) -> Any:
     fig.ygrid.visible = False
     fig.x_range.start, fig.x_range.end = 0, 1
     fig.y_range.start, fig.y_range.end = 0, 1
-    fig.add_layout(Label(x=0.5, y=0.5, text=message, text_align="center", text_baseline="middle"))
+    fig.add_layout(Label(x=0.5, y=0.5, text=message, text_align="center", text_baseline="middle", text_font=FONT))
+    fig.scatter(x=[], y=[])  # a renderer, so that bokeh's validation has nothing to say
     fig.tags = ["traceview-empty"]
     return fig
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, FactorRange, LinearColorMapper, NumeralTickFormatter
 from bokeh.models.annotations import LabelSet
 
@@ -127,7 +128,7 @@ def efficiency_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int = 
             text_align="center",
             y_offset=3,
             text_font_size="11px",
-            text_font=FONT,
+            text_font=value(FONT),
             text_color=text_color(theme),
         )
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, FactorRange
 from bokeh.models.annotations import Legend, LegendItem, Whisker
 from bokeh.transform import cumsum
@@ -90,7 +91,7 @@ def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int =
         text_align="center",
         text_baseline="middle",
         text_font_size="14px",
-        text_font=FONT,
+        text_font=value(FONT),
         text_color=text_color(theme),
     )
     legend = Legend(
