@@ -27,20 +27,31 @@ from typing import Any
 
 from .runs import RunEntry
 
-__all__ = ["Analyzer", "Task", "compute_diff", "compute_headline", "compute_run_data", "headline_figures"]
+__all__ = [
+    "Analyzer",
+    "Task",
+    "compute_command",
+    "compute_diff",
+    "compute_headline",
+    "compute_run_data",
+    "headline_figures",
+]
 
 #: Rows kept per table in a run's data and in a diff (the panels show top-k tables anyway).
 MAX_ROWS = 5000
 #: Traces kept loaded in a worker process (the last ones used).
 KEEP_TRACES = 2
 #: Interactive tasks (a panel waits for them) run before background ones (list figures).
-PRIORITY = {"run": 0, "diff": 0, "headline": 1}
-#: Results kept in the server process, by kind of task (the others: DEFAULT_KEEP).
-KEEP = {"headline": 4096}
+PRIORITY = {"run": 0, "diff": 0, "command": 0, "headline": 1}
+#: Results kept in the server process, by kind of task (the others: DEFAULT_KEEP). A
+#: dashboard command's answer is handed out once, then dropped (see Analyzer.status).
+KEEP = {"headline": 4096, "command": 8}
 DEFAULT_KEEP = 16
 KEEP_ERRORS = 4096
 #: Characters kept of an error message.
 MAX_MESSAGE = 2000
+#: Dashboards (their analyses' frames, their timeline index) kept in a worker process.
+KEEP_DASHBOARDS = 2
 
 
 # ---------------------------------------------------------------------------------------
@@ -177,25 +188,84 @@ def compute_diff(
     }
 
 
+#: DashboardData of this worker process, by (run, baseline, cache), most recent last.
+_DASHBOARDS: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+
+def compute_command(
+    root: str,
+    entries: tuple[RunEntry, ...],
+    cache: str | bool,
+    progress: Any = None,
+    label: str = "",
+    command: str = "_payload",
+    msg: str = "{}",
+) -> dict[str, Any]:
+    """One command of the dashboard's front end for a run; runs in a worker process.
+
+    ``entries`` is the run, or the run and a baseline (the dashboard then has a Diff tab);
+    ``msg`` the command's JSON message. Answered by
+    :func:`jupyter_traceview.dashboard_data.answer`, the function that answers tv.Dashboard's
+    commands in a kernel: ``{"msg": ..., "buffers": [bytes, ...]}``. The analyses' frames
+    and the timeline index stay in this process for the run's next commands.
+    """
+    from ..dashboard_data import DashboardData, answer
+
+    entry, *rest = entries
+    baseline = rest[0] if rest else None
+    key = (entry.path, entry.signature, baseline.path if baseline else None, baseline.signature if baseline else None)
+    key = (*key, cache)
+    data = _DASHBOARDS.get(key)
+    if data is None:
+        trace = _load(root, entry, cache, progress, label)
+        base = _load(root, baseline, cache, progress, label, "loading the baseline") if baseline else None
+        data = DashboardData(trace, baseline=base)
+        _DASHBOARDS[key] = data
+        while len(_DASHBOARDS) > KEEP_DASHBOARDS:
+            _DASHBOARDS.popitem(last=False)
+    else:
+        _DASHBOARDS.move_to_end(key)
+
+    def report(done: int, total: int, what: str) -> None:
+        if progress is not None:
+            progress[label] = {"stage": what, "done": done, "total": total}
+
+    _stage(progress, label, "analysing")
+    out, buffers = answer(data, command, json.loads(msg), progress=report)
+    prefix = root.rstrip("/") + "/"
+    if command == "_payload" and isinstance(out.get("source"), str):
+        # Paths as the client knows them: relative to the server root.
+        out = {**out, "source": out["source"].removeprefix(prefix)}
+    if isinstance(out.get("error"), str):
+        out = {**out, "error": out["error"].replace(prefix, "")}
+    return {"msg": out, "buffers": [bytes(b) for b in buffers]}
+
+
 # ---------------------------------------------------------------------------------------
 # The scheduler, in the server process
 
 
 @dataclass(frozen=True)
 class Task:
-    """One computation: ``what`` ("headline", "run" or "diff") over one or two runs."""
+    """One computation: ``what`` ("headline", "run", "diff" or "command") over one or two runs.
+
+    ``args`` are a command's name and JSON message (``what == "command"``).
+    """
 
     what: str
     entries: tuple[RunEntry, ...]
+    args: tuple[str, ...] = ()
 
     @property
-    def key(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
-        return (self.what, tuple((e.path, e.signature) for e in self.entries))
+    def key(self) -> tuple[str, tuple[tuple[str, Any], ...], tuple[str, ...]]:
+        return (self.what, tuple((e.path, e.signature) for e in self.entries), self.args)
 
     @property
     def label(self) -> str:
         """Its name in the progress table (shared with the workers)."""
-        return f"{self.what}:" + "|".join(e.path for e in self.entries)
+        return (
+            f"{self.what}:" + "|".join(e.path for e in self.entries) + ("|" + "|".join(self.args) if self.args else "")
+        )
 
 
 @dataclass
@@ -207,6 +277,8 @@ class Job:
     started: float | None = None
     #: (priority, sequence number, key): its place in the queue.
     order: tuple[int, int, Any] = (0, 0, None)
+    #: Set when the job finishes (created by Analyzer.wait).
+    event: asyncio.Event | None = None
 
 
 _FUNCTIONS: dict[str, Callable[..., dict[str, Any]]] = {
@@ -251,24 +323,31 @@ class Analyzer:
             self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=ctx)
         return self._pool
 
-    def status(self, what: str, *entries: RunEntry, cache: str | bool | None = None) -> dict[str, Any]:
+    def status(
+        self, what: str, *entries: RunEntry, cache: str | bool | None = None, args: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
         """{"status": "ready"|"queued"|"running"|"error", ...} of a task, starting it if needed.
 
         ``cache`` is the on-disk cache tv.load uses (a folder, or True for the default);
         None uses the server's. It does not change results, so it is not part of the key.
+        ``args``: a command's name and JSON message (``what == "command"``); a command's
+        answer is handed out once.
         """
         try:
             self._loop = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
-        task = Task(what, entries)
+        task = Task(what, entries, args)
         key = task.key
         done = self._results.get(what)
         if done is not None and key in done:
+            if what == "command":
+                return {"status": "ready", "result": done.pop(key)}
             done.move_to_end(key)
             return {"status": "ready", "result": done[key]}
         if key in self._errors:
-            return {"status": "error", "message": self._errors[key]}
+            message = self._errors.pop(key) if what == "command" else self._errors[key]
+            return {"status": "error", "message": message}
         job = self._jobs.get(key)
         if job is None:
             job = self._jobs[key] = Job(task, self.cache if cache is None else cache)
@@ -277,13 +356,23 @@ class Analyzer:
             self._pump()
         if job.future is not None and job.future.done():
             self._finished(key)  # done before its callback reached the loop
-            return self.status(what, *entries, cache=cache)
+            return self.status(what, *entries, cache=cache, args=args)
         elapsed = round(time.time() - job.queued, 1)
         if job.future is None:
             position = 1 + sum(1 for item in self._queue if item < job.order and self._jobs.get(item[2]) is not None)
             return {"status": "queued", "position": position, "progress": {"stage": "queued"}, "elapsed_s": elapsed}
         progress = dict(self._progress.get(task.label, {})) if self._progress is not None else {}
         return {"status": "running", "progress": progress or {"stage": "starting"}, "elapsed_s": elapsed}
+
+    async def wait(self, what: str, *entries: RunEntry, args: tuple[str, ...] = (), timeout: float = 1.0) -> None:
+        """Wait (at most ``timeout`` seconds) for a queued or running task to finish."""
+        job = self._jobs.get(Task(what, entries, args).key)
+        if job is None:
+            return
+        if job.event is None:
+            job.event = asyncio.Event()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(job.event.wait(), timeout)
 
     def _pump(self) -> None:
         """Hand queued jobs to the pool while workers are free, highest priority first."""
@@ -294,8 +383,14 @@ class Analyzer:
                 continue
             pool = self._ensure_pool()
             task = job.task
-            fn = _FUNCTIONS[task.what]
-            job.future = pool.submit(fn, self.root, *task.entries, job.cache, self._progress, task.label)
+            if task.what == "command":
+                command, msg = task.args
+                job.future = pool.submit(
+                    compute_command, self.root, task.entries, job.cache, self._progress, task.label, command, msg
+                )
+            else:
+                fn = _FUNCTIONS[task.what]
+                job.future = pool.submit(fn, self.root, *task.entries, job.cache, self._progress, task.label)
             job.started = time.time()
             self._running += 1
             job.future.add_done_callback(functools.partial(self._done_soon, key))
@@ -314,6 +409,8 @@ class Analyzer:
             return
         del self._jobs[key]
         self._running -= 1
+        if job.event is not None:
+            job.event.set()
         if self._progress is not None:
             self._progress.pop(job.task.label, None)
         try:

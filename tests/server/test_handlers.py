@@ -264,3 +264,142 @@ async def test_new_endpoints_require_authentication(jp_fetch: Any, root: Path) -
             await jp_fetch("traceview", "api", endpoint, params=params, headers={"Authorization": ""})
         assert exc.value.code in (401, 403)
     assert not (root / "c").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# The dashboard's commands (POST /traceview/api/dashboard): what tv.Dashboard answers in a kernel
+
+
+def _decode(body: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    """A ready answer: 4-byte big-endian JSON length, the JSON, then the buffers."""
+    n = int.from_bytes(body[:4], "big")
+    head = json.loads(body[4 : 4 + n])
+    assert head["status"] == "ready"
+    buffers, at = [], 4 + n
+    for size in head["buffers"]:
+        buffers.append(body[at : at + size])
+        at += size
+    assert at == len(body)
+    return head["msg"], buffers
+
+
+async def command(
+    fetch: Any, path: str, name: str, msg: dict[str, Any] | None = None, **params: str
+) -> tuple[dict[str, Any], list[bytes]]:
+    """Ask the dashboard endpoint until it answers (202: computing, ask again)."""
+    body = json.dumps({"command": name, "msg": msg or {}})
+    for _ in range(600):
+        r = await fetch("traceview", "api", "dashboard", method="POST", body=body, params={"path": path, **params})
+        if r.code == 200:
+            assert r.headers["Content-Type"] == "application/octet-stream"
+            return _decode(r.body)
+        assert r.code == 202
+        state = json.loads(r.body)
+        assert state["status"] in ("queued", "running") and state["command"] == name
+    raise AssertionError(f"no answer to {name}")
+
+
+async def test_dashboard_commands_answer_as_the_widget_does(jp_fetch: Any, root: Path) -> None:
+    from jupyter_traceview import timeline_protocol
+    from jupyter_traceview.dashboard_data import DashboardData, answer
+
+    local = DashboardData(tv.load(root / "small"))
+    payload, _ = await command(jp_fetch, "small", "_payload")
+    expected = local.payload()
+    assert payload["source"] == "small", "paths relative to the server root"
+    assert {k: v for k, v in payload.items() if k != "source"} == {k: v for k, v in expected.items() if k != "source"}
+    assert str(root) not in json.dumps(payload)
+
+    tab, _ = await command(jp_fetch, "small", "_tab", {"tab": "kernels", "theme": "dark", "seq": 3})
+    want, _ = answer(local, "_tab", {"tab": "kernels", "theme": "dark", "seq": 3})
+    assert tab["seq"] == 3 and tab["tab"] == "kernels" and tab["theme"] == "dark"
+    assert tab["tables"] == json.loads(json.dumps(want["tables"]))
+    assert [c["id"] for c in tab["charts"]] == [c["id"] for c in want["charts"]]
+
+    state, _ = await command(jp_fetch, "small", "_timeline")
+    assert state["state"]["ranks"] == [0]
+    rows = list(range(len(local.index.rows)))
+    window = {"lo": 0, "hi": float(payload["span_ns"]), "width": 800, "rows": rows, "seq": 1}
+    got, buffers = await command(jp_fetch, "small", "_window", window)
+    want_msg, want_buffers = timeline_protocol.answer(local.index, "_window", window, lod=local.lod)
+    assert buffers == [bytes(b) for b in want_buffers] and len(buffers) >= 1
+    assert {k: v for k, v in got.items() if k != "kernel_ms"} == json.loads(
+        json.dumps({k: v for k, v in want_msg.items() if k != "kernel_ms"})
+    )
+
+    # Malformed requests are answered as the widget answers them: {"error": ...}.
+    bad, _ = await command(jp_fetch, "small", "_tab", {"tab": "nope"})
+    assert "nope" in bad["error"] and "overview" in bad["error"]
+
+
+async def test_dashboard_bokehjs_and_baseline(jp_fetch: Any, root: Path) -> None:
+    import bokeh
+
+    msg, buffers = await command(jp_fetch, "small", "_bokehjs")
+    assert msg["version"] == bokeh.__version__ and msg["bytes"] == len(buffers[0]) > 100_000
+    assert b"Bokeh" in buffers[0][:100_000]
+
+    _two_runs(root)
+    payload, _ = await command(jp_fetch, "after", "_payload", baseline="before")
+    assert [t["id"] for t in payload["tabs"]][-1] == "diff"
+    tab, _ = await command(jp_fetch, "after", "_tab", {"tab": "diff"}, baseline="before")
+    assert tab["tab"] == "diff" and tab["tables"], tab.get("notes")
+    cells = json.dumps(tab["tables"])
+    assert "gemm" in cells and "new" in cells and "old" in cells
+
+
+async def test_dashboard_of_a_corrupt_run_is_a_json_error(jp_fetch: Any, root: Path) -> None:
+    body = json.dumps({"command": "_payload", "msg": {}})
+    for _ in range(600):
+        try:
+            r = await jp_fetch("traceview", "api", "dashboard", method="POST", body=body, params={"path": "broken"})
+        except HTTPClientError as exc:
+            assert exc.code == 422
+            assert "truncated" in json.loads(exc.response.body)["message"]
+            assert "Traceback" not in exc.response.body.decode() and str(root) not in exc.response.body.decode()
+            return
+        assert r.code == 202
+    raise AssertionError("no error reported")
+
+
+@pytest.mark.parametrize(
+    ("params", "body", "code"),
+    [
+        ({"path": "../etc"}, {"command": "_payload"}, 403),
+        ({"path": "/etc"}, {"command": "_payload"}, 403),
+        ({"path": "small", "baseline": "../../etc"}, {"command": "_payload"}, 403),
+        ({"path": "small", "baseline": "%2e%2e/x"}, {"command": "_payload"}, 403),
+        ({"path": "small", "cache": "../c"}, {"command": "_payload"}, 403),
+        ({"path": "small"}, {"command": "_shell", "msg": {}}, 400),
+        ({"path": "small"}, {"command": "_tab", "msg": [1]}, 400),
+        ({"path": "small"}, "not json", 400),
+        ({"path": "small"}, {"command": "_find", "msg": {"pattern": "x" * 70_000}}, 413),
+        ({}, {"command": "_payload"}, 400),
+    ],
+)
+async def test_dashboard_refuses_bad_requests(
+    jp_fetch: Any, root: Path, params: dict[str, str], body: Any, code: int
+) -> None:
+    from urllib.parse import unquote
+
+    params = {k: unquote(v) for k, v in params.items()}
+    text = body if isinstance(body, str) else json.dumps(body)
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch("traceview", "api", "dashboard", method="POST", body=text, params=params)
+    assert exc.value.code == code
+    assert "message" in json.loads(exc.value.response.body)
+    assert "Traceback" not in exc.value.response.body.decode()
+
+
+async def test_dashboard_requires_authentication(jp_fetch: Any, root: Path) -> None:
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch(
+            "traceview",
+            "api",
+            "dashboard",
+            method="POST",
+            body=json.dumps({"command": "_payload"}),
+            params={"path": "small"},
+            headers={"Authorization": ""},
+        )
+    assert exc.value.code in (401, 403)
