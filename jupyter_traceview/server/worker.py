@@ -213,8 +213,9 @@ def compute_command(
 
     entry, *rest = entries
     baseline = rest[0] if rest else None
-    key = (entry.path, entry.signature, baseline.path if baseline else None, baseline.signature if baseline else None)
-    key = (*key, cache)
+    key: tuple[Any, ...] = (entry.path, entry.signature, cache)
+    if baseline is not None:
+        key = (*key, baseline.path, baseline.signature)
     data = _DASHBOARDS.get(key)
     if data is None:
         trace = _load(root, entry, cache, progress, label)
