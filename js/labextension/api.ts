@@ -6,7 +6,7 @@ import { URLExt } from "@jupyterlab/coreutils";
 import { ServerConnection } from "@jupyterlab/services";
 
 import { TracesApiError } from "./tokens";
-import type { DiffData, ITracesApi, ListOptions, RunData, RunsListing, TaskState } from "./tokens";
+import type { ITracesApi, ListOptions, RawAnswer, RunsListing } from "./tokens";
 
 const NOT_ENABLED =
   "The Traces server extension does not answer: check that jupyter_traceview is installed in " +
@@ -45,16 +45,6 @@ async function get(
   return { status: response.status, body };
 }
 
-/** A task endpoint's answer: 200 with `data`, 202 with progress. */
-function taskState<T>(answer: { status: number; body: unknown }): TaskState<T> {
-  const body = answer.body as TaskState<T>;
-  if (answer.status === 202 || body.status !== "ready") {
-    const pending = body as Exclude<TaskState<T>, { status: "ready" }>;
-    return { ...pending, progress: pending.progress };
-  }
-  return body;
-}
-
 export class RestTracesApi implements ITracesApi {
   constructor(settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {
     this._settings = settings;
@@ -66,12 +56,22 @@ export class RestTracesApi implements ITracesApi {
     return answer.body as RunsListing;
   }
 
-  async runData(path: string, cache: string): Promise<TaskState<RunData>> {
-    return taskState<RunData>(await get(this._settings, "run", { path, cache: cache.trim() }));
-  }
-
-  async diff(a: string, b: string, cache: string): Promise<TaskState<DiffData>> {
-    return taskState<DiffData>(await get(this._settings, "diff", { a, b, cache: cache.trim() }));
+  async dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer> {
+    const url =
+      URLExt.join(this._settings.baseUrl, "traceview", "api", "dashboard") +
+      URLExt.objectToQueryString(params);
+    let response: Response;
+    try {
+      // POST: JupyterLab's ServerConnection adds the XSRF token the server checks.
+      response = await ServerConnection.makeRequest(url, { method: "POST", body, signal }, this._settings);
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const why = err instanceof Error ? err.message : String(err);
+      throw new TracesApiError(0, `The Jupyter server cannot be reached: ${why}`);
+    }
+    const isJson = (response.headers.get("Content-Type") ?? "").includes("json");
+    if (response.status === 404 && !isJson) throw new TracesApiError(404, NOT_ENABLED);
+    return { status: response.status, body: await response.arrayBuffer() };
   }
 
   private readonly _settings: ServerConnection.ISettings;

@@ -11,12 +11,12 @@ import { ISettingRegistry } from "@jupyterlab/settingregistry";
 import { refreshIcon } from "@jupyterlab/ui-components";
 
 import { RestTracesApi } from "./api";
-import { createDiffWidget, DiffView } from "./diffpanel";
+import { RestDashboardSource } from "./dashboardsource";
 import { tracesIcon } from "./icons";
 import { TracesModel } from "./model";
 import { insertLoadCode } from "./notebook";
 import { CommandIds, TracesPanel } from "./panel";
-import { createRunWidget, RestRunSource } from "./runpanel";
+import { createRunWidget } from "./runpanel";
 import type { RunView } from "./runpanel";
 import { DEFAULT_SETTINGS, ITraces } from "./tokens";
 import type { ITracesModel, TracesSettings } from "./tokens";
@@ -62,7 +62,8 @@ async function activate(
   const cache = (): string => model.settings.cacheDir;
 
   const runs = new WidgetTracker<MainAreaWidget<RunView>>({ namespace: "traceview-run" });
-  const diffs = new WidgetTracker<MainAreaWidget<DiffView>>({ namespace: "traceview-diff" });
+  const diffs = new WidgetTracker<MainAreaWidget<RunView>>({ namespace: "traceview-diff" });
+  const transport = api.dashboard.bind(api);
 
   const selectedPath = (args: Record<string, unknown>): string | null => {
     if (typeof args.path === "string" && args.path) return args.path;
@@ -95,7 +96,7 @@ async function activate(
 
   commands.addCommand(CommandIds.openRun, {
     label: (args) => (args.toolbar ? "Open" : "Open the Selected Trace Run"),
-    caption: "Show the selected run's figures, findings and tables in the main area",
+    caption: "Show the selected run's dashboard (figures, findings, charts, timeline) in the main area",
     isEnabled: (args) => selectedPath(args) !== null,
     execute: async (args) => {
       const path = selectedPath(args);
@@ -107,7 +108,7 @@ async function activate(
       }
       const kind = model.runs.find((r) => r.path === path)?.kind ?? "folder";
       const widget = createRunWidget({
-        source: new RestRunSource(path, api, cache),
+        source: new RestDashboardSource(transport, path, null, cache),
         kind,
         commands,
         insertCommand: notebooks ? CommandIds.insertLoadCode : null,
@@ -151,12 +152,18 @@ async function activate(
         if (pair === null) return;
         [a, b] = [pair[0].path, pair[1].path];
       }
-      const open = diffs.find((w) => w.content.a === a && w.content.b === b);
+      // The dashboard of `b` with `a` as its baseline, on its Diff tab (tv.trace_diff(a, b)).
+      const open = diffs.find((w) => w.content.baseline === a && w.content.path === b);
       if (open) {
         shell.activateById(open.id);
         return;
       }
-      const widget = createDiffWidget(new DiffView(a, b, api, cache));
+      const widget = createRunWidget({
+        source: new RestDashboardSource(transport, b, a, cache),
+        kind: model.runs.find((r) => r.path === b)?.kind ?? "folder",
+        commands,
+        insertCommand: notebooks ? CommandIds.insertLoadCode : null,
+      });
       await diffs.add(widget);
       shell.add(widget, "main");
       shell.activateById(widget.id);
@@ -182,8 +189,8 @@ async function activate(
     });
     void restorer.restore(diffs, {
       command: CommandIds.diffRuns,
-      args: (w) => ({ a: w.content.a, b: w.content.b }),
-      name: (w) => `${w.content.a}|${w.content.b}`,
+      args: (w) => ({ a: w.content.baseline, b: w.content.path }),
+      name: (w) => `${w.content.baseline ?? ""}|${w.content.path}`,
     });
   }
 

@@ -3,8 +3,8 @@
  * exposes, what the settings hold.
  *
  * The JSON shapes mirror jupyter_traceview/server/handlers.py (`RunsHandler._row`,
- * `_Base.answer`) and jupyter_traceview/server/worker.py (`headline_figures`,
- * `compute_run_data`, `compute_diff`), with the same snake_case names.
+ * `DashboardHandler`) and jupyter_traceview/server/worker.py (`headline_figures`), with
+ * the same snake_case names. The dashboard's own shapes are js/dashboard/protocol.ts.
  */
 import { Token } from "@lumino/coreutils";
 import type { ISignal } from "@lumino/signaling";
@@ -67,34 +67,6 @@ export interface RunsListing {
   truncated: boolean;
 }
 
-/** A DataFrame as JSON: worker.py `_frame_json`. */
-export interface Table {
-  columns: string[];
-  data: (string | number | boolean | null | object)[][];
-  /** Rows of the whole frame (`data` holds at most 5,000). */
-  rows: number;
-  truncated: boolean;
-}
-
-/** `GET /traceview/api/run`: worker.py `compute_run_data`. */
-export interface RunData {
-  ranks: number[];
-  source: string;
-  headline: RunFigures;
-  /** summary, findings, iterations, metadata (report.py `dashboard_tables`). */
-  tables: Record<string, Table | undefined>;
-}
-
-/** `GET /traceview/api/diff`: worker.py `compute_diff`. */
-export interface DiffData {
-  a: { path: string; headline: RunFigures };
-  b: { path: string; headline: RunFigures };
-  /** Rows by status: added, removed, changed, unchanged. */
-  status_counts: Record<string, number>;
-  /** `tv.trace_diff(a, b)`. */
-  table: Table;
-}
-
 /** What a task endpoint answers: the data, or how far the work is (HTTP 202). */
 export type TaskState<T> =
   | { status: "ready"; data: T }
@@ -108,11 +80,18 @@ export interface ListOptions {
   cache: string;
 }
 
+/** One raw HTTP answer of `POST /traceview/api/dashboard` (dashboardsource.ts decodes it). */
+export interface RawAnswer {
+  status: number;
+  /** The body: binary when `status` is 200, JSON otherwise. */
+  body: ArrayBuffer;
+}
+
 /** The REST API under /traceview/api/ (api.ts); tests replace it with a mock. */
 export interface ITracesApi {
   listRuns(options: ListOptions): Promise<RunsListing>;
-  runData(path: string, cache: string): Promise<TaskState<RunData>>;
-  diff(a: string, b: string, cache: string): Promise<TaskState<DiffData>>;
+  /** One command of a run's dashboard: `params` (path, baseline, cache) and the JSON body. */
+  dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer>;
 }
 
 /** An answer of the server that is not the data: its HTTP status and message. */

@@ -38,10 +38,7 @@ class MockApi implements ITracesApi {
     const answer = this.listings.length > 1 ? this.listings.shift()! : this.listings[0]!;
     return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(structuredClone(answer));
   }
-  runData(): never {
-    throw new Error("not used");
-  }
-  diff(): never {
+  dashboard(): never {
     throw new Error("not used");
   }
 }
