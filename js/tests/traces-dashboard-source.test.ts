@@ -25,7 +25,7 @@ function encode(msg: unknown, buffers: Uint8Array[] = []): ArrayBuffer {
 
 const json = (status: number, body: unknown): RawAnswer => ({
   status,
-  body: new TextEncoder().encode(JSON.stringify(body)).buffer as ArrayBuffer,
+  body: new TextEncoder().encode(JSON.stringify(body)).buffer,
 });
 
 /** A transport answering from `answers` in turn, recording what it was asked. */
