@@ -233,12 +233,12 @@ def compute_command(
 
     _stage(progress, label, "analysing")
     out, buffers = answer(data, command, json.loads(msg), progress=report)
-    prefix = root.rstrip("/") + "/"
-    if command == "_payload" and isinstance(out.get("source"), str):
-        # Paths as the client knows them: relative to the server root.
-        out = {**out, "source": out["source"].removeprefix(prefix)}
-    if isinstance(out.get("error"), str):
-        out = {**out, "error": out["error"].replace(prefix, "")}
+    # Paths as the client knows them, relative to the server root, wherever they appear
+    # (the payload's source, the Diff tab's baseline, messages): never the server's layout.
+    prefix = json.dumps(root.rstrip("/") + "/")[1:-1]
+    text = json.dumps(out)
+    if prefix in text:
+        out = json.loads(text.replace(prefix, ""))
     return {"msg": out, "buffers": [bytes(b) for b in buffers]}
 
 

@@ -344,6 +344,8 @@ async def test_dashboard_bokehjs_and_baseline(jp_fetch: Any, root: Path) -> None
     assert [t["id"] for t in payload["tabs"]][-1] == "diff"
     tab, _ = await command(jp_fetch, "after", "_tab", {"tab": "diff"}, baseline="before")
     assert tab["tab"] == "diff" and tab["tables"], tab.get("notes")
+    assert str(root) not in json.dumps(tab) and str(root) not in json.dumps(payload), "no server paths"
+    assert {"label": "baseline", "value": "before"}.items() <= tab["figures"][0].items()
     cells = json.dumps(tab["tables"])
     assert "gemm" in cells and "new" in cells and "old" in cells
 
