@@ -6,7 +6,7 @@ import type { IJupyterLabPageFixture } from "@jupyterlab/galata";
 import type { Locator } from "@playwright/test";
 import * as fs from "fs";
 import * as path from "path";
-import { REPO, cellText, newNotebook, runCell } from "./helpers";
+import { REPO, cellText, newNotebook, runCell, settled, writeArtifact } from "./helpers";
 
 const SAMPLE = path.join(REPO, "jupyter_traceview", "samples", "dlrm_8rank_v100");
 const TWO_RANKS = path.join(REPO, "tests", "data", "hta_dlrm_2of128_ranks");
@@ -22,7 +22,12 @@ async function uploadFolder(page: IJupyterLabPageFixture, local: string, dest: s
 
 /** Open the Traces sidebar from the command palette; returns the panel and its parts. */
 async function openTraces(page: IJupyterLabPageFixture, filter: string) {
-  await page.keyboard.press("Control+Shift+C");
+  // The palette's own command (its shortcut depends on where the focus is).
+  await page.evaluate(() =>
+    (window as unknown as { jupyterapp: { commands: { execute(id: string): Promise<unknown> } } }).jupyterapp.commands.execute(
+      "apputils:activate-command-palette",
+    ),
+  );
   const palette = page.locator("#command-palette");
   await palette.getByRole("textbox").fill("Open the Traces Panel");
   await palette.getByText("Open the Traces Panel", { exact: true }).click();
@@ -37,10 +42,26 @@ function row(list: Locator, runPath: string): Locator {
   return list.locator(`[role="option"][data-path="${runPath}"]`);
 }
 
+/** Console errors and uncaught exceptions of the page, collected from now on. */
+function collectErrors(page: IJupyterLabPageFixture): string[] {
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(String(e)));
+  return errors;
+}
+
+/** Errors that are ours: JupyterLab itself logs a few unrelated ones in the test server. */
+function ours(errors: string[]): string[] {
+  return errors.filter((e) => !/favicon|Failed to load resource: the server responded with a status of 404/.test(e));
+}
+
 test.describe("Traces sidebar", () => {
   test.setTimeout(300_000);
 
   test("lists runs with figures and errors, opens one from the keyboard, diffs two", async ({ page, tmpPath }) => {
+    const errors = collectErrors(page);
     await uploadFolder(page, SAMPLE, `${tmpPath}/dlrm`);
     await uploadFolder(page, TWO_RANKS, `${tmpPath}/two`);
     await page.contents.uploadContent('{"traceEvents": [{"ph": "X", "name": "a"', "text", `${tmpPath}/broken/rank-0.json`);
@@ -63,6 +84,8 @@ test.describe("Traces sidebar", () => {
     await expect(two).toHaveAttribute("data-status", "ready", { timeout: ANALYSIS_MS });
     await expect(two).toContainText("2 ranks");
 
+    writeArtifact("traces-sidebar.png", await panel.screenshot());
+
     // Keyboard: click a row, move with the arrows, open with Enter.
     await two.click();
     await expect(two).toHaveAttribute("aria-selected", "true");
@@ -77,24 +100,38 @@ test.describe("Traces sidebar", () => {
     await expect(list.locator('[aria-selected="true"]')).toHaveCount(1);
     await list.press("Enter");
 
-    const view = page.locator(`.tv-RunView[data-path="${tmpPath}/dlrm"]`);
+    // The run panel is tv.Dashboard's view, fed by the server: Overview, then the timeline.
+    const view = page.locator(`.tv-RunView[data-path="${tmpPath}/dlrm"]:not([data-baseline])`);
     await expect(view).toHaveAttribute("data-state", "ready", { timeout: ANALYSIS_MS });
-    await expect(view.getByRole("heading", { name: "Findings" })).toBeVisible();
-    await expect(view.getByRole("heading", { name: "Per rank" })).toBeVisible();
-    await expect(view.locator(".tv-Headline-tile").filter({ hasText: "Ranks" })).toContainText("8");
-    await expect(view.locator(".tv-Finding").first()).toBeVisible();
+    const dash = view.locator(".tvd-dashboard");
+    await expect(dash.locator(".tvd-chip").filter({ hasText: "ranks" })).toContainText("8");
+    const overview = dash.locator('.tvd-panel[data-tab="overview"]');
+    await expect(overview).toHaveAttribute("data-state", "ready", { timeout: ANALYSIS_MS });
+    await expect(overview.locator(".tvd-finding").first()).toBeVisible();
+    const charts = overview.locator(".tvd-chart");
+    expect(await charts.count()).toBeGreaterThan(0);
+    await expect(charts.first()).toHaveAttribute("data-drawn", "1", { timeout: 60_000 });
+    writeArtifact("traces-run-overview.png", await view.screenshot());
+    await dash.locator('.tvd-tab[data-tab="timeline"]').click();
+    await settled(dash.locator(".tv-timeline"));
+    await expect(dash.locator(".tv-timeline canvas").first()).toBeVisible();
+    writeArtifact("traces-run-timeline.png", await view.screenshot());
 
-    // Two runs selected (Shift+click for a range is the other way): the diff.
+    // Two runs selected (Shift+arrows for a range is the other way): the dashboard of the
+    // newer one with the older as its baseline, on its Diff tab.
     await dlrm.click();
     await two.click({ modifiers: ["ControlOrMeta"] });
     await expect(list.locator('[aria-selected="true"]')).toHaveCount(2);
     await panel.getByRole("button", { name: "Diff" }).click();
-    const diff = page.locator(".tv-DiffView");
+    const diff = page.locator(`.tv-RunView[data-path="${tmpPath}/two"][data-baseline="${tmpPath}/dlrm"]`);
     await expect(diff).toHaveAttribute("data-state", "ready", { timeout: ANALYSIS_MS });
-    await expect(diff.getByRole("heading")).toContainText("→");
-    const rows = diff.getByRole("table").last().getByRole("row");
-    await expect(rows.nth(1)).toBeVisible();
-    await expect(diff.getByRole("checkbox", { name: /changed \(\d+\)/ })).toBeChecked();
+    const diffTab = diff.locator('.tvd-panel[data-tab="diff"]');
+    await expect(diffTab).toBeVisible();
+    await expect(diffTab).toHaveAttribute("data-state", "ready", { timeout: ANALYSIS_MS });
+    await expect(diffTab.locator(".tvd-table tr").nth(1)).toBeVisible();
+    await expect(diffTab).toContainText("dlrm");
+    writeArtifact("traces-diff.png", await diff.screenshot());
+    expect(ours(errors), "no console errors").toEqual([]);
   });
 
   test("a %%traceprofile run appears without reloading the page", async ({ page, tmpPath }) => {
