@@ -95,3 +95,48 @@ async def test_errors_are_one_line_messages_without_server_paths(analyzer: Any, 
     (state,) = await settle(a, ("diff", entry("ok"), entry("bad")))
     assert state == {"status": "error", "message": "ValueError: bad/r.json: cannot read"}
     assert str(tmp_path) not in state["message"]
+
+
+async def test_dashboard_commands_are_answered_once_and_awaited(analyzer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, rec = analyzer
+    calls: list[tuple[str, str, str]] = []
+
+    def command(root: str, entries: Any, cache: Any, progress: Any, label: str, name: str, msg: str) -> Any:
+        calls.append((entries[0].path, name, msg))
+        if not rec.release.wait(10):
+            raise TimeoutError("not released")
+        if entries[0].path == "bad":
+            raise ValueError(f"{root}/bad/r.json: cannot read")
+        return {"msg": {"name": name, "msg": msg}, "buffers": [b"\x01\x02"]}
+
+    monkeypatch.setattr(worker, "compute_command", command)
+    tab = ("_tab", '{"tab":"kernels"}')
+    first = a.status("command", entry("r"), args=tab)
+    assert first["status"] == "running"
+    other = a.status("command", entry("r"), args=("_tab", '{"tab":"overview"}'))
+    assert other["status"] == "queued", "another message is another task"
+
+    # wait() returns when the job is done, or after its timeout.
+    await a.wait("command", entry("r"), args=tab, timeout=0.05)
+    assert a.status("command", entry("r"), args=tab)["status"] == "running"
+    rec.release.set()
+    await a.wait("command", entry("r"), args=tab, timeout=10)
+    ready = a.status("command", entry("r"), args=tab)
+    assert ready == {
+        "status": "ready",
+        "result": {"msg": {"name": "_tab", "msg": '{"tab":"kernels"}'}, "buffers": [b"\x01\x02"]},
+    }
+    # Handed out once: asking again computes again (the worker keeps the analyses).
+    assert a.status("command", entry("r"), args=tab)["status"] in ("queued", "running")
+    await a.wait("command", entry("r"), args=tab, timeout=10)
+    assert a.status("command", entry("r"), args=tab)["status"] == "ready"
+    assert calls.count(("r", "_tab", '{"tab":"kernels"}')) == 2
+
+    # An error too is handed out once (a retry tries again).
+    a.status("command", entry("bad"), args=tab)
+    await a.wait("command", entry("bad"), args=tab, timeout=10)
+    assert a.status("command", entry("bad"), args=tab) == {
+        "status": "error",
+        "message": "ValueError: bad/r.json: cannot read",
+    }
+    assert a.status("command", entry("bad"), args=tab)["status"] in ("queued", "running")

@@ -117,6 +117,16 @@ test.describe("Traces sidebar", () => {
     await expect(dash.locator(".tv-timeline canvas").first()).toBeVisible();
     writeArtifact("traces-run-timeline.png", await view.screenshot());
 
+    // JupyterLab's theme: the dashboard follows it (charts asked again in the dark theme).
+    await expect(dash).toHaveAttribute("data-theme", "light");
+    await page.theme.setDarkTheme();
+    await expect(dash).toHaveAttribute("data-theme", "dark");
+    await dash.locator('.tvd-tab[data-tab="overview"]').click();
+    await expect(overview).toHaveAttribute("data-state", "ready", { timeout: ANALYSIS_MS });
+    await expect(charts.first()).toHaveAttribute("data-drawn", "1", { timeout: 60_000 });
+    writeArtifact("traces-run-overview-dark.png", await view.screenshot());
+    await page.theme.setLightTheme();
+
     // Two runs selected (Shift+arrows for a range is the other way): the dashboard of the
     // newer one with the older as its baseline, on its Diff tab.
     await dlrm.click();
