@@ -22,16 +22,24 @@ async function uploadFolder(page: IJupyterLabPageFixture, local: string, dest: s
 
 /** Open the Traces sidebar from the command palette; returns the panel and its parts. */
 async function openTraces(page: IJupyterLabPageFixture, filter: string) {
-  // The palette's own command (its shortcut depends on where the focus is).
-  await page.evaluate(() =>
-    (window as unknown as { jupyterapp: { commands: { execute(id: string): Promise<unknown> } } }).jupyterapp.commands.execute(
-      "apputils:activate-command-palette",
-    ),
-  );
-  const palette = page.locator("#command-palette");
-  await palette.getByRole("textbox").fill("Open the Traces Panel");
-  await palette.getByText("Open the Traces Panel", { exact: true }).click();
   const panel = page.getByRole("region", { name: "Traces" });
+  // A notebook starting its kernel may take the focus and close the palette: try again.
+  for (let attempt = 0; attempt < 4 && !(await panel.isVisible()); attempt++) {
+    // The palette's own command (its shortcut depends on where the focus is).
+    await page.evaluate(() =>
+      (
+        window as unknown as { jupyterapp: { commands: { execute(id: string): Promise<unknown> } } }
+      ).jupyterapp.commands.execute("apputils:activate-command-palette"),
+    );
+    const input = page.locator("#command-palette").getByRole("textbox");
+    try {
+      await input.fill("Open the Traces Panel", { timeout: 10_000 });
+      await input.press("Enter", { timeout: 10_000 });
+      await expect(panel).toBeVisible({ timeout: 10_000 });
+    } catch {
+      await page.keyboard.press("Escape");
+    }
+  }
   await expect(panel).toBeVisible();
   await panel.getByRole("searchbox", { name: "Filter runs" }).fill(filter);
   return { panel, list: panel.getByRole("listbox", { name: "Trace runs" }) };
