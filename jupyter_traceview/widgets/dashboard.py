@@ -15,6 +15,7 @@ or move it, from Python as with a standalone timeline.
 from __future__ import annotations
 
 import contextlib
+import html
 import threading
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,27 @@ class Dashboard(anywidget.AnyWidget):
         return self._data.tab(
             "breakdown", theme="dark" if theme == "dark" else "light", time_range=self.breakdown_range
         )
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # Where widgets do not render (a static notebook viewer), the trace's summary shows.
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data: Any = bundle[0] if isinstance(bundle, tuple) else bundle
+        if data is not None:
+            data = {**data, "text/html": data.get("text/html") or self._fallback_html()}
+        return (data, bundle[1]) if isinstance(bundle, tuple) else data
+
+    def _fallback_html(self) -> str:
+        from ..analysis.summary import summary
+
+        parts = [self.trace._repr_html_()]
+        if self.expanded:
+            table = summary(self.trace)
+            parts.append(table.to_html(index=False, float_format=lambda v: f"{v:.1f}", border=0))
+        parts.append(
+            "<div style='font-size:smaller;opacity:0.7'>"
+            f"{html.escape('tv.Dashboard: run the notebook with a kernel to see the charts and the timeline')}</div>"
+        )
+        return "".join(parts)
 
     # ------------------------------------------------------------------ commands (front end -> kernel)
     def _answer(self, name: str, msg: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
