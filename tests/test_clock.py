@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -247,22 +247,8 @@ def test_align_clocks_checks_its_offsets(dlrm: tv.Trace) -> None:
 
 
 # ---------------------------------------------------------------------- dask
-distributed = pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[object]:
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
-def test_dask_engine_aligns_the_same(client: object, dlrm: tv.Trace) -> None:
-    trace = tv.load(tv.sample_path(), engine="dask", client=client, cache=False, align="collectives")
+def test_dask_engine_aligns_the_same(dask_client: object, dlrm: tv.Trace) -> None:
+    trace = tv.load(tv.sample_path(), engine="dask", client=dask_client, cache=False, align="collectives")
     expected = tv.clock_alignment(dlrm)
     assert trace.metadata["clock_offset_ns"].tolist() == expected["offset_ns"].tolist()
     assert trace.meta(3).extra["clock_offset_ns"] == expected["offset_ns"].iloc[3]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -430,22 +429,8 @@ def test_random_traces_give_a_tiling_path(tmp_path: Path, events: list[dict]) ->
 
 
 # ---------------------------------------------------------------------- dask
-distributed = pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[object]:
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
-def test_dask_engine_gives_the_same_paths(client: object, dlrm: tv.Trace) -> None:
-    trace = tv.load(tv.sample_path(), engine="dask", client=client, cache=False)
+def test_dask_engine_gives_the_same_paths(dask_client: object, dlrm: tv.Trace) -> None:
+    trace = tv.load(tv.sample_path(), engine="dask", client=dask_client, cache=False)
     pd.testing.assert_frame_equal(tv.critical_path(trace), tv.critical_path(dlrm))
     pd.testing.assert_frame_equal(tv.critical_path(trace, rank=2), tv.critical_path(dlrm, rank=2))
     np.testing.assert_array_equal(

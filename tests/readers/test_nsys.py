@@ -464,8 +464,8 @@ def test_cache_and_process_pool(tmp_path: Path) -> None:
             assert serial.meta(r) == other.meta(r)
 
 
-def test_dask_engine(tmp_path: Path) -> None:
-    distributed = pytest.importorskip("distributed")
+def test_dask_engine(tmp_path: Path, dask_client: object) -> None:
+    client = dask_client
     folder = tmp_path / "run"
     folder.mkdir()
     shutil.copy(MFU, folder / "node0.sqlite")
@@ -473,25 +473,17 @@ def test_dask_engine(tmp_path: Path) -> None:
     small_export().write(folder / "node2.sqlite", omit=CUDA_TABLES)  # NVTX only: a warning
     with pytest.warns(tv.TraceviewWarning, match="no CUDA tables"):
         serial = tv.load(folder, cache=False, engine="serial")
-    cluster = distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    client = distributed.Client(cluster)
-    try:
-        with pytest.warns(tv.TraceviewWarning, match=r"no CUDA tables.*\(rank 3\)"):
-            dask = tv.load(folder, cache=False, engine="dask", client=client)
-        assert dask.ranks == serial.ranks == (0, 1, 2, 3)
-        for r in serial.ranks:
-            assert dask.meta(r) == serial.meta(r)
-            pd.testing.assert_frame_equal(dask.events(r), serial.events(r))
-        pd.testing.assert_frame_equal(summary(dask), summary(serial))
-        with pytest.warns(tv.TraceviewWarning, match="no GPU activity"):
-            pd.testing.assert_frame_equal(tv.nvtx_gpu_projection(dask), tv.nvtx_gpu_projection(serial))
-        picked = tv.load(folder, cache=False, engine="dask", client=client, ranks=[1])  # rank 3 not loaded: no warning
-        assert picked.ranks == (1,) and picked.meta(1).path.endswith("node0.sqlite")
-    finally:
-        client.close()
-        cluster.close()
+    with pytest.warns(tv.TraceviewWarning, match=r"no CUDA tables.*\(rank 3\)"):
+        dask = tv.load(folder, cache=False, engine="dask", client=client)
+    assert dask.ranks == serial.ranks == (0, 1, 2, 3)
+    for r in serial.ranks:
+        assert dask.meta(r) == serial.meta(r)
+        pd.testing.assert_frame_equal(dask.events(r), serial.events(r))
+    pd.testing.assert_frame_equal(summary(dask), summary(serial))
+    with pytest.warns(tv.TraceviewWarning, match="no GPU activity"):
+        pd.testing.assert_frame_equal(tv.nvtx_gpu_projection(dask), tv.nvtx_gpu_projection(serial))
+    picked = tv.load(folder, cache=False, engine="dask", client=client, ranks=[1])  # rank 3 not loaded: no warning
+    assert picked.ranks == (1,) and picked.meta(1).path.endswith("node0.sqlite")
 
 
 # --------------------------------------------------------------------------------------

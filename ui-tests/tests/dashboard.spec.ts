@@ -106,8 +106,6 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
     // Click a cell of rank 1 (second row), 40% into the time axis.
     const canvas = heatmap.locator("canvas").first();
     const box = (await canvas.boundingBox())!;
-    const geom = await page.evaluate(() => 0);
-    void geom;
     // Plot frame: bokeh leaves room for the axis labels on the left and the colour bar on the right.
     const frameLeft = box.x + 70;
     const frameRight = box.x + box.width - 90;
