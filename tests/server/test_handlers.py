@@ -327,6 +327,11 @@ async def test_dashboard_commands_answer_as_the_widget_does(jp_fetch: Any, root:
         json.dumps({k: v for k, v in want_msg.items() if k != "kernel_ms"})
     )
 
+    # A click on a chart: where the timeline goes, as DashboardData.link says.
+    link, _ = await command(jp_fetch, "small", "_link", {"target": "rank", "rank": 0})
+    assert link == json.loads(json.dumps(local.link({"target": "rank", "rank": 0})))
+    assert link["ranks"] == [0] and link["x_range"][1] > link["x_range"][0]
+
     # Malformed requests are answered as the widget answers them: {"error": ...}.
     bad, _ = await command(jp_fetch, "small", "_tab", {"tab": "nope"})
     assert "nope" in bad["error"] and "overview" in bad["error"]
