@@ -53,6 +53,7 @@ from .trace_data import RankData, RankMeta
 
 __all__ = [
     "Classifier",
+    "Dashboard",
     "EventKind",
     "FindingRules",
     "GpuClass",
@@ -101,6 +102,7 @@ __all__ = [
     "user_annotation_breakdown",
     "utilization_heatmap",
     "write_counters_trace",
+    "write_report",
 ]
 
 
@@ -108,15 +110,21 @@ __all__ = [
 _LAZY = {
     "Timeline": "jupyter_traceview.widgets.timeline",
     "TimelineSelection": "jupyter_traceview.widgets.timeline",
+    "Dashboard": "jupyter_traceview.widgets.dashboard",
+    "write_report": "jupyter_traceview.html_report",
 }
+#: Subpackages loaded on first use (they import bokeh).
+_LAZY_MODULES = {"charts": "jupyter_traceview.charts"}
 
 
 def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _LAZY_MODULES:
+        return importlib.import_module(_LAZY_MODULES[name])
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'jupyter_traceview' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)
 
 

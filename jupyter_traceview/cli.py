@@ -11,6 +11,7 @@ import json
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ._version import __version__
@@ -44,7 +45,7 @@ def _load(args: argparse.Namespace) -> Any:
         ranks=args.ranks,
         cache=not args.no_cache,
         on_error="skip" if args.skip_bad else "raise",
-        progress=False if args.json else None,
+        progress=False if getattr(args, "json", False) else None,
     )
 
 
@@ -134,6 +135,33 @@ def _cmd_findings(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    import jupyter_traceview as tv
+
+    from .errors import TraceviewError
+
+    out = Path(args.output)
+    if out.is_dir():
+        raise TraceviewError(f"cannot write the report to {out}: it is a folder; give a file name such as report.html")
+    if not out.parent.exists():
+        raise TraceviewError(f"cannot write the report to {out}: the folder {out.parent} does not exist")
+    trace = _load(args)
+    baseline = (
+        tv.load(args.baseline, cache=not args.no_cache, on_error="skip" if args.skip_bad else "raise")
+        if args.baseline
+        else None
+    )
+    from .html_report import write_report
+
+    def progress(done: int, total: int, label: str) -> None:
+        if not args.quiet and label != "done":
+            print(f"traceview: report: {label} ({done + 1}/{total})", file=sys.stderr, flush=True)
+
+    path = write_report(trace, out, baseline=baseline, theme=args.theme, progress=progress)
+    print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB): open it in a browser; it needs no network")
+    return 0
+
+
 def _ranges(values: list[int]) -> str:
     from .trace import _ranges as ranges
 
@@ -167,6 +195,17 @@ def _parser() -> argparse.ArgumentParser:
     add_trace_args(p)
     p.add_argument("--json", action="store_true", help="print JSON (every column, the evidence included)")
     p.set_defaults(func=_cmd_findings)
+
+    p = sub.add_parser(
+        "report",
+        help="the dashboard as one self-contained HTML file (charts, figures, findings, a timeline overview)",
+    )
+    add_trace_args(p)
+    p.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the HTML file (default report.html)")
+    p.add_argument("--baseline", metavar="PATH", help="another trace to compare with (adds a Diff section)")
+    p.add_argument("--theme", choices=["light", "dark"], default="light", help="colours of the report")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=_cmd_report)
     return parser
 
 

@@ -293,6 +293,15 @@ class Trace:
             lines.append(f"  window {_fmt_ns(self._window[1] - self._window[0])} from {self._window[0]:,} ns")
         return "\n".join(lines)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
+        """In a kernel with widgets: a compact summary with a button that opens ``tv.Dashboard``.
+
+        Elsewhere (a terminal, a static viewer) None, and the text and HTML reprs show.
+        """
+        from .display import trace_mimebundle
+
+        return trace_mimebundle(self, include=include, exclude=exclude)
+
     def _repr_html_(self) -> str:
         h = self._headline()
         steps = _ranges(h["iterations"]) if h["iterations"] else "none"

@@ -4,11 +4,12 @@
  */
 import type { RenderProps } from "@anywidget/types";
 import type { TimelineModel } from "./model";
+import type { Invoke } from "./state";
 import { TimelineView } from "./view";
 import "./timeline.css";
 
 function render({ model, el, experimental }: RenderProps<TimelineModel>): () => void {
-  const view = new TimelineView(model, el, experimental.invoke);
+  const view = new TimelineView(model, el, experimental.invoke as Invoke);
   return () => {
     view.dispose();
   };

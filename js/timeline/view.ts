@@ -1,9 +1,10 @@
 /**
  * The timeline view: DOM, interactions, window requests to the kernel and the draw loop.
- * Uses only the DOM and anywidget's model API (no JupyterLab import), so it works in
- * JupyterLab, Notebook 7 and VS Code.
+ * Uses only the DOM, a `StateModel` (an anywidget model or a `LocalModel`) and an `Invoke`
+ * function answering the timeline's commands (no JupyterLab import), so it works in
+ * JupyterLab, Notebook 7 and VS Code, inside `tv.Timeline`, `tv.Dashboard` or the Traces
+ * sidebar.
  */
-import type { AnyModel, Experimental } from "@anywidget/types";
 import { formatCount, formatDuration, formatTime, ticks } from "./axis";
 import { Colors, withAlpha } from "./colors";
 import {
@@ -33,6 +34,7 @@ import type {
   WindowResponseMeta,
 } from "./model";
 import { type BinRow, type RawRow, type WindowData, NO_KIND, aligned, decodeWindow } from "./protocol";
+import type { Invoke, StateModel } from "./state";
 import { type Theme, readTheme } from "./theme";
 import {
   type Limits,
@@ -54,8 +56,6 @@ const FETCH_MARGIN = 0.25;
 /** Zoom step of W/S and +/-; pan step of A/D (fraction of the span). */
 const KEY_ZOOM = 0.8;
 const KEY_PAN = 0.15;
-
-type Invoke = Experimental["invoke"];
 
 interface Hover {
   slot: number;
@@ -132,7 +132,7 @@ export class TimelineView {
   private readonly created = performance.now();
 
   constructor(
-    private readonly model: AnyModel<TimelineModel>,
+    private readonly model: StateModel<TimelineModel>,
     parent: HTMLElement,
     private readonly invoke: Invoke,
   ) {

@@ -34,7 +34,7 @@ class TraceviewServer(Configurable):
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     from jupyter_server.utils import url_path_join
 
-    from .handlers import RunHandler, RunsHandler
+    from .handlers import DashboardHandler, DiffHandler, RunHandler, RunsHandler
     from .worker import Analyzer
 
     config = TraceviewServer(parent=serverapp)
@@ -48,6 +48,8 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         [
             (url_path_join(base, "traceview", "api", "runs"), RunsHandler, args),
             (url_path_join(base, "traceview", "api", "run"), RunHandler, args),
+            (url_path_join(base, "traceview", "api", "diff"), DiffHandler, args),
+            (url_path_join(base, "traceview", "api", "dashboard"), DashboardHandler, args),
         ],
     )
     serverapp.log.info("jupyter_traceview: Traces API at %s (root %s)", url_path_join(base, "traceview/api"), root)

@@ -4,22 +4,54 @@ Every handler requires Jupyter's authentication and authorization (``@web.authen
 and ``@authorized``; XSRF protection applies to any non-GET method), reads only inside the
 server root (see runs.resolve_run), bounds what it accepts and returns, and answers errors
 as JSON ``{"message": ...}`` without stack traces.
+
+=========================================  ==============================================
+``GET runs[?roots=a,b][&cache=dir]``       the runs, newest first, with headline figures
+``GET run?path=p[&cache=dir]``             one run's dashboard data (202 while computing)
+``GET diff?a=p&b=q[&cache=dir]``           ``tv.trace_diff(a, b)`` (202 while computing)
+``POST dashboard?path=p[&baseline=q]``     one command of the dashboard's front end
+``[&cache=dir]``, body ``{command, msg}``  (js/dashboard; 202 while computing)
+=========================================  ==============================================
+
+The dashboard endpoint answers the commands that ``tv.Dashboard`` answers in a kernel
+(``jupyter_traceview.dashboard_data.answer``: the payload, a tab's content, a link, the
+timeline's state and its window answers), so the run panel shows the same dashboard. A
+ready answer is binary: a 4-byte big-endian length, that many bytes of JSON
+``{"status": "ready", "msg": ..., "buffers": [byte lengths]}``, then the buffers.
+
+``cache`` is a folder relative to the server root for tv.load's on-disk cache (created if
+missing); without it the server's ``c.TraceviewServer.cache_dir`` (or the user cache) is used.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from .runs import PathRefused, find_runs, resolve_inside, resolve_run
+from .runs import PathRefused, RunEntry, find_runs, resolve_cache_dir, resolve_inside, resolve_run
 from .worker import Analyzer
 
 AUTH_RESOURCE = "traceview"
+#: Longest query argument accepted (characters).
 MAX_QUERY = 4096
+#: Most roots one listing searches.
+MAX_ROOTS = 64
+#: Largest dashboard command accepted (bytes of the request body).
+MAX_BODY = 64 * 1024
+#: Largest dashboard answer sent (bytes: JSON and buffers).
+MAX_ANSWER = 256 * 1024 * 1024
+#: How long a dashboard request waits for its answer before it is told to ask again (s).
+LONG_POLL_S = 1.0
+#: Commands of the dashboard's front end (dashboard_data.COMMANDS, timeline_protocol.COMMANDS).
+DASHBOARD_COMMANDS = frozenset(
+    {"_payload", "_tab", "_link", "_timeline", "_bokehjs", "_window", "_details", "_find", "_summary"}
+)
 
 
 class _Base(APIHandler):
@@ -48,6 +80,27 @@ class _Base(APIHandler):
             raise PathRefused(400, f"query argument {name!r} is too long")
         return value
 
+    def cache(self) -> str | bool | None:
+        """The ``cache`` argument, resolved inside the root (None: the server's setting)."""
+        rel = self.query("cache").strip()
+        if not rel:
+            return None
+        return str(resolve_cache_dir(self.analyzer.root_path, rel))
+
+    def run(self, rel: str) -> RunEntry:
+        """The run at ``rel`` (relative to the root), or PathRefused."""
+        return resolve_run(self.root, rel, memo=self.analyzer.sniff_memo)
+
+    def answer(self, state: dict[str, Any], **extra: Any) -> None:
+        """A task's state: 200 with ``data`` when ready, 202 with progress, 422 with the error."""
+        if state["status"] == "ready":
+            self.finish(json.dumps({**extra, "status": "ready", "data": state["result"]}))
+        elif state["status"] == "error":
+            self.fail(422, state["message"])
+        else:
+            self.set_status(202)
+            self.finish(json.dumps({**extra, **state}))
+
     @property
     def root(self) -> str:
         return str(self.analyzer.root)
@@ -61,34 +114,48 @@ class RunsHandler(_Base):
     async def get(self) -> None:
         try:
             roots_arg = self.query("roots")
-            roots = [r for r in roots_arg.split(",") if r.strip()] if roots_arg else list(self.tv_config.roots)
+            roots = [r.strip() for r in roots_arg.split(",") if r.strip()] if roots_arg else list(self.tv_config.roots)
+            if len(roots) > MAX_ROOTS:
+                raise PathRefused(400, f"at most {MAX_ROOTS} roots are searched")
             for r in roots:
                 if r not in ("", "."):
                     resolve_inside(self.analyzer.root_path, r)
+            cache = self.cache()
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
-        runs = find_runs(self.root, roots, max_depth=self.tv_config.max_depth, max_runs=self.tv_config.max_runs)
-        out = []
-        for entry in runs:
-            state = self.analyzer.status("headline", entry)
-            row: dict[str, Any] = {
-                "path": entry.path,
-                "name": entry.path.rsplit("/", 1)[-1],
-                "kind": entry.kind,
-                "files": len(entry.files),
-                "mtime": entry.mtime,
-                "size": entry.size,
-                "status": state["status"],
-            }
-            if state["status"] == "ready":
-                row["figures"] = state["result"]
-            elif state["status"] == "error":
-                row["message"] = state["message"]
-            else:
-                row["progress"] = state.get("progress", {})
-            out.append(row)
-        self.finish(json.dumps({"runs": out}))
+        # Walking folders touches the disk: off the event loop.
+        runs = await asyncio.get_running_loop().run_in_executor(
+            None,
+            lambda: find_runs(
+                self.root,
+                roots,
+                max_depth=self.tv_config.max_depth,
+                max_runs=self.tv_config.max_runs,
+                memo=self.analyzer.sniff_memo,
+            ),
+        )
+        out = [self._row(entry, cache) for entry in runs]
+        self.finish(json.dumps({"runs": out, "truncated": len(runs) >= self.tv_config.max_runs}))
+
+    def _row(self, entry: RunEntry, cache: str | bool | None) -> dict[str, Any]:
+        state = self.analyzer.status("headline", entry, cache=cache)
+        row: dict[str, Any] = {
+            "path": entry.path,
+            "name": entry.path.rsplit("/", 1)[-1],
+            "kind": entry.kind,
+            "files": len(entry.files),
+            "mtime": entry.mtime,
+            "size": entry.size,
+            "status": state["status"],
+        }
+        if state["status"] == "ready":
+            row["figures"] = state["result"]
+        elif state["status"] == "error":
+            row["message"] = state["message"]
+        else:
+            row["progress"] = state.get("progress", {})
+        return row
 
 
 class RunHandler(_Base):
@@ -98,15 +165,112 @@ class RunHandler(_Base):
     @authorized
     async def get(self) -> None:
         try:
-            entry = resolve_run(self.root, self.query("path"))
+            entry = self.run(self.query("path"))
+            cache = self.cache()
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
-        state = self.analyzer.status("run", entry)
+        self.answer(self.analyzer.status("run", entry, cache=cache), path=entry.path)
+
+
+class DiffHandler(_Base):
+    """GET /traceview/api/diff?a=<baseline>&b=<other>: ``tv.trace_diff(a, b)`` (202 while computing)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        try:
+            a = self.run(self.query("a"))
+            b = self.run(self.query("b"))
+            cache = self.cache()
+        except PathRefused as exc:
+            self.fail(exc.status, exc.message)
+            return
+        self.answer(self.analyzer.status("diff", a, b, cache=cache), a=a.path, b=b.path)
+
+
+class DashboardHandler(_Base):
+    """POST /traceview/api/dashboard?path=<run>[&baseline=<run>]: one command of the dashboard's front end.
+
+    Body: ``{"command": "_tab", "msg": {...}}`` (js/dashboard/protocol.ts). Answers 200
+    with the binary answer (see the module's docstring), 202 with progress while the worker
+    computes (ask again with the same body), 422 when the run cannot be read.
+    """
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        try:
+            command, msg = self._command()
+            entry = self.run(self.query("path"))
+            baseline_rel = self.query("baseline")
+            entries = (entry, self.run(baseline_rel)) if baseline_rel else (entry,)
+            cache = self.cache()
+        except PathRefused as exc:
+            self.fail(exc.status, exc.message)
+            return
+        if command == "_bokehjs":
+            # The bokeh package's own BokehJS: no trace needed, no worker.
+            from ..dashboard_data import bokehjs_source
+
+            version, js = await asyncio.get_running_loop().run_in_executor(None, bokehjs_source)
+            self._send_answer({"version": version, "bytes": len(js)}, [js])
+            return
+        args = (command, msg)
+        state = self.analyzer.status("command", *entries, cache=cache, args=args)
+        if state["status"] in ("queued", "running"):
+            await self.analyzer.wait("command", *entries, args=args, timeout=LONG_POLL_S)
+            state = self.analyzer.status("command", *entries, cache=cache, args=args)
         if state["status"] == "ready":
-            self.finish(json.dumps({"path": entry.path, "status": "ready", "data": state["result"]}))
+            self._send_answer(state["result"]["msg"], state["result"]["buffers"])
         elif state["status"] == "error":
             self.fail(422, state["message"])
         else:
             self.set_status(202)
-            self.finish(json.dumps({"path": entry.path, **state}))
+            self.finish(json.dumps({**state, "command": command}))
+
+    def _command(self) -> tuple[str, str]:
+        """The request's command and its message (canonical JSON), or PathRefused."""
+        body = self.request.body or b""
+        if len(body) > MAX_BODY:
+            raise PathRefused(413, f"the request is larger than {MAX_BODY} bytes")
+        try:
+            request = json.loads(body)
+        except (UnicodeDecodeError, ValueError):
+            raise PathRefused(400, 'the body must be JSON: {"command": ..., "msg": {...}}') from None
+        if not isinstance(request, dict):
+            raise PathRefused(400, 'the body must be a JSON object: {"command": ..., "msg": {...}}')
+        command = request.get("command")
+        if command not in DASHBOARD_COMMANDS:
+            raise PathRefused(400, f"unknown command {command!r}; commands are {', '.join(sorted(DASHBOARD_COMMANDS))}")
+        msg = request.get("msg", {})
+        if not isinstance(msg, dict):
+            raise PathRefused(400, "msg must be a JSON object")
+        return command, json.dumps(msg, sort_keys=True, separators=(",", ":"))
+
+    def _send_answer(self, msg: Any, buffers: list[bytes]) -> None:
+        head = {"status": "ready", "msg": msg, "buffers": [len(b) for b in buffers]}
+        try:
+            header = json.dumps(head, allow_nan=False).encode()
+        except ValueError:  # a NaN or an infinity somewhere: null, as JSON has no such numbers
+            header = json.dumps(_finite(head)).encode()
+        if len(header) + sum(len(b) for b in buffers) > MAX_ANSWER:
+            self.fail(422, f"the answer is larger than {MAX_ANSWER >> 20} MiB: ask for a smaller window")
+            return
+        self.set_header("Cache-Control", "no-store")
+        self.write(len(header).to_bytes(4, "big"))
+        self.write(header)
+        for b in buffers:
+            self.write(b)
+        self.finish(set_content_type="application/octet-stream")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as None (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-__all__ = ["PathRefused", "RunEntry", "find_runs", "resolve_run"]
+__all__ = ["PathRefused", "RunEntry", "find_runs", "resolve_cache_dir", "resolve_inside", "resolve_run"]
 
 #: Names of folders never searched (environments, caches, VCS).
 SKIP_DIRS = frozenset(
@@ -23,6 +24,8 @@ SKIP_DIRS = frozenset(
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
 NSYS_SUFFIX = ".sqlite"
 RUN_RECORD = ".traceview-run.json"
+#: Percent-encoded ".", "/", "\\" and NUL: refused in (already decoded) request paths.
+_ENCODED = re.compile(r"%(2e|2f|5c|00)", re.IGNORECASE)
 
 
 class PathRefused(Exception):
@@ -52,8 +55,36 @@ class RunEntry:
     signature: tuple[tuple[str, int, int], ...] = field(repr=False)
 
 
-def _looks_like_trace(path: Path) -> bool:
-    """A cheap sniff: the first KiB mentions traceEvents or trace event fields."""
+#: Sniff results kept in a memo (see find_runs) before it is emptied.
+SNIFF_MEMO_SIZE = 20000
+
+#: A memo of sniff results by (path, size, mtime_ns).
+SniffMemo = dict[tuple[str, int, int], bool]
+
+
+def _looks_like_trace(path: Path, memo: SniffMemo | None = None) -> bool:
+    """A cheap sniff: the file's start mentions traceEvents or trace event fields.
+
+    With ``memo``, results are kept by size and modification time: the sidebar lists runs
+    every few seconds, and a gzip sniff costs an open and a decompression.
+    """
+    if memo is None:
+        return _sniff(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return True  # unreadable: list it, so that its error shows
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    known = memo.get(key)
+    if known is None:
+        known = _sniff(path)
+        if len(memo) >= SNIFF_MEMO_SIZE:
+            memo.clear()
+        memo[key] = known
+    return known
+
+
+def _sniff(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
             head = fh.read(2)
@@ -105,13 +136,19 @@ def _entry(root: Path, folder: Path, files: list[Path], kind: str, as_path: Path
 
 
 def find_runs(
-    root: str | os.PathLike[str], roots: list[str] | None = None, *, max_depth: int = 6, max_runs: int = 2000
+    root: str | os.PathLike[str],
+    roots: list[str] | None = None,
+    *,
+    max_depth: int = 6,
+    max_runs: int = 2000,
+    memo: SniffMemo | None = None,
 ) -> list[RunEntry]:
     """Trace runs under ``root`` (searched from each of ``roots``, relative to it), newest first.
 
     A folder holding trace files directly is one run (a ``%%traceprofile`` run when it has a
     run record); an Nsight Systems export (``.sqlite``) is a run of its own. Symbolic links
-    are not followed; hidden folders and environments are skipped.
+    are not followed; hidden folders and environments are skipped. ``memo`` (a dict kept
+    by the caller between calls) saves sniffing unchanged files again.
     """
     base = Path(root).resolve()
     found: list[RunEntry] = []
@@ -147,7 +184,7 @@ def find_runs(
                     has_record = True
                 elif e.name.startswith("."):
                     continue
-                elif e.name.lower().endswith(TRACE_SUFFIXES) and _looks_like_trace(p):
+                elif e.name.lower().endswith(TRACE_SUFFIXES) and _looks_like_trace(p, memo):
                     traces.append(p)
                 elif e.name.lower().endswith(NSYS_SUFFIX) and _is_sqlite(p):
                     entry = _entry(base, folder, [p], "nsys", p)
@@ -163,16 +200,24 @@ def find_runs(
     return found
 
 
-def resolve_inside(root: Path, rel: str) -> Path:
-    """``root / rel`` after checking that it stays inside ``root`` (symlinks resolved)."""
+def _relative_parts(rel: str, what: str) -> list[str]:
+    """The parts of a request's relative path, or PathRefused (absolute, ``..``, NUL, too long)."""
     if not isinstance(rel, str) or not rel or len(rel) > 4096 or "\x00" in rel:
-        raise PathRefused(400, "a path relative to the server root is required")
+        raise PathRefused(400, f"{what} relative to the server root is required")
+    if _ENCODED.search(rel):
+        # Decoded once by the server already: a second encoding is an attempt to hide a separator.
+        raise PathRefused(403, "percent-encoded dots, slashes and NULs are refused in paths")
     pure = PurePosixPath(rel.replace("\\", "/"))
     if pure.is_absolute() or rel.startswith("~") or (len(rel) > 1 and rel[1] == ":"):
-        raise PathRefused(403, "absolute paths are refused: give a path relative to the server root")
+        raise PathRefused(403, f"absolute paths are refused: give {what} relative to the server root")
     if ".." in pure.parts:
         raise PathRefused(403, "paths with '..' are refused")
-    target = root.joinpath(*[p for p in pure.parts if p not in ("", ".")])
+    return [p for p in pure.parts if p not in ("", ".")]
+
+
+def resolve_inside(root: Path, rel: str) -> Path:
+    """``root / rel`` after checking that it stays inside ``root`` (symlinks resolved)."""
+    target = root.joinpath(*_relative_parts(rel, "a path"))
     try:
         real = target.resolve(strict=True)
     except (FileNotFoundError, NotADirectoryError):
@@ -184,8 +229,8 @@ def resolve_inside(root: Path, rel: str) -> Path:
     return real
 
 
-def resolve_run(root: str | os.PathLike[str], rel: str) -> RunEntry:
-    """The run at ``rel`` (a folder of traces or a trace file), or PathRefused."""
+def resolve_run(root: str | os.PathLike[str], rel: str, *, memo: SniffMemo | None = None) -> RunEntry:
+    """The run at ``rel`` (a folder of traces or a trace file), or PathRefused; ``memo`` as in find_runs."""
     base = Path(root).resolve()
     real = resolve_inside(base, rel)
     if real.is_dir():
@@ -194,14 +239,38 @@ def resolve_run(root: str | os.PathLike[str], rel: str) -> RunEntry:
         for p in sorted(real.iterdir()):
             if p.is_symlink() or p.name.startswith(".") or not p.is_file():
                 continue
-            if p.name.lower().endswith(TRACE_SUFFIXES) and _looks_like_trace(p):
+            if p.name.lower().endswith(TRACE_SUFFIXES) and _looks_like_trace(p, memo):
                 traces.append(p)
         if not traces:
             raise PathRefused(400, f"{rel} holds no trace files")
         return _entry(base, real, traces, "traceprofile" if has_record else "folder", real)
     name = real.name.lower()
-    if name.endswith(TRACE_SUFFIXES) and _looks_like_trace(real):
+    if name.endswith(TRACE_SUFFIXES) and _looks_like_trace(real, memo):
         return _entry(base, real.parent, [real], "file", real)
     if name.endswith(NSYS_SUFFIX) and _is_sqlite(real):
         return _entry(base, real.parent, [real], "nsys", real)
     raise PathRefused(400, f"{rel} is not a trace file or a folder of traces")
+
+
+def resolve_cache_dir(root: Path, rel: str) -> Path:
+    """The cache folder ``rel`` (relative to ``root``), created if missing; PathRefused if it leaves the root.
+
+    The rules of :func:`resolve_inside` (no absolute paths, no ``..``, symlinks must stay
+    inside the root), checked before and after the folder is created.
+    """
+    base = root.resolve()
+    target = base.joinpath(*_relative_parts(rel, "a cache folder"))
+    try:
+        if not _within(base, target.resolve()):
+            raise PathRefused(403, "the cache folder leads outside the server root")
+        if target.exists() and not target.is_dir():
+            raise PathRefused(400, f"the cache folder {rel} is not a folder")
+        target.mkdir(parents=True, exist_ok=True)
+        real = target.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise PathRefused(
+            400, f"cannot create the cache folder {rel}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    if not _within(base, real):
+        raise PathRefused(403, "the cache folder leads outside the server root")
+    return real

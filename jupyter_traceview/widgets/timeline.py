@@ -14,17 +14,15 @@ Times in synced traits are float ns relative to the trace's first event
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..colors import palette
+from .. import timeline_protocol
 from ..errors import TraceSelectionError, TraceviewError
-from ..timeline_index import LevelOfDetail, TimelineIndex, Window
+from ..timeline_index import LevelOfDetail, TimelineIndex
+from ..timeline_protocol import check_ranks, encode_window, timeline_state
 from ..trace import Trace
 
 try:
@@ -37,15 +35,13 @@ except ImportError as exc:  # pragma: no cover - anywidget is a dependency
         "then restart the kernel"
     ) from exc
 
-__all__ = ["Timeline", "TimelineSelection"]
+__all__ = ["Timeline", "TimelineSelection", "encode_window"]
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _ESM = _STATIC / "timeline.js"
 _CSS = _STATIC / "timeline.css"
 #: Stand-in module when the bundle is not built (the constructor refuses to run then).
 _NOT_BUILT = "export default { render({ el }) { el.textContent = 'jupyter_traceview: front end not built'; } };"
-#: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
-_COLLAPSE_ABOVE = 16
 
 
 @dataclass(frozen=True)
@@ -105,105 +101,6 @@ class TimelineSelection:
             name=info["name"],
             range=rng,
         )
-
-
-def _pack(sections: dict[str, np.ndarray]) -> tuple[dict[str, list[Any]], bytes]:
-    """Concatenate arrays into one buffer, each 8-byte aligned: (layout, bytes).
-
-    ``layout[name] = [byte offset, length, dtype]`` with dtype one of f8, f4, u4, u1.
-    """
-    layout: dict[str, list[Any]] = {}
-    chunks: list[bytes] = []
-    off = 0
-    for name, arr in sections.items():
-        arr = np.ascontiguousarray(arr)
-        pad = (-off) % 8
-        if pad:
-            chunks.append(b"\0" * pad)
-            off += pad
-        layout[name] = [off, len(arr), arr.dtype.str.lstrip("<|=")]
-        data = arr.tobytes()
-        chunks.append(data)
-        off += len(data)
-    return layout, b"".join(chunks)
-
-
-def encode_window(index: TimelineIndex, win: Window, *, pattern: str | None = None) -> tuple[dict[str, Any], bytes]:
-    """The binary answer to a window request: JSON metadata and one buffer.
-
-    Raw events of all rows are concatenated (sections ``ev_start``, ``ev_dur`` and ``ev_eid``
-    as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8); binned
-    rows, then summaries, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
-    ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``.
-    """
-    width = len(win.edges) - 1
-    raw = [r for r in win.rows if r.mode == "raw"]
-    binned = [r for r in win.rows if r.mode == "bins"] + win.summaries
-    pos = (
-        np.concatenate([r.events for r in raw if r.events is not None]) if raw else np.empty(0, dtype=np.int64)
-    ).astype(np.int64)
-    cols = index.event_columns(pos)
-    uniq, local = np.unique(cols["name"], return_inverse=True)
-    rows_meta: list[dict[str, Any]] = []
-    off = 0
-    bin_k = 0
-    for r in win.rows:
-        if r.mode == "raw":
-            n = 0 if r.events is None else len(r.events)
-            rows_meta.append({"row": r.row, "mode": "raw", "offset": off, "count": n})
-            off += n
-        else:
-            rows_meta.append({"row": r.row, "mode": "bins", "offset": bin_k * width, "count": width})
-            bin_k += 1
-    sums_meta = []
-    for s in win.summaries:
-        sums_meta.append({"rank": s.row, "offset": bin_k * width, "count": width})
-        bin_k += 1
-    bw = np.diff(win.edges).astype(np.float64)
-    fracs = [
-        np.divide(r.coverage_ns, bw, out=np.zeros(width), where=bw > 0).astype(np.float32)
-        for r in binned
-        if r.coverage_ns is not None
-    ]
-    sections: dict[str, np.ndarray] = {
-        "ev_start": cols["start"].astype(np.float64),
-        "ev_dur": (cols["end"] - cols["start"]).astype(np.float64),
-        "ev_eid": cols["eid"].astype(np.float64),
-        "ev_name": local.astype(np.uint32).reshape(-1),
-        "ev_kind": cols["kind"].astype(np.uint8),
-        "bin_frac": np.concatenate(fracs) if fracs else np.empty(0, dtype=np.float32),
-        "bin_kind": _cat([r.kind for r in binned], np.uint8),
-        "bin_count": _cat([r.count for r in binned], np.uint32),
-    }
-    has_match = any(r.matches is not None for r in binned)
-    if has_match:
-        sections["bin_match"] = _cat(
-            [r.matches if r.matches is not None else np.zeros(width, np.uint32) for r in binned], np.uint32
-        )
-    if any(r.name_color is not None for r in binned):
-        sections["bin_color"] = _cat(
-            [r.name_color if r.name_color is not None else np.full(width, 255, np.uint8) for r in binned], np.uint8
-        )
-    layout, buf = _pack(sections)
-    names = [index.names[i] for i in uniq.tolist()]
-    meta = {
-        "lo": win.lo,
-        "hi": win.hi,
-        "width": width,
-        "rows": rows_meta,
-        "summaries": sums_meta,
-        "names": names,
-        "name_colors": index.name_colors[uniq].tolist() if len(uniq) else [],
-        "layout": layout,
-    }
-    if pattern:
-        meta["name_match"] = index.name_mask(pattern)[uniq].tolist() if len(uniq) else []
-    return meta, buf
-
-
-def _cat(parts: list[np.ndarray | None], dtype: Any) -> np.ndarray:
-    arrays = [p for p in parts if p is not None]
-    return np.concatenate(arrays).astype(dtype) if arrays else np.empty(0, dtype=dtype)
 
 
 class Timeline(anywidget.AnyWidget):
@@ -302,44 +199,8 @@ class Timeline(anywidget.AnyWidget):
         self._index = TimelineIndex.of(trace)
         self._lod = lod or LevelOfDetail()
         self.trace = trace
-        ix = self._index
-        shown = self._check_ranks(ranks) if ranks is not None else list(trace.ranks)
-        lo, hi = 0.0, float(max(ix.end_ns, 1))
-        if trace.window is not None:
-            lo = float(max(trace.window[0] - ix.t0_ns, 0))
-            hi = float(min(trace.window[1] - ix.t0_ns, hi))
-        super().__init__(
-            _palette=palette(),
-            _rows=[
-                {"id": r.id, "rank": r.rank, "lane": r.lane, "depth": r.depth, "type": r.type, "events": r.events}
-                for r in ix.rows
-            ],
-            _lanes=[
-                {
-                    "id": ln.id,
-                    "rank": ln.rank,
-                    "type": ln.type,
-                    "label": ln.label,
-                    "device": ln.device,
-                    "stream": ln.stream,
-                    "pid": ln.pid,
-                    "tid": ln.tid,
-                    "rows": list(ln.rows),
-                }
-                for ln in ix.lanes
-            ],
-            _all_ranks=list(trace.ranks),
-            _steps=self._step_marks(),
-            _span=[0.0, float(max(ix.end_ns, 1))],
-            _kinds=ix.kinds_present,
-            _t0_ns=str(ix.t0_ns),
-            x_range=[lo, hi],
-            ranks=shown,
-            collapsed=list(trace.ranks) if len(trace.ranks) > _COLLAPSE_ABOVE else [],
-            show_cpu=bool(cpu),
-            color_by=color_by,
-            height=int(height),
-        )
+        state = timeline_state(trace, self._index, ranks=ranks, cpu=cpu, color_by=color_by, height=height)
+        super().__init__(**state)
         self.set_trait("selection", TimelineSelection())
         self.observe(self._on_selection, names=["selected_event", "selected_range"])
         self.observe(self._on_search, names=["search"])
@@ -387,14 +248,7 @@ class Timeline(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ trait plumbing
     def _check_ranks(self, ranks: Iterable[int]) -> list[int]:
-        wanted = [int(r) for r in ([ranks] if isinstance(ranks, (int, np.integer)) else ranks)]
-        for r in wanted:
-            if r not in self.trace.ranks:
-                raise TraceSelectionError.unknown("rank", r, self.trace.ranks)
-        return sorted(set(wanted))
-
-    def _step_marks(self) -> list[dict[str, Any]]:
-        return [{"step": st, "start": float(a), "end": float(b)} for st, a, b in self._index.steps()]
+        return check_ranks(self.trace, ranks)
 
     def _on_selection(self, _change: dict[str, Any]) -> None:
         sel = TimelineSelection.from_traits(self.selected_event, self.selected_range, self._index)
@@ -405,76 +259,24 @@ class Timeline(anywidget.AnyWidget):
         self._search_count = self._index.count_matches(pattern) if pattern else 0
 
     # ------------------------------------------------------------------ commands (front end -> kernel)
+    # The answers come from jupyter_traceview.timeline_protocol, shared with the dashboard and
+    # the server (docs/frontend.md, "The timeline's protocol").
     @command
     def _window(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Window request: ``{seq, lo, hi, width, rows, summaries, pattern, name_colors}``."""
-        t = time.perf_counter()
-        try:
-            lo = int(np.floor(float(msg["lo"])))
-            hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
-            width = int(msg["width"])
-            rows = [int(r) for r in msg.get("rows", [])]
-            summaries = [int(r) for r in msg.get("summaries", [])]
-            pattern = str(msg.get("pattern") or "") or None
-            win = self._index.window(
-                lo,
-                hi,
-                width,
-                rows=rows,
-                summaries=summaries,
-                lod=self._lod,
-                pattern=pattern,
-                with_name_colors=bool(msg.get("name_colors", False)),
-            )
-            meta, buf = encode_window(self._index, win, pattern=pattern)
-        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
-            return {"seq": msg.get("seq"), "error": str(exc)}, []
-        meta["seq"] = msg.get("seq")
-        meta["kernel_ms"] = (time.perf_counter() - t) * 1e3
-        return meta, [buf]
+        return timeline_protocol.answer(self._index, "_window", msg, lod=self._lod)
 
     @command
     def _details(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Event details for the tooltip: ``{rank, eid}``."""
-        try:
-            return self._index.details(int(msg["rank"]), int(msg["eid"])), []
-        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
-            return {"error": str(exc)}, []
+        return timeline_protocol.answer(self._index, "_details", msg)
 
     @command
     def _find(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Next/previous search match: ``{pattern, t, direction, rows}``."""
-        try:
-            pattern = str(msg["pattern"])
-            rows = msg.get("rows")
-            pos = self._index.find(
-                pattern,
-                float(msg.get("t", -1)),
-                direction=int(msg.get("direction", 1)),
-                rows=None if rows is None else [int(r) for r in rows],
-            )
-        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
-            return {"error": str(exc)}, []
-        if pos is None:
-            return {"found": False}, []
-        ix = self._index
-        return {
-            "found": True,
-            "rank": int(ix.rank[pos]),
-            "eid": int(ix.eid[pos]),
-            "row": ix.row_at(pos),
-            "start": int(ix.start[pos]),
-            "end": int(ix.end[pos]),
-            "name": ix.names[int(ix.name[pos])],
-        }, []
+        return timeline_protocol.answer(self._index, "_find", msg)
 
     @command
     def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Per-kind summary of a range: ``{lo, hi, ranks}``."""
-        try:
-            lo = int(np.floor(float(msg["lo"])))
-            hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
-            ranks = msg.get("ranks") or None
-            return self._index.range_summary(lo, hi, ranks=None if ranks is None else [int(r) for r in ranks]), []
-        except (TraceviewError, ValueError, KeyError, TypeError) as exc:
-            return {"error": str(exc)}, []
+        return timeline_protocol.answer(self._index, "_summary", msg)

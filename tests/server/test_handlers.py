@@ -54,13 +54,17 @@ async def test_runs_listing_with_figures_and_error_rows(jp_fetch: Any, root: Pat
 
 
 async def test_run_data(jp_fetch: Any, root: Path) -> None:
-    _, body = await poll(
+    r, body = await poll(
         jp_fetch, "traceview", "api", "run", params={"path": "small"}, until=lambda r, b: r.code == 200
     )
     tables = body["data"]["tables"]
     summary = tables["summary"]
     row = dict(zip(summary["columns"], summary["data"][0], strict=True))
     assert row["kernels"] == 1 and body["data"]["ranks"] == [0]
+    assert body["data"]["headline"]["kernels"] == 1
+    meta = tables["metadata"]
+    assert [r[meta["columns"].index("path")] for r in meta["data"]] == ["small/rank-0.json"]
+    assert str(root) not in r.body.decode(), "no server paths"
 
 
 async def test_corrupt_run_data_is_a_json_error(jp_fetch: Any, root: Path) -> None:
@@ -115,3 +119,294 @@ async def test_unauthenticated_requests_are_refused(jp_fetch: Any, root: Path) -
         with pytest.raises(HTTPClientError) as exc:
             await jp_fetch("traceview", "api", endpoint, params=params, headers={"Authorization": ""})
         assert exc.value.code in (401, 403)
+
+
+async def test_listing_figures_match_the_summary(jp_fetch: Any, root: Path) -> None:
+    def all_done(r: Any, body: dict) -> bool:
+        return all(run["status"] in ("ready", "error") for run in body["runs"])
+
+    shutil.copytree(DATA / "hta_cpu_only", root / "cpu")
+    _, body = await poll(jp_fetch, "traceview", "api", "runs", until=all_done)
+    runs = {run["path"]: run for run in body["runs"]}
+    assert body["truncated"] is False
+    assert [r["mtime"] for r in body["runs"]] == sorted((r["mtime"] for r in body["runs"]), reverse=True)
+
+    s = tv.summary(tv.load(root / "dlrm"))
+    fig = runs["dlrm"]["figures"]
+    assert fig["gpu"] is True and fig["span_ns"] == int(s["gpu_span_ns"].max())
+    assert fig["iterations"] == int(s["iterations"].max()) and fig["kernels"] == int(s["kernels"].sum())
+    for col in ("gpu_busy_pct", "idle_pct", "exposed_comm_pct"):
+        assert fig[col] == pytest.approx(float(s[col].mean()))
+    assert fig["gpu_busy_pct"] + fig["idle_pct"] == pytest.approx(100)
+
+    # CPU only: the span is the trace's, and there are no GPU percentages.
+    cpu = tv.summary(tv.load(root / "cpu"))
+    fig = runs["cpu"]["figures"]
+    assert fig["gpu"] is False and fig["span_ns"] == int(cpu["trace_span_ns"].max()) > 0
+    assert fig["gpu_busy_pct"] is None and fig["idle_pct"] is None and fig["exposed_comm_pct"] is None
+
+
+async def test_listing_roots(jp_fetch: Any, root: Path) -> None:
+    r = await jp_fetch("traceview", "api", "runs", params={"roots": "alexnet, small"})
+    assert {run["path"] for run in json.loads(r.body)["runs"]} == {"alexnet", "small"}
+    for bad, code in (("../", 403), ("dlrm,/etc", 403), ("missing", 404), (",".join(["dlrm"] * 65), 400)):
+        with pytest.raises(HTTPClientError) as exc:
+            await jp_fetch("traceview", "api", "runs", params={"roots": bad})
+        assert exc.value.code == code, bad
+        assert "message" in json.loads(exc.value.response.body)
+
+
+async def test_a_new_run_appears_in_the_listing(jp_fetch: Any, root: Path) -> None:
+    before = json.loads((await jp_fetch("traceview", "api", "runs")).body)["runs"]
+    run = root / "traceview-runs" / "cell" / "20260101-120000"
+    kb.write(run / "rank-0.pt.trace.json.gz", kb.doc([kb.step(1, 0, 100), *kb.launch("k", 10, 20, 30, corr=1)]))
+    (run / ".traceview-run.json").write_text('{"format": "jupyter_traceview.run/1"}')
+    after = json.loads((await jp_fetch("traceview", "api", "runs")).body)["runs"]
+    assert len(after) == len(before) + 1
+    assert after[0]["path"] == "traceview-runs/cell/20260101-120000" and after[0]["kind"] == "traceprofile"
+    assert after[0]["status"] in ("queued", "running", "ready")
+
+
+async def test_cache_folder_inside_the_root(jp_fetch: Any, root: Path) -> None:
+    _, body = await poll(
+        jp_fetch,
+        "traceview",
+        "api",
+        "run",
+        params={"path": "small", "cache": ".tv-cache/here"},
+        until=lambda r, b: r.code == 200,
+    )
+    assert body["status"] == "ready"
+    assert any((root / ".tv-cache" / "here").iterdir()), "tv.load wrote its cache there"
+    (root / "afile").write_text("x")
+    for bad, code in (("../cache", 403), ("/tmp", 403), ("afile", 400), ("a/..%2F..%2Fb", 403)):
+        with pytest.raises(HTTPClientError) as exc:
+            await jp_fetch("traceview", "api", "run", params={"path": "small", "cache": bad})
+        assert exc.value.code == code, bad
+
+
+async def test_cache_folder_symlink_leaving_the_root(jp_fetch: Any, root: Path, tmp_path_factory: Any) -> None:
+    outside = tmp_path_factory.mktemp("outside-cache")
+    (root / "cachelink").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch("traceview", "api", "runs", params={"cache": "cachelink/sub"})
+    assert exc.value.code == 403
+    assert not (outside / "sub").exists()
+
+
+def _two_runs(root: Path) -> None:
+    kb.write(
+        root / "before" / "rank-0.json",
+        kb.doc([kb.step(1, 0, 1000), *kb.launch("gemm", 10, 20, 100, corr=1), *kb.launch("old", 30, 40, 50, corr=2)]),
+    )
+    kb.write(
+        root / "after" / "rank-0.json",
+        kb.doc([kb.step(1, 0, 1000), *kb.launch("gemm", 10, 20, 300, corr=1), *kb.launch("new", 30, 40, 50, corr=2)]),
+    )
+
+
+async def test_diff(jp_fetch: Any, root: Path) -> None:
+    _two_runs(root)
+    _, body = await poll(
+        jp_fetch, "traceview", "api", "diff", params={"a": "before", "b": "after"}, until=lambda r, b: r.code == 200
+    )
+    data = body["data"]
+    assert body["a"] == "before" and body["b"] == "after"
+    assert data["a"]["path"] == "before" and data["b"]["headline"]["kernels"] == 2
+    table = data["table"]
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
+    expected = tv.trace_diff(tv.load(root / "before"), tv.load(root / "after"))
+    assert table["rows"] == len(expected) and not table["truncated"]
+    assert [(r["kind"], r["name"], r["status"]) for r in rows] == list(
+        zip(expected["kind"], expected["name"], expected["status"], strict=True)
+    )
+    kernels = {r["name"]: r for r in rows if r["kind"] == "kernel"}
+    assert kernels["gemm"]["status"] == "changed" and kernels["gemm"]["total_delta_ns"] == 200_000
+    assert kernels["new"]["status"] == "added" and kernels["old"]["status"] == "removed"
+    assert data["status_counts"] == {k: int(v) for k, v in expected["status"].value_counts().items()}
+
+
+async def test_diff_of_a_corrupt_run_is_a_json_error(jp_fetch: Any, root: Path) -> None:
+    for _ in range(600):
+        try:
+            r = await jp_fetch("traceview", "api", "diff", params={"a": "small", "b": "broken"})
+        except HTTPClientError as exc:
+            assert exc.code == 422
+            assert "truncated" in json.loads(exc.response.body)["message"]
+            assert str(root) not in exc.response.body.decode(), "no server paths in messages"
+            return
+        assert r.code == 202 and json.loads(r.body)["status"] in ("queued", "running")
+        await asyncio.sleep(0.1)
+    raise AssertionError("no error reported")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"a": "../etc", "b": "small"},
+        {"a": "small", "b": "/etc/passwd"},
+        {"a": "small", "b": "%2e%2e/%2e%2e/etc"},
+        {"a": "small", "b": "x" * 5000},
+        {"a": "small"},
+    ],
+)
+async def test_diff_refuses_bad_paths(jp_fetch: Any, root: Path, params: dict[str, str]) -> None:
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch("traceview", "api", "diff", params=params)
+    assert exc.value.code in (400, 403)
+    assert "message" in json.loads(exc.value.response.body)
+    assert "Traceback" not in exc.value.response.body.decode()
+
+
+async def test_new_endpoints_require_authentication(jp_fetch: Any, root: Path) -> None:
+    for endpoint, params in (("diff", {"a": "small", "b": "dlrm"}), ("runs", {"cache": "c"})):
+        with pytest.raises(HTTPClientError) as exc:
+            await jp_fetch("traceview", "api", endpoint, params=params, headers={"Authorization": ""})
+        assert exc.value.code in (401, 403)
+    assert not (root / "c").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# The dashboard's commands (POST /traceview/api/dashboard): what tv.Dashboard answers in a kernel
+
+
+def _decode(body: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    """A ready answer: 4-byte big-endian JSON length, the JSON, then the buffers."""
+    n = int.from_bytes(body[:4], "big")
+    head = json.loads(body[4 : 4 + n])
+    assert head["status"] == "ready"
+    buffers, at = [], 4 + n
+    for size in head["buffers"]:
+        buffers.append(body[at : at + size])
+        at += size
+    assert at == len(body)
+    return head["msg"], buffers
+
+
+async def command(
+    fetch: Any, path: str, name: str, msg: dict[str, Any] | None = None, **params: str
+) -> tuple[dict[str, Any], list[bytes]]:
+    """Ask the dashboard endpoint until it answers (202: computing, ask again)."""
+    body = json.dumps({"command": name, "msg": msg or {}})
+    for _ in range(600):
+        r = await fetch("traceview", "api", "dashboard", method="POST", body=body, params={"path": path, **params})
+        if r.code == 200:
+            assert r.headers["Content-Type"] == "application/octet-stream"
+            return _decode(r.body)
+        assert r.code == 202
+        state = json.loads(r.body)
+        assert state["status"] in ("queued", "running") and state["command"] == name
+    raise AssertionError(f"no answer to {name}")
+
+
+async def test_dashboard_commands_answer_as_the_widget_does(jp_fetch: Any, root: Path) -> None:
+    from jupyter_traceview import timeline_protocol
+    from jupyter_traceview.dashboard_data import DashboardData, answer
+
+    local = DashboardData(tv.load(root / "small"))
+    payload, _ = await command(jp_fetch, "small", "_payload")
+    expected = local.payload()
+    assert payload["source"] == "small", "paths relative to the server root"
+    assert {k: v for k, v in payload.items() if k != "source"} == {k: v for k, v in expected.items() if k != "source"}
+    assert str(root) not in json.dumps(payload)
+
+    tab, _ = await command(jp_fetch, "small", "_tab", {"tab": "kernels", "theme": "dark", "seq": 3})
+    want, _ = answer(local, "_tab", {"tab": "kernels", "theme": "dark", "seq": 3})
+    assert tab["seq"] == 3 and tab["tab"] == "kernels" and tab["theme"] == "dark"
+    assert tab["tables"] == json.loads(json.dumps(want["tables"]))
+    assert [c["id"] for c in tab["charts"]] == [c["id"] for c in want["charts"]]
+
+    state, _ = await command(jp_fetch, "small", "_timeline")
+    assert state["state"]["ranks"] == [0]
+    rows = list(range(len(local.index.rows)))
+    window = {"lo": 0, "hi": float(payload["span_ns"]), "width": 800, "rows": rows, "seq": 1}
+    got, buffers = await command(jp_fetch, "small", "_window", window)
+    want_msg, want_buffers = timeline_protocol.answer(local.index, "_window", window, lod=local.lod)
+    assert buffers == [bytes(b) for b in want_buffers] and len(buffers) >= 1
+    assert {k: v for k, v in got.items() if k != "kernel_ms"} == json.loads(
+        json.dumps({k: v for k, v in want_msg.items() if k != "kernel_ms"})
+    )
+
+    # A click on a chart: where the timeline goes, as DashboardData.link says.
+    link, _ = await command(jp_fetch, "small", "_link", {"target": "rank", "rank": 0})
+    assert link == json.loads(json.dumps(local.link({"target": "rank", "rank": 0})))
+    assert link["ranks"] == [0] and link["x_range"][1] > link["x_range"][0]
+
+    # Malformed requests are answered as the widget answers them: {"error": ...}.
+    bad, _ = await command(jp_fetch, "small", "_tab", {"tab": "nope"})
+    assert "nope" in bad["error"] and "overview" in bad["error"]
+
+
+async def test_dashboard_bokehjs_and_baseline(jp_fetch: Any, root: Path) -> None:
+    import bokeh
+
+    msg, buffers = await command(jp_fetch, "small", "_bokehjs")
+    assert msg["version"] == bokeh.__version__ and msg["bytes"] == len(buffers[0]) > 100_000
+    assert b"Bokeh" in buffers[0][:100_000]
+
+    _two_runs(root)
+    payload, _ = await command(jp_fetch, "after", "_payload", baseline="before")
+    assert [t["id"] for t in payload["tabs"]][-1] == "diff"
+    tab, _ = await command(jp_fetch, "after", "_tab", {"tab": "diff"}, baseline="before")
+    assert tab["tab"] == "diff" and tab["tables"], tab.get("notes")
+    assert str(root) not in json.dumps(tab) and str(root) not in json.dumps(payload), "no server paths"
+    assert {"label": "baseline", "value": "before"}.items() <= tab["figures"][0].items()
+    cells = json.dumps(tab["tables"])
+    assert "gemm" in cells and "new" in cells and "old" in cells
+
+
+async def test_dashboard_of_a_corrupt_run_is_a_json_error(jp_fetch: Any, root: Path) -> None:
+    body = json.dumps({"command": "_payload", "msg": {}})
+    for _ in range(600):
+        try:
+            r = await jp_fetch("traceview", "api", "dashboard", method="POST", body=body, params={"path": "broken"})
+        except HTTPClientError as exc:
+            assert exc.code == 422
+            assert "truncated" in json.loads(exc.response.body)["message"]
+            assert "Traceback" not in exc.response.body.decode() and str(root) not in exc.response.body.decode()
+            return
+        assert r.code == 202
+    raise AssertionError("no error reported")
+
+
+@pytest.mark.parametrize(
+    ("params", "body", "code"),
+    [
+        ({"path": "../etc"}, {"command": "_payload"}, 403),
+        ({"path": "/etc"}, {"command": "_payload"}, 403),
+        ({"path": "small", "baseline": "../../etc"}, {"command": "_payload"}, 403),
+        ({"path": "small", "baseline": "%2e%2e/x"}, {"command": "_payload"}, 403),
+        ({"path": "small", "cache": "../c"}, {"command": "_payload"}, 403),
+        ({"path": "small"}, {"command": "_shell", "msg": {}}, 400),
+        ({"path": "small"}, {"command": "_tab", "msg": [1]}, 400),
+        ({"path": "small"}, "not json", 400),
+        ({"path": "small"}, {"command": "_find", "msg": {"pattern": "x" * 70_000}}, 413),
+        ({}, {"command": "_payload"}, 400),
+    ],
+)
+async def test_dashboard_refuses_bad_requests(
+    jp_fetch: Any, root: Path, params: dict[str, str], body: Any, code: int
+) -> None:
+    from urllib.parse import unquote
+
+    params = {k: unquote(v) for k, v in params.items()}
+    text = body if isinstance(body, str) else json.dumps(body)
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch("traceview", "api", "dashboard", method="POST", body=text, params=params)
+    assert exc.value.code == code
+    assert "message" in json.loads(exc.value.response.body)
+    assert "Traceback" not in exc.value.response.body.decode()
+
+
+async def test_dashboard_requires_authentication(jp_fetch: Any, root: Path) -> None:
+    with pytest.raises(HTTPClientError) as exc:
+        await jp_fetch(
+            "traceview",
+            "api",
+            "dashboard",
+            method="POST",
+            body=json.dumps({"command": "_payload"}),
+            params={"path": "small"},
+            headers={"Authorization": ""},
+        )
+    assert exc.value.code in (401, 403)

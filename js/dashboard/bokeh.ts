@@ -1,0 +1,161 @@
+/**
+ * BokehJS: loaded once per page from the kernel or server (the bokeh package's own
+ * bokeh.min.js, never a CDN), then used to draw the charts' JSON items. Only the few
+ * BokehJS calls used here are typed, as plain interfaces.
+ */
+import type { DashboardSource } from "./protocol";
+
+interface BkSignal {
+  connect(slot: () => void): boolean;
+  disconnect(slot: () => void): boolean;
+}
+
+/** The BokehJS models touched here: any model, a ColumnDataSource, its Selection. */
+export interface BkModel {
+  id: string;
+  tags?: unknown[];
+  change: BkSignal;
+}
+export interface BkSelection extends BkModel {
+  indices: number[];
+}
+export interface BkSource extends BkModel {
+  data: Record<string, ArrayLike<unknown>>;
+  selected: BkSelection;
+}
+interface BkDocument {
+  all_models: Set<BkModel>;
+  clear(): void;
+}
+interface BkView {
+  model: { document: BkDocument | null };
+  remove(): void;
+}
+interface BkViewManager {
+  roots: BkView[];
+}
+export interface BokehJS {
+  version: string;
+  embed: { embed_item(item: unknown, target: HTMLElement): Promise<BkViewManager> };
+  documents?: BkDocument[];
+}
+
+type BokehGlobal = Record<string, BokehJS | undefined> & { __bokeh__?: boolean };
+
+declare global {
+  interface Window {
+    Bokeh?: BokehGlobal;
+  }
+}
+
+const loading = new Map<string, Promise<BokehJS>>();
+
+/** BokehJS `version` if the page already has it (bokeh.min.js registers `Bokeh[version]`). */
+function present(version: string): BokehJS | undefined {
+  const b = window.Bokeh;
+  if (!b) return undefined;
+  const v = b[version];
+  if (v && typeof v === "object" && "embed" in v) return v;
+  return undefined;
+}
+
+/** Run a classic script's text: a blob <script> (CSP-friendly in JupyterLab), else `Function`. */
+async function runScript(text: string): Promise<void> {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/javascript" }));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = url;
+      s.onload = () => resolve();
+      s.onerror = () => reject(new Error("the BokehJS script did not load"));
+      document.head.appendChild(s);
+    });
+  } catch {
+    // A page whose content security policy refuses blob: scripts.
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval
+    (new Function(text) as (this: Window) => void).call(window);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+/** BokehJS `version`, asked from the source (`_bokehjs`) the first time, then shared by every dashboard. */
+export function loadBokeh(source: DashboardSource, version: string): Promise<BokehJS> {
+  const have = present(version);
+  if (have) return Promise.resolve(have);
+  let p = loading.get(version);
+  if (!p) {
+    p = (async () => {
+      const { msg, buffers } = await source.invoke("_bokehjs", {});
+      const m = msg as { version?: string; error?: string };
+      if (m.error) throw new Error(m.error);
+      const buf = buffers[0];
+      if (!buf) throw new Error("no BokehJS in the answer to _bokehjs");
+      if (!present(version)) {
+        const text = new TextDecoder().decode(new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength));
+        await runScript(text);
+      }
+      const b = present(version);
+      if (!b) throw new Error(`BokehJS ${version} did not register itself (window.Bokeh["${version}"])`);
+      return b;
+    })();
+    loading.set(version, p);
+    p.catch(() => loading.delete(version));
+  }
+  return p;
+}
+
+/** A drawn chart: its models (to find link sources) and how to remove it. */
+export interface Embedded {
+  models: BkModel[];
+  dispose(): void;
+}
+
+/** Draw a JSON item into `target`. */
+export async function embed(bokeh: BokehJS, item: unknown, target: HTMLElement): Promise<Embedded> {
+  const views = await bokeh.embed.embed_item(item, target);
+  const docs = new Set<BkDocument>();
+  for (const v of views.roots) if (v.model.document) docs.add(v.model.document);
+  const models: BkModel[] = [];
+  for (const d of docs) for (const m of d.all_models) models.push(m);
+  return {
+    models,
+    dispose() {
+      for (const v of views.roots) v.remove();
+      const all = bokeh.documents;
+      for (const d of docs) {
+        if (all) {
+          const i = all.indexOf(d);
+          if (i >= 0) all.splice(i, 1);
+        }
+      }
+    },
+  };
+}
+
+/** The tag of sources whose rows link to the timeline (charts/_style.py LINK_TAG). */
+export const LINK_TAG = "traceview-link";
+
+/** Sources tagged as links, with their target ("heatmap", "rank", ...). */
+export function linkSources(models: BkModel[]): { source: BkSource; target: string }[] {
+  const out: { source: BkSource; target: string }[] = [];
+  for (const m of models) {
+    const tag = (m.tags ?? []).find(
+      (t): t is string => typeof t === "string" && t.startsWith(`${LINK_TAG}:`),
+    );
+    if (tag && "selected" in m && "data" in m)
+      out.push({ source: m as BkSource, target: tag.slice(LINK_TAG.length + 1) });
+  }
+  return out;
+}
+
+/** The `link_*` columns of row `i`, without the prefix: {rank: 3, bin: 17, ...}. */
+export function linkFields(source: BkSource, i: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, col] of Object.entries(source.data)) {
+    if (!key.startsWith("link_")) continue;
+    const v = col[i];
+    out[key.slice(5)] = typeof v === "bigint" ? Number(v) : v;
+  }
+  return out;
+}

@@ -1,0 +1,78 @@
+/**
+ * The REST API of jupyter_traceview's server extension (jupyter_traceview/server/handlers.py),
+ * through JupyterLab's ServerConnection (base URL, token, XSRF cookie).
+ */
+import { URLExt } from "@jupyterlab/coreutils";
+import { ServerConnection } from "@jupyterlab/services";
+
+import { TracesApiError } from "./tokens";
+import type { ITracesApi, ListOptions, RawAnswer, RunsListing } from "./tokens";
+
+const NOT_ENABLED =
+  "The Traces server extension does not answer: check that jupyter_traceview is installed in " +
+  "the environment that runs JupyterLab (`jupyter server extension list` shows it) and restart JupyterLab.";
+
+/** GET /traceview/api/<endpoint>?<params>: the parsed JSON body and the HTTP status. */
+async function get(
+  settings: ServerConnection.ISettings,
+  endpoint: string,
+  params: Record<string, string>,
+): Promise<{ status: number; body: unknown }> {
+  const query = Object.entries(params).filter(([, v]) => v !== "");
+  const url =
+    URLExt.join(settings.baseUrl, "traceview", "api", endpoint) +
+    URLExt.objectToQueryString(Object.fromEntries(query));
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, { method: "GET" }, settings);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new TracesApiError(0, `The Jupyter server cannot be reached: ${why}`);
+  }
+  let body: unknown;
+  try {
+    body = await response.json();
+  } catch {
+    throw new TracesApiError(response.status, response.status === 404 ? NOT_ENABLED : response.statusText);
+  }
+  if (!response.ok) {
+    const message = (body as { message?: unknown } | null)?.message;
+    throw new TracesApiError(
+      response.status,
+      typeof message === "string" && message ? message : `${response.status} ${response.statusText}`,
+    );
+  }
+  return { status: response.status, body };
+}
+
+export class RestTracesApi implements ITracesApi {
+  constructor(settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {
+    this._settings = settings;
+  }
+
+  async listRuns(options: ListOptions): Promise<RunsListing> {
+    const roots = options.roots.map((r) => r.trim()).filter(Boolean);
+    const answer = await get(this._settings, "runs", { roots: roots.join(","), cache: options.cache.trim() });
+    return answer.body as RunsListing;
+  }
+
+  async dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer> {
+    const url =
+      URLExt.join(this._settings.baseUrl, "traceview", "api", "dashboard") +
+      URLExt.objectToQueryString(params);
+    let response: Response;
+    try {
+      // POST: JupyterLab's ServerConnection adds the XSRF token the server checks.
+      response = await ServerConnection.makeRequest(url, { method: "POST", body, signal }, this._settings);
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const why = err instanceof Error ? err.message : String(err);
+      throw new TracesApiError(0, `The Jupyter server cannot be reached: ${why}`);
+    }
+    const isJson = (response.headers.get("Content-Type") ?? "").includes("json");
+    if (response.status === 404 && !isJson) throw new TracesApiError(404, NOT_ENABLED);
+    return { status: response.status, body: await response.arrayBuffer() };
+  }
+
+  private readonly _settings: ServerConnection.ISettings;
+}

@@ -1,0 +1,83 @@
+// Formatting and path helpers of the Traces sidebar (js/labextension/format.ts).
+import { describe, expect, it } from "vitest";
+import {
+  displayName,
+  formatAge,
+  formatBytes,
+  formatDuration,
+  formatPct,
+  formatProgress,
+  importsTraceview,
+  loadCode,
+  relativePath,
+} from "../labextension/format";
+
+describe("format", () => {
+  it("durations pick their unit", () => {
+    expect(formatDuration(850)).toBe("850 ns");
+    expect(formatDuration(12_345)).toBe("12.3 µs");
+    expect(formatDuration(4_560_000)).toBe("4.56 ms");
+    expect(formatDuration(1_234_000_000)).toBe("1.23 s");
+    expect(formatDuration(125e9)).toBe("2 min 5 s");
+    expect(formatDuration(7200e9 + 60e9)).toBe("2 h 1 min");
+    expect(formatDuration(null)).toBe("–");
+    expect(formatDuration(-4_560_000)).toBe("-4.56 ms");
+  });
+
+  it("percentages, bytes, ages, progress", () => {
+    expect(formatPct(42.06)).toBe("42.1%");
+    expect(formatPct(null)).toBe("–");
+    expect(formatBytes(512)).toBe("512 B");
+    expect(formatBytes(3_400_000)).toBe("3.40 MB");
+    const now = 1_000_000 * 1000;
+    expect(formatAge(1_000_000 - 3, now)).toBe("just now");
+    expect(formatAge(1_000_000 - 42, now)).toBe("42 s ago");
+    expect(formatAge(1_000_000 - 5 * 60, now)).toBe("5 min ago");
+    expect(formatAge(1_000_000 - 3 * 3600, now)).toBe("3 h ago");
+    expect(formatAge(1_000_000 - 86400, now)).toBe("yesterday");
+    expect(formatAge(1_000_000 - 3 * 86400, now)).toBe("3 days ago");
+    expect(formatProgress({ stage: "loading", done: 3, total: 8 })).toBe("loading 3/8 files");
+    expect(formatProgress({ stage: "queued" }, 2)).toBe("queued (2nd in line)");
+    expect(formatProgress({ stage: "queued" }, 13)).toBe("queued (13th in line)");
+    expect(formatProgress({ stage: "analysing" })).toBe("analysing");
+    expect(formatProgress(undefined)).toBe("waiting");
+  });
+
+  it("display names: NAME/timestamp for %%traceprofile runs", () => {
+    expect(displayName("traceview-runs/train_step/20260101-120000", "traceprofile")).toBe(
+      "train_step/20260101-120000",
+    );
+    expect(displayName("exp/dlrm", "folder")).toBe("dlrm");
+    expect(displayName("one.json.gz", "file")).toBe("one.json.gz");
+  });
+});
+
+describe("load code", () => {
+  it("paths relative to the notebook's folder", () => {
+    expect(relativePath("", "runs/a")).toBe("runs/a");
+    expect(relativePath("runs", "runs/a")).toBe("a");
+    expect(relativePath("nb/deep", "runs/a")).toBe("../../runs/a");
+    expect(relativePath("runs/a", "runs/a")).toBe(".");
+    expect(relativePath("runs/a/b", "runs/a")).toBe("..");
+    expect(relativePath("./x/", "x/y")).toBe("y");
+  });
+
+  it("imports tv unless a cell does", () => {
+    expect(importsTraceview(["import numpy as np\nimport jupyter_traceview as tv"])).toBe(true);
+    expect(importsTraceview(["import os, jupyter_traceview as tv"])).toBe(true);
+    expect(importsTraceview(["import jupyter_traceview"])).toBe(false);
+    expect(importsTraceview(["# import jupyter_traceview as tv"])).toBe(false);
+    expect(loadCode("runs/a", "nb/x.ipynb", [])).toBe(
+      'import jupyter_traceview as tv\n\ntrace = tv.load("../runs/a")',
+    );
+    expect(loadCode("runs/a", "x.ipynb", ["import jupyter_traceview as tv"])).toBe(
+      'trace = tv.load("runs/a")',
+    );
+  });
+
+  it("quotes paths as Python string literals", () => {
+    expect(loadCode('we"ird\\name', "x.ipynb", ["import jupyter_traceview as tv"])).toBe(
+      'trace = tv.load("we\\"ird\\\\name")',
+    );
+  });
+});

@@ -1,0 +1,313 @@
+"""What every chart shares: units, themes, colours, figure defaults, hover and link tags.
+
+Nothing here loads data or displays anything: builders get DataFrames and return bokeh
+models. Colours come from :mod:`jupyter_traceview.colors`, the palette the timeline uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool, TapTool
+from bokeh.plotting import figure
+from bokeh.themes import Theme as BokehTheme
+
+from ..colors import Theme, kind_color, palette
+
+__all__ = [
+    "LINK_TAG",
+    "bokeh_theme",
+    "bytes_text",
+    "duration_text",
+    "empty_chart",
+    "kind_colors",
+    "linkable",
+    "new_figure",
+    "ramp",
+    "rank_colors",
+    "time_unit",
+]
+
+#: Tag of a ColumnDataSource whose rows link to the timeline: ``"traceview-link:<target>"``.
+#: Its ``link_*`` columns (``link_rank``, ``link_bin``, ``link_step``, ``link_name``) are
+#: what a click sends to the dashboard (see docs/frontend.md, "The dashboard's protocol").
+LINK_TAG = "traceview-link"
+
+#: (name, ns per unit), largest first: the units of time axes and durations.
+TIME_UNITS: tuple[tuple[str, float], ...] = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
+
+_TEXT = {"light": "#1f1f1f", "dark": "#e3e3e3"}
+_MUTED = {"light": "#5f5f5f", "dark": "#a9a9a9"}
+_GRID = {"light": "#e6e6e6", "dark": "#3a3a3a"}
+_AXIS = {"light": "#9e9e9e", "dark": "#6b6b6b"}
+_BASE = {"light": "#f4f4f4", "dark": "#262626"}
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+
+
+def time_unit(values: Iterable[float] | float) -> tuple[str, float]:
+    """The unit to show durations of this magnitude in: ``(name, ns per unit)``.
+
+    The largest unit in which the largest absolute value is at least 1 (``"ns"`` for
+    nothing but zeros or NaN).
+
+    >>> time_unit([1_500, 20_000_000])
+    ('ms', 1000000.0)
+    >>> time_unit(999)
+    ('ns', 1.0)
+    """
+    arr = np.abs(np.atleast_1d(np.asarray(values, dtype=np.float64)))
+    arr = arr[np.isfinite(arr)]
+    top = float(arr.max()) if len(arr) else 0.0
+    for name, scale in TIME_UNITS:
+        if top >= scale:
+            return name, scale
+    return "ns", 1.0
+
+
+def duration_text(ns: Any) -> list[str]:
+    """Durations as text in a unit fitting each value: ``["850 ns", "12.3 us", "4.56 ms"]``."""
+    out = []
+    for v in np.asarray(ns, dtype=np.float64).reshape(-1).tolist():
+        if not math.isfinite(v):
+            out.append("-")
+            continue
+        for name, scale in TIME_UNITS:
+            if abs(v) >= scale or name == "ns":
+                out.append(f"{v / scale:.3g} {name}" if name != "ns" else f"{v:.0f} ns")
+                break
+    return out
+
+
+def bytes_text(n: Any) -> list[str]:
+    """Byte counts as text: ``["512 B", "1.5 KiB", "3 MiB"]``."""
+    out = []
+    for v in np.asarray(n, dtype=np.float64).reshape(-1).tolist():
+        if not math.isfinite(v):
+            out.append("-")
+            continue
+        for name, scale in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+            if abs(v) >= scale:
+                out.append(f"{v / scale:.3g} {name}")
+                break
+        else:
+            out.append(f"{v:.0f} B")
+    return out
+
+
+def pct_text(p: Any) -> list[str]:
+    return [f"{v:.1f}%" if math.isfinite(v) else "-" for v in np.asarray(p, dtype=np.float64).reshape(-1).tolist()]
+
+
+def kind_colors(theme: Theme) -> dict[str, str]:
+    """Colour of each timeline kind (``compute``, ``communication``, ...) in ``theme``."""
+    return {k["key"]: k[theme] for k in palette()["kinds"]}
+
+
+def rank_colors(ranks: Sequence[int], theme: Theme) -> list[str]:
+    """One colour per rank, from the names palette (cycled)."""
+    names = palette()["names"][theme]
+    return [names[i % len(names)] for i in range(len(ranks))]
+
+
+def text_color(theme: Theme) -> str:
+    return _TEXT[theme]
+
+
+def muted_color(theme: Theme) -> str:
+    return _MUTED[theme]
+
+
+def _rgb(color: str) -> tuple[float, float, float]:
+    c = color.lstrip("#")
+    return int(c[0:2], 16) / 255, int(c[2:4], 16) / 255, int(c[4:6], 16) / 255
+
+
+def _hex(rgb: tuple[float, float, float]) -> str:
+    return "#" + "".join(f"{round(max(0.0, min(1.0, v)) * 255):02x}" for v in rgb)
+
+
+def mix(a: str, b: str, t: float) -> str:
+    """The colour ``t`` of the way from ``a`` to ``b`` (hex colours)."""
+    ra, rb = _rgb(a), _rgb(b)
+    return _hex(tuple(x + (y - x) * t for x, y in zip(ra, rb, strict=True)))  # type: ignore[arg-type]
+
+
+def ramp(color: str, theme: Theme, n: int = 256) -> list[str]:
+    """A sequential palette from the plot's base colour (0%) through ``color`` to a deep tone (100%).
+
+    ``color`` is a kind (``"compute"``, see :data:`jupyter_traceview.colors.KINDS`) or a hex colour.
+    """
+    base = _BASE[theme]
+    mid = color if color.startswith("#") else kind_color(color, theme)
+    deep = mix(mid, "#000000" if theme == "light" else "#ffffff", 0.45)
+    half = n // 2
+    return [mix(base, mid, i / max(half - 1, 1)) for i in range(half)] + [
+        mix(mid, deep, (i + 1) / (n - half)) for i in range(n - half)
+    ]
+
+
+def bokeh_theme(theme: Theme = "light") -> BokehTheme:
+    """The bokeh theme of jupyter_traceview's charts: transparent, so they take the page's background."""
+    text, muted, grid, axis = _TEXT[theme], _MUTED[theme], _GRID[theme], _AXIS[theme]
+    return BokehTheme(
+        json={
+            "attrs": {
+                "Plot": {
+                    "background_fill_alpha": 0,
+                    "border_fill_alpha": 0,
+                    "outline_line_color": None,
+                },
+                "Axis": {
+                    "axis_line_color": axis,
+                    "major_tick_line_color": axis,
+                    "minor_tick_line_color": None,
+                    "major_label_text_color": muted,
+                    "major_label_text_font": FONT,
+                    "major_label_text_font_size": "11px",
+                    "axis_label_text_color": text,
+                    "axis_label_text_font": FONT,
+                    "axis_label_text_font_size": "12px",
+                    "axis_label_text_font_style": "normal",
+                },
+                "Grid": {"grid_line_color": grid},
+                "Title": {
+                    "text_color": text,
+                    "text_font": FONT,
+                    "text_font_size": "13px",
+                    "text_font_style": "bold",
+                },
+                "Legend": {
+                    "background_fill_alpha": 0,
+                    "border_line_alpha": 0,
+                    "label_text_color": text,
+                    "label_text_font": FONT,
+                    "label_text_font_size": "11px",
+                    "inactive_fill_alpha": 0.6,
+                    "inactive_fill_color": _BASE[theme],
+                },
+                "ColorBar": {
+                    "background_fill_alpha": 0,
+                    "major_label_text_color": muted,
+                    "title_text_color": text,
+                    "title_text_font_style": "normal",
+                    "major_tick_line_color": axis,
+                    "bar_line_color": None,
+                },
+                "Label": {"text_color": muted, "text_font": FONT},
+                "LabelSet": {"text_color": text, "text_font": FONT},
+            }
+        }
+    )
+
+
+def new_figure(
+    *,
+    title: str,
+    height: int,
+    tooltips: list[tuple[str, str]] | None,
+    x_range: Any = None,
+    y_range: Any = None,
+    x_axis_type: Any = "auto",
+    y_axis_type: Any = "auto",
+    tools: str = "save,reset",
+    x_label: str | None = None,
+    y_label: str | None = None,
+    renderers: Sequence[Any] | None = None,
+) -> Any:
+    """A figure with the project's defaults: stretches to the width of its container."""
+    kw: dict[str, Any] = {}
+    if x_range is not None:
+        kw["x_range"] = x_range
+    if y_range is not None:
+        kw["y_range"] = y_range
+    fig = figure(
+        title=title,
+        height=height,
+        sizing_mode="stretch_width",
+        min_width=280,
+        tools=tools,
+        toolbar_location="right",
+        x_axis_type=x_axis_type,
+        y_axis_type=y_axis_type,
+        **kw,
+    )
+    fig.toolbar.logo = None
+    fig.toolbar.autohide = True
+    if tooltips is not None:
+        fig.add_tools(HoverTool(tooltips=tooltips, renderers=list(renderers) if renderers else "auto"))
+    if x_label is not None:
+        fig.xaxis.axis_label = x_label
+    if y_label is not None:
+        fig.yaxis.axis_label = y_label
+    return fig
+
+
+def add_hover(fig: Any, tooltips: list[tuple[str, str]], renderers: Sequence[Any], **kw: Any) -> HoverTool:
+    tool = HoverTool(tooltips=tooltips, renderers=list(renderers), **kw)
+    fig.add_tools(tool)
+    return tool
+
+
+def linkable(fig: Any, source: ColumnDataSource, target: str, renderers: Sequence[Any]) -> None:
+    """Mark ``source``'s rows as links to the timeline (a click selects a row; see :data:`LINK_TAG`)."""
+    source.tags = [f"{LINK_TAG}:{target}"]
+    fig.add_tools(TapTool(renderers=list(renderers)))
+    for r in renderers:
+        # A click selects a row; the others must not fade (the selection is a gesture, not a filter).
+        r.nonselection_glyph = r.glyph.clone()
+        r.selection_glyph = r.glyph.clone()
+
+
+def empty_chart(title: str, message: str, *, height: int = 160) -> Any:
+    """A blank figure that says why there is nothing to draw."""
+    from bokeh.models.annotations import Label
+
+    fig = new_figure(title=title, height=height, tooltips=None, tools="")
+    fig.toolbar_location = None
+    fig.xaxis.visible = False
+    fig.yaxis.visible = False
+    fig.xgrid.visible = False
+    fig.ygrid.visible = False
+    fig.x_range.start, fig.x_range.end = 0, 1
+    fig.y_range.start, fig.y_range.end = 0, 1
+    fig.add_layout(Label(x=0.5, y=0.5, text=message, text_align="center", text_baseline="middle", text_font=FONT))
+    fig.scatter(x=[], y=[])  # a renderer, so that bokeh's validation has nothing to say
+    fig.tags = ["traceview-empty"]
+    return fig
+
+
+def require(df: pd.DataFrame, columns: Iterable[str], builder: str) -> None:
+    """Raise a ValueError naming what is missing when ``df`` lacks a column a builder needs."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{builder}: the frame lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, df.columns))} "
+            "(pass the result of the matching analysis)"
+        )
+
+
+def short_name(name: str, n: int = 48) -> str:
+    """A kernel name cut for an axis label: template arguments folded, ellipsis past ``n``."""
+    s = str(name)
+    if "::" not in s and "<" not in s:  # not a C++ signature ("Memcpy HtoD (Pinned -> Device)")
+        return s if len(s) <= n else s[: n - 1] + "…"
+    if s.startswith("void "):
+        s = s[5:]
+    # Fold the outermost template arguments and parameter lists: keep the readable head.
+    out = []
+    depth = 0
+    for ch in s:
+        if ch in "<(":
+            if depth == 0:
+                out.append("<…>" if ch == "<" else "(…)")
+            depth += 1
+        elif ch in ">)":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            out.append(ch)
+    head = "".join(out).strip() or s
+    return head if len(head) <= n else head[: n - 1] + "…"

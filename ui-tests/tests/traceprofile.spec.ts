@@ -1,0 +1,39 @@
+// %%traceprofile in JupyterLab: a profiled cell behaves as without the magic (its output and
+// its last value appear) and the run's dashboard appears under it, drawn.
+import { expect, test } from "@jupyterlab/galata";
+import { cellText, newNotebook, runCell, writeArtifact } from "./helpers";
+
+test("a %%traceprofile cell shows its output, its value and the run's dashboard", async ({ page }) => {
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await newNotebook(page, "traceprofile.ipynb");
+  await runCell(page, "%load_ext jupyter_traceview");
+
+  const index = await runCell(
+    page,
+    [
+      "%%traceprofile --cpu-only --name galata-show --repeat 2 --warmup 1",
+      "import torch",
+      "x = torch.randn(128, 128)",
+      "y = (x @ x).relu()",
+      "print('cell ran')",
+      "tuple(y.shape)",
+    ].join("\n"),
+  );
+  const cell = page.locator(".jp-Notebook .jp-Cell").nth(index);
+  const dash = cell.locator(".tvd-dashboard");
+  await expect(dash).toBeVisible({ timeout: 120_000 });
+  const overview = dash.locator('.tvd-panel[data-tab="overview"]');
+  await expect(overview).toHaveAttribute("data-state", "ready", { timeout: 120_000 });
+
+  const text = await cellText(page, index);
+  expect(text).toContain("cell ran");
+  expect(text).toContain("(128, 128)");
+  expect(text).toContain("galata-show");
+
+  // The variable the cell assigned lands in the user namespace, as without the magic.
+  const check = await runCell(page, "print(y.shape[0] + 1)");
+  expect(await cellText(page, check)).toContain("129");
+  writeArtifact("traceprofile-dashboard.png", await cell.screenshot());
+  expect(errors).toEqual([]);
+});
