@@ -294,8 +294,14 @@ def load(
     use_pool = engine == "process" or (
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
     )
-    tqdm_bar = _progress(len(todo), progress, "loading traces")
+    tqdm_bar: Any = None
     n_done = len(files) - len(todo)
+
+    def start_progress() -> None:
+        # tqdm starts a monitor thread with its first bar: the pool's workers are forked
+        # before that (see _pool_context), so the bar starts once they are.
+        nonlocal tqdm_bar
+        tqdm_bar = _progress(len(todo), progress, "loading traces")
 
     def advance() -> None:
         nonlocal n_done
@@ -309,8 +315,9 @@ def load(
         on_progress(n_done, len(files))
     try:
         if use_pool and len(todo) > 0:
-            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance)
+            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress)
         else:
+            start_progress()
             for i in todo:
                 try:
                     results[i] = _read_file(files[i], options, cache_arg)
@@ -458,12 +465,16 @@ def _load_parallel(
     results: dict[int, list[RankData]],
     handle_error: Any,
     advance: Callable[[], None],
+    started: Callable[[], None],
 ) -> None:
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        # The first submit starts every worker (a fork pool starts them all at once, before
+        # its own manager thread); only then may other threads (the progress bar's) start.
         futures: dict[Future[list[RankData]], int] = {
             pool.submit(_read_file, files[i], options, cache_arg): i for i in todo
         }
+        started()
         pending = set(futures)
         try:
             while pending:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -122,3 +123,22 @@ def test_whole_job_views_leave_the_rank_tables_on_the_workers(
         tv.utilization_heatmap(dlrm, kind=kind, align=step, bins=40),
     )
     pd.testing.assert_frame_equal(tv.summary(dask), tv.summary(dlrm))
+
+
+def test_a_script_without_a_main_guard_loads_with_a_pool_and_a_progress_bar(tmp_path: Path) -> None:
+    # The workers are forked before the progress bar starts tqdm's monitor thread: a
+    # threaded process would get a forkserver pool, which runs the script's top level
+    # again in its server (and there, tv.load again).
+    script = tmp_path / "load_script.py"
+    script.write_text(
+        "import sys\n"
+        "import jupyter_traceview as tv\n"
+        "print('top level ran', flush=True)\n"
+        "trace = tv.load(sys.argv[1], engine='process', progress=True, cache=False)\n"
+        "print('ranks', len(trace.ranks), flush=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script), tv.sample_path()], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["top level ran", "ranks 8"], proc.stdout + proc.stderr
