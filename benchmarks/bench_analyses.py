@@ -132,25 +132,16 @@ def fmt(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--sets", nargs="+", default=["dlrm", "synth:8:100000"])
-    p.add_argument("--operator", default="aten::linear", help="operator for frequent_kernel_sequences")
-    p.add_argument("--no-hta", action="store_true")
-    p.add_argument("--timeout", type=float, default=3600)
-    p.add_argument("--out", type=Path, default=HERE / "results" / "analyses.json")
-    a = p.parse_args()
-    if not a.no_hta and not HTA_PYTHON.exists():
-        sys.exit("HTA is not installed: run `bash benchmarks/hta_env.sh` first (or pass --no-hta)")
-    results = {}
+def ratio_text(ours: float, hta: float) -> str:
+    r = hta / ours
+    return f"{r:.1f}x" if r < 10 else f"{r:.0f}x"
+
+
+def table(results: dict[str, dict[str, dict]]) -> str:
+    """The Markdown tables of ``results`` (data set -> {"ours": ..., "hta": ...})."""
     lines = []
-    for spec in a.sets:
-        path = dataset_path(spec)
-        ours = run("ours", path, a.runs, a.operator, a.timeout)
-        hta = {} if a.no_hta else run("hta", path, a.runs, a.operator, a.timeout)
-        results[spec] = {"ours": ours, "hta": hta}
-        print(f"{spec}: ours {ours.get('_error', 'ok')}, HTA {hta.get('_error', 'ok')}", file=sys.stderr)
+    for spec, both in results.items():
+        ours, hta = both["ours"], both["hta"]
         lines.append(
             f"\n**{spec}** (load: ours {fmt(ours.get('_load', float('nan')))}, "
             f"HTA {fmt(hta['_load']) if '_load' in hta else hta.get('_error', 'not run')})\n"
@@ -167,14 +158,39 @@ def main() -> None:
             else:
                 h_s = "no such analysis" if PAIRS[name][1] is None else ""
             ratio = (
-                f"{statistics.median(h) / statistics.median(o):.0f}x"
+                ratio_text(statistics.median(o), statistics.median(h))
                 if isinstance(o, list) and isinstance(h, list) and statistics.median(o) > 0
                 else ""
             )
             lines.append(f"| {name} | {o_s} | {h_s} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--sets", nargs="+", default=["dlrm", "synth:8:100000"])
+    p.add_argument("--operator", default="aten::linear", help="operator for frequent_kernel_sequences")
+    p.add_argument("--no-hta", action="store_true")
+    p.add_argument("--timeout", type=float, default=3600)
+    p.add_argument("--out", type=Path, default=HERE / "results" / "analyses.json")
+    p.add_argument("--table", action="store_true", help="only print the tables of the results in --out")
+    a = p.parse_args()
+    if a.table:
+        print(table(json.loads(a.out.read_text())))
+        return
+    if not a.no_hta and not HTA_PYTHON.exists():
+        sys.exit("HTA is not installed: run `bash benchmarks/hta_env.sh` first (or pass --no-hta)")
+    results = {}
+    for spec in a.sets:
+        path = dataset_path(spec)
+        ours = run("ours", path, a.runs, a.operator, a.timeout)
+        hta = {} if a.no_hta else run("hta", path, a.runs, a.operator, a.timeout)
+        results[spec] = {"ours": ours, "hta": hta}
+        print(f"{spec}: ours {ours.get('_error', 'ok')}, HTA {hta.get('_error', 'ok')}", file=sys.stderr)
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(results, indent=2))
-    print("\n".join(lines))
+    print(table(results))
 
 
 if __name__ == "__main__":
