@@ -132,8 +132,9 @@ test.describe("Timeline on the 8-rank DLRM sample", () => {
     // Search highlights every match (NCCL kernels and calls), counted by the kernel.
     await widget.locator(".tv-search").fill("nccl");
     await expect(widget.locator(".tv-search-count")).toContainText("match");
+    // The count comes from the kernel, after the pattern has reached it.
+    await expect.poll(async () => Number(await widget.getAttribute("data-search-count"))).toBeGreaterThan(0);
     const count = Number(await widget.getAttribute("data-search-count"));
-    expect(count).toBeGreaterThan(0);
     await widget.locator("button", { hasText: "Fit" }).click();
     await expect.poll(async () => Number(await widget.getAttribute("data-match-rects"))).toBeGreaterThan(0);
     const py = await runCell(page, "print(tl.search, tl.index.count_matches('nccl'))");
