@@ -27,23 +27,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {
-    "dlrm_8rank_v100": ROOT / "jupyter_traceview" / "samples" / "dlrm_8rank_v100",
-    "hta_dlrm_2of128_ranks": ROOT / "tests" / "data" / "hta_dlrm_2of128_ranks",
-    "h100_bert_small": ROOT / "tests" / "data" / "h100_bert_small",
-    "hta_alexnet": ROOT / "tests" / "data" / "hta_alexnet",
-    "hta_cpu_only": ROOT / "tests" / "data" / "hta_cpu_only",
-    "hta_mi250_rocm": ROOT / "tests" / "data" / "hta_mi250_rocm",
-    "hta_triton": ROOT / "tests" / "data" / "hta_triton",
-}
-#: Operators for the frequent-kernel-sequence analysis, per folder.
-SEQUENCE_OPERATORS = {
-    "dlrm_8rank_v100": "aten::linear",
-    "hta_dlrm_2of128_ranks": "aten::linear",
-    "h100_bert_small": "aten::linear",
-    "hta_alexnet": "aten::conv2d",
-    "hta_mi250_rocm": "aten::linear",
-}
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from scripts.trace_folders import FOLDERS, SEQUENCE_OPERATORS  # noqa: E402  (plain paths: no jupyter_traceview)
 
 
 def _frames(result: Any) -> dict[str, Any]:
