@@ -26,19 +26,7 @@ import type {
   Table,
   TimelineAnswer,
 } from "./protocol";
-
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  cls: string,
-  parent?: HTMLElement,
-  text?: string,
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
+import { el } from "../dom";
 
 /** Options of a dashboard view. */
 export interface DashboardOptions {

@@ -47,6 +47,7 @@ import {
   xToTime,
   zoomAround,
 } from "./viewport";
+import { el } from "../dom";
 
 const GUTTER = 172;
 const AXIS = 26;
@@ -71,19 +72,6 @@ interface Selected {
   rank: number;
   eid: number;
   details: EventDetails | null;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  cls: string,
-  parent?: HTMLElement,
-  text?: string,
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
 }
 
 export class TimelineView {
