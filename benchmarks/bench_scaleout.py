@@ -85,7 +85,7 @@ def main():
     import warnings
     import distributed
     import jupyter_traceview as tv
-    from jupyter_traceview.timeline_index import TimelineIndex
+    from jupyter_traceview.views.timeline.index import TimelineIndex
 
     path, workers, timeline = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
     threading.Thread(target=sample, daemon=True).start()

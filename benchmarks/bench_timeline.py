@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import synth  # noqa: E402
 
 import jupyter_traceview as tv  # noqa: E402
-from jupyter_traceview.timeline_index import TimelineIndex  # noqa: E402
+from jupyter_traceview.views.timeline.index import TimelineIndex  # noqa: E402
 
 #: Rows a 900 px tall view shows (rank headers, 18 px GPU rows, 15 px CPU rows).
 VISIBLE_ROWS = 40

@@ -9,7 +9,6 @@ charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazi
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ._version import __version__
@@ -42,14 +41,15 @@ from .analysis import (
     write_counters_trace,
 )
 from .analysis.critical_path import critical_path
-from .cache import clear_cache, default_cache_dir
-from .classify import Classifier
-from .clock import align_clocks, clock_alignment
 from .errors import OptionError, TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
-from .loader import load
-from .schema import EventKind, GpuClass
-from .trace import Trace
-from .trace_data import RankData, RankMeta
+from .loading.cache import clear_cache, default_cache_dir
+from .loading.loader import load
+from .model.classify import Classifier
+from .model.clock import align_clocks, clock_alignment
+from .model.rank_data import RankData, RankMeta
+from .model.schema import EventKind, GpuClass
+from .model.trace import Trace, set_mimebundle_hook
+from .samples import sample_path
 
 __all__ = [
     "Classifier",
@@ -111,7 +111,7 @@ _LAZY = {
     "Timeline": "jupyter_traceview.widgets.timeline",
     "TimelineSelection": "jupyter_traceview.widgets.timeline",
     "Dashboard": "jupyter_traceview.widgets.dashboard",
-    "write_report": "jupyter_traceview.html_report",
+    "write_report": "jupyter_traceview.report.html",
 }
 #: Subpackages loaded on first use (they import bokeh).
 _LAZY_MODULES = {"charts": "jupyter_traceview.charts"}
@@ -128,33 +128,30 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
+def _trace_mimebundle(trace: Trace, *, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
+    """A trace on the last line of a cell: the widgets layer's summary card (imported when first shown)."""
+    from .widgets.display import trace_mimebundle
+
+    return trace_mimebundle(trace, include=include, exclude=exclude)
+
+
+set_mimebundle_hook(_trace_mimebundle)
+
+
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     """The server extension behind the JupyterLab Traces sidebar (see jupyter_traceview.server)."""
     return [{"module": "jupyter_traceview.server"}]
 
 
-def sample_path(name: str = "dlrm_8rank_v100") -> Path:
-    """Folder of a sample trace shipped with the package (real traces; see samples/NOTICE.md).
-
-    ``dlrm_8rank_v100``: one DLRM training step on 8 V100 GPUs with NCCL, 8 rank files.
-    """
-    root = Path(__file__).parent / "samples"
-    p = root / name
-    if not p.is_dir():
-        available = sorted(c.name for c in root.iterdir() if c.is_dir())
-        raise ValueError(f"no sample named {name!r}; available: {', '.join(available)}")
-    return p
-
-
 def load_ipython_extension(ip: Any) -> None:
     """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``."""
-    from .magics import load_ipython_extension as load_magics
+    from .notebook.magics import load_ipython_extension as load_magics
 
     load_magics(ip)
 
 
 def unload_ipython_extension(ip: Any) -> None:
     """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up."""
-    from .magics import unload_ipython_extension as unload_magics
+    from .notebook.magics import unload_ipython_extension as unload_magics
 
     unload_magics(ip)

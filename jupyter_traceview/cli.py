@@ -20,7 +20,7 @@ __all__ = ["main"]
 
 
 def _fmt_ns(ns: float) -> str:
-    from .trace import _fmt_ns as fmt
+    from .model.trace import _fmt_ns as fmt
 
     return fmt(ns)
 
@@ -35,12 +35,13 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
 
 
 def _load(args: argparse.Namespace) -> Any:
-    import jupyter_traceview as tv
+    from .loading.loader import load
+    from .samples import sample_path
 
-    path = tv.sample_path() if args.sample else args.path
+    path = sample_path() if args.sample else args.path
     if path is None:
         raise SystemExit("traceview: error: give a PATH to a trace file or folder, or --sample")
-    return tv.load(
+    return load(
         path,
         ranks=args.ranks,
         cache=not args.no_cache,
@@ -136,9 +137,8 @@ def _cmd_findings(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    import jupyter_traceview as tv
-
     from .errors import TraceviewError
+    from .loading.loader import load
 
     out = Path(args.output)
     if out.is_dir():
@@ -147,11 +147,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise TraceviewError(f"cannot write the report to {out}: the folder {out.parent} does not exist")
     trace = _load(args)
     baseline = (
-        tv.load(args.baseline, cache=not args.no_cache, on_error="skip" if args.skip_bad else "raise")
+        load(args.baseline, cache=not args.no_cache, on_error="skip" if args.skip_bad else "raise")
         if args.baseline
         else None
     )
-    from .html_report import write_report
+    from .report.html import write_report
 
     def progress(done: int, total: int, label: str) -> None:
         if not args.quiet and label != "done":
@@ -163,7 +163,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _ranges(values: list[int]) -> str:
-    from .trace import _ranges as ranges
+    from .model.trace import _ranges as ranges
 
     return ranges(values)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import jupyter_traceview as tv
+from jupyter_traceview.loading import cache as cache_module
 
 #: Jupyter server fixtures (jp_fetch, jp_root_dir, ...) for the server extension's tests.
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -28,7 +29,7 @@ KINETO_FOLDERS = {
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never touch the user's cache folder."""
     cache = tmp_path_factory.mktemp("cache")
-    monkeypatch.setattr(tv.cache, "default_cache_dir", lambda: cache)
+    monkeypatch.setattr(cache_module, "default_cache_dir", lambda: cache)
 
 
 @pytest.fixture(scope="session")

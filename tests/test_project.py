@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jupyter_traceview import schema
+from jupyter_traceview.model import schema
 
 ROOT = Path(__file__).resolve().parents[1]
 

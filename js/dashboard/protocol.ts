@@ -1,17 +1,17 @@
 /**
  * The dashboard's data contract, host-agnostic: what `DashboardSource` hands the views.
  *
- * Mirrors jupyter_traceview/dashboard_data.py (the payload, the tabs, the links) and
+ * Mirrors jupyter_traceview/dashboard/data.py (the payload, the tabs, the links) and
  * docs/frontend.md ("The dashboard's protocol"). Times are float ns relative to the trace's
  * first event, as in the timeline.
  */
 import type { InvokeOptions, StateModel } from "../timeline/state";
 import type { TimelineModel } from "../timeline/model";
 
-/** Version of the contract this front end speaks (dashboard_data.PROTOCOL). */
+/** Version of the contract this front end speaks (dashboard.data.PROTOCOL). */
 export const PROTOCOL = 1;
 
-/** A headline figure (dashboard_data.figure_). */
+/** A headline figure (dashboard.data.figure_). */
 export interface Figure {
   label: string;
   value: string;

@@ -2,7 +2,7 @@
  * The dashboard's data over HTTP: a `DashboardSource` (js/dashboard/protocol.ts) answered by
  * `POST /traceview/api/dashboard` (jupyter_traceview/server/handlers.py `DashboardHandler`),
  * so that a run panel shows the same dashboard as `tv.Dashboard` in a notebook: the server
- * answers the same commands with the same function (dashboard_data.answer), in its
+ * answers the same commands with the same function (dashboard.data.answer), in its
  * background worker.
  *
  * A command is asked again while the server answers 202 (computing; the server holds each

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import palette from "../../jupyter_traceview/colors.json";
+import palette from "../../jupyter_traceview/views/colors.json";
 import { Colors, parseColor, textOn, withAlpha } from "../timeline/colors";
 import type { Palette, WindowResponseMeta } from "../timeline/model";
 import { aligned, decodeWindow } from "../timeline/protocol";
@@ -99,7 +99,7 @@ describe("decodeWindow", () => {
 
 describe("colors", () => {
   const p = palette as unknown as Palette;
-  it("reads the shared palette (jupyter_traceview/colors.json)", () => {
+  it("reads the shared palette (jupyter_traceview/views/colors.json)", () => {
     const light = new Colors(p, false);
     const dark = new Colors(p, true);
     expect(light.kind(light.code("compute"))).toBe(p.kinds[0]!.light);

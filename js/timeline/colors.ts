@@ -1,5 +1,5 @@
 /**
- * Colours from the palette the kernel sends (jupyter_traceview/colors.json): kinds by code,
+ * Colours from the palette the kernel sends (jupyter_traceview/views/colors.json): kinds by code,
  * names by palette index, in the light or dark variant.
  */
 import type { Palette } from "./model";

@@ -6,7 +6,7 @@
  * relative to the trace's first event.
  */
 
-/** One colour kind of the palette (jupyter_traceview/colors.json). */
+/** One colour kind of the palette (jupyter_traceview/views/colors.json). */
 export interface PaletteKind {
   key: string;
   label: string;
@@ -14,7 +14,7 @@ export interface PaletteKind {
   dark: string;
 }
 
-/** jupyter_traceview/colors.json, sent once by the widget. */
+/** jupyter_traceview/views/colors.json, sent once by the widget. */
 export interface Palette {
   kinds: PaletteKind[];
   names: { light: string[]; dark: string[] };

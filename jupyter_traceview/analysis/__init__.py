@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..clock import clock_alignment
 from .annotations import user_annotation_breakdown
 from .concurrency import concurrency, kernel_overlap_stats
 from .counter_trace import write_counters_trace
@@ -24,7 +23,6 @@ from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
     "FindingRules",
-    "clock_alignment",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",

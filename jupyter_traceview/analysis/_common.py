@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
 from ..errors import TraceviewWarning
-from ..schema import GPU_ACTIVITY_KINDS, GpuClass
-from ..trace import Trace
+from ..model import intervals as iv
+from ..model.schema import GPU_ACTIVITY_KINDS, GpuClass
+from ..model.trace import Trace
 
 __all__ = [
     "WORK_CLASSES",

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
-from ..schema import GPU_ACTIVITY_KINDS, GpuClass
-from ..trace import Trace
+from ..model import intervals as iv
+from ..model.schema import GPU_ACTIVITY_KINDS, GpuClass
+from ..model.trace import Trace
 
 __all__ = ["CLASSES", "COMM", "COMPUTE", "MEMORY", "OTHER", "Activities", "activities"]
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..trace import Trace
+from ..model.trace import Trace
 from ._common import scoped
 
 __all__ = [

@@ -9,10 +9,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
 from ..errors import TraceviewWarning
-from ..schema import EventKind
-from ..trace import Trace
+from ..model import intervals as iv
+from ..model.schema import EventKind
+from ..model.trace import Trace
 from . import _links as lk
 from ._common import WORK_CLASSES, empty, gpu_activities, pct, warn_no_gpu
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
-from ..intervals import at_least, coverage_of, step_function
-from ..schema import GPU_CLASS_CATEGORIES
-from ..trace import Trace
+from ..model.intervals import at_least, coverage_of, step_function
+from ..model.schema import GPU_CLASS_CATEGORIES
+from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import COMM, COMPUTE, activities
 

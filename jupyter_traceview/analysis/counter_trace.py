@@ -17,8 +17,8 @@ import msgspec
 import numpy as np
 
 from ..errors import TraceFormatError, TraceviewWarning
-from ..readers.files import read_bytes
-from ..trace import Trace
+from ..loading.readers.files import read_bytes
+from ..model.trace import Trace
 from .counters import memory_bandwidth, queue_length
 from .launch import has_gpu, launched
 

@@ -15,10 +15,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
-from ..classify import COPY_KINDS
-from ..schema import GpuClass
-from ..trace import Trace
+from ..model import intervals as iv
+from ..model.classify import COPY_KINDS
+from ..model.schema import GpuClass
+from ..model.trace import Trace
 from ._common import empty, gpu_activities, scoped, warn_no_gpu
 from .launch import concat_ranks, launched, ranks_without_gpu, rows_of
 

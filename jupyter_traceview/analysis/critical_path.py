@@ -21,7 +21,7 @@ time, its start and its end. A point waits for other points:
   on every stream (``Context Sync``, or when no record says which stream), or its own
   copy.
 * Across ranks, a **collective** kernel ends after every rank of the collective has
-  started its kernel (matched as in :mod:`jupyter_traceview.collectives`).
+  started its kernel (matched as in :mod:`jupyter_traceview.model.collectives`).
 * Where the trace does not record them, cross-stream waits and waits between threads of
   a process are inferred from timing (``inferred_wait``, ``inferred_join``,
   ``inferred_fork``; see ``docs/semantics.md``).
@@ -45,10 +45,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..collectives import match_instances, rank_collective_kernels
 from ..errors import TraceSelectionError, TraceviewWarning
-from ..schema import EventKind
-from ..trace import Trace
+from ..model.collectives import match_instances, rank_collective_kernels
+from ..model.schema import EventKind
+from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 
 __all__ = ["CRITICAL_PATH_CATEGORIES", "critical_path"]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from os import PathLike
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from ..schema import EventKind
-from ..trace import Trace
+from ..model.schema import EventKind
+from ..model.trace import Trace
 from ._common import scoped
 from ._links import category_mask
 
@@ -51,8 +50,8 @@ def _columns(per_rank: bool, aggregate: str) -> dict[str, str]:
 
 
 def trace_diff(
-    a: Trace | str | PathLike[str],
-    b: Trace | str | PathLike[str],
+    a: Trace,
+    b: Trace,
     *,
     kinds: Iterable[str] = DIFF_KINDS,
     per_rank: bool = False,
@@ -182,14 +181,13 @@ def _keys(rank: np.ndarray, kind: np.ndarray, name: np.ndarray) -> tuple[np.ndar
     return key.astype(np.int64), np.asarray(uniq)
 
 
-def _as_trace(t: Trace | str | PathLike[str]) -> Trace:
+def _as_trace(t: object) -> Trace:
     if isinstance(t, Trace):
         return t
-    if isinstance(t, (str, PathLike)):
-        from ..loader import load
-
-        return load(t)
-    raise TypeError(f"trace_diff compares Trace objects or paths to traces, got {type(t).__name__}")
+    raise TypeError(
+        f"trace_diff compares two Trace objects, got {type(t).__name__}: load paths first, "
+        "tv.trace_diff(tv.load(a), tv.load(b))"
+    )
 
 
 def _side(

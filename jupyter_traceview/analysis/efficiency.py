@@ -12,10 +12,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
 from ..errors import OptionError, TraceviewWarning
-from ..intervals import coverage_of
-from ..trace import Trace
+from ..model import intervals as iv
+from ..model.intervals import coverage_of
+from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import COMM, COMPUTE, Activities, activities
 

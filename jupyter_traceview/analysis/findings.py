@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
 from ..errors import OptionError, TraceviewWarning
-from ..schema import EventKind, GpuClass
-from ..trace import Trace, _fmt_ns, _ranges
+from ..model import intervals as iv
+from ..model.schema import EventKind, GpuClass
+from ..model.trace import Trace, _fmt_ns, _ranges
 from ._common import empty, scoped
 from ._gpu import activities
 from .concurrency import kernel_overlap_stats

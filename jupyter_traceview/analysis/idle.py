@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..trace import Trace
+from ..model.trace import Trace
 from ._common import empty, pct, scoped, warn_no_gpu
 from ._gpu import Activities, activities
 

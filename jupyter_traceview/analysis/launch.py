@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from ..schema import GPU_ACTIVITY_KINDS, EventKind
-from ..trace import Trace
+from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
+from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 
 __all__ = ["kernel_launch_stats"]

@@ -8,10 +8,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..collectives import kernel_collective
 from ..errors import OptionError
-from ..schema import EventKind
-from ..trace import Trace
+from ..model.collectives import kernel_collective
+from ..model.schema import EventKind
+from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import COMM, activities
 

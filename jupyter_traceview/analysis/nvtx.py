@@ -8,8 +8,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..schema import LAUNCH_KINDS, EventKind
-from ..trace import Trace
+from ..model.schema import LAUNCH_KINDS, EventKind
+from ..model.trace import Trace
 from ._common import WORK_CLASSES, empty, gpu_activities, scoped, warn_no_gpu
 
 __all__ = ["nvtx_gpu_projection"]

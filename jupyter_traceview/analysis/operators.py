@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceSelectionError
-from ..schema import GPU_ACTIVITY_KINDS, EventKind
-from ..trace import Trace
+from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
+from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, warn_no_gpu
 

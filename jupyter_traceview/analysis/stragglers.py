@@ -9,10 +9,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..collectives import kernel_collective
 from ..errors import TraceviewWarning
-from ..schema import EventKind, GpuClass
-from ..trace import Trace
+from ..model.collectives import kernel_collective
+from ..model.schema import EventKind, GpuClass
+from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, pct, warn_no_gpu
 

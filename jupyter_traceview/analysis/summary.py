@@ -7,8 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..schema import EventKind
-from ..trace import Trace
+from ..model.schema import EventKind
+from ..model.trace import Trace
 from ._common import pct, scoped
 from ._gpu import activities
 from .temporal import rank_timeline

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
-from ..trace import Trace
+from ..model import intervals as iv
+from ..model.trace import Trace
 from ._common import empty, pct, scoped, warn_no_gpu
 from ._gpu import COMM, COMPUTE, Activities, activities
 

@@ -10,9 +10,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .. import intervals as iv
 from ..errors import OptionError, TraceSelectionError, TraceviewWarning
-from ..trace import Trace
+from ..model import intervals as iv
+from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import COMM, COMPUTE, MEMORY, activities
 

@@ -2,7 +2,7 @@
 
 Every builder takes the DataFrame its analysis returns (``tv.temporal_breakdown(trace)``
 for :func:`temporal_breakdown_chart`, ...), a ``theme`` (``"light"`` or ``"dark"``: the
-palette of :mod:`jupyter_traceview.colors`, the same colours as the timeline for the same
+palette of :mod:`jupyter_traceview.views.colors`, the same colours as the timeline for the same
 kinds) and returns a bokeh model; it loads no data and displays nothing. Durations are
 shown in the unit that fits each chart (ns, us, ms or s), every chart has a hover tool,
 and charts whose bars or cells are ranks, steps or time bins mark them as links to the

@@ -1,7 +1,7 @@
 """What every chart shares: units, themes, colours, figure defaults, hover and link tags.
 
 Nothing here loads data or displays anything: builders get DataFrames and return bokeh
-models. Colours come from :mod:`jupyter_traceview.colors`, the palette the timeline uses.
+models. Colours come from :mod:`jupyter_traceview.views.colors`, the palette the timeline uses.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from bokeh.models import ColumnDataSource, HoverTool, TapTool
 from bokeh.plotting import figure
 from bokeh.themes import Theme as BokehTheme
 
-from ..colors import Theme, kind_color, palette
+from ..views.colors import Theme, kind_color, palette
 
 __all__ = [
     "LINK_TAG",
@@ -139,7 +139,7 @@ def mix(a: str, b: str, t: float) -> str:
 def ramp(color: str, theme: Theme, n: int = 256) -> list[str]:
     """A sequential palette from the plot's base colour (0%) through ``color`` to a deep tone (100%).
 
-    ``color`` is a kind (``"compute"``, see :data:`jupyter_traceview.colors.KINDS`) or a hex colour.
+    ``color`` is a kind (``"compute"``, see :data:`jupyter_traceview.views.colors.KINDS`) or a hex colour.
     """
     base = _BASE[theme]
     mid = color if color.startswith("#") else kind_color(color, theme)

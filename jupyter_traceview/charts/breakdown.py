@@ -9,7 +9,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange, NumeralTickFormatter
 from bokeh.models.annotations import Legend, LegendItem
 
-from ..colors import Theme
+from ..views.colors import Theme
 from ._style import (
     add_hover,
     duration_text,

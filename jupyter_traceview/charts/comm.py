@@ -9,7 +9,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange, FixedTicker
 from bokeh.models.annotations import Legend, LegendItem
 
-from ..colors import Theme, palette
+from ..views.colors import Theme, palette
 from ._style import (
     add_hover,
     bytes_text,

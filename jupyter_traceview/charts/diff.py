@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange
 
-from ..colors import Theme
+from ..views.colors import Theme
 from ._style import add_hover, duration_text, empty_chart, kind_colors, mix, new_figure, require, short_name, time_unit
 
 __all__ = ["trace_diff_chart"]

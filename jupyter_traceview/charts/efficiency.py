@@ -10,7 +10,7 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, FactorRange, LinearColorMapper, NumeralTickFormatter
 from bokeh.models.annotations import LabelSet
 
-from ..colors import Theme
+from ..views.colors import Theme
 from ._style import (
     FONT,
     add_hover,

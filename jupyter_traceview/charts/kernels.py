@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, FactorRange
 from bokeh.models.annotations import Legend, LegendItem, Whisker
 from bokeh.transform import cumsum
 
-from ..colors import Theme, palette
+from ..views.colors import Theme, palette
 from ._style import (
     FONT,
     add_hover,

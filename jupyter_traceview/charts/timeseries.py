@@ -17,7 +17,7 @@ from bokeh.models import (
 )
 from bokeh.models.annotations import ColorBar, Legend, LegendItem
 
-from ..colors import KINDS, Theme, palette
+from ..views.colors import KINDS, Theme, palette
 from ._style import (
     add_hover,
     duration_text,
@@ -279,7 +279,7 @@ def timeline_overview_chart(df: pd.DataFrame, *, theme: Theme = "light", height:
     ``df`` has one row per (timeline row, bin): ``row`` (int, top to bottom), ``label``,
     ``rank``, ``bin``, ``start_ns`` and ``end_ns`` (the bin, relative to the trace start),
     ``busy_frac`` (0-1) and ``kind`` (the colour kind covering most of the bin, or "");
-    :func:`jupyter_traceview.dashboard_data.timeline_overview` computes it. Opacity follows
+    :func:`jupyter_traceview.dashboard.data.timeline_overview` computes it. Opacity follows
     the busy fraction, so sparse work reads lighter.
     """
     title = "Timeline overview: every GPU stream (colour: main kind in each column; opacity: busy share)"

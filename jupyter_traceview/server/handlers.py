@@ -14,7 +14,7 @@ as JSON ``{"message": ...}`` without stack traces.
 =========================================  ==============================================
 
 The dashboard endpoint answers the commands that ``tv.Dashboard`` answers in a kernel
-(``jupyter_traceview.dashboard_data.answer``: the payload, a tab's content, a link, the
+(``jupyter_traceview.dashboard.data.answer``: the payload, a tab's content, a link, the
 timeline's state and its window answers), so the run panel shows the same dashboard. A
 ready answer is binary: a 4-byte big-endian length, that many bytes of JSON
 ``{"status": "ready", "msg": ..., "buffers": [byte lengths]}``, then the buffers.
@@ -211,7 +211,7 @@ class DashboardHandler(_Base):
             return
         if command == "_bokehjs":
             # The bokeh package's own BokehJS: no trace needed, no worker.
-            from ..dashboard_data import bokehjs_source
+            from ..dashboard.data import bokehjs_source
 
             version, js = await asyncio.get_running_loop().run_in_executor(None, bokehjs_source)
             self._send_answer({"version": version, "bytes": len(js)}, [js])

@@ -76,7 +76,7 @@ _LOADED: OrderedDict[tuple[str, Any, Any], Any] = OrderedDict()
 def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: str, stage: str = "loading") -> Any:
     import warnings
 
-    import jupyter_traceview as tv
+    from ..loading.loader import load
 
     key = (entry.path, entry.signature, cache)
     if key in _LOADED:
@@ -91,7 +91,7 @@ def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: s
     target = base / entry.path if entry.kind in ("folder", "traceprofile") else [base / f for f in entry.files]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trace = tv.load(target, cache=cache, on_progress=report, progress=False)
+        trace = load(target, cache=cache, on_progress=report, progress=False)
     _LOADED[key] = trace
     while len(_LOADED) > KEEP_TRACES:
         _LOADED.popitem(last=False)
@@ -120,11 +120,11 @@ def headline_figures(trace: Any) -> dict[str, Any]:
     """
     import warnings
 
-    import jupyter_traceview as tv
+    from .. import analysis
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s = tv.summary(trace)
+        s = analysis.summary(trace)
     gpu = bool(len(s)) and bool((s["gpu_span_ns"] > 0).any())
     span_col = "gpu_span_ns" if gpu else "trace_span_ns"
     figures: dict[str, Any] = {
@@ -149,7 +149,7 @@ def compute_headline(root: str, entry: RunEntry, cache: str | bool, progress: An
 
 def compute_run_data(root: str, entry: RunEntry, cache: str | bool, progress: Any = None, label: str = "") -> dict:
     """Everything a run's panel shows, as JSON-able tables; runs in a worker process."""
-    from ..report import dashboard_tables
+    from ..dashboard.tables import dashboard_tables
 
     trace = _load(root, entry, cache, progress, label)
     _stage(progress, label, "analysing")
@@ -173,12 +173,12 @@ def compute_diff(
     root: str, a: RunEntry, b: RunEntry, cache: str | bool, progress: Any = None, label: str = ""
 ) -> dict[str, Any]:
     """``tv.trace_diff(a, b)`` as a JSON-able table with both runs' figures; runs in a worker process."""
-    import jupyter_traceview as tv
+    from .. import analysis
 
     ta = _load(root, a, cache, progress, label, "loading the baseline")
     tb = _load(root, b, cache, progress, label, "loading the other run")
     _stage(progress, label, "comparing")
-    diff = tv.trace_diff(ta, tb)
+    diff = analysis.trace_diff(ta, tb)
     counts = {str(k): int(v) for k, v in diff["status"].value_counts().items()}
     return {
         "a": {"path": a.path, "headline": headline_figures(ta)},
@@ -205,11 +205,11 @@ def compute_command(
 
     ``entries`` is the run, or the run and a baseline (the dashboard then has a Diff tab);
     ``msg`` the command's JSON message. Answered by
-    :func:`jupyter_traceview.dashboard_data.answer`, the function that answers tv.Dashboard's
+    :func:`jupyter_traceview.dashboard.data.answer`, the function that answers tv.Dashboard's
     commands in a kernel: ``{"msg": ..., "buffers": [bytes, ...]}``. The analyses' frames
     and the timeline index stay in this process for the run's next commands.
     """
-    from ..dashboard_data import DashboardData, answer
+    from ..dashboard.data import DashboardData, answer
 
     entry, *rest = entries
     baseline = rest[0] if rest else None

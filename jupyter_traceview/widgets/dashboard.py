@@ -1,9 +1,9 @@
 """``tv.Dashboard(trace)``: every analysis as a picture, in tabs, linked to the timeline (anywidget).
 
-The content comes from :mod:`jupyter_traceview.dashboard_data` (the same for the Traces
+The content comes from :mod:`jupyter_traceview.dashboard.data` (the same for the Traces
 sidebar and ``traceview report``); this widget only carries it: a few synced traits (the
 open tab, whether it is expanded) and request/response commands answered by
-:func:`jupyter_traceview.dashboard_data.answer`. The front end (``js/dashboard/``) draws
+:func:`jupyter_traceview.dashboard.data.answer`. The front end (``js/dashboard/``) draws
 the charts with BokehJS, which this widget sends once from the installed bokeh package
 (no CDN), and the timeline with the same view as ``tv.Timeline``.
 
@@ -20,10 +20,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..dashboard_data import DashboardData, answer
+from ..dashboard.data import DashboardData, answer
 from ..errors import TraceviewError
-from ..timeline_index import LevelOfDetail
-from ..trace import Trace
+from ..model.trace import Trace
+from ..views.timeline.index import LevelOfDetail
 from .timeline import Timeline
 
 try:
@@ -129,7 +129,7 @@ class Dashboard(anywidget.AnyWidget):
     # ------------------------------------------------------------------ public API
     @property
     def data(self) -> DashboardData:
-        """The content behind the dashboard (tabs as JSON, links; see :mod:`jupyter_traceview.dashboard_data`)."""
+        """The content behind the dashboard (tabs as JSON, links; see :mod:`jupyter_traceview.dashboard.data`)."""
         return self._data
 
     @property

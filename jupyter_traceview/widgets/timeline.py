@@ -3,7 +3,7 @@
 The front end (``js/timeline/``, bundled into ``jupyter_traceview/static/timeline.js``) draws
 on a canvas; it asks the kernel for the visible window at its pixel width through
 anywidget's request/response commands and gets binary buffers back, computed by
-:class:`~jupyter_traceview.timeline_index.TimelineIndex` (raw events when zoomed in, per-pixel
+:class:`~jupyter_traceview.views.timeline.index.TimelineIndex` (raw events when zoomed in, per-pixel
 bins when zoomed out). Synced traits carry only small state: the visible range, the lanes,
 the search pattern and the selection.
 
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import timeline_protocol
 from ..errors import TraceSelectionError, TraceviewError
-from ..timeline_index import LevelOfDetail, TimelineIndex
-from ..timeline_protocol import check_ranks, encode_window, timeline_state
-from ..trace import Trace
+from ..model.trace import Trace
+from ..views.timeline import protocol as timeline_protocol
+from ..views.timeline.index import LevelOfDetail, TimelineIndex
+from ..views.timeline.protocol import check_ranks, encode_window, timeline_state
 
 try:
     import anywidget
@@ -259,7 +259,7 @@ class Timeline(anywidget.AnyWidget):
         self._search_count = self._index.count_matches(pattern) if pattern else 0
 
     # ------------------------------------------------------------------ commands (front end -> kernel)
-    # The answers come from jupyter_traceview.timeline_protocol, shared with the dashboard and
+    # The answers come from jupyter_traceview.views.timeline.protocol, shared with the dashboard and
     # the server (docs/frontend.md, "The timeline's protocol").
     @command
     def _window(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:

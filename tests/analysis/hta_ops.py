@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 import jupyter_traceview as tv
-from jupyter_traceview.trace_data import RankData
+from jupyter_traceview.model.rank_data import RankData
 
 GPU_ACTIVITY = ["kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"]
 GOLDEN_HTA = Path(__file__).resolve().parents[1] / "golden" / "hta"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import jupyter_traceview as tv
-from jupyter_traceview.trace_data import RankData
+from jupyter_traceview.model.rank_data import RankData
 from tests import kineto_builder as kb
 from tests.conftest import KINETO_FOLDERS
 
@@ -52,8 +52,10 @@ def test_self_diff_is_unchanged(dlrm: tv.Trace) -> None:
     for per_rank in (False, True):
         d = tv.trace_diff(dlrm, dlrm, per_rank=per_rank)
         assert set(d["status"]) == {"unchanged"} and (d["total_delta_ns"] == 0).all()
-    # A path is loaded.
-    d = tv.trace_diff(tv.sample_path(), dlrm)
+    # Analyses take a Trace: loading stays in tv.load.
+    with pytest.raises(TypeError, match=r"tv\.load"):
+        tv.trace_diff(tv.sample_path(), dlrm)  # type: ignore[arg-type]
+    d = tv.trace_diff(tv.load(tv.sample_path()), dlrm)
     assert set(d["status"]) == {"unchanged"}
     assert int(d["count_a"].sum()) == int(
         dlrm.events()["kind"].isin(["cpu_op", "kernel", "gpu_memcpy", "gpu_memset"]).sum()
@@ -137,8 +139,8 @@ def test_scope_and_options(dlrm: tv.Trace) -> None:
         tv.trace_diff(dlrm, dlrm, aggregate="max")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="paths"):
         tv.trace_diff(dlrm, 42)  # type: ignore[arg-type]
-    with pytest.raises(tv.TraceFormatError):
-        tv.trace_diff(dlrm, "/nonexistent/trace/folder")
+    with pytest.raises(TypeError, match=r"tv\.load"):
+        tv.trace_diff(dlrm, "/nonexistent/trace/folder")  # type: ignore[arg-type]
 
 
 def test_cpu_only_and_empty() -> None:

@@ -332,7 +332,7 @@ def test_every_real_folder(name: str) -> None:
 
 
 def test_dashboard_and_cli_show_findings(dlrm: tv.Trace) -> None:
-    from jupyter_traceview.report import dashboard_tables
+    from jupyter_traceview.dashboard.tables import dashboard_tables
 
     tables = dashboard_tables(dlrm)
     assert list(tables["findings"]["id"]) == list(tv.findings(dlrm)["id"])

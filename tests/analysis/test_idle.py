@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import jupyter_traceview as tv
-from jupyter_traceview import intervals as iv
+from jupyter_traceview.model import intervals as iv
 from tests.analysis import hta_rules as hr
 from tests.analysis.tiny import US, cpu_only_events, idle_events, load
 from tests.conftest import KINETO_FOLDERS

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import jupyter_traceview as tv
-from jupyter_traceview import intervals as iv
 from jupyter_traceview.analysis.nvtx import NVTX_GPU_PROJECTION_COLUMNS
+from jupyter_traceview.model import intervals as iv
 from tests import kineto_builder as kb
 from tests import nsys_builder as nb
 from tests.conftest import DATA, KINETO_FOLDERS

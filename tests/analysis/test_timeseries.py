@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jupyter_traceview as tv
-from jupyter_traceview import intervals as iv
+from jupyter_traceview.model import intervals as iv
 from tests import job_builder as jb
 from tests.conftest import KINETO_FOLDERS
 

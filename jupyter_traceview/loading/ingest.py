@@ -1,0 +1,132 @@
+"""Reading one file into rank tables, and the bookkeeping every engine shares.
+
+``tv.load``'s in-process and process-pool engines (:mod:`.loader`) and its dask engine
+(:mod:`.dask_engine`) read files with :func:`read_file` (through the cache), number the
+ranks that readers could not number, and report what was skipped, with the functions here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import TraceFormatError, TraceviewWarning
+from ..model.rank_data import RankData, RankMeta
+from . import cache as _cache
+from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
+from .readers.files import TraceFile, read_bytes, trace_format
+from .readers.kineto import parse_kineto
+from .readers.nsys import parse_nsys
+
+__all__ = [
+    "ReadOptions",
+    "number_unranked",
+    "read_file",
+    "report_failures",
+    "warn_reader_messages",
+    "warn_skipped_events",
+    "with_rank",
+]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Reader options: part of every cache key."""
+
+    bad_events: str
+    pid_map: tuple[tuple[int, int], ...] | None
+
+    def cache_key_fields(self) -> dict[str, Any]:
+        return {"bad_events": self.bad_events, "pid_map": self.pid_map}
+
+
+def read_file(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> list[RankData]:
+    """Parse one file (and store it in the cache). Runs in a worker process or inline."""
+    if trace_format(tf.path) == "nsys":
+        ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
+    else:
+        data = read_bytes(tf.path)
+        ranks = parse_kineto(
+            tf.path,
+            data,
+            name_rank=tf.name_rank,
+            bad_events=options.bad_events,
+            pid_map=dict(options.pid_map) if options.pid_map else None,
+        )
+        del data
+    if cache_dir is not None:
+        _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
+    return ranks
+
+
+def number_unranked(metas_per_file: Sequence[Sequence[RankMeta]], claimed: set[int]) -> list[list[int]]:
+    """Rank numbers for the ranks that readers could not number (``rank_source == "order"``).
+
+    Nsight exports carry no rank: a file holding one rank takes the rank in its file name,
+    the others take the lowest numbers not claimed by any other file of the load (nor by
+    the files that ``ranks=`` left out, ``claimed``), in file order, then in (device, pid)
+    order within a file. Returns every rank's number, file by file.
+    """
+    taken = set(claimed) | {m.rank for ms in metas_per_file for m in ms if m.rank_source != "order"}
+    nxt = 0
+    out = []
+    for metas in metas_per_file:
+        numbers = []
+        for m in metas:
+            if m.rank_source == "order":
+                while nxt in taken:
+                    nxt += 1
+                numbers.append(nxt)
+                nxt += 1
+            else:
+                numbers.append(m.rank)
+        out.append(numbers)
+    return out
+
+
+def with_rank(data: RankData, rank: int) -> RankData:
+    """``data`` under another rank number (the tables are shared, not copied)."""
+    if data.meta.rank == rank:
+        return data
+    meta = dataclasses.replace(data.meta, rank=rank)
+    return RankData(meta=meta, events=data.events, gpu_args=data.gpu_args, comms=data.comms)
+
+
+def warn_reader_messages(metas: dict[int, RankMeta]) -> None:
+    """Warnings that readers left in ``meta.extra["warnings"]`` (readers may run in worker processes)."""
+    ranks_of: dict[str, list[int]] = {}
+    for r, m in sorted(metas.items()):
+        for message in m.extra.get(WARNINGS_KEY, ()):
+            ranks_of.setdefault(str(message), []).append(r)
+    for message, rs in ranks_of.items():
+        listed = ", ".join(map(str, rs[:10])) + (", ..." if len(rs) > 10 else "")
+        warnings.warn(f"{message} (rank{'s' if len(rs) > 1 else ''} {listed})", TraceviewWarning, stacklevel=3)
+
+
+def report_failures(not_traces: list[TraceFile], failures: list[tuple[TraceFile, TraceFormatError]]) -> None:
+    """Warn about skipped non-trace files and unreadable trace files."""
+    if not_traces:
+        listed = ", ".join(tf.path.name for tf in not_traces[:10])
+        warnings.warn(
+            f"skipped {len(not_traces)} file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=3
+        )
+    if failures:
+        listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
+        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=3)
+
+
+def warn_skipped_events(metas: dict[int, RankMeta]) -> None:
+    """One warning for events dropped or kept without their arguments, per kind."""
+    for key, what in (
+        (DROPPED, "malformed events were dropped"),
+        (ARGS_DROPPED, "events had unreadable args (kept without them)"),
+    ):
+        counts = {r: m.skipped.get(key, 0) for r, m in metas.items()}
+        counts = {r: c for r, c in counts.items() if c}
+        if counts:
+            where = ", ".join(f"rank {r}: {c:,}" for r, c in sorted(counts.items())[:10])
+            warnings.warn(f"{sum(counts.values()):,} {what} ({where})", TraceviewWarning, stacklevel=3)

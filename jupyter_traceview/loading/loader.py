@@ -1,0 +1,406 @@
+"""``tv.load``: find rank traces, read them (in parallel, through the cache), build a Trace."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import TraceFormatError, TraceviewError, TraceviewWarning
+from ..model.classify import Classifier
+from ..model.clock import align_clocks
+from ..model.rank_data import RankData
+from ..model.trace import Trace
+from . import cache as _cache
+from .ingest import (
+    ReadOptions,
+    number_unranked,
+    read_file,
+    report_failures,
+    warn_reader_messages,
+    warn_skipped_events,
+    with_rank,
+)
+from .readers.common import NotATraceError
+from .readers.files import NSYS_SUFFIXES, TraceFile, discover, trace_format
+
+__all__ = ["load"]
+
+OnError = Literal["raise", "skip"]
+Engine = Literal["auto", "serial", "process", "dask"]
+_ENGINES = ("auto", "serial", "process", "dask")
+#: engine="auto" reads in worker processes above this much (estimated) uncompressed JSON.
+_PARALLEL_BYTES = 48 * 2**20
+#: gzip-compressed Kineto JSON is typically 8-15x smaller than the JSON.
+_GZIP_RATIO = 10
+#: An Nsight SQLite export reads about 4x slower per byte than Kineto JSON (measured).
+_SQLITE_RATIO = 4
+
+
+def _estimated_json_bytes(files: Sequence[TraceFile]) -> int:
+    total = 0
+    for f in files:
+        name = f.path.name.lower()
+        ratio = _GZIP_RATIO if name.endswith(".gz") else _SQLITE_RATIO if name.endswith(NSYS_SUFFIXES) else 1
+        total += f.size * ratio
+    return total
+
+
+def _peek_rank(tf: TraceFile) -> int | None:
+    """The rank in a file's distributedInfo, read from its first MiB only."""
+    import re
+
+    if trace_format(tf.path) == "nsys":
+        return None  # Nsight exports carry no distributedInfo
+    try:
+        head = _head(tf.path, 2**20)
+    except OSError:
+        return None
+    m = re.search(rb'"distributedInfo"\s*:\s*\{', head)
+    if not m:
+        return None
+    r = re.search(rb'"rank"\s*:\s*(\d+)', head[m.end() :])
+    return int(r.group(1)) if r else None
+
+
+def _head(path: Path, size: int) -> bytes:
+    with open(path, "rb") as fh:
+        start = fh.read(2)
+    if start == b"\x1f\x8b":
+        import gzip
+
+        with gzip.open(path, "rb") as gz:
+            try:
+                return gz.read(size)
+            except (EOFError, OSError):
+                return b""
+    with open(path, "rb") as fh:
+        return fh.read(size)
+
+
+def _progress(total: int, enabled: bool | None, desc: str) -> Any:
+    if enabled is False or total <= 1:
+        return None
+    from tqdm.auto import tqdm
+
+    # With progress=None the bar appears only if loading takes more than a second.
+    return tqdm(total=total, desc=desc, unit="file", delay=0 if enabled else 1.0, leave=False)
+
+
+def load(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    ranks: Iterable[int] | None = None,
+    cache: bool | str | os.PathLike[str] = True,
+    on_error: OnError = "raise",
+    engine: Engine = "auto",
+    classifier: Classifier | None = None,
+    bad_events: Literal["raise", "drop"] = "raise",
+    pid_map: Mapping[int, int] | None = None,
+    progress: bool | None = None,
+    client: Any | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    align: Literal["collectives"] | None = None,
+) -> Trace:
+    """Load PyTorch profiler traces: one file, or a folder with one file per rank.
+
+    Nsight Systems SQLite exports (``nsys export --type sqlite``) load the same way, alone
+    or in a folder; see ``docs/nsys.md`` for what is read from them.
+
+    Parameters
+    ----------
+    path:
+        A trace file (``.json``, ``.json.gz`` or an Nsight ``.sqlite`` export), a folder of
+        rank traces (read non-recursively), or a list of files.
+    ranks:
+        Load only these ranks. Ranks come from ``distributedInfo.rank``, else from the
+        file name (``rank-3``, ``worker3``), else 0. An Nsight export holds one rank per
+        (process, GPU); those without a rank in their file name are numbered in file order.
+    cache:
+        True to use the on-disk cache in the user cache folder, a folder path to use that
+        folder, False to always parse.
+    on_error:
+        ``"raise"`` stops at the first broken file with a :class:`TraceFormatError`;
+        ``"skip"`` loads the readable ranks and warns with the list of skipped files.
+    engine:
+        ``"serial"`` parses in this process; ``"process"`` in a pool of worker processes
+        (one file per task); ``"auto"`` picks the pool for several files holding more than
+        about 48 MB of JSON. ``"dask"`` parses on dask.distributed workers and keeps the
+        tables there: the result is a :class:`~jupyter_traceview.loading.dask_engine.DaskTrace`,
+        on which every analysis runs on the workers (for hundreds of ranks or more).
+    classifier:
+        Kernel classification patterns (:class:`Classifier`); the default knows NCCL,
+        RCCL, DeepEP and other communication kernels.
+    bad_events:
+        ``"raise"`` fails on malformed events (missing or negative ``dur``, NaN or
+        infinite ``ts``); ``"drop"`` drops them and records how many in ``meta.skipped``.
+    pid_map:
+        For files that hold several ranks: process id -> rank. Without it, ranks are
+        read from process names such as ``"rank 3"``.
+    progress:
+        Show a progress bar: True always, False never, None (default) when loading takes
+        more than a second.
+    client:
+        With ``engine="dask"``: the ``distributed.Client`` to use; None starts a
+        ``LocalCluster`` for the trace.
+    on_progress:
+        Called as ``on_progress(files_done, files_total)`` after each file is read (for
+        progress displays other than the notebook's bar).
+    align:
+        ``"collectives"`` moves every rank onto the lowest rank's clock, with offsets
+        estimated from the ends of matched collectives (:func:`tv.clock_alignment`,
+        :func:`tv.align_clocks`); the shifts appear in ``trace.metadata``. None (default)
+        keeps each file's own clock.
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    TraceFormatError
+        A missing path, an empty folder, an unreadable, truncated or invalid file, a file
+        that is not a trace, two files claiming one rank.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> len(trace.ranks)
+    8
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if engine not in _ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(map(repr, _ENGINES))}, got {engine!r}")
+    if bad_events not in ("raise", "drop"):
+        raise ValueError(f"bad_events must be 'raise' or 'drop', got {bad_events!r}")
+    if classifier is not None and not isinstance(classifier, Classifier):
+        raise TypeError(f"classifier must be a tv.Classifier, got {type(classifier).__name__}")
+    if align not in (None, "collectives"):
+        raise ValueError(f"align must be None or 'collectives', got {align!r}")
+
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if not paths:
+        raise TraceFormatError(None, "no path given", "Pass a trace file or a folder of rank traces")
+    files: list[TraceFile] = []
+    skipped_names: list[Path] = []
+    for p in paths:
+        found, skipped = discover(p)
+        files += found
+        skipped_names += skipped
+    folder_mode = len(paths) > 1 or Path(paths[0]).is_dir()
+    if skipped_names:
+        listed = ", ".join(s.name for s in skipped_names[:10])
+        more = f" and {len(skipped_names) - 10} more" if len(skipped_names) > 10 else ""
+        warnings.warn(
+            f"skipped {len(skipped_names)} file(s) that are not traces: {listed}{more}",
+            TraceviewWarning,
+            stacklevel=2,
+        )
+
+    wanted = None if ranks is None else {int(r) for r in ranks}
+    peeked: set[int] = set()
+    if wanted is not None:
+        # Avoid parsing files of other ranks when the rank can be read cheaply.
+        kept = []
+        for tf in files:
+            r = _peek_rank(tf)
+            r = tf.name_rank if r is None else r
+            if r is not None:
+                peeked.add(r)
+            if r is None or r in wanted:
+                kept.append(tf)
+        files = kept
+
+    options = ReadOptions(
+        bad_events=bad_events,
+        pid_map=tuple(sorted((int(k), int(v)) for k, v in pid_map.items())) if pid_map else None,
+    )
+    cache_dir = _cache.resolve_dir(cache)
+    source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+    classifier = classifier or Classifier()
+    if engine == "dask":
+        from .dask_engine import load_dask
+
+        dask_trace = load_dask(
+            files,
+            options=options,
+            cache_dir=cache_dir,
+            classifier=classifier,
+            client=client,
+            wanted=wanted,
+            folder_mode=folder_mode,
+            on_error=on_error,
+            source=source,
+            claimed=peeked,
+        )
+        return dask_trace if align is None else align_clocks(dask_trace)
+    if client is not None:
+        raise ValueError("client= is for engine='dask'")
+    results: dict[int, list[RankData]] = {}
+    todo: list[int] = []
+    for i, tf in enumerate(files):
+        hit = None
+        if cache_dir is not None:
+            hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()))
+        if hit is not None:
+            results[i] = hit
+        else:
+            todo.append(i)
+
+    failures: list[tuple[TraceFile, TraceFormatError]] = []
+    not_traces: list[TraceFile] = []
+
+    def handle_error(tf: TraceFile, exc: TraceFormatError) -> None:
+        if isinstance(exc, NotATraceError) and folder_mode:
+            not_traces.append(tf)
+            return
+        if on_error == "raise":
+            raise exc
+        failures.append((tf, exc))
+
+    cache_arg = str(cache_dir) if cache_dir is not None else None
+    todo_files = [files[i] for i in todo]
+    use_pool = engine == "process" or (
+        engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
+    )
+    tqdm_bar: Any = None
+    n_done = len(files) - len(todo)
+
+    def start_progress() -> None:
+        # tqdm starts a monitor thread with its first bar: the pool's workers are forked
+        # before that (see _pool_context), so the bar starts once they are.
+        nonlocal tqdm_bar
+        tqdm_bar = _progress(len(todo), progress, "loading traces")
+
+    def advance() -> None:
+        nonlocal n_done
+        n_done += 1
+        if tqdm_bar is not None:
+            tqdm_bar.update(1)
+        if on_progress is not None:
+            on_progress(n_done, len(files))
+
+    if on_progress is not None:
+        on_progress(n_done, len(files))
+    try:
+        if use_pool and len(todo) > 0:
+            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress)
+        else:
+            start_progress()
+            for i in todo:
+                try:
+                    results[i] = read_file(files[i], options, cache_arg)
+                except TraceFormatError as exc:
+                    handle_error(files[i], exc)
+                advance()
+    finally:
+        if tqdm_bar is not None:
+            tqdm_bar.close()
+
+    if cache_dir is not None and todo:
+        _cache.prune(cache_dir)
+    report_failures(not_traces, failures)
+    _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
+
+    by_rank: dict[int, RankData] = {}
+    for i in sorted(results):
+        for d in results[i]:
+            r = d.meta.rank
+            if wanted is not None and r not in wanted:
+                continue
+            if r in by_rank:
+                raise TraceFormatError(
+                    d.meta.path,
+                    f"claims rank {r}, as does {by_rank[r].meta.path}",
+                    "Two files claim one rank: remove one of them, or load them separately",
+                )
+            by_rank[r] = d
+    warn_skipped_events({r: d.meta for r, d in by_rank.items()})
+    warn_reader_messages({r: d.meta for r, d in by_rank.items()})
+    if not by_rank:
+        if wanted is not None and (results or not files):
+            present = sorted(peeked | {d.meta.rank for rs in results.values() for d in rs})
+            raise TraceFormatError(
+                source,
+                f"no rank among {sorted(wanted)} in these traces (they hold ranks {present})",
+                "Check the ranks= argument",
+            )
+        problem = "no readable trace"
+        if failures:
+            problem += f" ({len(failures)} file(s) failed: see the warning above)"
+        elif not_traces:
+            problem += " (the files here are not traces)"
+        raise TraceFormatError(
+            source, problem, "Point tv.load() at PyTorch profiler traces or Nsight Systems SQLite exports"
+        )
+    trace = Trace(by_rank.values(), classifier=classifier, source=source)
+    return trace if align is None else align_clocks(trace)
+
+
+def _renumber(results: dict[int, list[RankData]], numbers: list[list[int]]) -> None:
+    for i, ranks in zip(sorted(results), numbers, strict=True):
+        results[i] = [with_rank(d, r) for d, r in zip(results[i], ranks, strict=True)]
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    # A single-threaded process (a script, the CLI) forks its workers directly: instant,
+    # and they inherit the imports. A threaded one (a Jupyter kernel) must not fork (a
+    # lock held by another thread would stay locked in the child): its workers fork from a
+    # clean server process instead.
+    if "fork" in methods and sys.platform == "linux" and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods and sys.platform != "darwin":
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["jupyter_traceview.loading.loader"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def _load_parallel(
+    files: list[TraceFile],
+    todo: list[int],
+    options: ReadOptions,
+    cache_arg: str | None,
+    results: dict[int, list[RankData]],
+    handle_error: Any,
+    advance: Callable[[], None],
+    started: Callable[[], None],
+) -> None:
+    workers = max(1, min(len(todo), os.cpu_count() or 1))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        # The first submit starts every worker (a fork pool starts them all at once, before
+        # its own manager thread); only then may other threads (the progress bar's) start.
+        futures: dict[Future[list[RankData]], int] = {
+            pool.submit(read_file, files[i], options, cache_arg): i for i in todo
+        }
+        started()
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for fut in done:
+                    i = futures[fut]
+                    try:
+                        results[i] = fut.result()
+                    except TraceFormatError as exc:
+                        handle_error(files[i], exc)
+                    except BrokenProcessPool:
+                        raise TraceviewError(
+                            f"a worker process died while reading {files[i].path} (out of memory?); "
+                            "try tv.load(..., engine='serial') or load fewer ranks with ranks=[...]"
+                        ) from None
+                    advance()
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise

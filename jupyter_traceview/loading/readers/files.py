@@ -1,0 +1,194 @@
+"""Finding trace files, reading and decompressing them, and guessing ranks from names."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import TraceFormatError
+
+_igzip: Any
+try:  # ISA-L inflates gzip about 4x faster than zlib; fall back to zlib without it.
+    from isal import igzip as _igzip
+except ImportError:  # pragma: no cover - isal is a dependency; this guards odd installs
+    _igzip = None
+
+__all__ = ["TraceFile", "discover", "rank_from_name", "read_bytes", "trace_format"]
+
+#: File name endings read as Kineto JSON traces.
+TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
+#: File name endings read as Nsight Systems SQLite exports.
+NSYS_SUFFIXES = (".sqlite", ".sqlite3")
+#: Nsight Systems' binary reports: found so that loading them says how to export them.
+NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+#: The first 16 bytes of every SQLite 3 database.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_GZIP_MAGIC = b"\x1f\x8b"
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|worker)[-_.]?(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """A file to read, with what is known of it before parsing."""
+
+    path: Path
+    size: int
+    mtime_ns: int
+    #: Rank taken from the file name, or None.
+    name_rank: int | None
+
+
+def rank_from_name(name: str) -> int | None:
+    """The rank in a file name such as ``rank-3.json.gz`` or ``worker3_step_12...``, else None."""
+    m = _RANK_IN_NAME.search(name)
+    return int(m.group(1)) if m else None
+
+
+def _is_candidate(name: str) -> bool:
+    lower = name.lower()
+    return lower.endswith(TRACE_SUFFIXES + NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES)
+
+
+def trace_format(path: Path) -> str:
+    """``"nsys"`` for Nsight Systems files (by name, or SQLite content), else ``"kineto"``."""
+    lower = path.name.lower()
+    if lower.endswith(NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES):
+        return "nsys"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except OSError:
+        return "kineto"  # the Kineto reader reports the error
+    return "nsys" if head == SQLITE_MAGIC else "kineto"
+
+
+def _exported_alongside(entry: Path) -> bool:
+    """An Nsight report whose SQLite export sits next to it (the export is read instead)."""
+    if not entry.name.lower().endswith(NSYS_REPORT_SUFFIXES):
+        return False
+    stem = entry.name.rsplit(".", 1)[0]
+    return any((entry.parent / f"{stem}{suffix}").is_file() for suffix in NSYS_SUFFIXES)
+
+
+def _stat(path: Path) -> TraceFile:
+    try:
+        st = path.stat()
+    except PermissionError:
+        raise TraceFormatError(path, "cannot be read (permission denied)", "Check the file's permissions") from None
+    except OSError as exc:
+        raise TraceFormatError(path, f"cannot be read ({exc.strerror or exc})", "Check that it exists") from None
+    return TraceFile(path=path, size=st.st_size, mtime_ns=st.st_mtime_ns, name_rank=rank_from_name(path.name))
+
+
+def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]:
+    """The trace files at ``path`` (a file or a folder), and the files skipped in a folder.
+
+    A folder is read non-recursively: every ``*.json``, ``*.json.gz``, ``*.gz`` and
+    ``*.sqlite`` file in it is a candidate, and so is an Nsight ``*.nsys-rep`` report without
+    its SQLite export beside it (reading it explains how to export it). Other regular files
+    are returned as skipped (hidden files are ignored silently).
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        parent = p.parent
+        hint = "Check the path"
+        if parent.is_dir():
+            near = sorted(c.name for c in parent.iterdir() if not c.name.startswith("."))[:8]
+            if near:
+                hint = f"Check the path; {parent} holds: {', '.join(near)}"
+        raise TraceFormatError(p, "no such file or folder", hint)
+    if p.is_file():
+        return [_stat(p)], []
+    if not p.is_dir():
+        raise TraceFormatError(p, "is neither a file nor a folder", "Pass a trace file or a folder of rank traces")
+    try:
+        entries = sorted(p.iterdir(), key=lambda c: c.name)
+    except PermissionError:
+        raise TraceFormatError(p, "folder cannot be listed (permission denied)", "Check its permissions") from None
+    files: list[TraceFile] = []
+    skipped: list[Path] = []
+    subfolders_with_traces: list[str] = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            try:
+                if any(_is_candidate(c.name) and c.is_file() for c in entry.iterdir()):
+                    subfolders_with_traces.append(entry.name)
+            except OSError:
+                pass
+            continue
+        if not entry.is_file():
+            continue
+        if _exported_alongside(entry):
+            continue
+        if _is_candidate(entry.name):
+            files.append(_stat(entry))
+        else:
+            skipped.append(entry)
+    if not files:
+        if subfolders_with_traces:
+            listed = ", ".join(f"{s}/" for s in subfolders_with_traces[:8])
+            raise TraceFormatError(
+                p,
+                "no trace files directly in this folder",
+                f"Its subfolders hold traces ({listed}): load one of them",
+            )
+        what = (
+            "the folder is empty"
+            if not skipped
+            else f"no trace files here (only: {', '.join(s.name for s in skipped[:8])})"
+        )
+        raise TraceFormatError(
+            p,
+            what,
+            "Point tv.load() at a PyTorch profiler trace (*.json or *.json.gz), an Nsight Systems SQLite export "
+            "(*.sqlite), or a folder of them",
+        )
+    return files, skipped
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's content, gunzipped if it is gzip-compressed (detected by magic bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except PermissionError:
+        raise TraceFormatError(path, "cannot be read (permission denied)", "Check the file's permissions") from None
+    except IsADirectoryError:
+        raise TraceFormatError(path, "is a folder, not a file", "Pass the folder itself to tv.load()") from None
+    except OSError as exc:
+        raise TraceFormatError(path, f"cannot be read ({exc.strerror or exc})", "Check the file and the disk") from None
+    if not data:
+        raise TraceFormatError(
+            path, "is empty (0 bytes)", "The profiler may have crashed while writing it; record the trace again"
+        )
+    if data[:2] == _GZIP_MAGIC:
+        return _gunzip(path, data)
+    if str(path).lower().endswith(".gz"):
+        raise TraceFormatError(
+            path, "has a .gz name but is not gzip-compressed", "Rename it to .json if it is plain JSON"
+        )
+    return data
+
+
+def _gunzip(path: Path, data: bytes) -> bytes:
+    try:
+        if _igzip is not None:
+            return _igzip.decompress(data)
+        return gzip.decompress(data)  # pragma: no cover
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError, ValueError) as exc:
+        truncated = isinstance(exc, EOFError) or "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower()
+        problem = (
+            f"the gzip data is truncated ({len(data):,} compressed bytes)"
+            if truncated
+            else f"is not valid gzip ({exc})"
+        )
+        raise TraceFormatError(
+            path, problem, "The file was cut short while being written or copied; copy or record it again"
+        ) from None

@@ -1,0 +1,1176 @@
+"""Reader for PyTorch profiler (Kineto) JSON traces.
+
+Decoding is typed (msgspec): only the fields the schema needs are materialised, straight
+from the bytes; everything else in ``args`` (input shapes, strides, ...) is skipped by the
+decoder. The decoded events become numpy columns, are split by rank (for files that hold
+several ranks), sorted, and get their derived columns (links, nesting, iterations).
+
+Handled shapes: ``{"traceEvents": [...], ...}`` objects and bare top-level event arrays;
+float-microsecond (ns-resolution) and integer-microsecond timestamps; ``baseTimeNanoseconds``;
+2021-era capitalised categories; ROCm/HIP traces (string stream ids on runtime events);
+MTIA device events; ``B``/``E`` begin/end pairs; traces with no GPU events.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import operator
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from ...errors import TraceFormatError
+from ...model.classify import COPY_KINDS, copy_kind_of
+from ...model.collectives import normalize_collective
+from ...model.rank_data import RankData, RankMeta
+from ...model.schema import (
+    COMMS_COLUMNS,
+    COMMS_SOURCES,
+    DEVICE_KINDS,
+    DTYPE_BYTES,
+    GPU_ACTIVITY_KINDS,
+    GPU_ARGS_COLUMNS,
+    KIND_CATEGORIES,
+    KIND_CODE,
+    LAUNCH_KINDS,
+    EventKind,
+    categorical,
+)
+from . import derive
+from .common import ARGS_DROPPED, DROPPED, NotATraceError
+
+__all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
+
+#: Keys of RankMeta.skipped that the loader reports in a warning.
+
+
+# --------------------------------------------------------------------------------------
+# Typed decoding
+# --------------------------------------------------------------------------------------
+_NAN = float("nan")
+_NO_RAW = msgspec.Raw()  # an absent raw field (zero bytes)
+
+
+class _Args(msgspec.Struct, frozen=True, gc=False):
+    external_id: int = msgspec.field(default=-1, name="External id")
+    correlation: int = -1
+    stream: int | str = -1
+    device: int = -1
+    # CPU ops of Triton launches carry a string "grid"; only kernels' lists are read.
+    grid: list[int] | str | None = None
+    block: list[int] | str | None = None
+    registers: int = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: int = msgspec.field(default=-1, name="shared memory")
+    blocks_per_sm: float = msgspec.field(default=_NAN, name="blocks per SM")
+    warps_per_sm: float = msgspec.field(default=_NAN, name="warps per SM")
+    occupancy: float = msgspec.field(default=_NAN, name="est. achieved occupancy %")
+    nbytes: int = msgspec.field(default=-1, name="bytes")
+    bandwidth: float = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
+    # Collective metadata (record_param_comms ops; NCCL kernels of recent PyTorch).
+    collective: str | None = msgspec.field(default=None, name="Collective name")
+    dtype: str | None = None
+    in_nelems: int = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: int = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: int = msgspec.field(default=-1, name="Group size")
+    pg_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Name")
+    pg_desc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Description")
+    seq: int = msgspec.field(default=-1, name="Seq")
+    # Stream Wait Event / Event Sync records: the CUDA event waited on.
+    wait_on_stream: int = -1
+    wait_on_record_correlation: int = msgspec.field(default=-1, name="wait_on_cuda_event_record_corr_id")
+    # Shapes are kept raw (not parsed) and read only for communication annotations.
+    input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
+    # Metadata ("M") events.
+    name: str | None = None
+    labels: str | None = None
+
+
+_NO_ARGS = _Args()
+
+
+#: Chrome trace event phases (a Literal decodes to interned strings: no allocation per event).
+_Phase = Literal[
+    "X",
+    "B",
+    "E",
+    "i",
+    "I",
+    "C",
+    "b",
+    "n",
+    "e",
+    "s",
+    "t",
+    "f",
+    "P",
+    "O",
+    "N",
+    "D",
+    "M",
+    "V",
+    "v",
+    "R",
+    "c",
+    "(",
+    ")",
+    "",
+]
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: _Phase = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = _NAN
+    dur: float = _NAN
+    args: _Args = _NO_ARGS
+
+
+class _Doc(msgspec.Struct, gc=False):
+    """The top-level object: header fields (the events are decoded separately, see _decode)."""
+
+    schemaVersion: int | None = None
+    deviceProperties: msgspec.Raw = _NO_RAW
+    distributedInfo: msgspec.Raw = _NO_RAW
+    baseTimeNanoseconds: int = 0
+    traceName: str | None = None
+    displayTimeUnit: str | None = None
+    # Other fields worth keeping, small and optional.
+    cuda_runtime_version: msgspec.Raw = _NO_RAW
+    cuda_driver_version: msgspec.Raw = _NO_RAW
+    cupti_version: msgspec.Raw = _NO_RAW
+    hip_version: msgspec.Raw = _NO_RAW
+    record_shapes: msgspec.Raw = _NO_RAW
+    with_stack: msgspec.Raw = _NO_RAW
+    profile_memory: msgspec.Raw = _NO_RAW
+    with_flops: msgspec.Raw = _NO_RAW
+    with_modules: msgspec.Raw = _NO_RAW
+    trace_id: msgspec.Raw = _NO_RAW
+
+
+_EXTRA_FIELDS = (
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "cupti_version",
+    "hip_version",
+    "record_shapes",
+    "with_stack",
+    "profile_memory",
+    "with_flops",
+    "with_modules",
+    "trace_id",
+)
+
+
+class _DocEvents(_Doc, gc=False):
+    traceEvents: list[_Event] | None = None
+
+
+class _DocRawEvents(_Doc, gc=False):
+    traceEvents: list[msgspec.Raw] | None = None
+
+
+_DOC_DECODER = msgspec.json.Decoder(_DocEvents, strict=False)
+_LIST_DECODER = msgspec.json.Decoder(list[_Event], strict=False)
+_RAW_DOC_DECODER = msgspec.json.Decoder(_DocRawEvents, strict=False)
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw], strict=False)
+
+#: Files larger than this are decoded in chunks of _CHUNK_EVENTS events, so that the
+#: Python objects of only one chunk exist at a time (memory stays ~1.5x the file).
+_CHUNK_BYTES = 48 * 2**20
+_CHUNK_EVENTS = 1 << 15
+
+_CAT_TO_KIND: dict[str, EventKind] = {
+    "cpu_op": EventKind.CPU_OP,
+    "operator": EventKind.CPU_OP,
+    "user_annotation": EventKind.USER_ANNOTATION,
+    "user annotation": EventKind.USER_ANNOTATION,
+    "gpu_user_annotation": EventKind.GPU_USER_ANNOTATION,
+    "python_function": EventKind.PYTHON_FUNCTION,
+    "python": EventKind.PYTHON_FUNCTION,
+    "cuda_runtime": EventKind.CUDA_RUNTIME,
+    "runtime": EventKind.CUDA_RUNTIME,
+    "mtia_runtime": EventKind.CUDA_RUNTIME,
+    "privateuse1_runtime": EventKind.CUDA_RUNTIME,
+    "cuda_driver": EventKind.CUDA_DRIVER,
+    "driver": EventKind.CUDA_DRIVER,
+    "privateuse1_driver": EventKind.CUDA_DRIVER,
+    "kernel": EventKind.KERNEL,
+    "mtia_ccp_events": EventKind.KERNEL,
+    "gpu_memcpy": EventKind.GPU_MEMCPY,
+    "memcpy": EventKind.GPU_MEMCPY,
+    "gpu_memset": EventKind.GPU_MEMSET,
+    "memset": EventKind.GPU_MEMSET,
+    "cuda_sync": EventKind.CUDA_SYNC,
+    "cpu_instant_event": EventKind.CPU_INSTANT_EVENT,
+}
+_KEPT_PHASES = frozenset({"X", "i", "I"})
+_KINETO_PSEUDO_PIDS = frozenset({"Spans", "Traces"})
+_RANK_IN_PROCESS = re.compile(r"\brank\s*[:#_-]?\s*(\d+)", re.IGNORECASE)
+
+_CODE = {k: np.int8(KIND_CODE[k]) for k in EventKind}
+_DEVICE_CODES = np.array(sorted(KIND_CODE[k] for k in DEVICE_KINDS), dtype=np.int8)
+_ACTIVITY_CODES = np.array(sorted(KIND_CODE[k] for k in GPU_ACTIVITY_KINDS), dtype=np.int8)
+_LAUNCH_CODES = np.array(sorted(KIND_CODE[k] for k in LAUNCH_KINDS), dtype=np.int8)
+_ARGS_CODES = np.array(
+    sorted(KIND_CODE[k] for k in (EventKind.KERNEL, EventKind.GPU_MEMCPY, EventKind.GPU_MEMSET)), dtype=np.int8
+)
+
+
+# --------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------
+def parse_kineto(
+    path: Path,
+    data: bytes,
+    *,
+    name_rank: int | None = None,
+    bad_events: str = "raise",
+    pid_map: Mapping[int, int] | None = None,
+) -> list[RankData]:
+    """Parse one Kineto JSON document into one RankData per rank it holds.
+
+    Raises :class:`NotATraceError` for JSON that is not a trace and
+    :class:`TraceFormatError` for a broken one.
+    """
+    # Decoding creates millions of small objects that are freed together at the end:
+    # the cyclic GC's repeated scans would only slow this down (2x measured).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        doc, chunks = _decode(path, data)
+        header = _header(path, doc, name_rank)
+        state = _FileState()
+        parts = [_part(chunk, state) for chunk in chunks]
+        if state.begin_end:
+            parts.append(_part(_Chunk(-1, _pair_begin_end(state.begin_end, state.skipped), []), state))
+        del data, chunks
+        state.raise_or_count(path, bad_events)
+        columns = _merge(parts, state)
+        del parts
+        return _split_and_finish(path, columns, header, pid_map)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+@dataclass
+class _Header:
+    rank: int
+    rank_source: str
+    base_time_ns: int
+    fields: dict[str, Any]
+
+
+def _first_byte(data: bytes) -> int:
+    for i in range(min(len(data), 4096)):
+        b = data[i]
+        if b not in b" \t\r\n\xef\xbb\xbf":
+            return b
+    return -1
+
+
+@dataclass
+class _Chunk:
+    """Decoded events of (part of) a file."""
+
+    #: Index in traceEvents of the first event (-1 for events made by the reader).
+    offset: int
+    events: list[_Event]
+    #: Events that could not be read at all: (index in traceEvents, problem).
+    bad: list[tuple[int, str]]
+    #: Events kept without their ``args``, which could not be read.
+    args_dropped: int = 0
+
+
+def _not_a_trace(path: Path, why: str) -> NotATraceError:
+    return NotATraceError(
+        path,
+        f"is JSON but not a trace ({why})",
+        "Pass a PyTorch profiler trace written by torch.profiler (export_chrome_trace or tensorboard_trace_handler)",
+    )
+
+
+def _decode(path: Path, data: bytes) -> tuple[_Doc, Iterator[_Chunk]]:
+    """The header and the events, in one chunk or, for big files, in many."""
+    first = _first_byte(data)
+    if first not in (ord("{"), ord("[")):
+        what = "is not JSON" if first != -1 else "holds only whitespace"
+        raise NotATraceError(
+            path, f"{what} (it does not start with '{{' or '[')", "Pass a PyTorch profiler trace (*.json or *.json.gz)"
+        )
+    is_object = first == ord("{")
+    try:
+        if len(data) > _CHUNK_BYTES:
+            # Split the event array into raw slices first (cheap: no objects per field).
+            if is_object:
+                raw_doc = _RAW_DOC_DECODER.decode(data)
+                raws, doc = raw_doc.traceEvents, _Doc(**{f: getattr(raw_doc, f) for f in _Doc.__struct_fields__})
+            else:
+                raws, doc = _RAW_LIST_DECODER.decode(data), _Doc()
+            if raws is None:
+                raise _not_a_trace(path, "it has no 'traceEvents'")
+            return doc, _raw_chunks(raws)
+        if is_object:
+            full = _DOC_DECODER.decode(data)
+            events, doc = full.traceEvents, full
+        else:
+            events, doc = _LIST_DECODER.decode(data), _Doc()
+        if events is None:
+            raise _not_a_trace(path, "it has no 'traceEvents'")
+        return doc, iter([_Chunk(0, events, [])])
+    except msgspec.ValidationError:
+        # Well-formed JSON with unexpected value types somewhere: the tolerant path.
+        return _decode_tolerant(path, msgspec.json.decode(data))
+    except msgspec.DecodeError as exc:
+        # Non-standard tokens (NaN, Infinity) are valid to Python's json module.
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError):
+            raise _malformed(path, data, exc) from None
+        return _decode_tolerant(path, obj)
+
+
+def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[_Chunk]:
+    for start in range(0, len(raws), _CHUNK_EVENTS):
+        buf = b"[" + b",".join(raws[start : start + _CHUNK_EVENTS]) + b"]"
+        try:
+            events = _LIST_DECODER.decode(buf)
+        except msgspec.ValidationError:
+            events, bad, dropped = _tolerant_events(msgspec.json.decode(buf), start)
+            yield _Chunk(start, events, bad, dropped)
+            continue
+        yield _Chunk(start, events, [])
+
+
+def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
+    msg = str(exc)
+    if "truncated" in msg:
+        return TraceFormatError(
+            path,
+            f"the JSON is truncated (it ends after {len(data):,} bytes, in the middle of the document)",
+            "The profiler or a copy was interrupted while writing it; record or copy the trace again",
+        )
+    m = re.search(r"byte (\d+)", msg)
+    where = ""
+    if m:
+        pos = int(m.group(1))
+        line = data.count(b"\n", 0, pos) + 1
+        snippet = data[max(0, pos - 30) : pos + 30].decode("utf-8", "replace").replace("\n", " ")
+        where = f" at line {line} (byte {pos:,}), near {snippet!r}"
+    return TraceFormatError(
+        path,
+        f"is not valid JSON{where}: {msg.removeprefix('JSON is malformed: ')}",
+        "The file is damaged or was edited by hand; record or export the trace again",
+    )
+
+
+def _decode_tolerant(path: Path, obj: Any) -> tuple[_Doc, Iterator[_Chunk]]:
+    """Decode event by event, so that one odd event does not sink the whole file."""
+    if isinstance(obj, dict):
+        raw_events = obj.get("traceEvents")
+        header = {k: v for k, v in obj.items() if k != "traceEvents"}
+    elif isinstance(obj, list):
+        raw_events, header = obj, {}
+    else:
+        raise _not_a_trace(path, "neither an object nor an array")
+    if not isinstance(raw_events, list):
+        raise _not_a_trace(path, "it has no 'traceEvents' list")
+    known = set(_Doc.__struct_fields__)
+    try:
+        doc = msgspec.convert(
+            {
+                k: msgspec.Raw(msgspec.json.encode(v)) if k in _RAW_DOC_FIELDS else v
+                for k, v in header.items()
+                if k in known
+            },
+            _Doc,
+            strict=False,
+        )
+    except msgspec.ValidationError as exc:
+        raise TraceFormatError(path, f"has a malformed header field ({exc})", "Fix or re-export the trace") from None
+    events, bad, dropped = _tolerant_events(raw_events, 0)
+    return doc, iter([_Chunk(0, events, bad, dropped)])
+
+
+def _tolerant_events(raw_events: list[Any], offset: int) -> tuple[list[_Event], list[tuple[int, str]], int]:
+    """Events converted one by one; odd args are dropped, unreadable events reported."""
+    events: list[_Event] = []
+    bad: list[tuple[int, str]] = []
+    odd_args = 0
+    for i, ev in enumerate(raw_events, start=offset):
+        if not isinstance(ev, dict):
+            bad.append((i, f"is a {type(ev).__name__}, not an object"))
+            continue
+        cleaned = {k: (_NAN if v is None and k in ("ts", "dur") else v) for k, v in ev.items()}
+        args = cleaned.get("args")
+        if isinstance(args, dict):
+            cleaned["args"] = {
+                k: msgspec.Raw(msgspec.json.encode(v)) if k in _RAW_ARG_KEYS else v for k, v in args.items()
+            }
+        try:
+            events.append(msgspec.convert(cleaned, _Event, strict=False))
+            continue
+        except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
+            problem = f"has a bad field ({exc})"
+        if "args" in cleaned:
+            # Keep the event's timing when only its arguments are odd.
+            cleaned.pop("args")
+            try:
+                events.append(msgspec.convert(cleaned, _Event, strict=False))
+                odd_args += 1
+                continue
+            except (msgspec.ValidationError, TypeError, ValueError, OverflowError):
+                pass
+        bad.append((i, problem))
+    return events, bad, odd_args
+
+
+_RAW_DOC_FIELDS = frozenset({"deviceProperties", "distributedInfo"} | set(_EXTRA_FIELDS))
+_RAW_ARG_KEYS = frozenset({"Process Group Name", "Process Group Description", "Input Dims", "Input type"})
+
+
+def _load_raw(raw: msgspec.Raw) -> Any:
+    if not raw:
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return json.loads(bytes(raw))
+
+
+def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
+    dist = _load_raw(doc.distributedInfo)
+    if not isinstance(dist, dict):
+        dist = {}
+    props = _load_raw(doc.deviceProperties)
+    if not isinstance(props, list):
+        props = []
+    rank_value = dist.get("rank")
+    if isinstance(rank_value, int) and rank_value >= 0:
+        rank, source = rank_value, "distributedInfo"
+    elif name_rank is not None:
+        rank, source = name_rank, "file name"
+    else:
+        rank, source = 0, "default"
+    world = dist.get("world_size")
+    extra = {}
+    for f in _EXTRA_FIELDS:
+        value = _load_raw(getattr(doc, f))
+        if value is not None:
+            extra[f] = value
+    fields = {
+        "world_size": world if isinstance(world, int) else None,
+        "backend": dist.get("backend") if isinstance(dist.get("backend"), str) else None,
+        "distributed_info": dist,
+        "device_properties": tuple(p for p in props if isinstance(p, dict)),
+        "schema_version": doc.schemaVersion,
+        "trace_name": doc.traceName,
+        "extra": extra,
+    }
+    return _Header(rank=rank, rank_source=source, base_time_ns=int(doc.baseTimeNanoseconds or 0), fields=fields)
+
+
+# --------------------------------------------------------------------------------------
+# Columns, chunk by chunk
+# --------------------------------------------------------------------------------------
+@dataclass
+class _FileState:
+    """What the chunks of one file accumulate besides their columns."""
+
+    skipped: dict[str, int] = field(default_factory=dict)
+    meta_events: list[_Event] = field(default_factory=list)
+    begin_end: list[_Event] = field(default_factory=list)
+    profiler_span: tuple[float, float] | None = None
+    labels: dict[str, int] = field(default_factory=dict)
+    ts_ns_precision: bool = False
+    #: Malformed events by problem: (count, first example).
+    problems: dict[str, list[Any]] = field(default_factory=dict)
+    unreadable: list[tuple[int, str]] = field(default_factory=list)
+    args_dropped: int = 0
+
+    def count(self, key: str, n: int) -> None:
+        if n:
+            self.skipped[key] = self.skipped.get(key, 0) + n
+
+    def problem(self, label: str, n: int, example: str) -> None:
+        if n:
+            entry = self.problems.setdefault(label, [0, example])
+            entry[0] += n
+
+    def raise_or_count(self, path: Path, bad_events: str) -> None:
+        n_bad = sum(c for c, _ in self.problems.values()) + len(self.unreadable)
+        if self.args_dropped:
+            self.skipped[ARGS_DROPPED] = self.args_dropped
+        if not n_bad:
+            return
+        reasons = [f"{c:,} {label} (first: {example})" for label, (c, example) in self.problems.items()]
+        if self.unreadable:
+            i, why = self.unreadable[0]
+            reasons.append(f"{len(self.unreadable):,} unreadable (first: event #{i} {why})")
+        if bad_events == "raise":
+            raise TraceFormatError(
+                path,
+                f"{n_bad:,} malformed event{'s' if n_bad != 1 else ''}: " + "; ".join(reasons),
+                "Pass bad_events='drop' to tv.load() to drop them and read the rest",
+            )
+        self.skipped[DROPPED] = n_bad
+
+
+@dataclass
+class _Part:
+    """Columns of the kept events of one chunk (or of a whole file once merged), in file order."""
+
+    ts_us: np.ndarray
+    dur_us: np.ndarray
+    name_codes: np.ndarray  # int32 into names
+    names: list[str]
+    kind: np.ndarray  # int8 codes of EventKind
+    pid: np.ndarray
+    tid: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    external_id: np.ndarray
+    #: Rows of kernels, memcpy and memset, and their arguments (one array per field).
+    gpu_rows: np.ndarray
+    gpu: dict[str, np.ndarray]
+    #: Rows carrying collective metadata, and the metadata (one list per field).
+    comm_rows: np.ndarray
+    comm: dict[str, list[Any]]
+
+
+def _as_int(v: object, labels: dict[str, int]) -> int:
+    """An id from an int, a numeric string ("7", "0x0", "stream 7") or a label."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    text = str(v).strip()
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    m = re.search(r"-?\d+", text)
+    if m is not None and len(m.group(0)) < 18:
+        return int(m.group(0))
+    # Names with no number get stable negative ids (-2, -3, ...), shared within a file.
+    return labels.setdefault(text, -2 - len(labels))
+
+
+def _int_lut(uniques: Iterable[object], labels: dict[str, int]) -> np.ndarray:
+    return np.array([_as_int(u, labels) for u in uniques], dtype=np.int64)
+
+
+def _int_column(values: np.ndarray, labels: dict[str, int]) -> np.ndarray:
+    """int64 column from an object array of ints, numeric strings or labels."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        codes, uniques = pd.factorize(values, use_na_sentinel=False)
+        return _int_lut(uniques, labels)[codes]
+
+
+def _pair_begin_end(events: list[_Event], skipped: dict[str, int]) -> list[_Event]:
+    """Complete events made from B/E pairs (matched per thread, innermost first)."""
+    stacks: dict[tuple[Any, Any], list[_Event]] = {}
+    out: list[_Event] = []
+    for ev in events:
+        key = (ev.pid, ev.tid)
+        if ev.ph == "B":
+            stacks.setdefault(key, []).append(ev)
+        elif stacks.get(key):
+            begin = stacks[key].pop()
+            out.append(
+                _Event(
+                    ph="X",
+                    cat=begin.cat,
+                    name=begin.name,
+                    pid=begin.pid,
+                    tid=begin.tid,
+                    ts=begin.ts,
+                    dur=ev.ts - begin.ts,
+                    args=begin.args,
+                )
+            )
+        else:
+            skipped["unmatched E events"] = skipped.get("unmatched E events", 0) + 1
+    unmatched = sum(len(s) for s in stacks.values())
+    if unmatched:
+        skipped["unmatched B events"] = unmatched
+    return out
+
+
+_GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
+_GET_IDS = operator.attrgetter("correlation", "external_id")
+_GET_DEVICE = operator.attrgetter("device", "stream")
+_GET_GPU_ARGS = operator.attrgetter(
+    "grid",
+    "block",
+    "registers",
+    "shared_memory",
+    "blocks_per_sm",
+    "warps_per_sm",
+    "occupancy",
+    "nbytes",
+    "bandwidth",
+    "wait_on_stream",
+    "wait_on_record_correlation",
+)
+
+
+def _codes(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary-encode values: (codes, distinct values in first-seen order)."""
+    index: dict[Any, int] = {}
+    codes = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int64)
+    return codes, list(index)
+
+
+def _part(chunk: _Chunk, state: _FileState) -> _Part:
+    """Columns of one chunk's complete and instant events; the rest goes to ``state``."""
+    events = chunk.events
+    state.unreadable += chunk.bad
+    state.args_dropped += chunk.args_dropped
+    phases: list[str] = [e.ph for e in events]
+    counts: Counter[str] = Counter(phases)
+    if counts["B"] or counts["E"]:
+        # Matched across the whole file at the end (pairs may straddle chunks).
+        state.begin_end += [e for e in events if e.ph in ("B", "E")]
+    if counts["M"]:
+        state.meta_events += [e for e, p in zip(events, phases, strict=True) if p == "M"]
+    n_kept = sum(counts[p] for p in _KEPT_PHASES)
+    kept = events if n_kept == len(events) else [e for e in events if e.ph in _KEPT_PHASES]
+    n_flow = counts["s"] + counts["f"] + counts["t"]
+    state.count("flow events", n_flow)
+    state.count("other phases", len(events) - n_kept - counts["M"] - n_flow - counts["B"] - counts["E"])
+
+    if kept:
+        cat, name, pid_obj, tid_obj, ts_t, dur_t, args_t = zip(*map(_GET_EVENT, kept), strict=True)
+    else:
+        cat = name = pid_obj = tid_obj = ts_t = dur_t = args_t = ()
+    ts = np.array(ts_t, dtype=np.float64)
+    dur = np.array(dur_t, dtype=np.float64)
+    is_instant = np.array([e.ph != "X" for e in kept], dtype=bool)
+    cat_codes, cat_values = _codes(cat)
+    pid_codes, pid_values = _codes(pid_obj)
+
+    # Kineto's own pseudo-events (pids "Spans"/"Traces"): the profiler span, iteration markers.
+    trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
+    pseudo_pid = [i for i, p in enumerate(pid_values) if isinstance(p, str) and p in _KINETO_PSEUDO_PIDS]
+    keep = np.ones(len(kept), dtype=bool)
+    if trace_cat or pseudo_pid:
+        is_trace = np.isin(cat_codes, trace_cat)
+        pseudo = is_trace | np.isin(pid_codes, pseudo_pid)
+        span_rows = is_trace & ~is_instant & np.isfinite(ts) & np.isfinite(dur)
+        if span_rows.any():
+            lo, hi = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
+            old = state.profiler_span
+            state.profiler_span = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+        state.count("profiler markers", int(pseudo.sum()))
+        keep &= ~pseudo
+
+    # Malformed events: no dur on a complete event, negative dur, non-finite times.
+    no_dur = np.isnan(dur) & ~is_instant & keep
+    dur[is_instant & np.isnan(dur)] = 0.0
+    neg_dur = (dur < 0) & keep
+    bad_ts = ~np.isfinite(ts) & keep
+    inf_dur = np.isinf(dur) & keep & ~bad_ts
+    for label, mask in (
+        ("without 'dur'", no_dur),
+        ("with a negative 'dur'", neg_dur),
+        ("with a NaN or infinite 'ts'", bad_ts),
+        ("with an infinite 'dur'", inf_dur),
+    ):
+        c = int(mask.sum())
+        if c:
+            first = kept[int(np.flatnonzero(mask)[0])]
+            state.problem(label, c, f"{first.name!r}, ts={ts_repr(first.ts)}")
+            keep &= ~mask
+    rows = np.flatnonzero(keep)
+    if len(rows) != len(kept):
+        ts, dur = ts[rows], dur[rows]
+        cat_codes, pid_codes = cat_codes[rows], pid_codes[rows]
+        name = tuple(name[i] for i in rows.tolist())
+        tid_obj = tuple(tid_obj[i] for i in rows.tolist())
+        args_t = tuple(args_t[i] for i in rows.tolist())
+    n = len(rows)
+    if n and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
+        state.ts_ns_precision = True
+
+    cat_to_code = np.array(
+        [_CODE[_CAT_TO_KIND.get(str(c).lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8
+    )
+    kind = cat_to_code[cat_codes] if n else np.empty(0, dtype=np.int8)
+    name_codes, names = _codes(name)
+    pid = _int_lut(pid_values, state.labels)[pid_codes] if n else np.empty(0, dtype=np.int64)
+    tid = _int_column(np.array(tid_obj, dtype=object), state.labels)
+    if n:
+        corr, ext = zip(*map(_GET_IDS, args_t), strict=True)
+        correlation = np.array(corr, dtype=np.int64)
+        external_id = np.array(ext, dtype=np.int64)
+    else:
+        correlation = np.empty(0, dtype=np.int64)
+        external_id = np.empty(0, dtype=np.int64)
+
+    device = np.full(n, -1, dtype=np.int16)
+    stream = np.full(n, -1, dtype=np.int64)
+    dev_rows = np.flatnonzero(np.isin(kind, _DEVICE_CODES))
+    if len(dev_rows):
+        d_vals, s_vals = zip(*map(_GET_DEVICE, [args_t[i] for i in dev_rows.tolist()]), strict=True)
+        d = np.array(d_vals, dtype=np.int64)
+        device[dev_rows] = np.where(d >= 0, d, pid[dev_rows]).astype(np.int16)
+        s = _int_column(np.array(s_vals, dtype=object), {})
+        stream[dev_rows] = np.where(s >= 0, s, tid[dev_rows])
+
+    gpu_rows = np.flatnonzero(np.isin(kind, _ARGS_CODES))
+    sync_rows = np.flatnonzero(kind == _CODE[EventKind.CUDA_SYNC])
+    if len(sync_rows):
+        # cuda_sync records that name the CUDA event they wait on get a gpu_args row too.
+        waits = [args_t[i].wait_on_stream >= 0 or args_t[i].wait_on_record_correlation >= 0 for i in sync_rows.tolist()]
+        gpu_rows = np.union1d(gpu_rows, sync_rows[np.array(waits, dtype=bool)])
+    comm_rows, comm = _comm_rows(args_t, kind, name_codes, [str(x) for x in names])
+    return _Part(
+        ts_us=ts,
+        dur_us=dur,
+        name_codes=name_codes.astype(np.int32),
+        names=[str(x) for x in names],
+        kind=kind,
+        pid=pid,
+        tid=tid,
+        device=device,
+        stream=stream,
+        correlation=correlation,
+        external_id=external_id,
+        gpu_rows=gpu_rows,
+        gpu=_gpu_arrays([args_t[i] for i in gpu_rows.tolist()]),
+        comm_rows=comm_rows,
+        comm=comm,
+    )
+
+
+def ts_repr(value: float) -> str:
+    """A timestamp for a message (NaN and infinities spelled out)."""
+    return repr(value) if math.isfinite(value) else str(value)
+
+
+_NO_TRIPLE = (-1, -1, -1)
+
+
+def _pad3(v: object) -> tuple[int, ...] | list[int]:
+    """A grid/block value as three ints (-1 where absent or not an int)."""
+    if not isinstance(v, list):
+        return _NO_TRIPLE
+    out = [x if isinstance(x, int) else -1 for x in v[:3]]
+    return out + [-1] * (3 - len(out))
+
+
+def _xyz(values: tuple[object, ...]) -> np.ndarray:
+    rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
+    xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3) if rows else np.empty((0, 3), dtype=np.int64)
+    return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
+
+
+def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:
+    """Launch and copy arguments of GPU activities as arrays (one entry per activity)."""
+    if args:
+        grid, block, regs, smem, bps, wps, occ, nbytes, bw, w_stream, w_corr = zip(
+            *map(_GET_GPU_ARGS, args), strict=True
+        )
+    else:
+        grid = block = regs = smem = bps = wps = occ = nbytes = bw = w_stream = w_corr = ()
+    g, b = _xyz(grid), _xyz(block)
+    return {
+        "grid_x": g[:, 0],
+        "grid_y": g[:, 1],
+        "grid_z": g[:, 2],
+        "block_x": b[:, 0],
+        "block_y": b[:, 1],
+        "block_z": b[:, 2],
+        "registers_per_thread": np.array(regs, dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
+        "shared_memory_bytes": np.array(smem, dtype=np.int64),
+        "blocks_per_sm": np.array(bps, dtype=np.float32),
+        "warps_per_sm": np.array(wps, dtype=np.float32),
+        "occupancy_pct": np.array(occ, dtype=np.float32),
+        "bytes": np.array(nbytes, dtype=np.int64),
+        "bandwidth_gbps": np.array(bw, dtype=np.float32),
+        "wait_on_stream": np.array(w_stream, dtype=np.int64),
+        "wait_on_record_correlation": np.array(w_corr, dtype=np.int64),
+    }
+
+
+_COMM_FIELDS = ("collective", "dtype", "in_nelems", "out_nelems", "group_size", "pg_name", "pg_desc", "seq", "source")
+
+
+def _comm_rows(
+    args: tuple[_Args, ...], kind: np.ndarray, name_codes: np.ndarray, names: list[str]
+) -> tuple[np.ndarray, dict[str, list[Any]]]:
+    """Rows carrying collective metadata: recorded args, or old-style ``nccl:*`` annotations."""
+    out: dict[str, list[Any]] = {f: [] for f in _COMM_FIELDS}
+    with_meta = [i for i, a in enumerate(args) if a.collective is not None]
+    annot_codes = [i for i, nm in enumerate(names) if nm.startswith("nccl:")]
+    annotated = (
+        np.flatnonzero((kind == _CODE[EventKind.USER_ANNOTATION]) & np.isin(name_codes, annot_codes)).tolist()
+        if annot_codes
+        else []
+    )
+    rows = sorted(set(with_meta) | set(annotated))
+    for i in rows:
+        a = args[i]
+        if a.collective is not None:
+            values = (
+                normalize_collective(a.collective),
+                a.dtype,
+                a.in_nelems,
+                a.out_nelems,
+                a.group_size,
+                _raw_str(a.pg_name),
+                _raw_str(a.pg_desc),
+                a.seq,
+                "kernel" if kind[i] == _CODE[EventKind.KERNEL] else "record_param_comms",
+            )
+        else:
+            nelems, dtype = _first_dims(a.input_dims, a.input_type)
+            label = names[int(name_codes[i])].split(":", 1)[1]
+            values = (normalize_collective(label), dtype, nelems, -1, -1, None, None, -1, "annotation")
+        for f, v in zip(_COMM_FIELDS, values, strict=True):
+            out[f].append(v)
+    return np.array(rows, dtype=np.int64), out
+
+
+def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
+    """One file's columns from its chunks (names re-coded into one dictionary)."""
+    index: dict[str, int] = {}
+    name_codes = []
+    offset = 0
+    gpu_rows, comm_rows = [], []
+    for part in parts:
+        lut = np.array([index.setdefault(nm, len(index)) for nm in part.names], dtype=np.int32)
+        name_codes.append(lut[part.name_codes] if len(part.name_codes) else part.name_codes)
+        gpu_rows.append(part.gpu_rows + offset)
+        comm_rows.append(part.comm_rows + offset)
+        offset += len(part.ts_us)
+
+    def cat(attr: str) -> np.ndarray:
+        return np.concatenate([getattr(p, attr) for p in parts]) if parts else np.empty(0)
+
+    process_names, process_labels, thread_names = _metadata(state.meta_events)
+    return _FileColumns(
+        ts_us=cat("ts_us").astype(np.float64),
+        dur_us=cat("dur_us").astype(np.float64),
+        name_codes=np.concatenate(name_codes).astype(np.int32) if parts else np.empty(0, np.int32),
+        names=list(index),
+        kind=cat("kind").astype(np.int8),
+        pid=cat("pid").astype(np.int64),
+        tid=cat("tid").astype(np.int64),
+        device=cat("device").astype(np.int16),
+        stream=cat("stream").astype(np.int64),
+        correlation=cat("correlation").astype(np.int64),
+        external_id=cat("external_id").astype(np.int64),
+        gpu_rows=np.concatenate(gpu_rows) if parts else np.empty(0, np.int64),
+        gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else _gpu_arrays([]),
+        comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
+        comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
+        process_names=process_names,
+        process_labels=process_labels,
+        thread_names=thread_names,
+        skipped=state.skipped,
+        ts_precision="ns" if state.ts_ns_precision else "us",
+        profiler_span=state.profiler_span,
+    )
+
+
+@dataclass
+class _FileColumns:
+    """Unsorted columns of the kept events of a whole file (all ranks)."""
+
+    ts_us: np.ndarray
+    dur_us: np.ndarray
+    name_codes: np.ndarray
+    names: list[str]
+    kind: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    external_id: np.ndarray
+    gpu_rows: np.ndarray
+    gpu: dict[str, np.ndarray]
+    comm_rows: np.ndarray
+    comm: dict[str, list[Any]]
+    process_names: dict[int, str]
+    process_labels: dict[int, str]
+    thread_names: list[tuple[int, int, str]]
+    skipped: dict[str, int]
+    ts_precision: str
+    profiler_span: tuple[float, float] | None
+
+
+def _metadata(meta_events: list[_Event]) -> tuple[dict[int, str], dict[int, str], list[tuple[int, int, str]]]:
+    process_names: dict[int, str] = {}
+    process_labels: dict[int, str] = {}
+    thread_names: list[tuple[int, int, str]] = []
+    for e in meta_events:
+        pid = e.pid if isinstance(e.pid, int) else None
+        if pid is None:
+            continue
+        if e.name == "process_name" and e.args.name is not None:
+            process_names[pid] = e.args.name
+        elif e.name == "process_labels" and e.args.labels is not None:
+            process_labels[pid] = e.args.labels
+        elif e.name == "thread_name" and e.args.name is not None and isinstance(e.tid, int):
+            thread_names.append((pid, e.tid, e.args.name))
+    return process_names, process_labels, thread_names
+
+
+def _to_ns(us: np.ndarray) -> np.ndarray:
+    """Microseconds (float) to int64 ns without losing the integer part to float rounding."""
+    whole = np.floor(us)
+    return whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000.0).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# Ranks, sorting and the per-rank tables
+# --------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# Ranks, sorting and the per-rank tables
+# --------------------------------------------------------------------------------------
+def _rank_of_rows(
+    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int, int] | None
+) -> tuple[np.ndarray | None, str]:
+    """Per-row ranks for files holding several ranks, or None for a one-rank file."""
+    mapping: dict[int, int] = {}
+    source = ""
+    if pid_map:
+        mapping = {int(k): int(v) for k, v in pid_map.items()}
+        source = "pid map"
+    else:
+        for table in (raw.process_names, raw.process_labels):
+            for pid, label in table.items():
+                m = _RANK_IN_PROCESS.search(label)
+                if m:
+                    mapping.setdefault(pid, int(m.group(1)))
+        if len(set(mapping.values())) < 2:
+            return None, ""
+        source = "process name"
+    pids = np.unique(raw.pid)
+    missing = [int(p) for p in pids if int(p) not in mapping]
+    if missing:
+        raise TraceFormatError(
+            path,
+            f"holds several ranks, but processes {missing[:10]} have no rank "
+            f"(known: {dict(sorted(mapping.items())[:10])})",
+            "Pass pid_map={pid: rank, ...} to tv.load() covering every process id of the file",
+        )
+    lut_pids = np.array(sorted(mapping), dtype=np.int64)
+    lut_ranks = np.array([mapping[p] for p in sorted(mapping)], dtype=np.int64)
+    return lut_ranks[np.searchsorted(lut_pids, raw.pid)], source
+
+
+def _split_and_finish(
+    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int, int] | None
+) -> list[RankData]:
+    ts_ns = _to_ns(raw.ts_us) + header.base_time_ns
+    dur_ns = np.rint(raw.dur_us * 1000.0).astype(np.int64)
+    row_ranks, source = _rank_of_rows(path, raw, header, pid_map)
+    profiler_span = None
+    if raw.profiler_span is not None:
+        lo, hi = raw.profiler_span
+        profiler_span = (
+            int(_to_ns(np.array([lo]))[0]) + header.base_time_ns,
+            int(_to_ns(np.array([hi]))[0]) + header.base_time_ns,
+        )
+    groups: list[tuple[int, str, np.ndarray | None]]
+    if row_ranks is None:
+        groups = [(header.rank, header.rank_source, None)]
+    else:
+        groups = [(int(r), source, np.flatnonzero(row_ranks == r)) for r in np.unique(row_ranks)]
+    out = []
+    for rank, rank_source, rows in groups:
+        meta_fields = dict(header.fields)
+        pids = raw.process_names.keys() | raw.process_labels.keys()
+        if rows is not None:
+            mine = set(np.unique(raw.pid[rows]).tolist())
+            pids = pids & mine
+        meta = RankMeta(
+            rank=rank,
+            path=str(path),
+            rank_source=rank_source,
+            base_time_ns=header.base_time_ns,
+            ts_precision=raw.ts_precision,
+            profiler_start_ns=profiler_span[0] if profiler_span else None,
+            profiler_end_ns=profiler_span[1] if profiler_span else None,
+            process_names={p: raw.process_names[p] for p in pids if p in raw.process_names},
+            process_labels={p: raw.process_labels[p] for p in pids if p in raw.process_labels},
+            thread_names=tuple(t for t in raw.thread_names if t[0] in pids),
+            skipped=dict(raw.skipped),
+            **meta_fields,
+        )
+        out.append(_rank_tables(raw, ts_ns, dur_ns, rows, meta))
+    return out
+
+
+def _rank_tables(
+    raw: _FileColumns, ts_ns: np.ndarray, dur_ns: np.ndarray, rows: np.ndarray | None, meta: RankMeta
+) -> RankData:
+    if rows is None:
+        rows = np.arange(len(ts_ns))
+    # Sort by start, longer first at equal starts (parents before children), stably.
+    order = rows[np.lexsort((-dur_ns[rows], ts_ns[rows]))]
+    n = len(order)
+    # eid of every file row in this rank (-1 for rows of other ranks).
+    eid_of_row = np.full(len(ts_ns), -1, dtype=np.int64)
+    eid_of_row[order] = np.arange(n, dtype=np.int64)
+    cols: dict[str, np.ndarray] = {
+        "eid": np.arange(n, dtype=np.int64),
+        "ts_ns": ts_ns[order],
+        "dur_ns": dur_ns[order],
+    }
+    kind = raw.kind[order]
+    name_codes = raw.name_codes[order]
+    for col in ("pid", "tid", "device", "stream", "correlation", "external_id"):
+        cols[col] = getattr(raw, col)[order]
+
+    launch_kind = np.isin(kind, _LAUNCH_CODES)
+    activity = np.isin(kind, _ACTIVITY_CODES)
+    cols["launch_eid"] = derive.launch_links(cols["correlation"], launch_kind, activity)
+    device_side = np.isin(kind, _DEVICE_CODES)
+    # Nesting: CPU events per (pid, tid); device events per (device, stream).
+    lane_a = np.where(device_side, cols["device"].astype(np.int64), cols["pid"])
+    lane_b = np.where(device_side, cols["stream"], cols["tid"])
+    depth, parent = derive.nesting(cols["ts_ns"], cols["dur_ns"], lane_a, lane_b, device_side)
+    parent[device_side] = -1
+    cols["parent_eid"] = parent
+    cols["depth"] = depth
+
+    names = raw.names
+    step_name_codes = [i for i, nm in enumerate(names) if nm.startswith("ProfilerStep#")]
+    step_numbers = {i: _step_number(names[i]) for i in step_name_codes}
+    cols["step"] = derive.steps(
+        cols["ts_ns"],
+        cols["dur_ns"],
+        name_codes,
+        kind,
+        step_numbers,
+        cpu_step_kinds=np.array([KIND_CODE[EventKind.USER_ANNOTATION], KIND_CODE[EventKind.CPU_OP]]),
+        device_side=device_side,
+        launch_eid=cols["launch_eid"],
+    )
+
+    used, remap = np.unique(name_codes, return_inverse=True)
+    name_cat = categorical(codes=remap.astype(np.int32), categories=[names[i] for i in used.tolist()])
+    kind_cat = categorical(codes=kind.astype(np.int8), categories=KIND_CATEGORIES)
+
+    events = pd.DataFrame(
+        {
+            "eid": cols["eid"],
+            "ts_ns": cols["ts_ns"],
+            "dur_ns": cols["dur_ns"],
+            "name": name_cat,
+            "kind": kind_cat,
+            "pid": cols["pid"],
+            "tid": cols["tid"],
+            "device": cols["device"],
+            "stream": cols["stream"],
+            "correlation": cols["correlation"],
+            "external_id": cols["external_id"],
+            "launch_eid": cols["launch_eid"],
+            "parent_eid": cols["parent_eid"],
+            "depth": cols["depth"].astype(np.int16),
+            "step": cols["step"].astype(np.int32),
+        }
+    )
+    return RankData(
+        meta=meta,
+        events=events,
+        gpu_args=_gpu_args_table(raw, eid_of_row, names),
+        comms=_comms_table(raw, eid_of_row),
+    )
+
+
+def _step_number(name: str) -> int:
+    m = re.match(r"ProfilerStep#(\d+)", name)
+    return int(m.group(1)) if m else -1
+
+
+def _gpu_args_table(raw: _FileColumns, eid_of_row: np.ndarray, names: list[str]) -> pd.DataFrame:
+    eids = eid_of_row[raw.gpu_rows]
+    mine = np.flatnonzero(eids >= 0)
+    mine = mine[np.argsort(eids[mine], kind="stable")]
+    rows = raw.gpu_rows[mine]
+    # Copy direction and pageable flag: decided once per distinct name.
+    codes = raw.name_codes[rows]
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    copy_code = {c: i for i, c in enumerate(COPY_KINDS)}
+    per_name = [(copy_kind_of(names[c]), "Pageable" in names[c]) for c in uniq.tolist()]
+    m = len(rows)
+    ck = (
+        np.array([copy_code[k] if k is not None else -1 for k, _ in per_name], dtype=np.int8)[inverse]
+        if m
+        else np.empty(0, np.int8)
+    )
+    pageable = np.array([p for _, p in per_name], dtype=bool)[inverse] if m else np.empty(0, bool)
+    k = raw.kind[rows]
+    ck = np.where((ck < 0) & (k == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
+    pageable &= np.isin(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
+    table: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
+    for col in GPU_ARGS_COLUMNS[1:]:
+        if col.name in raw.gpu:
+            table[col.name] = raw.gpu[col.name][mine]
+    table["copy_kind"] = categorical(codes=ck, categories=COPY_KINDS)
+    table["pageable"] = pageable
+    return pd.DataFrame(table, columns=[c.name for c in GPU_ARGS_COLUMNS])
+
+
+def _first_dims(raw_dims: msgspec.Raw, raw_types: msgspec.Raw) -> tuple[int, str | None]:
+    dims = _load_raw(raw_dims)
+    types = _load_raw(raw_types)
+    nelems = -1
+    first = dims[0] if isinstance(dims, list) and dims else None
+    if isinstance(first, list) and first and all(isinstance(x, int) for x in first):
+        nelems = int(np.prod(first, dtype=np.int64))
+    dtype = types[0] if isinstance(types, list) and types and isinstance(types[0], str) and types[0] else None
+    return nelems, dtype
+
+
+def _raw_str(raw: msgspec.Raw) -> str | None:
+    value = _load_raw(raw)
+    return None if value is None else str(value)
+
+
+def _comms_table(raw: _FileColumns, eid_of_row: np.ndarray) -> pd.DataFrame:
+    eids = eid_of_row[raw.comm_rows]
+    mine = np.flatnonzero(eids >= 0)
+    mine = mine[np.argsort(eids[mine], kind="stable")]
+    pick = mine.tolist()
+    c = {f: [raw.comm[f][i] for i in pick] for f in _COMM_FIELDS}
+    return pd.DataFrame(
+        {
+            "eid": eids[mine].astype(np.int64),
+            "collective": categorical(c["collective"]),
+            "dtype": categorical(c["dtype"]),
+            "in_nelems": np.array(c["in_nelems"], dtype=np.int64),
+            "out_nelems": np.array(c["out_nelems"], dtype=np.int64),
+            "elem_bytes": np.array([DTYPE_BYTES.get(d, -1) if d else -1 for d in c["dtype"]], dtype=np.int16),
+            "group_size": np.array(c["group_size"], dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
+            "pg_name": categorical(c["pg_name"]),
+            "pg_desc": categorical(c["pg_desc"]),
+            "seq": np.array(c["seq"], dtype=np.int64),
+            "source": categorical(c["source"], categories=COMMS_SOURCES),
+        },
+        columns=[col.name for col in COMMS_COLUMNS],
+    )

@@ -1,0 +1,315 @@
+"""Communication kernels of each rank, grouped into collective instances and matched across ranks.
+
+Used by clock alignment (:mod:`jupyter_traceview.model.clock`) and the cross-rank critical path.
+The per-rank step (:func:`rank_collective_kernels`) runs where the rank lives (it is a
+``map_ranks`` function); :func:`match_instances` combines the small per-rank frames.
+
+How a communication kernel (``gpu_class == "communication"``, kind ``kernel``) gets its
+collective and its identity:
+
+1. **Sequence number.** A kernel whose own ``comms`` row (recent PyTorch writes
+   ``Collective name``, ``Seq`` and ``Process Group Name`` on NCCL kernels) or whose
+   enclosing ``record_param_comms`` operator (reached through the launch call and its
+   parents) carries a sequence number is the instance ``seq:<process group>:<seq>``.
+   Every kernel with that key on a rank belongs to the one instance.
+2. **Order.** Otherwise the collective comes from the nearest enclosing ``comms`` row
+   (``nccl:all_reduce`` annotations of older traces, ``record_param_comms``), else from
+   the kernel name (``ncclKernel_AllReduce_RING_LL_Sum_float`` -> ``all_reduce``,
+   ``ncclDevKernel_SendRecv`` -> ``send_recv``). Kernels launched under one enclosing
+   ``comms`` event form one instance (an all-to-all may launch several); the instances of
+   one collective kind are numbered in order of start on each rank, and instance ``n`` of
+   ``all_reduce`` on one rank is matched with instance ``n`` on every other rank. This
+   assumes every rank runs the same sequence of collectives of a kind (one process group
+   per kind, as in data parallelism); a kind whose count differs between ranks is not
+   matched.
+
+Point-to-point kinds (``send``, ``recv``, ``send_recv``) are matched only by sequence
+number: their order on a rank says nothing about which peer they pair with.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .schema import EventKind, GpuClass
+from .trace import Trace
+
+__all__ = [
+    "POINT_TO_POINT",
+    "SYNCHRONISING",
+    "kernel_collective",
+    "match_instances",
+    "rank_collective_kernels",
+]
+
+#: Collectives that end together on every rank of the group (no rank can finish before
+#: the last one has contributed): the ones clock alignment uses by default.
+SYNCHRONISING = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier")
+#: Pairwise kinds: matched only through sequence numbers.
+POINT_TO_POINT = ("send", "recv", "send_recv")
+
+KERNEL_COLUMNS = {
+    "eid": "int64",
+    "ts_ns": "int64",
+    "end_ns": "int64",
+    "stream": "int64",
+    "collective": "str",
+    "key": "str",
+    "matched_by": "str",
+}
+
+
+_KNOWN_KINDS = frozenset(SYNCHRONISING) | frozenset(POINT_TO_POINT) | {"broadcast", "reduce", "gather", "scatter"}
+
+
+_COLLECTIVES = (
+    ("allreduce", "all_reduce"),
+    ("reducescatter", "reduce_scatter"),
+    ("allgather", "all_gather"),
+    ("alltoall", "all_to_all"),
+    ("broadcast", "broadcast"),
+    ("barrier", "barrier"),
+    ("sendrecv", "send_recv"),
+    ("send", "send"),
+    ("recv", "recv"),
+    ("gather", "gather"),
+    ("scatter", "scatter"),
+    ("reduce", "reduce"),
+)
+
+
+def normalize_collective(name: str) -> str:
+    """all_reduce, all_gather, reduce_scatter, all_to_all, ... from a recorded collective name."""
+    squashed = name.lower().replace("_", "").replace(" ", "")
+    for needle, label in _COLLECTIVES:
+        if needle in squashed:
+            return label
+    return name.lower().strip("_") or "unknown"
+
+
+def kernel_collective(name: str, *, fallback: str = "unknown") -> str:
+    """The collective of a communication kernel from its name.
+
+    ``ncclKernel_AllReduce_RING_LL_Sum_float(...)`` -> ``all_reduce``,
+    ``ncclDevKernel_AllGather_RING_LL`` -> ``all_gather``, ``ncclDevKernel_SendRecv`` ->
+    ``send_recv`` (RCCL names alike). Other kernels (``ncclDevKernel_Generic``, DeepEP,
+    NVSHMEM, ...): ``"unknown"`` with ``fallback="unknown"``; with ``fallback="name"`` the
+    kernel's own name up to its argument or template list, so that kernels of one kind
+    still group together.
+    """
+    head = name.split("(", 1)[0]
+    for marker in ("Kernel_", "kernel_"):
+        if marker in head and ("nccl" in head or "rccl" in head):
+            label = normalize_collective(head.split(marker, 1)[1])
+            if label in _KNOWN_KINDS:
+                return label
+            break
+    if fallback == "name":
+        return re.split(r"[(<]", name, maxsplit=1)[0].strip()
+    return "unknown"
+
+
+def _empty_kernels() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in KERNEL_COLUMNS.items()})
+
+
+def rank_collective_kernels(trace: Trace) -> pd.DataFrame:
+    """The communication kernels of a one-rank trace with their collective instance.
+
+    Columns: ``eid``, ``ts_ns``, ``end_ns``, ``stream``, ``collective`` (normalised kind),
+    ``key`` (instance key: ``seq:<pg>:<seq>``, or ``order:<collective>:<n>``) and
+    ``matched_by`` (``seq`` or ``order``). Clipped to ``trace.window`` like every analysis.
+    """
+    (rank,) = trace.ranks
+    d = trace.rank_data(rank)
+    ev = d.events
+    is_comm = (ev["kind"] == EventKind.KERNEL.value).to_numpy() & (
+        ev["gpu_class"] == GpuClass.COMMUNICATION.value
+    ).to_numpy()
+    if not is_comm.any():
+        return _empty_kernels()
+    k = ev.loc[is_comm, ["eid", "ts_ns", "dur_ns", "name", "stream", "launch_eid"]]
+    ts = k["ts_ns"].to_numpy()
+    end = ts + k["dur_ns"].to_numpy()
+    if trace.window is not None:
+        lo, hi = trace.window
+        ts, end = np.clip(ts, lo, hi), np.clip(end, lo, hi)
+    eids = k["eid"].to_numpy()
+
+    comms = d.comms.drop_duplicates("eid")
+    comm_eids = comms["eid"].to_numpy()
+    # Position of every eid in the (possibly narrowed) events table, for parent walks.
+    all_eids = ev["eid"].to_numpy()
+    size = int(all_eids.max()) + 1
+    pos = np.full(size, -1, dtype=np.int64)
+    pos[all_eids] = np.arange(len(all_eids))
+    parent = ev["parent_eid"].to_numpy()
+    is_comm_row = np.zeros(size, dtype=bool)
+    is_comm_row[comm_eids[comm_eids < size]] = True
+
+    # The nearest enclosing comms event of each kernel's launch call (walking up the parents).
+    enclosing = np.full(len(eids), -1, dtype=np.int64)
+    cur = k["launch_eid"].to_numpy().copy()
+    todo = np.flatnonzero((cur >= 0) & (cur < size))
+    for _ in range(256):  # nesting depth bound
+        todo = todo[pos[cur[todo]] >= 0]
+        if not len(todo):
+            break
+        hit = is_comm_row[cur[todo]]
+        enclosing[todo[hit]] = cur[todo[hit]]
+        todo = todo[~hit]
+        cur[todo] = parent[pos[cur[todo]]]
+        todo = todo[(cur[todo] >= 0) & (cur[todo] < size)]
+
+    meta = comms.set_index("eid")[["collective", "pg_name", "seq"]]
+    own = meta.reindex(eids)
+    encl = meta.reindex(enclosing)
+    own_has = own["collective"].notna().to_numpy()
+    encl_has = encl["collective"].notna().to_numpy()
+    own_seq = own["seq"].fillna(-1).to_numpy().astype(np.int64)
+    encl_seq = encl["seq"].fillna(-1).to_numpy().astype(np.int64)
+    names = k["name"].cat.remove_unused_categories()
+    per_name = np.array([kernel_collective(str(c)) for c in names.cat.categories] + ["unknown"], dtype=object)
+    codes = names.cat.codes.to_numpy()
+    by_name = per_name[np.where(codes >= 0, codes, len(per_name) - 1)]
+    collective = np.where(
+        own_has,
+        own["collective"].astype(object).to_numpy(),
+        np.where(encl_has, encl["collective"].astype(object).to_numpy(), by_name),
+    )
+    use_own = own_seq >= 0
+    seq = np.where(use_own, own_seq, encl_seq)
+    pg = np.where(use_own, own["pg_name"].astype(object).to_numpy(), encl["pg_name"].astype(object).to_numpy())
+    has_seq = seq >= 0
+    keys = [
+        f"seq:{'' if pd.isna(g) else g}:{q}" if h else ""
+        for g, q, h in zip(pg.tolist(), seq.tolist(), has_seq.tolist(), strict=True)
+    ]
+    matched_by = np.where(has_seq, "seq", "order")
+    group = enclosing
+
+    out = pd.DataFrame(
+        {
+            "eid": eids.astype(np.int64),
+            "ts_ns": ts.astype(np.int64),
+            "end_ns": end.astype(np.int64),
+            "stream": k["stream"].to_numpy().astype(np.int64),
+            "collective": pd.array([str(c) for c in collective.tolist()], dtype="str"),
+            "key": keys,
+            "matched_by": pd.array(matched_by.tolist(), dtype="str"),
+        }
+    )
+    # Order keys: one instance per enclosing comms event (or per kernel without one),
+    # numbered by first start within its collective kind.
+    order = out["matched_by"] == "order"
+    if order.any():
+        sub = out.loc[order].assign(group=group[order.to_numpy()])
+        sub["group"] = np.where(sub["group"] >= 0, sub["group"], -2 - sub["eid"])
+        first = sub.groupby("group")["ts_ns"].transform("min")
+        sub = sub.assign(first=first)
+        inst = sub.drop_duplicates("group").sort_values(["first", "group"])
+        inst = inst.assign(n=inst.groupby("collective").cumcount())
+        n_of_group = dict(zip(inst["group"].tolist(), inst["n"].tolist(), strict=True))
+        out.loc[order, "key"] = [
+            f"order:{c}:{n_of_group[g]}" for c, g in zip(sub["collective"].tolist(), sub["group"].tolist(), strict=True)
+        ]
+    return out.astype({"key": "str"})
+
+
+def match_instances(
+    kernels: Mapping[int, pd.DataFrame],
+    *,
+    collectives: Iterable[str] | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Collective instances present on at least two ranks, one row per (instance, rank).
+
+    ``kernels`` maps rank -> :func:`rank_collective_kernels` frame. ``collectives`` keeps
+    only those kinds (None: every kind, point-to-point ones only when matched by sequence
+    number). Returns the frame (columns ``key``, ``collective``, ``matched_by``, ``rank``,
+    ``start_ns`` (first kernel start of the instance on the rank), ``end_ns`` (last end),
+    ``start_eid`` (the kernel that starts first), ``kernels``) and notes on what could
+    not be matched (for messages).
+    """
+    notes: list[str] = []
+    parts = []
+    for rank, k in kernels.items():
+        if len(k):
+            parts.append(k.assign(rank=rank))
+    if not parts:
+        return _empty_instances(), notes
+    allk = pd.concat(parts, ignore_index=True)
+    p2p = allk["collective"].isin(POINT_TO_POINT) & (allk["matched_by"] == "order")
+    if p2p.any():
+        notes.append(
+            f"{int(p2p.sum())} point-to-point kernel(s) ({', '.join(sorted(set(allk.loc[p2p, 'collective'])))}) "
+            "without sequence numbers were left out: their order does not say which peer they pair with"
+        )
+        allk = allk.loc[~p2p]
+    unknown = allk["collective"] == "unknown"
+    if unknown.any():
+        notes.append(f"{int(unknown.sum())} communication kernel(s) of unknown collective were left out")
+        allk = allk.loc[~unknown]
+    wanted = None if collectives is None else set(collectives)
+    if wanted is not None:
+        other = ~allk["collective"].isin(wanted)
+        if other.any():
+            kinds = allk.loc[other, "collective"].value_counts()
+            listed = ", ".join(f"{k} ({n} kernels)" for k, n in kinds.items())
+            notes.append(f"kinds not asked for were left out: {listed}")
+            allk = allk.loc[~other]
+    if not len(allk):
+        return _empty_instances(), notes
+    allk = allk.sort_values(["rank", "ts_ns"], kind="stable")
+    inst = (
+        allk.groupby(["key", "rank"], sort=False)
+        .agg(
+            collective=("collective", "first"),
+            matched_by=("matched_by", "first"),
+            start_ns=("ts_ns", "min"),
+            end_ns=("end_ns", "max"),
+            start_eid=("eid", "first"),
+            kernels=("eid", "size"),
+        )
+        .reset_index()
+    )
+    # Order matching needs the same number of instances of a kind on every rank.
+    by_order = inst["matched_by"] == "order"
+    if by_order.any():
+        counts = inst.loc[by_order].groupby(["collective", "rank"]).size().unstack("rank")
+        ranks_with_kernels = sorted(inst["rank"].unique().tolist())
+        bad = []
+        for kind, row in counts.iterrows():
+            present = row.dropna()
+            if len(present) != len(ranks_with_kernels) or present.nunique() != 1:
+                bad.append(str(kind))
+                detail = ", ".join(f"rank {int(r)}: {int(c)}" for r, c in row.fillna(0).items())
+                notes.append(
+                    f"{kind} was not matched by order: ranks hold different numbers of them ({detail}); "
+                    "traces with sequence numbers (recent PyTorch) match exactly"
+                )
+        if bad:
+            inst = inst.loc[~(by_order & inst["collective"].isin(bad))]
+    n_ranks = inst.groupby("key")["rank"].transform("size")
+    inst = inst.loc[n_ranks >= 2]
+    cols = ["key", "collective", "matched_by", "rank", "start_ns", "end_ns", "start_eid", "kernels"]
+    return inst[cols].reset_index(drop=True).astype(_INSTANCE_COLUMNS), notes
+
+
+_INSTANCE_COLUMNS = {
+    "key": "str",
+    "collective": "str",
+    "matched_by": "str",
+    "rank": "int64",
+    "start_ns": "int64",
+    "end_ns": "int64",
+    "start_eid": "int64",
+    "kernels": "int64",
+}
+
+
+def _empty_instances() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in _INSTANCE_COLUMNS.items()})

@@ -1,0 +1,501 @@
+"""The Trace: per-rank columnar tables of a (distributed) profiling run, and its metadata."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+from ..errors import TraceSelectionError
+from .classify import Classifier
+from .rank_data import RankData, RankMeta
+from .schema import GPU_ACTIVITY_KINDS, EventKind
+
+__all__ = ["Trace"]
+
+T = TypeVar("T")
+
+_ACTIVITY = [k.value for k in GPU_ACTIVITY_KINDS]
+
+#: How a trace shows itself in a notebook with widgets (``Trace._repr_mimebundle_``): set by
+#: the package root to the widgets layer's summary card (:func:`set_mimebundle_hook`), so
+#: that the trace model imports nothing above it. None: the text and HTML reprs show.
+_mimebundle_hook: Callable[..., dict[str, Any] | None] | None = None
+
+
+def set_mimebundle_hook(hook: Callable[..., dict[str, Any] | None] | None) -> None:
+    """Install the function that renders a Trace as a rich MIME bundle (None removes it)."""
+    global _mimebundle_hook
+    _mimebundle_hook = hook
+
+
+_ITERATION_COLUMNS = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
+
+
+def concat_ranks(frames: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate per-rank frames under a leading ``rank`` column, keeping categoricals."""
+    ranks = list(frames)
+    parts = [frames[r] for r in ranks]
+    if not parts:
+        return pd.DataFrame({"rank": pd.Series([], dtype=np.int32)})
+    columns: dict[str, Any] = {
+        "rank": np.repeat(np.asarray(ranks, dtype=np.int32), [len(f) for f in parts]),
+    }
+    for col in parts[0].columns:
+        values = [f[col] for f in parts]
+        if isinstance(values[0].dtype, pd.CategoricalDtype):
+            columns[col] = union_categoricals([v.array for v in values], ignore_order=True)
+        else:
+            columns[col] = np.concatenate([v.to_numpy() for v in values])
+    return pd.DataFrame(columns)
+
+
+class Trace:
+    """A profiling run: one table set per rank, loaded by :func:`jupyter_traceview.load`.
+
+    Tables follow :mod:`jupyter_traceview.model.schema` (see ``docs/schema.md``). Frames returned
+    by the accessors are shallow copies: change them freely, the trace is not affected.
+
+    Everything here rests on four primitives: :attr:`ranks`, :meth:`meta`,
+    :meth:`rank_data` and :meth:`map_ranks` (plus ``_rebuild`` for narrowing). A trace
+    whose ranks live elsewhere (``engine="dask"``) overrides just those.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> trace.ranks
+    (0, 1, 2, 3, 4, 5, 6, 7)
+    >>> kernels = trace.events(0).query("kind == 'kernel'")
+    """
+
+    def __init__(
+        self,
+        ranks: Iterable[RankData],
+        *,
+        classifier: Classifier | None = None,
+        source: str | None = None,
+        window: tuple[int, int] | None = None,
+        _classified: bool = False,
+    ) -> None:
+        data = sorted(ranks, key=lambda d: d.meta.rank)
+        seen: dict[int, str] = {}
+        for d in data:
+            if d.meta.rank in seen:
+                raise ValueError(f"two tables for rank {d.meta.rank}: {seen[d.meta.rank]} and {d.meta.path}")
+            seen[d.meta.rank] = d.meta.path
+        self._classifier = classifier or Classifier()
+        if not _classified:
+            data = [classified(d, self._classifier) for d in data]
+        self._data: dict[int, RankData] = {d.meta.rank: d for d in data}
+        self._source = source
+        self._window = window
+        self._cache: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ primitives
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """The ranks held, sorted."""
+        return tuple(self._data)
+
+    def meta(self, rank: int) -> RankMeta:
+        """What rank ``rank``'s file says about itself."""
+        return self.rank_data(rank).meta
+
+    def rank_data(self, rank: int) -> RankData:
+        """The raw per-rank tables (not copied: do not modify them)."""
+        try:
+            return self._data[rank]
+        except KeyError:
+            raise TraceSelectionError.unknown("rank", rank, self.ranks) from None
+
+    def map_ranks(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> dict[int, T]:
+        """``fn(one_rank_trace, *args, **kwargs)`` for every rank, as {rank: result}.
+
+        ``one_rank_trace`` is a Trace holding that rank only, with this trace's classifier
+        and window. Analyses run per rank this way, so that the ranks can be processed
+        where they live (the workers of ``engine="dask"``); ``fn`` must therefore be a
+        module-level function, and its result small.
+        """
+        return {r: fn(self._one(r), *args, **kwargs) for r in self._data}
+
+    @property
+    def client(self) -> Any:
+        """The ``distributed.Client`` whose workers hold the ranks (``engine="dask"``), else None."""
+        return None
+
+    def keep_on_workers(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> dict[int, Any]:
+        """``fn(rank_data, *args, **kwargs)`` for every rank, left where the rank lives.
+
+        Here (ranks in this process) the results themselves; on a trace whose ranks live on
+        dask workers, futures of results kept there (see :attr:`client`). For derived
+        per-rank structures too big to bring back (the timeline's per-rank index). ``fn``
+        must be a module-level function.
+        """
+        return {r: fn(d, *args, **kwargs) for r, d in self._data.items()}
+
+    def _one(self, rank: int) -> Trace:
+        return Trace(
+            [self.rank_data(rank)],
+            classifier=self._classifier,
+            source=self._source,
+            window=self._window,
+            _classified=True,
+        )
+
+    def _rebuild(
+        self,
+        ranks: Sequence[int],
+        transform: Callable[..., RankData],
+        *,
+        window: tuple[int, int] | None,
+        classifier: Classifier,
+        **kwargs: Any,
+    ) -> Trace:
+        """A trace of ``transform(rank_data, **kwargs)`` for the given ranks."""
+        return Trace(
+            [transform(self._data[r], **kwargs) for r in ranks],
+            classifier=classifier,
+            source=self._source,
+            window=window,
+            _classified=True,
+        )
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def source(self) -> str | None:
+        """The path the trace was loaded from, if any."""
+        return self._source
+
+    @property
+    def classifier(self) -> Classifier:
+        """The kernel classification in use (see :meth:`with_classifier`)."""
+        return self._classifier
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """The time range this trace was narrowed to with ``select(time_range=...)``, or None.
+
+        Events overlapping the window are kept whole; analyses clip them to it.
+        """
+        return self._window
+
+    def _cached(self, key: str, compute: Callable[[], T]) -> T:
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def __len__(self) -> int:
+        return sum(self._cached("lengths", lambda: self.map_ranks(_n_events)).values())
+
+    # ------------------------------------------------------------------ tables
+    def events(self, rank: int | None = None) -> pd.DataFrame:
+        """Events of one rank, or of all ranks with a leading ``rank`` column."""
+        if rank is not None:
+            return self.rank_data(rank).events.copy(deep=False)
+        return self._cached("events", lambda: concat_ranks(self.map_ranks(_table, "events"))).copy(deep=False)
+
+    def gpu_args(self, rank: int | None = None) -> pd.DataFrame:
+        """Kernel launch and copy arguments, keyed by ``eid`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).gpu_args.copy(deep=False)
+        return self._cached("gpu_args", lambda: concat_ranks(self.map_ranks(_table, "gpu_args"))).copy(deep=False)
+
+    def comms(self, rank: int | None = None) -> pd.DataFrame:
+        """Collective-communication metadata, keyed by ``eid`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).comms.copy(deep=False)
+        return self._cached("comms", lambda: concat_ranks(self.map_ranks(_table, "comms"))).copy(deep=False)
+
+    @property
+    def metadata(self) -> pd.DataFrame:
+        """One row per rank: file, rank source, world size, backend, device, clock, events.
+
+        ``clock_offset_ns`` is the shift subtracted from the rank's times by clock
+        alignment (``tv.align_clocks``, ``tv.load(..., align="collectives")``); 0 if none.
+        """
+        return pd.DataFrame(list(self.map_ranks(_metadata_row).values()))
+
+    @property
+    def t0_ns(self) -> int:
+        """Earliest event start over all ranks (ns): the origin of relative times."""
+        starts = [s for s in self._cached("starts", lambda: self.map_ranks(_first_start)).values() if s is not None]
+        return min(starts) if starts else 0
+
+    @property
+    def iterations(self) -> pd.DataFrame:
+        """ProfilerStep iterations per rank.
+
+        Columns: ``rank``, ``step`` (the N of ProfilerStep#N), ``start_ns``, ``end_ns``,
+        ``dur_ns`` (the CPU-side span), ``gpu_start_ns``, ``gpu_end_ns`` (first start and
+        last end of the GPU activities launched in the step; -1 if none).
+        """
+        return self._cached("iterations", self._iterations).copy(deep=False)
+
+    def _iterations(self) -> pd.DataFrame:
+        parts = [p for p in self.map_ranks(_rank_iterations).values() if len(p)]
+        if not parts:
+            return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in _ITERATION_COLUMNS})
+        out = pd.concat(parts, ignore_index=True)
+        for c in _ITERATION_COLUMNS:
+            out[c] = out[c].astype(np.int64)
+        return out[_ITERATION_COLUMNS]
+
+    # ------------------------------------------------------------------ narrowing
+    def select(
+        self,
+        *,
+        ranks: Iterable[int] | int | None = None,
+        iterations: Iterable[int] | int | None = None,
+        time_range: tuple[int, int] | None = None,
+    ) -> Trace:
+        """A trace narrowed to some ranks, ProfilerStep iterations and/or a time range.
+
+        ``iterations`` keeps the events of those steps (GPU activities by their launch);
+        ``time_range=(start_ns, end_ns)`` (absolute ns, as in ``ts_ns``) keeps the events
+        that overlap it and records it as :attr:`window`, which analyses clip to. Unknown
+        ranks or iterations raise :class:`TraceSelectionError` listing those that exist.
+        """
+        keep = list(self.ranks)
+        if ranks is not None:
+            wanted = [ranks] if isinstance(ranks, (int, np.integer)) else list(ranks)
+            for r in wanted:
+                if r not in keep:
+                    raise TraceSelectionError.unknown("rank", r, self.ranks)
+            keep = sorted({int(r) for r in wanted})
+        window = self._window
+        if time_range is not None:
+            lo, hi = (int(time_range[0]), int(time_range[1]))
+            if hi <= lo:
+                raise ValueError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
+            if window is not None:
+                lo, hi = max(lo, window[0]), min(hi, window[1])
+            window = (lo, hi)
+        steps: list[int] | None = None
+        if iterations is not None:
+            steps = [iterations] if isinstance(iterations, (int, np.integer)) else list(iterations)
+            available = sorted(set(self.iterations["step"].tolist()))
+            for s in steps:
+                if s not in available:
+                    raise TraceSelectionError.unknown("iteration", s, available)
+        return self._rebuild(
+            keep, _select_rank, window=window, classifier=self._classifier, steps=steps, time_window=window
+        )
+
+    def with_classifier(self, classifier: Classifier) -> Trace:
+        """The same trace with GPU activities classified by ``classifier``."""
+        return self._rebuild(list(self.ranks), classified, window=self._window, classifier=classifier, clf=classifier)
+
+    # ------------------------------------------------------------------ display
+    def _headline(self) -> dict[str, Any]:
+        parts = list(self._cached("headline", lambda: self.map_ranks(_rank_headline)).values())
+        starts = [p["start"] for p in parts if p["start"] is not None]
+        ends = [p["end"] for p in parts if p["end"] is not None]
+        its = self.iterations
+        return {
+            "ranks": len(parts),
+            "events": sum(p["events"] for p in parts),
+            "kernels": sum(p["kernels"] for p in parts),
+            "gpu_activities": sum(p["gpu_activities"] for p in parts),
+            "span_ns": (max(ends) - min(starts)) if starts else 0,
+            "iterations": sorted(set(its["step"].tolist())) if len(its) else [],
+            "devices": sorted({p["device"] for p in parts if p["device"]}),
+        }
+
+    def __repr__(self) -> str:
+        h = self._headline()
+        rank_text = _ranges(self.ranks)
+        steps = _ranges(h["iterations"]) if h["iterations"] else "none"
+        lines = [
+            f"<Trace {h['ranks']} rank{'s' if h['ranks'] != 1 else ''} [{rank_text}] from {self._source or '(memory)'}>",
+            f"  events {h['events']:,}  kernels {h['kernels']:,}  GPU activities {h['gpu_activities']:,}",
+            f"  span {_fmt_ns(h['span_ns'])}  iterations {steps}",
+        ]
+        if h["devices"]:
+            lines.append(f"  devices {', '.join(h['devices'])}")
+        if self._window:
+            lines.append(f"  window {_fmt_ns(self._window[1] - self._window[0])} from {self._window[0]:,} ns")
+        return "\n".join(lines)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
+        """In a kernel with widgets: a compact summary with a button that opens ``tv.Dashboard``.
+
+        Elsewhere (a terminal, a static viewer) None, and the text and HTML reprs show.
+        """
+        if _mimebundle_hook is None:
+            return None
+        return _mimebundle_hook(self, include=include, exclude=exclude)
+
+    def _repr_html_(self) -> str:
+        h = self._headline()
+        steps = _ranges(h["iterations"]) if h["iterations"] else "none"
+        cells = [
+            ("ranks", f"{h['ranks']} ({_ranges(self.ranks)})"),
+            ("events", f"{h['events']:,}"),
+            ("kernels", f"{h['kernels']:,}"),
+            ("GPU activities", f"{h['gpu_activities']:,}"),
+            ("span", _fmt_ns(h["span_ns"])),
+            ("iterations", steps),
+        ]
+        if h["devices"]:
+            cells.append(("devices", ", ".join(h["devices"])))
+        rows = "".join(
+            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in cells
+        )
+        src = html.escape(self._source or "(memory)")
+        return (
+            f"<div class='jp-traceview-summary'><div><b>Trace</b> <code>{src}</code></div><table>{rows}</table></div>"
+        )
+
+
+# ---------------------------------------------------------------------- per-rank pieces
+# Module-level functions, so that they can run where the ranks live (see Trace.map_ranks).
+
+
+def classified(d: RankData, clf: Classifier) -> RankData:
+    """A rank's tables with the ``gpu_class`` column computed by ``clf``."""
+    ev = d.events.copy(deep=False)
+    cls = clf.classify_column(ev["name"].array, ev["kind"].array)
+    if "gpu_class" in ev.columns:
+        ev["gpu_class"] = cls
+    else:
+        ev.insert(ev.columns.get_loc("kind") + 1, "gpu_class", cls)
+    return RankData(meta=d.meta, events=ev, gpu_args=d.gpu_args, comms=d.comms)
+
+
+def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int, int] | None) -> RankData:
+    ev = d.events
+    keep = np.ones(len(ev), dtype=bool)
+    if steps is not None:
+        keep &= ev["step"].isin(steps).to_numpy()
+    if time_window is not None:
+        ts = ev["ts_ns"].to_numpy()
+        end = ts + ev["dur_ns"].to_numpy()
+        keep &= (ts < time_window[1]) & ((end > time_window[0]) | (ts == time_window[0]))
+    if keep.all():
+        return d
+    eids = ev["eid"].to_numpy()[keep]
+    return RankData(
+        meta=d.meta,
+        events=ev.loc[keep].reset_index(drop=True),
+        gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
+        comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
+    )
+
+
+def _only(trace: Trace) -> RankData:
+    (r,) = trace.ranks
+    return trace.rank_data(r)
+
+
+def _n_events(trace: Trace) -> int:
+    return len(_only(trace).events)
+
+
+def _table(trace: Trace, name: str) -> pd.DataFrame:
+    frame: pd.DataFrame = getattr(_only(trace), name)
+    return frame
+
+
+def _first_start(trace: Trace) -> int | None:
+    ev = _only(trace).events
+    return int(ev["ts_ns"].iloc[0]) if len(ev) else None
+
+
+def _metadata_row(trace: Trace) -> dict[str, Any]:
+    d = _only(trace)
+    m = d.meta
+    device = ""
+    devices = sorted(set(d.events["device"][d.events["device"] >= 0].tolist()))
+    for p in m.device_properties:
+        if devices and p.get("id") == devices[0]:
+            device = str(p.get("name", ""))
+    return {
+        "rank": m.rank,
+        "path": m.path,
+        "rank_source": m.rank_source,
+        "world_size": m.world_size,
+        "backend": m.backend,
+        "devices": devices,
+        "device_name": device,
+        "ts_precision": m.ts_precision,
+        "base_time_ns": m.base_time_ns,
+        "clock_offset_ns": int(m.extra.get("clock_offset_ns", 0)),
+        "events": len(d.events),
+    }
+
+
+def _rank_headline(trace: Trace) -> dict[str, Any]:
+    d = _only(trace)
+    kinds = d.events["kind"]
+    start = end = None
+    if len(d.events):
+        ts = d.events["ts_ns"].to_numpy()
+        start, end = int(ts[0]), int((ts + d.events["dur_ns"].to_numpy()).max())
+    props = d.meta.device_properties
+    return {
+        "events": len(d.events),
+        "kernels": int((kinds == EventKind.KERNEL.value).sum()),
+        "gpu_activities": int(kinds.isin(_ACTIVITY).sum()),
+        "start": start,
+        "end": end,
+        "device": str(props[0].get("name", "")) if props else "",
+    }
+
+
+def _rank_iterations(trace: Trace) -> pd.DataFrame:
+    """The ProfilerStep spans of a one-rank trace (see Trace.iterations)."""
+    d = _only(trace)
+    ev = d.events
+    names = ev["name"].array
+    # Decided once per distinct name, not per event (a million events have few names).
+    step_codes = np.flatnonzero(names.categories.str.startswith("ProfilerStep#"))
+    is_step = (
+        np.isin(np.asarray(names.codes), step_codes)
+        & ev["kind"].isin([EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]).to_numpy()
+    )
+    spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
+    if spans.empty:
+        return pd.DataFrame()
+    spans = spans.assign(end_ns=spans["ts_ns"] + spans["dur_ns"])
+    g = spans.groupby("step").agg(start_ns=("ts_ns", "min"), end_ns=("end_ns", "max"))
+    act = ev.loc[ev["kind"].isin(_ACTIVITY) & (ev["step"] >= 0), ["step", "ts_ns", "dur_ns"]]
+    act = act.assign(end_ns=act["ts_ns"] + act["dur_ns"])
+    ga = act.groupby("step").agg(gpu_start_ns=("ts_ns", "min"), gpu_end_ns=("end_ns", "max"))
+    g = g.join(ga, how="left").fillna({"gpu_start_ns": -1, "gpu_end_ns": -1}).reset_index()
+    g.insert(0, "rank", d.meta.rank)
+    g["dur_ns"] = g["end_ns"] - g["start_ns"]
+    return g
+
+
+# ---------------------------------------------------------------------- formatting
+def _ranges(values: Iterable[int]) -> str:
+    """'0-7, 9' for [0..7, 9]."""
+    vals = sorted(set(int(v) for v in values))
+    if not vals:
+        return ""
+    parts = []
+    start = prev = vals[0]
+    for v in vals[1:]:
+        if v == prev + 1:
+            prev = v
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else f"{start}")
+        start = prev = v
+    parts.append(f"{start}-{prev}" if prev > start else f"{start}")
+    return ", ".join(parts)
+
+
+def _fmt_ns(ns: int | float) -> str:
+    """A duration in human units: 850 ns, 12.3 us, 4.56 ms, 7.89 s."""
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"

@@ -1,0 +1,402 @@
+"""``traceview report`` / ``tv.write_report``: the dashboard as one self-contained HTML file.
+
+The file holds what ``tv.Dashboard`` shows (every tab's headline figures, findings with
+their evidence, tables and charts, from :mod:`jupyter_traceview.dashboard.data`) and a
+static timeline overview (every GPU stream's busy share over time), with the installed
+package's BokehJS inlined: it opens offline, in any browser, years later. Attach it to a
+bug report or a pull request.
+
+Each chart's ``<div class="tvr-chart">`` gets ``data-drawn="1"`` once BokehJS has drawn it
+(``data-error`` if it could not), and ``<body>`` ``data-charts-drawn`` the count: what the
+tests read from a headless browser.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
+from ..errors import TraceviewError
+from ..model.trace import Trace, _fmt_ns
+from ..views.colors import Theme
+
+__all__ = ["render_report", "write_report"]
+
+#: ``progress(done, total, label)`` while the report's tabs are computed.
+ReportProgress = Callable[[int, int, str], None]
+
+
+def write_report(
+    trace: Trace,
+    path: str | Path,
+    *,
+    baseline: Trace | None = None,
+    theme: Theme = "light",
+    heatmap_bins: int = 200,
+    progress: ReportProgress | None = None,
+) -> Path:
+    """Write ``trace``'s dashboard as one self-contained HTML file (no network needed to open it).
+
+    Parameters
+    ----------
+    trace
+        The trace to report on (``tv.load(...)``).
+    path
+        The HTML file to write (its folder must exist).
+    baseline
+        Another trace to compare with: adds the Diff section (``tv.trace_diff(baseline, trace)``).
+    theme
+        ``"light"`` or ``"dark"``.
+    heatmap_bins
+        Time bins of the utilisation heatmaps.
+    progress
+        ``progress(done, total, label)``, called before each section is computed.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> tv.write_report(tv.load(tv.sample_path()), "report.html")  # doctest: +SKIP
+    """
+    out = Path(path)
+    if out.is_dir():
+        raise TraceviewError(f"cannot write the report to {out}: it is a folder; give a file name such as report.html")
+    if not out.parent.exists():
+        raise TraceviewError(f"cannot write the report to {out}: the folder {out.parent} does not exist")
+    text = render_report(trace, baseline=baseline, theme=theme, heatmap_bins=heatmap_bins, progress=progress)
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise TraceviewError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
+    return out
+
+
+def render_report(
+    trace: Trace,
+    *,
+    baseline: Trace | None = None,
+    theme: Theme = "light",
+    heatmap_bins: int = 200,
+    progress: ReportProgress | None = None,
+) -> str:
+    """The report's HTML text (see :func:`write_report`)."""
+    if theme not in ("light", "dark"):
+        raise ValueError(f"theme must be 'light' or 'dark', got {theme!r}")
+    from bokeh.embed import json_item
+
+    from .. import charts
+
+    data = DashboardData(trace, baseline=baseline, heatmap_bins=heatmap_bins)
+    payload = data.payload()
+    tabs = [t for t in payload["tabs"] if t["id"] != "timeline"]
+    total = len(tabs) + 1
+    sections: list[str] = []
+    items: dict[str, Any] = {}
+
+    def chart_div(chart_id: str, item: Any, *, wide: bool, empty: bool) -> str:
+        key = f"tvr-chart-{len(items)}"
+        items[key] = item
+        cls = "tvr-chart tvr-wide" if wide else "tvr-chart"
+        return f'<div class="{cls}" id="{key}" data-chart="{html.escape(chart_id)}" data-empty="{int(empty)}"></div>'
+
+    step = 0
+
+    def report(label: str) -> None:
+        nonlocal step
+        if progress is not None:
+            progress(step, total, label)
+        step += 1
+
+    for tab in tabs:
+        report(tab["label"])
+        content = data.tab(tab["id"], theme=theme)
+        parts = [_figures(content["figures"])]
+        if content.get("findings") is not None:
+            parts.append(_findings(content["findings"]))
+        parts.extend(f'<p class="tvr-note">{html.escape(n)}</p>' for n in content["notes"])
+        parts.append(
+            '<div class="tvr-charts">'
+            + "".join(chart_div(c["id"], c["item"], wide=c["wide"], empty=c["empty"]) for c in content["charts"])
+            + "</div>"
+        )
+        parts.extend(_table(t) for t in content["tables"])
+        sections.append(_section(tab["id"], tab["label"], "".join(parts)))
+        if tab["id"] == "overview":
+            # The timeline comes second, as in the dashboard: a static overview here.
+            report("Timeline")
+            fig = charts.timeline_overview_chart(timeline_overview(trace), theme=theme)
+            body = (
+                '<p class="tvr-hint">Every GPU stream of every rank: colour is the kind of work '
+                "(compute, communication, memory), brightness how busy each column is. "
+                "Open the trace in <code>tv.Dashboard</code> or <code>tv.Timeline</code> to zoom into events.</p>"
+                '<div class="tvr-charts">'
+                + chart_div(
+                    "timeline_overview",
+                    json_item(fig, theme=charts.bokeh_theme(theme)),
+                    wide=True,
+                    empty="traceview-empty" in (fig.tags or []),
+                )
+                + "</div>"
+            )
+            sections.append(_section("timeline", "Timeline", body))
+    if progress is not None:
+        progress(total, total, "done")
+
+    version, js = bokehjs_source()
+    labels = [("overview", "Overview"), ("timeline", "Timeline")] + [
+        (t["id"], t["label"]) for t in tabs if t["id"] != "overview"
+    ]
+    nav = "".join(f'<a href="#{i}">{html.escape(label)}</a>' for i, label in labels)
+    headline = "".join(
+        f'<span class="tvr-chip"><span>{html.escape(f["label"])}</span> {html.escape(f["value"])}</span>'
+        for f in payload["headline"]
+    )
+    created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    title = f"Trace report: {payload['title']}"
+    # "</" inside inline scripts would end them early.
+    items_json = json.dumps(items, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    bokeh_text = js.decode("utf-8").replace("</script", "<\\/script")
+    return _PAGE.format(
+        title=html.escape(title),
+        theme=theme,
+        css=_CSS,
+        source=html.escape(payload["source"]),
+        headline=headline,
+        nav=nav,
+        sections="".join(sections),
+        created=created,
+        version=html.escape(__version__),
+        bokeh_version=html.escape(version),
+        bokehjs=bokeh_text,
+        items=items_json,
+        draw=_DRAW.replace("__VERSION__", json.dumps(version)),
+    )
+
+
+# ---------------------------------------------------------------------- pieces
+def _section(sid: str, label: str, body: str) -> str:
+    return f'<section id="{sid}"><h2>{html.escape(label)}</h2>{body}</section>'
+
+
+def _figures(figures: list[dict[str, Any]]) -> str:
+    if not figures:
+        return ""
+    cards = "".join(
+        f'<div class="tvr-figure tvr-{html.escape(f["tone"] or "plain")}">'
+        f'<div class="tvr-figure-label">{html.escape(f["label"])}</div>'
+        f'<div class="tvr-figure-value">{html.escape(f["value"])}</div>'
+        f'<div class="tvr-figure-hint">{html.escape(f["hint"])}</div></div>'
+        for f in figures
+    )
+    return f'<div class="tvr-figures">{cards}</div>'
+
+
+def _findings(findings: list[dict[str, Any]]) -> str:
+    if not findings:
+        return '<h3>Findings</h3><p class="tvr-note">Nothing to report: no rule fired on this trace.</p>'
+    out = ['<h3>Findings</h3><ol class="tvr-findings">']
+    for f in findings:
+        ranks = f.get("ranks") or []
+        where = f"rank {ranks[0]}" if len(ranks) == 1 else (f"ranks {_ranges(ranks)}" if ranks else "")
+        evidence = f.get("evidence") or {}
+        ev = "".join(
+            f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(_evidence_value(k, v))}</dd>" for k, v in evidence.items()
+        )
+        out.append(
+            f'<li class="tvr-finding tvr-{html.escape(str(f.get("severity", "info")))}">'
+            f'<div class="tvr-finding-head"><span class="tvr-severity">{html.escape(str(f.get("severity", "")))}</span> '
+            f"<b>{html.escape(str(f.get('title', '')))}</b></div>"
+            f'<div class="tvr-finding-meta">{html.escape(" · ".join(x for x in (f.get("stake", ""), where) if x))}</div>'
+            f"<p>{html.escape(str(f.get('detail', '')))}</p>"
+            + (f'<details><summary>Evidence</summary><dl class="tvr-evidence">{ev}</dl></details>' if ev else "")
+            + f'<div class="tvr-finding-meta">Rule: {html.escape(str(f.get("rule", "")))}'
+            f" · more: <code>{html.escape(str(f.get('analysis', '')))}</code></div></li>"
+        )
+    out.append("</ol>")
+    return "".join(out)
+
+
+def _evidence_value(key: str, value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith("_ns"):
+        return _fmt_ns(float(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "-"
+        return f"{value:.1f}%" if key.endswith("_pct") else f"{value:.4g}"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value[:20]) + (" …" if len(value) > 20 else "")
+    return str(value)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    try:
+        if fmt == "duration":
+            return _fmt_ns(float(value))
+        if fmt == "pct":
+            return f"{float(value):.1f}%"
+        if fmt == "int":
+            return f"{int(value):,}"
+        if fmt == "float":
+            return f"{float(value):.3g}"
+        if fmt == "gbps":
+            return f"{float(value):.3g} GB/s"
+        if fmt == "bytes":
+            v = float(value)
+            for name, scale in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+                if abs(v) >= scale:
+                    return f"{v / scale:.3g} {name}"
+            return f"{v:.0f} B"
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def _table(t: dict[str, Any]) -> str:
+    cols = t["columns"]
+    head = "".join(
+        f'<th class="{"tvr-num" if c["format"] != "text" else ""}">{html.escape(c["label"])}</th>' for c in cols
+    )
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{"tvr-num" if c["format"] != "text" else ""}">{html.escape(_cell(v, c["format"]))}</td>'
+            for v, c in zip(r, cols, strict=True)
+        )
+        + "</tr>"
+        for r in t["rows"]
+    )
+    more = (
+        f'<div class="tvr-note">The first {len(t["rows"]):,} of {t["total_rows"]:,} rows.</div>'
+        if t["total_rows"] > len(t["rows"])
+        else ""
+    )
+    if not t["rows"]:
+        return f'<h3>{html.escape(t["title"])}</h3><p class="tvr-note">Nothing to show.</p>'
+    return (
+        f'<h3>{html.escape(t["title"])}</h3><div class="tvr-table-wrap" data-table="{html.escape(t["id"])}">'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>{more}"
+    )
+
+
+def _ranges(values: list[int]) -> str:
+    from ..model.trace import _ranges as ranges
+
+    return ranges(values)
+
+
+_CSS = """
+:root { color-scheme: light; --bg: #ffffff; --fg: #1f1f1f; --muted: #5f5f5f; --line: #e0e0e0;
+  --card: #f6f6f6; --good: #2e7d32; --warn: #b26a00; --bad: #c62828; --accent: #4c78a8; }
+body.tvr-dark { color-scheme: dark; --bg: #1b1b1b; --fg: #e3e3e3; --muted: #a9a9a9; --line: #3a3a3a;
+  --card: #262626; --good: #7cc372; --warn: #f2b45c; --bad: #f28483; --accent: #6fa0d8; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+header { padding: 16px 24px 8px; border-bottom: 1px solid var(--line); }
+header h1 { font-size: 20px; margin: 0 0 4px; }
+nav { position: sticky; top: 0; z-index: 10; background: var(--bg); border-bottom: 1px solid var(--line);
+  padding: 6px 24px; display: flex; gap: 16px; flex-wrap: wrap; }
+nav a { color: var(--accent); text-decoration: none; font-weight: 600; }
+main { padding: 0 24px 48px; max-width: 1400px; }
+section { padding-top: 12px; border-bottom: 1px solid var(--line); padding-bottom: 16px; }
+h2 { font-size: 18px; margin: 12px 0 8px; }
+h3 { font-size: 15px; margin: 16px 0 6px; }
+code { font-size: 12px; }
+.tvr-muted, .tvr-note, .tvr-hint, .tvr-finding-meta { color: var(--muted); }
+.tvr-chips { display: flex; gap: 8px; flex-wrap: wrap; margin-top: 6px; }
+.tvr-chip { background: var(--card); border-radius: 10px; padding: 2px 8px; font-size: 12px; }
+.tvr-chip span { color: var(--muted); }
+.tvr-figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 8px; }
+.tvr-figure { background: var(--card); border-radius: 6px; padding: 8px 10px; border-left: 3px solid var(--line); }
+.tvr-figure.tvr-good { border-left-color: var(--good); }
+.tvr-figure.tvr-warn { border-left-color: var(--warn); }
+.tvr-figure.tvr-bad { border-left-color: var(--bad); }
+.tvr-figure-label { color: var(--muted); font-size: 12px; }
+.tvr-figure-value { font-size: 18px; font-weight: 600; }
+.tvr-figure-hint { color: var(--muted); font-size: 11px; }
+.tvr-findings { padding-left: 20px; }
+.tvr-finding { margin-bottom: 10px; }
+.tvr-finding p { margin: 2px 0; }
+.tvr-severity { text-transform: uppercase; font-size: 11px; font-weight: 700; padding: 1px 5px;
+  border-radius: 4px; background: var(--card); }
+.tvr-high .tvr-severity { color: var(--bad); }
+.tvr-medium .tvr-severity { color: var(--warn); }
+.tvr-low .tvr-severity, .tvr-info .tvr-severity { color: var(--muted); }
+.tvr-evidence { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; font-size: 12px; }
+.tvr-evidence dt { color: var(--muted); }
+.tvr-evidence dd { margin: 0; }
+.tvr-charts { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 12px; margin: 12px 0; }
+.tvr-chart { min-height: 120px; }
+.tvr-chart.tvr-wide { grid-column: 1 / -1; }
+.tvr-chart[data-error] { color: var(--bad); }
+.tvr-table-wrap { overflow-x: auto; max-height: 420px; overflow-y: auto; }
+table { border-collapse: collapse; font-size: 12px; }
+th, td { padding: 3px 8px; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
+th { position: sticky; top: 0; background: var(--bg); }
+.tvr-num { text-align: right; font-variant-numeric: tabular-nums; }
+footer { padding: 12px 24px; color: var(--muted); font-size: 12px; }
+@media (max-width: 900px) { .tvr-charts { grid-template-columns: 1fr; } }
+"""
+
+#: Draws every chart with the inlined BokehJS and marks it drawn (or failed).
+_DRAW = """
+(function () {
+  var items = JSON.parse(document.getElementById("tvr-items").textContent);
+  var body = document.body;
+  var drawn = 0, failed = 0;
+  var Bokeh = window.Bokeh && window.Bokeh[__VERSION__];
+  function done() { body.setAttribute("data-charts-drawn", String(drawn));
+    body.setAttribute("data-charts-failed", String(failed)); }
+  if (!Bokeh) { body.setAttribute("data-bokeh-missing", "1"); done(); return; }
+  var ids = Object.keys(items);
+  var pending = ids.map(function (id) {
+    var target = document.getElementById(id);
+    return Bokeh.embed.embed_item(items[id], target).then(function (views) {
+      if (!views || !views.roots || views.roots.length === 0) throw new Error("no view");
+      target.setAttribute("data-drawn", "1"); drawn += 1;
+    }).catch(function (err) {
+      target.setAttribute("data-error", String(err)); target.textContent = "This chart could not be drawn: " + err;
+      failed += 1;
+    });
+  });
+  Promise.all(pending).then(function () { body.setAttribute("data-charts-total", String(ids.length)); done(); });
+})();
+"""
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="jupyter_traceview {version}">
+<title>{title}</title>
+<style>{css}</style>
+<script>{bokehjs}</script>
+</head>
+<body class="tvr-{theme}">
+<header>
+<h1>{title}</h1>
+<div class="tvr-muted"><code>{source}</code></div>
+<div class="tvr-chips">{headline}</div>
+</header>
+<nav>{nav}</nav>
+<main>{sections}</main>
+<footer>Written by jupyter_traceview {version} on {created}; charts drawn by BokehJS {bokeh_version},
+inlined in this file (it needs no network).</footer>
+<script type="application/json" id="tvr-items">{items}</script>
+<script>{draw}</script>
+</body>
+</html>
+"""

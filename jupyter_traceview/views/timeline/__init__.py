@@ -1,0 +1,1 @@
+"""The timeline's level-of-detail index over a trace, and its wire protocol."""

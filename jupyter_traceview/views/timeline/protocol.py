@@ -1,0 +1,287 @@
+"""The timeline's wire protocol, free of any UI package: initial state and command answers.
+
+``tv.Timeline`` (an anywidget), ``tv.Dashboard`` and the Jupyter server (for the JupyterLab
+Traces sidebar, over HTTP) answer the same four commands of the timeline front end
+(``js/timeline/``) with the functions here, so that one TypeScript view works in every host:
+
+========== ============================================== ==========================================
+command    request                                        answer
+========== ============================================== ==========================================
+``_window``  ``{seq, lo, hi, width, rows, summaries,       JSON layout and one binary buffer
+             pattern, name_colors}``                       (:func:`encode_window`)
+``_details`` ``{rank, eid}``                               tooltip details (:meth:`TimelineIndex.details`)
+``_find``    ``{pattern, t, direction, rows}``             the next/previous match
+``_summary`` ``{lo, hi, ranks}``                           per-kind summary of a range
+========== ============================================== ==========================================
+
+Errors are answered as ``{"error": message}`` (and no buffer), never raised.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ...errors import TraceSelectionError, TraceviewError
+from ...model.trace import Trace
+from ..colors import palette
+from .index import LevelOfDetail, TimelineIndex, Window
+
+__all__ = ["COLLAPSE_ABOVE", "COMMANDS", "answer", "encode_window", "timeline_state"]
+
+#: The commands of the timeline front end.
+COMMANDS = ("_window", "_details", "_find", "_summary")
+#: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
+COLLAPSE_ABOVE = 16
+
+
+def check_ranks(trace: Trace, ranks: Iterable[int] | int) -> list[int]:
+    """``ranks`` as a sorted list, after checking that the trace holds each of them."""
+    wanted = [int(r) for r in ([ranks] if isinstance(ranks, (int, np.integer)) else ranks)]
+    for r in wanted:
+        if r not in trace.ranks:
+            raise TraceSelectionError.unknown("rank", r, trace.ranks)
+    return sorted(set(wanted))
+
+
+def timeline_state(
+    trace: Trace,
+    index: TimelineIndex | None = None,
+    *,
+    ranks: Iterable[int] | None = None,
+    cpu: bool = True,
+    color_by: str = "kind",
+    height: int = 480,
+) -> dict[str, Any]:
+    """The timeline's synced state when it opens (JSON-able; ``js/timeline/model.ts``).
+
+    The traits of :class:`jupyter_traceview.Timeline`, by name: what a host that is not an
+    anywidget (the Traces sidebar) hands to the TypeScript view as its local model.
+    """
+    ix = index or TimelineIndex.of(trace)
+    shown = check_ranks(trace, ranks) if ranks is not None else list(trace.ranks)
+    lo, hi = 0.0, float(max(ix.end_ns, 1))
+    if trace.window is not None:
+        lo = float(max(trace.window[0] - ix.t0_ns, 0))
+        hi = float(min(trace.window[1] - ix.t0_ns, hi))
+    return {
+        "_palette": palette(),
+        "_rows": [
+            {"id": r.id, "rank": r.rank, "lane": r.lane, "depth": r.depth, "type": r.type, "events": r.events}
+            for r in ix.rows
+        ],
+        "_lanes": [
+            {
+                "id": ln.id,
+                "rank": ln.rank,
+                "type": ln.type,
+                "label": ln.label,
+                "device": ln.device,
+                "stream": ln.stream,
+                "pid": ln.pid,
+                "tid": ln.tid,
+                "rows": list(ln.rows),
+            }
+            for ln in ix.lanes
+        ],
+        "_all_ranks": list(trace.ranks),
+        "_steps": [{"step": st, "start": float(a), "end": float(b)} for st, a, b in ix.steps()],
+        "_span": [0.0, float(max(ix.end_ns, 1))],
+        "_kinds": ix.kinds_present,
+        "_t0_ns": str(ix.t0_ns),
+        "_search_count": 0,
+        "x_range": [lo, hi],
+        "ranks": shown,
+        "collapsed": list(trace.ranks) if len(trace.ranks) > COLLAPSE_ABOVE else [],
+        "show_cpu": bool(cpu),
+        "color_by": color_by,
+        "search": "",
+        "selected_event": {},
+        "selected_range": [],
+        "height": int(height),
+    }
+
+
+def _pack(sections: dict[str, np.ndarray]) -> tuple[dict[str, list[Any]], bytes]:
+    """Concatenate arrays into one buffer, each 8-byte aligned: (layout, bytes).
+
+    ``layout[name] = [byte offset, length, dtype]`` with dtype one of f8, f4, u4, u1.
+    """
+    layout: dict[str, list[Any]] = {}
+    chunks: list[bytes] = []
+    off = 0
+    for name, arr in sections.items():
+        arr = np.ascontiguousarray(arr)
+        pad = (-off) % 8
+        if pad:
+            chunks.append(b"\0" * pad)
+            off += pad
+        layout[name] = [off, len(arr), arr.dtype.str.lstrip("<|=")]
+        data = arr.tobytes()
+        chunks.append(data)
+        off += len(data)
+    return layout, b"".join(chunks)
+
+
+def encode_window(index: TimelineIndex, win: Window, *, pattern: str | None = None) -> tuple[dict[str, Any], bytes]:
+    """The binary answer to a window request: JSON metadata and one buffer.
+
+    Raw events of all rows are concatenated (sections ``ev_start``, ``ev_dur`` and ``ev_eid``
+    as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8); binned
+    rows, then summaries, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
+    ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``.
+    """
+    width = len(win.edges) - 1
+    raw = [r for r in win.rows if r.mode == "raw"]
+    binned = [r for r in win.rows if r.mode == "bins"] + win.summaries
+    pos = (
+        np.concatenate([r.events for r in raw if r.events is not None]) if raw else np.empty(0, dtype=np.int64)
+    ).astype(np.int64)
+    cols = index.event_columns(pos)
+    uniq, local = np.unique(cols["name"], return_inverse=True)
+    rows_meta: list[dict[str, Any]] = []
+    off = 0
+    bin_k = 0
+    for r in win.rows:
+        if r.mode == "raw":
+            n = 0 if r.events is None else len(r.events)
+            rows_meta.append({"row": r.row, "mode": "raw", "offset": off, "count": n})
+            off += n
+        else:
+            rows_meta.append({"row": r.row, "mode": "bins", "offset": bin_k * width, "count": width})
+            bin_k += 1
+    sums_meta = []
+    for s in win.summaries:
+        sums_meta.append({"rank": s.row, "offset": bin_k * width, "count": width})
+        bin_k += 1
+    bw = np.diff(win.edges).astype(np.float64)
+    fracs = [
+        np.divide(r.coverage_ns, bw, out=np.zeros(width), where=bw > 0).astype(np.float32)
+        for r in binned
+        if r.coverage_ns is not None
+    ]
+    sections: dict[str, np.ndarray] = {
+        "ev_start": cols["start"].astype(np.float64),
+        "ev_dur": (cols["end"] - cols["start"]).astype(np.float64),
+        "ev_eid": cols["eid"].astype(np.float64),
+        "ev_name": local.astype(np.uint32).reshape(-1),
+        "ev_kind": cols["kind"].astype(np.uint8),
+        "bin_frac": np.concatenate(fracs) if fracs else np.empty(0, dtype=np.float32),
+        "bin_kind": _cat([r.kind for r in binned], np.uint8),
+        "bin_count": _cat([r.count for r in binned], np.uint32),
+    }
+    has_match = any(r.matches is not None for r in binned)
+    if has_match:
+        sections["bin_match"] = _cat(
+            [r.matches if r.matches is not None else np.zeros(width, np.uint32) for r in binned], np.uint32
+        )
+    if any(r.name_color is not None for r in binned):
+        sections["bin_color"] = _cat(
+            [r.name_color if r.name_color is not None else np.full(width, 255, np.uint8) for r in binned], np.uint8
+        )
+    layout, buf = _pack(sections)
+    names = [index.names[i] for i in uniq.tolist()]
+    meta = {
+        "lo": win.lo,
+        "hi": win.hi,
+        "width": width,
+        "rows": rows_meta,
+        "summaries": sums_meta,
+        "names": names,
+        "name_colors": index.name_colors[uniq].tolist() if len(uniq) else [],
+        "layout": layout,
+    }
+    if pattern:
+        meta["name_match"] = index.name_mask(pattern)[uniq].tolist() if len(uniq) else []
+    return meta, buf
+
+
+def _cat(parts: list[np.ndarray | None], dtype: Any) -> np.ndarray:
+    arrays = [p for p in parts if p is not None]
+    return np.concatenate(arrays).astype(dtype) if arrays else np.empty(0, dtype=dtype)
+
+
+_ERRORS = (TraceviewError, ValueError, KeyError, TypeError)
+
+
+def answer(
+    index: TimelineIndex, command: str, msg: dict[str, Any], *, lod: LevelOfDetail | None = None
+) -> tuple[dict[str, Any], list[bytes]]:
+    """The answer to one timeline command: ``(JSON message, binary buffers)``.
+
+    ``command`` is one of :data:`COMMANDS`; a malformed request is answered with
+    ``{"error": ...}`` (the front end shows it), an unknown command raises ValueError.
+    """
+    if command == "_window":
+        return _window(index, msg, lod or LevelOfDetail())
+    if command == "_details":
+        try:
+            return index.details(int(msg["rank"]), int(msg["eid"])), []
+        except _ERRORS as exc:
+            return {"error": str(exc)}, []
+    if command == "_find":
+        return _find(index, msg)
+    if command == "_summary":
+        try:
+            lo = int(np.floor(float(msg["lo"])))
+            hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
+            ranks = msg.get("ranks") or None
+            return index.range_summary(lo, hi, ranks=None if ranks is None else [int(r) for r in ranks]), []
+        except _ERRORS as exc:
+            return {"error": str(exc)}, []
+    raise ValueError(f"unknown timeline command {command!r}; commands are {', '.join(COMMANDS)}")
+
+
+def _window(index: TimelineIndex, msg: dict[str, Any], lod: LevelOfDetail) -> tuple[dict[str, Any], list[bytes]]:
+    t = time.perf_counter()
+    try:
+        lo = int(np.floor(float(msg["lo"])))
+        hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
+        width = int(msg["width"])
+        rows = [int(r) for r in msg.get("rows", [])]
+        summaries = [int(r) for r in msg.get("summaries", [])]
+        pattern = str(msg.get("pattern") or "") or None
+        win = index.window(
+            lo,
+            hi,
+            width,
+            rows=rows,
+            summaries=summaries,
+            lod=lod,
+            pattern=pattern,
+            with_name_colors=bool(msg.get("name_colors", False)),
+        )
+        meta, buf = encode_window(index, win, pattern=pattern)
+    except _ERRORS as exc:
+        return {"seq": msg.get("seq"), "error": str(exc)}, []
+    meta["seq"] = msg.get("seq")
+    meta["kernel_ms"] = (time.perf_counter() - t) * 1e3
+    return meta, [buf]
+
+
+def _find(index: TimelineIndex, msg: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    try:
+        pattern = str(msg["pattern"])
+        rows = msg.get("rows")
+        pos = index.find(
+            pattern,
+            float(msg.get("t", -1)),
+            direction=int(msg.get("direction", 1)),
+            rows=None if rows is None else [int(r) for r in rows],
+        )
+    except _ERRORS as exc:
+        return {"error": str(exc)}, []
+    if pos is None:
+        return {"found": False}, []
+    return {
+        "found": True,
+        "rank": int(index.rank[pos]),
+        "eid": int(index.eid[pos]),
+        "row": index.row_at(pos),
+        "start": int(index.start[pos]),
+        "end": int(index.end[pos]),
+        "name": index.names[int(index.name[pos])],
+    }, []

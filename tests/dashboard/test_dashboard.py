@@ -1,0 +1,250 @@
+"""tv.Dashboard and its content (jupyter_traceview/dashboard_data.py), driven from Python (no browser)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import jupyter_traceview as tv
+from jupyter_traceview.dashboard import data as dd
+from jupyter_traceview.dashboard.data import DashboardData, answer, timeline_overview, to_json
+from jupyter_traceview.errors import TraceSelectionError
+from jupyter_traceview.model.trace import _fmt_ns
+from jupyter_traceview.widgets import dashboard as dashboard_module
+from jupyter_traceview.widgets import timeline as timeline_module
+from tests import kineto_builder as kb
+
+TABS = ["overview", "timeline", "breakdown", "overlap", "kernels", "communication", "iterations", "counters"]
+
+#: Charts each tab shows (ids), on a multi-rank GPU trace.
+CHARTS = {
+    "overview": {"heatmap_all", "efficiency", "temporal"},
+    "timeline": set(),
+    "breakdown": {"temporal", "kernel_types", "idle", "concurrency"},
+    "overlap": {"overlap", "heatmap_communication", "heatmap_overlap"},
+    "kernels": {"kernel_types", "top_kernels", "kernel_durations"},
+    "communication": {"nccl_bw", "stragglers", "heatmap_communication"},
+    "iterations": {"iterations"},
+    "counters": {"queue_length", "memory_bandwidth"},
+}
+
+
+@pytest.fixture(autouse=True)
+def _front_end(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the bundles are not built (a plain checkout), stand-ins: these tests need no browser."""
+    for module, name in ((dashboard_module, "dashboard.js"), (timeline_module, "timeline.js")):
+        if not module._ESM.exists():
+            stand_in = tmp_path_factory.mktemp("static") / name
+            stand_in.write_text("export default { render() {} };\n")
+            monkeypatch.setattr(module, "_ESM", stand_in)
+
+
+@pytest.fixture(scope="module")
+def data(dlrm: tv.Trace) -> DashboardData:
+    return DashboardData(dlrm)
+
+
+def test_payload_opens_without_analyses(dlrm: tv.Trace) -> None:
+    d = DashboardData(dlrm)
+    p = d.payload()
+    assert p["protocol"] == dd.PROTOCOL
+    assert [t["id"] for t in p["tabs"]] == TABS
+    assert p["ranks"] == list(range(8))
+    assert int(p["t0_ns"]) == dlrm.t0_ns
+    assert {f["label"] for f in p["headline"]} >= {"ranks", "span", "events", "kernels", "iterations"}
+    assert d._frames == {}, "opening computes no analysis"
+    assert json.loads(to_json(p)) == p
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_tab_has_its_charts(data: DashboardData, theme: str) -> None:
+    for tab in TABS:
+        out = data.tab(tab, theme=theme)  # type: ignore[arg-type]
+        assert out["tab"] == tab and out["theme"] == theme
+        assert out["notes"] == [], f"{tab}: {out['notes']}"
+        assert {c["id"] for c in out["charts"]} == CHARTS[tab]
+        for c in out["charts"]:
+            assert not c["empty"], f"{tab}/{c['id']} has data on the DLRM set"
+            item = c["item"]
+            assert item["version"] and item["doc"]["roots"], f"{tab}/{c['id']} is a bokeh json item"
+        json.loads(to_json(out))  # no NaN, no numpy scalars
+        if tab not in ("timeline",):
+            assert out["tables"] or out["figures"] or out.get("findings") is not None
+
+
+def test_overview_figures_and_findings(data: DashboardData, dlrm: tv.Trace) -> None:
+    out = data.tab("overview")
+    figs = {f["label"]: f for f in out["figures"]}
+    busy = tv.summary(dlrm)["gpu_busy_pct"].mean()
+    assert figs["GPU busy"]["value"] == f"{busy:.1f}%"
+    assert figs["ranks"]["value"].startswith("8")
+    found = tv.findings(dlrm)
+    assert [f["id"] for f in out["findings"]] == found["id"].tolist()
+    assert all("evidence" in f and "stake" in f for f in out["findings"])
+
+
+def test_tables_carry_units_and_top_rows(data: DashboardData, dlrm: tv.Trace) -> None:
+    out = data.tab("kernels")
+    kernels = next(t for t in out["tables"] if t["id"] == "kernels")
+    fmt = {c["key"]: c["format"] for c in kernels["columns"]}
+    assert fmt["sum_ns"] == "duration" and fmt["share_pct"] == "pct" and fmt["count"] == "int"
+    assert len(kernels["rows"]) == min(50, kernels["total_rows"])
+    sums = [r[list(fmt).index("sum_ns")] for r in kernels["rows"]]
+    assert sums == sorted(sums, reverse=True)
+    total = int(tv.kernel_breakdown(dlrm, top_k=None)["sum_ns"].sum())
+    figure = next(f for f in out["figures"] if f["label"] == "kernel time")
+    assert figure["value"] == _fmt_ns(total)
+
+
+def test_breakdown_follows_a_time_range(data: DashboardData, dlrm: tv.Trace) -> None:
+    full = data.tab("breakdown")
+    assert full["range"] is None
+    span = int(dlrm._headline()["span_ns"])
+    lo, hi = dlrm.t0_ns + span // 4, dlrm.t0_ns + span // 2
+    part = data.tab("breakdown", time_range=(lo, hi))
+    assert part["range"] == [float(lo - dlrm.t0_ns), float(hi - dlrm.t0_ns)]
+    assert part["figures"][0]["label"] == "range"
+    expected = tv.temporal_breakdown(dlrm, time_range=(lo, hi))
+    table = next(t for t in part["tables"] if t["id"] == "temporal")
+    keys = [c["key"] for c in table["columns"]]
+    assert [r[keys.index("span_ns")] for r in table["rows"]] == expected["span_ns"].tolist()
+    # Through the command, with the relative range the timeline speaks.
+    msg, bufs = answer(data, "_tab", {"tab": "breakdown", "range": part["range"], "seq": 7})
+    assert msg["seq"] == 7 and msg["range"] == part["range"] and bufs == []
+    # Other tabs ignore the range.
+    assert data.tab("kernels", time_range=(lo, hi))["range"] is None
+
+
+def test_heatmap_click_targets_its_bin(data: DashboardData, dlrm: tv.Trace) -> None:
+    hm = tv.utilization_heatmap(dlrm, bins=data.heatmap_bins, kind="all")
+    r = hm.loc[(hm["rank"] == 3) & (hm["bin"] == 10)]
+    lo = int((r["origin_ns"] + r["bin_start_ns"]).iloc[0]) - dlrm.t0_ns
+    hi = int((r["origin_ns"] + r["bin_end_ns"]).iloc[0]) - dlrm.t0_ns
+    out = data.link({"target": "heatmap", "rank": 3, "bin": 10, "heatmap": "all"})
+    assert out["ranks"] == [3]
+    a, b = out["x_range"]
+    pad = max((hi - lo) * 0.04, 500.0)
+    assert (a, b) == (lo - pad, hi + pad), "the bin, with a margin of 4% (500 ns at least) each side"
+
+
+def test_iteration_and_rank_links(data: DashboardData, dlrm: tv.Trace) -> None:
+    its = dlrm.iterations
+    r = its.loc[its["rank"] == 2].iloc[0]
+    out = data.link({"target": "iteration", "rank": 2, "step": int(r["step"])})
+    a, b = out["x_range"]
+    assert a <= int(r["start_ns"]) - dlrm.t0_ns and b >= int(r["gpu_end_ns"]) - dlrm.t0_ns
+    assert out["ranks"] == [2]
+    k = data.link({"target": "kernel", "rank": 0, "name": "ncclKernel_AllReduce(x)", "range": [1000.0, 2000.0]})
+    assert k["search"] == r"ncclKernel_AllReduce\(x\)" and k["x_range"][0] < 1000 < 2000 < k["x_range"][1]
+    with pytest.raises(TraceSelectionError, match="rank"):
+        data.link({"target": "rank", "rank": 99})
+    with pytest.raises(TraceSelectionError, match="iteration"):
+        data.link({"target": "iteration", "rank": 0, "step": 12345})
+    with pytest.raises(ValueError, match="unknown target"):
+        data.link({"target": "bogus", "rank": 0})
+
+
+def test_commands_answer_errors_in_words(data: DashboardData) -> None:
+    msg, _ = answer(data, "_tab", {"tab": "nope", "seq": 3})
+    assert "nope" in msg["error"] and "overview" in msg["error"] and msg["seq"] == 3
+    msg, _ = answer(data, "_unknown", {})
+    assert "unknown command" in msg["error"]
+    msg, _ = answer(data, "_link", {"target": "heatmap"})
+    assert "rank" in msg["error"]
+    payload, _ = answer(data, "_payload", None)
+    assert payload == data.payload()
+    version, js = dd.bokehjs_source()
+    msg, bufs = answer(data, "_bokehjs", {})
+    import bokeh
+
+    assert version == bokeh.__version__
+    assert msg == {"version": bokeh.__version__, "bytes": len(js)} and bufs == [js]
+    assert b"Bokeh" in js[:20000]
+    state, _ = answer(data, "_timeline", {})
+    assert state["state"]["_all_ranks"] == list(range(8))
+
+
+def test_progress_is_reported_per_step(data: DashboardData) -> None:
+    seen: list[tuple[int, int, str]] = []
+    data.tab("counters", progress=lambda d, t, label: seen.append((d, t, label)))
+    assert seen[0][0] == 0 and seen[-1] == (seen[-1][1], seen[-1][1], "done")
+    assert [d for d, _, _ in seen] == list(range(len(seen)))
+
+
+def _cpu_only(tmp_path: Path) -> tv.Trace:
+    events = [*kb.metadata(kb.CPU_PID), kb.step(1, 0, 100), kb.cpu_op("aten::mm", 10, 50)]
+    return tv.load(kb.write(tmp_path / "cpu.json", kb.doc(events)), cache=False)
+
+
+def test_cpu_only_trace_shows_empty_charts_not_errors(tmp_path: Path) -> None:
+    d = DashboardData(_cpu_only(tmp_path))
+    for tab in TABS:
+        out = d.tab(tab)
+        json.loads(to_json(out))
+        assert all(c["empty"] for c in out["charts"]), tab
+
+
+def test_diff_tab_with_a_baseline(dlrm: tv.Trace) -> None:
+    d = DashboardData(dlrm, baseline=dlrm)
+    assert [t["id"] for t in d.payload()["tabs"]] == [*TABS, "diff"]
+    out = d.tab("diff")
+    assert {f["label"] for f in out["figures"]} >= {"baseline", "changes"}
+    assert next(f for f in out["figures"] if f["label"] == "changes")["value"] == "0", "a trace against itself"
+    with pytest.raises(TraceSelectionError, match="diff"):
+        DashboardData(dlrm).tab("diff")
+
+
+def test_timeline_overview_covers_every_gpu_stream(dlrm: tv.Trace) -> None:
+    ov = timeline_overview(dlrm, bins=100)
+    assert list(ov.columns) == ["row", "label", "rank", "bin", "start_ns", "end_ns", "busy_frac", "kind"]
+    assert set(ov["rank"]) == set(dlrm.ranks)
+    assert ov["busy_frac"].between(0, 1 + 1e-9).all()
+    assert (ov.groupby("row").size() == 100).all()
+    assert ov.loc[ov["busy_frac"] > 0, "kind"].isin(["compute", "communication", "memory"]).all()
+    assert (ov["busy_frac"] > 0).any()
+
+
+# ---------------------------------------------------------------------- the widget
+def test_widget_state_and_follow(dlrm: tv.Trace) -> None:
+    dash = tv.Dashboard(dlrm)
+    assert dash.tab == "overview" and dash.expanded
+    assert [t["id"] for t in dash._payload["tabs"]] == TABS
+    assert dash.breakdown_range is None
+    out = dash.follow("heatmap", rank=1, bin=5, heatmap="all")
+    assert dash.tab == "timeline"
+    assert dash.timeline.ranks == [1] and dash.timeline.x_range == out["x_range"]
+    # A range selected on the timeline scopes the Breakdown tab.
+    lo = dash.timeline.t0_ns + 1_000_000
+    dash.timeline.selected_range = [1_000_000.0, 3_000_000.0]
+    assert dash.breakdown_range == (lo, lo + 2_000_000)
+    assert dash.breakdown()["range"] == [1_000_000.0, 3_000_000.0]
+    with pytest.raises(ValueError, match="unknown tab"):
+        tv.Dashboard(dlrm, tab="nope")
+    with pytest.raises(TypeError):
+        tv.Dashboard("not a trace")  # type: ignore[arg-type]
+
+
+def test_widget_commands(dlrm: tv.Trace) -> None:
+    dash = tv.Dashboard(dlrm)
+    sent: list[dict] = []
+    dash.send = lambda msg, buffers=None: sent.append(msg)  # type: ignore[method-assign]
+    msg, _ = dash._answer("_tab", {"tab": "iterations", "seq": 1})
+    assert msg["tab"] == "iterations" and msg["charts"]
+    assert sent and sent[-1]["type"] == "progress" and sent[-1]["label"] == "done"
+    link, _ = dash._answer("_link", {"target": "rank", "rank": 0})
+    assert link["ranks"] == [0]
+
+
+def test_widget_mimebundle_has_a_static_fallback(dlrm: tv.Trace) -> None:
+    dash = tv.Dashboard(dlrm, expanded=False)
+    bundle = dash._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert "tv.Dashboard" in data["text/html"]
+
+
+def test_trace_repr_outside_a_kernel_is_text_and_html(dlrm: tv.Trace) -> None:
+    assert dlrm._repr_mimebundle_() is None, "no kernel here: IPython shows text/plain and text/html"
+    assert "ranks" in dlrm._repr_html_()

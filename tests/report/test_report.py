@@ -1,0 +1,166 @@
+"""``traceview report`` / ``tv.write_report``: one self-contained HTML file whose charts draw offline."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import jupyter_traceview as tv
+from jupyter_traceview.dashboard.data import bokehjs_source
+from jupyter_traceview.report.html import render_report
+from tests import kineto_builder as kb
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SECTIONS = ["overview", "timeline", "breakdown", "overlap", "kernels", "communication", "iterations", "counters"]
+
+
+@pytest.fixture(scope="module")
+def report(dlrm: tv.Trace, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tv.write_report(dlrm, tmp_path_factory.mktemp("report") / "report.html")
+
+
+def dom_after_load(path: Path, tmp_path: Path) -> str:
+    """The page's DOM once its scripts ran, in headless Chromium with every network request refused."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium is not installed at {CHROMIUM} (scripts/test.sh installs it)")
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            # No network: every request goes to a proxy that does not exist (file:// is not proxied).
+            "--proxy-server=127.0.0.1:9",
+            "--proxy-bypass-list=<-loopback>",
+            "--virtual-time-budget=60000",
+            "--dump-dom",
+            path.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def body_attrs(dom: str) -> dict[str, str]:
+    m = re.search(r'<body (class="tvr-[^"]*"[^>]*)>', dom)
+    assert m is not None
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', m.group(1)))
+
+
+def test_report_is_self_contained(report: Path, dlrm: tv.Trace) -> None:
+    text = report.read_text(encoding="utf-8")
+    version, js = bokehjs_source()
+    assert js.decode("utf-8")[:2000] in text and f"BokehJS {version}" in text, "BokehJS is inlined"
+    assert not re.search(r'<(script|link|img|iframe)[^>]+(src|href)="(https?:)?//', text), "nothing from the network"
+    assert "cdn.bokeh.org" not in text
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in text
+    for title in tv.findings(dlrm)["title"]:
+        assert html.escape(title) in text
+    assert len(re.findall(r'class="tvr-chart[ "]', text)) == 20, "19 dashboard charts and the timeline overview"
+    assert 'data-chart="timeline_overview"' in text and 'data-chart="heatmap_all"' in text
+    assert "<table>" in text and "Temporal breakdown per rank" in text
+
+
+def test_report_charts_draw_in_chromium_offline(report: Path, tmp_path: Path) -> None:
+    dom = dom_after_load(report, tmp_path)
+    attrs = body_attrs(dom)
+    assert "data-bokeh-missing" not in attrs
+    assert attrs.get("data-charts-failed") == "0", re.findall(r'data-error="([^"]*)"', dom)[:3]
+    assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "20"
+    assert dom.count('data-drawn="1"') == 20
+
+
+def test_the_chromium_check_fails_without_bokehjs(dlrm: tv.Trace, tmp_path: Path) -> None:
+    """The check above can fail: the same report without its BokehJS draws nothing."""
+    _, js = bokehjs_source()
+    text = render_report(dlrm).replace(js.decode("utf-8").replace("</script", "<\\/script"), "")
+    broken = tmp_path / "broken.html"
+    broken.write_text(text, encoding="utf-8")
+    attrs = body_attrs(dom_after_load(broken, tmp_path))
+    assert attrs.get("data-bokeh-missing") == "1" and attrs.get("data-charts-drawn") == "0"
+
+
+def test_dark_report_and_diff_section(dlrm: tv.Trace) -> None:
+    text = render_report(dlrm, baseline=dlrm, theme="dark")
+    assert '<body class="tvr-dark">' in text
+    assert '<section id="diff">' in text and 'href="#diff"' in text
+    with pytest.raises(ValueError, match="theme"):
+        render_report(dlrm, theme="blue")  # type: ignore[arg-type]
+
+
+def test_cpu_only_trace_reports_without_charts(tmp_path: Path) -> None:
+    events = [*kb.metadata(kb.CPU_PID), kb.step(1, 0, 100), kb.cpu_op("aten::mm", 10, 50)]
+    trace = tv.load(kb.write(tmp_path / "cpu.json", kb.doc(events)), cache=False)
+    text = render_report(trace)
+    assert 'data-empty="1"' in text and 'data-empty="0"' not in text
+
+
+def test_progress_is_reported(dlrm: tv.Trace) -> None:
+    seen: list[tuple[int, int, str]] = []
+    render_report(dlrm, progress=lambda d, t, label: seen.append((d, t, label)))
+    assert [label for _, _, label in seen] == [
+        "Overview",
+        "Timeline",
+        "Breakdown",
+        "Overlap",
+        "Kernels",
+        "Communication",
+        "Iterations",
+        "Counters",
+        "done",
+    ]
+    assert [d for d, _, _ in seen] == list(range(9)) and {t for _, t, _ in seen} == {8}
+
+
+def test_write_report_refuses_bad_destinations(dlrm: tv.Trace, tmp_path: Path) -> None:
+    with pytest.raises(tv.TraceviewError, match="does not exist"):
+        tv.write_report(dlrm, tmp_path / "missing" / "r.html")
+    with pytest.raises(tv.TraceviewError, match="is a folder"):
+        tv.write_report(dlrm, tmp_path)
+
+
+# ---------------------------------------------------------------------- the command
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_traceview", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
+
+
+def test_report_command_writes_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    proc = run("report", "--sample", "-o", str(out), "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists() and str(out) in proc.stdout
+    assert "traceview: report: Kernels (5/8)" in proc.stderr, "progress while the analyses run"
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and len(re.findall(r'class="tvr-chart[ "]', text)) == 20
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["{tmp}/missing", "-o", "{tmp}/r.html"], "no such file or folder"),
+        (["--sample", "-o", "{tmp}/nope/r.html"], "does not exist"),
+        (["--sample", "-o", "{tmp}"], "is a folder"),
+        (["--sample", "--baseline", "{tmp}/missing", "-o", "{tmp}/r.html"], "no such file or folder"),
+    ],
+)
+def test_report_command_errors_are_one_line_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
+    proc = run("report", *[a.format(tmp=tmp_path) for a in args], "--no-cache", "-q")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("traceview: error:") and words in err[0], err
+    assert not (tmp_path / "r.html").exists()
