@@ -20,6 +20,7 @@ from .analysis import (
     efficiency,
     findings,
     frequent_kernel_sequences,
+    headline,
     idle_time_breakdown,
     iteration_stats,
     kernel_breakdown,
@@ -48,7 +49,7 @@ from .model.classify import Classifier
 from .model.clock import align_clocks, clock_alignment
 from .model.rank_data import RankData, RankMeta
 from .model.schema import EventKind, GpuClass
-from .model.trace import Trace, set_mimebundle_hook
+from .model.trace import Trace, set_headline_hook, set_mimebundle_hook
 from .samples import sample_path
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "efficiency",
     "findings",
     "frequent_kernel_sequences",
+    "headline",
     "idle_time_breakdown",
     "iteration_stats",
     "kernel_breakdown",
@@ -136,6 +138,7 @@ def _trace_mimebundle(trace: Trace, *, include: Any = None, exclude: Any = None)
 
 
 set_mimebundle_hook(_trace_mimebundle)
+set_headline_hook(headline)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

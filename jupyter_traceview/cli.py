@@ -19,12 +19,6 @@ from ._version import __version__
 __all__ = ["main"]
 
 
-def _fmt_ns(ns: float) -> str:
-    from .model.trace import _fmt_ns as fmt
-
-    return fmt(ns)
-
-
 def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
     """A plain text table: (key, header) columns, right-aligned."""
     cells = [[h for _, h in columns]] + [[str(r[k]) for k, _ in columns] for r in rows]
@@ -51,38 +45,43 @@ def _load(args: argparse.Namespace) -> Any:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from .analysis import summary
+    import math
+    import warnings
+
+    from . import format as fmt
+    from .analysis import headline
 
     trace = _load(args)
-    df = summary(trace)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = headline(trace)
+        per_rank = headline(trace, per_rank=True)
     if args.json:
         out = {
             "source": trace.source,
+            "headline": h,
             "ranks": [
-                {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
-                for row in df.to_dict(orient="records")
+                {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+                for row in per_rank.to_dict(orient="records")
             ],
         }
         print(json.dumps(out, indent=2, default=int))
         return 0
 
-    def pct(x: float) -> str:
-        return f"{x:.1f}%" if x == x else "-"
-
     rows = [
         {
             "rank": row["rank"],
-            "events": f"{row['events']:,}",
-            "kernels": f"{row['kernels']:,}",
-            "iters": row["iterations"],
-            "span": _fmt_ns(row["trace_span_ns"]),
-            "gpu_span": _fmt_ns(row["gpu_span_ns"]) if row["gpu_span_ns"] else "-",
-            "busy": pct(row["gpu_busy_pct"]),
-            "compute": pct(row["compute_pct"]),
-            "exposed": pct(row["exposed_comm_pct"]),
-            "overlap": pct(row["overlap_pct"]),
+            "events": fmt.count(row["events"]),
+            "kernels": fmt.count(row["kernels"]),
+            "iters": fmt.count(row["iterations"]),
+            "span": fmt.duration(row["span_ns"]) if row["span_ns"] else fmt.MISSING,
+            "trace_span": fmt.duration(row["trace_span_ns"]),
+            "busy": fmt.percent(row["gpu_busy_pct"]),
+            "compute": fmt.percent(row["compute_pct"]),
+            "exposed": fmt.percent(row["exposed_comm_pct"]),
+            "overlap": fmt.percent(row["overlap_pct"]),
         }
-        for row in df.to_dict(orient="records")
+        for row in per_rank.to_dict(orient="records")
     ]
     print(f"{trace.source}: {len(trace.ranks)} rank(s)")
     print(
@@ -94,7 +93,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
                 ("kernels", "kernels"),
                 ("iters", "iterations"),
                 ("span", "span"),
-                ("gpu_span", "GPU span"),
+                ("trace_span", "trace span"),
                 ("busy", "GPU busy"),
                 ("compute", "compute"),
                 ("exposed", "exposed comm"),
@@ -102,12 +101,17 @@ def _cmd_summary(args: argparse.Namespace) -> int:
             ],
         )
     )
+    print()
+    width = max(len(label) for label, _, _ in fmt.headline_items(h))
+    for label, value, hint in fmt.headline_items(h):
+        print(f"{label.ljust(width)}  {value}" + (f"  ({hint})" if hint else ""))
     return 0
 
 
 def _cmd_findings(args: argparse.Namespace) -> int:
     import textwrap
 
+    from . import format as fmt
     from .analysis import findings
 
     trace = _load(args)
@@ -122,13 +126,13 @@ def _cmd_findings(args: argparse.Namespace) -> int:
         return 0
     for i, row in enumerate(df.to_dict(orient="records"), start=1):
         stake = (
-            f"{_fmt_ns(row['time_at_stake_ns'])} at stake ({row['time_at_stake_pct']:.1f}% of the elapsed time)"
+            f"{fmt.duration(row['time_at_stake_ns'])} at stake ({fmt.percent(row['time_at_stake_pct'])} of the job span)"
             if row["severity"] != "info"
             else "no time at stake estimated"
         )
         print()
         print(f"{i}. [{row['severity']}] {row['title']}")
-        ranks = f"rank {row['ranks'][0]}" if len(row["ranks"]) == 1 else f"ranks {_ranges(row['ranks'])}"
+        ranks = f"rank {row['ranks'][0]}" if len(row["ranks"]) == 1 else f"ranks {fmt.ranges(row['ranks'])}"
         print(f"   {row['id']}: {stake}; {ranks}")
         print(textwrap.fill(row["detail"], width=100, initial_indent="   ", subsequent_indent="   "))
         print(textwrap.fill(f"Rule: {row['rule']}", width=100, initial_indent="   ", subsequent_indent="   "))
@@ -160,12 +164,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     path = write_report(trace, out, baseline=baseline, theme=args.theme, progress=progress)
     print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB): open it in a browser; it needs no network")
     return 0
-
-
-def _ranges(values: list[int]) -> str:
-    from .model.trace import _ranges as ranges
-
-    return ranges(values)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,7 +23,8 @@ def test_summary_sample_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "8 rank(s)" in out
     lines = out.splitlines()
     assert lines[1].split()[:3] == ["rank", "events", "kernels"]
-    assert len(lines) == 2 + 1 + 8
+    assert [line.split()[0] for line in lines[3:11]] == [str(r) for r in range(8)]
+    assert lines[11] == ""  # then the headline figures
 
 
 def test_summary_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,41 +1,34 @@
-/** Formatting of table cells and evidence values (pure, unit-tested). */
-import { formatDuration } from "../timeline/axis";
-
-/** Bytes in binary units: 512 B, 1.5 KiB, 3 MiB. */
-export function formatBytes(n: number): string {
-  const units: [string, number][] = [
-    ["GiB", 2 ** 30],
-    ["MiB", 2 ** 20],
-    ["KiB", 2 ** 10],
-  ];
-  for (const [u, s] of units) if (Math.abs(n) >= s) return `${trim(n / s)} ${u}`;
-  return `${Math.round(n)} B`;
-}
-
-/** Three significant digits, no trailing zeros. */
-function trim(v: number): string {
-  return String(Number(v.toPrecision(3)));
-}
+/** Table cells and evidence values in their column's format (pure, unit-tested); numbers by js/format.ts. */
+import {
+  MISSING,
+  formatBytes,
+  formatCount,
+  formatDuration,
+  formatPct,
+  formatRanges,
+  formatRate,
+  sig3,
+} from "../format";
 
 /** A value of a table cell in its column's format. */
 export function formatCell(value: unknown, format: string): string {
-  if (value === null || value === undefined) return "–";
+  if (value === null || value === undefined) return MISSING;
   if (typeof value === "string") return value;
   if (typeof value !== "number") return JSON.stringify(value);
-  if (!Number.isFinite(value)) return "–";
+  if (!Number.isFinite(value)) return MISSING;
   switch (format) {
     case "duration":
       return formatDuration(value);
     case "pct":
-      return `${value.toFixed(1)}%`;
+      return formatPct(value);
     case "bytes":
       return formatBytes(value);
     case "gbps":
-      return `${trim(value)} GB/s`;
+      return formatRate(value);
     case "int":
-      return Math.round(value).toLocaleString("en-US");
+      return formatCount(value);
     case "float":
-      return trim(value);
+      return sig3(value);
     default:
       return String(value);
   }
@@ -50,11 +43,15 @@ export function formatOfKey(key: string): string {
   return "float";
 }
 
-/** An evidence value as text. */
+/** Keys whose value -1 means "not recorded" (docs/schema.md): shown empty, not as data (format.py ABSENT_IF_NEGATIVE). */
+const ABSENT_IF_NEGATIVE = new Set(["seq", "stream", "device", "tid", "correlation"]);
+
+/** An evidence value as text (format.py `evidence`). */
 export function formatEvidence(key: string, value: unknown): string {
+  if (typeof value === "number" && value < 0 && ABSENT_IF_NEGATIVE.has(key)) return "";
   if (typeof value === "number") {
     const f = formatOfKey(key);
-    return Number.isInteger(value) && f === "float" ? value.toLocaleString("en-US") : formatCell(value, f);
+    return Number.isInteger(value) && f === "float" ? formatCount(value) : formatCell(value, f);
   }
   if (Array.isArray(value))
     return value.map((v) => (Array.isArray(v) ? v.join(" × ") : String(v))).join(", ");
@@ -69,14 +66,5 @@ export function formatEvidence(key: string, value: unknown): string {
 
 /** Ranks as ranges: [0,1,2,3,5] -> "0-3, 5". */
 export function formatRanks(ranks: number[]): string {
-  const v = [...new Set(ranks)].sort((a, b) => a - b);
-  const parts: string[] = [];
-  let i = 0;
-  while (i < v.length) {
-    let j = i;
-    while (j + 1 < v.length && v[j + 1] === v[j]! + 1) j++;
-    parts.push(j > i ? `${v[i]}-${v[j]}` : String(v[i]));
-    i = j + 1;
-  }
-  return parts.join(", ");
+  return formatRanges(ranks);
 }

@@ -4,7 +4,7 @@
  * state (tab, expanded) through a `StateModel`, so `tv.Dashboard` (anywidget) and the
  * JupyterLab Traces sidebar (HTTP) share it. Only the DOM: no JupyterLab import.
  */
-import { formatDuration, formatTime } from "../timeline/axis";
+import { formatDuration, formatTimePrecise as formatTime } from "../format";
 import type { TimelineModel } from "../timeline/model";
 import { type StateModel, LocalModel, type Invoke, type InvokeOptions } from "../timeline/state";
 import { readTheme } from "../timeline/theme";
@@ -473,7 +473,8 @@ export class DashboardView {
           const text = formatCell(v, c.format);
           const td = el("td", c.format === "text" ? "" : "tvd-num", tr, text);
           if (c.format === "text" && text.length > 70) {
-            td.textContent = `${text.slice(0, 69)}…`;
+            // Long names (C++ kernel signatures) wrap in full: their ends tell kernels apart.
+            td.classList.add("tvd-long");
             td.title = text;
           }
         });

@@ -1,39 +1,7 @@
 /**
- * Formatting and path helpers of the Traces sidebar: pure functions, tested in
- * js/tests/traces-format.test.ts.
+ * Words and path helpers of the Traces sidebar: pure functions, tested in
+ * js/tests/traces-format.test.ts. Numbers are written by js/format.ts.
  */
-
-/** A duration in ns as "850 ns", "12.3 µs", "4.56 ms", "1.23 s", "2 min 5 s". */
-export function formatDuration(ns: number | null | undefined): string {
-  if (ns === null || ns === undefined || !Number.isFinite(ns)) return "–";
-  const a = Math.abs(ns);
-  if (a < 1e3) return `${Math.round(ns)} ns`;
-  if (a < 1e6) return `${(ns / 1e3).toPrecision(3)} µs`;
-  if (a < 1e9) return `${(ns / 1e6).toPrecision(3)} ms`;
-  if (a < 60e9) return `${(ns / 1e9).toPrecision(3)} s`;
-  const s = Math.round(a / 1e9);
-  const sign = ns < 0 ? "-" : "";
-  if (s < 3600) return `${sign}${Math.floor(s / 60)} min ${s % 60} s`;
-  return `${sign}${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
-}
-
-/** A percentage as "42.1%", "–" when missing. */
-export function formatPct(pct: number | null | undefined, digits = 1): string {
-  if (pct === null || pct === undefined || !Number.isFinite(pct)) return "–";
-  return `${pct.toFixed(digits)}%`;
-}
-
-/** A byte count as "512 B", "3.4 MB". */
-export function formatBytes(n: number): string {
-  const units = ["B", "kB", "MB", "GB", "TB"];
-  let v = n;
-  let i = 0;
-  while (Math.abs(v) >= 1000 && i < units.length - 1) {
-    v /= 1000;
-    i += 1;
-  }
-  return i === 0 ? `${v} B` : `${v.toPrecision(3)} ${units[i]!}`;
-}
 
 /** How long ago `mtimeS` (seconds since the epoch) was, from `nowMs`: "just now", "5 min ago", ... */
 export function formatAge(mtimeS: number, nowMs: number): string {

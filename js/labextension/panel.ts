@@ -12,7 +12,8 @@ import { Signal } from "@lumino/signaling";
 import { Panel, Widget } from "@lumino/widgets";
 import { CommandToolbarButton, Toolbar } from "@jupyterlab/ui-components";
 
-import { displayName, formatAge, formatBytes, formatDuration, formatPct, formatProgress } from "./format";
+import { formatBytes, formatDuration, formatPct, plural } from "../format";
+import { displayName, formatAge, formatProgress } from "./format";
 import type { TracesModel } from "./model";
 import type { RunRow } from "./tokens";
 import { tracesIcon } from "./icons";
@@ -283,27 +284,26 @@ export function renderRow(
   if (run.status === "ready" && run.figures) {
     const f = run.figures;
     const figures = el("div", "tv-RunRow-figures");
-    figures.appendChild(figure(`${String(f.ranks)} rank${f.ranks === 1 ? "" : "s"}`, "Ranks (trace files)"));
+    figures.appendChild(figure(plural(f.ranks, "rank"), "Ranks (trace files)"));
     figures.appendChild(
-      figure(
-        formatDuration(f.span_ns),
-        f.gpu ? "GPU span: first to last GPU work, longest rank" : "Trace span (no GPU work), longest rank",
-      ),
+      f.gpu
+        ? figure(formatDuration(f.job_span_ns), "Job span: first GPU work to last, all ranks")
+        : figure(formatDuration(f.trace_span_ns), "Trace span: first event to last (no GPU work)"),
     );
     if (f.gpu) {
       figures.appendChild(
         figure(
           `GPU ${formatPct(f.gpu_busy_pct)}`,
-          "GPU busy: time any GPU work runs, % of the GPU span (mean over ranks)",
+          "GPU busy: time any GPU work runs, % of each rank's span (mean over ranks)",
         ),
       );
       figures.appendChild(
-        figure(`idle ${formatPct(f.idle_pct)}`, "GPU idle, % of the GPU span (mean over ranks)"),
+        figure(`idle ${formatPct(f.idle_pct)}`, "GPU idle, % of each rank's span (mean over ranks)"),
       );
       figures.appendChild(
         figure(
           `comm ${formatPct(f.exposed_comm_pct)}`,
-          "Exposed communication: collectives with no compute beside them, % of the GPU span (mean over ranks)",
+          "Exposed communication: communication with no compute beside it, % of each rank's span (mean over ranks)",
         ),
       );
     } else {

@@ -9,21 +9,42 @@
 import { Token } from "@lumino/coreutils";
 import type { ISignal } from "@lumino/signaling";
 
-/** Headline figures of a run: worker.py `headline_figures`. */
+/**
+ * Headline figures of a run: `tv.headline(trace)` (jupyter_traceview/analysis/headline.py,
+ * via worker.py `headline_figures`, which drops `source`). Terms: docs/semantics.md,
+ * "Headline figures".
+ */
 export interface RunFigures {
   ranks: number;
-  /** Most ProfilerStep iterations of a rank. */
-  iterations: number;
-  /** Events and kernels, summed over ranks. */
+  rank_ids: number[];
+  devices: string[];
+  /** The trace's origin, absolute ns (a JSON number: not exact in JavaScript). */
+  t0_ns: number;
+  window: [number, number] | null;
+  /** Counts, summed over ranks. */
   events: number;
+  cpu_ops: number;
   kernels: number;
+  gpu_activities: number;
+  /** How many ProfilerStep iterations (a count). */
+  iterations: number;
+  /** The ProfilerStep ids (not a count). */
+  steps: number[];
+  step_median_ns: number | null;
   /** Whether any rank has GPU work. */
   gpu: boolean;
-  /** The longest GPU span of a rank (the longest trace span without GPU work), ns. */
+  /** First GPU work on any rank to last, ns. */
+  job_span_ns: number;
+  /** The longest rank span (first to last GPU work of a rank), ns. */
   span_ns: number;
+  /** The longest rank's first event to last event, any kind, ns. */
+  trace_span_ns: number;
   /** Means over the ranks with GPU work, 0-100; null without GPU work. */
   gpu_busy_pct: number | null;
+  gpu_busy_min_pct: number | null;
+  gpu_busy_max_pct: number | null;
   idle_pct: number | null;
+  compute_pct: number | null;
   exposed_comm_pct: number | null;
 }
 

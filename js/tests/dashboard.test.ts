@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type BkModel, type BkSource, LINK_TAG, linkFields, linkSources } from "../dashboard/bokeh";
-import { formatBytes, formatCell, formatEvidence, formatOfKey, formatRanks } from "../dashboard/format";
+import { formatCell, formatEvidence, formatOfKey, formatRanks } from "../dashboard/format";
+import { formatBytes } from "../format";
 import { invokerOf } from "../dashboard/view";
 import type { DashboardSource } from "../dashboard/protocol";
 import { LocalModel, sameValue } from "../timeline/state";
@@ -65,7 +66,7 @@ describe("chart links (bokeh sources tagged by charts/_style.py)", () => {
 
 describe("cell and evidence formats", () => {
   it("formats each column format in human units", () => {
-    expect(formatCell(1_500_000, "duration")).toBe("1.50 ms");
+    expect(formatCell(1_500_000, "duration")).toBe("1.5 ms");
     expect(formatCell(12.345, "pct")).toBe("12.3%");
     expect(formatCell(1536, "bytes")).toBe("1.5 KiB");
     expect(formatCell(12345, "int")).toBe("12,345");
@@ -81,6 +82,8 @@ describe("cell and evidence formats", () => {
     expect(formatOfKey("busy_pct")).toBe("pct");
     expect(formatOfKey("bytes")).toBe("bytes");
     expect(formatEvidence("count", 1234)).toBe("1,234");
+    expect(formatEvidence("seq", -1)).toBe(""); // a placeholder, not data
+    expect(formatEvidence("seq", 7)).toBe("7");
     expect(formatEvidence("ranks", [0, 1])).toBe("0, 1");
     expect(formatEvidence("grid", [[8, 1, 1]])).toBe("8 × 1 × 1");
   });

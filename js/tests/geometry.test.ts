@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatDuration, formatTime, niceStep, ticks, unitForStep } from "../timeline/axis";
+import { formatDuration, formatTimePrecise } from "../format";
+import { niceStep, ticks, unitForStep } from "../timeline/axis";
 import { binAt, eventAt, lastAtOrBefore } from "../timeline/hittest";
 import { computeLayout, slotAt, visibleSlots } from "../timeline/layout";
 import type { LaneMeta, RowMeta } from "../timeline/model";
@@ -83,7 +84,7 @@ describe("axis", () => {
     expect(formatDuration(4_560_000)).toBe("4.56 ms");
     expect(formatDuration(7_890_000_000)).toBe("7.89 s");
     expect(formatDuration(123_456_789)).toBe("123 ms");
-    expect(formatTime(7_268_000)).toBe("7.268000 ms");
+    expect(formatTimePrecise(7_268_000)).toBe("+7.268000 ms");
   });
 });
 

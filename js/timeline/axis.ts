@@ -1,6 +1,6 @@
 /**
  * Time axis: tick positions and labels in sensible units (ns, us, ms, s), relative to
- * the trace start, and duration formatting (pure functions, unit-tested).
+ * the trace's origin (pure functions, unit-tested). Numbers elsewhere: js/format.ts.
  */
 
 export interface Unit {
@@ -72,31 +72,4 @@ export function ticks(lo: number, hi: number, width: number, spacing = 90): Tick
     labels = values.map((t) => fmt(t, unit, decimals));
   }
   return { step, values, labels, base };
-}
-
-/** A duration with three significant digits: 850 ns, 12.3 us, 4.56 ms, 7.89 s. */
-export function formatDuration(ns: number): string {
-  const a = Math.abs(ns);
-  for (const u of UNITS) {
-    if (u.scale > 1 && a >= u.scale) {
-      const v = ns / u.scale;
-      const digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
-      return `${v.toFixed(digits)} ${u.name}`;
-    }
-  }
-  return `${Math.round(ns)} ns`;
-}
-
-/** A time since the trace start, precise to the ns when small: 12.345678 ms. */
-export function formatTime(ns: number): string {
-  const a = Math.abs(ns);
-  if (a < 1e3) return `${Math.round(ns)} ns`;
-  if (a < 1e6) return `${(ns / 1e3).toFixed(3)} us`;
-  if (a < 1e9) return `${(ns / 1e6).toFixed(6)} ms`;
-  return `${(ns / 1e9).toFixed(9)} s`;
-}
-
-/** Thousands separators for counts: 1,234,567. */
-export function formatCount(n: number): string {
-  return Math.round(n).toLocaleString("en-US");
 }

@@ -5,7 +5,8 @@
  * JupyterLab, Notebook 7 and VS Code, inside `tv.Timeline`, `tv.Dashboard` or the Traces
  * sidebar.
  */
-import { formatCount, formatDuration, formatTime, ticks } from "./axis";
+import { formatCount, formatDuration, formatTimePrecise as formatTime } from "../format";
+import { ticks } from "./axis";
 import { Colors, withAlpha } from "./colors";
 import {
   type Ctx,

@@ -10,6 +10,7 @@ from .critical_path import critical_path
 from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
 from .findings import FindingRules, findings
+from .headline import headline
 from .idle import idle_time_breakdown
 from .kernels import kernel_breakdown, kernel_duration_distribution
 from .launch import kernel_launch_stats
@@ -30,6 +31,7 @@ __all__ = [
     "efficiency",
     "findings",
     "frequent_kernel_sequences",
+    "headline",
     "idle_time_breakdown",
     "iteration_stats",
     "kernel_breakdown",

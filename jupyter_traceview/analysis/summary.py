@@ -23,6 +23,8 @@ SUMMARY_COLUMNS = {
     "gpu_activities": "int64",
     "iterations": "int64",
     "trace_span_ns": "int64",
+    "gpu_start_ns": "int64",
+    "gpu_end_ns": "int64",
     "gpu_span_ns": "int64",
     "gpu_busy_ns": "int64",
     "gpu_busy_pct": "float64",
@@ -60,8 +62,12 @@ def summary(
         Distinct ProfilerStep iterations.
     trace_span_ns : int, ns
         First event start to last event end, any kind.
+    gpu_start_ns, gpu_end_ns : int, ns
+        First start and last end of GPU work (compute, communication, memory), absolute;
+        -1 without GPU work.
     gpu_span_ns : int, ns
-        First start to last end of GPU work (compute, communication, memory); 0 without.
+        The rank's *span* (``docs/semantics.md``): ``gpu_end_ns - gpu_start_ns``; 0 without
+        GPU work.
     gpu_busy_ns : int, ns
         Time at least one GPU work activity runs (union over streams).
     gpu_busy_pct : float, %
@@ -115,6 +121,8 @@ def _summary_row(trace: Trace) -> dict[str, object]:
         "gpu_activities": len(acts),
         "iterations": len(np.unique(steps[steps >= 0])),
         "trace_span_ns": trace_span,
+        "gpu_start_ns": line.start_ns if line else -1,
+        "gpu_end_ns": line.start_ns + line.span_ns if line else -1,
         "gpu_span_ns": gpu_span,
         "gpu_busy_ns": busy,
         "gpu_busy_pct": float(pct(busy, gpu_span)),

@@ -48,6 +48,8 @@ class RankTimeline:
 
     #: First start to last end of GPU work.
     span_ns: int
+    #: First start of GPU work (absolute ns).
+    start_ns: int
     #: Time at least one work activity runs.
     busy_ns: int
     #: Time at least one compute kernel runs.
@@ -75,6 +77,7 @@ def rank_timeline(acts: Activities) -> RankTimeline | None:
     comm = acts.union(COMM)
     return RankTimeline(
         span_ns=int(e[-1] - s[0]),
+        start_ns=int(s[0]),
         busy_ns=iv.length(s, e),
         compute_ns=iv.length(*comp),
         comm_ns=iv.length(*comm),

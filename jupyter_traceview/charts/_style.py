@@ -6,16 +6,17 @@ models. Colours come from :mod:`jupyter_traceview.views.colors`, the palette the
 
 from __future__ import annotations
 
-import math
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool, TapTool
+from bokeh.models import ColumnDataSource, HoverTool, TapTool, Title
 from bokeh.plotting import figure
 from bokeh.themes import Theme as BokehTheme
 
+from .. import format as fmt
 from ..views.colors import Theme, kind_color, palette
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
     "new_figure",
     "ramp",
     "rank_colors",
+    "rate_text",
+    "time_text",
     "time_unit",
 ]
 
@@ -39,6 +42,13 @@ LINK_TAG = "traceview-link"
 
 #: (name, ns per unit), largest first: the units of time axes and durations.
 TIME_UNITS: tuple[tuple[str, float], ...] = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
+
+#: Longest title line (characters); longer titles wrap.
+TITLE_LINE_CHARS = 64
+#: Width of a title character at the theme's 13 px (generous, so that a line is never cut).
+TITLE_CHAR_PX = 8
+#: Height of a title line.
+TITLE_LINE_PX = 18
 
 _TEXT = {"light": "#1f1f1f", "dark": "#e3e3e3"}
 _MUTED = {"light": "#5f5f5f", "dark": "#a9a9a9"}
@@ -69,37 +79,28 @@ def time_unit(values: Iterable[float] | float) -> tuple[str, float]:
 
 
 def duration_text(ns: Any) -> list[str]:
-    """Durations as text in a unit fitting each value: ``["850 ns", "12.3 us", "4.56 ms"]``."""
-    out = []
-    for v in np.asarray(ns, dtype=np.float64).reshape(-1).tolist():
-        if not math.isfinite(v):
-            out.append("-")
-            continue
-        for name, scale in TIME_UNITS:
-            if abs(v) >= scale or name == "ns":
-                out.append(f"{v / scale:.3g} {name}" if name != "ns" else f"{v:.0f} ns")
-                break
-    return out
+    """Durations as text (:func:`jupyter_traceview.format.duration` of each value)."""
+    return [fmt.duration(v) for v in np.asarray(ns, dtype=np.float64).reshape(-1).tolist()]
+
+
+def time_text(rel_ns: Any) -> list[str]:
+    """Times since the trace's origin as text (:func:`jupyter_traceview.format.time`): ``+18.1 ms``."""
+    return [fmt.time(v) for v in np.asarray(rel_ns, dtype=np.float64).reshape(-1).tolist()]
 
 
 def bytes_text(n: Any) -> list[str]:
-    """Byte counts as text: ``["512 B", "1.5 KiB", "3 MiB"]``."""
-    out = []
-    for v in np.asarray(n, dtype=np.float64).reshape(-1).tolist():
-        if not math.isfinite(v):
-            out.append("-")
-            continue
-        for name, scale in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
-            if abs(v) >= scale:
-                out.append(f"{v / scale:.3g} {name}")
-                break
-        else:
-            out.append(f"{v:.0f} B")
-    return out
+    """Sizes as text (:func:`jupyter_traceview.format.size` of each value)."""
+    return [fmt.size(v) for v in np.asarray(n, dtype=np.float64).reshape(-1).tolist()]
 
 
 def pct_text(p: Any) -> list[str]:
-    return [f"{v:.1f}%" if math.isfinite(v) else "-" for v in np.asarray(p, dtype=np.float64).reshape(-1).tolist()]
+    """Percentages as text (:func:`jupyter_traceview.format.percent` of each value)."""
+    return [fmt.percent(v) for v in np.asarray(p, dtype=np.float64).reshape(-1).tolist()]
+
+
+def rate_text(gbps: Any) -> list[str]:
+    """Bandwidths in GB/s as text (:func:`jupyter_traceview.format.rate` of each value)."""
+    return [fmt.rate(v) for v in np.asarray(gbps, dtype=np.float64).reshape(-1).tolist()]
 
 
 def kind_colors(theme: Theme) -> dict[str, str]:
@@ -218,23 +219,33 @@ def new_figure(
     y_label: str | None = None,
     renderers: Sequence[Any] | None = None,
 ) -> Any:
-    """A figure with the project's defaults: stretches to the width of its container."""
+    """A figure with the project's defaults: stretches to the width of its container.
+
+    The title is never cut: a long one is wrapped onto lines of at most
+    :data:`TITLE_LINE_CHARS` characters, and the figure is never narrower than its longest
+    line.
+    """
     kw: dict[str, Any] = {}
     if x_range is not None:
         kw["x_range"] = x_range
     if y_range is not None:
         kw["y_range"] = y_range
+    lines = textwrap.wrap(title, TITLE_LINE_CHARS) or [""]
     fig = figure(
-        title=title,
-        height=height,
+        title=title if len(lines) == 1 else None,
+        height=height + TITLE_LINE_PX * (len(lines) - 1),
         sizing_mode="stretch_width",
-        min_width=280,
+        min_width=max(280, TITLE_CHAR_PX * max(len(line) for line in lines) + 24),
         tools=tools,
         toolbar_location="right",
         x_axis_type=x_axis_type,
         y_axis_type=y_axis_type,
         **kw,
     )
+    if len(lines) > 1:
+        # "above" stacks outwards: the last added is the top line.
+        for line in reversed(lines):
+            fig.add_layout(Title(text=line), "above")
     fig.toolbar.logo = None
     fig.toolbar.autohide = True
     if tooltips is not None:
@@ -288,26 +299,3 @@ def require(df: pd.DataFrame, columns: Iterable[str], builder: str) -> None:
             f"{builder}: the frame lacks column(s) {', '.join(missing)}; it has {', '.join(map(str, df.columns))} "
             "(pass the result of the matching analysis)"
         )
-
-
-def short_name(name: str, n: int = 48) -> str:
-    """A kernel name cut for an axis label: template arguments folded, ellipsis past ``n``."""
-    s = str(name)
-    if "::" not in s and "<" not in s:  # not a C++ signature ("Memcpy HtoD (Pinned -> Device)")
-        return s if len(s) <= n else s[: n - 1] + "…"
-    if s.startswith("void "):
-        s = s[5:]
-    # Fold the outermost template arguments and parameter lists: keep the readable head.
-    out = []
-    depth = 0
-    for ch in s:
-        if ch in "<(":
-            if depth == 0:
-                out.append("<…>" if ch == "<" else "(…)")
-            depth += 1
-        elif ch in ">)":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            out.append(ch)
-    head = "".join(out).strip() or s
-    return head if len(head) <= n else head[: n - 1] + "…"

@@ -266,7 +266,7 @@ def concurrency_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int =
             if m > 0 and not (pct > 0).any():
                 continue
             data[col] = pct
-            data[f"{col}_txt"] = [f"{p:.1f}% ({d})" for p, d in zip(pct, duration_text(ns), strict=True)]
+            data[f"{col}_txt"] = [f"{p} ({d})" for p, d in zip(pct_text(pct), duration_text(ns), strict=True)]
             if m == 0:
                 name, color = "Idle (0 in flight)", mix(colors["other"], fade, 0.35)
             else:

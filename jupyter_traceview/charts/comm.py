@@ -9,6 +9,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange, FixedTicker
 from bokeh.models.annotations import Legend, LegendItem
 
+from .. import format as fmt
 from ..views.colors import Theme, palette
 from ._style import (
     add_hover,
@@ -20,6 +21,7 @@ from ._style import (
     mix,
     new_figure,
     pct_text,
+    rate_text,
     require,
     time_unit,
 )
@@ -72,8 +74,8 @@ def nccl_bandwidth_chart(df: pd.DataFrame, *, theme: Theme = "light", height: in
                 "count": g["count"].to_numpy(),
                 "size": 6 + 10 * np.sqrt(g["count"].to_numpy() / max(float(d["count"].max()), 1)),
                 "mean_txt": duration_text(g["mean_ns"]) if "mean_ns" in g else ["-"] * len(g),
-                "algbw_txt": [f"{v:.3g} GB/s" for v in g["algbw_gbps"]] if "algbw_gbps" in g else ["-"] * len(g),
-                "busbw_txt": [f"{v:.3g} GB/s" for v in g["busbw_gbps"]],
+                "algbw_txt": rate_text(g["algbw_gbps"]) if "algbw_gbps" in g else [fmt.MISSING] * len(g),
+                "busbw_txt": rate_text(g["busbw_gbps"]),
             }
         )
         line = fig.line(x="x", y="y", line_color=color, line_width=1.5, line_alpha=0.7, source=src)

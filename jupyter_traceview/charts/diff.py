@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange
 
+from ..format import short_names
 from ..views.colors import Theme
-from ._style import add_hover, duration_text, empty_chart, kind_colors, mix, new_figure, require, short_name, time_unit
+from ._style import add_hover, duration_text, empty_chart, kind_colors, mix, new_figure, require, time_unit
 
 __all__ = ["trace_diff_chart"]
 
@@ -51,10 +52,17 @@ def trace_diff_chart(
     deltas = [total_a]
     statuses = [""]
     level = total_a
-    for i, (name, delta, status) in enumerate(
-        zip(head["name"].astype(str), head["total_delta_ns"].astype(float), head["status"].astype(str), strict=True)
+    short = short_names(head["name"].astype(str), 48)
+    for i, (name, label, delta, status) in enumerate(
+        zip(
+            head["name"].astype(str),
+            short,
+            head["total_delta_ns"].astype(float),
+            head["status"].astype(str),
+            strict=True,
+        )
     ):
-        labels.append(f"{i + 1}. {short_name(name, 36)}")
+        labels.append(f"{i + 1}. {label}")
         bottoms.append(min(level, level + delta))
         tops.append(max(level, level + delta))
         fills.append(colors["communication"] if delta > 0 else colors["memory"])

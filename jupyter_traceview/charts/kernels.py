@@ -12,6 +12,7 @@ from bokeh.models import ColumnDataSource, FactorRange
 from bokeh.models.annotations import Legend, LegendItem, Whisker
 from bokeh.transform import cumsum
 
+from ..format import short_names
 from ..views.colors import Theme, palette
 from ._style import (
     FONT,
@@ -24,7 +25,6 @@ from ._style import (
     new_figure,
     pct_text,
     require,
-    short_name,
     text_color,
     time_unit,
 )
@@ -133,7 +133,10 @@ def top_kernels_chart(df: pd.DataFrame, *, theme: Theme = "light", top_k: int = 
         return empty_chart(title, "No kernels in this trace")
     top = _top(df, top_k)
     colors = kind_colors(theme)
-    labels = [f"{i + 1}. {short_name(n)}" if n != "others" else "others" for i, n in enumerate(top["name"])]
+    short = short_names(top["name"].astype(str))
+    labels = [
+        f"{i + 1}. {s}" if n != "others" else "others" for i, (n, s) in enumerate(zip(top["name"], short, strict=True))
+    ]
     unit, scale = time_unit(top["sum_ns"])
     total = float(df["sum_ns"].sum())
     source = ColumnDataSource(
@@ -189,7 +192,7 @@ def kernel_duration_chart(df: pd.DataFrame, *, theme: Theme = "light", height: i
     colors = kind_colors(theme)
     d = df.assign(name=df["name"].astype(str), kernel_type=df["kernel_type"].astype(str))
     order = d.groupby("name", sort=False)["sum_ns"].sum().sort_values(ascending=False).index.tolist()
-    labels = {n: f"{i + 1}. {short_name(n)}" for i, n in enumerate(order)}
+    labels = {n: f"{i + 1}. {s}" for i, (n, s) in enumerate(zip(order, short_names(order), strict=True))}
     agg = d.groupby("name", sort=False).agg(
         kernel_type=("kernel_type", "first"),
         mean=("mean_ns", "mean"),

@@ -17,6 +17,7 @@ from bokeh.models import (
 )
 from bokeh.models.annotations import ColorBar, Legend, LegendItem
 
+from .. import format as fmt
 from ..views.colors import KINDS, Theme, palette
 from ._style import (
     add_hover,
@@ -29,7 +30,9 @@ from ._style import (
     pct_text,
     ramp,
     rank_colors,
+    rate_text,
     require,
+    time_text,
     time_unit,
 )
 
@@ -58,14 +61,21 @@ def _row_labels(df: pd.DataFrame) -> tuple[list[str], np.ndarray]:
 
 
 def utilization_heatmap_chart(
-    df: pd.DataFrame, *, kind: str = "all", theme: Theme = "light", height: int | None = None
+    df: pd.DataFrame,
+    *,
+    kind: str = "all",
+    theme: Theme = "light",
+    height: int | None = None,
+    t0_ns: int | None = None,
 ) -> Any:
     """The Nsight-style heatmap: one row per rank (and device), one cell per time bin, coloured by busy %.
 
     ``df`` is :func:`jupyter_traceview.utilization_heatmap`'s result computed with the same
     ``kind`` (``"all"``, ``"compute"``, ``"communication"``, ``"memory"`` or ``"overlap"``).
     Hovering a cell shows its rank, time window and busy share; clicking it zooms the
-    dashboard's timeline to that rank and window.
+    dashboard's timeline to that rank and window. With ``t0_ns`` (the trace's origin,
+    ``trace.t0_ns``) times are shown since that origin, as on the timeline; else since the
+    heatmap's own origin (``origin_ns``).
     """
     if kind not in HEATMAP_KINDS:
         raise ValueError(f"utilization_heatmap_chart: unknown kind {kind!r}; kinds are {', '.join(HEATMAP_KINDS)}")
@@ -78,10 +88,14 @@ def utilization_heatmap_chart(
         return empty_chart(title, "No GPU activity in this trace")
     colors = kind_colors(theme)
     color = mix(colors["communication"], colors["compute"], 0.5) if color_kind == "overlap" else colors[color_kind]
-    unit, scale = time_unit(df["bin_end_ns"])
+    same_origin = "origin_ns" not in df or df["origin_ns"].nunique() <= 1
+    shift = 0.0
+    if t0_ns is not None and same_origin and "origin_ns" in df:
+        shift = float(int(df["origin_ns"].iloc[0]) - int(t0_ns))
     labels, per_row = _row_labels(df)
-    start = df["bin_start_ns"].to_numpy(dtype=np.float64)
-    end = df["bin_end_ns"].to_numpy(dtype=np.float64)
+    start = df["bin_start_ns"].to_numpy(dtype=np.float64) + shift
+    end = df["bin_end_ns"].to_numpy(dtype=np.float64) + shift
+    unit, scale = time_unit(end)
     source = ColumnDataSource(
         {
             "x": (start + end) / 2 / scale,
@@ -90,15 +104,15 @@ def utilization_heatmap_chart(
             "busy": df["busy_pct"].to_numpy(dtype=np.float64),
             "busy_txt": pct_text(df["busy_pct"]),
             "busy_ns_txt": duration_text(df["busy_ns"]),
-            "from_txt": duration_text(start),
-            "to_txt": duration_text(end),
+            "from_txt": time_text(start),
+            "to_txt": time_text(end),
             "link_rank": df["rank"].to_numpy(),
             "link_bin": df["bin"].to_numpy(),
             "link_heatmap": [kind] * len(df),
         }
     )
     mapper = LinearColorMapper(palette=ramp(color, theme), low=0, high=100)
-    same_origin = "origin_ns" not in df or df["origin_ns"].nunique() <= 1
+    origin = "the trace's origin" if t0_ns is not None else "the first GPU activity"
     h = height or max(200, 90 + 22 * len(labels))
     fig = new_figure(
         title=title,
@@ -107,7 +121,7 @@ def utilization_heatmap_chart(
         y_range=FactorRange(factors=list(reversed(labels))),
         x_range=Range1d(start=float(start.min() / scale), end=float(end.max() / scale)),
         tools="xpan,xwheel_zoom,reset,save",
-        x_label=f"Time since {'the first GPU activity' if same_origin else 'each rank’s origin'} ({unit})",
+        x_label=f"Time since {origin if same_origin else 'each rank’s origin'} ({unit})",
     )
     r = fig.rect(
         x="x",
@@ -164,28 +178,28 @@ def _step_bins(ts: np.ndarray, values: np.ndarray, edges: np.ndarray, how: str) 
     return out
 
 
-def queue_length_chart(df: pd.DataFrame, *, theme: Theme = "light", bins: int = 600, height: int = 280) -> Any:
+def queue_length_chart(
+    df: pd.DataFrame, *, theme: Theme = "light", bins: int = 600, height: int = 280, t0_ns: int | None = None
+) -> Any:
     """Kernels queued (launched, not finished) over time: the largest queue over each rank's streams, per bin.
 
     ``df`` is ``queue_length(trace)`` (``per="time"``: ``rank``, ``stream``, ``ts_ns``,
     ``queue_length``); each rank's step functions are reduced to their maximum in ``bins``
-    time bins, so that millions of changes draw as a few hundred points per rank.
+    time bins, so that millions of changes draw as a few hundred points per rank. Times are
+    shown since ``t0_ns`` (the trace's origin) if given, else since the first launch.
     """
     title = "Queue length: kernels launched and not yet finished (max over streams)"
     require(df, ["rank", "stream", "ts_ns", "queue_length"], "queue_length_chart")
     if df.empty:
         return empty_chart(title, "No kernel launches in this trace")
-    t0 = int(df["ts_ns"].min())
-    span = max(int(df["ts_ns"].max()) - t0, 1)
-    edges = np.linspace(0, span, bins + 1)
-    unit, scale = time_unit(span)
+    t0, edges, unit, scale, origin = _time_bins(df, bins, t0_ns, "the first launch")
     ranks = sorted(set(df["rank"].tolist()))
     fig = new_figure(
         title=title,
         height=height,
         tooltips=None,
         tools="xpan,xwheel_zoom,reset,save",
-        x_label=f"Time since the first launch ({unit})",
+        x_label=f"Time since {origin} ({unit})",
         y_label="Queued kernels",
     )
     renderers = []
@@ -202,7 +216,7 @@ def queue_length_chart(df: pd.DataFrame, *, theme: Theme = "light", bins: int = 
                 "x": edges[:-1] / scale,
                 "y": y,
                 "rank": [rank] * bins,
-                "t_txt": duration_text(edges[:-1]),
+                "t_txt": time_text(edges[:-1]),
             }
         )
         r = fig.step(x="x", y="y", mode="after", line_color=color, line_width=1.5, source=src)
@@ -214,6 +228,35 @@ def queue_length_chart(df: pd.DataFrame, *, theme: Theme = "light", bins: int = 
     return fig
 
 
+def _time_bins(
+    df: pd.DataFrame, bins: int, t0_ns: int | None, fallback: str
+) -> tuple[int, np.ndarray, str, float, str]:
+    """Bin edges (ns since the origin) over ``df["ts_ns"]``: the origin, edges, unit, scale and its words."""
+    first, last = int(df["ts_ns"].min()), int(df["ts_ns"].max())
+    t0 = first if t0_ns is None else int(t0_ns)
+    edges = np.linspace(first - t0, max(last - t0, first - t0 + 1), bins + 1)
+    unit, scale = time_unit(edges[-1])
+    return t0, edges, unit, scale, ("the trace's origin" if t0_ns is not None else fallback)
+
+
+def memory_empty_message(per_kind: pd.DataFrame | None) -> str:
+    """What an empty bandwidth chart says, from the per-kind table beside it.
+
+    >>> import pandas as pd
+    >>> memory_empty_message(pd.DataFrame({"copies": [966], "unmeasured": [966]}))
+    '966 memory copies, none with a recorded size or bandwidth: no bandwidth to plot'
+    >>> memory_empty_message(None)
+    'No memory copies in this trace'
+    """
+    copies = int(per_kind["copies"].sum()) if per_kind is not None and len(per_kind) else 0
+    if copies == 0:
+        return "No memory copies in this trace"
+    unmeasured = int(per_kind["unmeasured"].sum()) if per_kind is not None and "unmeasured" in per_kind else 0
+    if unmeasured >= copies:
+        return f"{fmt.plural(copies, 'memory copy', 'memory copies')}, none with a recorded size or bandwidth: no bandwidth to plot"
+    return f"{fmt.plural(copies, 'memory copy', 'memory copies')}: no bandwidth to plot"
+
+
 def _legend(fig: Any, items: list[LegendItem]) -> None:
     legend = Legend(items=items, orientation="horizontal", location="top_left", click_policy="hide")
     if len(items) > 12:
@@ -223,27 +266,35 @@ def _legend(fig: Any, items: list[LegendItem]) -> None:
         fig.add_layout(legend, "above")
 
 
-def memory_bandwidth_chart(df: pd.DataFrame, *, theme: Theme = "light", bins: int = 600, height: int = 280) -> Any:
+def memory_bandwidth_chart(
+    df: pd.DataFrame,
+    *,
+    theme: Theme = "light",
+    bins: int = 600,
+    height: int = 280,
+    t0_ns: int | None = None,
+    per_kind: pd.DataFrame | None = None,
+) -> Any:
     """Memory copy bandwidth over time, per copy kind (HtoD, DtoH, ...), summed over ranks.
 
     ``df`` is ``memory_bandwidth(trace)`` (``per="time"``: step functions of
     ``bandwidth_gbps`` per rank and kind); shown as time-weighted means over ``bins`` bins.
+    Times are shown since ``t0_ns`` (the trace's origin) if given, else since the first copy.
+    ``per_kind`` (``memory_bandwidth(trace, per="kind")``, the table shown beside the chart)
+    words the empty state: copies without a recorded size or bandwidth are not "no copies".
     """
     title = "Memory bandwidth over time, per copy kind (sum over ranks)"
     require(df, ["rank", "kind", "ts_ns", "bandwidth_gbps"], "memory_bandwidth_chart")
     if df.empty:
-        return empty_chart(title, "No memory copies in this trace")
-    t0 = int(df["ts_ns"].min())
-    span = max(int(df["ts_ns"].max()) - t0, 1)
-    edges = np.linspace(0, span, bins + 1)
-    unit, scale = time_unit(span)
+        return empty_chart(title, memory_empty_message(per_kind))
+    t0, edges, unit, scale, origin = _time_bins(df, bins, t0_ns, "the first copy")
     names = palette()["names"][theme]
     fig = new_figure(
         title=title,
         height=height,
         tooltips=None,
         tools="xpan,xwheel_zoom,reset,save",
-        x_label=f"Time since the first copy ({unit})",
+        x_label=f"Time since {origin} ({unit})",
         y_label="Bandwidth (GB/s)",
     )
     kinds = [k for k in df["kind"].astype(str).unique().tolist()]
@@ -259,8 +310,8 @@ def memory_bandwidth_chart(df: pd.DataFrame, *, theme: Theme = "light", bins: in
                 "x": edges[:-1] / scale,
                 "y": y,
                 "kind": [kind] * bins,
-                "t_txt": duration_text(edges[:-1]),
-                "y_txt": [f"{v:.3g} GB/s" for v in y],
+                "t_txt": time_text(edges[:-1]),
+                "y_txt": rate_text(y),
             }
         )
         color = names[i % len(names)]
@@ -315,7 +366,7 @@ def timeline_overview_chart(df: pd.DataFrame, *, theme: Theme = "light", height:
         x_range=Range1d(start=start / scale, end=end / scale),
         y_range=Range1d(start=0, end=nrows),
         tools="xpan,xwheel_zoom,reset,save",
-        x_label=f"Time since the trace start ({unit})",
+        x_label=f"Time since the trace's origin ({unit})",
     )
     fig.image_rgba(image=[img], x=start / scale, y=0, dw=(end - start) / scale, dh=nrows)
     # Transparent bands carry the hover: which stream, and how busy it is over the whole trace.

@@ -11,6 +11,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from ..errors import TraceSelectionError
+from ..format import duration, headline_items, plural, ranges, time
 from .classify import Classifier
 from .rank_data import RankData, RankMeta
 from .schema import GPU_ACTIVITY_KINDS, EventKind
@@ -31,6 +32,17 @@ def set_mimebundle_hook(hook: Callable[..., dict[str, Any] | None] | None) -> No
     """Install the function that renders a Trace as a rich MIME bundle (None removes it)."""
     global _mimebundle_hook
     _mimebundle_hook = hook
+
+
+#: The headline figures of a trace (``tv.headline``), which its reprs show: set by the
+#: package root (:func:`set_headline_hook`), so that the trace model imports no analysis.
+_headline_hook: Callable[[Trace], dict[str, Any]] | None = None
+
+
+def set_headline_hook(hook: Callable[[Trace], dict[str, Any]] | None) -> None:
+    """Install the function computing a trace's headline figures for its reprs (None removes it)."""
+    global _headline_hook
+    _headline_hook = hook
 
 
 _ITERATION_COLUMNS = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
@@ -95,6 +107,8 @@ class Trace:
         self._source = source
         self._window = window
         self._cache: dict[str, Any] = {}
+        #: The origin inherited from the trace this one was narrowed from (see t0_ns).
+        self._origin: int | None = None
 
     # ------------------------------------------------------------------ primitives
     @property
@@ -139,13 +153,15 @@ class Trace:
         return {r: fn(d, *args, **kwargs) for r, d in self._data.items()}
 
     def _one(self, rank: int) -> Trace:
-        return Trace(
+        one = Trace(
             [self.rank_data(rank)],
             classifier=self._classifier,
             source=self._source,
             window=self._window,
             _classified=True,
         )
+        one._origin = getattr(self, "_origin", None)
+        return one
 
     def _rebuild(
         self,
@@ -180,7 +196,7 @@ class Trace:
     def window(self) -> tuple[int, int] | None:
         """The time range this trace was narrowed to with ``select(time_range=...)``, or None.
 
-        Events overlapping the window are kept whole; analyses clip them to it.
+        The events were clipped to it (see :meth:`select`).
         """
         return self._window
 
@@ -222,9 +238,26 @@ class Trace:
 
     @property
     def t0_ns(self) -> int:
-        """Earliest event start over all ranks (ns): the origin of relative times."""
+        """The trace's origin (absolute ns): the earliest event start over all ranks.
+
+        Every relative time the package shows counts from it: the timeline's axis, the
+        charts' axes and tooltips, the tables and the findings (``+18.1 ms`` means
+        ``t0_ns + 18_100_000``), so a time read anywhere can be given to
+        ``timeline.show_range(trace.t0_ns + a, trace.t0_ns + b)``. DataFrames keep absolute
+        ``*_ns`` times. A trace narrowed with :meth:`select` or :meth:`with_classifier`
+        keeps the origin of the trace it came from; aligning clocks (which moves the
+        times) gives a new one.
+        """
+        origin = getattr(self, "_origin", None)
+        if origin is not None:
+            return int(origin)
         starts = [s for s in self._cached("starts", lambda: self.map_ranks(_first_start)).values() if s is not None]
         return min(starts) if starts else 0
+
+    def _keep_origin(self, other: Trace) -> Trace:
+        """``other`` (a narrowing of this trace) with this trace's origin."""
+        other._origin = self.t0_ns
+        return other
 
     @property
     def iterations(self) -> pd.DataFrame:
@@ -255,10 +288,31 @@ class Trace:
     ) -> Trace:
         """A trace narrowed to some ranks, ProfilerStep iterations and/or a time range.
 
-        ``iterations`` keeps the events of those steps (GPU activities by their launch);
-        ``time_range=(start_ns, end_ns)`` (absolute ns, as in ``ts_ns``) keeps the events
-        that overlap it and records it as :attr:`window`, which analyses clip to. Unknown
-        ranks or iterations raise :class:`TraceSelectionError` listing those that exist.
+        ``iterations`` keeps the events of those steps (GPU activities by their launch).
+
+        ``time_range=(start_ns, end_ns)`` (absolute ns, as in ``ts_ns``; relative times
+        shown anywhere count from :attr:`t0_ns`) clips every event to ``[start_ns,
+        end_ns)``: an event crossing an edge keeps only its part inside (its ``ts_ns`` and
+        ``dur_ns`` change), an event entirely outside is dropped, an instant (``dur_ns``
+        0) is kept when it lies inside. Every analysis of the result therefore describes
+        exactly that window: busy time over two adjacent windows adds up to the busy time
+        over both, and no span exceeds the window. The range is kept as :attr:`window`;
+        selecting again intersects it. The origin (:attr:`t0_ns`) stays the trace's.
+
+        Unknown ranks or iterations raise :class:`TraceSelectionError` listing those that
+        exist.
+
+        Examples
+        --------
+        >>> import jupyter_traceview as tv
+        >>> trace = tv.load(tv.sample_path())
+        >>> t0 = trace.t0_ns
+        >>> part = trace.select(ranks=0, time_range=(t0 + 5_000_000, t0 + 6_000_000))
+        >>> ev = part.events(0)
+        >>> bool(ev["ts_ns"].min() >= t0 + 5_000_000), bool((ev["ts_ns"] + ev["dur_ns"]).max() <= t0 + 6_000_000)
+        (True, True)
+        >>> part.t0_ns == t0
+        True
         """
         keep = list(self.ranks)
         if ranks is not None:
@@ -282,13 +336,17 @@ class Trace:
             for s in steps:
                 if s not in available:
                     raise TraceSelectionError.unknown("iteration", s, available)
-        return self._rebuild(
-            keep, _select_rank, window=window, classifier=self._classifier, steps=steps, time_window=window
+        return self._keep_origin(
+            self._rebuild(
+                keep, _select_rank, window=window, classifier=self._classifier, steps=steps, time_window=window
+            )
         )
 
     def with_classifier(self, classifier: Classifier) -> Trace:
         """The same trace with GPU activities classified by ``classifier``."""
-        return self._rebuild(list(self.ranks), classified, window=self._window, classifier=classifier, clf=classifier)
+        return self._keep_origin(
+            self._rebuild(list(self.ranks), classified, window=self._window, classifier=classifier, clf=classifier)
+        )
 
     # ------------------------------------------------------------------ display
     def _headline(self) -> dict[str, Any]:
@@ -306,19 +364,20 @@ class Trace:
             "devices": sorted({p["device"] for p in parts if p["device"]}),
         }
 
+    def _figures(self) -> list[tuple[str, str, str]]:
+        """``tv.headline(self)`` as (label, value, hint) texts (see ``format.headline_items``)."""
+        hook = _headline_hook
+        if hook is None:
+            return [("ranks", str(len(self.ranks)), "")]
+        return headline_items(self._cached("headline_dict", lambda: hook(self)))
+
     def __repr__(self) -> str:
-        h = self._headline()
-        rank_text = _ranges(self.ranks)
-        steps = _ranges(h["iterations"]) if h["iterations"] else "none"
-        lines = [
-            f"<Trace {h['ranks']} rank{'s' if h['ranks'] != 1 else ''} [{rank_text}] from {self._source or '(memory)'}>",
-            f"  events {h['events']:,}  kernels {h['kernels']:,}  GPU activities {h['gpu_activities']:,}",
-            f"  span {_fmt_ns(h['span_ns'])}  iterations {steps}",
-        ]
-        if h["devices"]:
-            lines.append(f"  devices {', '.join(h['devices'])}")
+        n = len(self.ranks)
+        lines = [f"<Trace {plural(n, 'rank')} [{ranges(self.ranks)}] from {self._source or '(memory)'}>"]
+        lines += [f"  {label}: {value}" + (f"  ({hint})" if hint else "") for label, value, hint in self._figures()]
         if self._window:
-            lines.append(f"  window {_fmt_ns(self._window[1] - self._window[0])} from {self._window[0]:,} ns")
+            lo, hi = self._window
+            lines.append(f"  window: {time(lo - self.t0_ns)} to {time(hi - self.t0_ns)} ({duration(hi - lo)})")
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
@@ -331,22 +390,14 @@ class Trace:
         return _mimebundle_hook(self, include=include, exclude=exclude)
 
     def _repr_html_(self) -> str:
-        h = self._headline()
-        steps = _ranges(h["iterations"]) if h["iterations"] else "none"
-        cells = [
-            ("ranks", f"{h['ranks']} ({_ranges(self.ranks)})"),
-            ("events", f"{h['events']:,}"),
-            ("kernels", f"{h['kernels']:,}"),
-            ("GPU activities", f"{h['gpu_activities']:,}"),
-            ("span", _fmt_ns(h["span_ns"])),
-            ("iterations", steps),
-        ]
-        if h["devices"]:
-            cells.append(("devices", ", ".join(h["devices"])))
+        cells = self._figures()
+        if self._window:
+            lo, hi = self._window
+            cells.append(("window", f"{time(lo - self.t0_ns)} to {time(hi - self.t0_ns)}", duration(hi - lo)))
         rows = "".join(
-            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-            for k, v in cells
+            f"<tr title='{html.escape(hint, quote=True)}'><th style='text-align:left;padding-right:1em'>"
+            f"{html.escape(k)}</th><td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v, hint in cells
         )
         src = html.escape(self._source or "(memory)")
         return (
@@ -374,19 +425,55 @@ def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int
     keep = np.ones(len(ev), dtype=bool)
     if steps is not None:
         keep &= ev["step"].isin(steps).to_numpy()
+    clipped: tuple[np.ndarray, np.ndarray] | None = None
     if time_window is not None:
+        lo, hi = time_window
         ts = ev["ts_ns"].to_numpy()
         end = ts + ev["dur_ns"].to_numpy()
-        keep &= (ts < time_window[1]) & ((end > time_window[0]) | (ts == time_window[0]))
-    if keep.all():
+        instant = end == ts
+        keep &= np.where(instant, (ts >= lo) & (ts < hi), (ts < hi) & (end > lo))
+        if (ts < lo).any() or (end > hi).any():
+            clipped = (np.maximum(ts, lo), np.minimum(end, hi))
+    if keep.all() and clipped is None:
         return d
+    events = ev
     eids = ev["eid"].to_numpy()[keep]
+    gpu_args = d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True)
+    if clipped is not None:
+        events = ev.copy(deep=False)
+        old_dur = ev["dur_ns"].to_numpy()
+        new_dur = clipped[1] - clipped[0]
+        events["ts_ns"] = clipped[0].astype(ev["ts_ns"].dtype, copy=False)
+        events["dur_ns"] = new_dur.astype(ev["dur_ns"].dtype, copy=False)
+        gpu_args = _prorate_bytes(gpu_args, ev["eid"].to_numpy()[keep], old_dur[keep], new_dur[keep])
     return RankData(
         meta=d.meta,
-        events=ev.loc[keep].reset_index(drop=True),
-        gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
+        events=events.loc[keep].reset_index(drop=True),
+        gpu_args=gpu_args,
         comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
     )
+
+
+def _prorate_bytes(gpu_args: pd.DataFrame, eid: np.ndarray, old_dur: np.ndarray, new_dur: np.ndarray) -> pd.DataFrame:
+    """A clipped copy keeps the bytes of its part inside: ``bytes * new_dur / old_dur``.
+
+    Its recorded bandwidth (a rate) is unchanged; copies not clipped keep their bytes.
+    """
+    if "bytes" not in gpu_args.columns or not len(gpu_args):
+        return gpu_args
+    cut = np.flatnonzero(new_dur < old_dur)
+    if not len(cut):
+        return gpu_args
+    frac = dict(zip(eid[cut].tolist(), (new_dur[cut] / old_dur[cut]).tolist(), strict=True))
+    ga_eid = gpu_args["eid"].to_numpy()
+    f = np.array([frac.get(e, 1.0) for e in ga_eid.tolist()], dtype=np.float64)
+    b = gpu_args["bytes"].to_numpy()
+    changed = (f < 1.0) & (b >= 0)
+    if not changed.any():
+        return gpu_args
+    out = gpu_args.copy(deep=False)
+    out["bytes"] = np.where(changed, np.rint(b * f), b).astype(b.dtype, copy=False)
+    return out
 
 
 def _only(trace: Trace) -> RankData:
@@ -475,27 +562,6 @@ def _rank_iterations(trace: Trace) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- formatting
-def _ranges(values: Iterable[int]) -> str:
-    """'0-7, 9' for [0..7, 9]."""
-    vals = sorted(set(int(v) for v in values))
-    if not vals:
-        return ""
-    parts = []
-    start = prev = vals[0]
-    for v in vals[1:]:
-        if v == prev + 1:
-            prev = v
-            continue
-        parts.append(f"{start}-{prev}" if prev > start else f"{start}")
-        start = prev = v
-    parts.append(f"{start}-{prev}" if prev > start else f"{start}")
-    return ", ".join(parts)
-
-
-def _fmt_ns(ns: int | float) -> str:
-    """A duration in human units: 850 ns, 12.3 us, 4.56 ms, 7.89 s."""
-    ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
+# Aliases kept for modules not yet moved to jupyter_traceview.format (remove with their last use).
+_ranges = ranges
+_fmt_ns = duration

@@ -255,6 +255,7 @@ class TraceviewMagics(Magics):
         self, session: recording.ProfileSession, outcome: recording.RunOutcome | None, args: Any, cell: str
     ) -> None:
         """Load the saved trace, write the run record, bind ``-o``, show the result."""
+        from ..analysis.headline import headline
         from ..analysis.summary import summary
         from ..loading import loader
         from ..widgets.display import show, summary_line
@@ -272,11 +273,13 @@ class TraceviewMagics(Magics):
             except TraceviewError as exc:
                 load_error = str(exc)
         if outcome.rank == 0:
-            rows = steps = None
+            rows = figures = None
             if trace is not None:
                 rows = summary(trace).to_dict("records")
-                steps = trace.iterations.to_dict("records")
-            record = recording.run_record(outcome, source=cell, summary_rows=rows, steps=steps, load_error=load_error)
+                figures = headline(trace)
+            record = recording.run_record(
+                outcome, source=cell, summary_rows=rows, headline=figures, load_error=load_error
+            )
             try:
                 recording.write_json_atomic(outcome.run_dir / recording.RUN_RECORD, record)
             except OSError as exc:

@@ -511,23 +511,13 @@ def run_record(
     *,
     source: str,
     summary_rows: Sequence[Mapping[str, Any]] | None,
-    steps: Sequence[Mapping[str, Any]] | None,
+    headline: Mapping[str, Any] | None,
     load_error: str | None = None,
 ) -> dict[str, Any]:
-    """The run record (``.traceview-run.json``) of ``outcome``; see ``docs/runs.md``."""
-    headline: dict[str, Any] | None = None
-    if summary_rows is not None:
-        durs = sorted(int(s["dur_ns"]) for s in steps or [])
-        busy = [r["gpu_busy_pct"] for r in summary_rows if r["gpu_busy_pct"] == r["gpu_busy_pct"]]
-        headline = {
-            "ranks": len(summary_rows),
-            "iterations": max((int(r["iterations"]) for r in summary_rows), default=0),
-            "step_median_ns": durs[len(durs) // 2] if durs else None,
-            "events": sum(int(r["events"]) for r in summary_rows),
-            "cpu_ops": sum(int(r["cpu_ops"]) for r in summary_rows),
-            "kernels": sum(int(r["kernels"]) for r in summary_rows),
-            "gpu_busy_pct": round(sum(busy) / len(busy), 3) if busy else None,
-        }
+    """The run record (``.traceview-run.json``) of ``outcome``; see ``docs/runs.md``.
+
+    ``headline`` is ``tv.headline(trace)`` of the loaded trace (None if none was loaded).
+    """
     options = asdict(outcome.options)
     options["out"] = str(outcome.options.out)
     return {
@@ -551,7 +541,7 @@ def run_record(
         "files": [p.name for p in outcome.rank_files],
         "torch_version": outcome.torch_version,
         "traceview_version": __version__,
-        "headline": headline,
+        "headline": dict(headline) if headline is not None else None,
         "summary": [dict(r) for r in summary_rows] if summary_rows is not None else None,
         "load_error": load_error,
     }

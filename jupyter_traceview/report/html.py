@@ -16,15 +16,15 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import format as fmt
 from .._version import __version__
 from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
 from ..errors import TraceviewError
-from ..model.trace import Trace, _fmt_ns
+from ..model.trace import Trace
 from ..views.colors import Theme
 
 __all__ = ["render_report", "write_report"]
@@ -159,7 +159,8 @@ def render_report(
     ]
     nav = "".join(f'<a href="#{i}">{html.escape(label)}</a>' for i, label in labels)
     headline = "".join(
-        f'<span class="tvr-chip"><span>{html.escape(f["label"])}</span> {html.escape(f["value"])}</span>'
+        f'<span class="tvr-chip" title="{html.escape(f["hint"])}"><span>{html.escape(f["label"])}</span> '
+        f"{html.escape(f['value'])}</span>"
         for f in payload["headline"]
     )
     created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -228,40 +229,11 @@ def _findings(findings: list[dict[str, Any]]) -> str:
 
 
 def _evidence_value(key: str, value: Any) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith("_ns"):
-        return _fmt_ns(float(value))
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "-"
-        return f"{value:.1f}%" if key.endswith("_pct") else f"{value:.4g}"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value[:20]) + (" …" if len(value) > 20 else "")
-    return str(value)
+    return fmt.evidence(key, value)
 
 
-def _cell(value: Any, fmt: str) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    try:
-        if fmt == "duration":
-            return _fmt_ns(float(value))
-        if fmt == "pct":
-            return f"{float(value):.1f}%"
-        if fmt == "int":
-            return f"{int(value):,}"
-        if fmt == "float":
-            return f"{float(value):.3g}"
-        if fmt == "gbps":
-            return f"{float(value):.3g} GB/s"
-        if fmt == "bytes":
-            v = float(value)
-            for name, scale in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
-                if abs(v) >= scale:
-                    return f"{v / scale:.3g} {name}"
-            return f"{v:.0f} B"
-    except (TypeError, ValueError):
-        pass
-    return str(value)
+def _cell(value: Any, kind: str) -> str:
+    return fmt.cell(value, kind)
 
 
 def _table(t: dict[str, Any]) -> str:
@@ -272,7 +244,7 @@ def _table(t: dict[str, Any]) -> str:
     rows = "".join(
         "<tr>"
         + "".join(
-            f'<td class="{"tvr-num" if c["format"] != "text" else ""}">{html.escape(_cell(v, c["format"]))}</td>'
+            f'<td class="{"tvr-num" if c["format"] != "text" else "tvr-text"}">{html.escape(_cell(v, c["format"]))}</td>'
             for v, c in zip(r, cols, strict=True)
         )
         + "</tr>"
@@ -292,9 +264,7 @@ def _table(t: dict[str, Any]) -> str:
 
 
 def _ranges(values: list[int]) -> str:
-    from ..model.trace import _ranges as ranges
-
-    return ranges(values)
+    return fmt.ranges(values)
 
 
 _CSS = """
@@ -336,7 +306,7 @@ code { font-size: 12px; }
 .tvr-low .tvr-severity, .tvr-info .tvr-severity { color: var(--muted); }
 .tvr-evidence { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; font-size: 12px; }
 .tvr-evidence dt { color: var(--muted); }
-.tvr-evidence dd { margin: 0; }
+.tvr-evidence dd { margin: 0; overflow-wrap: anywhere; }
 .tvr-charts { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 12px; margin: 12px 0; }
 .tvr-chart { min-height: 120px; }
 .tvr-chart.tvr-wide { grid-column: 1 / -1; }
@@ -344,6 +314,7 @@ code { font-size: 12px; }
 .tvr-table-wrap { overflow-x: auto; max-height: 420px; overflow-y: auto; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { padding: 3px 8px; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
+td.tvr-text { white-space: normal; overflow-wrap: anywhere; min-width: 12em; max-width: 60em; }
 th { position: sticky; top: 0; background: var(--bg); }
 .tvr-num { text-align: right; font-variant-numeric: tabular-nums; }
 footer { padding: 12px 24px; color: var(--muted); font-size: 12px; }

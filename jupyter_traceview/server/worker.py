@@ -110,33 +110,16 @@ def _clean(value: Any) -> Any:
 
 
 def headline_figures(trace: Any) -> dict[str, Any]:
-    """The figures the Traces list shows for a trace.
+    """The figures the Traces list shows for a trace: ``tv.headline(trace)`` without ``source``.
 
-    ``ranks``, ``iterations`` (most ProfilerStep iterations of a rank), ``events`` and
-    ``kernels`` (summed over ranks); ``gpu`` (whether any rank has GPU work); ``span_ns``
-    (the longest GPU span of a rank, or the longest trace span without GPU work);
-    ``gpu_busy_pct``, ``idle_pct``, ``exposed_comm_pct`` (means over the ranks with GPU
-    work, ``None`` without any), as in :func:`jupyter_traceview.summary`.
+    (The run's entry carries its own path, relative to the server root; the trace's
+    absolute source path stays on the server.) Keys and units: docs/semantics.md,
+    "Headline figures".
     """
-    import warnings
+    from ..analysis import headline
 
-    from .. import analysis
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        s = analysis.summary(trace)
-    gpu = bool(len(s)) and bool((s["gpu_span_ns"] > 0).any())
-    span_col = "gpu_span_ns" if gpu else "trace_span_ns"
-    figures: dict[str, Any] = {
-        "ranks": len(trace.ranks),
-        "iterations": int(s["iterations"].max()) if len(s) else 0,
-        "events": int(s["events"].sum()),
-        "kernels": int(s["kernels"].sum()),
-        "gpu": gpu,
-        "span_ns": int(s[span_col].max()) if len(s) else 0,
-    }
-    for col in ("gpu_busy_pct", "idle_pct", "exposed_comm_pct"):
-        figures[col] = _clean(float(s[col].mean())) if col in s.columns and s[col].notna().any() else None
+    figures = headline(trace)
+    figures.pop("source", None)
     return figures
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.headline import headline
 from ..analysis.summary import summary
-from ..model.trace import Trace, _fmt_ns
+from ..format import headline_items
+from ..model.trace import Trace
 
 __all__ = ["show", "summary_line", "trace_mimebundle"]
 
@@ -89,26 +91,26 @@ def _in_kernel() -> bool:
     return ip is not None and getattr(ip, "kernel", None) is not None
 
 
+#: The headline items (``format.headline_items``) the one-line summary shows, in order.
+SUMMARY_LINE_ITEMS = ("ranks", "job span", "trace span", "GPU busy", "iterations", "median step", "kernels", "events")
+
+
 def summary_line(trace: Trace) -> str:
-    """One line of headline figures: ranks, iterations, median step time, events, kernels, GPU busy.
+    """One line of the headline (``tv.headline``): ranks, span, GPU busy, iterations, median step, counts.
+
+    The same texts as every other surface (``format.headline_items``).
 
     >>> import jupyter_traceview as tv
     >>> summary_line(tv.load(tv.sample_path()))  # doctest: +ELLIPSIS
-    '8 ranks · 1 iteration (median 1... ms) · ... events · ... kernels · GPU busy ...%'
+    'ranks 8 (0-7) · job span 19.7 ms · GPU busy 45.5% · iterations 1 (step #10) · median step 19.9 ms · kernels 2,104 · events 19,789'
     """
-    table = summary(trace)
-    its = trace.iterations
-    n_it = len(set(its["step"].tolist())) if len(its) else 0
-    parts = [f"{len(trace.ranks)} rank{'s' if len(trace.ranks) != 1 else ''}"]
-    it_text = f"{n_it} iteration{'s' if n_it != 1 else ''}"
-    if n_it:
-        it_text += f" (median {_fmt_ns(float(its['dur_ns'].median()))})"
-    parts.append(it_text)
-    parts.append(f"{int(table['events'].sum()):,} events")
-    parts.append(f"{int(table['kernels'].sum()):,} kernels")
-    busy = table["gpu_busy_pct"].dropna()
-    if len(busy):
-        parts.append(f"GPU busy {float(busy.mean()):.1f}%")
+    items = {label: (value, hint) for label, value, hint in headline_items(headline(trace))}
+    parts = []
+    for label in SUMMARY_LINE_ITEMS:
+        if label not in items:
+            continue
+        value, hint = items[label]
+        parts.append(f"{label} {value}" + (f" ({hint})" if label == "iterations" else ""))
     return " · ".join(parts)
 
 
