@@ -36,6 +36,7 @@ __all__ = [
     "count",
     "duration",
     "evidence",
+    "evidence_label",
     "headline_items",
     "kind_of_key",
     "percent",
@@ -448,6 +449,15 @@ def cell(value: Any, kind: str) -> str:
     if kind == "float":
         return _sig3(v) if not float(v).is_integer() else count(v)
     return str(value)
+
+
+def evidence_label(key: str) -> str:
+    """The header of an evidence value: its key without the unit suffix the cells carry.
+
+    >>> evidence_label("gap_ns"), evidence_label("host_wait_pct"), evidence_label("worst_rank")
+    ('gap', 'host wait', 'worst rank')
+    """
+    return re.sub(r"_(ns|pct|bytes|gbps)$", "", key).replace("_", " ")
 
 
 def evidence(key: str, value: Any) -> str:

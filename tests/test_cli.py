@@ -85,7 +85,7 @@ def test_findings_text(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "8 rank(s), 7 finding(s)" in out
     assert "1. [high] Ranks wait for late peers in collectives" in out
-    assert "   collective_wait: 11.1 ms at stake (56.2% of the elapsed time); ranks 0-7" in out
+    assert "   collective_wait: 11.1 ms at stake (56.2% of the job span); ranks 0-7" in out
     assert "Rule: " in out and "More: tv." in out
 
 

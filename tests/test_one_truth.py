@@ -21,6 +21,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview import format as fmt
+from jupyter_traceview.analysis.headline import HEADLINE_KEYS
 from tests.conftest import KINETO_FOLDERS
 
 TRACES = {
@@ -51,7 +52,7 @@ def _items(name: str) -> list[tuple[str, str]]:
 def test_headline_is_json_ready_and_consistent(name: str) -> None:
     h = _headline(name)
     assert json.loads(json.dumps(h, allow_nan=False)) == h  # no NaN, only JSON types
-    assert set(h) == set(tv.analysis.headline.HEADLINE_KEYS)
+    assert set(h) == set(HEADLINE_KEYS)
     per_rank = tv.headline(_trace(name), per_rank=True)
     assert h["ranks"] == len(per_rank) and h["kernels"] == int(per_rank["kernels"].sum())
     assert h["events"] == int(per_rank["events"].sum())

@@ -64,6 +64,14 @@ export function formatEvidence(key: string, value: unknown): string {
   return String(value);
 }
 
+/**
+ * The header of an evidence value: its key without the unit suffix, which the formatted
+ * cells carry themselves ("gap_ns" -> "gap", its cells "387 us"; format.py `evidence_label`).
+ */
+export function evidenceLabel(key: string): string {
+  return key.replace(/_(ns|pct|bytes|gbps)$/, "").replaceAll("_", " ");
+}
+
 /** Ranks as ranges: [0,1,2,3,5] -> "0-3, 5". */
 export function formatRanks(ranks: number[]): string {
   return formatRanges(ranks);

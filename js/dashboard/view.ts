@@ -10,7 +10,7 @@ import { type StateModel, LocalModel, type Invoke, type InvokeOptions } from "..
 import { readTheme } from "../timeline/theme";
 import { TimelineView } from "../timeline/view";
 import { type BokehJS, type Embedded, embed, linkFields, linkSources, loadBokeh } from "./bokeh";
-import { formatCell, formatEvidence, formatOfKey, formatRanks } from "./format";
+import { evidenceLabel, formatCell, formatEvidence, formatOfKey, formatRanks } from "./format";
 import type {
   Chart,
   DashboardPayload,
@@ -416,7 +416,7 @@ export class DashboardView {
       if (Array.isArray(v) && v.length && typeof v[0] === "object" && v[0] !== null && !Array.isArray(v[0]))
         continue;
       const tr = el("tr", "", kv);
-      el("th", "", tr, k.replaceAll("_", " "));
+      el("th", "", tr, evidenceLabel(k));
       el("td", "", tr, formatEvidence(k, v));
     }
     // Lists of records (per_rank, kernels, ...) as tables.
@@ -434,7 +434,7 @@ export class DashboardView {
       el("div", "tvd-evidence-title", parent, k.replaceAll("_", " "));
       const t = el("table", "tvd-table tvd-compact", parent);
       const hr = el("tr", "", el("thead", "", t));
-      for (const key of keys) el("th", "", hr, key.replaceAll("_", " "));
+      for (const key of keys) el("th", "", hr, evidenceLabel(key));
       const body = el("tbody", "", t);
       for (const r of rows.slice(0, 64)) {
         const tr = el("tr", "", body);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type BkModel, type BkSource, LINK_TAG, linkFields, linkSources } from "../dashboard/bokeh";
-import { formatCell, formatEvidence, formatOfKey, formatRanks } from "../dashboard/format";
+import { evidenceLabel, formatCell, formatEvidence, formatOfKey, formatRanks } from "../dashboard/format";
 import { formatBytes } from "../format";
 import { invokerOf } from "../dashboard/view";
 import type { DashboardSource } from "../dashboard/protocol";
@@ -84,6 +84,10 @@ describe("cell and evidence formats", () => {
     expect(formatEvidence("count", 1234)).toBe("1,234");
     expect(formatEvidence("seq", -1)).toBe(""); // a placeholder, not data
     expect(formatEvidence("seq", 7)).toBe("7");
+    // Headers drop the unit suffix: the cells carry the unit they show.
+    expect(evidenceLabel("gap_ns")).toBe("gap");
+    expect(evidenceLabel("host_wait_pct")).toBe("host wait");
+    expect(evidenceLabel("worst_rank")).toBe("worst rank");
     expect(formatEvidence("ranks", [0, 1])).toBe("0, 1");
     expect(formatEvidence("grid", [[8, 1, 1]])).toBe("8 × 1 × 1");
   });

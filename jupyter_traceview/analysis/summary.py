@@ -23,8 +23,6 @@ SUMMARY_COLUMNS = {
     "gpu_activities": "int64",
     "iterations": "int64",
     "trace_span_ns": "int64",
-    "gpu_start_ns": "int64",
-    "gpu_end_ns": "int64",
     "gpu_span_ns": "int64",
     "gpu_busy_ns": "int64",
     "gpu_busy_pct": "float64",
@@ -35,6 +33,8 @@ SUMMARY_COLUMNS = {
     "overlap_pct": "float64",
     "exposed_comm_ns": "int64",
     "exposed_comm_pct": "float64",
+    "gpu_start_ns": "int64",
+    "gpu_end_ns": "int64",
 }
 
 
@@ -62,9 +62,6 @@ def summary(
         Distinct ProfilerStep iterations.
     trace_span_ns : int, ns
         First event start to last event end, any kind.
-    gpu_start_ns, gpu_end_ns : int, ns
-        First start and last end of GPU work (compute, communication, memory), absolute;
-        -1 without GPU work.
     gpu_span_ns : int, ns
         The rank's *span* (``docs/semantics.md``): ``gpu_end_ns - gpu_start_ns``; 0 without
         GPU work.
@@ -89,6 +86,9 @@ def summary(
     exposed_comm_pct : float, %
         ``exposed_comm_ns`` as % of ``gpu_span_ns``: the share of the GPU timeline spent
         only communicating; NaN without GPU work.
+    gpu_start_ns, gpu_end_ns : int, ns
+        First start and last end of GPU work (compute, communication, memory), absolute;
+        -1 without GPU work.
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     rows = list(trace.map_ranks(_summary_row).values())

@@ -212,7 +212,8 @@ def _findings(findings: list[dict[str, Any]]) -> str:
         where = f"rank {ranks[0]}" if len(ranks) == 1 else (f"ranks {_ranges(ranks)}" if ranks else "")
         evidence = f.get("evidence") or {}
         ev = "".join(
-            f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(_evidence_value(k, v))}</dd>" for k, v in evidence.items()
+            f"<dt>{html.escape(fmt.evidence_label(str(k)))}</dt><dd>{html.escape(_evidence_value(k, v))}</dd>"
+            for k, v in evidence.items()
         )
         out.append(
             f'<li class="tvr-finding tvr-{html.escape(str(f.get("severity", "info")))}">'

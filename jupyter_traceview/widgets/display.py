@@ -91,8 +91,10 @@ def _in_kernel() -> bool:
     return ip is not None and getattr(ip, "kernel", None) is not None
 
 
-#: The headline items (``format.headline_items``) the one-line summary shows, in order.
-SUMMARY_LINE_ITEMS = ("ranks", "job span", "trace span", "GPU busy", "iterations", "median step", "kernels", "events")
+#: The headline items (``format.headline_items``) the one-line summary shows (in their order).
+SUMMARY_LINE_ITEMS = frozenset(
+    {"ranks", "job span", "trace span", "GPU busy", "iterations", "median step", "events", "kernels"}
+)
 
 
 def summary_line(trace: Trace) -> str:
@@ -102,15 +104,13 @@ def summary_line(trace: Trace) -> str:
 
     >>> import jupyter_traceview as tv
     >>> summary_line(tv.load(tv.sample_path()))  # doctest: +ELLIPSIS
-    'ranks 8 (0-7) · job span 19.7 ms · GPU busy 45.5% · iterations 1 (step #10) · median step 19.9 ms · kernels 2,104 · events 19,789'
+    'ranks 8 (0-7) · job span 19.7 ms · GPU busy 45.5% · iterations 1 (step #10) · median step 19.9 ms · events 19,789 · kernels 2,104'
     """
-    items = {label: (value, hint) for label, value, hint in headline_items(headline(trace))}
-    parts = []
-    for label in SUMMARY_LINE_ITEMS:
-        if label not in items:
-            continue
-        value, hint = items[label]
-        parts.append(f"{label} {value}" + (f" ({hint})" if label == "iterations" else ""))
+    parts = [
+        f"{label} {value}" + (f" ({hint})" if label == "iterations" else "")
+        for label, value, hint in headline_items(headline(trace))
+        if label in SUMMARY_LINE_ITEMS
+    ]
     return " · ".join(parts)
 
 

@@ -12,7 +12,17 @@ from jupyter_traceview.cli import main
 from tests.analysis.tiny import US, load, timeline_events
 from tests.conftest import KINETO_FOLDERS
 
-NEW = ["idle_pct", "compute_ns", "compute_pct", "comm_ns", "overlap_pct", "exposed_comm_ns", "exposed_comm_pct"]
+NEW = [
+    "idle_pct",
+    "compute_ns",
+    "compute_pct",
+    "comm_ns",
+    "overlap_pct",
+    "exposed_comm_ns",
+    "exposed_comm_pct",
+    "gpu_start_ns",
+    "gpu_end_ns",
+]
 OLD = [
     "rank",
     "events",

@@ -229,4 +229,4 @@ def test_time_units_and_texts() -> None:
     assert time_unit([500]) == ("ns", 1.0)
     assert time_unit([1_500]) == ("us", 1e3)
     assert time_unit([2_000_000_000]) == ("s", 1e9)
-    assert duration_text([850, 12_300, 4_560_000, np.nan]) == ["850 ns", "12.3 us", "4.56 ms", "-"]
+    assert duration_text([850, 12_300, 4_560_000, np.nan]) == ["850 ns", "12.3 us", "4.56 ms", "–"]
