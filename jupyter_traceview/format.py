@@ -365,6 +365,7 @@ def _drop_last_arguments(s: str, n: int) -> str:
             parts.append(args[start:i].strip())
             start = i + 1
     parts.append(args[start:].strip())
+    shorter = s
     while len(parts) > 1:
         parts.pop()
         shorter = f"{head}<{', '.join(parts)}, …>"

@@ -25,7 +25,9 @@ export interface DashboardPayload {
   source: string;
   title: string;
   ranks: number[];
+  /** The trace's origin (absolute ns, as a string: exact); every relative time counts from it. */
   t0_ns: string;
+  /** Last event end after t0_ns, ns: the timeline's width. */
   span_ns: number;
   tabs: { id: string; label: string }[];
   headline: Figure[];

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool, TapTool, Title
+from bokeh.models import ColumnDataSource, HoverTool, TapTool
+from bokeh.models.annotations import Title
 from bokeh.plotting import figure
 from bokeh.themes import Theme as BokehTheme
 

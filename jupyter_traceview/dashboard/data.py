@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import format as fmt
 from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
-from ..model.trace import Trace, _fmt_ns, _ranges
+from ..model.trace import Trace
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
@@ -111,6 +112,11 @@ class DashboardData:
         return [(t.id, t.label) for t in TABS if self.baseline is not None or not t.needs_baseline]
 
     @property
+    def headline(self) -> dict[str, Any]:
+        """``tv.headline(trace)``: the header's and the Overview's figures (computed once, kept with the trace)."""
+        return self.trace._headline()
+
+    @property
     def t0_ns(self) -> int:
         """Origin of the relative times the front end speaks (the trace's first event)."""
         return int(self.trace.t0_ns)
@@ -160,24 +166,14 @@ class DashboardData:
         """What the dashboard needs to open: no analysis runs (see docs/frontend.md)."""
         import bokeh
 
-        h = self.trace._headline()
-        its = h["iterations"]
-        figures = [
-            figure_("ranks", f"{h['ranks']} ({_ranges(self.trace.ranks)})" if h["ranks"] > 1 else str(h["ranks"])),
-            figure_("span", _fmt_ns(h["span_ns"])),
-            figure_("events", f"{h['events']:,}"),
-            figure_("kernels", f"{h['kernels']:,}"),
-            figure_("iterations", _ranges(its) if its else "none"),
-        ]
-        if h["devices"]:
-            figures.append(figure_("devices", ", ".join(h["devices"])))
+        figures = [figure_(label, value, hint) for label, value, hint in fmt.headline_items(self.headline)]
         return {
             "protocol": PROTOCOL,
             "source": self.trace.source or "(memory)",
             "title": Path(self.trace.source).name if self.trace.source else "trace",
             "ranks": list(self.trace.ranks),
             "t0_ns": str(self.t0_ns),
-            "span_ns": int(h["span_ns"]),
+            "span_ns": int(self.trace._extent_ns()),
             "tabs": [{"id": i, "label": label} for i, label in self.tabs],
             "headline": figures,
             "bokeh_version": bokeh.__version__,

@@ -357,26 +357,22 @@ class Trace:
 
     # ------------------------------------------------------------------ display
     def _headline(self) -> dict[str, Any]:
-        parts = list(self._cached("headline", lambda: self.map_ranks(_rank_headline)).values())
-        starts = [p["start"] for p in parts if p["start"] is not None]
-        ends = [p["end"] for p in parts if p["end"] is not None]
-        its = self.iterations
-        return {
-            "ranks": len(parts),
-            "events": sum(p["events"] for p in parts),
-            "kernels": sum(p["kernels"] for p in parts),
-            "gpu_activities": sum(p["gpu_activities"] for p in parts),
-            "span_ns": (max(ends) - min(starts)) if starts else 0,
-            "iterations": sorted(set(its["step"].tolist())) if len(its) else [],
-            "devices": sorted({p["device"] for p in parts if p["device"]}),
-        }
+        """``tv.headline(self)`` (installed by the package root), computed once; a copy."""
+        hook = _headline_hook
+        if hook is None:
+            raise RuntimeError("no headline function installed: import jupyter_traceview")
+        return dict(self._cached("headline_dict", lambda: hook(self)))
+
+    def _extent_ns(self) -> int:
+        """Last event end over all ranks minus :attr:`t0_ns`: the width of the timeline."""
+        ends = [e for e in self._cached("ends", lambda: self.map_ranks(_last_end)).values() if e is not None]
+        return max(ends) - self.t0_ns if ends else 0
 
     def _figures(self) -> list[tuple[str, str, str]]:
         """``tv.headline(self)`` as (label, value, hint) texts (see ``format.headline_items``)."""
-        hook = _headline_hook
-        if hook is None:
+        if _headline_hook is None:
             return [("ranks", str(len(self.ranks)), "")]
-        return headline_items(self._cached("headline_dict", lambda: hook(self)))
+        return headline_items(self._headline())
 
     def __repr__(self) -> str:
         n = len(self.ranks)
@@ -526,22 +522,9 @@ def _metadata_row(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _rank_headline(trace: Trace) -> dict[str, Any]:
-    d = _only(trace)
-    kinds = d.events["kind"]
-    start = end = None
-    if len(d.events):
-        ts = d.events["ts_ns"].to_numpy()
-        start, end = int(ts[0]), int((ts + d.events["dur_ns"].to_numpy()).max())
-    props = d.meta.device_properties
-    return {
-        "events": len(d.events),
-        "kernels": int((kinds == EventKind.KERNEL.value).sum()),
-        "gpu_activities": int(kinds.isin(_ACTIVITY).sum()),
-        "start": start,
-        "end": end,
-        "device": str(props[0].get("name", "")) if props else "",
-    }
+def _last_end(trace: Trace) -> int | None:
+    ev = _only(trace).events
+    return int((ev["ts_ns"].to_numpy() + ev["dur_ns"].to_numpy()).max()) if len(ev) else None
 
 
 def _rank_iterations(trace: Trace) -> pd.DataFrame:
@@ -567,9 +550,3 @@ def _rank_iterations(trace: Trace) -> pd.DataFrame:
     g.insert(0, "rank", d.meta.rank)
     g["dur_ns"] = g["end_ns"] - g["start_ns"]
     return g
-
-
-# ---------------------------------------------------------------------- formatting
-# Aliases kept for modules not yet moved to jupyter_traceview.format (remove with their last use).
-_ranges = ranges
-_fmt_ns = duration

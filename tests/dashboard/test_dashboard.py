@@ -12,7 +12,7 @@ from jupyter_traceview.dashboard import data as dd
 from jupyter_traceview.dashboard.commands import answer
 from jupyter_traceview.dashboard.data import DashboardData, timeline_overview, to_json
 from jupyter_traceview.errors import TraceSelectionError
-from jupyter_traceview.model.trace import _fmt_ns
+from jupyter_traceview.format import duration
 from jupyter_traceview.widgets import dashboard as dashboard_module
 from jupyter_traceview.widgets import timeline as timeline_module
 from tests import kineto_builder as kb
@@ -96,13 +96,13 @@ def test_tables_carry_units_and_top_rows(data: DashboardData, dlrm: tv.Trace) ->
     assert sums == sorted(sums, reverse=True)
     total = int(tv.kernel_breakdown(dlrm, top_k=None)["sum_ns"].sum())
     figure = next(f for f in out["figures"] if f["label"] == "kernel time")
-    assert figure["value"] == _fmt_ns(total)
+    assert figure["value"] == duration(total)
 
 
 def test_breakdown_follows_a_time_range(data: DashboardData, dlrm: tv.Trace) -> None:
     full = data.tab("breakdown")
     assert full["range"] is None
-    span = int(dlrm._headline()["span_ns"])
+    span = dlrm._extent_ns()
     lo, hi = dlrm.t0_ns + span // 4, dlrm.t0_ns + span // 2
     part = data.tab("breakdown", time_range=(lo, hi))
     assert part["range"] == [float(lo - dlrm.t0_ns), float(hi - dlrm.t0_ns)]

@@ -70,11 +70,14 @@ class Context:
             if f is not None
         }
         self.gpu_ranks = sorted(self.facts)
+        #: The trace's origin: relative times in the findings count from it, as everywhere.
+        self.t0 = int(trace.t0_ns)
         if self.gpu_ranks:
-            self.t0 = min(f["gpu_start_ns"] for f in self.facts.values())
-            self.elapsed_ns = max(f["gpu_end_ns"] for f in self.facts.values()) - self.t0
+            start = min(f["gpu_start_ns"] for f in self.facts.values())
+            #: The job span (docs/semantics.md): first GPU work on any rank to last.
+            self.elapsed_ns = max(f["gpu_end_ns"] for f in self.facts.values()) - start
         else:
-            self.t0, self.elapsed_ns = 0, 0
+            self.elapsed_ns = 0
 
     def get(self, key: str, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:

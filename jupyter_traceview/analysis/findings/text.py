@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...model.trace import _fmt_ns, _ranges
+from ... import format as fmt
 
 __all__ = ["amount", "fmt_bytes", "fmt_ns", "fmt_pct", "on_rank", "ordinal", "ranks_text", "short"]
 
 
 def fmt_ns(ns: float) -> str:
-    """A duration in ns, in the unit that reads best."""
-    return _fmt_ns(ns)
+    """A duration in ns (:func:`jupyter_traceview.format.duration`)."""
+    return fmt.duration(ns)
 
 
 def fmt_pct(x: float) -> str:
-    """A share in %, one decimal."""
-    return f"{x:.1f}%"
+    """A share in % (:func:`jupyter_traceview.format.percent`)."""
+    return fmt.percent(x)
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
     """ "rank 3" or "ranks 0-2, 5"."""
     rs = sorted(set(int(r) for r in ranks))
-    return f"rank {rs[0]}" if len(rs) == 1 else f"ranks {_ranges(rs)}"
+    return f"rank {rs[0]}" if len(rs) == 1 else f"ranks {fmt.ranges(rs)}"
 
 
 def amount(named: Iterable[int], worst: int, amount: str) -> str:
@@ -36,16 +36,13 @@ def on_rank(named: Iterable[int], worst: int) -> str:
 
 
 def short(name: str, n: int = 60) -> str:
-    """A name cut to n characters."""
-    return name if len(name) <= n else name[: n - 3] + "..."
+    """A kernel or operator name shortened to n characters, kernels kept apart (:func:`jupyter_traceview.format.short_name`)."""
+    return fmt.short_name(name, n)
 
 
 def fmt_bytes(n: int) -> str:
     """A size in bytes, in binary units with the exact count."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit} ({n:,} bytes)"
-    return f"{n:,} bytes"
+    return f"{fmt.size(n)} ({n:,} bytes)" if n >= 1024 else f"{n:,} bytes"
 
 
 def ordinal(n: int) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...model.trace import _fmt_ns
-from .builder import Column, TabBuilder, charts, figure_, pct, table
+from ... import format as fmt
+from .builder import Column, TabBuilder, charts, figure_, table
 
 
 def build(b: TabBuilder) -> None:
@@ -17,17 +17,19 @@ def build(b: TabBuilder) -> None:
             b.figures.append(
                 figure_(
                     "range",
-                    _fmt_ns(hi - lo),
-                    f"{_fmt_ns(lo - data.t0_ns)} → {_fmt_ns(hi - data.t0_ns)} from the trace start",
+                    fmt.duration(hi - lo),
+                    f"{fmt.time(lo - data.t0_ns)} → {fmt.time(hi - data.t0_ns)} (since the trace's origin)",
                 )
             )
         if len(t):
-            b.figures.append(figure_("compute", pct(float(t["compute_pct"].mean())), "mean over ranks"))
+            b.figures.append(figure_("compute", fmt.percent(float(t["compute_pct"].mean())), "mean over ranks"))
             b.figures.append(
-                figure_("non-compute", pct(float(t["non_compute_pct"].mean())), "communication and memory")
+                figure_("non-compute", fmt.percent(float(t["non_compute_pct"].mean())), "communication and memory")
             )
             b.figures.append(
-                figure_("idle", pct(float(t["idle_pct"].mean())), "GPU idle between its first and last activity")
+                figure_(
+                    "idle", fmt.percent(float(t["idle_pct"].mean())), "GPU idle between its first and last activity"
+                )
             )
         b.tables.append(
             table(

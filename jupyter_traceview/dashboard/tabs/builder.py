@@ -24,7 +24,6 @@ __all__ = [
     "charts",
     "clean",
     "figure_",
-    "pct",
     "table",
 ]
 
@@ -41,6 +40,9 @@ class Source(Protocol):
 
     @property
     def t0_ns(self) -> int: ...
+
+    @property
+    def headline(self) -> dict[str, Any]: ...
 
     def frame(self, name: str, *, time_range: tuple[int, int] | None = None, **kw: Any) -> pd.DataFrame: ...
 
@@ -101,10 +103,6 @@ def table(table_id: str, title: str, df: pd.DataFrame, columns: list[Column], *,
 def figure_(label: str, value: str, hint: str = "", tone: Literal["", "good", "warn", "bad"] = "") -> dict:
     """A headline figure: a label, its value as text, what it means, and a tone for colouring."""
     return {"label": label, "value": value, "hint": hint, "tone": tone}
-
-
-def pct(x: float) -> str:
-    return f"{x:.1f}%" if math.isfinite(x) else "-"
 
 
 def charts() -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...model.trace import _fmt_ns
+from ... import format as fmt
 from .builder import Column, TabBuilder, charts, figure_, table
 
 
@@ -20,7 +20,9 @@ def build(b: TabBuilder) -> None:
                     f"{calls['collective'].nunique()} kinds over {calls['rank'].nunique()} ranks",
                 )
             )
-            b.figures.append(figure_("time in collectives", _fmt_ns(float(calls["dur_ns"].sum())), "summed over ranks"))
+            b.figures.append(
+                figure_("time in collectives", fmt.duration(float(calls["dur_ns"].sum())), "summed over ranks")
+            )
         b.tables.append(
             table(
                 "nccl",
@@ -56,6 +58,7 @@ def build(b: TabBuilder) -> None:
                 b.frame("utilization_heatmap", bins=b.data.heatmap_bins, kind="communication"),
                 kind="communication",
                 theme=b.theme,
+                t0_ns=b.data.t0_ns,
             ),
         ),
     )

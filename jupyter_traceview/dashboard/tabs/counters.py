@@ -45,11 +45,20 @@ def build(b: TabBuilder) -> None:
     b.step("counters", tables)
     b.step(
         "queue length",
-        lambda: b.chart("queue_length", lambda: c.queue_length_chart(b.frame("queue_length"), theme=b.theme)),
+        lambda: b.chart(
+            "queue_length",
+            lambda: c.queue_length_chart(b.frame("queue_length"), theme=b.theme, t0_ns=b.data.t0_ns),
+        ),
     )
     b.step(
         "memory bandwidth",
         lambda: b.chart(
-            "memory_bandwidth", lambda: c.memory_bandwidth_chart(b.frame("memory_bandwidth"), theme=b.theme)
+            "memory_bandwidth",
+            lambda: c.memory_bandwidth_chart(
+                b.frame("memory_bandwidth"),
+                theme=b.theme,
+                t0_ns=b.data.t0_ns,
+                per_kind=b.frame("memory_bandwidth", per="kind"),
+            ),
         ),
     )

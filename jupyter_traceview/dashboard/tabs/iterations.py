@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...model.trace import _fmt_ns, _ranges
+from ... import format as fmt
 from .builder import Column, TabBuilder, charts, figure_, table
 
 
@@ -12,12 +12,16 @@ def build(b: TabBuilder) -> None:
     def tables() -> None:
         st = b.frame("iteration_stats")
         if len(st):
-            per_step = st.groupby("step")["duration_ns"].max()
-            b.figures.append(figure_("iterations", f"{len(per_step)}", f"steps {_ranges(per_step.index.tolist())}"))
-            b.figures.append(figure_("median step", _fmt_ns(float(per_step.median())), "slowest rank of each step"))
+            h = b.data.headline
+            items = {label: (value, hint) for label, value, hint in fmt.headline_items(h)}
+            for label in ("iterations", "median step"):
+                if label in items:
+                    b.figures.append(figure_(label, *items[label]))
             spread = st.groupby("step")["duration_ns"].agg(lambda s: s.max() - s.min())
             b.figures.append(
-                figure_("rank spread", _fmt_ns(float(spread.median())), "median over steps of slowest − fastest rank")
+                figure_(
+                    "rank spread", fmt.duration(float(spread.median())), "median over steps of slowest − fastest rank"
+                )
             )
         else:
             b.notes.append(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.trace import _fmt_ns
+from ... import format as fmt
 from .builder import Column, TabBuilder, charts, figure_, table
 
 
@@ -30,7 +30,7 @@ def build(b: TabBuilder) -> None:
         total = float(g["sum_ns"].sum())
         g["share_pct"] = 100 * g["sum_ns"] / total if total > 0 else np.nan
         b.figures.append(figure_("kernels", f"{int(g['count'].sum()):,}", f"{len(g):,} distinct names"))
-        b.figures.append(figure_("kernel time", _fmt_ns(total), "summed over ranks and streams"))
+        b.figures.append(figure_("kernel time", fmt.duration(total), "summed over ranks and streams"))
         b.tables.append(
             table(
                 "kernels",

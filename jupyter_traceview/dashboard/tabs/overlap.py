@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...model.trace import _fmt_ns
-from .builder import Column, TabBuilder, charts, figure_, pct, table
+from ... import format as fmt
+from .builder import Column, TabBuilder, charts, figure_, table
 
 
 def build(b: TabBuilder) -> None:
@@ -17,10 +17,10 @@ def build(b: TabBuilder) -> None:
         o = b.frame("comm_comp_overlap")
         if len(o):
             b.figures.append(
-                figure_("communication overlapped", pct(float(o["overlap_pct"].mean())), "mean over ranks")
+                figure_("communication overlapped", fmt.percent(float(o["overlap_pct"].mean())), "mean over ranks")
             )
             b.figures.append(
-                figure_("exposed communication", _fmt_ns(float(o["exposed_comm_ns"].mean())), "mean per rank")
+                figure_("exposed communication", fmt.duration(float(o["exposed_comm_ns"].mean())), "mean per rank")
             )
         b.tables.append(
             table(
@@ -49,7 +49,7 @@ def build(b: TabBuilder) -> None:
     def heatmap(kind: str) -> Callable[[], None]:
         def build() -> Any:
             return c.utilization_heatmap_chart(
-                b.frame("utilization_heatmap", bins=bins, kind=kind), kind=kind, theme=b.theme
+                b.frame("utilization_heatmap", bins=bins, kind=kind), kind=kind, theme=b.theme, t0_ns=b.data.t0_ns
             )
 
         return lambda: b.chart(f"heatmap_{kind}", build)

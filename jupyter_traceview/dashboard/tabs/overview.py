@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
-import pandas as pd
-
-from ...model.trace import _fmt_ns, _ranges
-from .builder import TabBuilder, charts, clean, figure_, pct
+from ... import format as fmt
+from .builder import TabBuilder, charts, clean, figure_
 
 
 def build(b: TabBuilder) -> None:
@@ -15,62 +14,24 @@ def build(b: TabBuilder) -> None:
     c = charts()
 
     def figures() -> None:
-        s = b.frame("summary")
+        h = data.headline
+        tones = {
+            "GPU busy": _tone(h["gpu_busy_pct"], 80, 50),
+            "exposed communication": _tone(h["exposed_comm_pct"], 10, 30, low_is_good=True),
+        }
+        for label, value, hint in fmt.headline_items(h):
+            b.figures.append(figure_(label, value, hint, tones.get(label, "")))
         eff = b.frame("efficiency")
-        its = b.frame("iterations")
-        meta = data.trace.metadata
-        devices = sorted({str(d) for d in meta.get("device_name", pd.Series(dtype=str)) if d})
-        n = len(data.trace.ranks)
-        b.figures.append(
-            figure_("ranks", f"{n}" + (f" × {devices[0]}" if len(devices) == 1 else ""), _ranges(data.trace.ranks))
-        )
-        if len(eff) and math.isfinite(float(eff["elapsed_ns"].iloc[0])) and int(eff["elapsed_ns"].iloc[0]) > 0:
-            b.figures.append(
-                figure_("GPU elapsed", _fmt_ns(int(eff["elapsed_ns"].iloc[0])), "first GPU work to last, all ranks")
-            )
-        if len(its):
-            steps = sorted(set(its["step"].tolist()))
-            per_step = its.groupby("step")["dur_ns"].max()
-            b.figures.append(
-                figure_(
-                    "iterations",
-                    f"{len(steps)} · median {_fmt_ns(float(per_step.median()))}",
-                    f"steps {_ranges(steps)}; a step lasts as long as its slowest rank",
-                )
-            )
-        busy = s["gpu_busy_pct"].dropna() if "gpu_busy_pct" in s else pd.Series(dtype=float)
-        if len(busy):
-            mean = float(busy.mean())
-            b.figures.append(
-                figure_(
-                    "GPU busy",
-                    pct(mean),
-                    f"mean over ranks ({pct(float(busy.min()))} … {pct(float(busy.max()))})",
-                    "good" if mean >= 80 else ("warn" if mean >= 50 else "bad"),
-                )
-            )
-            comp = float(s["compute_pct"].mean())
-            b.figures.append(figure_("compute", pct(comp), "share of the GPU span with a compute kernel running"))
-            exposed = float(s["exposed_comm_pct"].mean())
-            b.figures.append(
-                figure_(
-                    "exposed communication",
-                    pct(exposed),
-                    "communication with nothing else running (mean over ranks)",
-                    "bad" if exposed >= 30 else ("warn" if exposed >= 10 else "good"),
-                )
-            )
         if len(eff) and math.isfinite(float(eff["parallel_efficiency_pct"].iloc[0])):
             pe = float(eff["parallel_efficiency_pct"].iloc[0])
             b.figures.append(
                 figure_(
                     "parallel efficiency",
-                    pct(pe),
+                    fmt.percent(pe),
                     "load balance × communication × orchestration",
-                    "good" if pe >= 70 else ("warn" if pe >= 40 else "bad"),
+                    _tone(pe, 70, 40),
                 )
             )
-        b.figures.append(figure_("events", f"{int(s['events'].sum()):,}", f"{int(s['kernels'].sum()):,} kernels"))
 
     def findings() -> None:
         f = b.frame("findings")
@@ -78,7 +39,7 @@ def build(b: TabBuilder) -> None:
         for r in f.to_dict(orient="records"):
             item = {k: clean(v) for k, v in r.items()}
             item["stake"] = (
-                f"{_fmt_ns(r['time_at_stake_ns'])} at stake ({r['time_at_stake_pct']:.1f}% of the elapsed time)"
+                f"{fmt.duration(r['time_at_stake_ns'])} at stake ({fmt.percent(r['time_at_stake_pct'])} of the job span)"
                 if r["severity"] != "info" and r["time_at_stake_ns"] > 0
                 else ""
             )
@@ -92,7 +53,10 @@ def build(b: TabBuilder) -> None:
         lambda: b.chart(
             "heatmap_all",
             lambda: c.utilization_heatmap_chart(
-                b.frame("utilization_heatmap", bins=data.heatmap_bins, kind="all"), kind="all", theme=b.theme
+                b.frame("utilization_heatmap", bins=data.heatmap_bins, kind="all"),
+                kind="all",
+                theme=b.theme,
+                t0_ns=data.t0_ns,
             ),
         ),
     )
@@ -106,3 +70,14 @@ def build(b: TabBuilder) -> None:
             "temporal", lambda: c.temporal_breakdown_chart(b.frame("temporal_breakdown"), theme=b.theme), wide=False
         ),
     )
+
+
+def _tone(
+    value: float | None, good: float, warn: float, *, low_is_good: bool = False
+) -> Literal["", "good", "warn", "bad"]:
+    """Colour of a share: good from ``good``, warning from ``warn`` (the other way round if ``low_is_good``)."""
+    if value is None:
+        return ""
+    if low_is_good:
+        return "good" if value < good else ("warn" if value < warn else "bad")
+    return "good" if value >= good else ("warn" if value >= warn else "bad")

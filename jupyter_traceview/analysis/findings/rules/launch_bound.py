@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .... import format as fmt
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import amount, fmt_ns, fmt_pct, ranks_text, short
@@ -72,8 +73,8 @@ def launch_bound(ctx: Context, r: LaunchBoundThresholds) -> list[Finding]:
     where = ""
     if gap is not None:
         where = (
-            f"; the longest gap is {fmt_ns(gap['gap_ns'])} at +{fmt_ns(gap['start_ns'] - ctx.t0)} (from the first GPU "
-            f"work), before {short(gap['next_activity'])} on stream {gap['stream']}"
+            f"; the longest gap is {fmt_ns(gap['gap_ns'])} at {fmt.time(gap['start_ns'] - ctx.t0)} (from the trace's "
+            f"origin), before {short(gap['next_activity'])} on stream {gap['stream']}"
         )
     bound = (
         wrow.get("launch_bound_pct", 0.0) >= r.launch_bound_min_pct
