@@ -45,11 +45,16 @@ def scoped(
     ranks: Iterable[int] | int | None = None,
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
+    clip: bool = True,
 ) -> Trace:
-    """The trace narrowed as the analysis' scoping keywords ask (unchanged if none)."""
+    """The trace narrowed as the analysis' scoping keywords ask (unchanged if none).
+
+    ``clip=False`` keeps the events overlapping ``time_range`` whole (for analyses
+    documented to count whole events, such as ``kernel_launch_stats``).
+    """
     if ranks is None and iterations is None and time_range is None:
         return trace
-    return trace.select(ranks=ranks, iterations=iterations, time_range=time_range)
+    return trace.select(ranks=ranks, iterations=iterations, time_range=time_range, _clip=clip)
 
 
 def gpu_activities(trace: Trace, rank: int, *, classes: Iterable[str] | None = None) -> pd.DataFrame:

@@ -306,7 +306,7 @@ def kernel_launch_stats(
     if outlier_rule not in ("fixed", "tukey"):
         raise ValueError(f"outlier_rule must be 'fixed' or 'tukey', got {outlier_rule!r}")
     no_gpu = ranks_without_gpu(trace, ranks)
-    trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range, clip=False)
     options = (per, short_kernel_ns, runtime_outlier_ns, launch_delay_outlier_ns, outlier_rule, tukey_k)
     parts = [p for p in trace.map_ranks(_launch_rank, *options).values() if p is not None]
     if no_gpu:

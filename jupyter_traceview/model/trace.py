@@ -292,6 +292,7 @@ class Trace:
         ranks: Iterable[int] | int | None = None,
         iterations: Iterable[int] | int | None = None,
         time_range: tuple[int, int] | None = None,
+        _clip: bool = True,
     ) -> Trace:
         """A trace narrowed to some ranks, ProfilerStep iterations and/or a time range.
 
@@ -307,7 +308,8 @@ class Trace:
         selecting again intersects it. The origin (:attr:`t0_ns`) stays the trace's.
 
         Unknown ranks or iterations raise :class:`TraceSelectionError` listing those that
-        exist.
+        exist. (``_clip=False``, for the analyses documented to count whole events, keeps the
+        events overlapping the window unclipped.)
 
         Examples
         --------
@@ -345,7 +347,13 @@ class Trace:
                     raise TraceSelectionError.unknown("iteration", s, available)
         return self._keep_origin(
             self._rebuild(
-                keep, _select_rank, window=window, classifier=self._classifier, steps=steps, time_window=window
+                keep,
+                _select_rank,
+                window=window,
+                classifier=self._classifier,
+                steps=steps,
+                time_window=window,
+                clip=_clip,
             )
         )
 
@@ -423,7 +431,9 @@ def classified(d: RankData, clf: Classifier) -> RankData:
     return dataclasses.replace(d, events=ev)
 
 
-def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int, int] | None) -> RankData:
+def _select_rank(
+    d: RankData, *, steps: list[int] | None, time_window: tuple[int, int] | None, clip: bool = True
+) -> RankData:
     ev = d.events
     keep = np.ones(len(ev), dtype=bool)
     if steps is not None:
@@ -435,7 +445,7 @@ def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int
         end = ts + ev["dur_ns"].to_numpy()
         instant = end == ts
         keep &= np.where(instant, (ts >= lo) & (ts < hi), (ts < hi) & (end > lo))
-        if (ts < lo).any() or (end > hi).any():
+        if clip and ((ts < lo).any() or (end > hi).any()):
             clipped = (np.maximum(ts, lo), np.minimum(end, hi))
     if keep.all() and clipped is None:
         return d
