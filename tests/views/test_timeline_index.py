@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import jupyter_traceview as tv
 from jupyter_traceview.model import intervals as iv
 from jupyter_traceview.views.colors import kind_code, kind_of
-from jupyter_traceview.views.timeline import coordinator, rank_index
+from jupyter_traceview.views.timeline import coordinator
 from jupyter_traceview.views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex, Window, compile_pattern
 from tests import kineto_builder as kb
 from tests.conftest import KINETO_FOLDERS

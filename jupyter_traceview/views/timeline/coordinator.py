@@ -19,9 +19,9 @@ import numpy as np
 from ...errors import TraceSelectionError
 from ...model.trace import Trace
 from ..colors import KINDS, name_color_index
-from .binning import NO_KIND, RowWindow, _Binned, _bin_batch, _Coverage, _Starts
+from .binning import RowWindow, _bin_batch, _Binned, _Coverage, _Starts
 from .layout import LaneInfo, RowInfo, RowType
-from .rank_index import _LocalParts, _PartWindow, _parts_of, _RankInfo
+from .rank_index import _LocalParts, _parts_of, _PartWindow, _RankInfo
 
 __all__ = ["LevelOfDetail", "TimelineIndex", "Window", "compile_pattern"]
 
@@ -41,7 +41,6 @@ class LevelOfDetail:
     def __post_init__(self) -> None:
         if not self.raw_events_per_px > 0:
             raise ValueError(f"LevelOfDetail.raw_events_per_px must be > 0, got {self.raw_events_per_px}")
-
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,6 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern, re.IGNORECASE)
     except re.error:
         return re.compile(re.escape(pattern), re.IGNORECASE)
-
 
 
 class EventColumn:

@@ -48,7 +48,7 @@ from .coordinator import (
     Window,
     compile_pattern,
 )
-from .layout import LaneInfo, RowInfo, RowType
+from .layout import LaneInfo, RowInfo
 from .rank_index import RankIndex, build_rank_index
 
 __all__ = [

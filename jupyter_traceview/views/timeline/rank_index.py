@@ -27,8 +27,8 @@ from ..colors import KINDS, kind_code, kind_codes, name_color_index
 from .binning import (
     NO_KIND,
     RowWindow,
-    _Binned,
     _bin_batch,
+    _Binned,
     _Coverage,
     _coverage_of,
     _grid_points,
@@ -67,7 +67,6 @@ class _Summary:
     #: starts (sorted) of the events summarised, their index in the event arrays (same order)
     starts: _Starts
     positions: np.ndarray
-
 
 
 @dataclass(frozen=True)
