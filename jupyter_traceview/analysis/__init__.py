@@ -6,6 +6,7 @@ from .annotations import user_annotation_breakdown
 from .concurrency import concurrency, kernel_overlap_stats
 from .counter_trace import write_counters_trace
 from .counters import memory_bandwidth, queue_length
+from .cpu_ops import cpu_op_breakdown
 from .critical_path import critical_path
 from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
@@ -26,6 +27,7 @@ __all__ = [
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",
+    "cpu_op_breakdown",
     "critical_path",
     "efficiency",
     "findings",
