@@ -14,6 +14,7 @@ from typing import Any
 from ._version import __version__
 from .analysis import (
     FindingRules,
+    call_tree,
     collective_calls,
     comm_comp_overlap,
     concurrency,
@@ -70,6 +71,7 @@ __all__ = [
     "TraceviewWarning",
     "__version__",
     "align_clocks",
+    "call_tree",
     "clear_cache",
     "clock_alignment",
     "collective_calls",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .annotations import user_annotation_breakdown
+from .call_tree import call_tree
 from .concurrency import concurrency, kernel_overlap_stats
 from .counter_trace import write_counters_trace
 from .counters import memory_bandwidth, queue_length
@@ -24,6 +25,7 @@ from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
     "FindingRules",
+    "call_tree",
     "collective_calls",
     "comm_comp_overlap",
     "concurrency",

@@ -52,6 +52,9 @@ class HostRanges:
     end: np.ndarray
     dur: np.ndarray
     self_ns: np.ndarray
+    #: Time with none of the range's children open (``dur`` minus the union of the
+    #: children): ``self_ns`` where children do not overlap, never negative.
+    exclusive_ns: np.ndarray
     parent: np.ndarray
     kind: np.ndarray  # str per range
     name_codes: np.ndarray
@@ -108,6 +111,7 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     has = parent >= 0
     if has.any():
         np.add.at(child_sum, parent[has], dur[has])
+    exclusive = dur - _children_cover(parent, r_ts, r_end)
     kind = np.asarray(ev["kind"].to_numpy()[rows], dtype=object).astype(str) if n else np.empty(0, dtype=str)
     return HostRanges(
         ev=ev,
@@ -116,8 +120,34 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
         end=r_end,
         dur=dur,
         self_ns=dur - child_sum,
+        exclusive_ns=exclusive,
         parent=parent,
         kind=kind,
         name_codes=ev["name"].cat.codes.to_numpy().astype(np.int64)[rows],
         names=np.asarray(ev["name"].cat.categories, dtype=object),
     )
+
+
+def _children_cover(parent: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per range, the length of the union of its children's intervals.
+
+    Children of one parent can overlap only where ranges nest improperly (a
+    ``ProfilerStep#N`` range starting inside ``profiler.step()``'s Python frame and outliving
+    it); torch's self time then goes negative, the union does not.
+    """
+    n = len(parent)
+    cover = np.zeros(n, dtype=np.int64)
+    kids = np.flatnonzero(parent >= 0)
+    if not len(kids):
+        return cover
+    o = np.lexsort((ts[kids], parent[kids]))
+    k = kids[o]
+    p, s, e = parent[k], ts[k], end[k]
+    # Running max of the ends of earlier siblings (per parent), shifted by one.
+    run = pd.Series(e).groupby(p).cummax().to_numpy()
+    prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
+    first = np.concatenate(([True], p[1:] != p[:-1]))
+    prev[first] = np.iinfo(np.int64).min
+    part = np.maximum(e - np.maximum(s, prev), 0)
+    np.add.at(cover, p, part)
+    return cover

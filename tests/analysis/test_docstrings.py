@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-MODULES = ["temporal", "idle", "kernels", "summary", "cpu_ops"]
+MODULES = ["temporal", "idle", "kernels", "summary", "cpu_ops", "call_tree"]
 
 
 @pytest.mark.parametrize("name", MODULES)
