@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ._style import LINK_TAG, bokeh_theme, duration_text, time_unit
 from .breakdown import comm_comp_overlap_chart, concurrency_chart, idle_breakdown_chart, temporal_breakdown_chart
+from .call_tree import call_tree_chart
 from .comm import nccl_bandwidth_chart, stragglers_chart
 from .diff import trace_diff_chart
 from .efficiency import efficiency_chart, iteration_chart
@@ -40,6 +41,7 @@ __all__ = [
     "HEATMAP_KINDS",
     "LINK_TAG",
     "bokeh_theme",
+    "call_tree_chart",
     "comm_comp_overlap_chart",
     "concurrency_chart",
     "duration_text",
