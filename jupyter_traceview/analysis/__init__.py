@@ -12,6 +12,7 @@ from .critical_path import critical_path
 from .diff import trace_diff
 from .efficiency import efficiency, iteration_stats
 from .findings import FindingRules, findings
+from .host_syncs import host_syncs
 from .idle import idle_time_breakdown
 from .kernels import kernel_breakdown, kernel_duration_distribution
 from .launch import kernel_launch_stats
@@ -21,6 +22,7 @@ from .operators import frequent_kernel_sequences, op_kernels
 from .stragglers import stragglers
 from .summary import summary
 from .temporal import comm_comp_overlap, temporal_breakdown
+from .threads import thread_activity
 from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "efficiency",
     "findings",
     "frequent_kernel_sequences",
+    "host_syncs",
     "idle_time_breakdown",
     "iteration_stats",
     "kernel_breakdown",
@@ -49,6 +52,7 @@ __all__ = [
     "stragglers",
     "summary",
     "temporal_breakdown",
+    "thread_activity",
     "trace_diff",
     "user_annotation_breakdown",
     "utilization_heatmap",

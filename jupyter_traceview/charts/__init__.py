@@ -29,6 +29,7 @@ from .comm import nccl_bandwidth_chart, stragglers_chart
 from .diff import trace_diff_chart
 from .efficiency import efficiency_chart, iteration_chart
 from .kernels import kernel_duration_chart, kernel_type_chart, top_kernels_chart
+from .threads import thread_activity_chart
 from .timeseries import (
     HEATMAP_KINDS,
     memory_bandwidth_chart,
@@ -55,6 +56,7 @@ __all__ = [
     "queue_length_chart",
     "stragglers_chart",
     "temporal_breakdown_chart",
+    "thread_activity_chart",
     "time_unit",
     "timeline_overview_chart",
     "top_kernels_chart",

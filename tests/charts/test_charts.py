@@ -37,6 +37,7 @@ BUILDERS: dict[str, Callable[[tv.Trace], pd.DataFrame]] = {
     "memory_bandwidth_chart": lambda t: tv.memory_bandwidth(t),
     "timeline_overview_chart": lambda t: timeline_overview(t, bins=100),
     "call_tree_chart": lambda t: tv.call_tree(t, ranks=0),
+    "thread_activity_chart": lambda t: tv.thread_activity(t, ranks=0),
 }
 
 #: Charts whose rows link to the timeline, and their target.
