@@ -7,6 +7,7 @@ of :mod:`.operators`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Literal
 
@@ -23,7 +24,7 @@ from .operators import GPU_WORK_KINDS, _RankLinks
 
 __all__ = ["cpu_op_breakdown"]
 
-BY = ("name", "stack")
+BY = ("name", "shape", "stack")
 #: Name torch's ``key_averages`` gives every ``ProfilerStep#N`` range.
 STEP_KEY = "ProfilerStep*"
 #: Separator of the frames in the ``stack`` column (innermost first).
@@ -52,9 +53,8 @@ CPU_OP_COLUMNS = {
 def _columns(by: str) -> dict[str, str]:
     if by == "name":
         return CPU_OP_COLUMNS
-    cols = dict(CPU_OP_COLUMNS)
-    items = list(cols.items())
-    return dict([*items[:2], (by, "str"), *items[2:]])
+    items = list(CPU_OP_COLUMNS.items())
+    return dict([*items[:2], ("input_shapes" if by == "shape" else by, "str"), *items[2:]])
 
 
 def cpu_op_breakdown(
@@ -63,7 +63,7 @@ def cpu_op_breakdown(
     ranks: Iterable[int] | int | None = None,
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
-    by: Literal["name", "stack"] = "name",
+    by: Literal["name", "shape", "stack"] = "name",
     kinds: Iterable[str] = (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value),
     stack_depth: int = 5,
 ) -> pd.DataFrame:
@@ -82,8 +82,11 @@ def cpu_op_breakdown(
     trace : Trace
     ranks, iterations, time_range
         Scope (see :meth:`Trace.select`). With ``time_range`` calls are clipped to it.
-    by : {"name", "stack"}, default "name"
-        ``"name"``: one row per (rank, name); ``"stack"``: one row per (rank, name, Python
+    by : {"name", "shape", "stack"}, default "name"
+        ``"name"``: one row per (rank, name); ``"shape"``: one row per (rank, name, input
+        shapes), the shapes as torch's ``key_averages(group_by_input_shape=True)`` prints them
+        (``[[4, 3, 16, 16], [8], []]``; ``[]`` when not recorded, as torch: traces without
+        ``record_shapes=True``, annotations and Python frames); ``"stack"``: one row per (rank, name, Python
         stack), the stack being the ``stack_depth`` innermost Python frames
         (``python_function`` events, recorded with ``with_stack=True``) enclosing the call,
         innermost first (torch's ``key_averages(group_by_stack_n=...)``). Calls with no
@@ -100,7 +103,8 @@ def cpu_op_breakdown(
     pandas.DataFrame
         One row per (rank, name[, stack]), sorted by rank, then ``self_ns`` descending, then name:
 
-        ``rank`` (int); ``name`` (str); ``stack`` (str, with ``by="stack"``): frame names
+        ``rank`` (int); ``name`` (str); ``input_shapes`` (str, with ``by="shape"``);
+        ``stack`` (str, with ``by="stack"``): frame names
         joined by ``" <- "``, innermost first; ``kind`` (str): ``cpu_op``,
         ``user_annotation`` or ``python_function``; ``calls`` (int); ``total_ns`` (int, ns):
         summed durations; ``self_ns`` (int, ns): summed self times; ``mean_ns``, ``min_ns``,
@@ -205,6 +209,33 @@ def _stacks(h: HostRanges, depth: int) -> np.ndarray:
     return np.array([STACK_SEP.join(f) for f in frames], dtype=object)
 
 
+def _shapes(op_args: pd.DataFrame, eids: np.ndarray) -> np.ndarray:
+    """Input shapes of the events ``eids`` as torch prints them ("[]" where not recorded)."""
+    out = np.full(len(eids), "[]", dtype=object)
+    if op_args.empty or not len(eids):
+        return out
+    dims = op_args["input_dims"]
+    # Normalised once per distinct text: JSON re-dumped with torch's ", " separators.
+    texts = np.array([_torch_shapes(str(c)) for c in dims.cat.categories] + ["[]"], dtype=object)
+    codes = dims.cat.codes.to_numpy().astype(np.int64)
+    pos = pd.Index(op_args["eid"].to_numpy()).get_indexer(eids)
+    ok = pos >= 0
+    out[ok] = texts[codes[pos[ok]]]
+    return out
+
+
+def _torch_shapes(text: str) -> str:
+    """Kineto's ``Input Dims`` text as torch's ``input_shapes``: a tensor list's shapes are
+    recorded in the trace but shown by torch as ``[]``."""
+    try:
+        dims = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(dims, list):
+        return text
+    return json.dumps([d if isinstance(d, list) and all(not isinstance(x, list) for x in d) else [] for d in dims])
+
+
 def _rank_breakdown(
     trace: Trace, rank: int, window: tuple[int, int] | None, *, by: str, kinds: list[str], stack_depth: int
 ) -> pd.DataFrame | None:
@@ -236,6 +267,9 @@ def _rank_breakdown(
     if by == "stack":
         frame["stack"] = _stacks(h, stack_depth)[sel]
         keys = ["name", "stack", "kind"]
+    elif by == "shape":
+        frame["input_shapes"] = _shapes(trace.rank_data(rank).op_args, frame["eid"].to_numpy())
+        keys = ["name", "input_shapes", "kind"]
     frame = frame.sort_values(["ts", "eid"], kind="stable")
     g = frame.groupby(keys, sort=False, observed=True)
     out = g.agg(

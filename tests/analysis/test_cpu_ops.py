@@ -135,3 +135,20 @@ def test_equals_key_averages(variant: str) -> None:
     ops = tv.cpu_op_breakdown(trace).set_index("name")
     assert (ops["self_ns"] == got["self_ns"].reindex(ops.index)).all()
     assert {"aten::mkldnn_convolution", "aten::item", "aten::_local_scalar_dense"} <= set(ops.index)
+
+
+@pytest.mark.parametrize("variant", ["shapes", "stack"])
+def test_by_shape_equals_key_averages_by_input_shape(variant: str) -> None:
+    """Per (name, input shapes): calls, self and total time as key_averages(group_by_input_shape=True)."""
+    trace = tv.load(TORCH_CPU / variant / f"{variant}.pt.trace.json.gz", cache=False)
+    ref = {(r["name"], r["input_shapes"]): r for r in _reference(variant)["by_shape"]}
+    got = tv.cpu_op_breakdown(trace, by="shape", kinds=["cpu_op", "user_annotation", "python_function"])
+    got = got.set_index(["name", "input_shapes"])
+    assert set(got.index) == set(ref)
+    for key, r in ref.items():
+        g = got.loc[key]
+        assert g.calls == r["count"], key
+        assert g.total_ns / US == pytest.approx(r["cpu_time_total_us"], rel=0.01, abs=0.002), key
+        assert g.self_ns / US == pytest.approx(r["self_cpu_time_total_us"], rel=0.01, abs=0.002), key
+    conv = got.loc["aten::conv2d"]
+    assert list(conv.index) == ["[[4, 3, 16, 16], [8, 3, 3, 3], [8], [], [], [], []]"]
