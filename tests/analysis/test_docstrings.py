@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-MODULES = ["temporal", "idle", "kernels", "summary", "headline"]
+MODULES = ["temporal", "idle", "kernels", "summary", "cpu_ops", "call_tree", "threads", "host_syncs", "headline"]
 
 
 @pytest.mark.parametrize("name", MODULES)
