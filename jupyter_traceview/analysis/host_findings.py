@@ -109,9 +109,9 @@ HOST_ANALYSES = {
 
 
 def _fmt(ns: float) -> str:
-    from ..model.trace import _fmt_ns
+    from ..format import duration
 
-    return _fmt_ns(ns)
+    return duration(ns)
 
 
 def _worst(named: dict[int, dict[str, Any]], key: str) -> int:
