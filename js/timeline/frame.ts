@@ -189,7 +189,7 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
   ctx.font = host.font(10);
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
-  ctx.fillText(`time since start · ${formatDuration(s.hi - s.lo)} shown`, 6, AXIS / 2);
+  ctx.fillText(`time since the trace origin · ${formatDuration(s.hi - s.lo)} shown`, 6, AXIS / 2);
   if (mr) {
     const xa = xOf(s, Math.min(mr.a, mr.b));
     const xb = xOf(s, Math.max(mr.a, mr.b));

@@ -286,7 +286,7 @@ def timeline_overview(trace: Trace, *, bins: int = 1000) -> pd.DataFrame:
     pandas.DataFrame
         One row per (GPU row of the timeline, bin): ``row`` (int, top to bottom),
         ``label`` ("rank r · GPU d · stream s"), ``rank``, ``bin``, ``start_ns`` and
-        ``end_ns`` (int, ns relative to the trace start), ``busy_frac`` (0-1: time covered
+        ``end_ns`` (int, ns relative to the trace's origin, trace.t0_ns), ``busy_frac`` (0-1: time covered
         by the row's events) and ``kind`` (the colour kind covering most of the bin, "" if
         none). What :func:`jupyter_traceview.charts.timeline_overview_chart` draws.
     """

@@ -226,7 +226,7 @@ class Timeline(anywidget.AnyWidget):
             raise ValueError(
                 f"show_range: ({start_ns}, {end_ns}) does not overlap the trace, which spans "
                 f"[{t0}, {t0 + self._index.end_ns}) ns (absolute, as in trace.events()['ts_ns']); "
-                f"for times relative to the trace start add timeline.t0_ns"
+                f"for times relative to the trace's origin (the +times shown everywhere) add trace.t0_ns"
             )
         with self.hold_sync():
             if ranks is not None:
