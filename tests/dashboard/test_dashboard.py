@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import jupyter_traceview as tv
+from jupyter_traceview import format as fmt
 from jupyter_traceview.dashboard import data as dd
 from jupyter_traceview.dashboard.commands import answer
 from jupyter_traceview.dashboard.data import DashboardData, timeline_overview, to_json
@@ -54,8 +55,12 @@ def test_payload_opens_without_analyses(dlrm: tv.Trace) -> None:
     assert [t["id"] for t in p["tabs"]] == TABS
     assert p["ranks"] == list(range(8))
     assert int(p["t0_ns"]) == dlrm.t0_ns
-    assert {f["label"] for f in p["headline"]} >= {"ranks", "span", "events", "kernels", "iterations"}
-    assert d._frames == {}, "opening computes no analysis"
+    assert {f["label"] for f in p["headline"]} >= {"ranks", "job span", "events", "kernels", "iterations"}
+    # The header is tv.headline (kept with the trace); no tab's analysis runs to open.
+    assert [(f["label"], f["value"]) for f in p["headline"]] == [
+        (a, b) for a, b, _ in fmt.headline_items(tv.headline(dlrm))
+    ]
+    assert d._frames == {}, "opening computes no tab's analysis"
     assert json.loads(to_json(p)) == p
 
 
