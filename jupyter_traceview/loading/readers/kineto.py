@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import numpy as np
@@ -46,7 +46,7 @@ from ...model.schema import (
     categorical,
 )
 from . import derive
-from .common import ARGS_DROPPED, DROPPED, NotATraceError
+from .common import ARGS_DROPPED, DROPPED, WARNINGS_KEY, NotATraceError
 
 __all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
 
@@ -59,34 +59,44 @@ __all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
 _NAN = float("nan")
 _NO_RAW = msgspec.Raw()  # an absent raw field (zero bytes)
 
+# Integers the tables hold as int64 (int16 for devices): a value beyond the range fails the
+# typed decode, and the tolerant path then keeps the event without its args (for args) or
+# reports it as malformed (pid, tid), instead of wrapping it around.
+_I64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_DEVICE = Annotated[int, msgspec.Meta(ge=-1, le=2**15 - 1)]
+_I64_RANGE = (-(2**63), 2**63 - 1)
+#: |ts| (with baseTimeNanoseconds) and dur above this many ns are out of range: the sum of
+#: the two then still fits int64.
+_MAX_NS = float(2**62)
+
 
 class _Args(msgspec.Struct, frozen=True, gc=False):
-    external_id: int = msgspec.field(default=-1, name="External id")
-    correlation: int = -1
-    stream: int | str = -1
-    device: int = -1
+    external_id: _I64 = msgspec.field(default=-1, name="External id")
+    correlation: _I64 = -1
+    stream: _I64 | str = -1
+    device: _DEVICE = -1
     # CPU ops of Triton launches carry a string "grid"; only kernels' lists are read.
-    grid: list[int] | str | None = None
-    block: list[int] | str | None = None
-    registers: int = msgspec.field(default=-1, name="registers per thread")
-    shared_memory: int = msgspec.field(default=-1, name="shared memory")
+    grid: list[_I64] | str | None = None
+    block: list[_I64] | str | None = None
+    registers: _I64 = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: _I64 = msgspec.field(default=-1, name="shared memory")
     blocks_per_sm: float = msgspec.field(default=_NAN, name="blocks per SM")
     warps_per_sm: float = msgspec.field(default=_NAN, name="warps per SM")
     occupancy: float = msgspec.field(default=_NAN, name="est. achieved occupancy %")
-    nbytes: int = msgspec.field(default=-1, name="bytes")
+    nbytes: _I64 = msgspec.field(default=-1, name="bytes")
     bandwidth: float = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
     # Collective metadata (record_param_comms ops; NCCL kernels of recent PyTorch).
     collective: str | None = msgspec.field(default=None, name="Collective name")
     dtype: str | None = None
-    in_nelems: int = msgspec.field(default=-1, name="In msg nelems")
-    out_nelems: int = msgspec.field(default=-1, name="Out msg nelems")
-    group_size: int = msgspec.field(default=-1, name="Group size")
+    in_nelems: _I64 = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: _I64 = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: _I64 = msgspec.field(default=-1, name="Group size")
     pg_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Name")
     pg_desc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Description")
-    seq: int = msgspec.field(default=-1, name="Seq")
+    seq: _I64 = msgspec.field(default=-1, name="Seq")
     # Stream Wait Event / Event Sync records: the CUDA event waited on.
-    wait_on_stream: int = -1
-    wait_on_record_correlation: int = msgspec.field(default=-1, name="wait_on_cuda_event_record_corr_id")
+    wait_on_stream: _I64 = -1
+    wait_on_record_correlation: _I64 = msgspec.field(default=-1, name="wait_on_cuda_event_record_corr_id")
     # Shapes are kept raw (not parsed) and read only for communication annotations.
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
@@ -131,8 +141,8 @@ class _Event(msgspec.Struct, gc=False):
     ph: _Phase = ""
     cat: str = ""
     name: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
+    pid: _I64 | str = 0
+    tid: _I64 | str = 0
     ts: float = _NAN
     dur: float = _NAN
     args: _Args = _NO_ARGS
@@ -251,8 +261,8 @@ def parse_kineto(
     gc.disable()
     try:
         doc, chunks = _decode(path, data)
-        header = _header(path, doc, name_rank)
-        state = _FileState()
+        header = _header(path, doc, name_rank, bad_events)
+        state = _FileState(base_time_ns=header.base_time_ns)
         parts = [_part(chunk, state) for chunk in chunks]
         if state.begin_end:
             parts.append(_part(_Chunk(-1, _pair_begin_end(state.begin_end, state.skipped), []), state))
@@ -312,6 +322,55 @@ def _decode(path: Path, data: bytes) -> tuple[_Doc, Iterator[_Chunk]]:
             path, f"{what} (it does not start with '{{' or '[')", "Pass a PyTorch profiler trace (*.json or *.json.gz)"
         )
     is_object = first == ord("{")
+    _check_surrogates(path, data)
+    try:
+        return _decode_typed(path, data, is_object)
+    except UnicodeDecodeError:
+        raise _not_utf8(path, data) from None
+    except RecursionError:
+        raise TraceFormatError(
+            path,
+            "nests JSON arrays or objects too deep to read (thousands of levels)",
+            "The file is damaged or was not written by a profiler; record or export the trace again",
+        ) from None
+
+
+def _not_utf8(path: Path, data: bytes) -> TraceFormatError:
+    where = ""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        where = f" at line {line} (byte {exc.start:,})"
+    return TraceFormatError(
+        path,
+        f"is not valid UTF-8 text{where}",
+        "JSON traces are UTF-8; the file is damaged or was re-encoded: record or export the trace again",
+    )
+
+
+# A \uD800-\uDFFF escape: half of a UTF-16 surrogate pair, valid only as a high-low pair.
+_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _check_surrogates(path: Path, data: bytes) -> None:
+    """Refuse lone UTF-16 surrogate escapes (``"\\ud800"``): no UTF-8 string can hold them."""
+    if data.find(b"\\ud") < 0 and data.find(b"\\uD") < 0:
+        return  # the common case: one fast scan
+    paired = _SURROGATE_PAIR.sub(b"", data)
+    m = _SURROGATE_ESCAPE.search(paired)
+    if m is None:
+        return
+    raise TraceFormatError(
+        path,
+        "holds a string with a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), "
+        "which is not valid Unicode text",
+        "The file is damaged or was written by a faulty exporter; record or export the trace again",
+    )
+
+
+def _decode_typed(path: Path, data: bytes, is_object: bool) -> tuple[_Doc, Iterator[_Chunk]]:
     try:
         if len(data) > _CHUNK_BYTES:
             # Split the event array into raw slices first (cheap: no objects per field).
@@ -338,7 +397,9 @@ def _decode(path: Path, data: bytes) -> tuple[_Doc, Iterator[_Chunk]]:
         # Non-standard tokens (NaN, Infinity) are valid to Python's json module.
         try:
             obj = json.loads(data)
-        except (ValueError, RecursionError):
+        except UnicodeDecodeError:
+            raise _not_utf8(path, data) from None
+        except ValueError:
             raise _malformed(path, data, exc) from None
         return _decode_tolerant(path, obj)
 
@@ -368,8 +429,7 @@ def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
     if m:
         pos = int(m.group(1))
         line = data.count(b"\n", 0, pos) + 1
-        snippet = data[max(0, pos - 30) : pos + 30].decode("utf-8", "replace").replace("\n", " ")
-        where = f" at line {line} (byte {pos:,}), near {snippet!r}"
+        where = f" at line {line} (byte {pos:,})"
     return TraceFormatError(
         path,
         f"is not valid JSON{where}: {msg.removeprefix('JSON is malformed: ')}",
@@ -451,7 +511,24 @@ def _load_raw(raw: msgspec.Raw) -> Any:
         return json.loads(bytes(raw))
 
 
-def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
+def _rank_problem(value: object) -> str | None:
+    """Why a ``distributedInfo.rank`` value is not a rank number (None if it is one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"is a {type(value).__name__}, not a number"
+    if isinstance(value, float) and not value.is_integer():
+        return "is not a whole number"
+    if value < 0:
+        return "is negative"
+    if value > _MAX_RANK:
+        return f"is larger than {_MAX_RANK:,}"
+    return None
+
+
+#: The largest rank number read from a file (ranks are int32 in every table).
+_MAX_RANK = 2**31 - 1
+
+
+def _header(path: Path, doc: _Doc, name_rank: int | None, bad_events: str = "raise") -> _Header:
     dist = _load_raw(doc.distributedInfo)
     if not isinstance(dist, dict):
         dist = {}
@@ -459,8 +536,20 @@ def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
     if not isinstance(props, list):
         props = []
     rank_value = dist.get("rank")
-    if isinstance(rank_value, int) and rank_value >= 0:
-        rank, source = rank_value, "distributedInfo"
+    warnings: list[str] = []
+    why = None if rank_value is None else _rank_problem(rank_value)
+    if why is not None:
+        if bad_events == "raise":
+            raise TraceFormatError(
+                path,
+                f"its distributedInfo.rank {why} (a rank is a whole number from 0 to {_MAX_RANK:,})",
+                "Fix the file's distributedInfo, or pass bad_events='drop' to ignore it "
+                "(the rank then comes from the file name)",
+            )
+        warnings.append(f"{path.name}: distributedInfo.rank {why}; ignored")
+        rank_value = None
+    if rank_value is not None:
+        rank, source = int(rank_value), "distributedInfo"
     elif name_rank is not None:
         rank, source = name_rank, "file name"
     else:
@@ -480,7 +569,16 @@ def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
         "trace_name": doc.traceName,
         "extra": extra,
     }
-    return _Header(rank=rank, rank_source=source, base_time_ns=int(doc.baseTimeNanoseconds or 0), fields=fields)
+    if warnings:
+        extra[WARNINGS_KEY] = warnings
+    base = int(doc.baseTimeNanoseconds or 0)
+    if not abs(base) < _MAX_NS:
+        raise TraceFormatError(
+            path,
+            "its baseTimeNanoseconds is out of range (beyond 2**62 ns)",
+            "The file is damaged or was edited; record or export the trace again",
+        )
+    return _Header(rank=rank, rank_source=source, base_time_ns=base, fields=fields)
 
 
 # --------------------------------------------------------------------------------------
@@ -500,6 +598,8 @@ class _FileState:
     problems: dict[str, list[Any]] = field(default_factory=dict)
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     args_dropped: int = 0
+    #: The file's baseTimeNanoseconds (timestamps that would overflow with it are malformed).
+    base_time_ns: int = 0
 
     def count(self, key: str, n: int) -> None:
         if n:
@@ -562,7 +662,9 @@ def _as_int(v: object, labels: dict[str, int]) -> int:
         return int(v)
     text = str(v).strip()
     try:
-        return int(text, 0)
+        number = int(text, 0)
+        if _I64_RANGE[0] <= number <= _I64_RANGE[1]:
+            return number
     except ValueError:
         pass
     m = re.search(r"-?\d+", text)
@@ -653,7 +755,12 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if counts["M"]:
         state.meta_events += [e for e, p in zip(events, phases, strict=True) if p == "M"]
     n_kept = sum(counts[p] for p in _KEPT_PHASES)
-    kept = events if n_kept == len(events) else [e for e in events if e.ph in _KEPT_PHASES]
+    kept_at: list[int] | None = None  # index in events of each kept event, when some are not
+    if n_kept == len(events):
+        kept = events
+    else:
+        kept_at = [i for i, p in enumerate(phases) if p in _KEPT_PHASES]
+        kept = [events[i] for i in kept_at]
     n_flow = counts["s"] + counts["f"] + counts["t"]
     state.count("flow events", n_flow)
     state.count("other phases", len(events) - n_kept - counts["M"] - n_flow - counts["B"] - counts["E"])
@@ -675,7 +782,8 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if trace_cat or pseudo_pid:
         is_trace = np.isin(cat_codes, trace_cat)
         pseudo = is_trace | np.isin(pid_codes, pseudo_pid)
-        span_rows = is_trace & ~is_instant & np.isfinite(ts) & np.isfinite(dur)
+        span_rows = is_trace & ~is_instant & (np.abs(ts) * 1000.0 + state.base_time_ns < _MAX_NS)
+        span_rows &= (dur >= 0) & (dur * 1000.0 < _MAX_NS)
         if span_rows.any():
             lo, hi = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
             old = state.profiler_span
@@ -683,22 +791,31 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         state.count("profiler markers", int(pseudo.sum()))
         keep &= ~pseudo
 
-    # Malformed events: no dur on a complete event, negative dur, non-finite times.
+    # Malformed events: no dur on a complete event, negative dur, non-finite times, times
+    # that do not fit int64 nanoseconds (never wrapped around).
     no_dur = np.isnan(dur) & ~is_instant & keep
     dur[is_instant & np.isnan(dur)] = 0.0
     neg_dur = (dur < 0) & keep
     bad_ts = ~np.isfinite(ts) & keep
     inf_dur = np.isinf(dur) & keep & ~bad_ts
+    with np.errstate(invalid="ignore", over="ignore"):
+        far_ts = np.isfinite(ts) & ~(np.abs(ts * 1000.0 + state.base_time_ns) < _MAX_NS) & keep
+        far_dur = np.isfinite(dur) & (dur * 1000.0 >= _MAX_NS) & keep & ~bad_ts
     for label, mask in (
         ("without 'dur'", no_dur),
         ("with a negative 'dur'", neg_dur),
         ("with a NaN or infinite 'ts'", bad_ts),
         ("with an infinite 'dur'", inf_dur),
+        ("with a 'ts' out of range (beyond 2**62 ns)", far_ts),
+        ("with a 'dur' out of range (beyond 2**62 ns)", far_dur),
     ):
+        mask &= keep
         c = int(mask.sum())
         if c:
-            first = kept[int(np.flatnonzero(mask)[0])]
-            state.problem(label, c, f"{first.name!r}, ts={ts_repr(first.ts)}")
+            at = int(np.flatnonzero(mask)[0])
+            index = chunk.offset + (at if kept_at is None else kept_at[at])
+            # The event's position, not its content: messages never quote the file.
+            state.problem(label, c, f"event #{index}" if chunk.offset >= 0 else "a B/E pair")
             keep &= ~mask
     rows = np.flatnonzero(keep)
     if len(rows) != len(kept):
@@ -760,11 +877,6 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         comm_rows=comm_rows,
         comm=comm,
     )
-
-
-def ts_repr(value: float) -> str:
-    """A timestamp for a message (NaN and infinities spelled out)."""
-    return repr(value) if math.isfinite(value) else str(value)
 
 
 _NO_TRIPLE = (-1, -1, -1)

@@ -564,7 +564,7 @@ def test_chunked_decoding_reports_bad_events_over_all_chunks(tmp_path: Path, mon
     monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 4)
     with pytest.raises(
         tv.TraceFormatError,
-        match=r"3 malformed events: 2 with a negative 'dur' \(first: 'op3'.*1 unreadable \(first: event #17",
+        match=r"3 malformed events: 2 with a negative 'dur' \(first: event #3\).*1 unreadable \(first: event #17",
     ):
         tv.load(path, cache=False)
     with pytest.warns(tv.TraceviewWarning, match="3 malformed events were dropped"):
