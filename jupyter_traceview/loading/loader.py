@@ -370,7 +370,9 @@ def _pid_map_items(pid_map: Mapping[int | str, int]) -> tuple[tuple[int | str, i
             items.append((int(k), int(v)))
         else:
             raise ValueError(f"pid_map keys must be process ids as written in the file (int or str), got {k!r}")
-    return tuple(sorted(items, key=lambda kv: (isinstance(kv[0], str), str(kv[0]) if isinstance(kv[0], str) else kv[0])))
+    return tuple(
+        sorted(items, key=lambda kv: (isinstance(kv[0], str), str(kv[0]) if isinstance(kv[0], str) else kv[0]))
+    )
 
 
 def _renumber(results: dict[int, list[RankData]], numbers: list[list[int]]) -> None:

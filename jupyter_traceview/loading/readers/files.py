@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import zlib
@@ -19,7 +18,7 @@ try:  # ISA-L inflates gzip about 4x faster than zlib; fall back to zlib without
     from isal import isal_zlib as _isal_zlib
 
     _zlib = _isal_zlib
-    _INFLATE_ERRORS += (_isal_zlib.error, _igzip_lib.IsalError)
+    _INFLATE_ERRORS += (_isal_zlib.error, _igzip_lib.IsalError)  # type: ignore[operator]
 except ImportError:  # pragma: no cover - isal is a dependency; this guards odd installs
     pass
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 import operator
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -100,6 +99,8 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     # Shapes are kept raw (not parsed) and read only for communication annotations.
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
+    # The rank of a global instant event in a file merged from several ranks.
+    rank: msgspec.Raw = _NO_RAW
     # Metadata ("M") events.
     name: str | None = None
     labels: str | None = None
@@ -248,7 +249,7 @@ def parse_kineto(
     *,
     name_rank: int | None = None,
     bad_events: str = "raise",
-    pid_map: Mapping[int, int] | None = None,
+    pid_map: Mapping[int | str, int] | None = None,
 ) -> list[RankData]:
     """Parse one Kineto JSON document into one RankData per rank it holds.
 
@@ -303,6 +304,9 @@ class _Chunk:
     bad: list[tuple[int, str]]
     #: Events kept without their ``args``, which could not be read.
     args_dropped: int = 0
+    #: The events' ``ts`` as written (JSON number text), decoded only when a float
+    #: cannot hold them to the nanosecond; None where the text is not at hand.
+    ts_text: Callable[[], list[msgspec.Raw]] | None = None
 
 
 def _not_a_trace(path: Path, why: str) -> NotATraceError:
@@ -389,7 +393,8 @@ def _decode_typed(path: Path, data: bytes, is_object: bool) -> tuple[_Doc, Itera
             events, doc = _LIST_DECODER.decode(data), _Doc()
         if events is None:
             raise _not_a_trace(path, "it has no 'traceEvents'")
-        return doc, iter([_Chunk(0, events, [])])
+        text_decoder = _TS_DOC_DECODER if is_object else _TS_LIST_DECODER
+        return doc, iter([_Chunk(0, events, [], ts_text=lambda: _ts_texts(text_decoder.decode(data)))])
     except msgspec.ValidationError:
         # Well-formed JSON with unexpected value types somewhere: the tolerant path.
         return _decode_tolerant(path, msgspec.json.decode(data))
@@ -413,7 +418,41 @@ def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[_Chunk]:
             events, bad, dropped = _tolerant_events(msgspec.json.decode(buf), start)
             yield _Chunk(start, events, bad, dropped)
             continue
-        yield _Chunk(start, events, [])
+        yield _Chunk(start, events, [], ts_text=lambda buf=buf: _ts_texts(_TS_LIST_DECODER.decode(buf)))
+
+
+class _TsText(msgspec.Struct, gc=False):
+    ts: msgspec.Raw = _NO_RAW
+
+
+class _DocTsText(msgspec.Struct, gc=False):
+    traceEvents: list[_TsText] | None = None
+
+
+_TS_DOC_DECODER = msgspec.json.Decoder(_DocTsText | list[_TsText])
+_TS_LIST_DECODER = msgspec.json.Decoder(list[_TsText])
+
+
+def _ts_texts(decoded: _DocTsText | list[_TsText]) -> list[msgspec.Raw]:
+    events = decoded.traceEvents if isinstance(decoded, _DocTsText) else decoded
+    return [e.ts for e in events or ()]
+
+
+#: Above this many microseconds a float64 no longer holds every nanosecond (2**53 ns).
+_FLOAT_EXACT_US = 2.0**53 / 1000.0
+
+
+def _ns_of_text(text: bytes, fallback: float) -> int:
+    """A JSON number of microseconds, as written, to int64 nanoseconds (rounded half up)."""
+    neg = text.startswith(b"-")
+    body = text[1:] if neg else text
+    whole, _, frac = body.partition(b".")
+    if not whole.isdigit() or (frac and not frac.isdigit()):
+        return int(_to_ns(np.array([fallback]))[0])  # exponent forms: as the float says
+    ns = int(whole) * 1000 + int((frac[:3] or b"0").ljust(3, b"0"))
+    if len(frac) > 3 and frac[3:4] >= b"5":
+        ns += 1
+    return -ns if neg else ns
 
 
 def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
@@ -598,6 +637,8 @@ class _FileState:
     problems: dict[str, list[Any]] = field(default_factory=dict)
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     args_dropped: int = 0
+    #: String pids as written in the file, by the id they were given.
+    pid_text: dict[int, str] = field(default_factory=dict)
     #: The file's baseTimeNanoseconds (timestamps that would overflow with it are malformed).
     base_time_ns: int = 0
 
@@ -634,7 +675,12 @@ class _Part:
     """Columns of the kept events of one chunk (or of a whole file once merged), in file order."""
 
     ts_us: np.ndarray
+    #: ``ts`` in exact int64 ns (read from the text), where a float would lose digits.
+    ts_ns: np.ndarray | None
     dur_us: np.ndarray
+    #: Instant (``i``/``I``) events, and the ``args.rank`` of instant events (-1 if none).
+    instant: np.ndarray
+    arg_rank: np.ndarray
     name_codes: np.ndarray  # int32 into names
     names: list[str]
     kind: np.ndarray  # int8 codes of EventKind
@@ -825,6 +871,26 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         tid_obj = tuple(tid_obj[i] for i in rows.tolist())
         args_t = tuple(args_t[i] for i in rows.tolist())
     n = len(rows)
+    ts_ns = None
+    if n and chunk.ts_text is not None and float(np.abs(ts).max()) >= _FLOAT_EXACT_US and not np.array_equal(
+        ts, np.floor(ts)
+    ):
+        # Microseconds since the epoch with a fractional part: a float keeps only ~0.25 us
+        # of it, so the nanoseconds are read from the number's text.
+        texts = chunk.ts_text()
+        at = rows if kept_at is None else np.asarray(kept_at, dtype=np.int64)[rows]
+        ts_ns = np.array(
+            [_ns_of_text(bytes(texts[i]), t) for i, t in zip(at.tolist(), ts.tolist(), strict=True)], dtype=np.int64
+        )
+    instant = is_instant[rows]
+    arg_rank = np.full(n, -1, dtype=np.int64)
+    for i in np.flatnonzero(instant).tolist():
+        if args_t[i].rank:
+            value = _load_raw(args_t[i].rank)
+            if isinstance(value, str) and value.strip().isdigit():
+                value = int(value)
+            if _rank_problem(value) is None:
+                arg_rank[i] = int(value)
     if n and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
         state.ts_ns_precision = True
 
@@ -833,7 +899,11 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     )
     kind = cat_to_code[cat_codes] if n else np.empty(0, dtype=np.int8)
     name_codes, names = _codes(name)
-    pid = _int_lut(pid_values, state.labels)[pid_codes] if n else np.empty(0, dtype=np.int64)
+    pid_lut = _int_lut(pid_values, state.labels)
+    for value, number in zip(pid_values, pid_lut.tolist(), strict=True):
+        if isinstance(value, str):
+            state.pid_text.setdefault(number, value)
+    pid = pid_lut[pid_codes] if n else np.empty(0, dtype=np.int64)
     tid = _int_column(np.array(tid_obj, dtype=object), state.labels)
     if n:
         corr, ext = zip(*map(_GET_IDS, args_t), strict=True)
@@ -862,7 +932,10 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     comm_rows, comm = _comm_rows(args_t, kind, name_codes, [str(x) for x in names])
     return _Part(
         ts_us=ts,
+        ts_ns=ts_ns,
         dur_us=dur,
+        instant=instant,
+        arg_rank=arg_rank,
         name_codes=name_codes.astype(np.int32),
         names=[str(x) for x in names],
         kind=kind,
@@ -982,7 +1055,16 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     process_names, process_labels, thread_names = _metadata(state.meta_events)
     return _FileColumns(
         ts_us=cat("ts_us").astype(np.float64),
+        ts_ns=(
+            np.concatenate([p.ts_ns if p.ts_ns is not None else _to_ns(p.ts_us) for p in parts]).astype(np.int64)
+            if any(p.ts_ns is not None for p in parts)
+            else None
+        ),
         dur_us=cat("dur_us").astype(np.float64),
+        instant=cat("instant").astype(bool),
+        arg_rank=cat("arg_rank").astype(np.int64),
+        labels=dict(state.labels),
+        pid_text=dict(state.pid_text),
         name_codes=np.concatenate(name_codes).astype(np.int32) if parts else np.empty(0, np.int32),
         names=list(index),
         kind=cat("kind").astype(np.int8),
@@ -1010,7 +1092,13 @@ class _FileColumns:
     """Unsorted columns of the kept events of a whole file (all ranks)."""
 
     ts_us: np.ndarray
+    ts_ns: np.ndarray | None
     dur_us: np.ndarray
+    instant: np.ndarray
+    arg_rank: np.ndarray
+    #: Ids given to string pids and tids without a number in them (text -> negative id).
+    labels: dict[str, int]
+    pid_text: dict[int, str]
     name_codes: np.ndarray
     names: list[str]
     kind: np.ndarray
@@ -1062,13 +1150,20 @@ def _to_ns(us: np.ndarray) -> np.ndarray:
 # Ranks, sorting and the per-rank tables
 # --------------------------------------------------------------------------------------
 def _rank_of_rows(
-    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int, int] | None
+    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int | str, int] | None, state: dict[str, int]
 ) -> tuple[np.ndarray | None, str]:
-    """Per-row ranks for files holding several ranks, or None for a one-rank file."""
+    """Per-row ranks for files holding several ranks (-1: no rank), or None for a one-rank file.
+
+    Instant events whose ``pid`` names no process (an empty or non-numeric string, as the
+    global instant events of files merged from several ranks have) never block the split:
+    they go to the rank in their ``args.rank``, or are left out and counted.
+    """
     mapping: dict[int, int] = {}
     source = ""
     if pid_map:
-        mapping = {int(k): int(v) for k, v in pid_map.items()}
+        labels = dict(raw.labels)  # a copy: keys not in the file must not add labels
+        for k, v in pid_map.items():
+            mapping[_as_int(k, labels)] = int(v)
         source = "pid map"
     else:
         for table in (raw.process_names, raw.process_labels):
@@ -1079,26 +1174,43 @@ def _rank_of_rows(
         if len(set(mapping.values())) < 2:
             return None, ""
         source = "process name"
-    pids = np.unique(raw.pid)
+    label_ids = np.array(sorted(raw.labels.values()), dtype=np.int64)
+    no_process = raw.instant & np.isin(raw.pid, label_ids) & ~np.isin(raw.pid, list(mapping))
+    pids = np.unique(raw.pid[~no_process])
     missing = [int(p) for p in pids if int(p) not in mapping]
     if missing:
+        shown = [repr(raw.pid_text[p][:40]) if p in raw.pid_text else str(p) for p in missing[:10]]
         raise TraceFormatError(
             path,
-            f"holds several ranks, but processes {missing[:10]} have no rank "
+            f"holds several ranks, but processes [{', '.join(shown)}] have no rank "
             f"(known: {dict(sorted(mapping.items())[:10])})",
-            "Pass pid_map={pid: rank, ...} to tv.load() covering every process id of the file",
+            "Pass pid_map={pid: rank, ...} to tv.load() covering every process id of the file "
+            "(string pids as written in the file)",
         )
     lut_pids = np.array(sorted(mapping), dtype=np.int64)
     lut_ranks = np.array([mapping[p] for p in sorted(mapping)], dtype=np.int64)
-    return lut_ranks[np.searchsorted(lut_pids, raw.pid)], source
+    pos = np.minimum(np.searchsorted(lut_pids, raw.pid), max(len(lut_pids) - 1, 0))
+    row_ranks = lut_ranks[pos] if len(lut_pids) else np.full(len(raw.pid), -1, np.int64)
+    if no_process.any():
+        ranks = np.unique(lut_ranks)
+        by_arg = np.where(np.isin(raw.arg_rank, ranks), raw.arg_rank, -1)
+        row_ranks = np.where(no_process, by_arg, row_ranks)
+        left_out = int((no_process & (by_arg < 0)).sum())
+        if left_out:
+            state[_NO_PROCESS] = left_out
+    return row_ranks, source
+
+
+#: meta.skipped key: instant events of a multi-rank file with neither a process nor a rank.
+_NO_PROCESS = "instant events without a process or rank"
 
 
 def _split_and_finish(
-    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int, int] | None
+    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int | str, int] | None
 ) -> list[RankData]:
-    ts_ns = _to_ns(raw.ts_us) + header.base_time_ns
+    ts_ns = (raw.ts_ns if raw.ts_ns is not None else _to_ns(raw.ts_us)) + header.base_time_ns
     dur_ns = np.rint(raw.dur_us * 1000.0).astype(np.int64)
-    row_ranks, source = _rank_of_rows(path, raw, header, pid_map)
+    row_ranks, source = _rank_of_rows(path, raw, header, pid_map, raw.skipped)
     profiler_span = None
     if raw.profiler_span is not None:
         lo, hi = raw.profiler_span
@@ -1110,7 +1222,7 @@ def _split_and_finish(
     if row_ranks is None:
         groups = [(header.rank, header.rank_source, None)]
     else:
-        groups = [(int(r), source, np.flatnonzero(row_ranks == r)) for r in np.unique(row_ranks)]
+        groups = [(int(r), source, np.flatnonzero(row_ranks == r)) for r in np.unique(row_ranks) if r >= 0]
     out = []
     for rank, rank_source, rows in groups:
         meta_fields = dict(header.fields)
