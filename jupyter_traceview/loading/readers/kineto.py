@@ -872,8 +872,11 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         args_t = tuple(args_t[i] for i in rows.tolist())
     n = len(rows)
     ts_ns = None
-    if n and chunk.ts_text is not None and float(np.abs(ts).max()) >= _FLOAT_EXACT_US and not np.array_equal(
-        ts, np.floor(ts)
+    if (
+        n
+        and chunk.ts_text is not None
+        and float(np.abs(ts).max()) >= _FLOAT_EXACT_US
+        and not np.array_equal(ts, np.floor(ts))
     ):
         # Microseconds since the epoch with a fractional part: a float keeps only ~0.25 us
         # of it, so the nanoseconds are read from the number's text.
