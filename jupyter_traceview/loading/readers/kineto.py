@@ -13,6 +13,7 @@ MTIA device events; ``B``/``E`` begin/end pairs; traces with no GPU events.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import operator
@@ -418,7 +419,7 @@ def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[_Chunk]:
             events, bad, dropped = _tolerant_events(msgspec.json.decode(buf), start)
             yield _Chunk(start, events, bad, dropped)
             continue
-        yield _Chunk(start, events, [], ts_text=lambda buf=buf: _ts_texts(_TS_LIST_DECODER.decode(buf)))
+        yield _Chunk(start, events, [], ts_text=functools.partial(_ts_list_texts, buf))
 
 
 class _TsText(msgspec.Struct, gc=False):
@@ -431,6 +432,10 @@ class _DocTsText(msgspec.Struct, gc=False):
 
 _TS_DOC_DECODER = msgspec.json.Decoder(_DocTsText | list[_TsText])
 _TS_LIST_DECODER = msgspec.json.Decoder(list[_TsText])
+
+
+def _ts_list_texts(buf: bytes) -> list[msgspec.Raw]:
+    return _ts_texts(_TS_LIST_DECODER.decode(buf))
 
 
 def _ts_texts(decoded: _DocTsText | list[_TsText]) -> list[msgspec.Raw]:
@@ -881,9 +886,10 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         # Microseconds since the epoch with a fractional part: a float keeps only ~0.25 us
         # of it, so the nanoseconds are read from the number's text.
         texts = chunk.ts_text()
-        at = rows if kept_at is None else np.asarray(kept_at, dtype=np.int64)[rows]
+        positions = rows if kept_at is None else np.asarray(kept_at, dtype=np.int64)[rows]
         ts_ns = np.array(
-            [_ns_of_text(bytes(texts[i]), t) for i, t in zip(at.tolist(), ts.tolist(), strict=True)], dtype=np.int64
+            [_ns_of_text(bytes(texts[i]), t) for i, t in zip(positions.tolist(), ts.tolist(), strict=True)],
+            dtype=np.int64,
         )
     instant = is_instant[rows]
     arg_rank = np.full(n, -1, dtype=np.int64)
