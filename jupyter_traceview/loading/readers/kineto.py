@@ -397,17 +397,24 @@ def _decode_typed(path: Path, data: bytes, is_object: bool) -> tuple[_Doc, Itera
         text_decoder = _TS_DOC_DECODER if is_object else _TS_LIST_DECODER
         return doc, iter([_Chunk(0, events, [], ts_text=lambda: _ts_texts(text_decoder.decode(data)))])
     except msgspec.ValidationError:
-        # Well-formed JSON with unexpected value types somewhere: the tolerant path.
-        return _decode_tolerant(path, msgspec.json.decode(data))
-    except msgspec.DecodeError as exc:
-        # Non-standard tokens (NaN, Infinity) are valid to Python's json module.
+        # Unexpected value types somewhere (or bad JSON after them): the tolerant path.
         try:
-            obj = json.loads(data)
-        except UnicodeDecodeError:
-            raise _not_utf8(path, data) from None
-        except ValueError:
-            raise _malformed(path, data, exc) from None
+            obj = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            obj = _json_loads(path, data, exc)
         return _decode_tolerant(path, obj)
+    except msgspec.DecodeError as exc:
+        return _decode_tolerant(path, _json_loads(path, data, exc))
+
+
+def _json_loads(path: Path, data: bytes, exc: msgspec.DecodeError) -> Any:
+    """Python's json module reads non-standard tokens (NaN, Infinity) that msgspec refuses."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError:
+        raise _not_utf8(path, data) from None
+    except ValueError:
+        raise _malformed(path, data, exc) from None
 
 
 def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[_Chunk]:
