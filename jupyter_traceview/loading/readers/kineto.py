@@ -359,13 +359,14 @@ def _not_utf8(path: Path, data: bytes) -> TraceFormatError:
 
 # A \uD800-\uDFFF escape: half of a UTF-16 surrogate pair, valid only as a high-low pair.
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
 def _check_surrogates(path: Path, data: bytes) -> None:
     """Refuse lone UTF-16 surrogate escapes (``"\\ud800"``): no UTF-8 string can hold them."""
-    if data.find(b"\\ud") < 0 and data.find(b"\\uD") < 0:
-        return  # the common case: one fast scan
+    if _SURROGATE_HINT.search(data) is None:
+        return  # the common case: one scan (about the cost of one bytes.find)
     paired = _SURROGATE_PAIR.sub(b"", data)
     m = _SURROGATE_ESCAPE.search(paired)
     if m is None:
