@@ -1,4 +1,4 @@
-"""Per-rank data as readers produce it: metadata and the three schema tables."""
+"""Per-rank data as readers produce it: metadata and the four schema tables."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+
+from .schema import empty_memory_table
 
 __all__ = ["RankData", "RankMeta"]
 
@@ -75,7 +77,10 @@ class RankMeta:
 
 @dataclass(frozen=True, eq=False)
 class RankData:
-    """One rank's tables, in the schema of :mod:`jupyter_traceview.model.schema`."""
+    """One rank's tables, in the schema of :mod:`jupyter_traceview.model.schema`.
+
+    Derive a changed copy with :func:`dataclasses.replace`, so that no table is dropped.
+    """
 
     meta: RankMeta
     #: One row per event (columns: schema.EVENT_COLUMNS; ``gpu_class`` is added by Trace).
@@ -84,3 +89,5 @@ class RankData:
     gpu_args: pd.DataFrame
     #: Collective metadata (columns: schema.COMMS_COLUMNS).
     comms: pd.DataFrame
+    #: Allocator records (columns: schema.MEMORY_COLUMNS); empty without ``profile_memory``.
+    memory: pd.DataFrame = field(default_factory=empty_memory_table)

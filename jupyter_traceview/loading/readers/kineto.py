@@ -45,7 +45,7 @@ from ...model.schema import (
     EventKind,
     categorical,
 )
-from . import derive
+from . import derive, memory
 from .common import ARGS_DROPPED, DROPPED, NotATraceError
 
 __all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
@@ -60,7 +60,7 @@ _NAN = float("nan")
 _NO_RAW = msgspec.Raw()  # an absent raw field (zero bytes)
 
 
-class _Args(msgspec.Struct, frozen=True, gc=False):
+class _Args(memory.MemoryArgs, frozen=True, gc=False):
     external_id: int = msgspec.field(default=-1, name="External id")
     correlation: int = -1
     stream: int | str = -1
@@ -550,6 +550,8 @@ class _Part:
     #: Rows carrying collective metadata, and the metadata (one list per field).
     comm_rows: np.ndarray
     comm: dict[str, list[Any]]
+    #: Memory records ([memory], [OutOfMemory]) and their fields.
+    mem: memory.MemoryRows
 
 
 def _as_int(v: object, labels: dict[str, int]) -> int:
@@ -759,6 +761,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         gpu=_gpu_arrays([args_t[i] for i in gpu_rows.tolist()]),
         comm_rows=comm_rows,
         comm=comm,
+        mem=memory.memory_rows(args_t, name_codes, [str(x) for x in names]),
     )
 
 
@@ -856,8 +859,9 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     index: dict[str, int] = {}
     name_codes = []
     offset = 0
-    gpu_rows, comm_rows = [], []
+    gpu_rows, comm_rows, offsets = [], [], []
     for part in parts:
+        offsets.append(offset)
         lut = np.array([index.setdefault(nm, len(index)) for nm in part.names], dtype=np.int32)
         name_codes.append(lut[part.name_codes] if len(part.name_codes) else part.name_codes)
         gpu_rows.append(part.gpu_rows + offset)
@@ -884,6 +888,7 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
         gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else _gpu_arrays([]),
         comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
         comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
+        mem=memory.MemoryRows.concat([p.mem for p in parts], offsets),
         process_names=process_names,
         process_labels=process_labels,
         thread_names=thread_names,
@@ -912,6 +917,7 @@ class _FileColumns:
     gpu: dict[str, np.ndarray]
     comm_rows: np.ndarray
     comm: dict[str, list[Any]]
+    mem: memory.MemoryRows
     process_names: dict[int, str]
     process_labels: dict[int, str]
     thread_names: list[tuple[int, int, str]]
@@ -1099,6 +1105,7 @@ def _rank_tables(
         events=events,
         gpu_args=_gpu_args_table(raw, eid_of_row, names),
         comms=_comms_table(raw, eid_of_row),
+        memory=raw.mem.table(eid_of_row),
     )
 
 
