@@ -115,20 +115,33 @@ def _raw_records(path: Path) -> list[dict]:
     return [e for e in doc["traceEvents"] if e.get("name") in ("[memory]", "[OutOfMemory]")]
 
 
-def test_real_trace_records_are_read_as_written(data_dir: Path) -> None:
-    (path,) = sorted((data_dir / "h100_bert_small").glob("*.json.gz"))
+REAL = {
+    "h100_bert_small": {"CUDA": 218, "CPU": 18},
+    "cpu_memory/mlp_train": {"CPU": 436},
+    "cpu_memory/leak": {"CPU": 440},
+}
+
+
+@pytest.mark.parametrize("folder", sorted(REAL))
+def test_real_trace_records_are_read_as_written(data_dir: Path, folder: str) -> None:
+    (path,) = sorted((data_dir / folder).glob("*.json.gz"))
     raw = _raw_records(path)
     trace = tv.load(path, cache=False)
-    mem = trace.memory(0)
-    assert len(mem) == len(raw) == 236
+    (rank,) = trace.ranks
+    mem = trace.memory(rank)
+    assert len(mem) == len(raw) == sum(REAL[folder].values())
     raw = sorted(raw, key=lambda e: (e["ts"], e["args"]["Ev Idx"]))
     assert mem["bytes"].tolist() == [e["args"]["Bytes"] for e in raw]
     assert mem["addr"].tolist() == [e["args"]["Addr"] for e in raw]
     assert mem["total_allocated_bytes"].tolist() == [e["args"]["Total Allocated"] for e in raw]
     assert mem["total_reserved_bytes"].tolist() == [e["args"]["Total Reserved"] for e in raw]
     assert mem["device"].tolist() == [e["args"]["Device Id"] for e in raw]
-    assert mem["device_type"].value_counts().to_dict() == {"CUDA": 218, "CPU": 18}
+    assert mem["device_type"].value_counts().to_dict() == REAL[folder]
     assert np.array_equal(mem["action"] == "free", mem["bytes"] < 0)
+    # The records are in allocator order: each total is the previous one plus the call's bytes.
+    for _, dev in mem.groupby(["device_type", "device"], observed=True):
+        total = dev["total_allocated_bytes"].to_numpy()
+        assert np.array_equal(total[1:], total[:-1] + dev["bytes"].to_numpy()[1:])
 
 
 def test_dask_engine_gives_the_same_table(tmp_path: Path, dask_client: object) -> None:
