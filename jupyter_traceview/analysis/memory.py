@@ -128,6 +128,7 @@ PEAK_COLUMNS = {
     "peak_eid": "int64",
     "operator_eid": "int64",
     "operator": "category",
+    "operator_stack": "object",
     "peak_reserved_bytes": "int64",
     "peak_reserved_ts_ns": "int64",
     "capacity_bytes": "int64",
@@ -724,6 +725,8 @@ def memory_peaks(
         ``rank``, ``device_type``, ``device``, ``step``; ``peak_allocated_bytes``,
         ``peak_ts_ns`` (absolute ns), ``peak_eid`` (the allocation record that reached
         it), ``operator_eid`` and ``operator`` (enclosing it; -1 / ``(no operator)``);
+        ``operator_stack`` (every operator and scope enclosing it, outermost first, as
+        ``"aten::linear > aten::addmm > aten::empty"``);
         ``peak_reserved_bytes`` and ``peak_reserved_ts_ns`` (the reserved peak, which may
         come at another time); ``capacity_bytes`` (device memory from
         ``deviceProperties``' ``totalGlobalMem``; -1 if unknown, always for CPU);
@@ -816,6 +819,7 @@ def _rank_peaks(
                 "peak_eid": int(eids[at]),
                 "operator_eid": int(ev_eid[op_row]) if op_row >= 0 else -1,
                 "operator": rec["operator"].iat[at],
+                "operator_stack": _stack(ev, int(rec["row"].iat[at])),
                 "peak_reserved_bytes": int(reserved[rat]),
                 "peak_reserved_ts_ns": int(ts[rat]),
                 "capacity_bytes": cap,
@@ -826,6 +830,12 @@ def _rank_peaks(
             }
         )
     return (pd.DataFrame(peaks) if peaks else None), (pd.concat(holders, ignore_index=True) if holders else None)
+
+
+def _stack(ev: pd.DataFrame, row: int) -> str:
+    """The operators and scopes enclosing an event row, outermost first: ``"a > b > c"``."""
+    _, ops = _op_rows(ev, np.array([row], dtype=np.int64), all_levels=True)
+    return " > ".join(reversed(_name_of(ev, ops).tolist())) if len(ops) else NO_OPERATOR
 
 
 # ---------------------------------------------------------------------- allocator health

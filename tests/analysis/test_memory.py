@@ -104,6 +104,7 @@ def test_peaks_per_iteration(handmade: tv.Trace) -> None:
     assert peaks["peak_allocated_bytes"].tolist() == [1500, 800]
     assert peaks["peak_ts_ns"].tolist() == [52 * US, 115 * US]
     assert peaks["operator"].tolist() == ["aten::relu", "aten::mul"]
+    assert peaks["operator_stack"].tolist() == ["ProfilerStep#1 > aten::relu", "ProfilerStep#2 > aten::mul"]
     ev = handmade.events(0).set_index("eid")
     assert ev.loc[peaks["operator_eid"], "name"].tolist() == ["aten::relu", "aten::mul"]
     assert ev.loc[peaks["peak_eid"], "ts_ns"].tolist() == peaks["peak_ts_ns"].tolist()
