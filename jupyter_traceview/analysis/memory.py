@@ -50,6 +50,7 @@ __all__ = [
     "NO_OPERATOR",
     "UNTRACKED",
     "device_label",
+    "has_memory_records",
     "memory_allocations",
     "memory_allocator_stats",
     "memory_by_operator",
@@ -191,6 +192,16 @@ Per = Literal["iteration", "rank"]
 def device_label(device_type: str, device: int) -> str:
     """``CUDA:0``, ``CPU``: how a memory device is named in tables, charts and findings."""
     return str(device_type) if int(device) < 0 else f"{device_type}:{int(device)}"
+
+
+def has_memory_records(trace: Trace) -> bool:
+    """Whether any rank of the trace has memory records (was recorded with ``profile_memory=True``)."""
+    return any(trace.map_ranks(_n_records).values())
+
+
+def _n_records(trace: Trace) -> int:
+    (r,) = trace.ranks
+    return len(trace.rank_data(r).memory)
 
 
 def memory_devices(trace: Trace) -> pd.DataFrame:

@@ -334,3 +334,10 @@ def test_leak_recording_grows_one_mib_per_step(data_dir: Path) -> None:
     assert np.diff(st["end_allocated_bytes"]).tolist() == [2**20] * 3
     steady = tv.memory_allocator_stats(tv.load(data_dir / "cpu_memory" / "mlp_train", cache=False))
     assert np.diff(steady["end_allocated_bytes"]).tolist() == [0, 0, 0]
+
+
+def test_has_memory_records(handmade: tv.Trace, dlrm: tv.Trace) -> None:
+    from jupyter_traceview.analysis.memory import has_memory_records
+
+    assert has_memory_records(handmade)
+    assert not has_memory_records(dlrm)
