@@ -1,4 +1,4 @@
-"""Per-rank data as readers produce it: metadata and the four schema tables."""
+"""Per-rank data as readers produce it: metadata and the schema tables."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from .schema import empty_memory_table
+from .schema import OP_ARGS_COLUMNS, categorical, empty_memory_table
 
-__all__ = ["RankData", "RankMeta"]
+__all__ = ["RankData", "RankMeta", "empty_op_args"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +91,13 @@ class RankData:
     comms: pd.DataFrame
     #: Allocator records (columns: schema.MEMORY_COLUMNS); empty without ``profile_memory``.
     memory: pd.DataFrame = field(default_factory=empty_memory_table)
+    #: Recorded operator arguments (columns: schema.OP_ARGS_COLUMNS); empty if none were recorded.
+    op_args: pd.DataFrame = field(default_factory=lambda: empty_op_args())
+
+
+def empty_op_args() -> pd.DataFrame:
+    """An ``op_args`` table without rows (for readers and traces that record no operator arguments)."""
+    frame = {
+        c.name: (categorical([]) if c.dtype == "category" else pd.Series([], dtype=c.dtype)) for c in OP_ARGS_COLUMNS
+    }
+    return pd.DataFrame(frame, columns=[c.name for c in OP_ARGS_COLUMNS])

@@ -1,6 +1,6 @@
 """The one trace schema. Every reader produces these tables and nothing else.
 
-A :class:`~jupyter_traceview.Trace` holds, per rank, four tables:
+A :class:`~jupyter_traceview.Trace` holds, per rank, these tables:
 
 ``events``
     One row per trace event (complete and instant events), sorted by ``ts_ns``.
@@ -14,6 +14,10 @@ A :class:`~jupyter_traceview.Trace` holds, per rank, four tables:
 ``memory``
     Allocator records (``profile_memory=True``): one row per ``[memory]`` or
     ``[OutOfMemory]`` instant event, keyed by ``eid``.
+``op_args``
+    Recorded arguments of CPU operators (shapes, dtypes, strides, scalar values of
+    traces recorded with ``record_shapes=True``), one row per operator that carries
+    them, keyed by ``eid``.
 
 All times are int64 nanoseconds on the trace's clock (for PyTorch profiler traces:
 nanoseconds since the Unix epoch). Column names carry their unit. ``docs/schema.md``
@@ -36,6 +40,7 @@ __all__ = [
     "GPU_ARGS_COLUMNS",
     "MEMORY_ACTIONS",
     "MEMORY_COLUMNS",
+    "OP_ARGS_COLUMNS",
     "READER_VERSION",
     "SCHEMA_VERSION",
     "Column",
@@ -44,10 +49,10 @@ __all__ = [
 ]
 
 #: Version of the table layout below. Bumped when a column is added, removed or changes meaning.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
-READER_VERSION = 3
+READER_VERSION = 4
 
 
 class EventKind(enum.StrEnum):
@@ -217,6 +222,22 @@ MEMORY_COLUMNS: tuple[Column, ...] = (
         "int64",
         "Allocator's reserved (cached) total on the device after the call; -1 if absent.",
         -1,
+    ),
+)
+
+OP_ARGS_COLUMNS: tuple[Column, ...] = (
+    Column("eid", "int64", "Event id of the CPU operator (joins with events.eid)."),
+    Column("input_dims", "category", "'Input Dims' as recorded: JSON text of one shape list per input; NaN if absent."),
+    Column("input_type", "category", "'Input type' as recorded: JSON text of one dtype name per input; NaN if absent."),
+    Column(
+        "input_strides",
+        "category",
+        "'Input Strides' as recorded: JSON text of one stride list per input; NaN if absent.",
+    ),
+    Column(
+        "concrete_inputs",
+        "category",
+        "'Concrete Inputs' as recorded: JSON text of scalar argument values; NaN if absent.",
     ),
 )
 

@@ -218,6 +218,12 @@ class Trace:
             return self.rank_data(rank).memory.copy(deep=False)
         return self._cached("memory", lambda: concat_ranks(self.map_ranks(_table, "memory"))).copy(deep=False)
 
+    def op_args(self, rank: int | None = None) -> pd.DataFrame:
+        """Recorded operator arguments (shapes, dtypes), keyed by ``eid`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).op_args.copy(deep=False)
+        return self._cached("op_args", lambda: concat_ranks(self.map_ranks(_table, "op_args"))).copy(deep=False)
+
     @property
     def metadata(self) -> pd.DataFrame:
         """One row per rank: file, rank source, world size, backend, device, clock, events.
@@ -394,6 +400,7 @@ def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int
         gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
         comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
         memory=d.memory.loc[d.memory["eid"].isin(eids)].reset_index(drop=True),
+        op_args=d.op_args.loc[d.op_args["eid"].isin(eids)].reset_index(drop=True),
     )
 
 
