@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -63,14 +63,20 @@ def device_type_name(value: object) -> str:
     return str(value)
 
 
+# Out-of-range values fail the typed decode (the event then keeps its timing without its
+# args, counted), as for the reader's other integer arguments: never wrapped around.
+_I64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_DEVICE = Annotated[int, msgspec.Meta(ge=-1, le=2**15 - 1)]
+
+
 class MemoryArgs(msgspec.Struct, frozen=True, gc=False):
     """The ``args`` fields of memory records (the reader's argument struct inherits them)."""
 
-    mem_total_reserved: int = msgspec.field(default=-1, name="Total Reserved")
-    mem_total_allocated: int = msgspec.field(default=-1, name="Total Allocated")
-    mem_bytes: int = msgspec.field(default=0, name="Bytes")
-    mem_addr: int = msgspec.field(default=-1, name="Addr")
-    mem_device_id: int = msgspec.field(default=-1, name="Device Id")
+    mem_total_reserved: _I64 = msgspec.field(default=-1, name="Total Reserved")
+    mem_total_allocated: _I64 = msgspec.field(default=-1, name="Total Allocated")
+    mem_bytes: _I64 = msgspec.field(default=0, name="Bytes")
+    mem_addr: _I64 = msgspec.field(default=-1, name="Addr")
+    mem_device_id: _DEVICE = msgspec.field(default=-1, name="Device Id")
     mem_device_type: int | str = msgspec.field(default=-1, name="Device Type")
 
 
