@@ -11,8 +11,8 @@ from typing import Literal
 
 import pandas as pd
 
+from ... import format as fmt
 from ...analysis.memory import device_label
-from ...model.trace import _fmt_ns
 from .builder import Column, TabBuilder, charts, figure_, table
 
 __all__ = ["NO_RECORDS", "build"]
@@ -60,7 +60,7 @@ def build(b: TabBuilder) -> None:
         res = peaks.sort_values("peak_reserved_bytes", ascending=False).iloc[0]
         if int(res["peak_reserved_bytes"]) > 0:
             cap = float(res["capacity_pct"])
-            hint = f"{cap:.1f}% of the device's memory" if cap == cap else "allocated + cached by the allocator"
+            hint = f"{fmt.percent(cap)} of the device's memory" if cap == cap else "allocated + cached by the allocator"
             tone: Literal["", "good", "warn", "bad"] = "bad" if cap >= 90 else ("warn" if cap >= 75 else "")
             b.figures.append(figure_("peak reserved", _bytes(int(res["peak_reserved_bytes"])), hint, tone))
         stats = b.frame("memory_allocator_stats", per="rank")
@@ -87,7 +87,7 @@ def build(b: TabBuilder) -> None:
         peaks = b.frame("memory_peaks")
         if peaks.empty:
             return
-        peaks = _with_device(peaks).assign(peak_at=lambda d: [_fmt_ns(int(t) - b.data.t0_ns) for t in d["peak_ts_ns"]])
+        peaks = _with_device(peaks).assign(peak_at=lambda d: [fmt.time(int(t) - b.data.t0_ns) for t in d["peak_ts_ns"]])
         b.tables.append(
             table(
                 "memory_peaks",
