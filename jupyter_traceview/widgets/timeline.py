@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import TraceSelectionError, TraceviewError
+from ..errors import OptionError, TraceSelectionError, TraceviewError
 from ..model.trace import Trace
 from ..views.timeline import protocol as timeline_protocol
-from ..views.timeline.index import LevelOfDetail, TimelineIndex
+from ..views.timeline.index import LevelOfDetail, TimelineIndex, compile_pattern
 from ..views.timeline.protocol import check_ranks, encode_window, timeline_state
 
 try:
@@ -240,9 +240,13 @@ class Timeline(anywidget.AnyWidget):
     def highlight(self, pattern: str | None) -> int:
         """Highlight every event whose name matches ``pattern``; returns how many match.
 
-        ``pattern`` is a case-insensitive regular expression (text that is not a valid
-        expression is searched literally); None or "" clears the highlight.
+        ``pattern`` is a case-insensitive regular expression in RE2 syntax, matched in linear
+        time (text that is not a valid expression is searched literally); None or "" clears
+        the highlight. A pattern over ``MAX_PATTERN_CHARS`` (1,000) characters raises
+        :class:`~jupyter_traceview.errors.OptionError`.
         """
+        if pattern:
+            compile_pattern(pattern)  # refuses an over-long pattern before it is shown
         self.search = pattern or ""
         return self._search_count
 
@@ -256,7 +260,10 @@ class Timeline(anywidget.AnyWidget):
 
     def _on_search(self, change: dict[str, Any]) -> None:
         pattern = change["new"]
-        self._search_count = self._index.count_matches(pattern) if pattern else 0
+        try:
+            self._search_count = self._index.count_matches(pattern) if pattern else 0
+        except OptionError:  # an over-long pattern from the front end: nothing matches
+            self._search_count = 0
 
     # ------------------------------------------------------------------ commands (front end -> kernel)
     # The answers come from jupyter_traceview.views.timeline.protocol, shared with the dashboard and
