@@ -24,6 +24,7 @@ from ..model.trace import Trace
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import LevelOfDetail, TimelineIndex, compile_pattern
 from ..views.timeline.protocol import check_ranks, encode_window, timeline_state
+from ..views.timeline.static import timeline_svg, timeline_text
 
 try:
     import anywidget
@@ -249,6 +250,22 @@ class Timeline(anywidget.AnyWidget):
             compile_pattern(pattern)  # refuses an over-long pattern before it is shown
         self.search = pattern or ""
         return self._search_count
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # Where the widget cannot render (a saved notebook opened without its kernel, nbconvert
+        # HTML, a static viewer): a picture of the last view with its legend, and a description.
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data: Any = bundle[0] if isinstance(bundle, tuple) else bundle
+        if data is not None:
+            data = {**data, **self._fallback()}
+        return (data, bundle[1]) if isinstance(bundle, tuple) else data
+
+    def _fallback(self) -> dict[str, str]:
+        """``image/svg+xml`` of the view shown (range and ranks) and a ``text/plain`` description."""
+        lo, hi = (float(x) for x in self.x_range)
+        svg = timeline_svg(self._index, lo, hi, list(self.ranks))
+        text = timeline_text(lo, hi, len(self.ranks), len(self.trace.ranks))
+        return {"image/svg+xml": svg, "text/plain": text}
 
     # ------------------------------------------------------------------ trait plumbing
     def _check_ranks(self, ranks: Iterable[int]) -> list[int]:
