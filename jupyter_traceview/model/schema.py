@@ -46,7 +46,7 @@ __all__ = [
 SCHEMA_VERSION = 3
 
 #: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
-READER_VERSION = 2
+READER_VERSION = 3
 
 
 class EventKind(enum.StrEnum):
