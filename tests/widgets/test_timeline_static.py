@@ -27,12 +27,12 @@ def test_bundle_has_the_widget_a_picture_and_a_description(dlrm: tv.Trace) -> No
     assert "application/vnd.jupyter.widget-view+json" in data
     text = str(data["text/plain"])
     assert "object at 0x" not in text
-    assert text.startswith("tv.Timeline: 2 ranks of 8, 2 ms from 1 ms")
+    assert text.startswith("tv.Timeline: 2 ranks of 8, 2 ms from +1 ms")
     root = ET.fromstring(str(data["image/svg+xml"]))
     labels = [t.text for t in root.iter(f"{SVG}text")]
     # One row per rank shown, in order; the range's ends on the axis; a legend of the kinds drawn.
     assert [x for x in labels if x and x.startswith("rank ")] == ["rank 2", "rank 5"]
-    assert "1 ms" in labels and "3 ms" in labels
+    assert "+1 ms" in labels and "+3 ms" in labels  # times since the trace's origin
     kind_labels = {k["label"] for k in palette()["kinds"]}
     legend = [x for x in labels if x in kind_labels]
     assert legend and "Compute" in legend

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...model.trace import _fmt_ns
+from ... import format as fmt
 from ..colors import palette
 from .binning import NO_KIND
 from .coordinator import TimelineIndex
@@ -59,9 +59,9 @@ def timeline_svg(index: TimelineIndex, lo: float, hi: float, ranks: Sequence[int
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
         f"<title>{html.escape(_title(lo_i, hi_i, len(ranks)))}</title>",
         f'<rect width="{width}" height="{height}" fill="{bg}"/>',
-        f'<text x="4" y="12" fill="{muted}">{html.escape(_fmt_ns(hi_i - lo_i))} shown</text>',
-        f'<text x="{_GUTTER}" y="12" fill="{muted}">{html.escape(_fmt_ns(lo_i))}</text>',
-        f'<text x="{_GUTTER + SVG_WIDTH}" y="12" fill="{muted}" text-anchor="end">{html.escape(_fmt_ns(hi_i))}</text>',
+        f'<text x="4" y="12" fill="{muted}">{html.escape(fmt.duration(hi_i - lo_i))} shown</text>',
+        f'<text x="{_GUTTER}" y="12" fill="{muted}">{html.escape(fmt.time(lo_i))}</text>',
+        f'<text x="{_GUTTER + SVG_WIDTH}" y="12" fill="{muted}" text-anchor="end">{html.escape(fmt.time(hi_i))}</text>',
     ]
     present: set[int] = set()
     for i, s in enumerate(win.summaries):
@@ -113,14 +113,12 @@ def _bars(frac: np.ndarray, kind: np.ndarray, colors: Sequence[str], y: int, pre
 
 
 def _title(lo: int, hi: int, ranks: int) -> str:
-    return (
-        f"Timeline of {ranks} rank{'s' if ranks != 1 else ''}, {_fmt_ns(lo)} to {_fmt_ns(hi)} after the trace's start"
-    )
+    return f"Timeline of {ranks} rank{'s' if ranks != 1 else ''}, {fmt.time(lo)} to {fmt.time(hi)} since the trace's origin"
 
 
 def timeline_text(lo: float, hi: float, ranks: int, of: int) -> str:
     """The ``text/plain`` of a timeline outside a live kernel: which ranks and which range it showed."""
     return (
-        f"tv.Timeline: {ranks} rank{'s' if ranks != 1 else ''} of {of}, {_fmt_ns(hi - lo)} from "
-        f"{_fmt_ns(lo)} after the trace's start (run the notebook to interact)"
+        f"tv.Timeline: {ranks} rank{'s' if ranks != 1 else ''} of {of}, {fmt.duration(hi - lo)} from "
+        f"{fmt.time(lo)} since the trace's origin (run the notebook to interact)"
     )
