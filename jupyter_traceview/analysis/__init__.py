@@ -10,17 +10,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .annotations import user_annotation_breakdown as user_annotation_breakdown
+from .call_tree import call_tree as call_tree
 from .concurrency import concurrency as concurrency
 from .concurrency import kernel_overlap_stats as kernel_overlap_stats
 from .counter_trace import write_counters_trace as write_counters_trace
 from .counters import memory_bandwidth as memory_bandwidth
 from .counters import queue_length as queue_length
+from .cpu_ops import cpu_op_breakdown as cpu_op_breakdown
 from .critical_path import critical_path as critical_path
 from .diff import trace_diff as trace_diff
 from .efficiency import efficiency as efficiency
 from .efficiency import iteration_stats as iteration_stats
 from .findings import FindingRules as FindingRules
 from .findings import findings as findings
+from .host_syncs import host_syncs as host_syncs
 from .idle import idle_time_breakdown as idle_time_breakdown
 from .kernels import kernel_breakdown as kernel_breakdown
 from .kernels import kernel_duration_distribution as kernel_duration_distribution
@@ -34,6 +37,7 @@ from .stragglers import stragglers as stragglers
 from .summary import summary as summary
 from .temporal import comm_comp_overlap as comm_comp_overlap
 from .temporal import temporal_breakdown as temporal_breakdown
+from .threads import thread_activity as thread_activity
 from .timeseries import kernel_pace as kernel_pace
 from .timeseries import utilization_heatmap as utilization_heatmap
 

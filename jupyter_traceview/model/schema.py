@@ -47,7 +47,7 @@ __all__ = [
 SCHEMA_VERSION = 3
 
 #: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
-READER_VERSION = 2
+READER_VERSION = 3
 
 
 if sys.version_info >= (3, 11):
