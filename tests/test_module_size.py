@@ -13,10 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 800
 #: Modules over the limit, each with why it is still allowed (remove the line when split).
 KNOWN_EXCEPTIONS: dict[str, str] = {
-    # Split by the timeline engineer (binning / rank index / coordinator / layout), in flight.
-    "jupyter_traceview/views/timeline/index.py": "timeline index split in flight (issue 13)",
-    # Split by the timeline engineer (fetcher, input, tooltip, toolbar, draw), in flight.
-    "js/timeline/view.ts": "TimelineView split in flight (issue 13)",
     # Not split yet: the graph of one rank and the cross-rank walk are its seams.
     "jupyter_traceview/analysis/critical_path.py": "not split yet (issue 13)",
 }

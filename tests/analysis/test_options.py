@@ -33,7 +33,7 @@ def test_no_bare_value_error_in_the_analyses() -> None:
 @pytest.mark.parametrize(
     ("fn", "kwargs"),
     [
-        (tv.kernel_breakdown, {"by": "nme"}),
+        (tv.kernel_breakdown, {"by": "kernl"}),
         (tv.kernel_launch_stats, {"per": "rnk"}),
         (tv.stragglers, {"by": "rnk"}),
         (tv.critical_path, {"view": "pth"}),
