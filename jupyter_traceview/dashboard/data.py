@@ -108,7 +108,18 @@ class DashboardData:
     # ------------------------------------------------------------------ basics
     @property
     def tabs(self) -> list[tuple[str, str]]:
-        return [(t.id, t.label) for t in TABS if self.baseline is not None or not t.needs_baseline]
+        """The tabs shown, in order. A trace without GPU activity shows no GPU tab and opens
+        on its main CPU view (the Operators tab)."""
+        gpu = self.has_gpu
+        shown = [t for t in TABS if (self.baseline is not None or not t.needs_baseline) and (gpu or not t.needs_gpu)]
+        if not gpu:
+            shown.sort(key=lambda t: not t.cpu_main)  # stable: the main CPU view first
+        return [(t.id, t.label) for t in shown]
+
+    @property
+    def has_gpu(self) -> bool:
+        """Whether the trace holds any GPU activity (kernels, copies, syncs)."""
+        return int(self.trace._headline()["gpu_activities"]) > 0
 
     @property
     def t0_ns(self) -> int:
@@ -222,8 +233,10 @@ class DashboardData:
 
         ``msg`` names what was clicked: ``{"target": "heatmap", "rank", "bin", "heatmap"}``,
         ``{"target": "rank", "rank"}`` (with an optional ``range``, the chart's relative
-        time range), ``{"target": "iteration", "rank", "step"}`` or ``{"target": "kernel",
-        "rank", "name"}``. The window gets a margin of 4% on each side.
+        time range), ``{"target": "iteration", "rank", "step"}``, ``{"target": "kernel",
+        "rank", "name"}`` or ``{"target": "event", "rank", "eid"}`` (an event: a box of the
+        call tree opens its node's first call, searched by name). The window gets a margin of
+        4% on each side.
         """
         target = str(msg.get("target", ""))
         if "rank" not in msg:
@@ -258,8 +271,16 @@ class DashboardData:
             lo, hi = rng if rng is not None else self._rank_span(rank)
             if target == "kernel" and msg.get("name"):
                 search = re.escape(str(msg["name"]))
+        elif target == "event":
+            ev = self.trace.rank_data(rank).events
+            hit = ev.loc[ev["eid"] == int(msg.get("eid", -1))]
+            if hit.empty:
+                raise ValueError(f"link: rank {rank} has no event {msg.get('eid')!r}")
+            lo = int(hit["ts_ns"].iloc[0])
+            hi = lo + max(int(hit["dur_ns"].iloc[0]), 1)
+            search = re.escape(str(hit["name"].iloc[0]))
         else:
-            raise ValueError(f"link: unknown target {target!r}; targets are heatmap, rank, iteration, kernel")
+            raise ValueError(f"link: unknown target {target!r}; targets are heatmap, rank, iteration, kernel, event")
         pad = max((hi - lo) * 0.04, 500.0)
         out: dict[str, Any] = {
             "x_range": [float(lo - self.t0_ns) - pad, float(hi - self.t0_ns) + pad],
