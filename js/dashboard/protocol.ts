@@ -97,6 +97,7 @@ export interface TabRequest {
 export interface LinkRequest {
   target: "heatmap" | "rank" | "iteration" | "kernel" | "event";
   rank: number;
+  /** target "event": the event to show (e.g. the operator running at a memory peak). */
   eid?: number;
   bin?: number;
   heatmap?: string;

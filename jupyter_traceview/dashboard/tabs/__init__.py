@@ -27,6 +27,8 @@ class Tab:
     needs_gpu: bool = False
     #: Opened first when the trace has no GPU activity (the main view of a CPU-only run).
     cpu_main: bool = False
+    #: Shown only for traces with memory records (``profile_memory=True``).
+    needs_memory: bool = False
 
     @property
     def build(self) -> Callable[[TabBuilder], None]:
@@ -47,5 +49,6 @@ TABS: tuple[Tab, ...] = (
     Tab("communication", "Communication", needs_gpu=True),
     Tab("iterations", "Iterations", needs_gpu=True),
     Tab("counters", "Counters", needs_gpu=True),
+    Tab("memory", "Memory", needs_memory=True),
     Tab("diff", "Diff", needs_baseline=True),
 )
