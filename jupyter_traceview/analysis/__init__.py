@@ -28,6 +28,13 @@ from .idle import idle_time_breakdown as idle_time_breakdown
 from .kernels import kernel_breakdown as kernel_breakdown
 from .kernels import kernel_duration_distribution as kernel_duration_distribution
 from .launch import kernel_launch_stats as kernel_launch_stats
+from .memory import memory_allocations as memory_allocations
+from .memory import memory_allocator_stats as memory_allocator_stats
+from .memory import memory_by_operator as memory_by_operator
+from .memory import memory_oom_events as memory_oom_events
+from .memory import memory_peak_holders as memory_peak_holders
+from .memory import memory_peaks as memory_peaks
+from .memory import memory_timeline as memory_timeline
 from .nccl import collective_calls as collective_calls
 from .nccl import nccl_summary as nccl_summary
 from .nvtx import nvtx_gpu_projection as nvtx_gpu_projection

@@ -45,7 +45,7 @@ from ...model.schema import (
     EventKind,
     categorical,
 )
-from . import derive, op_args
+from . import derive, memory, op_args
 from .common import ARGS_DROPPED, DROPPED, WARNINGS_KEY, NotATraceError
 
 __all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
@@ -70,7 +70,7 @@ _I64_RANGE = (-(2**63), 2**63 - 1)
 _MAX_NS = float(2**62)
 
 
-class _Args(msgspec.Struct, frozen=True, gc=False):
+class _Args(memory.MemoryArgs, frozen=True, gc=False):
     external_id: _I64 = msgspec.field(default=-1, name="External id")
     correlation: _I64 = -1
     stream: _I64 | str = -1
@@ -722,6 +722,8 @@ class _Part:
     #: Rows carrying collective metadata, and the metadata (one list per field).
     comm_rows: np.ndarray
     comm: dict[str, list[Any]]
+    #: Memory records ([memory], [OutOfMemory]) and their fields.
+    mem: memory.MemoryRows
     #: Rows of CPU operators with recorded arguments, and the arguments (see op_args.py).
     op_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     op: dict[str, list[Any]] = field(default_factory=lambda: {f: [] for f in op_args.FIELDS})
@@ -983,6 +985,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         gpu=_gpu_arrays([args_t[i] for i in gpu_rows.tolist()]),
         comm_rows=comm_rows,
         comm=comm,
+        mem=memory.memory_rows(args_t, name_codes, [str(x) for x in names]),
         op_rows=op_rows,
         op=op,
     )
@@ -1077,8 +1080,9 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     index: dict[str, int] = {}
     name_codes = []
     offset = 0
-    gpu_rows, comm_rows, op_rows = [], [], []
+    gpu_rows, comm_rows, op_rows, offsets = [], [], [], []
     for part in parts:
+        offsets.append(offset)
         lut = np.array([index.setdefault(nm, len(index)) for nm in part.names], dtype=np.int32)
         name_codes.append(lut[part.name_codes] if len(part.name_codes) else part.name_codes)
         gpu_rows.append(part.gpu_rows + offset)
@@ -1115,6 +1119,7 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
         gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else _gpu_arrays([]),
         comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
         comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
+        mem=memory.MemoryRows.concat([p.mem for p in parts], offsets),
         op_rows=np.concatenate(op_rows) if parts else np.empty(0, np.int64),
         op={f: [v for p in parts for v in p.op[f]] for f in op_args.FIELDS},
         process_names=process_names,
@@ -1151,6 +1156,7 @@ class _FileColumns:
     gpu: dict[str, np.ndarray]
     comm_rows: np.ndarray
     comm: dict[str, list[Any]]
+    mem: memory.MemoryRows
     process_names: dict[int, str]
     process_labels: dict[int, str]
     thread_names: list[tuple[int, int, str]]
@@ -1364,6 +1370,7 @@ def _rank_tables(
         events=events,
         gpu_args=_gpu_args_table(raw, eid_of_row, names),
         comms=_comms_table(raw, eid_of_row),
+        memory=raw.mem.table(eid_of_row),
         op_args=op_args.table(raw.op_rows, raw.op, eid_of_row),
     )
 
