@@ -134,7 +134,7 @@ class TabRequest(TypedDict):
 
 
 class _LinkRequest(TypedDict):
-    target: Literal["heatmap", "rank", "iteration", "kernel"]
+    target: Literal["heatmap", "rank", "iteration", "kernel", "event"]
     rank: int
 
 
@@ -146,6 +146,7 @@ class LinkRequest(_LinkRequest, total=False):
     step: int
     name: str
     range: list[float] | None
+    eid: int
 
 
 class _LinkAnswer(TypedDict):
