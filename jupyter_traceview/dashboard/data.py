@@ -26,6 +26,7 @@ import math
 import re
 import time
 import warnings
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from ..model.trace import Trace
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
+from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
 from .tabs.builder import Progress, figure_
 
@@ -110,11 +112,24 @@ class DashboardData:
     # ------------------------------------------------------------------ basics
     @property
     def tabs(self) -> list[tuple[str, str]]:
-        return [
-            (t.id, t.label)
+        """The tabs shown, in order. A trace without GPU activity shows no GPU tab and opens
+        on its main CPU view (the Operators tab); the Memory tab needs memory records."""
+        gpu = self.has_gpu
+        shown = [
+            t
             for t in TABS
-            if (self.baseline is not None or not t.needs_baseline) and (not t.needs_memory or self._has_memory)
+            if (self.baseline is not None or not t.needs_baseline)
+            and (gpu or not t.needs_gpu)
+            and (not t.needs_memory or self._has_memory)
         ]
+        if not gpu:
+            shown.sort(key=lambda t: not t.cpu_main)  # stable: the main CPU view first
+        return [(t.id, t.label) for t in shown]
+
+    @property
+    def has_gpu(self) -> bool:
+        """Whether the trace holds any GPU activity (kernels, copies, syncs)."""
+        return int(self.trace._headline()["gpu_activities"]) > 0
 
     @property
     def _has_memory(self) -> bool:
@@ -176,7 +191,7 @@ class DashboardData:
         return df
 
     # ------------------------------------------------------------------ payload
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> DashboardPayload:
         """What the dashboard needs to open: no analysis runs (see docs/frontend.md)."""
         import bokeh
 
@@ -201,7 +216,7 @@ class DashboardData:
         theme: Theme = "light",
         time_range: tuple[int, int] | None = None,
         progress: Progress | None = None,
-    ) -> dict[str, Any]:
+    ) -> TabContent:
         """One tab's content (JSON-able): ``figures``, ``findings``, ``tables``, ``charts``, ``notes``.
 
         ``time_range`` (absolute ns) narrows the Breakdown tab (the range selected on the
@@ -215,19 +230,27 @@ class DashboardData:
         t = time.perf_counter()
         b = TabBuilder(self, theme, time_range if name == "breakdown" else None, progress)
         next(x for x in TABS if x.id == name).build(b)
-        out = b.result()
-        out["tab"] = name
-        out["theme"] = theme
-        out["range"] = (
-            [float(time_range[0] - self.t0_ns), float(time_range[1] - self.t0_ns)]
-            if time_range is not None and name == "breakdown"
-            else None
-        )
-        out["elapsed_ms"] = round((time.perf_counter() - t) * 1e3, 1)
+        b.run()
+        out: TabContent = {
+            "figures": b.figures,
+            "tables": b.tables,
+            "charts": b.charts,
+            "notes": b.notes,
+            "tab": name,
+            "theme": theme,
+            "range": (
+                [float(time_range[0] - self.t0_ns), float(time_range[1] - self.t0_ns)]
+                if time_range is not None and name == "breakdown"
+                else None
+            ),
+            "elapsed_ms": round((time.perf_counter() - t) * 1e3, 1),
+        }
+        if b.findings is not None:
+            out["findings"] = b.findings
         return out
 
     # ------------------------------------------------------------------ links
-    def link(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def link(self, msg: Mapping[str, Any]) -> LinkAnswer:
         """Where a click on a chart takes the timeline: ``{x_range, ranks, search}`` (relative ns).
 
         ``msg`` names what was clicked: ``{"target": "heatmap", "rank", "bin", "heatmap"}``,
@@ -280,7 +303,7 @@ class DashboardData:
         else:
             raise ValueError(f"link: unknown target {target!r}; targets are heatmap, rank, iteration, kernel, event")
         pad = max((hi - lo) * 0.04, 500.0)
-        out: dict[str, Any] = {
+        out: LinkAnswer = {
             "x_range": [float(lo - self.t0_ns) - pad, float(hi - self.t0_ns) + pad],
             "ranks": [rank],
         }

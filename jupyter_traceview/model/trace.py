@@ -14,6 +14,7 @@ from pandas.api.types import union_categoricals
 from ..errors import TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
 from .classify import Classifier
+from .display_hook import headline_hook, mimebundle_hook
 from .rank_data import RankData, RankMeta
 from .schema import GPU_ACTIVITY_KINDS, EventKind
 
@@ -22,29 +23,6 @@ __all__ = ["Trace"]
 T = TypeVar("T")
 
 _ACTIVITY = [k.value for k in GPU_ACTIVITY_KINDS]
-
-#: How a trace shows itself in a notebook with widgets (``Trace._repr_mimebundle_``): set by
-#: the package root to the widgets layer's summary card (:func:`set_mimebundle_hook`), so
-#: that the trace model imports nothing above it. None: the text and HTML reprs show.
-_mimebundle_hook: Callable[..., dict[str, Any] | None] | None = None
-
-
-def set_mimebundle_hook(hook: Callable[..., dict[str, Any] | None] | None) -> None:
-    """Install the function that renders a Trace as a rich MIME bundle (None removes it)."""
-    global _mimebundle_hook
-    _mimebundle_hook = hook
-
-
-#: The headline figures of a trace (``tv.headline``), which its reprs show: set by the
-#: package root (:func:`set_headline_hook`), so that the trace model imports no analysis.
-_headline_hook: Callable[[Trace], dict[str, Any]] | None = None
-
-
-def set_headline_hook(hook: Callable[[Trace], dict[str, Any]] | None) -> None:
-    """Install the function computing a trace's headline figures for its reprs (None removes it)."""
-    global _headline_hook
-    _headline_hook = hook
-
 
 _ITERATION_COLUMNS = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
 
@@ -372,7 +350,7 @@ class Trace:
     # ------------------------------------------------------------------ display
     def _headline(self) -> dict[str, Any]:
         """``tv.headline(self)`` (installed by the package root), computed once; a copy."""
-        hook = _headline_hook
+        hook = headline_hook()
         if hook is None:
             raise RuntimeError("no headline function installed: import jupyter_traceview")
         return dict(self._cached("headline_dict", lambda: hook(self)))
@@ -384,7 +362,7 @@ class Trace:
 
     def _figures(self) -> list[tuple[str, str, str]]:
         """``tv.headline(self)`` as (label, value, hint) texts (see ``format.headline_items``)."""
-        if _headline_hook is None:
+        if headline_hook() is None:
             return [("ranks", str(len(self.ranks)), "")]
         return headline_items(self._headline())
 
@@ -402,9 +380,10 @@ class Trace:
 
         Elsewhere (a terminal, a static viewer) None, and the text and HTML reprs show.
         """
-        if _mimebundle_hook is None:
+        hook = mimebundle_hook()
+        if hook is None:
             return None
-        return _mimebundle_hook(self, include=include, exclude=exclude)
+        return hook(self, include=include, exclude=exclude)
 
     def _repr_html_(self) -> str:
         cells = self._figures()

@@ -23,6 +23,7 @@ from typing import Any
 from .. import format as fmt
 from .._version import __version__
 from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
+from ..dashboard.protocol import Figure, Finding, Table
 from ..errors import TraceviewError
 from ..model.trace import Trace
 from ..views.colors import Theme
@@ -132,7 +133,7 @@ def render_report(
         )
         parts.extend(_table(t) for t in content["tables"])
         sections.append(_section(tab["id"], tab["label"], "".join(parts)))
-        if tab["id"] == "overview":
+        if tab["id"] == tabs[0]["id"]:
             # The timeline comes second, as in the dashboard: a static overview here.
             report("Timeline")
             fig = charts.timeline_overview_chart(timeline_overview(trace), theme=theme)
@@ -154,9 +155,7 @@ def render_report(
         progress(total, total, "done")
 
     version, js = bokehjs_source()
-    labels = [("overview", "Overview"), ("timeline", "Timeline")] + [
-        (t["id"], t["label"]) for t in tabs if t["id"] != "overview"
-    ]
+    labels = [(tabs[0]["id"], tabs[0]["label"]), ("timeline", "Timeline")] + [(t["id"], t["label"]) for t in tabs[1:]]
     nav = "".join(f'<a href="#{i}">{html.escape(label)}</a>' for i, label in labels)
     headline = "".join(
         f'<span class="tvr-chip" title="{html.escape(f["hint"])}"><span>{html.escape(f["label"])}</span> '
@@ -190,7 +189,7 @@ def _section(sid: str, label: str, body: str) -> str:
     return f'<section id="{sid}"><h2>{html.escape(label)}</h2>{body}</section>'
 
 
-def _figures(figures: list[dict[str, Any]]) -> str:
+def _figures(figures: list[Figure]) -> str:
     if not figures:
         return ""
     cards = "".join(
@@ -203,7 +202,7 @@ def _figures(figures: list[dict[str, Any]]) -> str:
     return f'<div class="tvr-figures">{cards}</div>'
 
 
-def _findings(findings: list[dict[str, Any]]) -> str:
+def _findings(findings: list[Finding]) -> str:
     if not findings:
         return '<h3>Findings</h3><p class="tvr-note">Nothing to report: no rule fired on this trace.</p>'
     out = ['<h3>Findings</h3><ol class="tvr-findings">']
@@ -237,7 +236,7 @@ def _cell(value: Any, kind: str) -> str:
     return fmt.cell(value, kind)
 
 
-def _table(t: dict[str, Any]) -> str:
+def _table(t: Table) -> str:
     cols = t["columns"]
     head = "".join(
         f'<th class="{"tvr-num" if c["format"] != "text" else ""}">{html.escape(c["label"])}</th>' for c in cols

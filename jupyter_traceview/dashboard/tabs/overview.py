@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, cast
 
 from ... import format as fmt
+from ..protocol import Finding
 from .builder import TabBuilder, charts, clean, figure_
 
 
@@ -35,7 +36,7 @@ def build(b: TabBuilder) -> None:
 
     def findings() -> None:
         f = b.frame("findings")
-        out = []
+        out: list[Finding] = []
         for r in f.to_dict(orient="records"):
             item = {k: clean(v) for k, v in r.items()}
             item["stake"] = (
@@ -43,7 +44,7 @@ def build(b: TabBuilder) -> None:
                 if r["severity"] != "info" and r["time_at_stake_ns"] > 0
                 else ""
             )
-            out.append(item)
+            out.append(cast(Finding, item))
         b.findings = out
 
     b.step("headline figures", figures)
