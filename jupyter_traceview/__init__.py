@@ -13,6 +13,7 @@ from typing import Any
 
 from ._version import __version__
 from .analysis import (
+    DevicePeaks,
     FindingRules,
     collective_calls,
     comm_comp_overlap,
@@ -28,9 +29,12 @@ from .analysis import (
     kernel_overlap_stats,
     kernel_pace,
     memory_bandwidth,
+    mfu,
     nccl_summary,
     nvtx_gpu_projection,
     op_kernels,
+    op_performance,
+    peaks_table,
     queue_length,
     stragglers,
     summary,
@@ -54,6 +58,7 @@ from .samples import sample_path
 __all__ = [
     "Classifier",
     "Dashboard",
+    "DevicePeaks",
     "EventKind",
     "FindingRules",
     "GpuClass",
@@ -89,9 +94,12 @@ __all__ = [
     "load",
     "load_ipython_extension",
     "memory_bandwidth",
+    "mfu",
     "nccl_summary",
     "nvtx_gpu_projection",
     "op_kernels",
+    "op_performance",
+    "peaks_table",
     "queue_length",
     "sample_path",
     "stragglers",

@@ -16,12 +16,14 @@ from .launch import kernel_launch_stats
 from .nccl import collective_calls, nccl_summary
 from .nvtx import nvtx_gpu_projection
 from .operators import frequent_kernel_sequences, op_kernels
+from .perfmodel import DevicePeaks, mfu, op_performance, peaks_table
 from .stragglers import stragglers
 from .summary import summary
 from .temporal import comm_comp_overlap, temporal_breakdown
 from .timeseries import kernel_pace, utilization_heatmap
 
 __all__ = [
+    "DevicePeaks",
     "FindingRules",
     "collective_calls",
     "comm_comp_overlap",
@@ -38,9 +40,12 @@ __all__ = [
     "kernel_overlap_stats",
     "kernel_pace",
     "memory_bandwidth",
+    "mfu",
     "nccl_summary",
     "nvtx_gpu_projection",
     "op_kernels",
+    "op_performance",
+    "peaks_table",
     "queue_length",
     "stragglers",
     "summary",

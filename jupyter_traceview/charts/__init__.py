@@ -28,6 +28,7 @@ from .comm import nccl_bandwidth_chart, stragglers_chart
 from .diff import trace_diff_chart
 from .efficiency import efficiency_chart, iteration_chart
 from .kernels import kernel_duration_chart, kernel_type_chart, top_kernels_chart
+from .performance import roofline_chart, time_lost_chart
 from .timeseries import (
     HEATMAP_KINDS,
     memory_bandwidth_chart,
@@ -51,8 +52,10 @@ __all__ = [
     "memory_bandwidth_chart",
     "nccl_bandwidth_chart",
     "queue_length_chart",
+    "roofline_chart",
     "stragglers_chart",
     "temporal_breakdown_chart",
+    "time_lost_chart",
     "time_unit",
     "timeline_overview_chart",
     "top_kernels_chart",

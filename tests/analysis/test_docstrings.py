@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-MODULES = ["temporal", "idle", "kernels", "summary"]
+MODULES = ["temporal", "idle", "kernels", "summary", "perfmodel.performance"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -36,6 +36,8 @@ BUILDERS: dict[str, Callable[[tv.Trace], pd.DataFrame]] = {
     "queue_length_chart": lambda t: tv.queue_length(t),
     "memory_bandwidth_chart": lambda t: tv.memory_bandwidth(t),
     "timeline_overview_chart": lambda t: timeline_overview(t, bins=100),
+    "roofline_chart": lambda t: tv.op_performance(t, by="shape"),
+    "time_lost_chart": lambda t: tv.op_performance(t, by="shape"),
 }
 
 #: Charts whose rows link to the timeline, and their target.
@@ -49,6 +51,8 @@ LINKS = {
     "kernel_duration_chart": "kernel",
     "utilization_heatmap_chart": "heatmap",
     "timeline_overview_chart": "rank",
+    "roofline_chart": "kernel",
+    "time_lost_chart": "kernel",
 }
 
 UNIT = r"\((ns|us|ms|s)\)"
