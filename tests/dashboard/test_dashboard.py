@@ -17,7 +17,17 @@ from jupyter_traceview.widgets import dashboard as dashboard_module
 from jupyter_traceview.widgets import timeline as timeline_module
 from tests import kineto_builder as kb
 
-TABS = ["overview", "timeline", "breakdown", "overlap", "kernels", "communication", "iterations", "counters"]
+TABS = [
+    "overview",
+    "timeline",
+    "breakdown",
+    "overlap",
+    "kernels",
+    "communication",
+    "iterations",
+    "counters",
+    "performance",
+]
 
 #: Charts each tab shows (ids), on a multi-rank GPU trace.
 CHARTS = {
@@ -29,6 +39,7 @@ CHARTS = {
     "communication": {"nccl_bw", "stragglers", "heatmap_communication"},
     "iterations": {"iterations"},
     "counters": {"queue_length", "memory_bandwidth"},
+    "performance": {"roofline", "time_lost"},
 }
 
 

@@ -17,7 +17,17 @@ from jupyter_traceview.report.html import render_report
 from tests import kineto_builder as kb
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SECTIONS = ["overview", "timeline", "breakdown", "overlap", "kernels", "communication", "iterations", "counters"]
+SECTIONS = [
+    "overview",
+    "timeline",
+    "breakdown",
+    "overlap",
+    "kernels",
+    "communication",
+    "iterations",
+    "counters",
+    "performance",
+]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +78,7 @@ def test_report_is_self_contained(report: Path, dlrm: tv.Trace) -> None:
         assert f'<section id="{sid}">' in text
     for title in tv.findings(dlrm)["title"]:
         assert html.escape(title) in text
-    assert len(re.findall(r'class="tvr-chart[ "]', text)) == 20, "19 dashboard charts and the timeline overview"
+    assert len(re.findall(r'class="tvr-chart[ "]', text)) == 22, "21 dashboard charts and the timeline overview"
     assert 'data-chart="timeline_overview"' in text and 'data-chart="heatmap_all"' in text
     assert "<table>" in text and "Temporal breakdown per rank" in text
 
@@ -78,8 +88,8 @@ def test_report_charts_draw_in_chromium_offline(report: Path, tmp_path: Path) ->
     attrs = body_attrs(dom)
     assert "data-bokeh-missing" not in attrs
     assert attrs.get("data-charts-failed") == "0", re.findall(r'data-error="([^"]*)"', dom)[:3]
-    assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "20"
-    assert dom.count('data-drawn="1"') == 20
+    assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "22"
+    assert dom.count('data-drawn="1"') == 22
 
 
 def test_the_chromium_check_fails_without_bokehjs(dlrm: tv.Trace, tmp_path: Path) -> None:
@@ -119,9 +129,10 @@ def test_progress_is_reported(dlrm: tv.Trace) -> None:
         "Communication",
         "Iterations",
         "Counters",
+        "Performance",
         "done",
     ]
-    assert [d for d, _, _ in seen] == list(range(9)) and {t for _, t, _ in seen} == {8}
+    assert [d for d, _, _ in seen] == list(range(10)) and {t for _, t, _ in seen} == {9}
 
 
 def test_write_report_refuses_bad_destinations(dlrm: tv.Trace, tmp_path: Path) -> None:

@@ -42,5 +42,6 @@ TABS: tuple[Tab, ...] = (
     Tab("communication", "Communication"),
     Tab("iterations", "Iterations"),
     Tab("counters", "Counters"),
+    Tab("performance", "Performance"),
     Tab("diff", "Diff", needs_baseline=True),
 )
