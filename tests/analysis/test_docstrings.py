@@ -8,7 +8,17 @@ import importlib
 
 import pytest
 
-MODULES = ["temporal", "idle", "kernels", "summary", "cpu_ops", "call_tree", "threads", "host_syncs", "perfmodel.performance"]
+MODULES = [
+    "temporal",
+    "idle",
+    "kernels",
+    "summary",
+    "cpu_ops",
+    "call_tree",
+    "threads",
+    "host_syncs",
+    "perfmodel.performance",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
