@@ -4,16 +4,7 @@
 // and `trace` on the last line of a cell shows the summary card that opens the dashboard.
 import { expect, test } from "@jupyterlab/galata";
 import type { Locator, Page } from "@playwright/test";
-import {
-  addCell,
-  cellText,
-  newNotebook,
-  runCell,
-  settled,
-  timeline,
-  visibleRange,
-  writeArtifact,
-} from "./helpers";
+import { addCell, cellText, newNotebook, runCell, settled, timeline, visibleRange, writeArtifact } from "./helpers";
 
 const TABS = [
   "overview",
@@ -39,9 +30,7 @@ function collectErrors(page: Page): string[] {
 
 /** Errors that are ours: JupyterLab itself logs a few unrelated ones in the test server. */
 function ours(errors: string[]): string[] {
-  return errors.filter(
-    (e) => !/favicon|Failed to load resource: the server responded with a status of 404/.test(e),
-  );
+  return errors.filter((e) => !/favicon|Failed to load resource: the server responded with a status of 404/.test(e));
 }
 
 function dashboard(page: Page): Locator {
@@ -70,10 +59,7 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
   test("every tab renders without console errors, light and dark", async ({ page }) => {
     const errors = collectErrors(page);
     await newNotebook(page, "dashboard.ipynb");
-    await runCell(
-      page,
-      "import jupyter_traceview as tv\ntrace = tv.load(tv.sample_path())\nimport anywidget, bokeh",
-    );
+    await runCell(page, "import jupyter_traceview as tv\ntrace = tv.load(tv.sample_path())\nimport anywidget, bokeh");
 
     // First appearance and first tab (Overview): from running the cell.
     const cell = await addCell(page, "dash = tv.Dashboard(trace)\ndash");
@@ -93,9 +79,7 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
       overview_compute_ms: Number(await overview.getAttribute("data-compute-ms")),
     };
     writeArtifact("dashboard-first-paint.json", JSON.stringify(timing, null, 2));
-    console.log(
-      `dashboard: shown ${timing.dashboard_shown_ms.toFixed(0)} ms, overview ready ${timing.overview_ready_ms.toFixed(0)} ms after the cell started`,
-    );
+    console.log(`dashboard: shown ${timing.dashboard_shown_ms.toFixed(0)} ms, overview ready ${timing.overview_ready_ms.toFixed(0)} ms after the cell started`);
     await page.notebook.waitForRun(cell);
 
     for (const theme of ["light", "dark"] as const) {
@@ -144,24 +128,15 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
     await settled(tl);
     const [lo, hi] = await visibleRange(tl);
     expect(hi - lo).toBeLessThan(1_000_000); // one heatmap bin (~100 us) and a margin
-    const link = JSON.parse((await dash.getAttribute("data-last-link")) ?? "{}") as {
-      rank?: number;
-      bin?: number;
-    };
+    const link = JSON.parse((await dash.getAttribute("data-last-link")) ?? "{}") as { rank?: number; bin?: number };
     expect(link.rank).toBe(1);
-    const py = await runCell(
-      page,
-      "print(dash.tab, dash.timeline.ranks, round(dash.timeline.x_range[1] - dash.timeline.x_range[0]))",
-    );
+    const py = await runCell(page, "print(dash.tab, dash.timeline.ranks, round(dash.timeline.x_range[1] - dash.timeline.x_range[0]))");
     const out = await cellText(page, py);
     expect(out).toContain("timeline [1]");
     writeArtifact("dashboard-after-heatmap-click.png", await dash.screenshot());
 
     // Shift+drag a range on the timeline: Breakdown is computed for it.
-    await runCell(
-      page,
-      "dash.timeline.ranks = list(trace.ranks)\ndash.timeline.fit()\ndash.tab = 'timeline'",
-    );
+    await runCell(page, "dash.timeline.ranks = list(trace.ranks)\ndash.timeline.fit()\ndash.tab = 'timeline'");
     await settled(tl);
     const tlCanvas = tl.locator("canvas");
     await tlCanvas.scrollIntoViewIfNeeded();
@@ -176,10 +151,7 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
     await expect(dash.locator('.tvd-tab[data-tab="breakdown"]')).toHaveClass(/tvd-ranged/);
     const breakdown = await openTab(dash, "breakdown");
     await expect(breakdown.locator(".tvd-banner")).toContainText("Range selected on the timeline");
-    const rng = await runCell(
-      page,
-      "r = dash.breakdown_range\nprint(r is not None and r[1] > r[0], dash.breakdown()['range'] is not None)",
-    );
+    const rng = await runCell(page, "r = dash.breakdown_range\nprint(r is not None and r[1] > r[0], dash.breakdown()['range'] is not None)");
     expect(await cellText(page, rng)).toContain("True True");
     writeArtifact("dashboard-breakdown-range.png", await dash.screenshot());
 
