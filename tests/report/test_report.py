@@ -154,9 +154,9 @@ def test_report_command_writes_the_file(tmp_path: Path) -> None:
     proc = run("report", "--sample", "-o", str(out), "--no-cache")
     assert proc.returncode == 0, proc.stderr
     assert out.exists() and str(out) in proc.stdout
-    assert "traceview: report: Kernels (5/8)" in proc.stderr, "progress while the analyses run"
+    assert "traceview: report: Kernels (5/9)" in proc.stderr, "progress while the analyses run"
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("<!DOCTYPE html>") and len(re.findall(r'class="tvr-chart[ "]', text)) == 20
+    assert text.startswith("<!DOCTYPE html>") and len(re.findall(r'class="tvr-chart[ "]', text)) == 22
 
 
 @pytest.mark.parametrize(
