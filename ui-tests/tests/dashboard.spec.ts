@@ -12,6 +12,7 @@ const TABS = [
   "breakdown",
   "overlap",
   "kernels",
+  "operators",
   "communication",
   "iterations",
   "counters",
