@@ -29,6 +29,7 @@ import math
 import os
 import re
 import signal
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -356,9 +357,39 @@ _FUNCTIONS: dict[str, Callable[..., dict[str, Any]]] = {
 
 
 def _worker_init() -> None:
-    """A worker process leads its own process group, so that killing the group kills its parse pool too."""
+    """A worker process leads its own process group, so that killing the group kills its parse pool too.
+
+    Out of the server's group, it no longer gets the signals sent to that group: so that it
+    never outlives the server (killed with SIGKILL, say), it asks Linux for a SIGTERM when
+    the server exits and then kills its whole group.
+    """
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import multiprocessing
+
+    def parent_gone(*_: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, parent_gone)
+    with contextlib.suppress(Exception):  # no prctl (an odd libc): the server's close() still kills the group
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        parent_gone()  # the server died before the request took effect
+
+
+def _exit_with_parent() -> None:
+    """In the progress Manager: a SIGTERM (the default: exit) when the server exits (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def _kill_group(pid: int) -> None:
@@ -417,8 +448,12 @@ class Analyzer:
 
         self._stop_manager()
         try:
-            self._manager = multiprocessing.get_context("spawn").Manager()
-            self._progress = self._manager.dict()
+            from multiprocessing.managers import SyncManager
+
+            manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
+            manager.start(initializer=_exit_with_parent)
+            self._manager = manager
+            self._progress = manager.dict()
         except Exception:  # noqa: BLE001 - progress is optional; the tasks run without it
             self._manager = self._progress = None
 

@@ -22,7 +22,9 @@ def blocking(root: str, entry: Any, cache: Any, progress: Any = None, label: str
         time.sleep(600)
         os._exit(0)
     _report(progress, label, {"stage": "loading", "done": 0, "total": 1})
-    (base / f"started-{os.getpid()}").write_text(str(child))
+    tmp = base / f".started-{os.getpid()}"
+    tmp.write_text(str(child))
+    tmp.rename(base / f"started-{os.getpid()}")  # whole or absent: the test reads it at once
     while not (base / "release").exists():
         time.sleep(0.02)
     os.kill(child, 9)
