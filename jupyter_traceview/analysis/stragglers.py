@@ -57,7 +57,7 @@ RANK_COLUMNS = {
 }
 
 
-def _kind_from_name(name: str) -> str:
+def kind_from_name(name: str) -> str:
     """Collective kind from a communication kernel's name (see collectives.kernel_collective)."""
     return kernel_collective(name, fallback="name")
 
@@ -268,7 +268,7 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
     distinct = np.unique(codes)
     cats = ev["name"].cat.categories
     lut = np.empty(int(distinct.max()) + 1, dtype=object)
-    lut[distinct] = [_kind_from_name(str(cats[c])) for c in distinct.tolist()]
+    lut[distinct] = [kind_from_name(str(cats[c])) for c in distinct.tolist()]
     name_kind = lut[codes]
     has_meta = meta_row >= 0
     safe = np.maximum(meta_row, 0)

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from ._style import LINK_TAG, bokeh_theme, duration_text, time_unit
 from .breakdown import comm_comp_overlap_chart, concurrency_chart, idle_breakdown_chart, temporal_breakdown_chart
+from .call_tree import call_tree_chart
 from .comm import nccl_bandwidth_chart, stragglers_chart
 from .diff import trace_diff_chart
 from .efficiency import efficiency_chart, iteration_chart
 from .kernels import kernel_duration_chart, kernel_type_chart, top_kernels_chart
+from .threads import thread_activity_chart
 from .timeseries import (
     HEATMAP_KINDS,
     memory_bandwidth_chart,
@@ -40,6 +42,7 @@ __all__ = [
     "HEATMAP_KINDS",
     "LINK_TAG",
     "bokeh_theme",
+    "call_tree_chart",
     "comm_comp_overlap_chart",
     "concurrency_chart",
     "duration_text",
@@ -53,6 +56,7 @@ __all__ = [
     "queue_length_chart",
     "stragglers_chart",
     "temporal_breakdown_chart",
+    "thread_activity_chart",
     "time_unit",
     "timeline_overview_chart",
     "top_kernels_chart",

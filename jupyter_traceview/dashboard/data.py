@@ -9,8 +9,11 @@ content, computed here from a trace:
   (``bokeh.embed.json_item`` dicts), computed on demand and cached;
 * :meth:`DashboardData.link`: where a click on a chart (a heatmap cell, a rank's bar, an
   iteration) takes the timeline;
-* :func:`answer`: the answer to each command of the dashboard's front end (the four
-  commands of the timeline included), the same function whatever carries the messages.
+* :func:`.commands.answer`: the answer to each command of the dashboard's front end (the
+  four commands of the timeline included), the same function whatever carries the messages.
+
+A tab's content is built by its module in :mod:`.tabs` (one module per tab, registered in
+:data:`.tabs.TABS`).
 
 The contract is documented in ``docs/frontend.md`` ("The dashboard's protocol"); the
 TypeScript mirror is ``js/dashboard/protocol.ts``.
@@ -23,11 +26,9 @@ import math
 import re
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,42 +38,20 @@ from ..model.trace import Trace, _fmt_ns, _ranges
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
+from .tabs import TABS, TabBuilder
+from .tabs.builder import Progress, figure_
 
 __all__ = [
-    "COMMANDS",
     "PROTOCOL",
-    "TABS",
     "DashboardData",
     "Progress",
-    "answer",
     "bokehjs_source",
     "timeline_overview",
+    "to_json",
 ]
 
 #: Version of the payload and command contract (docs/frontend.md); bumped on breaking changes.
 PROTOCOL = 1
-
-#: The dashboard's tabs, in order: (id, label).
-TABS: tuple[tuple[str, str], ...] = (
-    ("overview", "Overview"),
-    ("timeline", "Timeline"),
-    ("breakdown", "Breakdown"),
-    ("overlap", "Overlap"),
-    ("kernels", "Kernels"),
-    ("communication", "Communication"),
-    ("iterations", "Iterations"),
-    ("counters", "Counters"),
-)
-_DIFF_TAB = ("diff", "Diff")
-
-#: Commands of the dashboard's front end (besides the timeline's, see timeline_protocol.COMMANDS).
-COMMANDS = ("_payload", "_tab", "_link", "_timeline", "_bokehjs")
-
-#: Rows kept per table (tables show the top rows; the analyses give everything).
-MAX_TABLE_ROWS = 200
-
-#: ``progress(done, total, label)``: called while a tab is computed.
-Progress = Callable[[int, int, str], None]
 
 
 @cache
@@ -88,61 +67,6 @@ def bokehjs_source() -> tuple[str, bytes]:
 
     path = Path(bokehjs_path()) / "js" / "bokeh.min.js"
     return bokeh.__version__, path.read_bytes()
-
-
-def _clean(value: Any) -> Any:
-    """JSON-able Python values: numpy scalars unwrapped, NaN and infinities as None."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_clean(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-@dataclass(frozen=True)
-class Column:
-    """A table column: ``key`` in the frame, header ``label``, display ``format``.
-
-    Formats: ``"text"``, ``"int"``, ``"duration"`` (ns), ``"pct"`` (0-100), ``"bytes"``,
-    ``"gbps"``, ``"float"``.
-    """
-
-    key: str
-    label: str
-    format: str = "text"
-
-
-def table(table_id: str, title: str, df: pd.DataFrame, columns: list[Column], *, limit: int = MAX_TABLE_ROWS) -> dict:
-    """A frame as a JSON table for the front end: the ``columns`` that exist, the first ``limit`` rows."""
-    cols = [c for c in columns if c.key in df.columns]
-    head = df.head(limit)
-    rows = (
-        [[_clean(v) for v in r] for r in zip(*(head[c.key].astype(object).tolist() for c in cols), strict=True)]
-        if cols
-        else []
-    )
-    return {
-        "id": table_id,
-        "title": title,
-        "columns": [{"key": c.key, "label": c.label, "format": c.format} for c in cols],
-        "rows": rows,
-        "total_rows": len(df),
-    }
-
-
-def figure_(label: str, value: str, hint: str = "", tone: Literal["", "good", "warn", "bad"] = "") -> dict:
-    """A headline figure: a label, its value as text, what it means, and a tone for colouring."""
-    return {"label": label, "value": value, "hint": hint, "tone": tone}
-
-
-def _pct(x: float) -> str:
-    return f"{x:.1f}%" if math.isfinite(x) else "-"
 
 
 class DashboardData:
@@ -184,7 +108,7 @@ class DashboardData:
     # ------------------------------------------------------------------ basics
     @property
     def tabs(self) -> list[tuple[str, str]]:
-        return [*TABS, _DIFF_TAB] if self.baseline is not None else list(TABS)
+        return [(t.id, t.label) for t in TABS if self.baseline is not None or not t.needs_baseline]
 
     @property
     def t0_ns(self) -> int:
@@ -274,24 +198,13 @@ class DashboardData:
         timeline); other tabs show the whole trace. ``progress(done, total, label)`` is
         called before each analysis.
         """
-        builders: dict[str, Callable[[_TabBuilder], None]] = {
-            "overview": _overview,
-            "timeline": _timeline_tab,
-            "breakdown": _breakdown,
-            "overlap": _overlap,
-            "kernels": _kernels,
-            "communication": _communication,
-            "iterations": _iterations,
-            "counters": _counters,
-            "diff": _diff,
-        }
         if name not in dict(self.tabs):
             raise TraceSelectionError.unknown("tab", name, [t for t, _ in self.tabs])
         if theme not in ("light", "dark"):
             raise ValueError(f"theme must be 'light' or 'dark', got {theme!r}")
         t = time.perf_counter()
-        b = _TabBuilder(self, theme, time_range if name == "breakdown" else None, progress)
-        builders[name](b)
+        b = TabBuilder(self, theme, time_range if name == "breakdown" else None, progress)
+        next(x for x in TABS if x.id == name).build(b)
         out = b.result()
         out["tab"] = name
         out["theme"] = theme
@@ -369,605 +282,6 @@ class DashboardData:
         return timeline_protocol.timeline_state(self.trace, self.index)
 
 
-# ---------------------------------------------------------------------- commands
-def answer(
-    data: DashboardData, command: str, msg: dict[str, Any] | None, *, progress: Progress | None = None
-) -> tuple[dict[str, Any], list[bytes]]:
-    """The answer to one command of the dashboard's front end: ``(JSON message, binary buffers)``.
-
-    Commands (docs/frontend.md): ``_payload``, ``_tab`` ``{tab, theme, range}``, ``_link``
-    (see :meth:`DashboardData.link`), ``_timeline`` (the timeline's initial state),
-    ``_bokehjs`` (``{version}`` and BokehJS as one buffer) and the timeline's ``_window``,
-    ``_details``, ``_find``, ``_summary``. Errors are answered as ``{"error": message}``.
-    """
-    msg = msg or {}
-    if command in timeline_protocol.COMMANDS:
-        return timeline_protocol.answer(data.index, command, msg, lod=data.lod)
-    try:
-        if command == "_payload":
-            return data.payload(), []
-        if command == "_tab":
-            theme = msg.get("theme", "light")
-            out = data.tab(
-                str(msg.get("tab", "overview")),
-                theme="dark" if theme == "dark" else "light",
-                time_range=data.absolute(msg.get("range")),
-                progress=progress,
-            )
-            out["seq"] = msg.get("seq")
-            return out, []
-        if command == "_link":
-            return data.link(msg), []
-        if command == "_timeline":
-            return {"state": data.timeline_state()}, []
-        if command == "_bokehjs":
-            version, js = bokehjs_source()
-            return {"version": version, "bytes": len(js)}, [js]
-    except (TraceviewError, ValueError, KeyError, TypeError) as exc:
-        return {"error": str(exc), "seq": msg.get("seq")}, []
-    return {
-        "error": f"unknown command {command!r}; commands are {', '.join(COMMANDS + timeline_protocol.COMMANDS)}"
-    }, []
-
-
-# ---------------------------------------------------------------------- the tabs
-class _TabBuilder:
-    """Collects a tab's parts; each step is guarded so that one failing analysis leaves a note, not a blank tab."""
-
-    def __init__(
-        self, data: DashboardData, theme: Theme, time_range: tuple[int, int] | None, progress: Progress | None
-    ):
-        self.data = data
-        self.theme = theme
-        self.time_range = time_range
-        self.progress = progress
-        self.figures: list[dict[str, Any]] = []
-        self.findings: list[dict[str, Any]] | None = None
-        self.tables: list[dict[str, Any]] = []
-        self.charts: list[dict[str, Any]] = []
-        self.notes: list[str] = []
-        self._steps: list[tuple[str, Callable[[], None]]] = []
-
-    def step(self, label: str, fn: Callable[[], None]) -> None:
-        self._steps.append((label, fn))
-
-    def chart(self, chart_id: str, build: Callable[[], Any], *, wide: bool = True) -> None:
-        from bokeh.embed import json_item
-
-        from ..charts import bokeh_theme
-
-        fig = build()
-        self.charts.append(
-            {
-                "id": chart_id,
-                "wide": wide,
-                "empty": "traceview-empty" in (fig.tags or []),
-                "item": json_item(fig, theme=bokeh_theme(self.theme)),
-            }
-        )
-
-    def frame(self, name: str, **kw: Any) -> pd.DataFrame:
-        return self.data.frame(name, time_range=self.time_range, **kw)
-
-    def result(self) -> dict[str, Any]:
-        total = len(self._steps)
-        for i, (label, fn) in enumerate(self._steps):
-            if self.progress is not None:
-                self.progress(i, total, label)
-            try:
-                fn()
-            except TraceviewError as exc:
-                self.notes.append(f"{label}: {exc}")
-        if self.progress is not None:
-            self.progress(total, total, "done")
-        out: dict[str, Any] = {
-            "figures": self.figures,
-            "tables": self.tables,
-            "charts": self.charts,
-            "notes": self.notes,
-        }
-        if self.findings is not None:
-            out["findings"] = self.findings
-        return out
-
-
-_HEATMAP_HINT = "click a cell to zoom the timeline there"
-
-
-def _overview(b: _TabBuilder) -> None:
-    data = b.data
-    c = _charts()
-
-    def figures() -> None:
-        s = b.frame("summary")
-        eff = b.frame("efficiency")
-        its = b.frame("iterations")
-        meta = data.trace.metadata
-        devices = sorted({str(d) for d in meta.get("device_name", pd.Series(dtype=str)) if d})
-        n = len(data.trace.ranks)
-        b.figures.append(
-            figure_("ranks", f"{n}" + (f" × {devices[0]}" if len(devices) == 1 else ""), _ranges(data.trace.ranks))
-        )
-        if len(eff) and math.isfinite(float(eff["elapsed_ns"].iloc[0])) and int(eff["elapsed_ns"].iloc[0]) > 0:
-            b.figures.append(
-                figure_("GPU elapsed", _fmt_ns(int(eff["elapsed_ns"].iloc[0])), "first GPU work to last, all ranks")
-            )
-        if len(its):
-            steps = sorted(set(its["step"].tolist()))
-            per_step = its.groupby("step")["dur_ns"].max()
-            b.figures.append(
-                figure_(
-                    "iterations",
-                    f"{len(steps)} · median {_fmt_ns(float(per_step.median()))}",
-                    f"steps {_ranges(steps)}; a step lasts as long as its slowest rank",
-                )
-            )
-        busy = s["gpu_busy_pct"].dropna() if "gpu_busy_pct" in s else pd.Series(dtype=float)
-        if len(busy):
-            mean = float(busy.mean())
-            b.figures.append(
-                figure_(
-                    "GPU busy",
-                    _pct(mean),
-                    f"mean over ranks ({_pct(float(busy.min()))} … {_pct(float(busy.max()))})",
-                    "good" if mean >= 80 else ("warn" if mean >= 50 else "bad"),
-                )
-            )
-            comp = float(s["compute_pct"].mean())
-            b.figures.append(figure_("compute", _pct(comp), "share of the GPU span with a compute kernel running"))
-            exposed = float(s["exposed_comm_pct"].mean())
-            b.figures.append(
-                figure_(
-                    "exposed communication",
-                    _pct(exposed),
-                    "communication with nothing else running (mean over ranks)",
-                    "bad" if exposed >= 30 else ("warn" if exposed >= 10 else "good"),
-                )
-            )
-        if len(eff) and math.isfinite(float(eff["parallel_efficiency_pct"].iloc[0])):
-            pe = float(eff["parallel_efficiency_pct"].iloc[0])
-            b.figures.append(
-                figure_(
-                    "parallel efficiency",
-                    _pct(pe),
-                    "load balance × communication × orchestration",
-                    "good" if pe >= 70 else ("warn" if pe >= 40 else "bad"),
-                )
-            )
-        b.figures.append(figure_("events", f"{int(s['events'].sum()):,}", f"{int(s['kernels'].sum()):,} kernels"))
-
-    def findings() -> None:
-        f = b.frame("findings")
-        out = []
-        for r in f.to_dict(orient="records"):
-            item = {k: _clean(v) for k, v in r.items()}
-            item["stake"] = (
-                f"{_fmt_ns(r['time_at_stake_ns'])} at stake ({r['time_at_stake_pct']:.1f}% of the elapsed time)"
-                if r["severity"] != "info" and r["time_at_stake_ns"] > 0
-                else ""
-            )
-            out.append(item)
-        b.findings = out
-
-    b.step("headline figures", figures)
-    b.step("findings", findings)
-    b.step(
-        "utilisation heatmap",
-        lambda: b.chart(
-            "heatmap_all",
-            lambda: c.utilization_heatmap_chart(
-                b.frame("utilization_heatmap", bins=data.heatmap_bins, kind="all"), kind="all", theme=b.theme
-            ),
-        ),
-    )
-    b.step(
-        "efficiency",
-        lambda: b.chart("efficiency", lambda: c.efficiency_chart(b.frame("efficiency"), theme=b.theme), wide=False),
-    )
-    b.step(
-        "temporal breakdown",
-        lambda: b.chart(
-            "temporal", lambda: c.temporal_breakdown_chart(b.frame("temporal_breakdown"), theme=b.theme), wide=False
-        ),
-    )
-
-
-def _timeline_tab(b: _TabBuilder) -> None:
-    """The Timeline tab draws the timeline itself (``_timeline`` and the timeline's commands): nothing here."""
-
-
-def _breakdown(b: _TabBuilder) -> None:
-    c = _charts()
-    data = b.data
-
-    def figures() -> None:
-        t = b.frame("temporal_breakdown")
-        if b.time_range is not None:
-            lo, hi = b.time_range
-            b.figures.append(
-                figure_(
-                    "range",
-                    _fmt_ns(hi - lo),
-                    f"{_fmt_ns(lo - data.t0_ns)} → {_fmt_ns(hi - data.t0_ns)} from the trace start",
-                )
-            )
-        if len(t):
-            b.figures.append(figure_("compute", _pct(float(t["compute_pct"].mean())), "mean over ranks"))
-            b.figures.append(
-                figure_("non-compute", _pct(float(t["non_compute_pct"].mean())), "communication and memory")
-            )
-            b.figures.append(
-                figure_("idle", _pct(float(t["idle_pct"].mean())), "GPU idle between its first and last activity")
-            )
-        b.tables.append(
-            table(
-                "temporal",
-                "Temporal breakdown per rank",
-                t,
-                [
-                    Column("rank", "rank", "int"),
-                    Column("span_ns", "GPU span", "duration"),
-                    Column("compute_ns", "compute", "duration"),
-                    Column("compute_pct", "compute %", "pct"),
-                    Column("non_compute_ns", "non-compute", "duration"),
-                    Column("non_compute_pct", "non-compute %", "pct"),
-                    Column("idle_ns", "idle", "duration"),
-                    Column("idle_pct", "idle %", "pct"),
-                ],
-            )
-        )
-
-    b.step("temporal breakdown", figures)
-    b.step(
-        "temporal chart",
-        lambda: b.chart(
-            "temporal", lambda: c.temporal_breakdown_chart(b.frame("temporal_breakdown"), theme=b.theme), wide=False
-        ),
-    )
-    b.step(
-        "kernel types",
-        lambda: b.chart(
-            "kernel_types",
-            lambda: c.kernel_type_chart(b.frame("kernel_breakdown", by="type"), theme=b.theme),
-            wide=False,
-        ),
-    )
-    b.step(
-        "idle time",
-        lambda: b.chart("idle", lambda: c.idle_breakdown_chart(b.frame("idle_time_breakdown"), theme=b.theme)),
-    )
-    b.step(
-        "concurrency",
-        lambda: b.chart("concurrency", lambda: c.concurrency_chart(b.frame("concurrency"), theme=b.theme)),
-    )
-
-
-def _overlap(b: _TabBuilder) -> None:
-    c = _charts()
-    bins = b.data.heatmap_bins
-
-    def overlap_table() -> None:
-        o = b.frame("comm_comp_overlap")
-        if len(o):
-            b.figures.append(
-                figure_("communication overlapped", _pct(float(o["overlap_pct"].mean())), "mean over ranks")
-            )
-            b.figures.append(
-                figure_("exposed communication", _fmt_ns(float(o["exposed_comm_ns"].mean())), "mean per rank")
-            )
-        b.tables.append(
-            table(
-                "kernel_overlap",
-                "Kernels and what runs beside them (all ranks)",
-                b.frame("kernel_overlap_stats"),
-                [
-                    Column("name", "kernel"),
-                    Column("gpu_class", "class"),
-                    Column("count", "launches", "int"),
-                    Column("total_ns", "total", "duration"),
-                    Column("comm_overlap_pct", "with communication", "pct"),
-                    Column("compute_overlap_pct", "with compute", "pct"),
-                    Column("exposed_pct", "alone", "pct"),
-                ],
-                limit=30,
-            )
-        )
-
-    b.step("overlap", overlap_table)
-    b.step(
-        "overlap chart",
-        lambda: b.chart("overlap", lambda: c.comm_comp_overlap_chart(b.frame("comm_comp_overlap"), theme=b.theme)),
-    )
-
-    def heatmap(kind: str) -> Callable[[], None]:
-        def build() -> Any:
-            return c.utilization_heatmap_chart(
-                b.frame("utilization_heatmap", bins=bins, kind=kind), kind=kind, theme=b.theme
-            )
-
-        return lambda: b.chart(f"heatmap_{kind}", build)
-
-    for kind in ("communication", "overlap"):
-        b.step(f"{kind} heatmap", heatmap(kind))
-
-
-def _kernels(b: _TabBuilder) -> None:
-    c = _charts()
-
-    def kernel_table() -> None:
-        k = b.frame("kernel_breakdown", top_k=None)
-        g = (
-            k.assign(name=k["name"].astype(str), kernel_type=k["kernel_type"].astype(str))
-            .groupby(["name", "kernel_type"], sort=False)
-            .agg(
-                count=("count", "sum"),
-                sum_ns=("sum_ns", "sum"),
-                min_ns=("min_ns", "min"),
-                max_ns=("max_ns", "max"),
-                ranks=("rank", "nunique"),
-            )
-            .reset_index()
-            .sort_values("sum_ns", ascending=False)
-        )
-        g["mean_ns"] = g["sum_ns"] / g["count"].clip(lower=1)
-        total = float(g["sum_ns"].sum())
-        g["share_pct"] = 100 * g["sum_ns"] / total if total > 0 else np.nan
-        b.figures.append(figure_("kernels", f"{int(g['count'].sum()):,}", f"{len(g):,} distinct names"))
-        b.figures.append(figure_("kernel time", _fmt_ns(total), "summed over ranks and streams"))
-        b.tables.append(
-            table(
-                "kernels",
-                "Kernels by total time (all ranks)",
-                g,
-                [
-                    Column("name", "kernel"),
-                    Column("kernel_type", "type"),
-                    Column("count", "launches", "int"),
-                    Column("sum_ns", "total", "duration"),
-                    Column("share_pct", "share", "pct"),
-                    Column("mean_ns", "mean", "duration"),
-                    Column("min_ns", "min", "duration"),
-                    Column("max_ns", "max", "duration"),
-                    Column("ranks", "ranks", "int"),
-                ],
-                limit=50,
-            )
-        )
-
-    b.step("kernel table", kernel_table)
-    b.step(
-        "kernel types",
-        lambda: b.chart(
-            "kernel_types",
-            lambda: c.kernel_type_chart(b.frame("kernel_breakdown", by="type"), theme=b.theme),
-            wide=False,
-        ),
-    )
-    b.step(
-        "top kernels",
-        lambda: b.chart(
-            "top_kernels",
-            lambda: c.top_kernels_chart(b.frame("kernel_breakdown", top_k=None), theme=b.theme),
-            wide=False,
-        ),
-    )
-    b.step(
-        "duration distribution",
-        lambda: b.chart(
-            "kernel_durations", lambda: c.kernel_duration_chart(b.frame("kernel_duration_distribution"), theme=b.theme)
-        ),
-    )
-
-
-def _communication(b: _TabBuilder) -> None:
-    c = _charts()
-
-    def nccl_table() -> None:
-        n = b.frame("nccl_summary")
-        calls = b.frame("collective_calls")
-        if len(calls):
-            b.figures.append(
-                figure_(
-                    "collective calls",
-                    f"{len(calls):,}",
-                    f"{calls['collective'].nunique()} kinds over {calls['rank'].nunique()} ranks",
-                )
-            )
-            b.figures.append(figure_("time in collectives", _fmt_ns(float(calls["dur_ns"].sum())), "summed over ranks"))
-        b.tables.append(
-            table(
-                "nccl",
-                "Collectives by message size",
-                n,
-                [
-                    Column("collective", "collective"),
-                    Column("group_size", "ranks", "int"),
-                    Column("size_bucket", "message size"),
-                    Column("count", "calls", "int"),
-                    Column("total_ns", "total", "duration"),
-                    Column("mean_ns", "mean", "duration"),
-                    Column("algbw_gbps", "algorithm bw", "gbps"),
-                    Column("busbw_gbps", "bus bw", "gbps"),
-                ],
-            )
-        )
-
-    b.step("collectives", nccl_table)
-    b.step(
-        "bus bandwidth",
-        lambda: b.chart("nccl_bw", lambda: c.nccl_bandwidth_chart(b.frame("nccl_summary"), theme=b.theme), wide=False),
-    )
-    b.step(
-        "stragglers",
-        lambda: b.chart("stragglers", lambda: c.stragglers_chart(b.frame("stragglers"), theme=b.theme), wide=False),
-    )
-    b.step(
-        "communication heatmap",
-        lambda: b.chart(
-            "heatmap_communication",
-            lambda: c.utilization_heatmap_chart(
-                b.frame("utilization_heatmap", bins=b.data.heatmap_bins, kind="communication"),
-                kind="communication",
-                theme=b.theme,
-            ),
-        ),
-    )
-
-
-def _iterations(b: _TabBuilder) -> None:
-    c = _charts()
-
-    def tables() -> None:
-        st = b.frame("iteration_stats")
-        if len(st):
-            per_step = st.groupby("step")["duration_ns"].max()
-            b.figures.append(figure_("iterations", f"{len(per_step)}", f"steps {_ranges(per_step.index.tolist())}"))
-            b.figures.append(figure_("median step", _fmt_ns(float(per_step.median())), "slowest rank of each step"))
-            spread = st.groupby("step")["duration_ns"].agg(lambda s: s.max() - s.min())
-            b.figures.append(
-                figure_("rank spread", _fmt_ns(float(spread.median())), "median over steps of slowest − fastest rank")
-            )
-        else:
-            b.notes.append(
-                "No ProfilerStep iterations in this trace: profile with torch.profiler's schedule and step()."
-            )
-        b.tables.append(
-            table(
-                "iterations",
-                "Iterations per rank",
-                st,
-                [
-                    Column("step", "step", "int"),
-                    Column("rank", "rank", "int"),
-                    Column("duration_ns", "duration", "duration"),
-                    Column("gpu_busy_pct", "GPU busy", "pct"),
-                    Column("compute_ns", "compute", "duration"),
-                    Column("exposed_comm_ns", "exposed comm", "duration"),
-                    Column("exposed_comm_pct", "exposed comm %", "pct"),
-                    Column("idle_ns", "idle", "duration"),
-                ],
-            )
-        )
-        e = b.frame("efficiency", per="iteration")
-        b.tables.append(
-            table(
-                "efficiency",
-                "Parallel efficiency per iteration",
-                e,
-                [
-                    Column("step", "step", "int"),
-                    Column("elapsed_ns", "elapsed", "duration"),
-                    Column("load_balance_pct", "load balance", "pct"),
-                    Column("communication_efficiency_pct", "communication", "pct"),
-                    Column("orchestration_efficiency_pct", "orchestration", "pct"),
-                    Column("parallel_efficiency_pct", "parallel efficiency", "pct"),
-                ],
-            )
-        )
-
-    b.step("iteration statistics", tables)
-    b.step(
-        "iteration chart",
-        lambda: b.chart("iterations", lambda: c.iteration_chart(b.frame("iteration_stats"), theme=b.theme)),
-    )
-
-
-def _counters(b: _TabBuilder) -> None:
-    c = _charts()
-
-    def tables() -> None:
-        q = b.frame("queue_length", per="stream")
-        b.tables.append(
-            table(
-                "queues",
-                "Queue length per stream",
-                q,
-                [
-                    Column("rank", "rank", "int"),
-                    Column("stream", "stream", "int"),
-                    Column("queue_length_mean", "mean", "float"),
-                    Column("queue_length_max", "max", "int"),
-                    Column("blocked_ns", "blocked (queue full)", "duration"),
-                ],
-            )
-        )
-        m = b.frame("memory_bandwidth", per="kind")
-        b.tables.append(
-            table(
-                "copies",
-                "Memory copies per rank and kind",
-                m,
-                [
-                    Column("rank", "rank", "int"),
-                    Column("kind", "kind"),
-                    Column("copies", "copies", "int"),
-                    Column("bytes", "bytes", "bytes"),
-                    Column("peak_gbps", "peak", "gbps"),
-                    Column("mean_gbps", "mean", "gbps"),
-                    Column("effective_gbps", "effective", "gbps"),
-                ],
-            )
-        )
-
-    b.step("counters", tables)
-    b.step(
-        "queue length",
-        lambda: b.chart("queue_length", lambda: c.queue_length_chart(b.frame("queue_length"), theme=b.theme)),
-    )
-    b.step(
-        "memory bandwidth",
-        lambda: b.chart(
-            "memory_bandwidth", lambda: c.memory_bandwidth_chart(b.frame("memory_bandwidth"), theme=b.theme)
-        ),
-    )
-
-
-def _diff(b: _TabBuilder) -> None:
-    c = _charts()
-
-    def tables() -> None:
-        d = b.frame("trace_diff")
-        b.figures.append(
-            figure_(
-                "baseline",
-                b.data.baseline.source or "(memory)" if b.data.baseline is not None else "-",
-                "compared with this trace",
-            )
-        )
-        changed = d.loc[d["status"] != "unchanged"]
-        b.figures.append(figure_("changes", f"{len(changed):,}", f"of {len(d):,} operators and kernels"))
-        b.tables.append(
-            table(
-                "diff",
-                "Largest changes (b = this trace, a = the baseline)",
-                changed,
-                [
-                    Column("kind", "kind"),
-                    Column("name", "name"),
-                    Column("count_a", "count a", "int"),
-                    Column("count_b", "count b", "int"),
-                    Column("total_ns_a", "total a", "duration"),
-                    Column("total_ns_b", "total b", "duration"),
-                    Column("total_delta_ns", "change", "duration"),
-                    Column("total_delta_pct", "change %", "pct"),
-                    Column("status", "status"),
-                ],
-                limit=50,
-            )
-        )
-
-    b.step("trace diff", tables)
-    b.step("diff chart", lambda: b.chart("diff", lambda: c.trace_diff_chart(b.frame("trace_diff"), theme=b.theme)))
-
-
-def _charts() -> Any:
-    """The charts package (imports bokeh: only when a tab is computed)."""
-    from .. import charts
-
-    return charts
-
-
-# ---------------------------------------------------------------------- timeline overview
 def timeline_overview(trace: Trace, *, bins: int = 1000) -> pd.DataFrame:
     """Every GPU stream's busy share and main kind in ``bins`` columns over the trace: a static timeline.
 

@@ -93,7 +93,7 @@ def with_rank(data: RankData, rank: int) -> RankData:
     if data.meta.rank == rank:
         return data
     meta = dataclasses.replace(data.meta, rank=rank)
-    return RankData(meta=meta, events=data.events, gpu_args=data.gpu_args, comms=data.comms)
+    return dataclasses.replace(data, meta=meta)
 
 
 def warn_reader_messages(metas: dict[int, RankMeta]) -> None:

@@ -179,7 +179,7 @@ def shift_rank(d: RankData, *, offsets: Mapping[int, int]) -> RankData:
     if off:
         events = events.copy(deep=False)
         events["ts_ns"] = events["ts_ns"].to_numpy() - np.int64(off)
-    return RankData(meta=meta, events=events, gpu_args=d.gpu_args, comms=d.comms)
+    return dataclasses.replace(d, meta=meta, events=events)
 
 
 # ---------------------------------------------------------------------- the fit

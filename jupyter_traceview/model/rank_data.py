@@ -1,4 +1,4 @@
-"""Per-rank data as readers produce it: metadata and the three schema tables."""
+"""Per-rank data as readers produce it: metadata and the schema tables."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["RankData", "RankMeta"]
+from .schema import OP_ARGS_COLUMNS, categorical
+
+__all__ = ["RankData", "RankMeta", "empty_op_args"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +86,13 @@ class RankData:
     gpu_args: pd.DataFrame
     #: Collective metadata (columns: schema.COMMS_COLUMNS).
     comms: pd.DataFrame
+    #: Recorded operator arguments (columns: schema.OP_ARGS_COLUMNS); empty if none were recorded.
+    op_args: pd.DataFrame = field(default_factory=lambda: empty_op_args())
+
+
+def empty_op_args() -> pd.DataFrame:
+    """An ``op_args`` table without rows (for readers and traces that record no operator arguments)."""
+    frame = {
+        c.name: (categorical([]) if c.dtype == "category" else pd.Series([], dtype=c.dtype)) for c in OP_ARGS_COLUMNS
+    }
+    return pd.DataFrame(frame, columns=[c.name for c in OP_ARGS_COLUMNS])

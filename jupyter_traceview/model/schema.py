@@ -11,6 +11,10 @@ A :class:`~jupyter_traceview.Trace` holds, per rank, three tables:
 ``comms``
     Collective-communication metadata (NCCL/RCCL/gloo), one row per event that
     carries it, keyed by ``eid``.
+``op_args``
+    Recorded arguments of CPU operators (shapes, dtypes, strides, scalar values of
+    traces recorded with ``record_shapes=True``), one row per operator that carries
+    them, keyed by ``eid``.
 
 All times are int64 nanoseconds on the trace's clock (for PyTorch profiler traces:
 nanoseconds since the Unix epoch). Column names carry their unit. ``docs/schema.md``
@@ -30,6 +34,7 @@ __all__ = [
     "COMMS_COLUMNS",
     "EVENT_COLUMNS",
     "GPU_ARGS_COLUMNS",
+    "OP_ARGS_COLUMNS",
     "READER_VERSION",
     "SCHEMA_VERSION",
     "Column",
@@ -38,7 +43,7 @@ __all__ = [
 ]
 
 #: Version of the table layout below. Bumped when a column is added, removed or changes meaning.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
 READER_VERSION = 2
@@ -191,6 +196,22 @@ COMMS_COLUMNS: tuple[Column, ...] = (
     Column("pg_desc", "category", "Process group description; NaN if absent."),
     Column("seq", "int64", "Collective sequence number within the process group; -1 if absent.", -1),
     Column("source", "category", "Where the metadata came from: 'record_param_comms', 'kernel' or 'annotation'."),
+)
+
+OP_ARGS_COLUMNS: tuple[Column, ...] = (
+    Column("eid", "int64", "Event id of the CPU operator (joins with events.eid)."),
+    Column("input_dims", "category", "'Input Dims' as recorded: JSON text of one shape list per input; NaN if absent."),
+    Column("input_type", "category", "'Input type' as recorded: JSON text of one dtype name per input; NaN if absent."),
+    Column(
+        "input_strides",
+        "category",
+        "'Input Strides' as recorded: JSON text of one stride list per input; NaN if absent.",
+    ),
+    Column(
+        "concrete_inputs",
+        "category",
+        "'Concrete Inputs' as recorded: JSON text of scalar argument values; NaN if absent.",
+    ),
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -211,6 +212,12 @@ class Trace:
             return self.rank_data(rank).comms.copy(deep=False)
         return self._cached("comms", lambda: concat_ranks(self.map_ranks(_table, "comms"))).copy(deep=False)
 
+    def op_args(self, rank: int | None = None) -> pd.DataFrame:
+        """Recorded operator arguments (shapes, dtypes), keyed by ``eid`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).op_args.copy(deep=False)
+        return self._cached("op_args", lambda: concat_ranks(self.map_ranks(_table, "op_args"))).copy(deep=False)
+
     @property
     def metadata(self) -> pd.DataFrame:
         """One row per rank: file, rank source, world size, backend, device, clock, events.
@@ -366,7 +373,7 @@ def classified(d: RankData, clf: Classifier) -> RankData:
         ev["gpu_class"] = cls
     else:
         ev.insert(ev.columns.get_loc("kind") + 1, "gpu_class", cls)
-    return RankData(meta=d.meta, events=ev, gpu_args=d.gpu_args, comms=d.comms)
+    return dataclasses.replace(d, events=ev)
 
 
 def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int, int] | None) -> RankData:
@@ -386,6 +393,7 @@ def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int
         events=ev.loc[keep].reset_index(drop=True),
         gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
         comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
+        op_args=d.op_args.loc[d.op_args["eid"].isin(eids)].reset_index(drop=True),
     )
 
 

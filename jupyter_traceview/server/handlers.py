@@ -14,7 +14,7 @@ body ``{command, msg}``                    (js/dashboard; 202 while computing)
 =========================================  ==============================================
 
 The dashboard endpoint answers the commands that ``tv.Dashboard`` answers in a kernel
-(``jupyter_traceview.dashboard.data.answer``: the payload, a tab's content, a link, the
+(``jupyter_traceview.dashboard.commands.answer``: the payload, a tab's content, a link, the
 timeline's state and its window answers), so the run panel shows the same dashboard. A
 ready answer is binary: a 4-byte big-endian length, that many bytes of JSON
 ``{"status": "ready", "msg": ..., "buffers": [byte lengths]}``, then the buffers.
@@ -54,7 +54,7 @@ MAX_DEPTH = 32
 MAX_ANSWER = 256 * 1024 * 1024
 #: How long a dashboard request waits for its answer before it is told to ask again (s).
 LONG_POLL_S = 1.0
-#: Commands of the dashboard's front end (dashboard_data.COMMANDS, timeline_protocol.COMMANDS).
+#: Commands of the dashboard's front end (dashboard.commands.COMMANDS, views.timeline.protocol.COMMANDS).
 DASHBOARD_COMMANDS = frozenset(
     {"_payload", "_tab", "_link", "_timeline", "_bokehjs", "_window", "_details", "_find", "_summary"}
 )

@@ -271,11 +271,12 @@ def compute_command(
 
     ``entries`` is the run, or the run and a baseline (the dashboard then has a Diff tab);
     ``msg`` the command's JSON message. Answered by
-    :func:`jupyter_traceview.dashboard.data.answer`, the function that answers tv.Dashboard's
+    :func:`jupyter_traceview.dashboard.commands.answer`, the function that answers tv.Dashboard's
     commands in a kernel: ``{"msg": ..., "buffers": [bytes, ...]}``. The analyses' frames
     and the timeline index stay in this process for the run's next commands.
     """
-    from ..dashboard.data import DashboardData, answer
+    from ..dashboard.commands import answer
+    from ..dashboard.data import DashboardData
 
     entry, *rest = entries
     baseline = rest[0] if rest else None

@@ -3,7 +3,7 @@
 The content comes from :mod:`jupyter_traceview.dashboard.data` (the same for the Traces
 sidebar and ``traceview report``); this widget only carries it: a few synced traits (the
 open tab, whether it is expanded) and request/response commands answered by
-:func:`jupyter_traceview.dashboard.data.answer`. The front end (``js/dashboard/``) draws
+:func:`jupyter_traceview.dashboard.commands.answer`. The front end (``js/dashboard/``) draws
 the charts with BokehJS, which this widget sends once from the installed bokeh package
 (no CDN), and the timeline with the same view as ``tv.Timeline``.
 
@@ -20,7 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..dashboard.data import DashboardData, answer
+from ..dashboard.commands import answer
+from ..dashboard.data import DashboardData
 from ..errors import TraceviewError
 from ..model.trace import Trace
 from ..views.timeline.index import LevelOfDetail

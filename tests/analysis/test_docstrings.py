@@ -8,7 +8,7 @@ import importlib
 
 import pytest
 
-MODULES = ["temporal", "idle", "kernels", "summary"]
+MODULES = ["temporal", "idle", "kernels", "summary", "cpu_ops", "call_tree", "threads", "host_syncs"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jupyter_traceview as tv
-from jupyter_traceview.analysis.findings import FINDING_COLUMNS, RULES, _binom_tail
+from jupyter_traceview.analysis.findings import FINDING_COLUMNS, all_rules
+from jupyter_traceview.analysis.findings.rules.straggler import binom_tail
 from tests import job_builder as jb
 from tests import kineto_builder as kb
 from tests.conftest import KINETO_FOLDERS
@@ -118,9 +119,9 @@ def test_columns_and_dlrm(dlrm: tv.Trace) -> None:
 
 def test_rules_are_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "semantics.md").read_text()
-    for fid in RULES:
+    for fid in (r.id for r in all_rules()):
         assert f"`{fid}`" in doc, f"rule {fid} is not documented in docs/semantics.md"
-    for field in tv.FindingRules.__dataclass_fields__:
+    for field in (f.name for f in tv.FindingRules.fields()):
         assert f"`{field}`" in doc, f"threshold {field} is not documented in docs/semantics.md"
 
 
@@ -158,12 +159,12 @@ def test_device_host_wait_equals_idle_breakdown_on_one_stream() -> None:
 
 def test_threshold_keywords(tmp_path: Path) -> None:
     trace = load_rank(tmp_path, launch_bound_events())
-    assert "launch_bound" not in set(tv.findings(trace, host_wait_min_pct=99.9)["id"])
+    assert "launch_bound" not in set(tv.findings(trace, rules=tv.FindingRules(host_wait_min_pct=99.9))["id"])
     rules = tv.FindingRules(tiny_kernel_ns=2_000)  # 3 us kernels are no longer tiny
     assert "tiny_kernels" not in set(tv.findings(trace, rules=rules)["id"])
-    assert "tiny_kernels" in set(tv.findings(trace, rules=rules, tiny_kernel_ns=10_000)["id"])
+    assert "tiny_kernels" in set(tv.findings(trace, rules=rules.replace(tiny_kernel_ns=10_000))["id"])
     with pytest.raises(tv.OptionError, match="host_wait_min_pct"):
-        tv.findings(trace, host_wait_min_pc=5)
+        tv.FindingRules(host_wait_min_pc=5)
     with pytest.raises(tv.OptionError, match="high_pct"):
         tv.FindingRules(high_pct=-1)
     with pytest.raises(tv.OptionError, match="rules must be a FindingRules"):
@@ -172,7 +173,7 @@ def test_threshold_keywords(tmp_path: Path) -> None:
 
 def test_min_time_at_stake_drops_small_findings(tmp_path: Path) -> None:
     trace = load_rank(tmp_path, launch_bound_events())
-    assert tv.findings(trace, min_time_at_stake_pct=80).empty  # 1.39 ms of 1.99 ms is 69.9 %
+    assert tv.findings(trace, rules=tv.FindingRules(min_time_at_stake_pct=80)).empty  # 1.39 ms of 1.99 ms is 69.9 %
 
 
 # --------------------------------------------------------------------------- 3, 4. imbalance, stragglers
@@ -209,11 +210,11 @@ def test_balanced_job_has_no_imbalance(tmp_path: Path) -> None:
 
 
 def test_binomial_tail() -> None:
-    assert _binom_tail(3, 3, 1 / 8) == pytest.approx(1 / 512)
-    assert _binom_tail(8, 0, 0.5) == 1.0
-    assert _binom_tail(10, 11, 0.5) == 0.0
-    assert _binom_tail(4, 2, 0.5) == pytest.approx(11 / 16)
-    assert 0.0 <= _binom_tail(5000, 4000, 0.125) < 1e-300  # no overflow
+    assert binom_tail(3, 3, 1 / 8) == pytest.approx(1 / 512)
+    assert binom_tail(8, 0, 0.5) == 1.0
+    assert binom_tail(10, 11, 0.5) == 0.0
+    assert binom_tail(4, 2, 0.5) == pytest.approx(11 / 16)
+    assert 0.0 <= binom_tail(5000, 4000, 0.125) < 1e-300  # no overflow
 
 
 # --------------------------------------------------------------------------- 2, 7. communication
@@ -377,7 +378,7 @@ def test_time_at_stake_bounded_and_sorted(ranks: list[list[dict[str, Any]]], ste
         for r, acts in enumerate(ranks):
             kb.write(Path(tmp) / f"rank{r}.json", kb.doc(build(acts, steps), rank=r, world_size=len(ranks)))
         trace = tv.load(tmp, cache=False, progress=False)
-    f = quiet_findings(trace, min_time_at_stake_pct=min_pct)
+    f = quiet_findings(trace, rules=tv.FindingRules(min_time_at_stake_pct=min_pct))
     assert list(f.columns) == list(FINDING_COLUMNS)
     if f.empty:
         return
@@ -399,7 +400,7 @@ def test_docstring_example() -> None:
     import doctest
     import importlib
 
-    module = importlib.import_module("jupyter_traceview.analysis.findings")  # the package's findings is the function
+    module = importlib.import_module("jupyter_traceview.analysis.findings.driver")  # where findings() is written
 
     missing = object()
     before = builtins.__dict__.get("_", missing)

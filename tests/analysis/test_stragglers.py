@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import jupyter_traceview as tv
-from jupyter_traceview.analysis.stragglers import ARRIVAL_COLUMNS, COLLECTIVE_COLUMNS, RANK_COLUMNS, _kind_from_name
+from jupyter_traceview.analysis.stragglers import ARRIVAL_COLUMNS, COLLECTIVE_COLUMNS, RANK_COLUMNS, kind_from_name
 from tests import kineto_builder as kb
 from tests.analysis.hta_ops import GOLDEN_HTA
 from tests.conftest import KINETO_FOLDERS
@@ -58,13 +58,12 @@ def four(tmp_path_factory: pytest.TempPathFactory) -> tv.Trace:
 
 def test_kind_from_kernel_names() -> None:
     assert (
-        _kind_from_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)")
-        == "all_reduce"
+        kind_from_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)") == "all_reduce"
     )
-    assert _kind_from_name(ALLGATHER) == "all_gather"
-    assert _kind_from_name("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce_scatter"
-    assert _kind_from_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)") == "send_recv"
-    assert _kind_from_name("cross_device_reduce_1stage<float, 8>(...)") == "cross_device_reduce_1stage"
+    assert kind_from_name(ALLGATHER) == "all_gather"
+    assert kind_from_name("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce_scatter"
+    assert kind_from_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)") == "send_recv"
+    assert kind_from_name("cross_device_reduce_1stage<float, 8>(...)") == "cross_device_reduce_1stage"
 
 
 def test_per_collective_by_construction(four: tv.Trace) -> None:

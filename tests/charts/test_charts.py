@@ -36,6 +36,8 @@ BUILDERS: dict[str, Callable[[tv.Trace], pd.DataFrame]] = {
     "queue_length_chart": lambda t: tv.queue_length(t),
     "memory_bandwidth_chart": lambda t: tv.memory_bandwidth(t),
     "timeline_overview_chart": lambda t: timeline_overview(t, bins=100),
+    "call_tree_chart": lambda t: tv.call_tree(t, ranks=0),
+    "thread_activity_chart": lambda t: tv.thread_activity(t, ranks=0),
 }
 
 #: Charts whose rows link to the timeline, and their target.
@@ -49,6 +51,7 @@ LINKS = {
     "kernel_duration_chart": "kernel",
     "utilization_heatmap_chart": "heatmap",
     "timeline_overview_chart": "rank",
+    "call_tree_chart": "event",
 }
 
 UNIT = r"\((ns|us|ms|s)\)"

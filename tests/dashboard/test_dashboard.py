@@ -1,4 +1,4 @@
-"""tv.Dashboard and its content (jupyter_traceview/dashboard_data.py), driven from Python (no browser)."""
+"""tv.Dashboard and its content (jupyter_traceview/dashboard/), driven from Python (no browser)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.dashboard import data as dd
-from jupyter_traceview.dashboard.data import DashboardData, answer, timeline_overview, to_json
+from jupyter_traceview.dashboard.commands import answer
+from jupyter_traceview.dashboard.data import DashboardData, timeline_overview, to_json
 from jupyter_traceview.errors import TraceSelectionError
 from jupyter_traceview.model.trace import _fmt_ns
 from jupyter_traceview.widgets import dashboard as dashboard_module

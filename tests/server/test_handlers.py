@@ -287,7 +287,8 @@ async def command(
 
 
 async def test_dashboard_commands_answer_as_the_widget_does(jp_fetch: Any, root: Path) -> None:
-    from jupyter_traceview.dashboard.data import DashboardData, answer
+    from jupyter_traceview.dashboard.commands import answer
+    from jupyter_traceview.dashboard.data import DashboardData
     from jupyter_traceview.views.timeline import protocol as timeline_protocol
 
     local = DashboardData(tv.load(root / "small"))

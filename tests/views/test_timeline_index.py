@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import jupyter_traceview as tv
 from jupyter_traceview.model import intervals as iv
 from jupyter_traceview.views.colors import kind_code, kind_of
-from jupyter_traceview.views.timeline import index as timeline_index
+from jupyter_traceview.views.timeline import coordinator
 from jupyter_traceview.views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex, Window, compile_pattern
 from tests import kineto_builder as kb
 from tests.conftest import KINETO_FOLDERS
@@ -126,7 +126,7 @@ def brute_binned(f: pd.DataFrame, edges: np.ndarray, *, kind: int | None = None)
 
 def snap_tolerance(lo: int, hi: int, width: int) -> float:
     """How far snapping may move a window's edges: half a grid cell, at most 1/(2 SNAP_CELLS) of a column (+1 ns of rounding)."""
-    return (hi - lo) / width / (2 * timeline_index.SNAP_CELLS) + 1
+    return (hi - lo) / width / (2 * coordinator.SNAP_CELLS) + 1
 
 
 def eids(index: TimelineIndex, positions: np.ndarray) -> list[int]:
@@ -205,8 +205,8 @@ def test_raw_rows_are_exactly_the_overlapping_events(trace: tv.Trace, data: st.D
 def small_grid() -> Iterator[None]:
     """The zoomed-out path (bin edges snapped to a grid where big tracks are tabulated) on small traces."""
     with (
-        mock.patch.object(timeline_index, "GRID_CELLS", 64),
-        mock.patch.object(timeline_index, "GRID_MIN", 1),
+        mock.patch.object(coordinator, "GRID_CELLS", 64),
+        mock.patch.object(coordinator, "GRID_MIN", 1),
     ):
         yield
 

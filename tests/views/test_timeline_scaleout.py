@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jupyter_traceview as tv
-from jupyter_traceview.views.timeline import index as timeline_index
+from jupyter_traceview.views.timeline import coordinator, rank_index
 from jupyter_traceview.views.timeline.index import LevelOfDetail, RowWindow, TimelineIndex, Window, build_rank_index
 from tests import kineto_builder as kb
 from tests.views.test_timeline_index import rank_events
@@ -130,7 +130,7 @@ def dask_dlrm(dask_client: object) -> Iterator[tv.Trace]:
 def test_dask_index_keeps_the_parts_on_the_workers(dask_dlrm: tv.Trace, dask_client: Any) -> None:
     ix = TimelineIndex(dask_dlrm)
     parts = ix._parts
-    assert not isinstance(parts, timeline_index._LocalParts)
+    assert not isinstance(parts, rank_index._LocalParts)
     futures = list(parts.futures.values())  # type: ignore[union-attr]
     assert len(futures) == 8 and all(isinstance(f, distributed.Future) for f in futures)
     # Each part is built on the worker that holds its rank's tables.
@@ -243,7 +243,7 @@ def test_random_traces_answer_the_same(dask_client: Any, docs: list[dict[str, An
     try:
         # A small grid takes the zoomed-out paths (fine and coarse snapping, tabulated tracks).
         patches = (
-            [mock.patch.object(timeline_index, "GRID_CELLS", 64), mock.patch.object(timeline_index, "GRID_MIN", 1)]
+            [mock.patch.object(coordinator, "GRID_CELLS", 64), mock.patch.object(coordinator, "GRID_MIN", 1)]
             if grid
             else []
         )

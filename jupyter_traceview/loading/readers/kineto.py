@@ -45,7 +45,7 @@ from ...model.schema import (
     EventKind,
     categorical,
 )
-from . import derive
+from . import derive, op_args
 from .common import ARGS_DROPPED, DROPPED, NotATraceError
 
 __all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
@@ -90,6 +90,9 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     # Shapes are kept raw (not parsed) and read only for communication annotations.
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
+    # Kept raw for the op_args table (see op_args.py).
+    input_strides: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Strides")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
     # Metadata ("M") events.
     name: str | None = None
     labels: str | None = None
@@ -439,7 +442,9 @@ def _tolerant_events(raw_events: list[Any], offset: int) -> tuple[list[_Event], 
 
 
 _RAW_DOC_FIELDS = frozenset({"deviceProperties", "distributedInfo"} | set(_EXTRA_FIELDS))
-_RAW_ARG_KEYS = frozenset({"Process Group Name", "Process Group Description", "Input Dims", "Input type"})
+_RAW_ARG_KEYS = frozenset(
+    {"Process Group Name", "Process Group Description", "Input Dims", "Input type", "Input Strides", "Concrete Inputs"}
+)
 
 
 def _load_raw(raw: msgspec.Raw) -> Any:
@@ -550,6 +555,9 @@ class _Part:
     #: Rows carrying collective metadata, and the metadata (one list per field).
     comm_rows: np.ndarray
     comm: dict[str, list[Any]]
+    #: Rows of CPU operators with recorded arguments, and the arguments (see op_args.py).
+    op_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    op: dict[str, list[Any]] = field(default_factory=lambda: {f: [] for f in op_args.FIELDS})
 
 
 def _as_int(v: object, labels: dict[str, int]) -> int:
@@ -743,6 +751,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         waits = [args_t[i].wait_on_stream >= 0 or args_t[i].wait_on_record_correlation >= 0 for i in sync_rows.tolist()]
         gpu_rows = np.union1d(gpu_rows, sync_rows[np.array(waits, dtype=bool)])
     comm_rows, comm = _comm_rows(args_t, kind, name_codes, [str(x) for x in names])
+    op_rows, op = op_args.collect(args_t, np.flatnonzero(kind == _CODE[EventKind.CPU_OP]))
     return _Part(
         ts_us=ts,
         dur_us=dur,
@@ -759,6 +768,8 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         gpu=_gpu_arrays([args_t[i] for i in gpu_rows.tolist()]),
         comm_rows=comm_rows,
         comm=comm,
+        op_rows=op_rows,
+        op=op,
     )
 
 
@@ -856,12 +867,13 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     index: dict[str, int] = {}
     name_codes = []
     offset = 0
-    gpu_rows, comm_rows = [], []
+    gpu_rows, comm_rows, op_rows = [], [], []
     for part in parts:
         lut = np.array([index.setdefault(nm, len(index)) for nm in part.names], dtype=np.int32)
         name_codes.append(lut[part.name_codes] if len(part.name_codes) else part.name_codes)
         gpu_rows.append(part.gpu_rows + offset)
         comm_rows.append(part.comm_rows + offset)
+        op_rows.append(part.op_rows + offset)
         offset += len(part.ts_us)
 
     def cat(attr: str) -> np.ndarray:
@@ -884,6 +896,8 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
         gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else _gpu_arrays([]),
         comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
         comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
+        op_rows=np.concatenate(op_rows) if parts else np.empty(0, np.int64),
+        op={f: [v for p in parts for v in p.op[f]] for f in op_args.FIELDS},
         process_names=process_names,
         process_labels=process_labels,
         thread_names=thread_names,
@@ -918,6 +932,8 @@ class _FileColumns:
     skipped: dict[str, int]
     ts_precision: str
     profiler_span: tuple[float, float] | None
+    op_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    op: dict[str, list[Any]] = field(default_factory=lambda: {f: [] for f in op_args.FIELDS})
 
 
 def _metadata(meta_events: list[_Event]) -> tuple[dict[int, str], dict[int, str], list[tuple[int, int, str]]]:
@@ -1099,6 +1115,7 @@ def _rank_tables(
         events=events,
         gpu_args=_gpu_args_table(raw, eid_of_row, names),
         comms=_comms_table(raw, eid_of_row),
+        op_args=op_args.table(raw.op_rows, raw.op, eid_of_row),
     )
 
 

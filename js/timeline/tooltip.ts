@@ -1,0 +1,123 @@
+/**
+ * The hover tooltip: what is under the pointer (a raw event, with its details once they
+ * arrive, or a merged column), placed beside the pointer inside the plot.
+ */
+import { formatCount, formatDuration, formatTime } from "./axis";
+import { type Hover, type ViewHost, GUTTER } from "./host";
+import type { EventDetails } from "./model";
+import { type BinRow, type RawRow, NO_KIND } from "./protocol";
+import { el } from "../dom";
+
+export class Tooltip {
+  readonly element: HTMLDivElement;
+  private detailsTimer = 0;
+
+  constructor(
+    private readonly host: ViewHost,
+    parent: HTMLElement,
+  ) {
+    this.element = el("div", "tv-tooltip", parent);
+    this.element.hidden = true;
+  }
+
+  dispose(): void {
+    window.clearTimeout(this.detailsTimer);
+  }
+
+  hide(): void {
+    this.element.hidden = true;
+    this.host.root.dataset.hover = "";
+  }
+
+  position(h: Hover): void {
+    const tip = this.element;
+    const tw = tip.offsetWidth || 280;
+    const left = h.x + 14 + tw > this.host.width + GUTTER ? h.x - 14 - tw : h.x + 14;
+    tip.style.left = `${Math.max(0, left)}px`;
+    tip.style.top = `${h.y + 14 + this.host.scroller.scrollTop}px`;
+  }
+
+  render(h: Hover, details: EventDetails | null): void {
+    const host = this.host;
+    const d = host.data;
+    if (!d) return;
+    const slot = host.layout.slots[h.slot]!;
+    const palette = host.model.get("_palette");
+    const lines: [string, string][] = [];
+    let title = "";
+    if (h.event >= 0) {
+      const row = d.rows.get(slot.row) as RawRow | undefined;
+      if (!row) return;
+      const i = h.event;
+      title = d.names[row.name[i]!] ?? "";
+      const kindKey = palette.kinds[row.kind[i]!]?.key ?? "";
+      lines.push(["duration", formatDuration(row.dur[i]!)]);
+      lines.push(["start", formatTime(row.start[i]!)]);
+      const lane = host.lanes.get(slot.lane);
+      lines.push(["rank", String(slot.rank)]);
+      if (lane)
+        lines.push([
+          lane.type === "gpu" ? "stream" : "thread",
+          lane.type === "gpu" ? `${lane.stream} (GPU ${lane.device})` : lane.label,
+        ]);
+      lines.push(["kind", host.colors.label(kindKey)]);
+      if (details) {
+        if (details.grid && details.block)
+          lines.push(["grid · block", `[${details.grid.join(", ")}] · [${details.block.join(", ")}]`]);
+        if (details.registers_per_thread !== undefined)
+          lines.push(["registers", String(details.registers_per_thread)]);
+        if (details.occupancy_pct !== undefined)
+          lines.push(["est. occupancy", `${details.occupancy_pct.toFixed(0)}%`]);
+        if (details.bytes !== undefined) lines.push(["bytes", formatCount(details.bytes)]);
+        if (details.bandwidth_gbps !== undefined)
+          lines.push(["bandwidth", `${details.bandwidth_gbps.toFixed(1)} GB/s`]);
+        if (details.collective)
+          lines.push(["collective", `${details.collective.collective} ${details.collective.dtype ?? ""}`]);
+        if (details.operator) lines.push(["operator", details.operator.name]);
+        if (details.launch)
+          lines.push(["launched by", `${details.launch.name} at ${formatTime(details.launch.start)}`]);
+      } else {
+        const rank = slot.rank;
+        const eid = row.eid[i]!;
+        window.clearTimeout(this.detailsTimer);
+        this.detailsTimer = window.setTimeout(() => {
+          void host.details(rank, eid).then((det) => {
+            const cur = host.hover;
+            if (det && cur && cur.slot === h.slot && cur.event === h.event) {
+              this.render(cur, det);
+              this.position(cur);
+            }
+          });
+        }, 60);
+      }
+    } else {
+      const bins: BinRow | undefined =
+        slot.kind === "header" ? d.summaries.get(slot.rank) : (d.rows.get(slot.row) as BinRow | undefined);
+      if (!bins) return;
+      const k = h.bin;
+      const a = d.lo + ((d.hi - d.lo) * k) / d.width;
+      const b = d.lo + ((d.hi - d.lo) * (k + 1)) / d.width;
+      const kind = bins.kind[k]!;
+      title =
+        slot.kind === "header"
+          ? `rank ${slot.rank}: ${formatCount(bins.count[k]!)} events`
+          : `${formatCount(bins.count[k]!)} events merged`;
+      lines.push(["busy", `${(bins.frac[k]! * 100).toFixed(0)}% of ${formatDuration(b - a)}`]);
+      if (kind !== NO_KIND) lines.push(["mostly", host.colors.label(palette.kinds[kind]?.key ?? "")]);
+      lines.push(["at", formatTime(a)]);
+      if (bins.match && bins.match[k]! > 0) lines.push(["matches", formatCount(bins.match[k]!)]);
+      lines.push(["", "zoom in to see the events"]);
+    }
+    const tip = this.element;
+    tip.replaceChildren();
+    el("div", "tv-tooltip-title", tip, title);
+    const table = el("table", "", tip);
+    for (const [k, v] of lines) {
+      const tr = el("tr", "", table);
+      el("th", "", tr, k);
+      el("td", "", tr, v);
+    }
+    tip.hidden = false;
+    host.root.dataset.hover = title;
+  }
+}

@@ -1,0 +1,153 @@
+"""The host side of a rank: its CPU ranges (operators, annotations, Python frames) and their nesting.
+
+The CPU ranges of a PyTorch trace are ``cpu_op`` events (ATen operators), ``user_annotation``
+events (``record_function`` ranges, ``ProfilerStep#N``, ``## backward ##``) and, with
+``with_stack=True``, ``python_function`` events (Python frames). They nest on their thread.
+The nesting here is torch's own (``torch.autograd.profiler_util.EventList``'s
+``_populate_cpu_children``): a range's *parent* is the innermost range of those three kinds on
+the same thread (pid, tid) that encloses it (``parent.ts <= ts`` and ``end <= parent.end``);
+of two ranges with the same start and end, the one listed first is the parent. A range's
+*self* time is its duration minus its children's durations. With these rules the sums per
+operator name equal ``prof.key_averages()``'s ``cpu_time_total`` and ``self_cpu_time_total``
+(a test checks it on traces recorded with CPU torch, ``tests/data/torch_cpu/``).
+
+Runtime calls (``cudaLaunchKernel``) and instants are not ranges here: torch does not count
+them as children either (their time stays in the operator's self time).
+
+Everything is vectorised through :func:`._links.containing_pairs` (sorted searches per
+thread; pairs are ranges x nesting depth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..model.schema import EventKind
+from . import _links as lk
+
+__all__ = ["HOST_KINDS", "HostRanges", "host_ranges"]
+
+#: Event kinds that are host ranges (nest, and count as children for self time).
+HOST_KINDS: tuple[str, ...] = (
+    EventKind.CPU_OP.value,
+    EventKind.USER_ANNOTATION.value,
+    EventKind.PYTHON_FUNCTION.value,
+)
+
+
+@dataclass(frozen=True)
+class HostRanges:
+    """A rank's host ranges, clipped to a window, with their nesting.
+
+    Every array has one entry per range, in the order of ``rows`` (rows of ``ev``, in time
+    order). ``parent`` is a position in these arrays (-1 at top level).
+    """
+
+    ev: pd.DataFrame
+    rows: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+    dur: np.ndarray
+    self_ns: np.ndarray
+    #: Time with none of the range's children open (``dur`` minus the union of the
+    #: children): ``self_ns`` where children do not overlap, never negative.
+    exclusive_ns: np.ndarray
+    parent: np.ndarray
+    kind: np.ndarray  # str per range
+    name_codes: np.ndarray
+    names: np.ndarray  # the categories of ev["name"]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def depth(self) -> np.ndarray:
+        """Nesting depth of each range (0 at top level), by following ``parent`` level by level."""
+        n = len(self.rows)
+        depth = np.zeros(n, dtype=np.int64)
+        cur = self.parent.copy()
+        while True:
+            live = cur >= 0
+            if not live.any():
+                return depth
+            depth[live] += 1
+            cur[live] = self.parent[cur[live]]
+
+
+def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> HostRanges:
+    """The host ranges of one rank's events frame (clipped to ``window``) and their nesting."""
+    mask = lk.category_mask(ev["kind"], HOST_KINDS)
+    ts = ev["ts_ns"].to_numpy()
+    end = ts + ev["dur_ns"].to_numpy()
+    if window is not None:
+        lo, hi = window
+        mask = mask & (ts < hi) & ((end > lo) | (ts == lo))
+    rows = np.flatnonzero(mask)
+    r_ts, r_end = ts[rows], end[rows]
+    if window is not None:
+        r_ts, r_end = np.maximum(r_ts, window[0]), np.minimum(r_end, window[1])
+    dur = r_end - r_ts
+    n = len(rows)
+    parent = np.full(n, -1, dtype=np.int64)
+    if n:
+        # Enclosure on the clipped times (clipping keeps nesting): a frame with those times.
+        frame = pd.DataFrame(
+            {"pid": ev["pid"].to_numpy()[rows], "tid": ev["tid"].to_numpy()[rows], "ts_ns": r_ts, "dur_ns": dur}
+        )
+        pos = np.arange(n, dtype=np.int64)
+        i, r = lk.containing_pairs(frame, pos, pos)
+        # Not itself; of equal ranges, the earlier one is the parent.
+        same = (r_ts[r] == r_ts[i]) & (r_end[r] == r_end[i])
+        keep = (r != i) & (~same | (r < i))
+        i, r = i[keep], r[keep]
+        # Innermost: latest start, then shortest, then listed last.
+        o = np.lexsort((r, -dur[r], r_ts[r], i))
+        i, r = i[o], r[o]
+        last = np.concatenate((i[1:] != i[:-1], [True])) if len(i) else np.zeros(0, dtype=bool)
+        parent[i[last]] = r[last]
+    child_sum = np.zeros(n, dtype=np.int64)
+    has = parent >= 0
+    if has.any():
+        np.add.at(child_sum, parent[has], dur[has])
+    exclusive = dur - _children_cover(parent, r_ts, r_end)
+    kind = np.asarray(ev["kind"].to_numpy()[rows], dtype=object).astype(str) if n else np.empty(0, dtype=str)
+    return HostRanges(
+        ev=ev,
+        rows=rows,
+        ts=r_ts,
+        end=r_end,
+        dur=dur,
+        self_ns=dur - child_sum,
+        exclusive_ns=exclusive,
+        parent=parent,
+        kind=kind,
+        name_codes=ev["name"].cat.codes.to_numpy().astype(np.int64)[rows],
+        names=np.asarray(ev["name"].cat.categories, dtype=object),
+    )
+
+
+def _children_cover(parent: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per range, the length of the union of its children's intervals.
+
+    Children of one parent can overlap only where ranges nest improperly (a
+    ``ProfilerStep#N`` range starting inside ``profiler.step()``'s Python frame and outliving
+    it); torch's self time then goes negative, the union does not.
+    """
+    n = len(parent)
+    cover = np.zeros(n, dtype=np.int64)
+    kids = np.flatnonzero(parent >= 0)
+    if not len(kids):
+        return cover
+    o = np.lexsort((ts[kids], parent[kids]))
+    k = kids[o]
+    p, s, e = parent[k], ts[k], end[k]
+    # Running max of the ends of earlier siblings (per parent), shifted by one.
+    run = pd.Series(e).groupby(p).cummax().to_numpy()
+    prev = np.concatenate(([np.iinfo(np.int64).min], run[:-1]))
+    first = np.concatenate(([True], p[1:] != p[:-1]))
+    prev[first] = np.iinfo(np.int64).min
+    part = np.maximum(e - np.maximum(s, prev), 0)
+    np.add.at(cover, p, part)
+    return cover

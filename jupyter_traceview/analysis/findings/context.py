@@ -1,0 +1,208 @@
+"""The memo context a rule reads: the scoped trace, the thresholds, the per-rank facts and
+the other analyses' outputs, each computed once on demand; and :meth:`Context.finding`,
+which turns a rule's numbers into a row of :func:`findings`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypedDict
+
+import numpy as np
+import pandas as pd
+
+from ...errors import TraceviewWarning
+from ...model.trace import Trace
+from .._common import scoped
+from ..launch import kernel_launch_stats, rows_of
+from ..stragglers import kind_from_name, stragglers
+from ..summary import summary
+from .config import FindingRules
+from .extraction import rank_facts
+from .registry import get
+from .thresholds import Common
+
+__all__ = ["Context", "Finding"]
+
+
+class Finding(TypedDict):
+    """One row of :func:`findings` (the columns are documented there)."""
+
+    id: str
+    severity: str
+    title: str
+    detail: str
+    time_at_stake_ns: int
+    time_at_stake_pct: float
+    ranks: list[int]
+    evidence: dict[str, Any]
+    rule: str
+    analysis: str
+
+
+class Context:
+    """The scoped trace, the rules, and the analyses' outputs (each computed once, on demand)."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        rules: FindingRules,
+        *,
+        ranks: Iterable[int] | int | None,
+        iterations: Iterable[int] | int | None,
+        time_range: tuple[int, int] | None,
+    ) -> None:
+        self.rules = rules
+        self.common: Common = rules.common
+        # Ranks and iterations are selected once; the time range goes to every analysis,
+        # which applies it after following launch links (see _links.scope_linked).
+        self.trace = scoped(trace, ranks=ranks, iterations=iterations)
+        self.time_range = time_range
+        self._memo: dict[str, Any] = {}
+        windowed = self.trace if time_range is None else self.trace.select(time_range=time_range)
+        self.facts: dict[int, dict[str, Any]] = {
+            r: f
+            for r, f in windowed.map_ranks(
+                rank_facts, int(self.common.tiny_kernel_ns), int(self.common.kernel_wait_ns)
+            ).items()
+            if f is not None
+        }
+        self.gpu_ranks = sorted(self.facts)
+        if self.gpu_ranks:
+            self.t0 = min(f["gpu_start_ns"] for f in self.facts.values())
+            self.elapsed_ns = max(f["gpu_end_ns"] for f in self.facts.values()) - self.t0
+        else:
+            self.t0, self.elapsed_ns = 0, 0
+
+    def get(self, key: str, compute: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            with warnings.catch_warnings():
+                # The analyses warn about what they skip; a finding states its preconditions.
+                warnings.simplefilter("ignore", TraceviewWarning)
+                self._memo[key] = compute()
+        return self._memo[key]
+
+    def call(self, fn: Callable[..., pd.DataFrame], key: str, **kw: Any) -> pd.DataFrame:
+        return self.get(key, lambda: fn(self.trace, time_range=self.time_range, **kw))
+
+    # The analyses, by name.
+    def summary(self) -> pd.DataFrame:
+        return self.call(summary, "summary").set_index("rank", drop=False)
+
+    def launch_rank(self) -> pd.DataFrame:
+        df = self.call(kernel_launch_stats, "launch", per="rank", short_kernel_ns=int(self.common.tiny_kernel_ns))
+        return df.set_index("rank", drop=False)
+
+    def stragglers(self, by: str) -> pd.DataFrame:
+        if len(self.gpu_ranks) < 2:
+            return pd.DataFrame()
+        return self.call(stragglers, f"stragglers_{by}", by=by, align_ends=bool(self.common.align_clocks))
+
+    def wait_ns(self) -> dict[int, int]:
+        """Per rank, time waiting for late ranks in collectives (0 where unknown)."""
+        st = self.stragglers("rank")
+        if st.empty:
+            return {}
+        return {int(r): int(w) for r, w in zip(st["rank"], st["wait_ns"], strict=True)}
+
+    def kind_wait_ns(self) -> dict[tuple[int, str], int]:
+        """Per (rank, collective kind read from the kernel name), time waiting for late ranks."""
+
+        def compute() -> dict[tuple[int, str], int]:
+            arr = self.stragglers("arrival")
+            out: dict[tuple[int, str], int] = {}
+            if arr.empty:
+                return out
+            for r, grp in arr.groupby("rank", sort=True):
+                ev = self.trace.rank_data(int(r)).events
+                rows = rows_of(ev, grp["eid"].to_numpy())
+                codes = np.where(rows >= 0, ev["name"].cat.codes.to_numpy()[np.maximum(rows, 0)], -1)
+                cats = ev["name"].cat.categories
+                kinds = {int(c): kind_from_name(str(cats[c])) for c in np.unique(codes) if c >= 0}
+                for c, w in zip(codes, grp["wait_ns"].to_numpy(), strict=True):
+                    if c >= 0:
+                        key = (int(r), kinds[int(c)])
+                        out[key] = out.get(key, 0) + int(w)
+            return out
+
+        result: dict[tuple[int, str], int] = self.get("kind_wait", compute)
+        return result
+
+    def pct(self, ns: float) -> float:
+        return 100.0 * ns / self.elapsed_ns if self.elapsed_ns > 0 else 0.0
+
+    def comm_split(self) -> dict[int, dict[str, Any]]:
+        """Per rank with communication: exposed communication, of which waiting for late ranks."""
+
+        def compute() -> dict[int, dict[str, Any]]:
+            s = self.summary()
+            waits = self.wait_ns()
+            out = {}
+            for rank, row in s.iterrows():
+                if int(row["comm_ns"]) <= 0 or int(row["gpu_span_ns"]) <= 0:
+                    continue
+                exposed = int(row["exposed_comm_ns"])
+                waiting = min(waits.get(int(rank), 0), exposed)
+                out[int(rank)] = {
+                    "comm_ns": int(row["comm_ns"]),
+                    "exposed_comm_ns": exposed,
+                    "waiting_ns": waiting,
+                    "exposed_transfer_ns": exposed - waiting,
+                    "gpu_span_ns": int(row["gpu_span_ns"]),
+                    "overlap_pct": float(row["overlap_pct"]),
+                }
+            return out
+
+        result: dict[int, dict[str, Any]] = self.get("comm_split", compute)
+        return result
+
+    def finding(
+        self,
+        rule_id: str,
+        *,
+        title: str,
+        detail: str,
+        time_at_stake_ns: int,
+        ranks: Iterable[int],
+        evidence: dict[str, Any],
+        info: bool = False,
+    ) -> Finding:
+        """A finding of the rule ``rule_id``: severity, share of the elapsed time, the rule's
+        text with its thresholds filled in, and the evidence made JSON-able."""
+        rule = get(rule_id)
+        tas = 0 if info else int(min(max(time_at_stake_ns, 0), self.elapsed_ns))
+        pct = self.pct(tas)
+        c = self.common
+        severity = "info" if info else "high" if pct >= c.high_pct else "medium" if pct >= c.medium_pct else "low"
+        return {
+            "id": rule_id,
+            "severity": severity,
+            "title": title,
+            "detail": detail,
+            "time_at_stake_ns": tas,
+            "time_at_stake_pct": pct,
+            "ranks": sorted(set(int(x) for x in ranks)),
+            "evidence": clean({**evidence, "elapsed_ns": self.elapsed_ns}),
+            "rule": rule.text.format(**self.rules.as_dict()),
+            "analysis": rule.analyses,
+        }
+
+
+def clean(obj: Any) -> Any:
+    """Plain JSON-able Python values: numpy scalars converted, floats to 6 significant digits."""
+    if isinstance(obj, Mapping):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if not math.isfinite(x):
+            return None
+        return float(f"{x:.6g}")
+    return obj

@@ -1,0 +1,159 @@
+"""The driver of :func:`findings`: run every registered rule on a memo context, rank the findings."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+
+import pandas as pd
+
+from ...errors import OptionError, TraceviewWarning
+from ...model.trace import Trace
+from .._common import empty
+from .config import FindingRules
+from .context import Context, Finding
+from .registry import all_rules
+
+__all__ = ["FINDING_COLUMNS", "SEVERITIES", "findings"]
+
+#: The columns of :func:`findings`, in order, with their dtypes.
+FINDING_COLUMNS = {
+    "id": "str",
+    "severity": "str",
+    "title": "str",
+    "detail": "str",
+    "time_at_stake_ns": "int64",
+    "time_at_stake_pct": "float64",
+    "ranks": "object",
+    "evidence": "object",
+    "rule": "str",
+    "analysis": "str",
+}
+
+#: Severity levels, most severe first. ``info`` findings carry no time at stake.
+SEVERITIES = ("high", "medium", "low", "info")
+
+
+def findings(
+    trace: Trace,
+    *,
+    rules: FindingRules | None = None,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+) -> pd.DataFrame:
+    """Plain-language findings, each with its rule, threshold and evidence, ranked by time at stake.
+
+    Each rule reads the other analyses' outputs (see the ``analysis`` column) and reports a
+    finding only when its preconditions hold (e.g. no straggler finding with one rank, no
+    iteration finding with fewer than three steps, no communication finding without
+    communication) and its threshold is crossed. The rules:
+
+    ``launch_bound``
+        The GPU idles waiting for the host to launch work.
+    ``exposed_communication``
+        Communication not hidden under compute (waiting for late ranks excluded).
+    ``collective_wait``
+        Ranks waiting in collectives for late peers.
+    ``load_imbalance``
+        Compute spread unevenly over ranks (POP Load Balance).
+    ``straggler``
+        A rank last into collectives far more often than chance.
+    ``tiny_kernels``
+        Many kernels too short to hide their launch; a fusion candidate.
+    ``pageable_copies``, ``blocking_sync``
+        Copies from pageable memory and host calls that block until the GPU is done.
+    ``low_overlap_collective``
+        A collective kind whose kernels are mostly exposed.
+    ``slow_iteration``
+        A ProfilerStep much slower than the median step.
+    ``low_occupancy``
+        Top compute kernels with low estimated occupancy (``info``).
+
+    **Time at stake** is an estimate of the GPU time that fixing the finding could
+    recover: per rank, a span of that rank's GPU timeline (idle or exposed time the rule
+    measures); a finding reports the largest value over the ranks it names (in a
+    synchronous job the others wait for that rank). It is never more than the elapsed
+    time. Findings can overlap (a host-wait gap before a tiny kernel counts for both
+    ``launch_bound`` and ``tiny_kernels``), so times at stake do not add up.
+
+    Parameters
+    ----------
+    trace : Trace
+    rules : FindingRules, optional
+        The thresholds (default ``FindingRules()``): ``rules=tv.FindingRules(host_wait_min_pct=5)``
+        changes one; every field is documented in ``docs/semantics.md (findings)``.
+    ranks, iterations, time_range
+        Scope (see :meth:`Trace.select`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per finding, sorted by ``time_at_stake_ns`` (largest first), then severity
+        and id:
+
+        id : str
+            Stable rule id (above).
+        severity : str
+            ``high``, ``medium``, ``low`` (time at stake >= ``high_pct``, ``medium_pct``,
+            else; % of the elapsed time) or ``info`` (no time at stake).
+        title : str
+            One line to read first.
+        detail : str
+            What was measured, where (ranks, streams, kernels, steps), and what to try.
+        time_at_stake_ns : int, ns
+            GPU time that could be recovered (estimate, see above); 0 for ``info``.
+        time_at_stake_pct : float, %
+            ``time_at_stake_ns`` as a share of the job's elapsed time ``T`` (first GPU work
+            start to last GPU work end over all ranks, as :func:`efficiency`).
+        ranks : list of int
+            The ranks named.
+        evidence : dict
+            The numbers the rule used, JSON-able, units in the keys (``*_ns``, ``*_pct``,
+            ``*_bytes``, ``*_gbps``); always ``elapsed_ns``.
+        rule : str
+            The rule in words, with its thresholds filled in.
+        analysis : str
+            The analyses to look at for more.
+
+        A trace with nothing to report (or without GPU work: then with a
+        :class:`TraceviewWarning`) gives an empty frame with these columns.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> f = tv.findings(tv.load(tv.sample_path()))
+    >>> bool(f["time_at_stake_ns"].is_monotonic_decreasing)
+    True
+    >>> "collective_wait" in set(f["id"])
+    True
+    """
+    if rules is None:
+        rules = FindingRules()
+    elif not isinstance(rules, FindingRules):
+        raise OptionError(f"rules must be a FindingRules, got {type(rules).__name__}")
+    ctx = Context(trace, rules, ranks=ranks, iterations=iterations, time_range=time_range)
+    idle = [r for r in ctx.trace.ranks if r not in ctx.facts]
+    if idle:
+        warnings.warn(
+            f"findings: rank(s) {idle} have no GPU work in scope (a CPU-only trace?); "
+            + ("there is nothing to report" if not ctx.gpu_ranks else "the findings are about the other ranks"),
+            TraceviewWarning,
+            stacklevel=2,
+        )
+    if not ctx.gpu_ranks:
+        return empty(FINDING_COLUMNS)
+    found: list[Finding] = []
+    for rule in all_rules():
+        found.extend(rule.run(ctx, rules.of(rule.id)))
+    return _frame(found, ctx)
+
+
+def _frame(found: list[Finding], ctx: Context) -> pd.DataFrame:
+    keep = [f for f in found if f["severity"] == "info" or f["time_at_stake_pct"] >= ctx.common.min_time_at_stake_pct]
+    if not keep:
+        return empty(FINDING_COLUMNS)
+    order = {r.id: i for i, r in enumerate(all_rules())}
+    keep.sort(key=lambda f: (-f["time_at_stake_ns"], SEVERITIES.index(f["severity"]), order[f["id"]], f["ranks"]))
+    out = pd.DataFrame(keep, columns=list(FINDING_COLUMNS))
+    return out.astype(FINDING_COLUMNS).reset_index(drop=True)

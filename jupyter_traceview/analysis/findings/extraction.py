@@ -1,0 +1,210 @@
+"""The per-rank extraction of the findings: device-level idle gaps, blocking host calls,
+pageable copies and kernel occupancy, computed where each rank lives (``map_ranks``).
+
+Every other number a rule quotes comes from the other analyses' outputs (see
+:class:`~.context.Context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...model import intervals as iv
+from ...model.schema import EventKind, GpuClass
+from ...model.trace import Trace
+from .._gpu import activities
+from ..launch import kind_mask, rows_of
+
+__all__ = ["BLOCKING_CALLS", "rank_facts"]
+
+#: Host calls that block the CPU until the GPU (or a copy) is done.
+BLOCKING_CALLS = (
+    "cudaMemcpy",
+    "cudaMemcpy2D",
+    "cudaMemcpyToSymbol",
+    "cudaMemcpyFromSymbol",
+    "cudaMemset",
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cuCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuEventSynchronize",
+    "hipMemcpy",
+    "hipMemset",
+    "hipDeviceSynchronize",
+    "hipStreamSynchronize",
+    "hipEventSynchronize",
+)
+
+
+def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[str, Any] | None:
+    """One rank's device-level idle gaps and blocking host calls (small dict; None without GPU work).
+
+    Runs where the rank lives (``map_ranks``). Device-level gaps are the gaps of the union
+    of the GPU work on all streams; each is classified by :func:`idle_time_breakdown`'s
+    rule applied to the whole device: ``host_wait`` when every activity starting where the
+    gap ends was launched after the gap began (an unknown launch never is), else
+    ``kernel_wait`` below ``kernel_wait_ns``, else ``other``.
+    """
+    (r,) = trace.ranks
+    ev = trace.rank_data(r).events
+    acts = activities(trace, r, work_only=True)
+    if len(acts) == 0:
+        return None
+    us, ue = acts.union()
+    out: dict[str, Any] = {
+        "rank": r,
+        "gpu_start_ns": int(us[0]),
+        "gpu_end_ns": int(ue[-1]),
+        "gpu_span_ns": int(ue[-1] - us[0]),
+        "gpu_busy_ns": iv.length(us, ue),
+        "launches_known": int((acts.launch_eid >= 0).sum()),
+    }
+    # --- device-level idle gaps and what ended them
+    ga, gb = ue[:-1], us[1:]
+    ts_ev = ev["ts_ns"].to_numpy()
+    lrow = rows_of(ev, acts.launch_eid)
+    launch_ts = np.where(lrow >= 0, ts_ev[np.maximum(lrow, 0)], np.iinfo(np.int64).min)
+    order = np.argsort(acts.ts, kind="stable")
+    a_ts, a_launch = acts.ts[order], launch_ts[order]
+    a_tiny = ((acts.end - acts.ts) < tiny_kernel_ns)[order] & (lrow[order] >= 0)
+    a_name = acts.name[order]
+    if len(ga):
+        lo = np.searchsorted(a_ts, gb, side="left")
+        hi = np.searchsorted(a_ts, gb, side="right")
+        # Reduce over [lo, hi) of each gap end: pairs of indices, one sentinel at the end.
+        idx = np.empty(2 * len(lo), dtype=np.int64)
+        idx[0::2], idx[1::2] = lo, hi
+        pad_launch = np.append(a_launch, np.iinfo(np.int64).max)
+        first_launch = np.minimum.reduceat(pad_launch, idx)[0::2]
+        any_tiny = np.maximum.reduceat(np.append(a_tiny, False), idx)[0::2]
+        gap = gb - ga
+        host = first_launch > ga
+        kernel_wait = ~host & (gap < kernel_wait_ns)
+        out["host_wait_ns"] = int(gap[host].sum())
+        out["host_wait_gaps"] = int(host.sum())
+        out["kernel_wait_ns"] = int(gap[kernel_wait].sum())
+        out["tiny_gap_ns"] = int(gap[any_tiny & (host | kernel_wait)].sum())
+        out["tiny_gaps"] = int((any_tiny & (host | kernel_wait)).sum())
+        if host.any():
+            i = int(np.flatnonzero(host)[np.argmax(gap[host])])
+            out["largest_host_gap"] = {
+                "gap_ns": int(gap[i]),
+                "start_ns": int(ga[i]),
+                "next_activity": str(acts.names[a_name[lo[i]]]) if a_name[lo[i]] >= 0 else "",
+                "stream": int(acts.stream[order][lo[i]]),
+            }
+    else:
+        out.update(host_wait_ns=0, host_wait_gaps=0, kernel_wait_ns=0, tiny_gap_ns=0, tiny_gaps=0)
+    # --- blocking host calls and pageable copies
+    names = ev["name"]
+    name_codes = names.cat.codes.to_numpy().astype(np.int64)
+    categories = names.cat.categories
+    host_call = kind_mask(ev, [EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value])
+    blocking = np.flatnonzero(host_call & _codes_in(name_codes, categories, BLOCKING_CALLS))
+    parent = ev["parent_eid"].to_numpy()
+    args = trace.rank_data(r).gpu_args
+    pg = args.loc[args["pageable"].to_numpy()]
+    p_rows = rows_of(ev, pg["eid"].to_numpy())
+    p_ok = p_rows >= 0
+    p_rows, pg = p_rows[p_ok], pg.loc[p_ok]
+    p_call = rows_of(ev, ev["launch_eid"].to_numpy()[p_rows])
+    p_call = p_call[p_call >= 0]
+    # A pageable copy's own call is counted with the copies, not again as a blocking call.
+    blocking = np.setdiff1d(blocking, p_call)
+    dur_ev = ev["dur_ns"].to_numpy()
+    byt = pg["bytes"].to_numpy()
+    kinds_copy = pg["copy_kind"].astype(str).to_numpy()
+    out["pageable"] = {
+        "copies": len(p_rows),
+        "bytes": int(byt[byt >= 0].sum()),
+        "bytes_by_kind": {k: int(byt[(kinds_copy == k) & (byt >= 0)].sum()) for k in sorted(set(kinds_copy))},
+        "copy_ns": int(dur_ev[p_rows].sum()),
+        "calls": len(p_call),
+        "call_ns": int(dur_ev[p_call].sum()),
+        "idle_ns": _idle_from_calls(ts_ev[p_call], ts_ev[p_call] + dur_ev[p_call], ga, gb),
+        "operators": _top_names(name_codes, categories, rows_of(ev, parent[p_call])),
+    }
+    b_codes = name_codes[blocking]
+    out["blocking"] = {
+        "calls": len(blocking),
+        "call_ns": int(dur_ev[blocking].sum()),
+        "by_name": {
+            str(categories[c]): {
+                "calls": int((b_codes == c).sum()),
+                "call_ns": int(dur_ev[blocking][b_codes == c].sum()),
+            }
+            for c in np.unique(b_codes)
+        },
+        "idle_ns": _idle_from_calls(ts_ev[blocking], ts_ev[blocking] + dur_ev[blocking], ga, gb),
+        "operators": _top_names(name_codes, categories, rows_of(ev, parent[blocking])),
+    }
+    # --- estimated achieved occupancy of compute kernels, per name (time-weighted). A
+    # kernel that runs has a warp resident: 0 % means the profiler could not estimate it.
+    occ_all = args["occupancy_pct"].to_numpy().astype(np.float64)
+    has_occ = np.flatnonzero(occ_all > 0)
+    k_rows = rows_of(ev, args["eid"].to_numpy()[has_occ])
+    ok = k_rows >= 0
+    compute_kernel = kind_mask(ev, [EventKind.KERNEL.value]) & (
+        ev["gpu_class"].cat.codes.to_numpy() == _category_code(ev["gpu_class"], GpuClass.COMPUTE.value)
+    )
+    ok[ok] &= compute_kernel[k_rows[ok]]
+    k_rows, occ = k_rows[ok], occ_all[has_occ][ok]
+    codes = name_codes[k_rows]
+    d = dur_ev[k_rows].astype(np.float64)
+    n_codes = len(categories)
+    occ_ns = np.bincount(codes, weights=d, minlength=n_codes)
+    occ_w = np.bincount(codes, weights=d * occ, minlength=n_codes)
+    out["occupancy"] = {str(categories[c]): (float(occ_ns[c]), float(occ_w[c])) for c in np.unique(codes)}
+    return out
+
+
+def _idle_from_calls(cs: np.ndarray, ce: np.ndarray, ga: np.ndarray, gb: np.ndarray) -> int:
+    """Device idle time from a host call until the GPU's next work, over all calls (once).
+
+    For each device idle gap ``[a, b)``: if a call is running at ``a``, the whole gap; else
+    from the start of the first call starting inside the gap to ``b``.
+    """
+    if len(cs) == 0 or len(ga) == 0:
+        return 0
+    us, ue = iv.union(cs, ce)
+    k = np.searchsorted(us, ga, side="right") - 1
+    covering = (k >= 0) & (ue[np.maximum(k, 0)] > ga)
+    nxt = k + 1
+    has_next = nxt < len(us)
+    next_s = us[np.minimum(nxt, len(us) - 1)]
+    start = np.where(covering, ga, np.where(has_next & (next_s < gb), next_s, gb))
+    return int((gb - start).sum())
+
+
+def _top_names(codes: np.ndarray, categories: pd.Index, rows: np.ndarray, k: int = 3) -> list[list[Any]]:
+    """The ``k`` most frequent names at these rows, as [name, count] (ties by name)."""
+    rows = rows[rows >= 0]
+    c = codes[rows]
+    c = c[c >= 0]
+    if len(c) == 0:
+        return []
+    counts = np.bincount(c)
+    seen = np.flatnonzero(counts)
+    items = sorted(((str(categories[i]), int(counts[i])) for i in seen), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return [[n, m] for n, m in items]
+
+
+def _codes_in(codes: np.ndarray, categories: pd.Index, values: Iterable[str]) -> np.ndarray:
+    """Rows whose categorical code is one of these values' (on the codes: fast)."""
+    wanted = categories.get_indexer(list(values))
+    wanted = wanted[wanted >= 0]
+    if len(wanted) == 0:
+        return np.zeros(len(codes), dtype=bool)
+    return np.isin(codes, wanted)
+
+
+def _category_code(col: pd.Series, value: str) -> int:
+    """The code of ``value`` in a categorical column; -2 (matches no row) if absent."""
+    cats = col.cat.categories
+    return int(cats.get_loc(value)) if value in cats else -2

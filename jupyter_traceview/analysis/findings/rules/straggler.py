@@ -1,0 +1,118 @@
+"""``straggler``: a rank last into collectives far more often than chance."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ....errors import OptionError
+from ..context import Context, Finding
+from ..registry import rule
+from ..text import fmt_ns
+from ..thresholds import Thresholds
+
+
+@dataclass(frozen=True)
+class StragglerThresholds(Thresholds):
+    """The thresholds of ``straggler``."""
+
+    #: A collective counts against its last rank only when that rank
+    #: arrived at least this much after the second-last.
+    straggler_min_lateness_ns: int = 5_000
+    #: The rank must be last (as above) in at least this many collectives.
+    straggler_min_collectives: int = 3
+    #: And that often with a probability at most this by chance (binomial
+    #: tail with p = 1 / ranks per collective).
+    straggler_max_p_value: float = 0.01
+
+    def check(self) -> None:
+        if self.straggler_max_p_value > 1:
+            raise OptionError(f"FindingRules.straggler_max_p_value must be at most 1, got {self.straggler_max_p_value}")
+
+
+@rule(
+    id="straggler",
+    order=50,
+    thresholds=StragglerThresholds,
+    text="A rank is last into a collective (by >= {straggler_min_lateness_ns} ns over the "
+    "second-last) in >= {straggler_min_collectives} collectives, with a binomial "
+    "probability <= {straggler_max_p_value} of being last that often by chance.",
+    analyses="tv.stragglers, tv.stragglers(by='collective')",
+)
+def straggler(ctx: Context, r: StragglerThresholds) -> list[Finding]:
+    coll = ctx.stragglers("collective")
+    per = ctx.stragglers("rank")
+    if coll.empty or per.empty:
+        return []
+    counted = coll.loc[coll["lateness_ns"] >= r.straggler_min_lateness_ns]
+    chance = float((1.0 / coll["ranks"].to_numpy()).mean())
+    out = []
+    for _, row in per.iterrows():
+        k_rank = int(row["rank"])
+        mine = counted.loc[counted["last_rank"] == k_rank]
+        k = len(mine)
+        n = int(row["collectives"])
+        if k < r.straggler_min_collectives or n <= 0:
+            continue
+        p_value = binom_tail(n, k, chance)
+        if p_value > r.straggler_max_p_value:
+            continue
+        lateness = int(mine["lateness_ns"].sum())
+        caused = int(mine["wait_ns"].sum())
+        kinds = mine["collective"].value_counts()
+        kinds_list = sorted(((str(a), int(b)) for a, b in kinds.items()), key=lambda kv: (-kv[1], kv[0]))
+        evidence = {
+            "rank": k_rank,
+            "collectives": n,
+            "last_count": k,
+            "last_pct": 100.0 * k / n,
+            "chance_pct": 100.0 * chance,
+            "p_value": p_value,
+            "lateness_ns": lateness,
+            "mean_lateness_ns": lateness / k,
+            "wait_caused_ns": caused,
+            "mean_delay_ns": int(row["mean_delay_ns"]),
+            "max_delay_ns": int(row["max_delay_ns"]),
+            "last_in": [{"collective": a, "count": b} for a, b in kinds_list],
+        }
+        title = (
+            f"Straggler: rank {k_rank} is last into {k} of {n} collectives "
+            f"(chance: {100.0 * chance:.3g}%), holding them up {fmt_ns(lateness)} in all"
+        )
+        detail = (
+            f"Rank {k_rank} arrived last, at least {fmt_ns(r.straggler_min_lateness_ns)} after the second-last, at {k} of "
+            f"the {n} collectives it joined ({', '.join(f'{b} {a}' for a, b in kinds_list)}); by chance a rank is last "
+            f"in 1 of {1.0 / chance:.3g}, and {k} or more of {n} has {_p_text(p_value)}. It held them up by {fmt_ns(lateness / k)} on average "
+            f"({fmt_ns(lateness)} in all); the other ranks waited {fmt_ns(caused)} in those collectives. Look at what "
+            f"rank {k_rank} does before them: more compute (load imbalance), host stalls or data loading, a slower "
+            "GPU or link, or another process on its host."
+        )
+        out.append(
+            ctx.finding(
+                "straggler",
+                title=title,
+                detail=detail,
+                time_at_stake_ns=lateness,
+                ranks=[k_rank],
+                evidence=evidence,
+            )
+        )
+    return out
+
+
+def binom_tail(n: int, k: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), summed in log space (no overflow for large n)."""
+    if k <= 0 or p >= 1:
+        return 1.0
+    if p <= 0 or k > n:
+        return 0.0
+    logs = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p)
+        for i in range(k, n + 1)
+    ]
+    top = max(logs)
+    return float(min(1.0, math.exp(top) * sum(math.exp(x - top) for x in logs)))
+
+
+def _p_text(p: float) -> str:
+    return f"p = {p:.2g}" if p >= 1e-300 else "p < 1e-300"

@@ -1,0 +1,186 @@
+"""CPU threads over time: what each thread of each rank does, bin by bin.
+
+A thread's time falls into one of four states, the first that applies:
+
+``op``
+    inside an operator (``cpu_op``) or a CUDA/HIP runtime or driver call: the thread runs
+    ATen or launches GPU work;
+``dataloader``
+    inside a DataLoader annotation (``enumerate(DataLoader)#...``, which torch records
+    around every ``next()`` on a DataLoader) and not in an operator: the thread waits for
+    (or, with ``num_workers=0``, does) data loading;
+``python``
+    inside a Python frame (``python_function``, traces recorded with ``with_stack=True``)
+    and in none of the above: Python code between operators;
+``idle``
+    none of these (inside an annotation only, or between recorded events).
+
+The unions are exact (:mod:`jupyter_traceview.model.intervals`), not sampled: per thread
+the four columns add up to the bin's width.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import OptionError
+from ..model import intervals as iv
+from ..model.schema import EventKind
+from ..model.trace import Trace
+from . import _links as lk
+from ._common import empty
+
+__all__ = ["DATALOADER_PATTERN", "thread_activity"]
+
+#: Annotation names that mark data loading (torch's ``enumerate(DataLoader)#...__next__``).
+DATALOADER_PATTERN = r"DataLoader"
+
+THREAD_COLUMNS = {
+    "rank": "int64",
+    "pid": "int64",
+    "tid": "int64",
+    "thread": "str",
+    "bin": "int64",
+    "start_ns": "int64",
+    "end_ns": "int64",
+    "op_ns": "int64",
+    "dataloader_ns": "int64",
+    "python_ns": "int64",
+    "idle_ns": "int64",
+    "busy_pct": "float64",
+}
+
+_OP_KINDS = (EventKind.CPU_OP.value, EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value)
+_HOST_KINDS = (*_OP_KINDS, EventKind.USER_ANNOTATION.value, EventKind.PYTHON_FUNCTION.value)
+
+
+def thread_activity(
+    trace: Trace,
+    *,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+    bins: int = 100,
+) -> pd.DataFrame:
+    """Per CPU thread and time bin: time in operators, in data loading, in Python, idle.
+
+    Parameters
+    ----------
+    trace : Trace
+    ranks, iterations, time_range
+        Scope (see :meth:`Trace.select`).
+    bins : int, default 100
+        Equal bins spanning each rank's host events in scope (all its threads share them);
+        ``bins=1`` gives one row per thread with its totals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (rank, thread, bin), threads in order of first event:
+
+        ``rank``, ``pid``, ``tid`` (int); ``thread`` (str): its name as recorded
+        (``thread 123 (python)``), else ``thread <tid>``; ``bin`` (int); ``start_ns``,
+        ``end_ns`` (int, absolute ns): the bin; ``op_ns``, ``dataloader_ns``,
+        ``python_ns``, ``idle_ns`` (int, ns): the thread's time in each state (module
+        docstring), adding up to the bin's width; ``busy_pct`` (float, %): ``op_ns +
+        dataloader_ns + python_ns`` over the bin's width.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> th = tv.thread_activity(tv.load(tv.sample_path()), ranks=0, bins=1)
+    >>> bool(((th["op_ns"] + th["dataloader_ns"] + th["python_ns"] + th["idle_ns"]) == th["end_ns"] - th["start_ns"]).all())
+    True
+    """
+    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or bins < 1:
+        raise OptionError(f"bins={bins!r} is not accepted; give a positive number of bins")
+    trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    parts = []
+    for r in trace.ranks:
+        part = _rank_threads(trace, r, window, int(bins))
+        if part is not None:
+            parts.append(part)
+    if not parts:
+        return empty(THREAD_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    return out.astype(THREAD_COLUMNS)[list(THREAD_COLUMNS)]
+
+
+def thread_states(
+    ev: pd.DataFrame, window: tuple[int, int] | None, pattern: str = DATALOADER_PATTERN
+) -> dict[tuple[int, int], dict[str, iv.Intervals]]:
+    """Per (pid, tid): the disjoint unions of its ``op``, ``dataloader`` and ``python`` states."""
+    mask = lk.category_mask(ev["kind"], _HOST_KINDS)
+    ts = ev["ts_ns"].to_numpy()
+    end = ts + ev["dur_ns"].to_numpy()
+    if window is not None:
+        mask = mask & (ts < window[1]) & (end > window[0])
+    rows = np.flatnonzero(mask)
+    kind = ev["kind"].to_numpy()[rows].astype(str)
+    cats = pd.Index(ev["name"].cat.categories.astype(str))
+    rx = re.compile(pattern)
+    is_loader_name = np.fromiter((rx.search(c) is not None for c in cats), dtype=bool, count=len(cats))
+    codes = ev["name"].cat.codes.to_numpy()[rows]
+    loader = (kind == EventKind.USER_ANNOTATION.value) & np.append(is_loader_name, False)[codes]
+    op = np.isin(kind, _OP_KINDS)
+    py = kind == EventKind.PYTHON_FUNCTION.value
+    s, e = ts[rows], end[rows]
+    if window is not None:
+        s, e = np.maximum(s, window[0]), np.minimum(e, window[1])
+    pid = ev["pid"].to_numpy()[rows]
+    tid = ev["tid"].to_numpy()[rows]
+    out: dict[tuple[int, int], dict[str, iv.Intervals]] = {}
+    ids, first = (
+        lk.row_ids(np.column_stack((pid, tid))) if len(rows) else (np.empty(0, np.int64), np.empty(0, np.int64))
+    )
+    for t in np.argsort(first, kind="stable").tolist():  # threads in order of first event
+        on = ids == t
+        u_op = iv.union(s[on & op], e[on & op])
+        u_loader = iv.subtract(iv.union(s[on & loader], e[on & loader]), u_op)
+        u_py = iv.subtract(iv.subtract(iv.union(s[on & py], e[on & py]), u_op), u_loader)
+        out[(int(pid[first[t]]), int(tid[first[t]]))] = {"op": u_op, "dataloader": u_loader, "python": u_py}
+    return out
+
+
+def _rank_threads(trace: Trace, rank: int, window: tuple[int, int] | None, bins: int) -> pd.DataFrame | None:
+    ev = trace.rank_data(rank).events
+    states = thread_states(ev, window)
+    if not states:
+        return None
+    lo = min(int(u[0][0]) for st in states.values() for u in st.values() if len(u[0]))
+    hi = max(int(u[1][-1]) for st in states.values() for u in st.values() if len(u[1]))
+    if window is not None:
+        lo, hi = max(lo, window[0]), min(hi, window[1])
+    span = max(hi - lo, bins)
+    q, rem = divmod(span, bins)
+    k = np.arange(bins + 1, dtype=np.int64)
+    edges = lo + k * q + (k * rem) // bins
+    names = {(p, t): n for p, t, n in trace.meta(rank).thread_names}
+    frames = []
+    width = np.diff(edges)
+    for (pid, tid), st in states.items():
+        cols = {name: iv.binned_coverage(u[0], u[1], edges) for name, u in st.items()}
+        busy = cols["op"] + cols["dataloader"] + cols["python"]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "rank": rank,
+                    "pid": pid,
+                    "tid": tid,
+                    "thread": names.get((pid, tid), f"thread {tid}"),
+                    "bin": np.arange(bins),
+                    "start_ns": edges[:-1],
+                    "end_ns": edges[1:],
+                    "op_ns": cols["op"],
+                    "dataloader_ns": cols["dataloader"],
+                    "python_ns": cols["python"],
+                    "idle_ns": width - busy,
+                    "busy_pct": 100.0 * busy / np.maximum(width, 1),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,180 @@
+"""The host call tree as an icicle: Python frames, annotations and operators, widest = longest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from bokeh.models import ColumnDataSource
+
+from ..views.colors import Theme
+from ._style import (
+    add_hover,
+    duration_text,
+    empty_chart,
+    kind_colors,
+    linkable,
+    new_figure,
+    pct_text,
+    require,
+    text_color,
+    time_unit,
+)
+
+__all__ = ["call_tree_chart", "icicle_layout"]
+
+#: Colour key (views/colors.json) of each node kind.
+_KIND_COLOR = {
+    "python_function": "python",
+    "cpu_op": "cpu_op",
+    "user_annotation": "annotation",
+    "thread": "other",
+}
+
+
+def icicle_layout(tree: pd.DataFrame) -> pd.DataFrame:
+    """Where each node of one rank's :func:`~jupyter_traceview.call_tree` frame sits: ``x0_ns``, ``x1_ns``.
+
+    A node spans its inclusive time; its children lie side by side from its left edge, in
+    ``node_id`` order (longest first). Where children add up to more than their parent
+    (ranges nested improperly) they are scaled down to fit it. Thread roots lie side by side.
+    """
+    ids = tree["node_id"].to_numpy()
+    pos = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, dtype=np.int64)
+    pos[ids] = np.arange(len(ids))
+    parent = tree["parent_id"].to_numpy()
+    incl = tree["inclusive_ns"].to_numpy().astype(np.float64)
+    depth = tree["depth"].to_numpy()
+    x0 = np.zeros(len(tree))
+    width = incl.copy()
+    for d in range(int(depth.max()) + 1 if len(tree) else 0):
+        at = np.flatnonzero(depth == d)
+        at = at[np.argsort(ids[at], kind="stable")]
+        if d == 0:
+            x0[at] = np.concatenate(([0.0], np.cumsum(width[at])[:-1]))
+            continue
+        p = pos[parent[at]]
+        # Siblings are contiguous in node_id order within a parent.
+        order = np.lexsort((ids[at], p))
+        at, p = at[order], p[order]
+        sums = pd.Series(incl[at]).groupby(p).transform("sum").to_numpy()
+        scale = np.where(sums > width[p], width[p] / np.maximum(sums, 1.0), 1.0)
+        width[at] = incl[at] * scale
+        before = pd.Series(width[at]).groupby(p).cumsum().to_numpy() - width[at]
+        x0[at] = x0[p] + before
+    out = tree.copy()
+    out["x0_ns"] = x0
+    out["x1_ns"] = x0 + width
+    return out
+
+
+def call_tree_chart(
+    df: pd.DataFrame,
+    *,
+    theme: Theme = "light",
+    rank: int | None = None,
+    min_width: float = 0.002,
+    height: int | None = None,
+) -> Any:
+    """An icicle of the host call tree of one rank: a box per node, as wide as its inclusive time.
+
+    ``df`` is ``call_tree(trace)``; ``rank`` picks the rank (default: the first).
+    Thread roots are the top row, each level below holds the nodes one call deeper; boxes
+    narrower than ``min_width`` of the whole are left out. Colours are the timeline's
+    (Python frames, annotations, operators); a click on a box opens the timeline at the
+    node's first call (link target ``event``).
+    """
+    title = "Host call tree"
+    require(
+        df, ["rank", "node_id", "parent_id", "depth", "name", "kind", "inclusive_ns", "first_eid"], "call_tree_chart"
+    )
+    if df.empty:
+        return empty_chart(title, "No operators, annotations or Python frames in this trace")
+    r = int(df["rank"].iloc[0]) if rank is None else int(rank)
+    tree = df.loc[df["rank"] == r]
+    if tree.empty:
+        return empty_chart(title, f"No host ranges on rank {r}")
+    lay = icicle_layout(tree)
+    total = float(lay["x1_ns"].max())
+    keep = (lay["x1_ns"] - lay["x0_ns"]) >= min_width * total
+    lay = lay.loc[keep]
+    unit, scale = time_unit(total)
+    colors = kind_colors(theme)
+    width_px = 900.0
+    box_px = (lay["x1_ns"] - lay["x0_ns"]).to_numpy() / max(total, 1.0) * width_px
+    names = lay["name"].astype(str).tolist()
+    labels = [_fit(n, px) for n, px in zip(names, box_px.tolist(), strict=True)]
+    n_levels = int(lay["depth"].max()) + 1
+    source = ColumnDataSource(
+        {
+            "left": lay["x0_ns"].to_numpy() / scale,
+            "right": lay["x1_ns"].to_numpy() / scale,
+            "top": -lay["depth"].to_numpy().astype(np.float64),
+            "bottom": -lay["depth"].to_numpy().astype(np.float64) - 0.95,
+            "mid": (lay["x0_ns"].to_numpy() / scale),
+            "name": names,
+            "label": labels,
+            "kind": lay["kind"].astype(str).tolist(),
+            "color": [colors.get(_KIND_COLOR.get(k, "other"), colors["other"]) for k in lay["kind"].astype(str)],
+            "calls": lay["calls"].to_numpy(),
+            "incl_txt": duration_text(lay["inclusive_ns"].to_numpy()),
+            "excl_txt": duration_text(lay["exclusive_ns"].to_numpy()),
+            "share_txt": pct_text(100.0 * lay["inclusive_ns"].to_numpy() / max(total, 1.0)),
+            "link_rank": np.full(len(lay), r, dtype=np.int64),
+            "link_eid": lay["first_eid"].to_numpy().astype(np.int64),
+        }
+    )
+    fig = new_figure(
+        title=f"{title} (rank {r}): width = inclusive time; click a box to see its first call on the timeline",
+        height=height or min(120 + 22 * n_levels, 900),
+        tooltips=None,
+        x_range=(0, total / scale),
+        y_range=(-float(n_levels), 0.05),
+        x_label=f"inclusive time ({unit})",
+        tools="xpan,xwheel_zoom,reset,save",
+    )
+    fig.yaxis.visible = False
+    fig.ygrid.visible = False
+    quads = fig.quad(
+        left="left",
+        right="right",
+        top="top",
+        bottom="bottom",
+        source=source,
+        fill_color="color",
+        line_color=text_color("dark" if theme == "light" else "light"),
+        line_width=0.5,
+    )
+    fig.text(
+        x="mid",
+        y="bottom",
+        text="label",
+        source=source,
+        x_offset=3,
+        y_offset=-3,
+        text_font_size="11px",
+        text_color="#111111",
+        text_baseline="bottom",
+    )
+    add_hover(
+        fig,
+        [
+            ("", "@name"),
+            ("kind", "@kind"),
+            ("calls", "@calls"),
+            ("inclusive", "@incl_txt (@share_txt)"),
+            ("exclusive", "@excl_txt"),
+        ],
+        [quads],
+    )
+    linkable(fig, source, "event", [quads])
+    return fig
+
+
+def _fit(name: str, px: float, char_px: float = 6.5) -> str:
+    """``name`` cut to fit a box ``px`` wide (empty when not even three characters fit)."""
+    n = int((px - 6) / char_px)
+    if n < 3:
+        return ""
+    return name if len(name) <= n else name[: n - 1] + "…"

@@ -1,0 +1,46 @@
+"""The dashboard's tabs: one module per tab, each with a ``build(b: TabBuilder)`` function.
+
+Adding a tab: a module ``tabs/<id>.py`` whose ``build`` fills the builder (figures,
+tables, charts; see :class:`.builder.TabBuilder`), and one line in :data:`TABS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .builder import TabBuilder
+
+__all__ = ["TABS", "Tab", "TabBuilder"]
+
+
+@dataclass(frozen=True)
+class Tab:
+    """A tab of the dashboard: its id (also its module's name), its label, when it shows."""
+
+    id: str
+    label: str
+    #: Shown only when the dashboard compares the trace with a baseline.
+    needs_baseline: bool = False
+
+    @property
+    def build(self) -> Callable[[TabBuilder], None]:
+        """The module's ``build(b)``."""
+        module = importlib.import_module(f"{__name__}.{self.id}")
+        fn: Callable[[TabBuilder], None] = module.build
+        return fn
+
+
+#: The dashboard's tabs, in order: one line per tab.
+TABS: tuple[Tab, ...] = (
+    Tab("overview", "Overview"),
+    Tab("timeline", "Timeline"),
+    Tab("breakdown", "Breakdown"),
+    Tab("overlap", "Overlap"),
+    Tab("kernels", "Kernels"),
+    Tab("communication", "Communication"),
+    Tab("iterations", "Iterations"),
+    Tab("counters", "Counters"),
+    Tab("diff", "Diff", needs_baseline=True),
+)

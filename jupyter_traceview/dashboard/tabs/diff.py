@@ -1,0 +1,43 @@
+"""The Diff tab: the comparison with a baseline trace."""
+
+from __future__ import annotations
+
+from .builder import Column, TabBuilder, charts, figure_, table
+
+
+def build(b: TabBuilder) -> None:
+    c = charts()
+
+    def tables() -> None:
+        d = b.frame("trace_diff")
+        b.figures.append(
+            figure_(
+                "baseline",
+                b.data.baseline.source or "(memory)" if b.data.baseline is not None else "-",
+                "compared with this trace",
+            )
+        )
+        changed = d.loc[d["status"] != "unchanged"]
+        b.figures.append(figure_("changes", f"{len(changed):,}", f"of {len(d):,} operators and kernels"))
+        b.tables.append(
+            table(
+                "diff",
+                "Largest changes (b = this trace, a = the baseline)",
+                changed,
+                [
+                    Column("kind", "kind"),
+                    Column("name", "name"),
+                    Column("count_a", "count a", "int"),
+                    Column("count_b", "count b", "int"),
+                    Column("total_ns_a", "total a", "duration"),
+                    Column("total_ns_b", "total b", "duration"),
+                    Column("total_delta_ns", "change", "duration"),
+                    Column("total_delta_pct", "change %", "pct"),
+                    Column("status", "status"),
+                ],
+                limit=50,
+            )
+        )
+
+    b.step("trace diff", tables)
+    b.step("diff chart", lambda: b.chart("diff", lambda: c.trace_diff_chart(b.frame("trace_diff"), theme=b.theme)))

@@ -1,0 +1,72 @@
+"""The ``op_args`` table: recorded arguments of CPU operators (``record_shapes=True``).
+
+The Kineto reader keeps, for every CPU operator that carries them, the raw JSON text of
+``Input Dims``, ``Input type``, ``Input Strides`` and ``Concrete Inputs`` (the values of
+scalar arguments). They are stored verbatim, as categorical strings: a model of an
+operator's work (``analysis/perfmodel``) parses the few distinct values once, and the
+table stays small (a training step repeats the same shapes over and over).
+
+The reader calls :func:`collect` on each chunk of decoded events and :func:`table` once per
+rank; both take plain sequences, so that this stays independent of how the reader decodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from ...model.schema import OP_ARGS_COLUMNS, categorical
+
+__all__ = ["FIELDS", "collect", "table"]
+
+#: The recorded arguments kept, in the order of OP_ARGS_COLUMNS after ``eid``.
+FIELDS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
+
+
+class _HasOpArgs(Protocol):
+    """What :func:`collect` reads of an event's decoded ``args`` (raw JSON buffers)."""
+
+    input_dims: Any
+    input_type: Any
+    input_strides: Any
+    concrete_inputs: Any
+
+
+def _text(raw: Any) -> str | None:
+    """The raw JSON text of one argument, None where it was not recorded."""
+    if raw is None:
+        return None
+    b = bytes(raw)
+    return b.decode("utf-8", "replace") if b else None
+
+
+def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> tuple[np.ndarray, dict[str, list[str | None]]]:
+    """Rows (among ``rows``: the CPU operators) that carry shapes, and their argument texts."""
+    out: dict[str, list[str | None]] = {f: [] for f in FIELDS}
+    kept = []
+    for i in rows.tolist():
+        a = args[i]
+        if a.input_dims is None or not len(a.input_dims):
+            continue
+        kept.append(i)
+        out["input_dims"].append(_text(a.input_dims))
+        out["input_type"].append(_text(a.input_type))
+        out["input_strides"].append(_text(a.input_strides))
+        out["concrete_inputs"].append(_text(a.concrete_inputs))
+    return np.array(kept, dtype=np.int64), out
+
+
+def table(rows: np.ndarray, values: dict[str, list[str | None]], eid_of_row: np.ndarray) -> pd.DataFrame:
+    """One rank's ``op_args`` table: the rows of this rank, sorted by eid."""
+    eids = eid_of_row[rows] if len(rows) else np.empty(0, dtype=np.int64)
+    mine = np.flatnonzero(eids >= 0)
+    mine = mine[np.argsort(eids[mine], kind="stable")]
+    pick = mine.tolist()
+    frame: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
+    for f in FIELDS:
+        col = values[f]
+        frame[f] = categorical([col[i] for i in pick])
+    return pd.DataFrame(frame, columns=[c.name for c in OP_ARGS_COLUMNS])

@@ -1,0 +1,66 @@
+"""The findings registry: rules discovered from analysis/findings/rules/, one threshold mechanism."""
+
+from __future__ import annotations
+
+import dataclasses
+import pkgutil
+
+import pytest
+
+import jupyter_traceview as tv
+from jupyter_traceview.analysis.findings import FindingRules, Thresholds, all_rules, registry, rules
+
+
+def test_every_rule_module_registers_its_rule() -> None:
+    modules = {m.name for m in pkgutil.iter_modules(rules.__path__)}
+    ids = [r.id for r in all_rules()]
+    # One rule per module, named after its id.
+    assert set(ids) == modules
+    assert len(ids) == len(set(ids))
+    assert [r.order for r in all_rules()] == sorted(r.order for r in all_rules())
+
+
+def test_the_built_in_rules_in_order() -> None:
+    ids = [r.id for r in all_rules()]
+    builtin = [
+        "launch_bound",
+        "exposed_communication",
+        "collective_wait",
+        "load_imbalance",
+        "straggler",
+        "tiny_kernels",
+        "pageable_copies",
+        "blocking_sync",
+        "low_overlap_collective",
+        "slow_iteration",
+        "low_occupancy",
+    ]
+    assert [i for i in ids if i in builtin] == builtin
+
+
+def test_thresholds_reach_their_rule() -> None:
+    r = FindingRules(host_wait_min_pct=5, high_pct=30)
+    assert r.of("launch_bound").host_wait_min_pct == 5  # type: ignore[attr-defined]
+    assert r.common.high_pct == 30
+    assert r.host_wait_min_pct == 5 and r.high_pct == 30
+    assert r.replace(high_pct=40).high_pct == 40 and r.high_pct == 30
+    assert r == FindingRules(high_pct=30, host_wait_min_pct=5)
+    assert "host_wait_min_pct=5" in repr(r)
+    defaults = {f.name: f.default for f in FindingRules.fields()}
+    assert FindingRules().as_dict() == defaults
+    with pytest.raises(tv.OptionError, match="straggler_max_p_value"):
+        FindingRules(straggler_max_p_value=2)
+    with pytest.raises(tv.OptionError, match="align_clocks"):
+        FindingRules(align_clocks=1)
+    with pytest.raises(tv.OptionError, match="medium_pct"):
+        FindingRules(medium_pct=50)
+
+
+def test_a_threshold_name_belongs_to_one_rule() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Clash(Thresholds):
+        host_wait_min_pct: float = 1.0
+
+    with pytest.raises(RuntimeError, match="host_wait_min_pct"):
+        registry.rule(id="clash", text="", analyses="", order=999, thresholds=Clash)(lambda ctx, t: [])
+    assert "clash" not in {r.id for r in all_rules()}
