@@ -112,6 +112,10 @@ ANALYSES: dict[str, Callable[[str], Analysis]] = {
     "critical_path": every(lambda t: tv.critical_path(t)),
     "critical_path_categories": every(lambda t: tv.critical_path(t, view="categories")),
     "findings": every(findings_table),
+    "memory_peaks": every(lambda t: tv.memory_peaks(t)),
+    "memory_peak_holders": every(lambda t: tv.memory_peak_holders(t, per="rank")),
+    "memory_by_operator": every(lambda t: tv.memory_by_operator(t)),
+    "memory_allocator_stats": every(lambda t: tv.memory_allocator_stats(t)),
 }
 
 #: Which folders an analysis is pinned on (all, unless listed here).
@@ -124,6 +128,11 @@ APPLIES: dict[str, set[str]] = {
     "trace_diff_vs_hta_dlrm_2of128_ranks": {"dlrm_8rank_v100"},
     "trace_diff_rank0_vs_rank1": MULTI_RANK,
     "kernel_pace": set(FOLDERS) - {"hta_cpu_only"},
+    # The real traces with memory records (profile_memory=True).
+    "memory_peaks": {"h100_bert_small"},
+    "memory_peak_holders": {"h100_bert_small"},
+    "memory_by_operator": {"h100_bert_small"},
+    "memory_allocator_stats": {"h100_bert_small"},
 }
 
 _LOADED: dict[str, tv.Trace] = {}

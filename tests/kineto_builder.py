@@ -167,6 +167,68 @@ def launch(
     ]
 
 
+def mem(
+    ts: float,
+    nbytes: int,
+    addr: int,
+    *,
+    total_allocated: int,
+    total_reserved: int,
+    device: int = 0,
+    device_type: int = 1,
+    pid: int = CPU_PID,
+    tid: int = MAIN_TID,
+) -> dict[str, Any]:
+    """A ``[memory]`` record: ``nbytes`` > 0 allocates at ``addr``, < 0 frees it (device_type 0 = CPU, 1 = CUDA)."""
+    return {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "s": "t",
+        "name": "[memory]",
+        "pid": pid,
+        "tid": tid,
+        "ts": ts,
+        "args": {
+            "Total Reserved": total_reserved,
+            "Total Allocated": total_allocated,
+            "Bytes": nbytes,
+            "Addr": addr,
+            "Device Id": device,
+            "Device Type": device_type,
+        },
+    }
+
+
+def oom(
+    ts: float,
+    nbytes: int,
+    *,
+    total_allocated: int,
+    total_reserved: int,
+    device: int = 0,
+    device_type: int = 1,
+    pid: int = CPU_PID,
+    tid: int = MAIN_TID,
+) -> dict[str, Any]:
+    """An ``[OutOfMemory]`` record: a failed request of ``nbytes``."""
+    return {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "s": "t",
+        "name": "[OutOfMemory]",
+        "pid": pid,
+        "tid": tid,
+        "ts": ts,
+        "args": {
+            "Device Type": device_type,
+            "Device Id": device,
+            "Bytes": nbytes,
+            "Total Allocated": total_allocated,
+            "Total Reserved": total_reserved,
+        },
+    }
+
+
 def metadata(pid: int, *, name: str = "python3", labels: str | None = None) -> list[dict[str, Any]]:
     out = [{"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0, "args": {"name": name}}]
     if labels is not None:

@@ -13,7 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_every_schema_column_is_documented() -> None:
     doc = (ROOT / "docs" / "schema.md").read_text()
-    for table in (schema.EVENT_COLUMNS, schema.GPU_ARGS_COLUMNS, schema.COMMS_COLUMNS, schema.OP_ARGS_COLUMNS):
+    for table in (
+        schema.EVENT_COLUMNS,
+        schema.GPU_ARGS_COLUMNS,
+        schema.COMMS_COLUMNS,
+        schema.OP_ARGS_COLUMNS,
+        schema.MEMORY_COLUMNS,
+    ):
         for col in table:
             assert f"`{col.name}`" in doc, f"docs/schema.md does not describe column {col.name}"
     for kind in schema.EventKind:

@@ -95,8 +95,10 @@ export interface TabRequest {
 
 /** `_link` request: what was clicked (the `link_*` columns of a chart's source). */
 export interface LinkRequest {
-  target: "heatmap" | "rank" | "iteration" | "kernel";
+  target: "heatmap" | "rank" | "iteration" | "kernel" | "event";
   rank: number;
+  /** target "event": the event to show (e.g. the operator running at a memory peak). */
+  eid?: number;
   bin?: number;
   heatmap?: string;
   step?: number;

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { formatDuration, formatTime, niceStep, ticks, unitForStep } from "../timeline/axis";
 import { binAt, eventAt, lastAtOrBefore } from "../timeline/hittest";
 import { computeLayout, slotAt, visibleSlots } from "../timeline/layout";
+import { MAX_PATTERN_CHARS, patternProblem } from "../timeline/search";
 import type { LaneMeta, RowMeta } from "../timeline/model";
 import {
   MIN_SPAN_NS,
@@ -180,5 +181,15 @@ describe("layout", () => {
     expect(slotAt(l, 1000)).toBe(-1);
     expect(visibleSlots(l, 30, 30)).toEqual([1, 4]);
     expect(visibleSlots(l, 0, 1000)).toEqual([0, 6]);
+  });
+});
+
+describe("search patterns", () => {
+  it("refuses a pattern longer than the kernel accepts, with the reason", () => {
+    expect(patternProblem("nccl.*sum")).toBeNull();
+    expect(patternProblem("a".repeat(MAX_PATTERN_CHARS))).toBeNull();
+    expect(patternProblem("a".repeat(MAX_PATTERN_CHARS + 1))).toBe(
+      "pattern too long (1,001 characters; at most 1,000)",
+    );
   });
 });

@@ -33,6 +33,8 @@ export interface FetcherCallbacks {
 export class Fetcher {
   /** The last window received. */
   data: WindowData | null = null;
+  /** The search pattern `data` was asked for with (its matches are for that pattern). */
+  dataPattern = "";
   private seq = 0;
   private inFlight = false;
   private pendingRequest = false;
@@ -95,6 +97,7 @@ export class Fetcher {
       } else {
         const buf = buffers[0];
         this.data = decodeWindow(meta, buf ? aligned(buf) : null);
+        this.dataPattern = want.pattern;
         this.root.dataset.windowMs = (performance.now() - t).toFixed(1);
         this.root.dataset.kernelMs = meta.kernel_ms.toFixed(1);
         this.root.dataset.rawEvents = String(this.data.rawEvents);

@@ -29,6 +29,23 @@ export interface FrameStats {
   rects: number;
   rawRects: number;
   matchRects: number;
+  /** Events and columns drawn dimmed because they do not match the search. */
+  dimmed: number;
+}
+
+/** Opacity of what does not match the search while one is active. */
+export const DIM_ALPHA = 0.2;
+const dimCache = new Map<string, string>();
+
+/** `color` dimmed (memoised: a frame asks for the same few colours many times). */
+export function dimmed(color: string): string {
+  let d = dimCache.get(color);
+  if (d === undefined) {
+    d = withAlpha(color, DIM_ALPHA);
+    if (dimCache.size > 512) dimCache.clear();
+    dimCache.set(color, d);
+  }
+  return d;
 }
 
 export function scaleOf(host: ViewHost): Scale {
@@ -61,9 +78,22 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
   const matches: number[] = [];
   const d = host.data;
   const byName = host.model.get("color_by") === "name";
-  const searching = host.model.get("search") !== "";
+  const pattern = host.model.get("search");
+  const searching = pattern !== "";
+  // Dim what does not match only once the data's matches are for this pattern.
+  const dimming = searching && host.dataPattern === pattern;
   let rects = 0;
   let rawRects = 0;
+  let dim = 0;
+  /** A binned row's fill, dimmed in columns without a match while searching. */
+  const binFill = (fill: (k: number) => string, match: Uint32Array | null | undefined) =>
+    dimming && match
+      ? (k: number) => {
+          if (match[k]! > 0) return fill(k);
+          dim++;
+          return dimmed(fill(k));
+        }
+      : fill;
   ctx.save();
   ctx.beginPath();
   ctx.rect(0, AXIS, W, H - AXIS);
@@ -93,7 +123,7 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
           s,
           y + 2,
           slot.h - 3,
-          { fill: (k) => colors.kind(sm.kind[k]!) },
+          { fill: binFill((k) => colors.kind(sm.kind[k]!), sm.match) },
           batch,
           matches,
         );
@@ -107,13 +137,22 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
       const names = d.names;
       const nameColors = d.nameColors;
       const nameMatch = d.nameMatch;
+      const base = byName
+        ? (j: number) => colors.name(nameColors[row.name[j]!] ?? 0)
+        : (j: number) => colors.kind(row.kind[j]!);
       const n = layoutRawRow(
         row,
         s,
         y + 1,
         h,
         {
-          fill: byName ? (j) => colors.name(nameColors[row.name[j]!] ?? 0) : (j) => colors.kind(row.kind[j]!),
+          fill: dimming
+            ? (j) => {
+                if (nameMatch[row.name[j]!] === true) return base(j);
+                dim++;
+                return dimmed(base(j));
+              }
+            : base,
           text: byName
             ? (j) => colors.nameText[(nameColors[row.name[j]!] ?? 0) % colors.nameText.length] ?? "#000"
             : (j) => colors.kindText[row.kind[j]!] ?? "#000",
@@ -137,10 +176,12 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
         y + 1,
         h,
         {
-          fill:
+          fill: binFill(
             byName && colorsOf
               ? (k) => (colorsOf[k]! !== NO_KIND ? colors.name(colorsOf[k]!) : colors.kind(row.kind[k]!))
               : (k) => colors.kind(row.kind[k]!),
+            row.match,
+          ),
         },
         batch,
         matches,
@@ -196,10 +237,11 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
     ctx.font = host.font(11);
     const tw = ctx.measureText(text).width + 8;
     const x = Math.min(Math.max((xa + xb) / 2 - tw / 2, GUTTER), GUTTER + host.width - tw);
+    // Below the axis band, over the rows: never on the tick labels.
     ctx.fillStyle = th.accent;
-    ctx.fillRect(x, AXIS - 16, tw, 15);
+    ctx.fillRect(x, AXIS + 2, tw, 15);
     ctx.fillStyle = "#ffffff";
-    ctx.fillText(text, x + 4, AXIS - 8.5);
+    ctx.fillText(text, x + 4, AXIS + 9.5);
   }
   ctx.strokeStyle = th.border;
   ctx.beginPath();
@@ -208,7 +250,7 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
   ctx.moveTo(GUTTER - 0.5, 0);
   ctx.lineTo(GUTTER - 0.5, H);
   ctx.stroke();
-  return { rects, rawRects, matchRects: matches.length / 4 };
+  return { rects, rawRects, matchRects: matches.length / 4, dimmed: dim };
 }
 
 function drawGutter(

@@ -60,6 +60,8 @@ export interface ViewHost {
   readonly viewHeight: number;
   readonly scrollTop: number;
   readonly data: WindowData | null;
+  /** The search pattern the data's matches are for. */
+  readonly dataPattern: string;
   readonly hover: Hover | null;
   readonly selected: Selected | null;
   readonly measure: Measure | null;
@@ -74,4 +76,7 @@ export interface ViewHost {
   save<K extends keyof TimelineModel>(key: K, value: TimelineModel[K]): void;
   invalidate(): void;
   details(rank: number, eid: number): Promise<EventDetails | null>;
+  readonly helpOpen: boolean;
+  /** Show (true), hide (false) or toggle the keyboard help. */
+  toggleHelp(show?: boolean): void;
 }

@@ -45,6 +45,12 @@ export class Input {
   onWheel(e: WheelEvent): void {
     const h = this.host;
     const p = this.pointer(e);
+    if (e.shiftKey) {
+      // Shift+wheel scrolls the lanes, as in Perfetto (browsers may turn it into deltaX).
+      e.preventDefault();
+      h.scroller.scrollTop += e.deltaY !== 0 ? e.deltaY : e.deltaX;
+      return;
+    }
     if (p.x < GUTTER) return; // over the labels: let the scroller scroll
     e.preventDefault();
     if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
@@ -172,6 +178,21 @@ export class Input {
       case "ArrowUp":
         h.scroller.scrollTop -= 40;
         break;
+      case "PageDown":
+        h.scroller.scrollTop += Math.max(40, h.viewHeight - AXIS - 40);
+        break;
+      case "PageUp":
+        h.scroller.scrollTop -= Math.max(40, h.viewHeight - AXIS - 40);
+        break;
+      case "Home":
+        h.scroller.scrollTop = 0;
+        break;
+      case "End":
+        h.scroller.scrollTop = h.scroller.scrollHeight;
+        break;
+      case "?":
+        h.toggleHelp();
+        break;
       case "f":
       case "F": {
         const det = h.selected?.details;
@@ -184,6 +205,10 @@ export class Input {
         break;
       }
       case "Escape":
+        if (h.helpOpen) {
+          h.toggleHelp(false);
+          break;
+        }
         h.clearSelection();
         if (h.model.get("selected_range").length) h.save("selected_range", []);
         break;

@@ -4,7 +4,7 @@
  */
 import { formatCount, formatDuration, formatTime } from "./axis";
 import type { Measure, Selected, ViewHost } from "./host";
-import type { RangeSummary } from "./model";
+import { patternProblem } from "./search";
 import { el } from "../dom";
 
 /** Adds an event listener that the view removes on dispose. */
@@ -15,6 +15,12 @@ export interface ToolbarActions {
   findNext(direction: number): void;
   /** Show the whole trace. */
   fit(): void;
+  /** Show or hide the keyboard help. */
+  help(): void;
+  /** Show every rank again. */
+  allRanks(): void;
+  /** Return to the view before the last change of ranks or of the range from outside. */
+  back(): void;
 }
 
 export class Toolbar {
@@ -23,6 +29,8 @@ export class Toolbar {
   private readonly legend: HTMLSpanElement;
   private readonly colorSelect: HTMLSelectElement;
   private readonly cpuToggle: HTMLInputElement;
+  private readonly allButton: HTMLButtonElement;
+  private readonly backButton: HTMLButtonElement;
   private searchTimer = 0;
 
   constructor(
@@ -32,6 +40,11 @@ export class Toolbar {
     actions: ToolbarActions,
   ) {
     const bar = el("div", "tv-toolbar", parent);
+    // Always first, whatever wraps: the way back to every rank and to the previous view.
+    this.backButton = el("button", "tv-button tv-back", bar, "← Back");
+    this.backButton.title = "Back to the previous view (ranks and range)";
+    this.allButton = el("button", "tv-button tv-all-ranks", bar, "All ranks");
+    this.allButton.title = "Show every rank";
     this.searchInput = el("input", "tv-search", bar);
     this.searchInput.type = "search";
     this.searchInput.placeholder = "Search names (regex)";
@@ -56,11 +69,9 @@ export class Toolbar {
     const fit = el("button", "tv-button", bar, "Fit");
     fit.title = "Show the whole trace (double-click)";
     this.legend = el("span", "tv-legend", bar);
-    const help = el("span", "tv-help", bar, "?");
-    help.title =
-      "Wheel or +/-: zoom at the pointer · drag or A/D: pan · W/S: zoom · double-click: fit\n" +
-      "Shift+drag: measure a range · click: select (arrow from the CPU launch) · Esc: clear\n" +
-      "Click a rank's name to collapse or expand it · wheel over the names: scroll";
+    const help = el("button", "tv-help", bar, "?");
+    help.title = "Keys and gestures (?)";
+    help.setAttribute("aria-label", "Keys and gestures");
 
     listen(this.searchInput, "input", () => {
       window.clearTimeout(this.searchTimer);
@@ -70,14 +81,16 @@ export class Toolbar {
       const e = ev as KeyboardEvent;
       if (e.key === "Enter") {
         e.preventDefault();
-        this.commitSearch();
-        actions.findNext(e.shiftKey ? -1 : 1);
+        if (this.commitSearch()) actions.findNext(e.shiftKey ? -1 : 1);
       }
       e.stopPropagation();
     });
     listen(prev, "click", () => actions.findNext(-1));
     listen(next, "click", () => actions.findNext(1));
     listen(fit, "click", () => actions.fit());
+    listen(help, "click", () => actions.help());
+    listen(this.allButton, "click", () => actions.allRanks());
+    listen(this.backButton, "click", () => actions.back());
     listen(this.colorSelect, "change", () =>
       host.save("color_by", this.colorSelect.value === "name" ? "name" : "kind"),
     );
@@ -88,16 +101,29 @@ export class Toolbar {
     window.clearTimeout(this.searchTimer);
   }
 
-  /** Save the typed pattern to the model (now, not after the typing pause). */
-  commitSearch(): void {
+  /** Save the typed pattern to the model (now, not after the typing pause); false if it was refused. */
+  commitSearch(): boolean {
     window.clearTimeout(this.searchTimer);
     const v = this.searchInput.value.trim();
+    const problem = patternProblem(v);
+    this.searchInput.setCustomValidity(problem ?? "");
+    this.searchInput.setAttribute("aria-invalid", problem ? "true" : "false");
+    if (problem) {
+      this.searchCount.textContent = problem;
+      return false;
+    }
     if (v !== this.host.model.get("search")) this.host.save("search", v);
+    return true;
   }
 
-  /** Show the model's values in the controls. */
-  sync(): void {
+  /** Show the model's values in the controls; `canGoBack`: is there a previous view. */
+  sync(canGoBack = false): void {
     const model = this.host.model;
+    const all = model.get("_all_ranks").length;
+    const shown = model.get("ranks").length;
+    this.allButton.textContent = shown < all ? `All ranks (${shown} of ${all} shown)` : `All ranks (${all})`;
+    this.allButton.disabled = shown >= all;
+    this.backButton.disabled = !canGoBack;
     this.colorSelect.value = model.get("color_by");
     this.cpuToggle.checked = model.get("show_cpu");
     const pattern = model.get("search");
@@ -127,14 +153,8 @@ export class Toolbar {
   }
 }
 
-/** The status panel: the selected event and the measured range with its summary. */
-export function renderStatus(
-  status: HTMLElement,
-  host: ViewHost,
-  sel: Selected | null,
-  m: Measure | null,
-  s: RangeSummary | null,
-): void {
+/** The status panel: the selected event (the measured range has its overlay, overlays.ts). */
+export function renderStatus(status: HTMLElement, sel: Selected | null, m: Measure | null): void {
   status.classList.remove("tv-error");
   status.replaceChildren();
   if (sel) {
@@ -153,43 +173,6 @@ export function renderStatus(
       if (d.launch) line.append(` · launched by ${d.launch.name} at ${formatTime(d.launch.start)}`);
     } else {
       line.append(`rank ${sel.rank} · event ${sel.eid}`);
-    }
-  }
-  if (m) {
-    const lo = Math.min(m.a, m.b);
-    const hi = Math.max(m.a, m.b);
-    const line = el("div", "tv-status-line", status);
-    el("b", "", line, "Range ");
-    line.append(`${formatTime(lo)} → ${formatTime(hi)} (${formatDuration(hi - lo)})`);
-    if (s) {
-      line.append(
-        ` · ${s.source === "cpu" ? "CPU" : "GPU"} busy ${s.all.pct.toFixed(1)}% over ${s.ranks.length} rank${s.ranks.length === 1 ? "" : "s"}`,
-      );
-      const table = el("table", "tv-summary", status);
-      const head = el("tr", "", table);
-      for (const h of ["kind", "busy", "% of range", "events"]) el("th", "", head, h);
-      for (const k of s.kinds) {
-        const tr = el("tr", "", table);
-        const td = el("td", "", tr);
-        const sw = el("span", "tv-swatch", td);
-        sw.style.background = host.colors.kind(host.colors.code(k.kind));
-        td.append(host.colors.label(k.kind));
-        el("td", "", tr, formatDuration(k.busy_ns));
-        el("td", "", tr, `${k.pct.toFixed(1)}%`);
-        el("td", "", tr, formatCount(k.events));
-      }
-      if (s.top.length) {
-        const top = el("div", "tv-status-line", status);
-        el("b", "", top, "Top ");
-        top.append(
-          s.top
-            .map(
-              (t) =>
-                `${t.name.length > 60 ? t.name.slice(0, 59) + "…" : t.name} (${formatDuration(t.time_ns)})`,
-            )
-            .join(" · "),
-        );
-      }
     }
   }
   if (!sel && !m) {

@@ -11,6 +11,7 @@ import { Fetcher } from "./fetcher";
 import { drawFrame } from "./frame";
 import { type Hover, type Measure, type Selected, type ViewHost, AXIS, GUTTER, SCROLLBAR } from "./host";
 import { Input } from "./input";
+import { HelpOverlay, MeasureOverlay } from "./overlays";
 import { type Layout, computeLayout, visibleSlots } from "./layout";
 import type { EventDetails, LaneMeta, RangeSummary, TimelineModel } from "./model";
 import type { WindowData } from "./protocol";
@@ -34,6 +35,8 @@ export class TimelineView implements ViewHost {
   private readonly input: Input;
   private readonly tooltip: Tooltip;
   private readonly toolbar: Toolbar;
+  private readonly help: HelpOverlay;
+  private readonly measurePanel: MeasureOverlay;
 
   theme!: Theme;
   colors!: Colors;
@@ -50,6 +53,13 @@ export class TimelineView implements ViewHost {
   measure: Measure | null = null;
   charWidth = 6.5;
   private summary: RangeSummary | null = null;
+  /** The match the last search step selected (see `findNext`). */
+  private lastMatch: { rank: number; eid: number; start: number; pattern: string } | null = null;
+  /** Views to go back to (ranks and range), pushed when they change from outside or by "All ranks". */
+  private history: { ranks: number[]; range: Range }[] = [];
+  private historyBatch = false;
+  private restoring = false;
+  private shownRanks: number[] = [];
   private lastSentRange: [number, number] | null = null;
   private rangeSyncTimer = 0;
   private frame = 0;
@@ -81,11 +91,18 @@ export class TimelineView implements ViewHost {
     this.toolbar = new Toolbar(this, root, on, {
       findNext: (direction) => void this.findNext(direction),
       fit: () => this.setRange(fitRange(this.limits)),
+      help: () => this.toggleHelp(),
+      allRanks: () => this.save("ranks", [...this.model.get("_all_ranks")]),
+      back: () => this.back(),
     });
-    this.scroller = el("div", "tv-scroller", root);
+    // The plot and the panels over it (help, measured range).
+    const stage = el("div", "tv-stage", root);
+    this.scroller = el("div", "tv-scroller", stage);
     this.canvas = el("canvas", "tv-canvas", this.scroller);
     this.spacer = el("div", "tv-spacer", this.scroller);
     this.tooltip = new Tooltip(this, this.scroller);
+    this.measurePanel = new MeasureOverlay(this, stage, () => this.save("selected_range", []));
+    this.help = new HelpOverlay(stage, () => this.toggleHelp(false));
     this.status = el("div", "tv-status", root);
     const ctx = this.canvas.getContext("2d");
     if (!ctx) throw new Error("canvas 2D is not available");
@@ -101,10 +118,11 @@ export class TimelineView implements ViewHost {
     this.limits = limitsFor(span[0], span[1]);
     const xr = this.model.get("x_range");
     this.range = { lo: xr[0], hi: xr[1] };
+    this.shownRanks = [...this.model.get("ranks")];
 
     this.readTheme();
     this.rebuildLayout();
-    this.toolbar.sync();
+    this.syncToolbar();
     this.toolbar.renderLegend();
 
     // Events.
@@ -124,12 +142,12 @@ export class TimelineView implements ViewHost {
 
     const modelEvents: [string, () => void][] = [
       ["change:x_range", () => this.onModelRange()],
-      ["change:ranks", () => this.onStructure()],
+      ["change:ranks", () => this.onRanks()],
       ["change:collapsed", () => this.onStructure()],
       ["change:show_cpu", () => this.onStructure()],
       ["change:color_by", () => this.onStyle()],
       ["change:search", () => this.onSearchChanged()],
-      ["change:_search_count", () => this.toolbar.sync()],
+      ["change:_search_count", () => this.syncToolbar()],
       ["change:selected_event", () => this.onModelSelection()],
       ["change:selected_range", () => this.onModelRangeSelection()],
       ["change:height", () => this.resize()],
@@ -182,6 +200,10 @@ export class TimelineView implements ViewHost {
     return this.fetcher.data;
   }
 
+  get dataPattern(): string {
+    return this.fetcher.dataPattern;
+  }
+
   // ---------------------------------------------------------------- model plumbing
   save<K extends keyof TimelineModel>(key: K, value: TimelineModel[K]): void {
     this.model.set(key, value);
@@ -214,28 +236,66 @@ export class TimelineView implements ViewHost {
     this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS - this.viewHeight)}px`;
   }
 
+  private onRanks(): void {
+    this.remember({ ranks: this.shownRanks, range: this.range });
+    this.shownRanks = [...this.model.get("ranks")];
+    this.onStructure();
+  }
+
+  /** Keep `view` to go back to (changes arriving together, e.g. a link's ranks and range, make one entry). */
+  private remember(view: { ranks: number[]; range: Range }): void {
+    if (this.restoring || this.historyBatch) return;
+    this.history.push({ ranks: [...view.ranks], range: { ...view.range } });
+    if (this.history.length > 50) this.history.shift();
+    this.historyBatch = true;
+    window.setTimeout(() => {
+      this.historyBatch = false;
+    }, 0);
+    this.syncToolbar();
+  }
+
+  /** Return to the previous view. */
+  private back(): void {
+    const prev = this.history.pop();
+    if (!prev) return;
+    this.restoring = true;
+    try {
+      this.save("ranks", prev.ranks);
+      this.shownRanks = [...prev.ranks];
+      this.setRange(prev.range);
+    } finally {
+      this.restoring = false;
+    }
+    this.syncToolbar();
+  }
+
+  private syncToolbar(): void {
+    this.toolbar.sync(this.history.length > 0);
+  }
+
   private onStructure(): void {
     this.rebuildLayout();
-    this.toolbar.sync();
+    this.syncToolbar();
     this.invalidate();
     this.fetcher.maybeRequest(true);
   }
 
   private onStyle(): void {
-    this.toolbar.sync();
+    this.syncToolbar();
     this.toolbar.renderLegend();
     this.invalidate();
     this.fetcher.maybeRequest(true);
   }
 
   private onSearchChanged(): void {
-    this.toolbar.sync();
+    this.syncToolbar();
     this.fetcher.maybeRequest(true);
   }
 
   private onModelRange(): void {
     const xr = this.model.get("x_range");
     if (this.lastSentRange && xr[0] === this.lastSentRange[0] && xr[1] === this.lastSentRange[1]) return;
+    this.remember({ ranks: this.shownRanks, range: this.range });
     this.range = { lo: xr[0], hi: Math.max(xr[1], xr[0] + 1) };
     this.invalidate();
     this.fetcher.maybeRequest();
@@ -357,15 +417,23 @@ export class TimelineView implements ViewHost {
   }
 
   // ---------------------------------------------------------------- search
+  /**
+   * Select the next (1) or previous (-1) match in time order. The walk starts at the trace's
+   * earliest match (or latest, backwards) and goes on from the match it selected last, as
+   * long as that match is still the selection and the pattern has not changed.
+   */
   private async findNext(direction: number): Promise<void> {
     const pattern = this.model.get("search");
     if (!pattern) return;
-    const from =
-      this.selected?.details && this.selected.details.name
-        ? this.selected.details.start
-        : direction > 0
-          ? this.range.lo - 1
-          : this.range.hi;
+    const last = this.lastMatch;
+    const sel = this.selected;
+    const continuing =
+      last !== null &&
+      last.pattern === pattern &&
+      sel !== null &&
+      sel.rank === last.rank &&
+      sel.eid === last.eid;
+    const from = continuing ? last.start : direction > 0 ? this.limits.start - 1 : this.limits.end + 1;
     const shown = new Set(this.model.get("ranks"));
     const rows = this.model
       .get("_rows")
@@ -384,6 +452,8 @@ export class TimelineView implements ViewHost {
     const newSpan = tooSmall ? Math.max((end - start) * 20, 2000) : span;
     const mid = (start + end) / 2;
     this.setRange({ lo: mid - newSpan / 2, hi: mid + newSpan / 2 });
+    this.lastMatch = { rank: res.rank, eid: res.eid, start, pattern };
+    this.root.dataset.matchStart = String(start);
     this.select(res.rank, res.eid);
   }
 
@@ -440,7 +510,17 @@ export class TimelineView implements ViewHost {
   }
 
   private renderStatus(): void {
-    renderStatus(this.status, this, this.selected, this.measure, this.summary);
+    renderStatus(this.status, this.selected, this.measure);
+    this.measurePanel.render(this.measure, this.summary);
+  }
+
+  get helpOpen(): boolean {
+    return this.help.open;
+  }
+
+  toggleHelp(show?: boolean): void {
+    this.help.toggle(show);
+    this.root.dataset.help = this.help.open ? "1" : "0";
   }
 
   // ---------------------------------------------------------------- drawing
@@ -461,6 +541,7 @@ export class TimelineView implements ViewHost {
     ds.drawRects = String(stats.rects);
     ds.drawRawRects = String(stats.rawRects);
     ds.matchRects = String(stats.matchRects);
+    ds.dimmed = String(stats.dimmed);
     ds.range = `${this.range.lo},${this.range.hi}`;
     if (this.data && !this.firstPaint) {
       this.firstPaint = true;

@@ -16,6 +16,15 @@ from .host_syncs import host_syncs
 from .idle import idle_time_breakdown
 from .kernels import kernel_breakdown, kernel_duration_distribution
 from .launch import kernel_launch_stats
+from .memory import (
+    memory_allocations,
+    memory_allocator_stats,
+    memory_by_operator,
+    memory_oom_events,
+    memory_peak_holders,
+    memory_peaks,
+    memory_timeline,
+)
 from .nccl import collective_calls, nccl_summary
 from .nvtx import nvtx_gpu_projection
 from .operators import frequent_kernel_sequences, op_kernels
@@ -44,7 +53,14 @@ __all__ = [
     "kernel_launch_stats",
     "kernel_overlap_stats",
     "kernel_pace",
+    "memory_allocations",
+    "memory_allocator_stats",
     "memory_bandwidth",
+    "memory_by_operator",
+    "memory_oom_events",
+    "memory_peak_holders",
+    "memory_peaks",
+    "memory_timeline",
     "nccl_summary",
     "nvtx_gpu_projection",
     "op_kernels",

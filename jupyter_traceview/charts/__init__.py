@@ -29,6 +29,7 @@ from .comm import nccl_bandwidth_chart, stragglers_chart
 from .diff import trace_diff_chart
 from .efficiency import efficiency_chart, iteration_chart
 from .kernels import kernel_duration_chart, kernel_type_chart, top_kernels_chart
+from .memory import memory_timeline_chart
 from .threads import thread_activity_chart
 from .timeseries import (
     HEATMAP_KINDS,
@@ -52,6 +53,7 @@ __all__ = [
     "kernel_duration_chart",
     "kernel_type_chart",
     "memory_bandwidth_chart",
+    "memory_timeline_chart",
     "nccl_bandwidth_chart",
     "queue_length_chart",
     "stragglers_chart",

@@ -104,11 +104,25 @@ class DashboardData:
         self.heatmap_bins = int(heatmap_bins)
         self.lod = lod or LevelOfDetail()
         self._frames: dict[tuple[Any, ...], pd.DataFrame] = {}
+        self._flags: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ basics
     @property
     def tabs(self) -> list[tuple[str, str]]:
-        return [(t.id, t.label) for t in TABS if self.baseline is not None or not t.needs_baseline]
+        return [
+            (t.id, t.label)
+            for t in TABS
+            if (self.baseline is not None or not t.needs_baseline) and (not t.needs_memory or self._has_memory)
+        ]
+
+    @property
+    def _has_memory(self) -> bool:
+        """Whether the trace has memory records (the Memory tab shows only then); checked once."""
+        if "memory" not in self._flags:
+            from ..analysis.memory import has_memory_records
+
+            self._flags["memory"] = has_memory_records(self.trace)
+        return self._flags["memory"]
 
     @property
     def t0_ns(self) -> int:
@@ -222,8 +236,9 @@ class DashboardData:
 
         ``msg`` names what was clicked: ``{"target": "heatmap", "rank", "bin", "heatmap"}``,
         ``{"target": "rank", "rank"}`` (with an optional ``range``, the chart's relative
-        time range), ``{"target": "iteration", "rank", "step"}`` or ``{"target": "kernel",
-        "rank", "name"}``. The window gets a margin of 4% on each side.
+        time range), ``{"target": "iteration", "rank", "step"}``, ``{"target": "kernel",
+        "rank", "name"}`` or ``{"target": "event", "rank", "eid"}`` (an event: the operator
+        at a memory peak). The window gets a margin of 4% on each side.
         """
         target = str(msg.get("target", ""))
         if "rank" not in msg:
@@ -258,8 +273,16 @@ class DashboardData:
             lo, hi = rng if rng is not None else self._rank_span(rank)
             if target == "kernel" and msg.get("name"):
                 search = re.escape(str(msg["name"]))
+        elif target == "event":
+            ev = self.trace.rank_data(rank).events
+            eid = int(msg.get("eid", -1))
+            hit = ev.loc[ev["eid"] == eid]
+            if hit.empty:
+                raise TraceSelectionError(f"link: rank {rank} has no event {eid}")
+            lo = int(hit["ts_ns"].iloc[0])
+            hi = lo + max(int(hit["dur_ns"].iloc[0]), 1)
         else:
-            raise ValueError(f"link: unknown target {target!r}; targets are heatmap, rank, iteration, kernel")
+            raise ValueError(f"link: unknown target {target!r}; targets are heatmap, rank, iteration, kernel, event")
         pad = max((hi - lo) * 0.04, 500.0)
         out: dict[str, Any] = {
             "x_range": [float(lo - self.t0_ns) - pad, float(hi - self.t0_ns) + pad],

@@ -40,7 +40,7 @@ __all__ = ["clear_cache", "default_cache_dir", "prune"]
 #: The cache is pruned back under this size (least recently used entries go first).
 MAX_BYTES = 20 * 2**30
 
-_TABLES = ("events", "gpu_args", "comms", "op_args")
+_TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
 #: Format of meta.json; entries of other formats are misses.
 ENTRY_FORMAT = 2
 #: Bytes hashed at each end of a trace file for its content fingerprint.

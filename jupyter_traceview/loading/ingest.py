@@ -18,7 +18,7 @@ from ..errors import TraceFormatError, TraceviewWarning
 from ..model.rank_data import RankData, RankMeta
 from . import cache as _cache
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
-from .readers.files import TraceFile, read_bytes, trace_format
+from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, read_bytes, trace_format
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 
@@ -38,7 +38,11 @@ class ReadOptions:
     """Reader options: part of every cache key."""
 
     bad_events: str
-    pid_map: tuple[tuple[int, int], ...] | None
+    #: Process id (as written in the file: an int or a string) -> rank.
+    pid_map: tuple[tuple[int | str, int], ...] | None
+    #: The most JSON a compressed file may inflate to (not part of the cache key: it
+    #: decides whether a file is read, not what is read from it).
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
 
     def cache_key_fields(self) -> dict[str, Any]:
         return {"bad_events": self.bad_events, "pid_map": self.pid_map}
@@ -49,7 +53,7 @@ def read_file(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> lis
     if trace_format(tf.path) == "nsys":
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     else:
-        data = read_bytes(tf.path)
+        data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
         ranks = parse_kineto(
             tf.path,
             data,

@@ -13,6 +13,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from ..errors import TraceFormatError, TraceviewError, TraceviewWarning
 from ..model.classify import Classifier
 from ..model.clock import align_clocks
@@ -29,7 +31,7 @@ from .ingest import (
     with_rank,
 )
 from .readers.common import NotATraceError
-from .readers.files import NSYS_SUFFIXES, TraceFile, discover, trace_format
+from .readers.files import DEFAULT_MAX_JSON_BYTES, NSYS_SUFFIXES, TraceFile, discover, trace_format
 
 __all__ = ["load"]
 
@@ -75,11 +77,12 @@ def _head(path: Path, size: int) -> bytes:
         start = fh.read(2)
     if start == b"\x1f\x8b":
         import gzip
+        import zlib
 
         with gzip.open(path, "rb") as gz:
             try:
                 return gz.read(size)
-            except (EOFError, OSError):
+            except (EOFError, OSError, zlib.error):
                 return b""
     with open(path, "rb") as fh:
         return fh.read(size)
@@ -103,7 +106,8 @@ def load(
     engine: Engine = "auto",
     classifier: Classifier | None = None,
     bad_events: Literal["raise", "drop"] = "raise",
-    pid_map: Mapping[int, int] | None = None,
+    pid_map: Mapping[int | str, int] | None = None,
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
     progress: bool | None = None,
     client: Any | None = None,
     on_progress: Callable[[int, int], None] | None = None,
@@ -142,8 +146,13 @@ def load(
         ``"raise"`` fails on malformed events (missing or negative ``dur``, NaN or
         infinite ``ts``); ``"drop"`` drops them and records how many in ``meta.skipped``.
     pid_map:
-        For files that hold several ranks: process id -> rank. Without it, ranks are
+        For files that hold several ranks: process id -> rank, the process ids as written
+        in the file (ints, or strings for string ``pid`` fields). Without it, ranks are
         read from process names such as ``"rank 3"``.
+    max_json_bytes:
+        The most JSON a compressed (``.gz``) file may inflate to, 4 GiB by default: a
+        guard against gzip bombs. A larger file fails with a :class:`TraceFormatError`
+        that says so; raise the limit to read it.
     progress:
         Show a progress bar: True always, False never, None (default) when loading takes
         more than a second.
@@ -220,9 +229,12 @@ def load(
                 kept.append(tf)
         files = kept
 
+    if isinstance(max_json_bytes, bool) or not isinstance(max_json_bytes, int) or max_json_bytes <= 0:
+        raise ValueError(f"max_json_bytes must be a positive int, got {max_json_bytes!r}")
     options = ReadOptions(
         bad_events=bad_events,
-        pid_map=tuple(sorted((int(k), int(v)) for k, v in pid_map.items())) if pid_map else None,
+        pid_map=_pid_map_items(pid_map) if pid_map else None,
+        max_json_bytes=max_json_bytes,
     )
     cache_dir = _cache.resolve_dir(cache)
     source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
@@ -344,6 +356,23 @@ def load(
         )
     trace = Trace(by_rank.values(), classifier=classifier, source=source)
     return trace if align is None else align_clocks(trace)
+
+
+def _pid_map_items(pid_map: Mapping[int | str, int]) -> tuple[tuple[int | str, int], ...]:
+    """``pid_map`` as sorted items: int keys stay ints, string keys (pids written as strings) stay strings."""
+    items: list[tuple[int | str, int]] = []
+    for k, v in pid_map.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < 2**31:
+            raise ValueError(f"pid_map values must be ranks (ints from 0 to 2**31 - 1), got {v!r} for pid {k!r}")
+        if isinstance(k, str):
+            items.append((k, int(v)))
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            items.append((int(k), int(v)))
+        else:
+            raise ValueError(f"pid_map keys must be process ids as written in the file (int or str), got {k!r}")
+    return tuple(
+        sorted(items, key=lambda kv: (isinstance(kv[0], str), str(kv[0]) if isinstance(kv[0], str) else kv[0]))
+    )
 
 
 def _renumber(results: dict[int, list[RankData]], numbers: list[list[int]]) -> None:

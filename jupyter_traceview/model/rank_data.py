@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from .schema import OP_ARGS_COLUMNS, categorical
+from .schema import OP_ARGS_COLUMNS, categorical, empty_memory_table
 
 __all__ = ["RankData", "RankMeta", "empty_op_args"]
 
@@ -77,7 +77,10 @@ class RankMeta:
 
 @dataclass(frozen=True, eq=False)
 class RankData:
-    """One rank's tables, in the schema of :mod:`jupyter_traceview.model.schema`."""
+    """One rank's tables, in the schema of :mod:`jupyter_traceview.model.schema`.
+
+    Derive a changed copy with :func:`dataclasses.replace`, so that no table is dropped.
+    """
 
     meta: RankMeta
     #: One row per event (columns: schema.EVENT_COLUMNS; ``gpu_class`` is added by Trace).
@@ -86,6 +89,8 @@ class RankData:
     gpu_args: pd.DataFrame
     #: Collective metadata (columns: schema.COMMS_COLUMNS).
     comms: pd.DataFrame
+    #: Allocator records (columns: schema.MEMORY_COLUMNS); empty without ``profile_memory``.
+    memory: pd.DataFrame = field(default_factory=empty_memory_table)
     #: Recorded operator arguments (columns: schema.OP_ARGS_COLUMNS); empty if none were recorded.
     op_args: pd.DataFrame = field(default_factory=lambda: empty_op_args())
 

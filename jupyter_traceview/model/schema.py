@@ -1,6 +1,6 @@
 """The one trace schema. Every reader produces these tables and nothing else.
 
-A :class:`~jupyter_traceview.Trace` holds, per rank, three tables:
+A :class:`~jupyter_traceview.Trace` holds, per rank, these tables:
 
 ``events``
     One row per trace event (complete and instant events), sorted by ``ts_ns``.
@@ -11,6 +11,9 @@ A :class:`~jupyter_traceview.Trace` holds, per rank, three tables:
 ``comms``
     Collective-communication metadata (NCCL/RCCL/gloo), one row per event that
     carries it, keyed by ``eid``.
+``memory``
+    Allocator records (``profile_memory=True``): one row per ``[memory]`` or
+    ``[OutOfMemory]`` instant event, keyed by ``eid``.
 ``op_args``
     Recorded arguments of CPU operators (shapes, dtypes, strides, scalar values of
     traces recorded with ``record_shapes=True``), one row per operator that carries
@@ -26,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,6 +38,8 @@ __all__ = [
     "COMMS_COLUMNS",
     "EVENT_COLUMNS",
     "GPU_ARGS_COLUMNS",
+    "MEMORY_ACTIONS",
+    "MEMORY_COLUMNS",
     "OP_ARGS_COLUMNS",
     "READER_VERSION",
     "SCHEMA_VERSION",
@@ -43,10 +49,10 @@ __all__ = [
 ]
 
 #: Version of the table layout below. Bumped when a column is added, removed or changes meaning.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
-READER_VERSION = 2
+READER_VERSION = 4
 
 
 class EventKind(enum.StrEnum):
@@ -198,6 +204,27 @@ COMMS_COLUMNS: tuple[Column, ...] = (
     Column("source", "category", "Where the metadata came from: 'record_param_comms', 'kernel' or 'annotation'."),
 )
 
+#: What a memory row records (categories of memory.action).
+MEMORY_ACTIONS = ("alloc", "free", "oom")
+
+MEMORY_COLUMNS: tuple[Column, ...] = (
+    Column("eid", "int64", "Event id of the [memory] / [OutOfMemory] instant event (joins with events.eid)."),
+    Column("action", "category", "'alloc' (bytes >= 0), 'free' (bytes < 0) or 'oom' (a failed request)."),
+    Column("device_type", "category", "Allocator's device type: CPU, CUDA, HIP, XPU, MTIA, ... (c10::DeviceType)."),
+    Column("device", "int16", "Device index (Device Id); -1 for CPU memory.", -1),
+    Column("addr", "int64", "Address of the block; -1 if absent ([OutOfMemory] records).", -1),
+    Column("bytes", "int64", "Bytes allocated (> 0) or freed (< 0); for 'oom', the size requested."),
+    Column(
+        "total_allocated_bytes", "int64", "Allocator's allocated total on the device after the call; -1 if absent.", -1
+    ),
+    Column(
+        "total_reserved_bytes",
+        "int64",
+        "Allocator's reserved (cached) total on the device after the call; -1 if absent.",
+        -1,
+    ),
+)
+
 OP_ARGS_COLUMNS: tuple[Column, ...] = (
     Column("eid", "int64", "Event id of the CPU operator (joins with events.eid)."),
     Column("input_dims", "category", "'Input Dims' as recorded: JSON text of one shape list per input; NaN if absent."),
@@ -233,6 +260,18 @@ def categorical(
         cats = pd.Index(sorted({str(v) for v in vals if v is not None}), dtype="str")
         return pd.Categorical(vals, categories=cats)
     return pd.Categorical(list(values) if values is not None else [], categories=cats)
+
+
+def empty_memory_table() -> pd.DataFrame:
+    """A memory table with no rows (traces recorded without ``profile_memory``, Nsight exports)."""
+    cols: dict[str, Any] = {}
+    for c in MEMORY_COLUMNS:
+        if c.dtype == "category":
+            cats = MEMORY_ACTIONS if c.name == "action" else ()
+            cols[c.name] = categorical(codes=np.empty(0, np.int8), categories=cats)
+        else:
+            cols[c.name] = np.empty(0, dtype=c.dtype)
+    return pd.DataFrame(cols)
 
 
 #: Bytes per element for dtype names found in traces (c10 names and C names).

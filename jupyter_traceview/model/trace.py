@@ -212,6 +212,12 @@ class Trace:
             return self.rank_data(rank).comms.copy(deep=False)
         return self._cached("comms", lambda: concat_ranks(self.map_ranks(_table, "comms"))).copy(deep=False)
 
+    def memory(self, rank: int | None = None) -> pd.DataFrame:
+        """Allocator records (``profile_memory=True``), keyed by ``eid`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).memory.copy(deep=False)
+        return self._cached("memory", lambda: concat_ranks(self.map_ranks(_table, "memory"))).copy(deep=False)
+
     def op_args(self, rank: int | None = None) -> pd.DataFrame:
         """Recorded operator arguments (shapes, dtypes), keyed by ``eid`` (see ``docs/schema.md``)."""
         if rank is not None:
@@ -393,6 +399,7 @@ def _select_rank(d: RankData, *, steps: list[int] | None, time_window: tuple[int
         events=ev.loc[keep].reset_index(drop=True),
         gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
         comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
+        memory=d.memory.loc[d.memory["eid"].isin(eids)].reset_index(drop=True),
         op_args=d.op_args.loc[d.op_args["eid"].isin(eids)].reset_index(drop=True),
     )
 

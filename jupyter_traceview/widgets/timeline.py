@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import TraceSelectionError, TraceviewError
+from ..errors import OptionError, TraceSelectionError, TraceviewError
 from ..model.trace import Trace
 from ..views.timeline import protocol as timeline_protocol
-from ..views.timeline.index import LevelOfDetail, TimelineIndex
+from ..views.timeline.index import LevelOfDetail, TimelineIndex, compile_pattern
 from ..views.timeline.protocol import check_ranks, encode_window, timeline_state
+from ..views.timeline.static import timeline_svg, timeline_text
 
 try:
     import anywidget
@@ -240,11 +241,31 @@ class Timeline(anywidget.AnyWidget):
     def highlight(self, pattern: str | None) -> int:
         """Highlight every event whose name matches ``pattern``; returns how many match.
 
-        ``pattern`` is a case-insensitive regular expression (text that is not a valid
-        expression is searched literally); None or "" clears the highlight.
+        ``pattern`` is a case-insensitive regular expression in RE2 syntax, matched in linear
+        time (text that is not a valid expression is searched literally); None or "" clears
+        the highlight. A pattern over ``MAX_PATTERN_CHARS`` (1,000) characters raises
+        :class:`~jupyter_traceview.errors.OptionError`.
         """
+        if pattern:
+            compile_pattern(pattern)  # refuses an over-long pattern before it is shown
         self.search = pattern or ""
         return self._search_count
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # Where the widget cannot render (a saved notebook opened without its kernel, nbconvert
+        # HTML, a static viewer): a picture of the last view with its legend, and a description.
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data: Any = bundle[0] if isinstance(bundle, tuple) else bundle
+        if data is not None:
+            data = {**data, **self._fallback()}
+        return (data, bundle[1]) if isinstance(bundle, tuple) else data
+
+    def _fallback(self) -> dict[str, str]:
+        """``image/svg+xml`` of the view shown (range and ranks) and a ``text/plain`` description."""
+        lo, hi = (float(x) for x in self.x_range)
+        svg = timeline_svg(self._index, lo, hi, list(self.ranks))
+        text = timeline_text(lo, hi, len(self.ranks), len(self.trace.ranks))
+        return {"image/svg+xml": svg, "text/plain": text}
 
     # ------------------------------------------------------------------ trait plumbing
     def _check_ranks(self, ranks: Iterable[int]) -> list[int]:
@@ -256,7 +277,10 @@ class Timeline(anywidget.AnyWidget):
 
     def _on_search(self, change: dict[str, Any]) -> None:
         pattern = change["new"]
-        self._search_count = self._index.count_matches(pattern) if pattern else 0
+        try:
+            self._search_count = self._index.count_matches(pattern) if pattern else 0
+        except OptionError:  # an over-long pattern from the front end: nothing matches
+            self._search_count = 0
 
     # ------------------------------------------------------------------ commands (front end -> kernel)
     # The answers come from jupyter_traceview.views.timeline.protocol, shared with the dashboard and

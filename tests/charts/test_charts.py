@@ -17,6 +17,7 @@ from jupyter_traceview import charts
 from jupyter_traceview.charts._style import LINK_TAG, duration_text, time_unit
 from jupyter_traceview.dashboard.data import timeline_overview
 from jupyter_traceview.views import colors as palette
+from tests.conftest import DATA
 
 #: Every builder with the analysis whose frame it draws.
 BUILDERS: dict[str, Callable[[tv.Trace], pd.DataFrame]] = {
@@ -38,7 +39,14 @@ BUILDERS: dict[str, Callable[[tv.Trace], pd.DataFrame]] = {
     "timeline_overview_chart": lambda t: timeline_overview(t, bins=100),
     "call_tree_chart": lambda t: tv.call_tree(t, ranks=0),
     "thread_activity_chart": lambda t: tv.thread_activity(t, ranks=0),
+    # The DLRM set has no memory records: the H100 BERT trace does.
+    "memory_timeline_chart": lambda t: tv.memory_timeline(_bert(), resample=200),
 }
+
+
+def _bert() -> tv.Trace:
+    return tv.load(DATA / "h100_bert_small", cache=False)
+
 
 #: Charts whose rows link to the timeline, and their target.
 LINKS = {
@@ -233,3 +241,23 @@ def test_time_units_and_texts() -> None:
     assert time_unit([1_500]) == ("us", 1e3)
     assert time_unit([2_000_000_000]) == ("s", 1e9)
     assert duration_text([850, 12_300, 4_560_000, np.nan]) == ["850 ns", "12.3 us", "4.56 ms", "-"]
+
+
+def test_memory_curve_is_the_timeline_and_peaks_link_to_their_operator() -> None:
+    trace = _bert()
+    tl = tv.memory_timeline(trace)
+    peaks = tv.memory_peaks(trace, per="rank")
+    fig = charts.memory_timeline_chart(tl, peaks=peaks, origin_ns=trace.t0_ns)
+    assert "(MiB)" in fig.yaxis[0].axis_label
+    steps = [r for r in renderers(fig) if type(r.glyph).__name__ == "Step"]
+    cuda = tl.loc[tl["device_type"] == "CUDA"]
+    solid = [r for r in steps if r.glyph.line_dash == [] and len(r.data_source.data["y"]) == len(cuda)]
+    assert len(solid) == 1
+    np.testing.assert_allclose(solid[0].data_source.data["y"], cuda["allocated_bytes"] / 2**20)
+    np.testing.assert_allclose(solid[0].data_source.data["x"], (cuda["ts_ns"] - trace.t0_ns) / 1e6)
+    (dots,) = renderers(fig, Scatter)
+    src = dots.data_source
+    assert src.tags == [f"{LINK_TAG}:event"]
+    assert sorted(src.data["y"] * 2**20) == sorted(peaks["peak_allocated_bytes"].astype(float))
+    assert list(src.data["link_eid"]) == peaks["operator_eid"].tolist()
+    assert list(src.data["op"]) == peaks["operator"].astype(str).tolist()

@@ -120,10 +120,10 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.parametrize(
     ("event", "words"),
     [
-        ({"ph": "X", "cat": "cpu_op", "name": "nodur", "pid": 1, "tid": 1, "ts": 5}, ["without 'dur'", "nodur"]),
+        ({"ph": "X", "cat": "cpu_op", "name": "nodur", "pid": 1, "tid": 1, "ts": 5}, ["without 'dur'", "event #3"]),
         (
             {"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": 5, "dur": -3},
-            ["negative 'dur'", "neg"],
+            ["negative 'dur'", "event #3"],
         ),
         (
             {"ph": "X", "cat": "cpu_op", "name": "nan", "pid": 1, "tid": 1, "ts": float("nan"), "dur": 3},
@@ -209,3 +209,136 @@ def test_error_pickles_across_processes() -> None:
     err = tv.TraceFormatError("/x/rank-0.json", "is empty (0 bytes)", "record it again")
     back = pickle.loads(pickle.dumps(err))
     assert (back.path, back.problem, back.hint, str(back)) == (err.path, err.problem, err.hint, str(err))
+
+
+# --- Hostile input (issue 15): each a TraceFormatError naming the file, never another exception.
+
+
+def _doc_text() -> str:
+    return json.dumps(good_doc())
+
+
+def test_corrupt_deflate_block(tmp_path: Path) -> None:
+    data = bytearray(gzip.compress(_doc_text().encode()))
+    data[20] ^= 0xFF  # inside the first deflate block
+    data[25] ^= 0x55
+    p = tmp_path / "rank-0.json.gz"
+    p.write_bytes(bytes(data))
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "not valid gzip")
+
+
+def test_gzip_bomb_stops_at_the_limit(tmp_path: Path) -> None:
+    p = tmp_path / "rank-0.json.gz"
+    p.write_bytes(gzip.compress(b"[" + b" " * (8 * 2**20) + b"]"))  # 8 MiB of JSON in ~8 KB
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False, max_json_bytes=2**20)
+    check(exc, p, "inflates to more than 1.0 MiB", "max_json_bytes")
+    assert "gzip bomb" in str(exc.value)
+    with pytest.raises(ValueError, match="max_json_bytes"):
+        tv.load(p, cache=False, max_json_bytes=0)
+
+
+def test_gzip_under_the_limit_and_concatenated_members_load(tmp_path: Path) -> None:
+    text = _doc_text().encode()
+    p = tmp_path / "rank-0.json.gz"
+    p.write_bytes(gzip.compress(text[:100]) + gzip.compress(text[100:]))  # two gzip members: one stream
+    trace = tv.load(p, cache=False, max_json_bytes=len(text))
+    assert len(trace.events(0)) == 3
+
+
+def test_invalid_utf8(tmp_path: Path) -> None:
+    p = tmp_path / "rank-0.json"
+    p.write_bytes(_doc_text().replace('"k"', '"k\xff"').encode("latin-1"))
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "not valid UTF-8", "byte ")
+
+
+def test_lone_surrogate_escape(tmp_path: Path) -> None:
+    p = tmp_path / "rank-0.json"
+    p.write_text(_doc_text().replace('"k"', '"k\\ud800"'))
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "lone UTF-16 surrogate")
+    # A surrogate pair is one valid character (U+1F600), and an escaped backslash is no escape.
+    ok = tmp_path / "ok.json"
+    ok.write_text(_doc_text().replace('"k"', '"k\\ud83d\\ude00 \\\\ud800"'))
+    assert "k\U0001f600 \\ud800" in tv.load(ok, cache=False).events(0)["name"].tolist()
+
+
+def test_deep_nesting(tmp_path: Path) -> None:
+    p = tmp_path / "rank-0.json"
+    p.write_text(_doc_text().replace('"args": {', '"args": {"x": ' + "[" * 10_000 + "]" * 10_000 + ", ", 1))
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "too deep")
+
+
+def test_error_messages_never_quote_file_content(tmp_path: Path) -> None:
+    p = tmp_path / "rank-0.json"
+    p.write_text('{"traceEvents": [{"secret": "hunter2" oops}]}')
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "not valid JSON at line 1")
+    assert "hunter2" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("pid", 2**64 + 5, "at `$.pid`"),
+        ("tid", -(2**63) - 1, "at `$.tid`"),
+        ("ts", 2**64 + 5, "'ts' out of range"),
+        ("ts", 1e300, "'ts' out of range"),
+        ("dur", 1e300, "'dur' out of range"),
+        ("dur", 2**63, "'dur' out of range"),
+    ],
+)
+def test_out_of_range_numbers_are_malformed_events(tmp_path: Path, field: str, value: float, words: str) -> None:
+    d = good_doc()
+    d["traceEvents"][1][field] = value
+    p = kb.write(tmp_path / "rank-0.json", d)
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "1 malformed event", words, "bad_events='drop'")
+    with pytest.warns(tv.TraceviewWarning, match="1 malformed events were dropped"):
+        trace = tv.load(p, cache=False, bad_events="drop")
+    ev = trace.events(0)
+    assert len(ev) == 2 and (ev["dur_ns"] >= 0).all() and ev["ts_ns"].abs().max() < 10**12
+
+
+def test_out_of_range_args_are_dropped_not_wrapped(tmp_path: Path) -> None:
+    d = good_doc()
+    d["traceEvents"][2]["args"]["device"] = 70_000  # beyond int16
+    d["traceEvents"][1]["args"]["correlation"] = 2**64 - 1  # beyond int64
+    p = kb.write(tmp_path / "rank-0.json", d)
+    with pytest.warns(tv.TraceviewWarning, match="2 events had unreadable args"):
+        trace = tv.load(p, cache=False)
+    ev = trace.events(0)
+    assert (ev["device"] < 2**15).all() and (ev["correlation"] >= -1).all()
+
+
+@pytest.mark.parametrize(
+    ("rank", "why"), [(-1, "negative"), (1.5, "not a whole number"), ("abc", "a str"), (2**64, "larger")]
+)
+def test_bad_distributed_rank(tmp_path: Path, rank: object, why: str) -> None:
+    d = good_doc()
+    d["distributedInfo"]["rank"] = rank
+    p = kb.write(tmp_path / "trace.json", d)
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "distributedInfo.rank", why, "bad_events='drop'")
+    with pytest.warns(tv.TraceviewWarning, match="distributedInfo.rank"):
+        trace = tv.load(p, cache=False, bad_events="drop")
+    assert trace.ranks == (0,) and trace.meta(0).rank_source == "default"
+
+
+def test_base_time_out_of_range(tmp_path: Path) -> None:
+    d = good_doc()
+    d["baseTimeNanoseconds"] = 2**63 - 1
+    p = kb.write(tmp_path / "rank-0.json", d)
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "baseTimeNanoseconds is out of range")

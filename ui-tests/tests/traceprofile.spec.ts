@@ -37,3 +37,37 @@ test("a %%traceprofile cell shows its output, its value and the run's dashboard"
   writeArtifact("traceprofile-dashboard.png", await cell.screenshot());
   expect(errors).toEqual([]);
 });
+
+test("a %%traceprofile --memory cell shows a real Memory tab", async ({ page }) => {
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await newNotebook(page, "traceprofile-memory.ipynb");
+  await runCell(page, "%load_ext jupyter_traceview");
+
+  const index = await runCell(
+    page,
+    [
+      "%%traceprofile --cpu-only --memory --name galata-memory --repeat 3 --warmup 1",
+      "import torch",
+      "w = torch.randn(256, 256, requires_grad=True)",
+      "loss = torch.relu(torch.randn(64, 256) @ w).sum()",
+      "loss.backward()",
+    ].join("\n"),
+  );
+  const cell = page.locator(".jp-Notebook .jp-Cell").nth(index);
+  const dash = cell.locator(".tvd-dashboard");
+  await expect(dash).toBeVisible({ timeout: 120_000 });
+  await dash.locator('.tvd-tab[data-tab="memory"]').click();
+  const panel = dash.locator('.tvd-panel[data-tab="memory"]');
+  await expect(panel).toHaveAttribute("data-state", "ready", { timeout: 120_000 });
+  // The curve is drawn, with data (not the "no memory records" placeholder).
+  const chart = panel.locator('.tvd-chart[data-chart="memory_timeline"]');
+  await expect(chart).toHaveAttribute("data-drawn", "1", { timeout: 60_000 });
+  await expect(chart).not.toHaveAttribute("data-empty", "1");
+  // The per-operator table lists CPU allocations of the cell's operators.
+  const ops = panel.locator('.tvd-table-box[data-table="memory_operators"]');
+  await expect(ops).toContainText("aten::");
+  await expect(ops).toContainText("CPU");
+  writeArtifact("traceprofile-memory.png", await cell.screenshot());
+  expect(errors).toEqual([]);
+});

@@ -23,6 +23,8 @@ class Tab:
     label: str
     #: Shown only when the dashboard compares the trace with a baseline.
     needs_baseline: bool = False
+    #: Shown only for traces with memory records (``profile_memory=True``).
+    needs_memory: bool = False
 
     @property
     def build(self) -> Callable[[TabBuilder], None]:
@@ -42,5 +44,6 @@ TABS: tuple[Tab, ...] = (
     Tab("communication", "Communication"),
     Tab("iterations", "Iterations"),
     Tab("counters", "Counters"),
+    Tab("memory", "Memory", needs_memory=True),
     Tab("diff", "Diff", needs_baseline=True),
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import zlib
@@ -12,13 +11,22 @@ from typing import Any
 
 from ...errors import TraceFormatError
 
-_igzip: Any
+_zlib: Any = zlib
+_INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error, EOFError, OSError, ValueError)
 try:  # ISA-L inflates gzip about 4x faster than zlib; fall back to zlib without it.
-    from isal import igzip as _igzip
-except ImportError:  # pragma: no cover - isal is a dependency; this guards odd installs
-    _igzip = None
+    from isal import igzip_lib as _igzip_lib
+    from isal import isal_zlib as _isal_zlib
 
-__all__ = ["TraceFile", "discover", "rank_from_name", "read_bytes", "trace_format"]
+    _zlib = _isal_zlib
+    _INFLATE_ERRORS += (_isal_zlib.error, _igzip_lib.IsalError)  # type: ignore[operator]
+except ImportError:  # pragma: no cover - isal is a dependency; this guards odd installs
+    pass
+
+__all__ = ["DEFAULT_MAX_JSON_BYTES", "TraceFile", "discover", "rank_from_name", "read_bytes", "trace_format"]
+
+#: The most JSON a compressed trace may inflate to before reading stops (``max_json_bytes``):
+#: a guard against gzip bombs (a few MB that inflate to many GB), far above real traces.
+DEFAULT_MAX_JSON_BYTES = 4 * 2**30
 
 #: File name endings read as Kineto JSON traces.
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
@@ -153,8 +161,12 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
     return files, skipped
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's content, gunzipped if it is gzip-compressed (detected by magic bytes)."""
+def read_bytes(path: Path, *, max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> bytes:
+    """The file's content, gunzipped if it is gzip-compressed (detected by magic bytes).
+
+    Compressed content that inflates to more than ``max_json_bytes`` is refused with a
+    :class:`TraceFormatError` before more memory is spent on it.
+    """
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -169,7 +181,7 @@ def read_bytes(path: Path) -> bytes:
             path, "is empty (0 bytes)", "The profiler may have crashed while writing it; record the trace again"
         )
     if data[:2] == _GZIP_MAGIC:
-        return _gunzip(path, data)
+        return _gunzip(path, data, max_json_bytes)
     if str(path).lower().endswith(".gz"):
         raise TraceFormatError(
             path, "has a .gz name but is not gzip-compressed", "Rename it to .json if it is plain JSON"
@@ -177,18 +189,48 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
-def _gunzip(path: Path, data: bytes) -> bytes:
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _gunzip(path: Path, data: bytes, limit: int) -> bytes:
+    """Inflate every gzip member of ``data``, refusing more than ``limit`` bytes of output."""
+    out: list[bytes] = []
+    total = 0
+    rest = memoryview(data)
     try:
-        if _igzip is not None:
-            return _igzip.decompress(data)
-        return gzip.decompress(data)  # pragma: no cover
-    except (EOFError, zlib.error, gzip.BadGzipFile, OSError, ValueError) as exc:
+        while True:
+            inflater = _zlib.decompressobj(31)  # 31: a gzip header and trailer (CRC, size)
+            part = inflater.decompress(rest, limit + 1 - total)
+            total += len(part)
+            out.append(part)
+            if total > limit:
+                break
+            if not inflater.eof:
+                raise EOFError("truncated")
+            rest = memoryview(inflater.unused_data)
+            # Concatenated gzip members are one stream (gzip's own rule); trailing zero
+            # padding (tape blocks, preallocated files) is ignored, as gzip does.
+            if bytes(rest[:2]) != _GZIP_MAGIC:
+                break
+    except _INFLATE_ERRORS as exc:
         truncated = isinstance(exc, EOFError) or "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower()
         problem = (
             f"the gzip data is truncated ({len(data):,} compressed bytes)"
             if truncated
-            else f"is not valid gzip ({exc})"
+            else f"is not valid gzip (the compressed data is corrupt: {exc})"
         )
         raise TraceFormatError(
-            path, problem, "The file was cut short while being written or copied; copy or record it again"
+            path, problem, "The file was damaged or cut short while being written or copied; copy or record it again"
         ) from None
+    if total > limit:
+        raise TraceFormatError(
+            path,
+            f"inflates to more than {_size(limit)} of JSON ({len(data):,} compressed bytes): "
+            "a gzip bomb, or a trace larger than the limit",
+            "If the trace is genuine, raise the limit: tv.load(..., max_json_bytes=...)",
+        )
+    return out[0] if len(out) == 1 else b"".join(out)

@@ -13,16 +13,16 @@ MTIA device events; ``B``/``E`` begin/end pairs; traces with no GPU events.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
-import math
 import operator
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import numpy as np
@@ -45,8 +45,8 @@ from ...model.schema import (
     EventKind,
     categorical,
 )
-from . import derive, op_args
-from .common import ARGS_DROPPED, DROPPED, NotATraceError
+from . import derive, memory, op_args
+from .common import ARGS_DROPPED, DROPPED, WARNINGS_KEY, NotATraceError
 
 __all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
 
@@ -59,40 +59,52 @@ __all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
 _NAN = float("nan")
 _NO_RAW = msgspec.Raw()  # an absent raw field (zero bytes)
 
+# Integers the tables hold as int64 (int16 for devices): a value beyond the range fails the
+# typed decode, and the tolerant path then keeps the event without its args (for args) or
+# reports it as malformed (pid, tid), instead of wrapping it around.
+_I64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_DEVICE = Annotated[int, msgspec.Meta(ge=-1, le=2**15 - 1)]
+_I64_RANGE = (-(2**63), 2**63 - 1)
+#: |ts| (with baseTimeNanoseconds) and dur above this many ns are out of range: the sum of
+#: the two then still fits int64.
+_MAX_NS = float(2**62)
 
-class _Args(msgspec.Struct, frozen=True, gc=False):
-    external_id: int = msgspec.field(default=-1, name="External id")
-    correlation: int = -1
-    stream: int | str = -1
-    device: int = -1
+
+class _Args(memory.MemoryArgs, frozen=True, gc=False):
+    external_id: _I64 = msgspec.field(default=-1, name="External id")
+    correlation: _I64 = -1
+    stream: _I64 | str = -1
+    device: _DEVICE = -1
     # CPU ops of Triton launches carry a string "grid"; only kernels' lists are read.
-    grid: list[int] | str | None = None
-    block: list[int] | str | None = None
-    registers: int = msgspec.field(default=-1, name="registers per thread")
-    shared_memory: int = msgspec.field(default=-1, name="shared memory")
+    grid: list[_I64] | str | None = None
+    block: list[_I64] | str | None = None
+    registers: _I64 = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: _I64 = msgspec.field(default=-1, name="shared memory")
     blocks_per_sm: float = msgspec.field(default=_NAN, name="blocks per SM")
     warps_per_sm: float = msgspec.field(default=_NAN, name="warps per SM")
     occupancy: float = msgspec.field(default=_NAN, name="est. achieved occupancy %")
-    nbytes: int = msgspec.field(default=-1, name="bytes")
+    nbytes: _I64 = msgspec.field(default=-1, name="bytes")
     bandwidth: float = msgspec.field(default=_NAN, name="memory bandwidth (GB/s)")
     # Collective metadata (record_param_comms ops; NCCL kernels of recent PyTorch).
     collective: str | None = msgspec.field(default=None, name="Collective name")
     dtype: str | None = None
-    in_nelems: int = msgspec.field(default=-1, name="In msg nelems")
-    out_nelems: int = msgspec.field(default=-1, name="Out msg nelems")
-    group_size: int = msgspec.field(default=-1, name="Group size")
+    in_nelems: _I64 = msgspec.field(default=-1, name="In msg nelems")
+    out_nelems: _I64 = msgspec.field(default=-1, name="Out msg nelems")
+    group_size: _I64 = msgspec.field(default=-1, name="Group size")
     pg_name: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Name")
     pg_desc: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Process Group Description")
-    seq: int = msgspec.field(default=-1, name="Seq")
+    seq: _I64 = msgspec.field(default=-1, name="Seq")
     # Stream Wait Event / Event Sync records: the CUDA event waited on.
-    wait_on_stream: int = -1
-    wait_on_record_correlation: int = msgspec.field(default=-1, name="wait_on_cuda_event_record_corr_id")
+    wait_on_stream: _I64 = -1
+    wait_on_record_correlation: _I64 = msgspec.field(default=-1, name="wait_on_cuda_event_record_corr_id")
     # Shapes are kept raw (not parsed) and read only for communication annotations.
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
     # Kept raw for the op_args table (see op_args.py).
     input_strides: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Strides")
     concrete_inputs: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
+    # The rank of a global instant event in a file merged from several ranks.
+    rank: msgspec.Raw = _NO_RAW
     # Metadata ("M") events.
     name: str | None = None
     labels: str | None = None
@@ -134,8 +146,8 @@ class _Event(msgspec.Struct, gc=False):
     ph: _Phase = ""
     cat: str = ""
     name: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
+    pid: _I64 | str = 0
+    tid: _I64 | str = 0
     ts: float = _NAN
     dur: float = _NAN
     args: _Args = _NO_ARGS
@@ -241,7 +253,7 @@ def parse_kineto(
     *,
     name_rank: int | None = None,
     bad_events: str = "raise",
-    pid_map: Mapping[int, int] | None = None,
+    pid_map: Mapping[int | str, int] | None = None,
 ) -> list[RankData]:
     """Parse one Kineto JSON document into one RankData per rank it holds.
 
@@ -254,8 +266,8 @@ def parse_kineto(
     gc.disable()
     try:
         doc, chunks = _decode(path, data)
-        header = _header(path, doc, name_rank)
-        state = _FileState()
+        header = _header(path, doc, name_rank, bad_events)
+        state = _FileState(base_time_ns=header.base_time_ns)
         parts = [_part(chunk, state) for chunk in chunks]
         if state.begin_end:
             parts.append(_part(_Chunk(-1, _pair_begin_end(state.begin_end, state.skipped), []), state))
@@ -296,6 +308,9 @@ class _Chunk:
     bad: list[tuple[int, str]]
     #: Events kept without their ``args``, which could not be read.
     args_dropped: int = 0
+    #: The events' ``ts`` as written (JSON number text), decoded only when a float
+    #: cannot hold them to the nanosecond; None where the text is not at hand.
+    ts_text: Callable[[], list[msgspec.Raw]] | None = None
 
 
 def _not_a_trace(path: Path, why: str) -> NotATraceError:
@@ -315,6 +330,56 @@ def _decode(path: Path, data: bytes) -> tuple[_Doc, Iterator[_Chunk]]:
             path, f"{what} (it does not start with '{{' or '[')", "Pass a PyTorch profiler trace (*.json or *.json.gz)"
         )
     is_object = first == ord("{")
+    _check_surrogates(path, data)
+    try:
+        return _decode_typed(path, data, is_object)
+    except UnicodeDecodeError:
+        raise _not_utf8(path, data) from None
+    except RecursionError:
+        raise TraceFormatError(
+            path,
+            "nests JSON arrays or objects too deep to read (thousands of levels)",
+            "The file is damaged or was not written by a profiler; record or export the trace again",
+        ) from None
+
+
+def _not_utf8(path: Path, data: bytes) -> TraceFormatError:
+    where = ""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        where = f" at line {line} (byte {exc.start:,})"
+    return TraceFormatError(
+        path,
+        f"is not valid UTF-8 text{where}",
+        "JSON traces are UTF-8; the file is damaged or was re-encoded: record or export the trace again",
+    )
+
+
+# A \uD800-\uDFFF escape: half of a UTF-16 surrogate pair, valid only as a high-low pair.
+_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _check_surrogates(path: Path, data: bytes) -> None:
+    """Refuse lone UTF-16 surrogate escapes (``"\\ud800"``): no UTF-8 string can hold them."""
+    if _SURROGATE_HINT.search(data) is None:
+        return  # the common case: one scan (about the cost of one bytes.find)
+    paired = _SURROGATE_PAIR.sub(b"", data)
+    m = _SURROGATE_ESCAPE.search(paired)
+    if m is None:
+        return
+    raise TraceFormatError(
+        path,
+        "holds a string with a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), "
+        "which is not valid Unicode text",
+        "The file is damaged or was written by a faulty exporter; record or export the trace again",
+    )
+
+
+def _decode_typed(path: Path, data: bytes, is_object: bool) -> tuple[_Doc, Iterator[_Chunk]]:
     try:
         if len(data) > _CHUNK_BYTES:
             # Split the event array into raw slices first (cheap: no objects per field).
@@ -333,17 +398,27 @@ def _decode(path: Path, data: bytes) -> tuple[_Doc, Iterator[_Chunk]]:
             events, doc = _LIST_DECODER.decode(data), _Doc()
         if events is None:
             raise _not_a_trace(path, "it has no 'traceEvents'")
-        return doc, iter([_Chunk(0, events, [])])
+        text_decoder = _TS_DOC_DECODER if is_object else _TS_LIST_DECODER
+        return doc, iter([_Chunk(0, events, [], ts_text=lambda: _ts_texts(text_decoder.decode(data)))])
     except msgspec.ValidationError:
-        # Well-formed JSON with unexpected value types somewhere: the tolerant path.
-        return _decode_tolerant(path, msgspec.json.decode(data))
-    except msgspec.DecodeError as exc:
-        # Non-standard tokens (NaN, Infinity) are valid to Python's json module.
+        # Unexpected value types somewhere (or bad JSON after them): the tolerant path.
         try:
-            obj = json.loads(data)
-        except (ValueError, RecursionError):
-            raise _malformed(path, data, exc) from None
+            obj = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            obj = _json_loads(path, data, exc)
         return _decode_tolerant(path, obj)
+    except msgspec.DecodeError as exc:
+        return _decode_tolerant(path, _json_loads(path, data, exc))
+
+
+def _json_loads(path: Path, data: bytes, exc: msgspec.DecodeError) -> Any:
+    """Python's json module reads non-standard tokens (NaN, Infinity) that msgspec refuses."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError:
+        raise _not_utf8(path, data) from None
+    except ValueError:
+        raise _malformed(path, data, exc) from None
 
 
 def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[_Chunk]:
@@ -355,7 +430,45 @@ def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[_Chunk]:
             events, bad, dropped = _tolerant_events(msgspec.json.decode(buf), start)
             yield _Chunk(start, events, bad, dropped)
             continue
-        yield _Chunk(start, events, [])
+        yield _Chunk(start, events, [], ts_text=functools.partial(_ts_list_texts, buf))
+
+
+class _TsText(msgspec.Struct, gc=False):
+    ts: msgspec.Raw = _NO_RAW
+
+
+class _DocTsText(msgspec.Struct, gc=False):
+    traceEvents: list[_TsText] | None = None
+
+
+_TS_DOC_DECODER = msgspec.json.Decoder(_DocTsText | list[_TsText])
+_TS_LIST_DECODER = msgspec.json.Decoder(list[_TsText])
+
+
+def _ts_list_texts(buf: bytes) -> list[msgspec.Raw]:
+    return _ts_texts(_TS_LIST_DECODER.decode(buf))
+
+
+def _ts_texts(decoded: _DocTsText | list[_TsText]) -> list[msgspec.Raw]:
+    events = decoded.traceEvents if isinstance(decoded, _DocTsText) else decoded
+    return [e.ts for e in events or ()]
+
+
+#: Above this many microseconds a float64 no longer holds every nanosecond (2**53 ns).
+_FLOAT_EXACT_US = 2.0**53 / 1000.0
+
+
+def _ns_of_text(text: bytes, fallback: float) -> int:
+    """A JSON number of microseconds, as written, to int64 nanoseconds (rounded half up)."""
+    neg = text.startswith(b"-")
+    body = text[1:] if neg else text
+    whole, _, frac = body.partition(b".")
+    if not whole.isdigit() or (frac and not frac.isdigit()):
+        return int(_to_ns(np.array([fallback]))[0])  # exponent forms: as the float says
+    ns = int(whole) * 1000 + int((frac[:3] or b"0").ljust(3, b"0"))
+    if len(frac) > 3 and frac[3:4] >= b"5":
+        ns += 1
+    return -ns if neg else ns
 
 
 def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
@@ -371,8 +484,7 @@ def _malformed(path: Path, data: bytes, exc: Exception) -> TraceFormatError:
     if m:
         pos = int(m.group(1))
         line = data.count(b"\n", 0, pos) + 1
-        snippet = data[max(0, pos - 30) : pos + 30].decode("utf-8", "replace").replace("\n", " ")
-        where = f" at line {line} (byte {pos:,}), near {snippet!r}"
+        where = f" at line {line} (byte {pos:,})"
     return TraceFormatError(
         path,
         f"is not valid JSON{where}: {msg.removeprefix('JSON is malformed: ')}",
@@ -443,7 +555,15 @@ def _tolerant_events(raw_events: list[Any], offset: int) -> tuple[list[_Event], 
 
 _RAW_DOC_FIELDS = frozenset({"deviceProperties", "distributedInfo"} | set(_EXTRA_FIELDS))
 _RAW_ARG_KEYS = frozenset(
-    {"Process Group Name", "Process Group Description", "Input Dims", "Input type", "Input Strides", "Concrete Inputs"}
+    {
+        "Process Group Name",
+        "Process Group Description",
+        "Input Dims",
+        "Input type",
+        "Input Strides",
+        "Concrete Inputs",
+        "rank",
+    }
 )
 
 
@@ -456,7 +576,24 @@ def _load_raw(raw: msgspec.Raw) -> Any:
         return json.loads(bytes(raw))
 
 
-def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
+def _rank_problem(value: object) -> str | None:
+    """Why a ``distributedInfo.rank`` value is not a rank number (None if it is one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"is a {type(value).__name__}, not a number"
+    if isinstance(value, float) and not value.is_integer():
+        return "is not a whole number"
+    if value < 0:
+        return "is negative"
+    if value > _MAX_RANK:
+        return f"is larger than {_MAX_RANK:,}"
+    return None
+
+
+#: The largest rank number read from a file (ranks are int32 in every table).
+_MAX_RANK = 2**31 - 1
+
+
+def _header(path: Path, doc: _Doc, name_rank: int | None, bad_events: str = "raise") -> _Header:
     dist = _load_raw(doc.distributedInfo)
     if not isinstance(dist, dict):
         dist = {}
@@ -464,8 +601,20 @@ def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
     if not isinstance(props, list):
         props = []
     rank_value = dist.get("rank")
-    if isinstance(rank_value, int) and rank_value >= 0:
-        rank, source = rank_value, "distributedInfo"
+    warnings: list[str] = []
+    why = None if rank_value is None else _rank_problem(rank_value)
+    if why is not None:
+        if bad_events == "raise":
+            raise TraceFormatError(
+                path,
+                f"its distributedInfo.rank {why} (a rank is a whole number from 0 to {_MAX_RANK:,})",
+                "Fix the file's distributedInfo, or pass bad_events='drop' to ignore it "
+                "(the rank then comes from the file name)",
+            )
+        warnings.append(f"{path.name}: distributedInfo.rank {why}; ignored")
+        rank_value = None
+    if rank_value is not None:
+        rank, source = int(rank_value), "distributedInfo"
     elif name_rank is not None:
         rank, source = name_rank, "file name"
     else:
@@ -485,7 +634,16 @@ def _header(path: Path, doc: _Doc, name_rank: int | None) -> _Header:
         "trace_name": doc.traceName,
         "extra": extra,
     }
-    return _Header(rank=rank, rank_source=source, base_time_ns=int(doc.baseTimeNanoseconds or 0), fields=fields)
+    if warnings:
+        extra[WARNINGS_KEY] = warnings
+    base = int(doc.baseTimeNanoseconds or 0)
+    if not abs(base) < _MAX_NS:
+        raise TraceFormatError(
+            path,
+            "its baseTimeNanoseconds is out of range (beyond 2**62 ns)",
+            "The file is damaged or was edited; record or export the trace again",
+        )
+    return _Header(rank=rank, rank_source=source, base_time_ns=base, fields=fields)
 
 
 # --------------------------------------------------------------------------------------
@@ -505,6 +663,10 @@ class _FileState:
     problems: dict[str, list[Any]] = field(default_factory=dict)
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     args_dropped: int = 0
+    #: String pids as written in the file, by the id they were given.
+    pid_text: dict[int, str] = field(default_factory=dict)
+    #: The file's baseTimeNanoseconds (timestamps that would overflow with it are malformed).
+    base_time_ns: int = 0
 
     def count(self, key: str, n: int) -> None:
         if n:
@@ -539,7 +701,12 @@ class _Part:
     """Columns of the kept events of one chunk (or of a whole file once merged), in file order."""
 
     ts_us: np.ndarray
+    #: ``ts`` in exact int64 ns (read from the text), where a float would lose digits.
+    ts_ns: np.ndarray | None
     dur_us: np.ndarray
+    #: Instant (``i``/``I``) events, and the ``args.rank`` of instant events (-1 if none).
+    instant: np.ndarray
+    arg_rank: np.ndarray
     name_codes: np.ndarray  # int32 into names
     names: list[str]
     kind: np.ndarray  # int8 codes of EventKind
@@ -555,6 +722,8 @@ class _Part:
     #: Rows carrying collective metadata, and the metadata (one list per field).
     comm_rows: np.ndarray
     comm: dict[str, list[Any]]
+    #: Memory records ([memory], [OutOfMemory]) and their fields.
+    mem: memory.MemoryRows
     #: Rows of CPU operators with recorded arguments, and the arguments (see op_args.py).
     op_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     op: dict[str, list[Any]] = field(default_factory=lambda: {f: [] for f in op_args.FIELDS})
@@ -570,7 +739,9 @@ def _as_int(v: object, labels: dict[str, int]) -> int:
         return int(v)
     text = str(v).strip()
     try:
-        return int(text, 0)
+        number = int(text, 0)
+        if _I64_RANGE[0] <= number <= _I64_RANGE[1]:
+            return number
     except ValueError:
         pass
     m = re.search(r"-?\d+", text)
@@ -661,7 +832,12 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if counts["M"]:
         state.meta_events += [e for e, p in zip(events, phases, strict=True) if p == "M"]
     n_kept = sum(counts[p] for p in _KEPT_PHASES)
-    kept = events if n_kept == len(events) else [e for e in events if e.ph in _KEPT_PHASES]
+    kept_at: list[int] | None = None  # index in events of each kept event, when some are not
+    if n_kept == len(events):
+        kept = events
+    else:
+        kept_at = [i for i, p in enumerate(phases) if p in _KEPT_PHASES]
+        kept = [events[i] for i in kept_at]
     n_flow = counts["s"] + counts["f"] + counts["t"]
     state.count("flow events", n_flow)
     state.count("other phases", len(events) - n_kept - counts["M"] - n_flow - counts["B"] - counts["E"])
@@ -683,7 +859,8 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if trace_cat or pseudo_pid:
         is_trace = np.isin(cat_codes, trace_cat)
         pseudo = is_trace | np.isin(pid_codes, pseudo_pid)
-        span_rows = is_trace & ~is_instant & np.isfinite(ts) & np.isfinite(dur)
+        span_rows = is_trace & ~is_instant & (np.abs(ts) * 1000.0 + state.base_time_ns < _MAX_NS)
+        span_rows &= (dur >= 0) & (dur * 1000.0 < _MAX_NS)
         if span_rows.any():
             lo, hi = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
             old = state.profiler_span
@@ -691,22 +868,31 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         state.count("profiler markers", int(pseudo.sum()))
         keep &= ~pseudo
 
-    # Malformed events: no dur on a complete event, negative dur, non-finite times.
+    # Malformed events: no dur on a complete event, negative dur, non-finite times, times
+    # that do not fit int64 nanoseconds (never wrapped around).
     no_dur = np.isnan(dur) & ~is_instant & keep
     dur[is_instant & np.isnan(dur)] = 0.0
     neg_dur = (dur < 0) & keep
     bad_ts = ~np.isfinite(ts) & keep
     inf_dur = np.isinf(dur) & keep & ~bad_ts
+    with np.errstate(invalid="ignore", over="ignore"):
+        far_ts = np.isfinite(ts) & ~(np.abs(ts * 1000.0 + state.base_time_ns) < _MAX_NS) & keep
+        far_dur = np.isfinite(dur) & (dur * 1000.0 >= _MAX_NS) & keep & ~bad_ts
     for label, mask in (
         ("without 'dur'", no_dur),
         ("with a negative 'dur'", neg_dur),
         ("with a NaN or infinite 'ts'", bad_ts),
         ("with an infinite 'dur'", inf_dur),
+        ("with a 'ts' out of range (beyond 2**62 ns)", far_ts),
+        ("with a 'dur' out of range (beyond 2**62 ns)", far_dur),
     ):
+        mask &= keep
         c = int(mask.sum())
         if c:
-            first = kept[int(np.flatnonzero(mask)[0])]
-            state.problem(label, c, f"{first.name!r}, ts={ts_repr(first.ts)}")
+            at = int(np.flatnonzero(mask)[0])
+            index = chunk.offset + (at if kept_at is None else kept_at[at])
+            # The event's position, not its content: messages never quote the file.
+            state.problem(label, c, f"event #{index}" if chunk.offset >= 0 else "a B/E pair")
             keep &= ~mask
     rows = np.flatnonzero(keep)
     if len(rows) != len(kept):
@@ -716,6 +902,30 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         tid_obj = tuple(tid_obj[i] for i in rows.tolist())
         args_t = tuple(args_t[i] for i in rows.tolist())
     n = len(rows)
+    ts_ns = None
+    if (
+        n
+        and chunk.ts_text is not None
+        and float(np.abs(ts).max()) >= _FLOAT_EXACT_US
+        and not np.array_equal(ts, np.floor(ts))
+    ):
+        # Microseconds since the epoch with a fractional part: a float keeps only ~0.25 us
+        # of it, so the nanoseconds are read from the number's text.
+        texts = chunk.ts_text()
+        positions = rows if kept_at is None else np.asarray(kept_at, dtype=np.int64)[rows]
+        ts_ns = np.array(
+            [_ns_of_text(bytes(texts[i]), t) for i, t in zip(positions.tolist(), ts.tolist(), strict=True)],
+            dtype=np.int64,
+        )
+    instant = is_instant[rows]
+    arg_rank = np.full(n, -1, dtype=np.int64)
+    for i in np.flatnonzero(instant).tolist():
+        if args_t[i].rank:
+            value = _load_raw(args_t[i].rank)
+            if isinstance(value, str) and value.strip().isdigit():
+                value = int(value)
+            if _rank_problem(value) is None:
+                arg_rank[i] = int(value)
     if n and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
         state.ts_ns_precision = True
 
@@ -724,7 +934,11 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     )
     kind = cat_to_code[cat_codes] if n else np.empty(0, dtype=np.int8)
     name_codes, names = _codes(name)
-    pid = _int_lut(pid_values, state.labels)[pid_codes] if n else np.empty(0, dtype=np.int64)
+    pid_lut = _int_lut(pid_values, state.labels)
+    for value, number in zip(pid_values, pid_lut.tolist(), strict=True):
+        if isinstance(value, str):
+            state.pid_text.setdefault(number, value)
+    pid = pid_lut[pid_codes] if n else np.empty(0, dtype=np.int64)
     tid = _int_column(np.array(tid_obj, dtype=object), state.labels)
     if n:
         corr, ext = zip(*map(_GET_IDS, args_t), strict=True)
@@ -754,7 +968,10 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     op_rows, op = op_args.collect(args_t, np.flatnonzero(kind == _CODE[EventKind.CPU_OP]))
     return _Part(
         ts_us=ts,
+        ts_ns=ts_ns,
         dur_us=dur,
+        instant=instant,
+        arg_rank=arg_rank,
         name_codes=name_codes.astype(np.int32),
         names=[str(x) for x in names],
         kind=kind,
@@ -768,14 +985,10 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         gpu=_gpu_arrays([args_t[i] for i in gpu_rows.tolist()]),
         comm_rows=comm_rows,
         comm=comm,
+        mem=memory.memory_rows(args_t, name_codes, [str(x) for x in names]),
         op_rows=op_rows,
         op=op,
     )
-
-
-def ts_repr(value: float) -> str:
-    """A timestamp for a message (NaN and infinities spelled out)."""
-    return repr(value) if math.isfinite(value) else str(value)
 
 
 _NO_TRIPLE = (-1, -1, -1)
@@ -867,8 +1080,9 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     index: dict[str, int] = {}
     name_codes = []
     offset = 0
-    gpu_rows, comm_rows, op_rows = [], [], []
+    gpu_rows, comm_rows, op_rows, offsets = [], [], [], []
     for part in parts:
+        offsets.append(offset)
         lut = np.array([index.setdefault(nm, len(index)) for nm in part.names], dtype=np.int32)
         name_codes.append(lut[part.name_codes] if len(part.name_codes) else part.name_codes)
         gpu_rows.append(part.gpu_rows + offset)
@@ -882,7 +1096,16 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     process_names, process_labels, thread_names = _metadata(state.meta_events)
     return _FileColumns(
         ts_us=cat("ts_us").astype(np.float64),
+        ts_ns=(
+            np.concatenate([p.ts_ns if p.ts_ns is not None else _to_ns(p.ts_us) for p in parts]).astype(np.int64)
+            if any(p.ts_ns is not None for p in parts)
+            else None
+        ),
         dur_us=cat("dur_us").astype(np.float64),
+        instant=cat("instant").astype(bool),
+        arg_rank=cat("arg_rank").astype(np.int64),
+        labels=dict(state.labels),
+        pid_text=dict(state.pid_text),
         name_codes=np.concatenate(name_codes).astype(np.int32) if parts else np.empty(0, np.int32),
         names=list(index),
         kind=cat("kind").astype(np.int8),
@@ -896,6 +1119,7 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
         gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else _gpu_arrays([]),
         comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
         comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
+        mem=memory.MemoryRows.concat([p.mem for p in parts], offsets),
         op_rows=np.concatenate(op_rows) if parts else np.empty(0, np.int64),
         op={f: [v for p in parts for v in p.op[f]] for f in op_args.FIELDS},
         process_names=process_names,
@@ -912,7 +1136,13 @@ class _FileColumns:
     """Unsorted columns of the kept events of a whole file (all ranks)."""
 
     ts_us: np.ndarray
+    ts_ns: np.ndarray | None
     dur_us: np.ndarray
+    instant: np.ndarray
+    arg_rank: np.ndarray
+    #: Ids given to string pids and tids without a number in them (text -> negative id).
+    labels: dict[str, int]
+    pid_text: dict[int, str]
     name_codes: np.ndarray
     names: list[str]
     kind: np.ndarray
@@ -926,6 +1156,7 @@ class _FileColumns:
     gpu: dict[str, np.ndarray]
     comm_rows: np.ndarray
     comm: dict[str, list[Any]]
+    mem: memory.MemoryRows
     process_names: dict[int, str]
     process_labels: dict[int, str]
     thread_names: list[tuple[int, int, str]]
@@ -966,13 +1197,20 @@ def _to_ns(us: np.ndarray) -> np.ndarray:
 # Ranks, sorting and the per-rank tables
 # --------------------------------------------------------------------------------------
 def _rank_of_rows(
-    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int, int] | None
+    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int | str, int] | None, state: dict[str, int]
 ) -> tuple[np.ndarray | None, str]:
-    """Per-row ranks for files holding several ranks, or None for a one-rank file."""
+    """Per-row ranks for files holding several ranks (-1: no rank), or None for a one-rank file.
+
+    Instant events whose ``pid`` names no process (an empty or non-numeric string, as the
+    global instant events of files merged from several ranks have) never block the split:
+    they go to the rank in their ``args.rank``, or are left out and counted.
+    """
     mapping: dict[int, int] = {}
     source = ""
     if pid_map:
-        mapping = {int(k): int(v) for k, v in pid_map.items()}
+        labels = dict(raw.labels)  # a copy: keys not in the file must not add labels
+        for k, v in pid_map.items():
+            mapping[_as_int(k, labels)] = int(v)
         source = "pid map"
     else:
         for table in (raw.process_names, raw.process_labels):
@@ -983,26 +1221,43 @@ def _rank_of_rows(
         if len(set(mapping.values())) < 2:
             return None, ""
         source = "process name"
-    pids = np.unique(raw.pid)
+    label_ids = np.array(sorted(raw.labels.values()), dtype=np.int64)
+    no_process = raw.instant & np.isin(raw.pid, label_ids) & ~np.isin(raw.pid, list(mapping))
+    pids = np.unique(raw.pid[~no_process])
     missing = [int(p) for p in pids if int(p) not in mapping]
     if missing:
+        shown = [repr(raw.pid_text[p][:40]) if p in raw.pid_text else str(p) for p in missing[:10]]
         raise TraceFormatError(
             path,
-            f"holds several ranks, but processes {missing[:10]} have no rank "
+            f"holds several ranks, but processes [{', '.join(shown)}] have no rank "
             f"(known: {dict(sorted(mapping.items())[:10])})",
-            "Pass pid_map={pid: rank, ...} to tv.load() covering every process id of the file",
+            "Pass pid_map={pid: rank, ...} to tv.load() covering every process id of the file "
+            "(string pids as written in the file)",
         )
     lut_pids = np.array(sorted(mapping), dtype=np.int64)
     lut_ranks = np.array([mapping[p] for p in sorted(mapping)], dtype=np.int64)
-    return lut_ranks[np.searchsorted(lut_pids, raw.pid)], source
+    pos = np.minimum(np.searchsorted(lut_pids, raw.pid), max(len(lut_pids) - 1, 0))
+    row_ranks = lut_ranks[pos] if len(lut_pids) else np.full(len(raw.pid), -1, np.int64)
+    if no_process.any():
+        ranks = np.unique(lut_ranks)
+        by_arg = np.where(np.isin(raw.arg_rank, ranks), raw.arg_rank, -1)
+        row_ranks = np.where(no_process, by_arg, row_ranks)
+        left_out = int((no_process & (by_arg < 0)).sum())
+        if left_out:
+            state[_NO_PROCESS] = left_out
+    return row_ranks, source
+
+
+#: meta.skipped key: instant events of a multi-rank file with neither a process nor a rank.
+_NO_PROCESS = "instant events without a process or rank"
 
 
 def _split_and_finish(
-    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int, int] | None
+    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int | str, int] | None
 ) -> list[RankData]:
-    ts_ns = _to_ns(raw.ts_us) + header.base_time_ns
+    ts_ns = (raw.ts_ns if raw.ts_ns is not None else _to_ns(raw.ts_us)) + header.base_time_ns
     dur_ns = np.rint(raw.dur_us * 1000.0).astype(np.int64)
-    row_ranks, source = _rank_of_rows(path, raw, header, pid_map)
+    row_ranks, source = _rank_of_rows(path, raw, header, pid_map, raw.skipped)
     profiler_span = None
     if raw.profiler_span is not None:
         lo, hi = raw.profiler_span
@@ -1014,7 +1269,7 @@ def _split_and_finish(
     if row_ranks is None:
         groups = [(header.rank, header.rank_source, None)]
     else:
-        groups = [(int(r), source, np.flatnonzero(row_ranks == r)) for r in np.unique(row_ranks)]
+        groups = [(int(r), source, np.flatnonzero(row_ranks == r)) for r in np.unique(row_ranks) if r >= 0]
     out = []
     for rank, rank_source, rows in groups:
         meta_fields = dict(header.fields)
@@ -1115,6 +1370,7 @@ def _rank_tables(
         events=events,
         gpu_args=_gpu_args_table(raw, eid_of_row, names),
         comms=_comms_table(raw, eid_of_row),
+        memory=raw.mem.table(eid_of_row),
         op_args=op_args.table(raw.op_rows, raw.op, eid_of_row),
     )
 

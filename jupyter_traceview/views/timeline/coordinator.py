@@ -8,7 +8,6 @@ resolution, and sends every other query to the ranks' parts (see
 from __future__ import annotations
 
 import itertools
-import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +20,10 @@ from ...model.trace import Trace
 from ..colors import KINDS, name_color_index
 from .binning import RowWindow, _bin_batch, _Binned, _Coverage, _Starts
 from .layout import LaneInfo, RowInfo, RowType
+from .pattern import compile_pattern
 from .rank_index import _LocalParts, _parts_of, _PartWindow, _RankInfo
 
-__all__ = ["LevelOfDetail", "TimelineIndex", "Window", "compile_pattern"]
+__all__ = ["LevelOfDetail", "TimelineIndex", "Window"]
 
 #: Columns of :meth:`TimelineIndex.event_columns` and their dtypes.
 _COLUMNS = {"start": np.int64, "end": np.int64, "eid": np.int64, "name": np.int32, "kind": np.uint8}
@@ -67,14 +67,6 @@ GRID_MIN = 2**14
 SUMMARY_GRID_DIVISOR = 4
 #: A query snaps its bin edges to the grid when its bins span at least this many cells.
 SNAP_CELLS = 4
-
-
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """A search pattern: a case-insensitive regular expression, or literal text if it is not one."""
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error:
-        return re.compile(re.escape(pattern), re.IGNORECASE)
 
 
 class EventColumn:

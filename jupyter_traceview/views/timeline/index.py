@@ -46,12 +46,13 @@ from .coordinator import (
     LevelOfDetail,
     TimelineIndex,
     Window,
-    compile_pattern,
 )
 from .layout import LaneInfo, RowInfo
+from .pattern import MAX_PATTERN_CHARS, compile_pattern
 from .rank_index import RankIndex, build_rank_index
 
 __all__ = [
+    "MAX_PATTERN_CHARS",
     "NO_KIND",
     "EventColumn",
     "LaneInfo",

@@ -15,10 +15,17 @@ command    request                                        answer
 ========== ============================================== ==========================================
 
 Errors are answered as ``{"error": message}`` (and no buffer), never raised.
+
+Every size a client sends is bounded before anything is allocated: the window's width is
+clamped to :data:`MAX_WIDTH` columns, lists of rows or ranks lose their duplicates and may hold
+at most :data:`MAX_IDS` ids, times must be finite and are clamped to :data:`MAX_TIME_NS`, and a
+search pattern is at most :data:`~jupyter_traceview.views.timeline.pattern.MAX_PATTERN_CHARS`
+characters (and matched in linear time, see :mod:`~jupyter_traceview.views.timeline.pattern`).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -29,13 +36,30 @@ from ...errors import TraceSelectionError, TraceviewError
 from ...model.trace import Trace
 from ..colors import palette
 from .index import LevelOfDetail, TimelineIndex, Window
+from .pattern import check_pattern
 
-__all__ = ["COLLAPSE_ABOVE", "COMMANDS", "answer", "encode_window", "timeline_state"]
+__all__ = [
+    "COLLAPSE_ABOVE",
+    "COMMANDS",
+    "MAX_IDS",
+    "MAX_TIME_NS",
+    "MAX_WIDTH",
+    "answer",
+    "encode_window",
+    "timeline_state",
+]
 
 #: The commands of the timeline front end.
 COMMANDS = ("_window", "_details", "_find", "_summary")
 #: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
 COLLAPSE_ABOVE = 16
+#: The most pixel columns a window is answered at (a 4K screen at twice the density, plus the
+#: front end's fetch margin, stays under it); a wider request is answered at this width.
+MAX_WIDTH = 16_384
+#: The most row or rank ids one request may list (after dropping duplicates).
+MAX_IDS = 100_000
+#: Times beyond +-this many ns (about 73 years) are clamped: int64 arithmetic stays exact.
+MAX_TIME_NS = 2**61
 
 
 def check_ranks(trace: Trace, ranks: Iterable[int] | int) -> list[int]:
@@ -204,7 +228,7 @@ def _cat(parts: list[np.ndarray | None], dtype: Any) -> np.ndarray:
     return np.concatenate(arrays).astype(dtype) if arrays else np.empty(0, dtype=dtype)
 
 
-_ERRORS = (TraceviewError, ValueError, KeyError, TypeError)
+_ERRORS = (TraceviewError, ValueError, KeyError, TypeError, OverflowError)
 
 
 def answer(
@@ -226,24 +250,60 @@ def answer(
         return _find(index, msg)
     if command == "_summary":
         try:
-            lo = int(np.floor(float(msg["lo"])))
-            hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
-            ranks = msg.get("ranks") or None
-            return index.range_summary(lo, hi, ranks=None if ranks is None else [int(r) for r in ranks]), []
+            lo, hi = _span(msg)
+            ranks = _ids(msg, "ranks") or None
+            return index.range_summary(lo, hi, ranks=ranks), []
         except _ERRORS as exc:
             return {"error": str(exc)}, []
     raise ValueError(f"unknown timeline command {command!r}; commands are {', '.join(COMMANDS)}")
 
 
+def _time(msg: dict[str, Any], key: str) -> float:
+    """A finite time from the request, clamped to +-:data:`MAX_TIME_NS`."""
+    t = float(msg[key])
+    if not math.isfinite(t):
+        raise ValueError(f"{key} must be a finite time in ns, got {msg[key]!r}")
+    return min(max(t, -MAX_TIME_NS), MAX_TIME_NS)
+
+
+def _span(msg: dict[str, Any]) -> tuple[int, int]:
+    """``[lo, hi)`` of a request, in whole ns, ``hi > lo``."""
+    lo = math.floor(_time(msg, "lo"))
+    hi = max(math.ceil(_time(msg, "hi")), lo + 1)
+    return lo, hi
+
+
+def _ids(msg: dict[str, Any], key: str) -> list[int] | None:
+    """The ids listed under ``key`` (None when absent), duplicates dropped, at most :data:`MAX_IDS`."""
+    raw = msg.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, (list, tuple)):
+        raise ValueError(f"{key} must be a list of ids, got {type(raw).__name__}")
+    if len(raw) > 4 * MAX_IDS:
+        raise ValueError(f"{key}: {len(raw):,} ids; at most {MAX_IDS:,} may be asked for at once")
+    ids = list(dict.fromkeys(int(r) for r in raw))
+    if len(ids) > MAX_IDS:
+        raise ValueError(f"{key}: {len(ids):,} ids; at most {MAX_IDS:,} may be asked for at once")
+    return ids
+
+
+def _width(msg: dict[str, Any]) -> int:
+    """The window's width, clamped to at most :data:`MAX_WIDTH` columns (under 1 is refused by the index)."""
+    w = float(msg["width"])
+    if not math.isfinite(w):
+        raise ValueError(f"width must be a number of pixels, got {msg['width']!r}")
+    return int(min(w, MAX_WIDTH))
+
+
 def _window(index: TimelineIndex, msg: dict[str, Any], lod: LevelOfDetail) -> tuple[dict[str, Any], list[bytes]]:
     t = time.perf_counter()
     try:
-        lo = int(np.floor(float(msg["lo"])))
-        hi = max(int(np.ceil(float(msg["hi"]))), lo + 1)
-        width = int(msg["width"])
-        rows = [int(r) for r in msg.get("rows", [])]
-        summaries = [int(r) for r in msg.get("summaries", [])]
-        pattern = str(msg.get("pattern") or "") or None
+        lo, hi = _span(msg)
+        width = _width(msg)
+        rows = _ids(msg, "rows") or []
+        summaries = _ids(msg, "summaries") or []
+        pattern = check_pattern(str(msg.get("pattern") or "")) or None
         win = index.window(
             lo,
             hi,
@@ -264,13 +324,12 @@ def _window(index: TimelineIndex, msg: dict[str, Any], lod: LevelOfDetail) -> tu
 
 def _find(index: TimelineIndex, msg: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
     try:
-        pattern = str(msg["pattern"])
-        rows = msg.get("rows")
+        pattern = check_pattern(str(msg["pattern"]))
         pos = index.find(
             pattern,
-            float(msg.get("t", -1)),
-            direction=int(msg.get("direction", 1)),
-            rows=None if rows is None else [int(r) for r in rows],
+            _time({"t": msg.get("t", -1)}, "t"),
+            direction=1 if int(msg.get("direction", 1)) >= 0 else -1,
+            rows=_ids(msg, "rows"),
         )
     except _ERRORS as exc:
         return {"error": str(exc)}, []

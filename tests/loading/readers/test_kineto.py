@@ -564,9 +564,61 @@ def test_chunked_decoding_reports_bad_events_over_all_chunks(tmp_path: Path, mon
     monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 4)
     with pytest.raises(
         tv.TraceFormatError,
-        match=r"3 malformed events: 2 with a negative 'dur' \(first: 'op3'.*1 unreadable \(first: event #17",
+        match=r"3 malformed events: 2 with a negative 'dur' \(first: event #3\).*1 unreadable \(first: event #17",
     ):
         tv.load(path, cache=False)
     with pytest.warns(tv.TraceviewWarning, match="3 malformed events were dropped"):
         trace = tv.load(path, cache=False, bad_events="drop")
     assert len(trace.events(0)) == 27
+
+
+def _merged_events() -> list[dict]:
+    events: list[dict] = []
+    for r in (0, 1):
+        cpu = 1000 + r
+        events += kb.metadata(cpu, name=f"rank {r}", labels="CPU")
+        events += [kb.step(1, 0, 100, pid=cpu, tid=cpu), kb.cpu_op(f"op{r}", 10, 5, pid=cpu, tid=cpu)]
+    # Global instant events of a file merged from several ranks: no process, maybe a rank.
+    instant = {"ph": "i", "s": "g", "cat": "cpu_instant_event", "tid": ""}
+    events += [
+        {**instant, "pid": "", "ts": 50, "name": "to rank 1", "args": {"rank": 1}},
+        {**instant, "pid": "", "ts": 60, "name": "no rank"},
+        {**instant, "pid": "global", "ts": 70, "name": "to rank 0", "args": {"rank": "0"}},
+    ]
+    return events
+
+
+def test_merged_ranks_with_processless_instant_events_load_by_default(tmp_path: Path) -> None:
+    trace = load_one(tmp_path, kb.doc(_merged_events()))
+    assert trace.ranks == (0, 1)
+    assert trace.events(0)["name"].tolist() == ["ProfilerStep#1", "op0", "to rank 0"]
+    assert trace.events(1)["name"].tolist() == ["ProfilerStep#1", "op1", "to rank 1"]
+    assert trace.meta(0).skipped["instant events without a process or rank"] == 1
+
+
+def test_pid_map_keys_are_pids_as_written(tmp_path: Path) -> None:
+    events = [
+        kb.cpu_op("a", 0, 10, pid="p7", tid=7),
+        kb.cpu_op("b", 0, 10, pid=8, tid=8),
+        kb.cpu_op("c", 0, 10, pid="9", tid=9),
+        kb.cpu_op("d", 0, 10, pid="host", tid=9),
+    ]
+    trace = load_one(tmp_path, kb.doc(events), pid_map={"p7": 3, 8: 4, "9": 5, "host": 6})
+    assert trace.ranks == (3, 4, 5, 6)
+    assert [trace.events(r)["name"].tolist() for r in trace.ranks] == [["a"], ["b"], ["c"], ["d"]]
+    with pytest.raises(tv.TraceFormatError, match=r"processes \['host', 'p7', '9'\] have no rank.*pid_map"):
+        load_one(tmp_path, kb.doc(events), name="again.json", pid_map={8: 4})
+    with pytest.raises(ValueError, match="pid_map values must be ranks"):
+        load_one(tmp_path, kb.doc(events), name="again2.json", pid_map={8: -1})
+
+
+def test_epoch_microsecond_timestamps_keep_every_nanosecond(tmp_path: Path) -> None:
+    # A float64 holds 1694128201545123.457 only to ~0.25 us: the digits are read from the text.
+    events = [kb.cpu_op("a", 0, 10), kb.cpu_op("b", 0, 10), kb.cpu_op("c", 0, 10)]
+    text = json.dumps(kb.doc(events))
+    for ts in ("1694128201545123.457", "1694128201545123.4566", "1694128201545124"):
+        text = text.replace('"ts": 0,', f'"ts": {ts},', 1)
+    path = tmp_path / "trace.json"
+    path.write_text(text)
+    ev = tv.load(path, cache=False).events(0)
+    assert ev["ts_ns"].tolist() == [1694128201545123457, 1694128201545123457, 1694128201545124000]
