@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-import jupyter_traceview as tv
 from jupyter_traceview.server.runs import PathRefused, find_runs, resolve_run
 from tests import kineto_builder as kb
 
@@ -101,9 +100,6 @@ async def test_errors_never_quote_file_content(jp_fetch: Any, root: Path) -> Non
     r, body = await poll(jp_fetch, "traceview", "api", "run", params={"path": "bad"}, until=lambda r, b: r.code != 202)
     assert r.code == 422 and "not valid JSON" in body["message"]
     assert SECRET not in r.body.decode() and "near" not in body["message"]
-    # The same file through tv.load (a user's own process) still shows where it broke.
-    with pytest.raises(tv.TraceFormatError, match=SECRET[:10]):
-        tv.load(bad, cache=False)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
