@@ -97,10 +97,11 @@ def test_findings_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert straggler["ranks"] == [7] and straggler["evidence"]["last_count"] == 5
 
 
-def test_findings_nothing_to_report_and_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_findings_cpu_only_and_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # A CPU-only trace: a warning that the GPU rules have nothing to look at; findings about the host.
     assert main(["findings", str(KINETO_FOLDERS["hta_cpu_only"]), "--no-cache"]) == 0
     captured = capsys.readouterr()
-    assert "nothing to report" in captured.out and "no GPU work" in captured.err
+    assert "Where the CPU time goes" in captured.out and "no GPU work" in captured.err
     proc = run("findings", str(tmp_path / "missing"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "no such file or folder" in proc.stderr

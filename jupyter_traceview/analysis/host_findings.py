@@ -94,17 +94,18 @@ def _top(df: pd.DataFrame, k: int) -> list[list[Any]]:
 HOST_RULES = {
     "dataloader_stall": "a rank's main thread spends at least {dataloader_min_pct}% of its iterations in DataLoader "
     "annotations (enumerate(DataLoader)#...), outside operators",
-    "python_overhead": "a rank's main thread spends at least {python_overhead_min_pct}% of its iterations outside "
-    "operators and data loading (Python between operators, or host time the profiler did not record)",
+    "python_overhead": "a trace without GPU work: a rank's main thread spends at least {python_overhead_min_pct}% "
+    "of its iterations outside operators and data loading (Python between operators, or host time the profiler "
+    "did not record)",
     "host_sync_lines": "a trace with GPU work and Python frames has host syncs (cuda*Synchronize, aten::item) taking "
     "at least {host_sync_min_pct}% of the elapsed time on a rank; named with the Python frame that issued them",
     "cpu_hotspots": "a trace without GPU work: the operators with the most self CPU time",
 }
 HOST_ANALYSES = {
-    "dataloader_stall": "thread_activity, call_tree",
-    "python_overhead": "thread_activity, call_tree, cpu_op_breakdown",
-    "host_sync_lines": "host_syncs",
-    "cpu_hotspots": "cpu_op_breakdown, call_tree",
+    "dataloader_stall": "tv.thread_activity, tv.call_tree",
+    "python_overhead": "tv.thread_activity, tv.call_tree, tv.cpu_op_breakdown",
+    "host_sync_lines": "tv.host_syncs",
+    "cpu_hotspots": "tv.cpu_op_breakdown, tv.call_tree",
 }
 
 

@@ -109,11 +109,24 @@ class DashboardData:
     # ------------------------------------------------------------------ basics
     @property
     def tabs(self) -> list[tuple[str, str]]:
-        return [
-            (t.id, t.label)
+        """The tabs shown, in order. A trace without GPU activity shows no GPU tab and opens
+        on its main CPU view (the Operators tab); the Memory tab needs memory records."""
+        gpu = self.has_gpu
+        shown = [
+            t
             for t in TABS
-            if (self.baseline is not None or not t.needs_baseline) and (not t.needs_memory or self._has_memory)
+            if (self.baseline is not None or not t.needs_baseline)
+            and (gpu or not t.needs_gpu)
+            and (not t.needs_memory or self._has_memory)
         ]
+        if not gpu:
+            shown.sort(key=lambda t: not t.cpu_main)  # stable: the main CPU view first
+        return [(t.id, t.label) for t in shown]
+
+    @property
+    def has_gpu(self) -> bool:
+        """Whether the trace holds any GPU activity (kernels, copies, syncs)."""
+        return int(self.trace._headline()["gpu_activities"]) > 0
 
     @property
     def _has_memory(self) -> bool:

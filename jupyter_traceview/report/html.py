@@ -132,7 +132,7 @@ def render_report(
         )
         parts.extend(_table(t) for t in content["tables"])
         sections.append(_section(tab["id"], tab["label"], "".join(parts)))
-        if tab["id"] == "overview":
+        if tab["id"] == tabs[0]["id"]:
             # The timeline comes second, as in the dashboard: a static overview here.
             report("Timeline")
             fig = charts.timeline_overview_chart(timeline_overview(trace), theme=theme)
@@ -154,9 +154,7 @@ def render_report(
         progress(total, total, "done")
 
     version, js = bokehjs_source()
-    labels = [("overview", "Overview"), ("timeline", "Timeline")] + [
-        (t["id"], t["label"]) for t in tabs if t["id"] != "overview"
-    ]
+    labels = [(tabs[0]["id"], tabs[0]["label"]), ("timeline", "Timeline")] + [(t["id"], t["label"]) for t in tabs[1:]]
     nav = "".join(f'<a href="#{i}">{html.escape(label)}</a>' for i, label in labels)
     headline = "".join(
         f'<span class="tvr-chip"><span>{html.escape(f["label"])}</span> {html.escape(f["value"])}</span>'

@@ -70,7 +70,7 @@ class Dashboard(anywidget.AnyWidget):
     baseline
         Another trace to compare with: adds a Diff tab (``tv.trace_diff(baseline, trace)``).
     tab
-        The tab open first.
+        The tab open first (default: the first tab, Overview; Operators for a trace without GPU activity).
     expanded
         False shows a compact summary with a button that opens the dashboard (what
         ``trace`` on the last line of a cell shows).
@@ -103,7 +103,7 @@ class Dashboard(anywidget.AnyWidget):
         trace: Trace,
         *,
         baseline: Trace | None = None,
-        tab: str = "overview",
+        tab: str | None = None,
         expanded: bool = True,
         heatmap_bins: int = 200,
         lod: LevelOfDetail | None = None,
@@ -121,6 +121,8 @@ class Dashboard(anywidget.AnyWidget):
         self._child: Timeline | None = None
         payload = self._data.payload()
         tabs = [t["id"] for t in payload["tabs"]]
+        if tab is None:  # the first tab: Overview, or Operators for a trace without GPU activity
+            tab = tabs[0]
         if tab not in tabs:
             raise ValueError(f"unknown tab {tab!r}; tabs are {', '.join(tabs)}")
         super().__init__(_payload=payload, tab=tab, expanded=bool(expanded))

@@ -137,9 +137,12 @@ class Timeline(anywidget.AnyWidget):
     TimelineSelection(rank=None, stream=None, thread=None, event=None, name=None, range=None)
 
     Interaction: wheel or +/- zoom around the pointer, drag or A/D pan, W/S zoom, double-click
-    fits, shift+drag measures a range and summarises it per kind, click selects an event
-    and draws the arrow from its CPU launch, the search box highlights matches (Enter and
-    Shift+Enter step through them).
+    fits, Shift+wheel, arrows, PgUp/PgDn scroll the lanes, shift+drag measures a range and
+    summarises it per kind (a panel over the plot), click selects an event and draws the arrow
+    from its CPU launch, the search box dims what does not match (Enter and Shift+Enter walk
+    the matches in time order from the earliest), "All ranks" shows every rank again and
+    "Back" returns to the view before the last link, ``?`` lists the keys. A saved notebook
+    shows a picture of the last view instead of the widget.
     """
 
     # anywidget reads these files when the class is created (and refuses missing ones).

@@ -302,11 +302,14 @@ def test_first_step_slow_mentions_warmup(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- preconditions, scope
-def test_cpu_only_trace_warns_and_is_empty() -> None:
+def test_cpu_only_trace_warns_and_reports_the_host() -> None:
+    """Without GPU work only the host rules run (no GPU rule reports), against the host's wall time."""
     trace = tv.load(KINETO_FOLDERS["hta_cpu_only"], cache=False, progress=False)
-    with pytest.warns(tv.TraceviewWarning, match="no GPU work"):
+    with pytest.warns(tv.TraceviewWarning, match="no GPU work.*about the host"):
         f = tv.findings(trace)
-    assert f.empty and list(f.columns) == list(FINDING_COLUMNS)
+    assert list(f.columns) == list(FINDING_COLUMNS)
+    assert set(f["id"]) <= {"dataloader_stall", "python_overhead", "cpu_hotspots"}
+    assert "cpu_hotspots" in set(f["id"])
 
 
 def test_scoping(straggler: tv.Trace) -> None:

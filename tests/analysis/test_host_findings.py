@@ -52,3 +52,23 @@ def test_recorded_stack_trace() -> None:
     assert f["syncs"][0][:3] == ["aten::item", f["syncs"][0][1], 3] and f["syncs"][0][1].startswith("record_cpu")
     (sync,) = hf.host_sync_lines({0: f}, 0)
     assert "aten::item x3" in sync["detail"] and "record_cpu_traces.py(" in sync["detail"]
+
+
+def test_findings_on_a_cpu_only_run() -> None:
+    """tv.findings on the recorded CPU runs: the stall (by construction of the dataset) and the hotspots."""
+    import warnings
+
+    trace = tv.load(TORCH_CPU / "stack" / "stack.pt.trace.json.gz", cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        f = tv.findings(trace).set_index("id")
+    stall = f.loc["dataloader_stall"]
+    facts = hf.host_facts(trace)[0]
+    assert stall["severity"] == "high" and stall["time_at_stake_ns"] == facts["dataloader_ns"]
+    assert stall["evidence"]["elapsed_ns"] == facts["wall_ns"]
+    assert f.loc["cpu_hotspots", "severity"] == "info"
+    assert "aten::mkldnn_convolution" in f.loc["cpu_hotspots", "title"]
+    # A threshold is a FindingRules field like any other.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        assert "dataloader_stall" not in set(tv.findings(trace, rules=tv.FindingRules(dataloader_min_pct=99))["id"])

@@ -17,7 +17,17 @@ from jupyter_traceview.widgets import dashboard as dashboard_module
 from jupyter_traceview.widgets import timeline as timeline_module
 from tests import kineto_builder as kb
 
-TABS = ["overview", "timeline", "breakdown", "overlap", "kernels", "communication", "iterations", "counters"]
+TABS = [
+    "overview",
+    "timeline",
+    "breakdown",
+    "overlap",
+    "kernels",
+    "operators",
+    "communication",
+    "iterations",
+    "counters",
+]
 
 #: Charts each tab shows (ids), on a multi-rank GPU trace.
 CHARTS = {
@@ -26,6 +36,7 @@ CHARTS = {
     "breakdown": {"temporal", "kernel_types", "idle", "concurrency"},
     "overlap": {"overlap", "heatmap_communication", "heatmap_overlap"},
     "kernels": {"kernel_types", "top_kernels", "kernel_durations"},
+    "operators": {"call_tree", "threads"},
     "communication": {"nccl_bw", "stragglers", "heatmap_communication"},
     "iterations": {"iterations"},
     "counters": {"queue_length", "memory_bandwidth"},
@@ -179,12 +190,36 @@ def _cpu_only(tmp_path: Path) -> tv.Trace:
     return tv.load(kb.write(tmp_path / "cpu.json", kb.doc(events)), cache=False)
 
 
-def test_cpu_only_trace_shows_empty_charts_not_errors(tmp_path: Path) -> None:
+def test_cpu_only_trace_opens_on_its_operators(tmp_path: Path) -> None:
+    """A trace without GPU activity shows no GPU tab ("No GPU activity" charts), opens on the
+    Operators tab, whose table, call tree and threads are about the CPU."""
     d = DashboardData(_cpu_only(tmp_path))
-    for tab in TABS:
-        out = d.tab(tab)
-        json.loads(to_json(out))
-        assert all(c["empty"] for c in out["charts"]), tab
+    assert [t["id"] for t in d.payload()["tabs"]] == ["operators", "timeline"]
+    with pytest.raises(TraceSelectionError, match="operators"):
+        d.tab("overview")
+    out = d.tab("operators")
+    json.loads(to_json(out))
+    assert out["notes"] == []
+    assert {c["id"]: c["empty"] for c in out["charts"]} == {"call_tree": False, "threads": False}
+    (ops,) = [t for t in out["tables"] if t["id"] == "operators"]
+    rows = {r[0]: dict(zip([c["key"] for c in ops["columns"]], r, strict=True)) for r in ops["rows"]}
+    assert (rows["aten::mm"]["calls"], rows["aten::mm"]["self_ns"]) == (1, 50_000)
+    assert rows["ProfilerStep*"]["self_ns"] == 50_000  # the step's 100 us less the operator
+    assert {f["id"] for f in out["findings"]} >= {"cpu_hotspots"}
+    assert "No GPU activity" not in json.dumps(out)  # the GPU charts' empty message
+
+
+def test_call_tree_box_opens_its_first_call(dlrm: tv.Trace) -> None:
+    d = DashboardData(dlrm)
+    tree = tv.call_tree(dlrm, ranks=0)
+    node = tree.loc[tree["name"] == "aten::linear"].iloc[0]
+    link = d.link({"target": "event", "rank": 0, "eid": int(node["first_eid"])})
+    lo, hi = link["x_range"]
+    start = int(node["first_ts_ns"]) - d.t0_ns
+    assert lo < start < start + int(node["first_dur_ns"]) < hi
+    assert link["ranks"] == [0]
+    with pytest.raises(TraceSelectionError, match="no event"):
+        d.link({"target": "event", "rank": 0, "eid": -5})
 
 
 def test_diff_tab_with_a_baseline(dlrm: tv.Trace) -> None:

@@ -17,7 +17,17 @@ from jupyter_traceview.report.html import render_report
 from tests import kineto_builder as kb
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SECTIONS = ["overview", "timeline", "breakdown", "overlap", "kernels", "communication", "iterations", "counters"]
+SECTIONS = [
+    "overview",
+    "timeline",
+    "breakdown",
+    "overlap",
+    "kernels",
+    "operators",
+    "communication",
+    "iterations",
+    "counters",
+]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +78,7 @@ def test_report_is_self_contained(report: Path, dlrm: tv.Trace) -> None:
         assert f'<section id="{sid}">' in text
     for title in tv.findings(dlrm)["title"]:
         assert html.escape(title) in text
-    assert len(re.findall(r'class="tvr-chart[ "]', text)) == 20, "19 dashboard charts and the timeline overview"
+    assert len(re.findall(r'class="tvr-chart[ "]', text)) == 22, "21 dashboard charts and the timeline overview"
     assert 'data-chart="timeline_overview"' in text and 'data-chart="heatmap_all"' in text
     assert "<table>" in text and "Temporal breakdown per rank" in text
 
@@ -78,8 +88,8 @@ def test_report_charts_draw_in_chromium_offline(report: Path, tmp_path: Path) ->
     attrs = body_attrs(dom)
     assert "data-bokeh-missing" not in attrs
     assert attrs.get("data-charts-failed") == "0", re.findall(r'data-error="([^"]*)"', dom)[:3]
-    assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "20"
-    assert dom.count('data-drawn="1"') == 20
+    assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "22"
+    assert dom.count('data-drawn="1"') == 22
 
 
 def test_the_chromium_check_fails_without_bokehjs(dlrm: tv.Trace, tmp_path: Path) -> None:
@@ -100,11 +110,14 @@ def test_dark_report_and_diff_section(dlrm: tv.Trace) -> None:
         render_report(dlrm, theme="blue")  # type: ignore[arg-type]
 
 
-def test_cpu_only_trace_reports_without_charts(tmp_path: Path) -> None:
+def test_cpu_only_trace_reports_its_operators(tmp_path: Path) -> None:
+    """No GPU sections; the Operators section first, with its call tree and threads drawn."""
     events = [*kb.metadata(kb.CPU_PID), kb.step(1, 0, 100), kb.cpu_op("aten::mm", 10, 50)]
     trace = tv.load(kb.write(tmp_path / "cpu.json", kb.doc(events)), cache=False)
     text = render_report(trace)
-    assert 'data-empty="1"' in text and 'data-empty="0"' not in text
+    assert 'id="operators"' in text and 'id="kernels"' not in text and 'id="overview"' not in text
+    assert 'data-chart="call_tree" data-empty="0"' in text and 'data-chart="threads" data-empty="0"' in text
+    assert text.index('href="#operators"') < text.index('href="#timeline"')
 
 
 def test_progress_is_reported(dlrm: tv.Trace) -> None:
@@ -116,12 +129,13 @@ def test_progress_is_reported(dlrm: tv.Trace) -> None:
         "Breakdown",
         "Overlap",
         "Kernels",
+        "Operators",
         "Communication",
         "Iterations",
         "Counters",
         "done",
     ]
-    assert [d for d, _, _ in seen] == list(range(9)) and {t for _, t, _ in seen} == {8}
+    assert [d for d, _, _ in seen] == list(range(10)) and {t for _, t, _ in seen} == {9}
 
 
 def test_write_report_refuses_bad_destinations(dlrm: tv.Trace, tmp_path: Path) -> None:
@@ -143,9 +157,9 @@ def test_report_command_writes_the_file(tmp_path: Path) -> None:
     proc = run("report", "--sample", "-o", str(out), "--no-cache")
     assert proc.returncode == 0, proc.stderr
     assert out.exists() and str(out) in proc.stdout
-    assert "traceview: report: Kernels (5/8)" in proc.stderr, "progress while the analyses run"
+    assert "traceview: report: Kernels (5/9)" in proc.stderr, "progress while the analyses run"
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("<!DOCTYPE html>") and len(re.findall(r'class="tvr-chart[ "]', text)) == 20
+    assert text.startswith("<!DOCTYPE html>") and len(re.findall(r'class="tvr-chart[ "]', text)) == 22
 
 
 @pytest.mark.parametrize(

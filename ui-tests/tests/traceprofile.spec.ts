@@ -23,8 +23,20 @@ test("a %%traceprofile cell shows its output, its value and the run's dashboard"
   const cell = page.locator(".jp-Notebook .jp-Cell").nth(index);
   const dash = cell.locator(".tvd-dashboard");
   await expect(dash).toBeVisible({ timeout: 120_000 });
-  const overview = dash.locator('.tvd-panel[data-tab="overview"]');
-  await expect(overview).toHaveAttribute("data-state", "ready", { timeout: 120_000 });
+  // A CPU-only run opens on its Operators tab: no GPU tab, no "No GPU activity" chart.
+  const ops = dash.locator('.tvd-panel[data-tab="operators"]');
+  await expect(ops).toHaveAttribute("data-state", "ready", { timeout: 120_000 });
+  await expect(ops).toBeVisible();
+  await expect(dash.locator('.tvd-tab[data-tab="overview"]')).toHaveCount(0);
+  await expect(dash.locator('.tvd-tab[data-tab="kernels"]')).toHaveCount(0);
+  // The operators table lists the cell's matmul; the call tree and the threads are drawn;
+  // the findings are about the CPU.
+  await expect(ops.locator(".tvd-table").first()).toContainText("aten::mm");
+  await expect(ops.locator('.tvd-chart[data-chart="call_tree"]')).toBeVisible();
+  await expect(ops.locator('.tvd-chart[data-chart="threads"]')).toBeVisible();
+  await expect(ops.locator(".tvd-finding").first()).toContainText("CPU time");
+  await expect(ops).not.toContainText("No GPU activity");
+  await expect(ops).not.toContainText("Nothing to report");
 
   const text = await cellText(page, index);
   expect(text).toContain("cell ran");

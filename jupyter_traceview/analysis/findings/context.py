@@ -16,6 +16,7 @@ import pandas as pd
 from ...errors import TraceviewWarning
 from ...model.trace import Trace
 from .._common import scoped
+from ..host_findings import host_facts
 from ..launch import kernel_launch_stats, rows_of
 from ..stragglers import kind_from_name, stragglers
 from ..summary import summary
@@ -74,7 +75,9 @@ class Context:
             self.t0 = min(f["gpu_start_ns"] for f in self.facts.values())
             self.elapsed_ns = max(f["gpu_end_ns"] for f in self.facts.values()) - self.t0
         else:
-            self.t0, self.elapsed_ns = 0, 0
+            # No GPU work: the host-side rules measure against the host's wall time.
+            walls = [f["wall_ns"] for f in self.host_facts().values()]
+            self.t0, self.elapsed_ns = 0, max(walls, default=0)
 
     def get(self, key: str, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
@@ -128,6 +131,14 @@ class Context:
             return out
 
         result: dict[tuple[int, str], int] = self.get("kind_wait", compute)
+        return result
+
+    def host_facts(self) -> dict[int, dict[str, Any]]:
+        """Per rank, its main thread's time in operators, data loading and Python, its top
+        operators and frames, its host syncs (:func:`..host_findings.host_facts`)."""
+        result: dict[int, dict[str, Any]] = self.get(
+            "host_facts", lambda: host_facts(self.trace, time_range=self.time_range)
+        )
         return result
 
     def pct(self, ns: float) -> float:

@@ -116,8 +116,10 @@ def findings(
         analysis : str
             The analyses to look at for more.
 
-        A trace with nothing to report (or without GPU work: then with a
-        :class:`TraceviewWarning`) gives an empty frame with these columns.
+        A trace with nothing to report gives an empty frame with these columns. A trace
+        without GPU work warns (:class:`TraceviewWarning`) and gets the host rules only
+        (``dataloader_stall``, ``python_overhead``, ``cpu_hotspots``), their times against
+        the host's wall time.
 
     Examples
     --------
@@ -137,12 +139,14 @@ def findings(
     if idle:
         warnings.warn(
             f"findings: rank(s) {idle} have no GPU work in scope (a CPU-only trace?); "
-            + ("there is nothing to report" if not ctx.gpu_ranks else "the findings are about the other ranks"),
+            + (
+                "the findings are about the host (operators, data loading, Python)"
+                if not ctx.gpu_ranks
+                else "the findings are about the other ranks"
+            ),
             TraceviewWarning,
             stacklevel=2,
         )
-    if not ctx.gpu_ranks:
-        return empty(FINDING_COLUMNS)
     found: list[Finding] = []
     for rule in all_rules():
         found.extend(rule.run(ctx, rules.of(rule.id)))

@@ -23,6 +23,10 @@ class Tab:
     label: str
     #: Shown only when the dashboard compares the trace with a baseline.
     needs_baseline: bool = False
+    #: Shown only when the trace has GPU activity (its content is about the GPU).
+    needs_gpu: bool = False
+    #: Opened first when the trace has no GPU activity (the main view of a CPU-only run).
+    cpu_main: bool = False
     #: Shown only for traces with memory records (``profile_memory=True``).
     needs_memory: bool = False
 
@@ -36,14 +40,15 @@ class Tab:
 
 #: The dashboard's tabs, in order: one line per tab.
 TABS: tuple[Tab, ...] = (
-    Tab("overview", "Overview"),
+    Tab("overview", "Overview", needs_gpu=True),
     Tab("timeline", "Timeline"),
-    Tab("breakdown", "Breakdown"),
-    Tab("overlap", "Overlap"),
-    Tab("kernels", "Kernels"),
-    Tab("communication", "Communication"),
-    Tab("iterations", "Iterations"),
-    Tab("counters", "Counters"),
+    Tab("breakdown", "Breakdown", needs_gpu=True),
+    Tab("overlap", "Overlap", needs_gpu=True),
+    Tab("kernels", "Kernels", needs_gpu=True),
+    Tab("operators", "Operators", cpu_main=True),
+    Tab("communication", "Communication", needs_gpu=True),
+    Tab("iterations", "Iterations", needs_gpu=True),
+    Tab("counters", "Counters", needs_gpu=True),
     Tab("memory", "Memory", needs_memory=True),
     Tab("diff", "Diff", needs_baseline=True),
 )
