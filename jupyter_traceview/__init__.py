@@ -3,154 +3,114 @@
     >>> import jupyter_traceview as tv
     >>> trace = tv.load("run/")          # a folder of rank traces, or one file
 
-Layers point one way: trace model (``schema``, ``readers``, ``trace``) -> analyses ->
-charts and widgets -> magics and the JupyterLab extension. Heavy parts load lazily.
+The names under ``tv.`` are what users call: ``load``, the ``Trace``, the analyses
+(``jupyter_traceview.analysis``), the widgets, the report, the errors. Each is imported on
+first use (PEP 562), so ``import jupyter_traceview`` imports neither pandas nor pyarrow nor
+any UI package. The layers behind them: docs/architecture.md.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
-from .analysis import (
-    FindingRules,
-    call_tree,
-    collective_calls,
-    comm_comp_overlap,
-    concurrency,
-    cpu_op_breakdown,
-    efficiency,
-    findings,
-    frequent_kernel_sequences,
-    host_syncs,
-    idle_time_breakdown,
-    iteration_stats,
-    kernel_breakdown,
-    kernel_duration_distribution,
-    kernel_launch_stats,
-    kernel_overlap_stats,
-    kernel_pace,
-    memory_allocations,
-    memory_allocator_stats,
-    memory_bandwidth,
-    memory_by_operator,
-    memory_oom_events,
-    memory_peak_holders,
-    memory_peaks,
-    memory_timeline,
-    nccl_summary,
-    nvtx_gpu_projection,
-    op_kernels,
-    queue_length,
-    stragglers,
-    summary,
-    temporal_breakdown,
-    thread_activity,
-    trace_diff,
-    user_annotation_breakdown,
-    utilization_heatmap,
-    write_counters_trace,
-)
-from .analysis.critical_path import critical_path
-from .errors import OptionError, TraceFormatError, TraceSelectionError, TraceviewError, TraceviewWarning
-from .loading.cache import clear_cache, default_cache_dir
-from .loading.loader import load
-from .model.classify import Classifier
-from .model.clock import align_clocks, clock_alignment
-from .model.rank_data import RankData, RankMeta
-from .model.schema import EventKind, GpuClass
-from .model.trace import Trace, set_mimebundle_hook
-from .samples import sample_path
+from ._version import __version__ as __version__
+from .model.display_hook import set_mimebundle_hook
 
-__all__ = [
-    "Classifier",
-    "Dashboard",
-    "EventKind",
-    "FindingRules",
-    "GpuClass",
-    "OptionError",
-    "RankData",
-    "RankMeta",
-    "Timeline",
-    "TimelineSelection",
-    "Trace",
-    "TraceFormatError",
-    "TraceSelectionError",
-    "TraceviewError",
-    "TraceviewWarning",
-    "__version__",
-    "align_clocks",
-    "call_tree",
-    "clear_cache",
-    "clock_alignment",
-    "collective_calls",
-    "comm_comp_overlap",
-    "concurrency",
-    "cpu_op_breakdown",
-    "critical_path",
-    "default_cache_dir",
-    "efficiency",
-    "findings",
-    "frequent_kernel_sequences",
-    "host_syncs",
-    "idle_time_breakdown",
-    "iteration_stats",
-    "kernel_breakdown",
-    "kernel_duration_distribution",
-    "kernel_launch_stats",
-    "kernel_overlap_stats",
-    "kernel_pace",
-    "load",
-    "load_ipython_extension",
-    "memory_allocations",
-    "memory_allocator_stats",
-    "memory_bandwidth",
-    "memory_by_operator",
-    "memory_oom_events",
-    "memory_peak_holders",
-    "memory_peaks",
-    "memory_timeline",
-    "nccl_summary",
-    "nvtx_gpu_projection",
-    "op_kernels",
-    "queue_length",
-    "sample_path",
-    "stragglers",
-    "summary",
-    "temporal_breakdown",
-    "thread_activity",
-    "trace_diff",
-    "unload_ipython_extension",
-    "user_annotation_breakdown",
-    "utilization_heatmap",
-    "write_counters_trace",
-    "write_report",
-]
+if TYPE_CHECKING:
+    # What type checkers see; at run time __getattr__ imports each name on first use.
+    from . import analysis as analysis
+    from . import charts as charts
+    from .analysis import *  # noqa: F403 (the public analyses: analysis/__init__.py)
+    from .errors import (
+        OptionError as OptionError,
+    )
+    from .errors import (
+        TraceFormatError as TraceFormatError,
+    )
+    from .errors import (
+        TraceSelectionError as TraceSelectionError,
+    )
+    from .errors import (
+        TraceviewError as TraceviewError,
+    )
+    from .errors import (
+        TraceviewWarning as TraceviewWarning,
+    )
+    from .loading.cache import clear_cache as clear_cache
+    from .loading.loader import load as load
+    from .model.classify import Classifier as Classifier
+    from .model.clock import align_clocks as align_clocks
+    from .model.clock import clock_alignment as clock_alignment
+    from .model.schema import EventKind as EventKind
+    from .model.schema import GpuClass as GpuClass
+    from .model.trace import Trace as Trace
+    from .report.html import write_report as write_report
+    from .samples import sample_path as sample_path
+    from .widgets.dashboard import Dashboard as Dashboard
+    from .widgets.timeline import Timeline as Timeline
+    from .widgets.timeline import TimelineSelection as TimelineSelection
 
-
-#: Names exported lazily (their modules import UI packages).
-_LAZY = {
+#: The public names other than the analyses, and the module that defines each (one line a
+#: name). The analyses are the names of ``jupyter_traceview.analysis.__all__``.
+_PUBLIC: dict[str, str] = {
+    "load": "jupyter_traceview.loading.loader",
+    "clear_cache": "jupyter_traceview.loading.cache",
+    "Trace": "jupyter_traceview.model.trace",
+    "Classifier": "jupyter_traceview.model.classify",
+    "EventKind": "jupyter_traceview.model.schema",
+    "GpuClass": "jupyter_traceview.model.schema",
+    "align_clocks": "jupyter_traceview.model.clock",
+    "clock_alignment": "jupyter_traceview.model.clock",
+    "sample_path": "jupyter_traceview.samples",
+    "OptionError": "jupyter_traceview.errors",
+    "TraceFormatError": "jupyter_traceview.errors",
+    "TraceSelectionError": "jupyter_traceview.errors",
+    "TraceviewError": "jupyter_traceview.errors",
+    "TraceviewWarning": "jupyter_traceview.errors",
+    "Dashboard": "jupyter_traceview.widgets.dashboard",
     "Timeline": "jupyter_traceview.widgets.timeline",
     "TimelineSelection": "jupyter_traceview.widgets.timeline",
-    "Dashboard": "jupyter_traceview.widgets.dashboard",
     "write_report": "jupyter_traceview.report.html",
 }
-#: Subpackages loaded on first use (they import bokeh).
-_LAZY_MODULES = {"charts": "jupyter_traceview.charts"}
+#: Subpackages reachable as attributes (``tv.charts``: bokeh figures of the analyses).
+_SUBPACKAGES = ("analysis", "charts")
 
 
-def __getattr__(name: str) -> object:
-    import importlib
+def _analyses() -> list[str]:
+    from . import analysis
 
-    if name in _LAZY_MODULES:
-        return importlib.import_module(_LAZY_MODULES[name])
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jupyter_traceview' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    names: list[str] = vars(analysis)["__all__"]  # built at run time (analysis/__init__.py)
+    return list(names)
 
 
-def _trace_mimebundle(trace: Trace, *, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
+if not TYPE_CHECKING:  # type checkers read the imports above, and know no other name
+
+    def __getattr__(name: str) -> Any:
+        if name == "__all__":  # ``from jupyter_traceview import *``
+            return _public()
+        module = _PUBLIC.get(name)
+        if module is not None:
+            value = getattr(importlib.import_module(module), name)
+        elif name in _SUBPACKAGES:
+            value = importlib.import_module(f"{__name__}.{name}")
+        elif not name.startswith("_") and name in _analyses():
+            value = getattr(importlib.import_module(f"{__name__}.analysis"), name)
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        globals()[name] = value  # the next look-up is a plain attribute
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_PUBLIC, *_SUBPACKAGES, *_analyses()})
+
+
+def _public() -> list[str]:
+    """Every public name (``__all__`` is this, built on first use: it lists the analyses)."""
+    return sorted({*_PUBLIC, *_analyses(), "__version__", "load_ipython_extension", "unload_ipython_extension"})
+
+
+def _trace_mimebundle(trace: Any, *, include: Any = None, exclude: Any = None) -> dict[str, Any] | None:
     """A trace on the last line of a cell: the widgets layer's summary card (imported when first shown)."""
     from .widgets.display import trace_mimebundle
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError
 from ..model.trace import Trace
 from ._common import scoped
 
@@ -52,7 +53,7 @@ def scope_linked(
     if time_range is not None:
         lo, hi = int(time_range[0]), int(time_range[1])
         if hi <= lo:
-            raise ValueError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
+            raise OptionError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
         if window is not None:
             lo, hi = max(lo, window[0]), min(hi, window[1])
         window = (lo, hi)
@@ -139,7 +140,7 @@ def containing_pairs(
     elif scope == "process":
         thread = row_ids(pid[both][:, None])[0]
     else:
-        raise ValueError(f"scope must be 'thread' or 'process', got {scope!r}")
+        raise OptionError.invalid("scope", scope, ("thread", "process"))
     r_thr, p_thr = thread[: len(ranges)], thread[len(ranges) :]
     # Points sorted by (thread, start); each range's candidates are a contiguous run.
     order = np.lexsort((ts[p_rows], p_thr))
@@ -205,10 +206,10 @@ def match_names(names: pd.Series, pattern: str, how: str, *, what: str = "operat
         try:
             rx = re.compile(pattern)
         except re.error as exc:
-            raise ValueError(f"{what} pattern {pattern!r} is not a valid regular expression: {exc}") from None
+            raise OptionError(f"{what} pattern {pattern!r} is not a valid regular expression: {exc}") from None
         ok = np.fromiter((rx.search(c) is not None for c in cats), dtype=bool, count=len(cats))
     else:
-        raise ValueError(f"match must be 'exact', 'substring' or 'regex', got {how!r}")
+        raise OptionError.invalid("match", how, ("exact", "substring", "regex"))
     codes = names.cat.codes.to_numpy()
     lut = np.append(np.asarray(ok, dtype=bool), False)  # code -1 (NaN) -> False
     return lut[codes]

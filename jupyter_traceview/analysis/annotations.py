@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceviewWarning
+from ..errors import OptionError, TraceviewWarning
 from ..model import intervals as iv
 from ..model.schema import EventKind
 from ..model.trace import Trace
@@ -114,9 +114,9 @@ def user_annotation_breakdown(
     True
     """
     if kind not in ("gpu", "cpu"):
-        raise ValueError(f"kind must be 'gpu' or 'cpu', got {kind!r}")
+        raise OptionError.invalid("kind", kind, ("gpu", "cpu"))
     if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+        raise OptionError(f"top_k must be >= 1 or None, got {top_k}")
     trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     ann_kind = EventKind.GPU_USER_ANNOTATION.value if kind == "gpu" else EventKind.USER_ANNOTATION.value
     rows: list[pd.DataFrame] = []

@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from ..errors import TraceFormatError, TraceviewWarning
+from ..errors import OptionError, TraceFormatError, TraceviewWarning
 from ..loading.readers.files import read_bytes
 from ..model.trace import Trace
 from .counters import memory_bandwidth, queue_length
@@ -222,7 +222,7 @@ def write_counters_trace(
         name = src.name if src.name.lower().endswith(".gz") else f"{src.name}.gz"
         target = out / name
         if target.resolve() == src.resolve():
-            raise ValueError(f"write_counters_trace would overwrite its source {src}; pick another out_dir")
+            raise OptionError(f"write_counters_trace would overwrite its source {src}; pick another out_dir")
         if target in targets.values():
             raise ValueError(f"two source files would both be written to {target}: rename one of them")
         if not src.exists():

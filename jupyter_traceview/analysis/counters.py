@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError
 from ..model import intervals as iv
 from ..model.classify import COPY_KINDS
 from ..model.schema import GpuClass
@@ -183,7 +184,7 @@ def _window(trace: Trace, time_range: tuple[int, int] | None) -> tuple[int, int]
         return window
     lo, hi = int(time_range[0]), int(time_range[1])
     if hi <= lo:
-        raise ValueError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
+        raise OptionError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
     if window is not None:
         lo, hi = max(lo, window[0]), min(hi, window[1])
     return (lo, hi)
@@ -315,7 +316,7 @@ def queue_length(
     [7, 22, 24, 84]
     """
     if per not in ("time", "stream"):
-        raise ValueError(f"per must be 'time' or 'stream', got {per!r}")
+        raise OptionError.invalid("per", per, ("time", "stream"))
     window = _window(trace, time_range)
     no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations)
@@ -493,7 +494,7 @@ def memory_bandwidth(
     ['HtoD', 'DtoH', 'DtoD', 'memset']
     """
     if per not in ("time", "kind"):
-        raise ValueError(f"per must be 'time' or 'kind', got {per!r}")
+        raise OptionError.invalid("per", per, ("time", "kind"))
     no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     kind_dtype = pd.CategoricalDtype(list(BANDWIDTH_KINDS))

@@ -45,7 +45,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceSelectionError, TraceviewWarning
+from ..errors import OptionError, TraceSelectionError, TraceviewWarning
 from ..model.collectives import match_instances, rank_collective_kernels
 from ..model.schema import EventKind
 from ..model.trace import Trace
@@ -232,7 +232,7 @@ def critical_path(
     True
     """
     if view not in ("path", "categories"):
-        raise ValueError(f"view must be 'path' or 'categories', got {view!r}")
+        raise OptionError.invalid("view", view, ("path", "categories"))
     if rank is not None and rank not in trace.ranks:
         raise TraceSelectionError.unknown("rank", rank, trace.ranks)
     scope = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)

@@ -8,6 +8,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError
 from ..model.schema import EventKind
 from ..model.trace import Trace
 from ._common import scoped
@@ -112,14 +113,14 @@ def trace_diff(
     {'unchanged'}
     """
     if aggregate not in ("sum", "mean"):
-        raise ValueError(f"aggregate must be 'sum' or 'mean', got {aggregate!r}")
+        raise OptionError.invalid("aggregate", aggregate, ("sum", "mean"))
     if rtol < 0 or atol_ns < 0:
-        raise ValueError(f"rtol and atol_ns must be >= 0, got rtol={rtol}, atol_ns={atol_ns}")
+        raise OptionError(f"rtol and atol_ns must be >= 0, got rtol={rtol}, atol_ns={atol_ns}")
     kinds = [kinds] if isinstance(kinds, str) else [str(k) for k in kinds]
     valid = {k.value for k in EventKind}
     bad = [k for k in kinds if k not in valid]
     if bad or not kinds:
-        raise ValueError(f"kinds must be event kinds among {sorted(valid)}, got {kinds}")
+        raise OptionError(f"kinds must be event kinds among {sorted(valid)}, got {kinds}")
     ta = scoped(_as_trace(a), ranks=ranks, iterations=iterations, time_range=time_range)
     tb = scoped(_as_trace(b), ranks=ranks, iterations=iterations, time_range=time_range)
     columns = _columns(per_rank, aggregate)

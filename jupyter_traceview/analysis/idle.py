@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError
 from ..model.trace import Trace
 from ._common import empty, pct, scoped, warn_no_gpu
 from ._gpu import Activities, activities
@@ -117,7 +118,7 @@ def idle_time_breakdown(
     [11448000, 123000, 0]
     """
     if isinstance(kernel_wait_ns, bool) or not isinstance(kernel_wait_ns, (int, np.integer)) or kernel_wait_ns < 0:
-        raise ValueError(f"kernel_wait_ns must be a non-negative integer (ns), got {kernel_wait_ns!r}")
+        raise OptionError(f"kernel_wait_ns must be a non-negative integer (ns), got {kernel_wait_ns!r}")
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     per_rank = trace.map_ranks(_rank_idle, int(kernel_wait_ns))
     missing = [r for r, f in per_rank.items() if f is None]

@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError
 from ..model import intervals as iv
 from ..model.trace import Trace
 from ._common import empty, pct, scoped, warn_no_gpu
@@ -75,7 +76,7 @@ def _check_top_k(top_k: int | None) -> None:
     if top_k is None:
         return
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 0:
-        raise ValueError(f"top_k must be a non-negative integer or None (all kernels), got {top_k!r}")
+        raise OptionError(f"top_k must be a non-negative integer or None (all kernels), got {top_k!r}")
 
 
 def _rank_totals(trace: Trace) -> pd.DataFrame | None:
@@ -234,7 +235,7 @@ def kernel_breakdown(
     [['communication', 5537000], ['compute', 773000]]
     """
     if by not in ("kernel", "type"):
-        raise ValueError(f"by must be 'kernel' or 'type', got {by!r}")
+        raise OptionError.invalid("by", by, ("kernel", "type"))
     _check_top_k(top_k)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     if by == "type":

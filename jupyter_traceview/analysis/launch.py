@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from ..errors import OptionError
 from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
@@ -302,9 +303,9 @@ def kernel_launch_stats(
     [261, 262]
     """
     if per not in ("launch", "rank"):
-        raise ValueError(f"per must be 'launch' or 'rank', got {per!r}")
+        raise OptionError.invalid("per", per, ("launch", "rank"))
     if outlier_rule not in ("fixed", "tukey"):
-        raise ValueError(f"outlier_rule must be 'fixed' or 'tukey', got {outlier_rule!r}")
+        raise OptionError.invalid("outlier_rule", outlier_rule, ("fixed", "tukey"))
     no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     options = (per, short_kernel_ns, runtime_outlier_ns, launch_delay_outlier_ns, outlier_rule, tukey_k)

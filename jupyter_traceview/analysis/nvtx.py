@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ..errors import OptionError
 from ..model.schema import LAUNCH_KINDS, EventKind
 from ..model.trace import Trace
 from ._common import WORK_CLASSES, empty, gpu_activities, scoped, warn_no_gpu
@@ -111,7 +112,7 @@ def nvtx_gpu_projection(
         try:
             re.compile(name)
         except re.error as exc:
-            raise ValueError(f"name={name!r} is not a valid regular expression: {exc}") from None
+            raise OptionError(f"name={name!r} is not a valid regular expression: {exc}") from None
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     results = trace.map_ranks(_projection_of_rank, name)
     no_gpu = [r for r, frame in results.items() if frame is None]

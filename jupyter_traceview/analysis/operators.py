@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceSelectionError
+from ..errors import OptionError, TraceSelectionError
 from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
 from . import _links as lk
@@ -79,13 +79,13 @@ def _check_kinds(kinds: Iterable[str]) -> list[str]:
     out = [str(k) for k in ([kinds] if isinstance(kinds, str) else kinds)]
     bad = [k for k in out if k not in _ALL_ACTIVITY]
     if bad or not out:
-        raise ValueError(f"kinds must be GPU activity kinds among {sorted(_ALL_ACTIVITY)}, got {out}")
+        raise OptionError(f"kinds must be GPU activity kinds among {sorted(_ALL_ACTIVITY)}, got {out}")
     return out
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+        raise OptionError.invalid(name, value, choices)
 
 
 class _RankLinks:
@@ -203,9 +203,9 @@ def frequent_kernel_sequences(
     _check_choice("match", match, ("exact", "substring", "regex"))
     kinds = _check_kinds(kinds)
     if length is not None and length < 1:
-        raise ValueError(f"length must be a positive number of kernels or None, got {length}")
+        raise OptionError(f"length must be a positive number of kernels or None, got {length}")
     if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+        raise OptionError(f"top_k must be >= 1 or None, got {top_k}")
     trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     rows: list[pd.DataFrame] = []
     no_gpu: list[int] = []

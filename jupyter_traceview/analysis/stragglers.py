@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceviewWarning
+from ..errors import OptionError, TraceviewWarning
 from ..model.collectives import kernel_collective
 from ..model.schema import EventKind, GpuClass
 from ..model.trace import Trace
@@ -147,11 +147,11 @@ def stragglers(
     True
     """
     if by not in ("rank", "collective", "arrival"):
-        raise ValueError(f"by must be 'rank', 'collective' or 'arrival', got {by!r}")
+        raise OptionError.invalid("by", by, ("rank", "collective", "arrival"))
     if arrival not in ("kernel", "launch"):
-        raise ValueError(f"arrival must be 'kernel' or 'launch', got {arrival!r}")
+        raise OptionError.invalid("arrival", arrival, ("kernel", "launch"))
     if match not in ("auto", "seq", "order"):
-        raise ValueError(f"match must be 'auto', 'seq' or 'order', got {match!r}")
+        raise OptionError.invalid("match", match, ("auto", "seq", "order"))
     columns = {"rank": RANK_COLUMNS, "collective": COLLECTIVE_COLUMNS, "arrival": ARRIVAL_COLUMNS}[by]
     trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import TraceviewError
@@ -17,7 +18,7 @@ COMMANDS = ("_payload", "_tab", "_link", "_timeline", "_bokehjs")
 
 def answer(
     data: DashboardData, command: str, msg: dict[str, Any] | None, *, progress: Progress | None = None
-) -> tuple[dict[str, Any], list[bytes]]:
+) -> tuple[Mapping[str, Any], list[bytes]]:
     """The answer to one command of the dashboard's front end: ``(JSON message, binary buffers)``.
 
     Commands (docs/frontend.md): ``_payload``, ``_tab`` ``{tab, theme, range}``, ``_link``

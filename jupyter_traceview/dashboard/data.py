@@ -26,6 +26,7 @@ import math
 import re
 import time
 import warnings
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from ..model.trace import Trace, _fmt_ns, _ranges
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
+from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
 from .tabs.builder import Progress, figure_
 
@@ -183,7 +185,7 @@ class DashboardData:
         return df
 
     # ------------------------------------------------------------------ payload
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> DashboardPayload:
         """What the dashboard needs to open: no analysis runs (see docs/frontend.md)."""
         import bokeh
 
@@ -218,7 +220,7 @@ class DashboardData:
         theme: Theme = "light",
         time_range: tuple[int, int] | None = None,
         progress: Progress | None = None,
-    ) -> dict[str, Any]:
+    ) -> TabContent:
         """One tab's content (JSON-able): ``figures``, ``findings``, ``tables``, ``charts``, ``notes``.
 
         ``time_range`` (absolute ns) narrows the Breakdown tab (the range selected on the
@@ -232,19 +234,27 @@ class DashboardData:
         t = time.perf_counter()
         b = TabBuilder(self, theme, time_range if name == "breakdown" else None, progress)
         next(x for x in TABS if x.id == name).build(b)
-        out = b.result()
-        out["tab"] = name
-        out["theme"] = theme
-        out["range"] = (
-            [float(time_range[0] - self.t0_ns), float(time_range[1] - self.t0_ns)]
-            if time_range is not None and name == "breakdown"
-            else None
-        )
-        out["elapsed_ms"] = round((time.perf_counter() - t) * 1e3, 1)
+        b.run()
+        out: TabContent = {
+            "figures": b.figures,
+            "tables": b.tables,
+            "charts": b.charts,
+            "notes": b.notes,
+            "tab": name,
+            "theme": theme,
+            "range": (
+                [float(time_range[0] - self.t0_ns), float(time_range[1] - self.t0_ns)]
+                if time_range is not None and name == "breakdown"
+                else None
+            ),
+            "elapsed_ms": round((time.perf_counter() - t) * 1e3, 1),
+        }
+        if b.findings is not None:
+            out["findings"] = b.findings
         return out
 
     # ------------------------------------------------------------------ links
-    def link(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def link(self, msg: Mapping[str, Any]) -> LinkAnswer:
         """Where a click on a chart takes the timeline: ``{x_range, ranks, search}`` (relative ns).
 
         ``msg`` names what was clicked: ``{"target": "heatmap", "rank", "bin", "heatmap"}``,
@@ -297,7 +307,7 @@ class DashboardData:
         else:
             raise ValueError(f"link: unknown target {target!r}; targets are heatmap, rank, iteration, kernel, event")
         pad = max((hi - lo) * 0.04, 500.0)
-        out: dict[str, Any] = {
+        out: LinkAnswer = {
             "x_range": [float(lo - self.t0_ns) - pad, float(hi - self.t0_ns) + pad],
             "ranks": [rank],
         }

@@ -27,6 +27,7 @@ describes every column; a test keeps the two in step.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +56,21 @@ SCHEMA_VERSION = 4
 READER_VERSION = 4
 
 
-class EventKind(enum.StrEnum):
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # Python 3.10 (the lowest supported): what enum.StrEnum does for our members
+
+    class StrEnum(str, enum.Enum):
+        """A str whose ``str()`` and ``format()`` are its value (``enum.StrEnum`` from 3.11)."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return format(str(self.value), spec)
+
+
+class EventKind(StrEnum):
     """What an event is. Values are Kineto's category names (lower case).
 
     Older traces (2021 era) use capitalised categories; the reader maps them:
@@ -91,7 +106,7 @@ KIND_CATEGORIES: tuple[str, ...] = tuple(k.value for k in EventKind)
 KIND_CODE: dict[EventKind, int] = {k: i for i, k in enumerate(EventKind)}
 
 
-class GpuClass(enum.StrEnum):
+class GpuClass(StrEnum):
     """What a GPU activity does (column ``gpu_class``); empty for CPU-side events.
 
     ``compute``

@@ -13,6 +13,7 @@ from pandas.api.types import union_categoricals
 
 from ..errors import TraceSelectionError
 from .classify import Classifier
+from .display_hook import mimebundle_hook
 from .rank_data import RankData, RankMeta
 from .schema import GPU_ACTIVITY_KINDS, EventKind
 
@@ -21,18 +22,6 @@ __all__ = ["Trace"]
 T = TypeVar("T")
 
 _ACTIVITY = [k.value for k in GPU_ACTIVITY_KINDS]
-
-#: How a trace shows itself in a notebook with widgets (``Trace._repr_mimebundle_``): set by
-#: the package root to the widgets layer's summary card (:func:`set_mimebundle_hook`), so
-#: that the trace model imports nothing above it. None: the text and HTML reprs show.
-_mimebundle_hook: Callable[..., dict[str, Any] | None] | None = None
-
-
-def set_mimebundle_hook(hook: Callable[..., dict[str, Any] | None] | None) -> None:
-    """Install the function that renders a Trace as a rich MIME bundle (None removes it)."""
-    global _mimebundle_hook
-    _mimebundle_hook = hook
-
 
 _ITERATION_COLUMNS = ["rank", "step", "start_ns", "end_ns", "dur_ns", "gpu_start_ns", "gpu_end_ns"]
 
@@ -339,9 +328,10 @@ class Trace:
 
         Elsewhere (a terminal, a static viewer) None, and the text and HTML reprs show.
         """
-        if _mimebundle_hook is None:
+        hook = mimebundle_hook()
+        if hook is None:
             return None
-        return _mimebundle_hook(self, include=include, exclude=exclude)
+        return hook(self, include=include, exclude=exclude)
 
     def _repr_html_(self) -> str:
         h = self._headline()

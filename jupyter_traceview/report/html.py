@@ -23,6 +23,7 @@ from typing import Any
 
 from .._version import __version__
 from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
+from ..dashboard.protocol import Figure, Finding, Table
 from ..errors import TraceviewError
 from ..model.trace import Trace, _fmt_ns
 from ..views.colors import Theme
@@ -187,7 +188,7 @@ def _section(sid: str, label: str, body: str) -> str:
     return f'<section id="{sid}"><h2>{html.escape(label)}</h2>{body}</section>'
 
 
-def _figures(figures: list[dict[str, Any]]) -> str:
+def _figures(figures: list[Figure]) -> str:
     if not figures:
         return ""
     cards = "".join(
@@ -200,7 +201,7 @@ def _figures(figures: list[dict[str, Any]]) -> str:
     return f'<div class="tvr-figures">{cards}</div>'
 
 
-def _findings(findings: list[dict[str, Any]]) -> str:
+def _findings(findings: list[Finding]) -> str:
     if not findings:
         return '<h3>Findings</h3><p class="tvr-note">Nothing to report: no rule fired on this trace.</p>'
     out = ['<h3>Findings</h3><ol class="tvr-findings">']
@@ -262,7 +263,7 @@ def _cell(value: Any, fmt: str) -> str:
     return str(value)
 
 
-def _table(t: dict[str, Any]) -> str:
+def _table(t: Table) -> str:
     cols = t["columns"]
     head = "".join(
         f'<th class="{"tvr-num" if c["format"] != "text" else ""}">{html.escape(c["label"])}</th>' for c in cols

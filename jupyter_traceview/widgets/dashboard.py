@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import html
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..dashboard.commands import answer
 from ..dashboard.data import DashboardData
+from ..dashboard.protocol import LinkAnswer, TabContent
 from ..errors import TraceviewError
 from ..model.trace import Trace
 from ..views.timeline.index import LevelOfDetail
@@ -149,7 +151,7 @@ class Dashboard(anywidget.AnyWidget):
             return None
         return self._child.selection.range
 
-    def follow(self, target: str, **msg: Any) -> dict[str, Any]:
+    def follow(self, target: str, **msg: Any) -> LinkAnswer:
         """Do what a click on a chart does: move the timeline, open its tab; returns where it went.
 
         ``target`` is ``"heatmap"`` (``rank=``, ``bin=``, ``heatmap=`` kind), ``"rank"``
@@ -166,7 +168,7 @@ class Dashboard(anywidget.AnyWidget):
         self.tab = "timeline"
         return out
 
-    def breakdown(self, *, theme: str = "light") -> dict[str, Any]:
+    def breakdown(self, *, theme: str = "light") -> TabContent:
         """The Breakdown tab's content for :attr:`breakdown_range` (what the front end shows)."""
         return self._data.tab(
             "breakdown", theme="dark" if theme == "dark" else "light", time_range=self.breakdown_range
@@ -194,7 +196,7 @@ class Dashboard(anywidget.AnyWidget):
         return "".join(parts)
 
     # ------------------------------------------------------------------ commands (front end -> kernel)
-    def _answer(self, name: str, msg: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    def _answer(self, name: str, msg: dict[str, Any]) -> tuple[Mapping[str, Any], list[bytes]]:
         def progress(done: int, total: int, label: str) -> None:
             self.send(
                 {
@@ -210,12 +212,12 @@ class Dashboard(anywidget.AnyWidget):
         return answer(self._data, name, msg, progress=progress)
 
     @command
-    def _tab(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _tab(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         """One tab's content: ``{seq, tab, theme, range}``."""
         return self._answer("_tab", msg)
 
     @command
-    def _link(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _link(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         """A click on a chart: move the timeline (here, so that Python sees it) and say where."""
         try:
             msg = dict(msg)
@@ -224,7 +226,7 @@ class Dashboard(anywidget.AnyWidget):
             return {"error": str(exc)}, []
 
     @command
-    def _timeline(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _timeline(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         """The timeline child widget: its model id and state."""
         try:
             tl = self.timeline
@@ -234,22 +236,22 @@ class Dashboard(anywidget.AnyWidget):
         return {"model_id": tl.model_id}, []
 
     @command
-    def _bokehjs(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _bokehjs(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         """BokehJS of the installed bokeh (sent once per page)."""
         return self._answer("_bokehjs", msg)
 
     @command
-    def _window(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _window(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         return self._answer("_window", msg)
 
     @command
-    def _details(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _details(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         return self._answer("_details", msg)
 
     @command
-    def _find(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _find(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         return self._answer("_find", msg)
 
     @command
-    def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         return self._answer("_summary", msg)

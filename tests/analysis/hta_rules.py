@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 import jupyter_traceview as tv
-from jupyter_traceview.model.rank_data import RankData
+from jupyter_traceview.model.rank_data import RankData, RankMeta
 
 HTA_DIR = Path(__file__).resolve().parents[1] / "golden" / "hta"
 _GPU_KINDS = ["kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"]
@@ -69,7 +69,7 @@ def _raw_events(path: str) -> list[dict]:
     return doc["traceEvents"] if isinstance(doc, dict) else doc
 
 
-def _stream_cpu_ops(meta: tv.RankMeta) -> set[tuple[str, int]]:
+def _stream_cpu_ops(meta: RankMeta) -> set[tuple[str, int]]:
     """(name, ts_ns) of CPU events whose args carry an integer ``stream`` (HTA: GPU events)."""
     out = set()
     for e in _raw_events(meta.path):
@@ -90,7 +90,7 @@ def _to_ns(ts_us: float, base_ns: int) -> int:
     return base_ns + whole * 1000 + round((ts_us - whole) * 1000)
 
 
-def first_event_ts_ns(meta: tv.RankMeta) -> int:
+def first_event_ts_ns(meta: RankMeta) -> int:
     """Start of the first event HTA keeps from the file (its row 0): HTA's idle breakdown
     uses it as the launch time of GPU activities whose launch is not in the trace."""
     for e in _raw_events(meta.path):

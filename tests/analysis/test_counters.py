@@ -110,7 +110,7 @@ def test_queue_counts_launches_hta_does_not(tmp_path: Path) -> None:
 
 
 def test_queue_bad_per(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="per must be"):
+    with pytest.raises(tv.OptionError, match=r"per=.* is not accepted"):
         tv.queue_length(_load(tmp_path, _queue_events()), per="kind")  # type: ignore[arg-type]
 
 

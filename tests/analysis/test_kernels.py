@@ -163,10 +163,11 @@ def test_counts_and_sums_cover_every_activity(dlrm: tv.Trace) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"), [({"by": "name"}, "by must be"), ({"top_k": -1}, "top_k"), ({"top_k": 2.5}, "top_k")]
+    ("kwargs", "match"),
+    [({"by": "name"}, "by=.name. is not accepted"), ({"top_k": -1}, "top_k"), ({"top_k": 2.5}, "top_k")],
 )
 def test_bad_options(dlrm: tv.Trace, kwargs: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(tv.OptionError, match=match):
         tv.kernel_breakdown(dlrm, **kwargs)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,7 @@ import pandas as pd
 from ...errors import TraceviewError
 from ...model.trace import Trace
 from ...views.colors import Theme
+from ..protocol import Chart, ColumnFormat, Figure, Finding, Table, Tone
 
 __all__ = [
     "HEATMAP_HINT",
@@ -77,10 +78,10 @@ class Column:
 
     key: str
     label: str
-    format: str = "text"
+    format: ColumnFormat = "text"
 
 
-def table(table_id: str, title: str, df: pd.DataFrame, columns: list[Column], *, limit: int = MAX_TABLE_ROWS) -> dict:
+def table(table_id: str, title: str, df: pd.DataFrame, columns: list[Column], *, limit: int = MAX_TABLE_ROWS) -> Table:
     """A frame as a JSON table for the front end: the ``columns`` that exist, the first ``limit`` rows."""
     cols = [c for c in columns if c.key in df.columns]
     head = df.head(limit)
@@ -98,7 +99,7 @@ def table(table_id: str, title: str, df: pd.DataFrame, columns: list[Column], *,
     }
 
 
-def figure_(label: str, value: str, hint: str = "", tone: Literal["", "good", "warn", "bad"] = "") -> dict:
+def figure_(label: str, value: str, hint: str = "", tone: Tone = "") -> Figure:
     """A headline figure: a label, its value as text, what it means, and a tone for colouring."""
     return {"label": label, "value": value, "hint": hint, "tone": tone}
 
@@ -122,10 +123,10 @@ class TabBuilder:
         self.theme = theme
         self.time_range = time_range
         self.progress = progress
-        self.figures: list[dict[str, Any]] = []
-        self.findings: list[dict[str, Any]] | None = None
-        self.tables: list[dict[str, Any]] = []
-        self.charts: list[dict[str, Any]] = []
+        self.figures: list[Figure] = []
+        self.findings: list[Finding] | None = None
+        self.tables: list[Table] = []
+        self.charts: list[Chart] = []
         self.notes: list[str] = []
         self._steps: list[tuple[str, Callable[[], None]]] = []
 
@@ -150,7 +151,8 @@ class TabBuilder:
     def frame(self, name: str, **kw: Any) -> pd.DataFrame:
         return self.data.frame(name, time_range=self.time_range, **kw)
 
-    def result(self) -> dict[str, Any]:
+    def run(self) -> None:
+        """Run the steps (each guarded), reporting progress."""
         total = len(self._steps)
         for i, (label, fn) in enumerate(self._steps):
             if self.progress is not None:
@@ -161,12 +163,3 @@ class TabBuilder:
                 self.notes.append(f"{label}: {exc}")
         if self.progress is not None:
             self.progress(total, total, "done")
-        out: dict[str, Any] = {
-            "figures": self.figures,
-            "tables": self.tables,
-            "charts": self.charts,
-            "notes": self.notes,
-        }
-        if self.findings is not None:
-            out["findings"] = self.findings
-        return out

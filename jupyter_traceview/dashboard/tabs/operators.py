@@ -5,7 +5,10 @@ The main view of a CPU-only trace (the dashboard opens on it when the trace has 
 
 from __future__ import annotations
 
+from typing import cast
+
 from ...model.trace import _fmt_ns
+from ..protocol import Finding
 from .builder import Column, TabBuilder, charts, clean, figure_, pct, table
 
 #: The findings shown here (the rules about the host).
@@ -56,7 +59,7 @@ def build(b: TabBuilder) -> None:
 
     def findings() -> None:
         f = b.frame("findings")
-        out = []
+        out: list[Finding] = []
         for r in f.to_dict(orient="records"):
             if r["id"] not in HOST_FINDINGS:
                 continue
@@ -66,7 +69,7 @@ def build(b: TabBuilder) -> None:
                 if r["severity"] != "info" and r["time_at_stake_ns"] > 0
                 else ""
             )
-            out.append(item)
+            out.append(cast(Finding, item))
         b.findings = out
 
     def syncs() -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import pandas as pd
 
 from ...model.trace import _fmt_ns, _ranges
+from ..protocol import Finding
 from .builder import TabBuilder, charts, clean, figure_, pct
 
 
@@ -74,7 +76,7 @@ def build(b: TabBuilder) -> None:
 
     def findings() -> None:
         f = b.frame("findings")
-        out = []
+        out: list[Finding] = []
         for r in f.to_dict(orient="records"):
             item = {k: clean(v) for k, v in r.items()}
             item["stake"] = (
@@ -82,7 +84,7 @@ def build(b: TabBuilder) -> None:
                 if r["severity"] != "info" and r["time_at_stake_ns"] > 0
                 else ""
             )
-            out.append(item)
+            out.append(cast(Finding, item))
         b.findings = out
 
     b.step("headline figures", figures)
