@@ -1,7 +1,11 @@
 """The ``traceview`` command (also ``python -m jupyter_traceview``).
 
-Errors print one line and exit with status 2; the command never shows a traceback
-(``--debug`` does, for bug reports).
+Errors (a bad trace, a bad option) print one line and exit with status 2; the command never
+shows a traceback (``--debug`` does, for bug reports).
+
+Load options (every command that reads a trace): ``--ranks 0,2,4-7``, ``--pid-map
+1234=0,5678=1`` (process id as written in the trace = rank), ``--on-error skip`` (or
+``--skip-bad``), passed to ``tv.load``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ._version import __version__
 
@@ -28,20 +32,72 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+#: Most ranks ``--ranks`` may list (ranges expanded) and most entries of ``--pid-map``.
+MAX_LIST = 65536
+#: Ranks are below this.
+MAX_RANK = 2**31
+
+
+class _UsageError(Exception):
+    """A bad command line: one line on stderr, exit 2."""
+
+
+def _parse_ranks(text: str) -> list[int]:
+    """``"0,2,4-7"`` -> [0, 2, 4, 5, 6, 7]; _UsageError for anything else."""
+    ranks: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        lo_s, dash, hi_s = part.partition("-")
+        if not lo_s.isdigit() or (dash and not hi_s.isdigit()) or len(part) > 24:
+            raise _UsageError(f"--ranks: {part!r} is not a rank or a range such as 4-7; give e.g. --ranks 0,2,4-7")
+        lo, hi = int(lo_s), int(hi_s) if dash else int(lo_s)
+        if hi < lo or hi >= MAX_RANK:
+            raise _UsageError(f"--ranks: {part!r} is not a range of ranks from 0 to {MAX_RANK - 1}")
+        if len(ranks) + hi - lo + 1 > MAX_LIST:
+            raise _UsageError(f"--ranks: more than {MAX_LIST} ranks")
+        ranks.update(range(lo, hi + 1))
+    return sorted(ranks)
+
+
+def _parse_pid_map(text: str) -> dict[int | str, int]:
+    """``"1234=0,5678=1"`` -> {1234: 0, 5678: 1} (decimal process ids as ints, others as written)."""
+    out: dict[int | str, int] = {}
+    for part in text.split(","):
+        pid, eq, rank = part.strip().partition("=")
+        pid = pid.strip()
+        if not eq or not pid or not rank.strip().isdigit() or len(pid) > 256 or int(rank) >= MAX_RANK:
+            raise _UsageError(
+                f"--pid-map: {part.strip()!r} is not PID=RANK; give e.g. --pid-map 1234=0,5678=1 "
+                f"(ranks from 0 to {MAX_RANK - 1})"
+            )
+        if len(out) >= MAX_LIST:
+            raise _UsageError(f"--pid-map: more than {MAX_LIST} entries")
+        key: int | str = int(pid) if pid.lstrip("-").isdigit() and len(pid) <= 19 else pid
+        out[key] = int(rank)
+    return out
+
+
+def _load_options(args: argparse.Namespace) -> dict[str, Any]:
+    """tv.load's options from the command line."""
+    options: dict[str, Any] = {
+        "cache": not args.no_cache,
+        "on_error": "skip" if args.skip_bad else args.on_error,
+    }
+    if args.ranks is not None:
+        options["ranks"] = _parse_ranks(args.ranks)
+    if args.pid_map is not None:
+        options["pid_map"] = _parse_pid_map(args.pid_map)
+    return options
+
+
 def _load(args: argparse.Namespace) -> Any:
     from .loading.loader import load
     from .samples import sample_path
 
     path = sample_path() if args.sample else args.path
     if path is None:
-        raise SystemExit("traceview: error: give a PATH to a trace file or folder, or --sample")
-    return load(
-        path,
-        ranks=args.ranks,
-        cache=not args.no_cache,
-        on_error="skip" if args.skip_bad else "raise",
-        progress=False if getattr(args, "json", False) else None,
-    )
+        raise _UsageError("give a PATH to a trace file or folder, or --sample")
+    return load(path, progress=False if getattr(args, "json", False) else None, **_load_options(args))
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
@@ -150,11 +206,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not out.parent.exists():
         raise TraceviewError(f"cannot write the report to {out}: the folder {out.parent} does not exist")
     trace = _load(args)
-    baseline = (
-        load(args.baseline, cache=not args.no_cache, on_error="skip" if args.skip_bad else "raise")
-        if args.baseline
-        else None
-    )
+    baseline = load(args.baseline, **_load_options(args)) if args.baseline else None
     from .report.html import write_report
 
     def progress(done: int, total: int, label: str) -> None:
@@ -167,7 +219,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="traceview",
         description="Understand the GPU performance of (distributed) PyTorch jobs from profiler traces.",
     )
@@ -178,9 +230,20 @@ def _parser() -> argparse.ArgumentParser:
     def add_trace_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("path", nargs="?", metavar="PATH", help="a trace file or a folder of rank traces")
         p.add_argument("--sample", action="store_true", help="use the bundled 8-rank DLRM sample")
-        p.add_argument("--ranks", type=lambda s: [int(x) for x in s.split(",")], help="only these ranks (e.g. 0,1,7)")
+        p.add_argument("--ranks", metavar="RANKS", help="only these ranks (e.g. 0,1,7 or 0-3,8)")
+        p.add_argument(
+            "--pid-map",
+            metavar="PID=RANK,...",
+            help="for files holding several ranks: process id (as written in the trace) = rank, e.g. 1234=0,5678=1",
+        )
+        p.add_argument(
+            "--on-error",
+            choices=["raise", "skip"],
+            default="raise",
+            help="skip: load the readable rank files and warn about the others (default: raise)",
+        )
         p.add_argument("--no-cache", action="store_true", help="parse again instead of using the cache")
-        p.add_argument("--skip-bad", action="store_true", help="skip unreadable rank files instead of failing")
+        p.add_argument("--skip-bad", action="store_true", help="the same as --on-error skip")
 
     p = sub.add_parser(
         "summary", help="headline figures per rank (events, kernels, span, GPU busy, compute, exposed communication)"
@@ -207,6 +270,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (no usage block) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -220,10 +291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("ignore" if getattr(args, "json", False) else "default")
             warnings.showwarning = _show_warning
             return int(args.func(args))
-    except TraceviewError as exc:
+    except (TraceviewError, _UsageError) as exc:
         if args.debug:
             raise
-        print(f"traceview: error: {exc}", file=sys.stderr)
+        print(f"traceview: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("traceview: interrupted", file=sys.stderr)
@@ -234,10 +305,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(
-            f"traceview: internal error: {type(exc).__name__}: {exc} (run again with --debug and report it)",
+            f"traceview: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+            "(run again with --debug and report it)",
             file=sys.stderr,
         )
         return 1
+
+
+def _one_line(text: str) -> str:
+    """A message on one line, at most 2000 characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= 2000 else text[:1999] + "…"
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:

@@ -52,7 +52,7 @@ export class RestTracesApi implements ITracesApi {
 
   async listRuns(options: ListOptions): Promise<RunsListing> {
     const roots = options.roots.map((r) => r.trim()).filter(Boolean);
-    const answer = await get(this._settings, "runs", { roots: roots.join(","), cache: options.cache.trim() });
+    const answer = await get(this._settings, "runs", { roots: roots.join(",") });
     return answer.body as RunsListing;
   }
 

@@ -70,21 +70,17 @@ export class RestDashboardSource implements DashboardSource {
   /**
    * @param path The run, relative to the server root.
    * @param baseline Another run to compare with (the dashboard then has a Diff tab), or null.
-   * @param cache The cache folder of the settings ("" for the server's).
    */
   constructor(
     private readonly _transport: DashboardTransport,
     readonly path: string,
     readonly baseline: string | null = null,
-    private readonly _cache: () => string = () => "",
   ) {}
 
   /** One ask: the answer, or the server's progress (HTTP 202); errors as TracesApiError. */
   async ask(command: string, msg: unknown, signal?: AbortSignal): Promise<Answer | Pending> {
     const params: Record<string, string> = { path: this.path };
     if (this.baseline !== null) params.baseline = this.baseline;
-    const cache = this._cache().trim();
-    if (cache) params.cache = cache;
     const answer = await this._transport(params, JSON.stringify({ command, msg: msg ?? {} }), signal);
     if (answer.status === 200) return decodeAnswer(answer.body);
     const body = jsonBody(answer);

@@ -26,13 +26,11 @@ const CATEGORY = "Traces";
 
 function readSettings(settings: ISettingRegistry.ISettings): TracesSettings {
   const roots = settings.get("roots").composite;
-  const cacheDir = settings.get("cacheDir").composite;
   const interval = settings.get("refreshInterval").composite;
   return {
     roots: Array.isArray(roots)
       ? roots.filter((r): r is string => typeof r === "string")
       : DEFAULT_SETTINGS.roots,
-    cacheDir: typeof cacheDir === "string" ? cacheDir : DEFAULT_SETTINGS.cacheDir,
     refreshInterval: typeof interval === "number" ? interval : DEFAULT_SETTINGS.refreshInterval,
   };
 }
@@ -59,7 +57,6 @@ async function activate(
   }
   const panel = new TracesPanel({ model, commands });
   shell.add(panel, "left", { rank: 600 });
-  const cache = (): string => model.settings.cacheDir;
 
   const runs = new WidgetTracker<MainAreaWidget<RunView>>({ namespace: "traceview-run" });
   const diffs = new WidgetTracker<MainAreaWidget<RunView>>({ namespace: "traceview-diff" });
@@ -108,7 +105,7 @@ async function activate(
       }
       const kind = model.runs.find((r) => r.path === path)?.kind ?? "folder";
       const widget = createRunWidget({
-        source: new RestDashboardSource(transport, path, null, cache),
+        source: new RestDashboardSource(transport, path, null),
         kind,
         commands,
         insertCommand: notebooks ? CommandIds.insertLoadCode : null,
@@ -159,7 +156,7 @@ async function activate(
         return;
       }
       const widget = createRunWidget({
-        source: new RestDashboardSource(transport, b, a, cache),
+        source: new RestDashboardSource(transport, b, a),
         kind: model.runs.find((r) => r.path === b)?.kind ?? "folder",
         commands,
         insertCommand: notebooks ? CommandIds.insertLoadCode : null,

@@ -109,7 +109,7 @@ export class TracesModel implements ITracesModel, IDisposable {
   set settings(value: TracesSettings) {
     const old = this._settings;
     this._settings = { ...value, roots: [...value.roots] };
-    const where = old.roots.join("\n") !== value.roots.join("\n") || old.cacheDir !== value.cacheDir;
+    const where = old.roots.join("\n") !== value.roots.join("\n");
     if (where) {
       void this.refresh();
     } else if (old.refreshInterval !== value.refreshInterval) {
@@ -224,10 +224,7 @@ export class TracesModel implements ITracesModel, IDisposable {
 
   private async _list(): Promise<void> {
     try {
-      const listing = await this._api.listRuns({
-        roots: this._settings.roots,
-        cache: this._settings.cacheDir,
-      });
+      const listing = await this._api.listRuns({ roots: this._settings.roots });
       if (this._disposed) return;
       const runs = [...listing.runs].sort(newestFirst);
       if (this._listed) {

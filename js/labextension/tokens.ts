@@ -93,12 +93,10 @@ export type TaskState<T> =
   | { status: "ready"; data: T }
   | { status: "queued" | "running"; progress: TaskProgress; position?: number; elapsed_s?: number };
 
-/** Where to look for runs and where tv.load keeps its cache: from the settings. */
+/** Where to look for runs: from the settings (the cache folder is the server's configuration). */
 export interface ListOptions {
   /** Folders relative to the server root; empty: the server's configuration. */
   roots: string[];
-  /** A folder relative to the server root; "" for the server's default. */
-  cache: string;
 }
 
 /** One raw HTTP answer of `POST /traceview/api/dashboard` (dashboardsource.ts decodes it). */
@@ -111,7 +109,7 @@ export interface RawAnswer {
 /** The REST API under /traceview/api/ (api.ts); tests replace it with a mock. */
 export interface ITracesApi {
   listRuns(options: ListOptions): Promise<RunsListing>;
-  /** One command of a run's dashboard: `params` (path, baseline, cache) and the JSON body. */
+  /** One command of a run's dashboard: `params` (path, baseline) and the JSON body. */
   dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer>;
 }
 
@@ -129,12 +127,11 @@ export class TracesApiError extends Error {
 /** schema/plugin.json. */
 export interface TracesSettings {
   roots: string[];
-  cacheDir: string;
   /** Seconds between refreshes of the list; 0 turns live refresh off. */
   refreshInterval: number;
 }
 
-export const DEFAULT_SETTINGS: TracesSettings = { roots: [], cacheDir: "", refreshInterval: 5 };
+export const DEFAULT_SETTINGS: TracesSettings = { roots: [], refreshInterval: 5 };
 
 /** How a click or key changes the selection. */
 export type SelectMode = "replace" | "toggle" | "range";

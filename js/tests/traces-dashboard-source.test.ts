@@ -65,7 +65,7 @@ describe("RestDashboardSource", () => {
       json(202, { status: "running", progress: { stage: "utilization_heatmap", done: 2, total: 5 } }),
       { status: 200, body: encode({ tab: "overview", seq: 1 }, [new Uint8Array([42])]) },
     ]);
-    const source = new RestDashboardSource(t.send, "runs/a", "runs/base", () => " cache ");
+    const source = new RestDashboardSource(t.send, "runs/a", "runs/base");
     const reports: ProgressReport[] = [];
     const stop = source.onProgress((r) => reports.push(r));
     const answer = await source.invoke("_tab", { tab: "overview", seq: 1 });
@@ -74,7 +74,7 @@ describe("RestDashboardSource", () => {
     expect(answer.buffers[0]!.getUint8(0)).toBe(42);
     expect(t.calls).toHaveLength(3);
     expect(t.calls[0]).toEqual({
-      params: { path: "runs/a", baseline: "runs/base", cache: "cache" },
+      params: { path: "runs/a", baseline: "runs/base" }, // no cache: server configuration
       body: { command: "_tab", msg: { tab: "overview", seq: 1 } },
     });
     expect(reports.map((r) => [r.command, r.tab, r.label, r.done, r.total])).toEqual([

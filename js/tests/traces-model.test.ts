@@ -90,18 +90,17 @@ describe("TracesModel", () => {
     expect(changes).toBeGreaterThan(0);
   });
 
-  it("sends the settings' roots and cache folder", async () => {
+  it("sends the settings' roots (and no cache folder: that is the server's configuration)", async () => {
     const api = new MockApi([THREE]);
     const model = new TracesModel(api, {
       roots: ["exp", "traceview-runs"],
-      cacheDir: ".cache",
       refreshInterval: 5,
     });
     await model.refresh();
-    expect(api.calls).toEqual([{ roots: ["exp", "traceview-runs"], cache: ".cache" }]);
-    model.settings = { roots: ["exp"], cacheDir: ".cache", refreshInterval: 5 };
+    expect(api.calls).toEqual([{ roots: ["exp", "traceview-runs"] }]);
+    model.settings = { roots: ["exp"], refreshInterval: 5 };
     await vi.waitFor(() => expect(api.calls).toHaveLength(2)); // new roots: listed again at once
-    expect(api.calls[1]).toEqual({ roots: ["exp"], cache: ".cache" });
+    expect(api.calls[1]).toEqual({ roots: ["exp"] });
   });
 
   it("filters by every term, case-insensitively, and keeps the selection to what is shown", async () => {
@@ -234,7 +233,7 @@ describe("TracesModel", () => {
       run("a", 1, { status: "running", progress: { stage: "loading", done: 1, total: 8 } }),
     );
     const api = new MockApi([pending, pending, listing(run("a", 1)), listing(run("a", 1), run("b", 2))]);
-    const model = new TracesModel(api, { roots: [], cacheDir: "", refreshInterval: 30 });
+    const model = new TracesModel(api, { roots: [], refreshInterval: 30 });
     model.start();
     await vi.waitFor(() => expect(api.calls).toHaveLength(1));
     expect(model.pending).toBe(1);
@@ -256,11 +255,11 @@ describe("TracesModel", () => {
 
   it("does not refresh on its own with an interval of 0, nor after dispose", async () => {
     const api = new MockApi([THREE]);
-    const model = new TracesModel(api, { roots: [], cacheDir: "", refreshInterval: 0 });
+    const model = new TracesModel(api, { roots: [], refreshInterval: 0 });
     model.start();
     await vi.advanceTimersByTimeAsync(60_000);
     expect(api.calls).toHaveLength(1);
-    model.settings = { roots: [], cacheDir: "", refreshInterval: 2 };
+    model.settings = { roots: [], refreshInterval: 2 };
     await vi.advanceTimersByTimeAsync(2_000);
     expect(api.calls).toHaveLength(2);
     model.dispose();

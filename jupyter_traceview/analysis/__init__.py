@@ -41,6 +41,10 @@ from .nccl import nccl_summary as nccl_summary
 from .nvtx import nvtx_gpu_projection as nvtx_gpu_projection
 from .operators import frequent_kernel_sequences as frequent_kernel_sequences
 from .operators import op_kernels as op_kernels
+from .perfmodel import DevicePeaks as DevicePeaks
+from .perfmodel import mfu as mfu
+from .perfmodel import op_performance as op_performance
+from .perfmodel import peaks_table as peaks_table
 from .stragglers import stragglers as stragglers
 from .summary import summary as summary
 from .temporal import comm_comp_overlap as comm_comp_overlap

@@ -188,7 +188,9 @@ def _rank_breakdown(
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)
-        rank_of[np.lexsort((names.astype(str), -totals))] = np.arange(len(uniq))
+        # Names sort through their dense ranks: no fixed-width string array as wide as the longest name.
+        name_order = pd.factorize(pd.Series(names, dtype=object).astype(str), sort=True)[0]
+        rank_of[np.lexsort((name_order, -totals))] = np.arange(len(uniq))
         kept = rank_of < top_k
         remap = np.where(kept, np.cumsum(kept) - 1, int(kept.sum()))
         names = np.append(names[kept], OTHERS)

@@ -813,6 +813,16 @@ def _cross_rank_path(trace: Trace) -> pd.DataFrame:
         if root_is_source or (cur_rank, root_eid) in seen:
             break
         seen.add((cur_rank, root_eid))
+        if root_eid not in info[cur_rank]:
+            # Ties (events at one time, as in a trace whose timestamps are all equal) can leave a
+            # root that is not a communication kernel: the path starts there.
+            warnings.warn(
+                f"critical_path: rank {cur_rank}'s events tie in time; the path is traced back only "
+                "to where the ties begin",
+                TraceviewWarning,
+                stacklevel=3,
+            )
+            break
         key, own_start, own_root, own_low = info[cur_rank][root_eid]
         late = last_arrival.get(key)
         if late is not None and late[0] != cur_rank and late[1] > own_start:

@@ -167,9 +167,19 @@ def trace_diff(
         "total_delta_pct": delta_pct,
         "status": status,
     }
-    order = np.lexsort((out["name"].astype(str), out["kind"].astype(str), out["rank"], -np.abs(out["total_delta_ns"])))
+    # Names sort through their dense ranks (object strings): never a fixed-width string array,
+    # whose width is that of the longest name (a 50 MB kernel name made it allocate 40 GiB).
+    order = np.lexsort(
+        (_sort_ranks(out["name"]), _sort_ranks(out["kind"]), out["rank"], -np.abs(out["total_delta_ns"]))
+    )
     frame = pd.DataFrame({c: out[c][order] for c in columns})
     return frame.astype(columns)
+
+
+def _sort_ranks(values: np.ndarray) -> np.ndarray:
+    """Each value's place in the sorted distinct values (as strings), without a fixed-width copy."""
+    codes, _ = pd.factorize(pd.Series(values, dtype=object).astype(str), sort=True)
+    return codes
 
 
 def _keys(rank: np.ndarray, kind: np.ndarray, name: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -151,8 +151,11 @@ def _rank_threads(trace: Trace, rank: int, window: tuple[int, int] | None, bins:
     states = thread_states(ev, window)
     if not states:
         return None
-    lo = min(int(u[0][0]) for st in states.values() for u in st.values() if len(u[0]))
-    hi = max(int(u[1][-1]) for st in states.values() for u in st.values() if len(u[1]))
+    starts = [int(u[0][0]) for st in states.values() for u in st.values() if len(u[0])]
+    ends = [int(u[1][-1]) for st in states.values() for u in st.values() if len(u[1])]
+    if not starts or not ends:
+        return None  # threads without any interval (odd traces): nothing to bin
+    lo, hi = min(starts), max(ends)
     if window is not None:
         lo, hi = max(lo, window[0]), min(hi, window[1])
     span = max(hi - lo, bins)

@@ -30,6 +30,7 @@ from .diff import trace_diff_chart
 from .efficiency import efficiency_chart, iteration_chart
 from .kernels import kernel_duration_chart, kernel_type_chart, top_kernels_chart
 from .memory import memory_timeline_chart
+from .performance import roofline_chart, time_lost_chart
 from .threads import thread_activity_chart
 from .timeseries import (
     HEATMAP_KINDS,
@@ -56,9 +57,11 @@ __all__ = [
     "memory_timeline_chart",
     "nccl_bandwidth_chart",
     "queue_length_chart",
+    "roofline_chart",
     "stragglers_chart",
     "temporal_breakdown_chart",
     "thread_activity_chart",
+    "time_lost_chart",
     "time_unit",
     "timeline_overview_chart",
     "top_kernels_chart",

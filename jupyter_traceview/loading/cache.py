@@ -1,9 +1,17 @@
 """On-disk cache of parsed traces (Arrow IPC files), so that a second load is near-instant.
 
-An entry is keyed by the trace file's real path, size and modification time, the reader
-and schema versions and the reader options; a changed file or a new reader version simply
-misses. Entries live outside the trace folder, in the user cache directory by default
+An entry is keyed by the trace file's real path, size and modification time, a content
+fingerprint (a hash of its first and last 64 KiB: a file replaced by another of the same size
+and modification time, as restored backups, ``touch -r`` or ``rsync -t`` leave it, misses), the
+reader and schema versions and the reader options; a changed file or a new reader version
+simply misses. Entries live outside the trace folder, in the user cache directory by default
 (``~/.cache/jupyter_traceview`` on Linux).
+
+Integrity: ``meta.json`` records a CRC-32 of every Arrow file of the entry and of the ranks'
+metadata; any mismatch (flipped bytes, a truncated file, an edited or emptied ``meta.json``)
+is a miss, and the entry is deleted and written again by the parse that follows: a damaged
+cache heals itself instead of giving wrong figures. CRC-32 (ISA-L's, several GB/s) is there
+to catch damage, not tampering by someone who can write to the cache folder.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import json
 import os
 import shutil
 import uuid
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +41,15 @@ __all__ = ["clear_cache", "default_cache_dir", "prune"]
 MAX_BYTES = 20 * 2**30
 
 _TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
+#: Format of meta.json; entries of other formats are misses.
+ENTRY_FORMAT = 2
+#: Bytes hashed at each end of a trace file for its content fingerprint.
+FINGERPRINT_BYTES = 64 * 1024
+
+try:  # ISA-L's CRC-32 is about 4x faster than zlib's (isal is a dependency)
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - odd installs
+    _crc32 = zlib.crc32
 
 
 def default_cache_dir() -> Path:
@@ -49,11 +67,30 @@ def resolve_dir(cache: bool | str | os.PathLike[str]) -> Path | None:
     return Path(cache).expanduser()
 
 
+def fingerprint(path: str | os.PathLike[str], size: int) -> str:
+    """A cheap content fingerprint: BLAKE2b of the file's first and last 64 KiB and its size.
+
+    Never the whole file (a cached load must stay far faster than a parse); "" when the file
+    cannot be read (the parse that follows reports why).
+    """
+    h = hashlib.blake2b(str(size).encode(), digest_size=16)
+    try:
+        with open(path, "rb") as fh:
+            h.update(fh.read(FINGERPRINT_BYTES))
+            if size > FINGERPRINT_BYTES:
+                fh.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
+                h.update(fh.read(FINGERPRINT_BYTES))
+    except OSError:
+        return ""
+    return h.hexdigest()
+
+
 def entry_key(tf: TraceFile, options: dict[str, Any]) -> str:
     ident = [
         os.path.realpath(tf.path),
         tf.size,
         tf.mtime_ns,
+        fingerprint(tf.path, tf.size),
         READER_VERSION,
         SCHEMA_VERSION,
         sorted(options.items()),
@@ -92,24 +129,43 @@ def _from_arrow(table: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
+class _Damaged(ValueError):
+    """An entry whose checksums or structure do not match: a miss."""
+
+
+def _ranks_crc(metas: Any) -> int:
+    return _crc32(json.dumps(metas, sort_keys=True, separators=(",", ":")).encode())
+
+
 def read(cache_dir: Path, key: str) -> list[RankData] | None:
-    """The cached ranks of an entry, or None if it is missing or unreadable."""
+    """The cached ranks of an entry, or None if it is missing, unreadable or damaged (then deleted)."""
     entry = cache_dir / key
     meta_path = entry / "meta.json"
     if not meta_path.is_file():
         return None
     try:
-        metas = json.loads(meta_path.read_text())
-        os.utime(meta_path)  # last use, for pruning
+        doc = json.loads(meta_path.read_text())
+        if not isinstance(doc, dict) or doc.get("format") != ENTRY_FORMAT:
+            raise _Damaged("not an entry of this format")
+        metas, crcs = doc["ranks"], doc["crc32"]
+        if not isinstance(metas, list) or not metas or not isinstance(crcs, dict):
+            raise _Damaged("no ranks")
+        if doc["ranks_crc32"] != _ranks_crc(metas):
+            raise _Damaged("meta.json was changed")
         out = []
         for i, meta in enumerate(metas):
             tables = {}
             for name in _TABLES:
-                with pa.memory_map(str(entry / f"r{i}.{name}.arrow"), "r") as source:
+                file_name = f"r{i}.{name}.arrow"
+                with pa.memory_map(str(entry / file_name), "r") as source:
+                    if _crc32(memoryview(source.read_buffer())) != crcs[file_name]:
+                        raise _Damaged(f"{file_name} was changed")
+                    source.seek(0)
                     tables[name] = _from_arrow(pa.ipc.open_file(source).read_all())
             out.append(RankData(meta=RankMeta.from_json(meta), **tables))
+        os.utime(meta_path)  # last use, for pruning
         return out
-    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, pa.ArrowException):
         # A damaged entry is a miss; it is rewritten after parsing.
         shutil.rmtree(entry, ignore_errors=True)
         return None
@@ -121,15 +177,22 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
     tmp = cache_dir / f".{key}.{uuid.uuid4().hex}.tmp"
     try:
         tmp.mkdir(parents=True, exist_ok=False)
+        crcs: dict[str, int] = {}
         for i, d in enumerate(ranks):
             for name in _TABLES:
                 batch = _to_arrow(getattr(d, name))
+                file_name = f"r{i}.{name}.arrow"
                 with (
-                    pa.OSFile(str(tmp / f"r{i}.{name}.arrow"), "wb") as sink,
+                    pa.OSFile(str(tmp / file_name), "wb") as sink,
                     pa.ipc.new_file(sink, batch.schema) as writer,
                 ):
                     writer.write_batch(batch)
-        (tmp / "meta.json").write_text(json.dumps([d.meta.to_json() for d in ranks]))
+                with pa.memory_map(str(tmp / file_name), "r") as written:
+                    crcs[file_name] = _crc32(memoryview(written.read_buffer()))
+        # The metadata as it will be read back (JSON round trip), so that its CRC matches.
+        metas = json.loads(json.dumps([d.meta.to_json() for d in ranks]))
+        doc = {"format": ENTRY_FORMAT, "ranks": metas, "ranks_crc32": _ranks_crc(metas), "crc32": crcs}
+        (tmp / "meta.json").write_text(json.dumps(doc))
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)
         os.replace(tmp, entry)

@@ -191,6 +191,9 @@ class TraceviewMagics(Magics):
                 "`%load_ext jupyter_traceview` (which handles such cells) and keep autoawait on"
             )
         session = self._session(options)
+        if session is None:  # no run folder: the cell runs once, unprofiled (see _session)
+            code.show(code.run())
+            return
         try:
             for k in range(session.total_runs):
                 values = code.run()
@@ -209,6 +212,9 @@ class TraceviewMagics(Magics):
         options = _options(args, cell)
         code = _Cell(self.shell, f"%%traceprofile {line}".rstrip(), cell)
         session = self._session(options)
+        if session is None:
+            code.show(await code.run_async())
+            return
         try:
             for k in range(session.total_runs):
                 values = await code.run_async()
@@ -220,14 +226,24 @@ class TraceviewMagics(Magics):
         code.show(values)
         self._report(session, outcome, args, cell)
 
-    def _session(self, options: recording.ProfileOptions) -> recording.ProfileSession:
+    def _session(self, options: recording.ProfileOptions) -> recording.ProfileSession | None:
+        """A started profiling session; None when no run folder can be created.
+
+        The user's work comes first: without a folder to save into (a read-only or full
+        disk, a file in the way) the cell still runs, once and unprofiled, after a warning.
+        """
         try:
             session = recording.ProfileSession(options)
         except recording.TorchMissingError as exc:
             raise UsageError(f"%%traceprofile: {exc}") from None
         except OSError as exc:
             where = options.out / options.name
-            raise UsageError(f"%%traceprofile: cannot create a run folder in {where}: {exc.strerror or exc}") from None
+            why = "disk full (ENOSPC)" if recording.disk_full(exc) else exc.strerror or str(exc)
+            print(
+                f"traceview: cannot create a run folder in {where} ({why}); running the cell once without profiling",
+                file=sys.stderr,
+            )
+            return None
         try:
             session.start()
         except BaseException:
@@ -237,11 +253,13 @@ class TraceviewMagics(Magics):
 
     @staticmethod
     def _stop(session: recording.ProfileSession, error: BaseException | None) -> recording.RunOutcome | None:
-        """Stop profiling and save the trace; None (with a message) if that failed."""
+        """Stop profiling and save the trace; None (with a message, the empty run folder removed) if that failed."""
         try:
             return session.finish(error)
         except Exception as exc:  # noqa: BLE001 - the cell's own error (if any) must still propagate
             print(f"traceview: could not save the trace to {session.run_dir}: {exc}", file=sys.stderr)
+            if session.world_size <= 1:
+                session.discard()  # only if empty: a failed save leaves no empty run folder
             return None
 
     def _report_failure(self, session: recording.ProfileSession, error: BaseException, args: Any, cell: str) -> None:

@@ -13,7 +13,9 @@ import ast
 import builtins
 import contextlib
 import datetime as _dt
+import errno
 import getpass
+import glob
 import json
 import math
 import os
@@ -164,6 +166,48 @@ def cell_name(source: str) -> str:
 
 
 # ---------------------------------------------------------------------- files
+#: Less free space than this after a failed save: the disk is full, whatever the error said.
+_FULL_BYTES = 1 << 20
+
+
+def _errnos(exc: BaseException) -> set[int]:
+    """The errno of ``exc`` and of the exceptions it was raised from."""
+    out: set[int] = set()
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno is not None:
+            out.add(seen.errno)
+        seen = seen.__cause__ or seen.__context__
+    return out
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is ENOSPC or EDQUOT (quota exceeded)."""
+    return bool({errno.ENOSPC, errno.EDQUOT} & _errnos(exc))
+
+
+def save_error(folder: Path, exc: BaseException) -> Exception:
+    """What to tell the user when saving into ``folder`` failed with ``exc``.
+
+    A full disk (ENOSPC, or hardly any space left: the profiler then reports a misleading
+    "No such file or directory") says so plainly; other errors are returned as they are.
+    """
+    full = disk_full(exc)
+    if not full:
+        try:
+            full = shutil.disk_usage(folder).free < _FULL_BYTES
+        except OSError:
+            full = False
+    if full:
+        return TraceviewError(
+            f"disk full (ENOSPC): no space left to save the trace in {folder}; "
+            "free some space (or pass --out to a folder on another disk) and run the cell again"
+        )
+    return exc if isinstance(exc, Exception) else TraceviewError(str(exc))
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -422,8 +466,17 @@ class ProfileSession:
         try:
             prof.export_chrome_trace(str(raw))
             write_atomic(self.trace_path, _gzip_into(raw))
+        except Exception as exc:
+            err = save_error(self.run_dir, exc)
+            if err is exc:
+                raise
+            raise err from exc
         finally:
-            raw.unlink(missing_ok=True)
+            # The raw export and whatever the profiler left beside it (Kineto writes
+            # "<name>.tmp" and renames it; on a full disk that rename fails and it stays).
+            for leftover in [raw, *self.run_dir.glob(f"{glob.escape(raw.name)}*")]:
+                with contextlib.suppress(OSError):
+                    leftover.unlink(missing_ok=True)
 
     def _gather_ranks(self, *, failed: bool) -> list[Path]:
         """Tell the others this rank is done; rank 0 waits (bounded) for every rank's file."""

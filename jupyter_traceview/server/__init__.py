@@ -26,9 +26,11 @@ class TraceviewServer(Configurable):
     max_depth = Int(6, help="How deep folders are searched for runs").tag(config=True)
     max_runs = Int(2000, help="At most this many runs are listed").tag(config=True)
     workers = Int(1, help="Processes analysing runs in the background").tag(config=True)
-    cache_dir = Unicode("", help="Cache folder for parsed traces (empty: jupyter_traceview's default user cache)").tag(
-        config=True
-    )
+    cache_dir = Unicode(
+        "",
+        help="Cache folder for parsed traces (empty: jupyter_traceview's default user cache). "
+        "Server configuration only: no request can choose it.",
+    ).tag(config=True)
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
@@ -41,6 +43,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     root = Path(serverapp.root_dir).expanduser().resolve()
     analyzer = Analyzer(root, workers=config.workers, cache=config.cache_dir or True)
     atexit.register(analyzer.close)
+    serverapp.web_app.settings["traceview_analyzer"] = analyzer
     base = serverapp.web_app.settings["base_url"]
     args = {"analyzer": analyzer, "config": config}
     serverapp.web_app.add_handlers(

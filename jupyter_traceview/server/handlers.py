@@ -6,11 +6,11 @@ server root (see runs.resolve_run), bounds what it accepts and returns, and answ
 as JSON ``{"message": ...}`` without stack traces.
 
 =========================================  ==============================================
-``GET runs[?roots=a,b][&cache=dir]``       the runs, newest first, with headline figures
-``GET run?path=p[&cache=dir]``             one run's dashboard data (202 while computing)
-``GET diff?a=p&b=q[&cache=dir]``           ``tv.trace_diff(a, b)`` (202 while computing)
+``GET runs[?roots=a,b]``                   the runs, newest first, with headline figures
+``GET run?path=p``                         one run's dashboard data (202 while computing)
+``GET diff?a=p&b=q``                       ``tv.trace_diff(a, b)`` (202 while computing)
 ``POST dashboard?path=p[&baseline=q]``     one command of the dashboard's front end
-``[&cache=dir]``, body ``{command, msg}``  (js/dashboard; 202 while computing)
+body ``{command, msg}``                    (js/dashboard; 202 while computing)
 =========================================  ==============================================
 
 The dashboard endpoint answers the commands that ``tv.Dashboard`` answers in a kernel
@@ -19,8 +19,12 @@ timeline's state and its window answers), so the run panel shows the same dashbo
 ready answer is binary: a 4-byte big-endian length, that many bytes of JSON
 ``{"status": "ready", "msg": ..., "buffers": [byte lengths]}``, then the buffers.
 
-``cache`` is a folder relative to the server root for tv.load's on-disk cache (created if
-missing); without it the server's ``c.TraceviewServer.cache_dir`` (or the user cache) is used.
+A GET has no side effects beyond starting (and caching) analyses: where tv.load keeps its
+on-disk cache is server configuration (``c.TraceviewServer.cache_dir``), never a request
+parameter. Every size a client sends is bounded: query arguments (MAX_QUERY characters),
+the roots of a listing (MAX_ROOTS), a command's body (MAX_BODY bytes, nested at most
+MAX_DEPTH deep); the sizes inside a command (a window's width, a search pattern) are
+clamped by the command's own protocol.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from .runs import PathRefused, RunEntry, find_runs, resolve_cache_dir, resolve_inside, resolve_run
+from .runs import PathRefused, RunEntry, find_runs, resolve_inside, resolve_run
 from .worker import Analyzer
 
 AUTH_RESOURCE = "traceview"
@@ -44,6 +48,8 @@ MAX_QUERY = 4096
 MAX_ROOTS = 64
 #: Largest dashboard command accepted (bytes of the request body).
 MAX_BODY = 64 * 1024
+#: Deepest nesting of lists and objects accepted in a dashboard command.
+MAX_DEPTH = 32
 #: Largest dashboard answer sent (bytes: JSON and buffers).
 MAX_ANSWER = 256 * 1024 * 1024
 #: How long a dashboard request waits for its answer before it is told to ask again (s).
@@ -80,13 +86,6 @@ class _Base(APIHandler):
             raise PathRefused(400, f"query argument {name!r} is too long")
         return value
 
-    def cache(self) -> str | bool | None:
-        """The ``cache`` argument, resolved inside the root (None: the server's setting)."""
-        rel = self.query("cache").strip()
-        if not rel:
-            return None
-        return str(resolve_cache_dir(self.analyzer.root_path, rel))
-
     def run(self, rel: str) -> RunEntry:
         """The run at ``rel`` (relative to the root), or PathRefused."""
         return resolve_run(self.root, rel, memo=self.analyzer.sniff_memo)
@@ -120,7 +119,6 @@ class RunsHandler(_Base):
             for r in roots:
                 if r not in ("", "."):
                     resolve_inside(self.analyzer.root_path, r)
-            cache = self.cache()
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
@@ -135,11 +133,11 @@ class RunsHandler(_Base):
                 memo=self.analyzer.sniff_memo,
             ),
         )
-        out = [self._row(entry, cache) for entry in runs]
+        out = [self._row(entry) for entry in runs]
         self.finish(json.dumps({"runs": out, "truncated": len(runs) >= self.tv_config.max_runs}))
 
-    def _row(self, entry: RunEntry, cache: str | bool | None) -> dict[str, Any]:
-        state = self.analyzer.status("headline", entry, cache=cache)
+    def _row(self, entry: RunEntry) -> dict[str, Any]:
+        state = self.analyzer.status("headline", entry)
         row: dict[str, Any] = {
             "path": entry.path,
             "name": entry.path.rsplit("/", 1)[-1],
@@ -166,11 +164,10 @@ class RunHandler(_Base):
     async def get(self) -> None:
         try:
             entry = self.run(self.query("path"))
-            cache = self.cache()
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
-        self.answer(self.analyzer.status("run", entry, cache=cache), path=entry.path)
+        self.answer(self.analyzer.status("run", entry), path=entry.path)
 
 
 class DiffHandler(_Base):
@@ -182,11 +179,10 @@ class DiffHandler(_Base):
         try:
             a = self.run(self.query("a"))
             b = self.run(self.query("b"))
-            cache = self.cache()
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
-        self.answer(self.analyzer.status("diff", a, b, cache=cache), a=a.path, b=b.path)
+        self.answer(self.analyzer.status("diff", a, b), a=a.path, b=b.path)
 
 
 class DashboardHandler(_Base):
@@ -205,7 +201,6 @@ class DashboardHandler(_Base):
             entry = self.run(self.query("path"))
             baseline_rel = self.query("baseline")
             entries = (entry, self.run(baseline_rel)) if baseline_rel else (entry,)
-            cache = self.cache()
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
@@ -217,10 +212,10 @@ class DashboardHandler(_Base):
             self._send_answer({"version": version, "bytes": len(js)}, [js])
             return
         args = (command, msg)
-        state = self.analyzer.status("command", *entries, cache=cache, args=args)
+        state = self.analyzer.status("command", *entries, args=args)
         if state["status"] in ("queued", "running"):
             await self.analyzer.wait("command", *entries, args=args, timeout=LONG_POLL_S)
-            state = self.analyzer.status("command", *entries, cache=cache, args=args)
+            state = self.analyzer.status("command", *entries, args=args)
         if state["status"] == "ready":
             self._send_answer(state["result"]["msg"], state["result"]["buffers"])
         elif state["status"] == "error":
@@ -238,6 +233,10 @@ class DashboardHandler(_Base):
             request = json.loads(body)
         except (UnicodeDecodeError, ValueError):
             raise PathRefused(400, 'the body must be JSON: {"command": ..., "msg": {...}}') from None
+        except RecursionError:
+            raise PathRefused(400, f"the body is nested too deeply (at most {MAX_DEPTH} levels)") from None
+        if _depth(request) > MAX_DEPTH:
+            raise PathRefused(400, f"the body is nested too deeply (at most {MAX_DEPTH} levels)")
         if not isinstance(request, dict):
             raise PathRefused(400, 'the body must be a JSON object: {"command": ..., "msg": {...}}')
         command = request.get("command")
@@ -263,6 +262,25 @@ class DashboardHandler(_Base):
         for b in buffers:
             self.write(b)
         self.finish(set_content_type="application/octet-stream")
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in a JSON value (a scalar: 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _finite(value: Any) -> Any:

@@ -4,18 +4,40 @@ Pure functions (no server imports) so that they are tested on their own. Every p
 comes from a request goes through :func:`resolve_run`, which refuses absolute paths,
 ``..``, paths whose real location (symlinks resolved) leaves the root, and anything that
 is not a trace run.
+
+Only regular files are ever opened (checked with ``lstat``, opened with ``O_NONBLOCK`` and
+checked again with ``fstat``): a FIFO or a device named ``*.json`` is skipped, never read,
+and a symbolic link inside a run folder is not part of the run. A run's
+:attr:`RunEntry.files` are exactly the files the worker reads (:func:`open_checked`).
+
+A run folder may hold a load options file, ``.traceview-load.json`` (see
+:func:`read_load_options` and docs/runs.md): ``tv.load`` options for the sidebar's loads.
 """
 
 from __future__ import annotations
 
+import errno
 import gzip
+import io
+import json
 import os
 import re
 import stat
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-__all__ = ["PathRefused", "RunEntry", "find_runs", "resolve_cache_dir", "resolve_inside", "resolve_run"]
+__all__ = [
+    "LOAD_OPTIONS",
+    "PathRefused",
+    "RunEntry",
+    "check_regular_file",
+    "find_runs",
+    "read_load_options",
+    "resolve_inside",
+    "resolve_run",
+]
 
 #: Names of folders never searched (environments, caches, VCS).
 SKIP_DIRS = frozenset(
@@ -24,6 +46,14 @@ SKIP_DIRS = frozenset(
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
 NSYS_SUFFIX = ".sqlite"
 RUN_RECORD = ".traceview-run.json"
+#: The per-run load options file (see read_load_options).
+LOAD_OPTIONS = ".traceview-load.json"
+#: Largest load options file read (bytes).
+MAX_OPTIONS_BYTES = 1 << 20
+#: Most entries of ``pid_map`` and ``ranks`` in a load options file.
+MAX_OPTION_ITEMS = 65536
+#: Ranks must be below this.
+MAX_RANK = 2**31
 #: Percent-encoded ".", "/", "\\" and NUL: refused in (already decoded) request paths.
 _ENCODED = re.compile(r"%(2e|2f|5c|00)", re.IGNORECASE)
 
@@ -51,8 +81,12 @@ class RunEntry:
     mtime: float
     #: Total size of its files, bytes.
     size: int
-    #: Identity of the run's content: (file, size, mtime_ns) triples.
+    #: Identity of the run's content: (file, size, mtime_ns) triples (the load options file included).
     signature: tuple[tuple[str, int, int], ...] = field(repr=False)
+    #: tv.load options from the run's load options file, as canonical JSON ("" without one).
+    load_options: str = ""
+    #: Why the run's load options file was refused ("" when it was read or is absent).
+    options_error: str = ""
 
 
 #: Sniff results kept in a memo (see find_runs) before it is emptied.
@@ -68,12 +102,12 @@ def _looks_like_trace(path: Path, memo: SniffMemo | None = None) -> bool:
     With ``memo``, results are kept by size and modification time: the sidebar lists runs
     every few seconds, and a gzip sniff costs an open and a decompression.
     """
+    try:
+        st = check_regular_file(path)
+    except OSError:
+        return False  # gone, or not a regular file: never opened
     if memo is None:
         return _sniff(path)
-    try:
-        st = path.stat()
-    except OSError:
-        return True  # unreadable: list it, so that its error shows
     key = (str(path), st.st_size, st.st_mtime_ns)
     known = memo.get(key)
     if known is None:
@@ -84,17 +118,44 @@ def _looks_like_trace(path: Path, memo: SniffMemo | None = None) -> bool:
     return known
 
 
+def open_checked(path: str | os.PathLike[str]) -> io.BufferedReader:
+    """``path`` opened for reading if it is a regular file (not a link, FIFO or device); else OSError.
+
+    Opened with ``O_NOFOLLOW | O_NONBLOCK`` (opening a FIFO never blocks) and checked with
+    ``fstat`` after opening, so that a file swapped for something else in between is refused.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return open(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_regular_file(path: str | os.PathLike[str]) -> os.stat_result:
+    """``lstat(path)`` if it is a regular file (not a link, FIFO or device); else OSError."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return st
+
+
 def _sniff(path: Path) -> bool:
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-        if head == b"\x1f\x8b":
-            with gzip.open(path, "rb") as gz:
-                start = gz.read(65536)
-        else:
-            with open(path, "rb") as fh:
-                start = fh.read(65536)
-    except (OSError, EOFError):
+        with open_checked(path) as fh:
+            head = fh.read(65536)
+            if head[:2] == b"\x1f\x8b":
+                fh.seek(0)
+                with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+                    start = gz.read(65536)
+            else:
+                start = head
+    except (OSError, EOFError, zlib.error):
         return True  # unreadable or truncated: list it, so that its error shows
     text = start.lstrip()
     return text[:1] in (b"{", b"[") and (b'"traceEvents"' in start or b'"ph"' in start or b'"schemaVersion"' in start)
@@ -102,7 +163,7 @@ def _sniff(path: Path) -> bool:
 
 def _is_sqlite(path: Path) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with open_checked(path) as fh:
             return fh.read(16) == b"SQLite format 3\x00"
     except OSError:
         return True
@@ -121,18 +182,100 @@ def _entry(root: Path, folder: Path, files: list[Path], kind: str, as_path: Path
     mtime = 0.0
     size = 0
     for f in files:
-        st = f.stat()
+        st = check_regular_file(f)
         sig.append((f.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
         mtime = max(mtime, st.st_mtime)
         size += st.st_size
+    options, error = "", ""
+    extra: list[tuple[str, int, int]] = []
+    if kind in ("folder", "traceprofile"):
+        opt_path = folder / LOAD_OPTIONS
+        try:
+            opt_st: os.stat_result | None = os.lstat(opt_path)
+        except OSError:
+            opt_st = None
+        if opt_st is not None:
+            extra.append((opt_path.relative_to(root).as_posix(), opt_st.st_size, opt_st.st_mtime_ns))
+            try:
+                options = json.dumps(read_load_options(opt_path), sort_keys=True, separators=(",", ":"))
+            except LoadOptionsError as exc:
+                error = str(exc)
     return RunEntry(
         path=as_path.relative_to(root).as_posix() or ".",
         kind=kind,
         files=tuple(s[0] for s in sig),
         mtime=mtime,
         size=size,
-        signature=tuple(sig),
+        signature=tuple(sig + extra),
+        load_options=options,
+        options_error=error,
     )
+
+
+class LoadOptionsError(ValueError):
+    """A load options file that was refused; the message names the file and what is wrong."""
+
+
+def read_load_options(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The validated tv.load options of a run's load options file (``.traceview-load.json``).
+
+    A JSON object with any of ``pid_map`` (an object: process id as written in the trace ->
+    rank), ``ranks`` (a list of ranks to load) and ``on_error`` (``"raise"`` or ``"skip"``).
+    Returns them as keyword arguments of tv.load, as JSON (``pid_map`` keys are strings;
+    the worker turns decimal ones into ints, as process ids written as numbers). Raises LoadOptionsError (naming the file) for a file that is not a regular
+    file, larger than 1 MiB, not a JSON object, or holding other keys or bad values.
+    """
+    name = Path(path).name
+    try:
+        with open_checked(path) as fh:
+            raw = fh.read(MAX_OPTIONS_BYTES + 1)
+    except OSError as exc:
+        raise LoadOptionsError(f"{name}: cannot be read ({exc.strerror or 'not a regular file'})") from None
+    if len(raw) > MAX_OPTIONS_BYTES:
+        raise LoadOptionsError(f"{name}: larger than {MAX_OPTIONS_BYTES >> 20} MiB")
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise LoadOptionsError(f'{name}: not valid JSON; write an object such as {{"on_error": "skip"}}') from None
+    if not isinstance(doc, dict):
+        raise LoadOptionsError(f"{name}: must be a JSON object with pid_map, ranks or on_error")
+    unknown = sorted(set(doc) - {"pid_map", "ranks", "on_error"})
+    if unknown:
+        raise LoadOptionsError(
+            f"{name}: unknown key(s) {', '.join(map(repr, unknown[:5]))}; known: pid_map, ranks, on_error"
+        )
+    out: dict[str, Any] = {}
+    if "on_error" in doc:
+        if doc["on_error"] not in ("raise", "skip"):
+            raise LoadOptionsError(f'{name}: on_error must be "raise" or "skip"')
+        out["on_error"] = doc["on_error"]
+    if "ranks" in doc:
+        ranks = doc["ranks"]
+        if (
+            not isinstance(ranks, list)
+            or not ranks
+            or len(ranks) > MAX_OPTION_ITEMS
+            or not all(_is_rank(r) for r in ranks)
+        ):
+            raise LoadOptionsError(
+                f"{name}: ranks must be a non-empty list of at most {MAX_OPTION_ITEMS} integers from 0 to {MAX_RANK - 1}"
+            )
+        out["ranks"] = sorted(set(ranks))
+    if "pid_map" in doc:
+        pid_map = doc["pid_map"]
+        if not isinstance(pid_map, dict) or not pid_map or len(pid_map) > MAX_OPTION_ITEMS:
+            raise LoadOptionsError(f"{name}: pid_map must be a non-empty object of at most {MAX_OPTION_ITEMS} entries")
+        for pid, rank in pid_map.items():
+            if len(pid) > 256 or not _is_rank(rank):
+                raise LoadOptionsError(
+                    f"{name}: pid_map maps process ids (at most 256 characters) to ranks from 0 to {MAX_RANK - 1}"
+                )
+        out["pid_map"] = dict(pid_map)
+    return out
+
+
+def _is_rank(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_RANK
 
 
 def find_runs(
@@ -182,8 +325,8 @@ def find_runs(
                         stack.append((p, depth + 1))
                 elif e.name == RUN_RECORD:
                     has_record = True
-                elif e.name.startswith("."):
-                    continue
+                elif e.name.startswith(".") or not stat.S_ISREG(st.st_mode):
+                    continue  # hidden, or not a regular file (a FIFO, a device): never opened
                 elif e.name.lower().endswith(TRACE_SUFFIXES) and _looks_like_trace(p, memo):
                     traces.append(p)
                 elif e.name.lower().endswith(NSYS_SUFFIX) and _is_sqlite(p):
@@ -237,40 +380,24 @@ def resolve_run(root: str | os.PathLike[str], rel: str, *, memo: SniffMemo | Non
         traces = []
         has_record = (real / RUN_RECORD).is_file()
         for p in sorted(real.iterdir()):
-            if p.is_symlink() or p.name.startswith(".") or not p.is_file():
+            try:
+                regular = stat.S_ISREG(os.lstat(p).st_mode)
+            except OSError:
                 continue
+            if p.name.startswith(".") or not regular:
+                continue  # hidden, a link, a FIFO, a device: not part of the run
             if p.name.lower().endswith(TRACE_SUFFIXES) and _looks_like_trace(p, memo):
                 traces.append(p)
         if not traces:
             raise PathRefused(400, f"{rel} holds no trace files")
         return _entry(base, real, traces, "traceprofile" if has_record else "folder", real)
+    try:
+        check_regular_file(real)
+    except OSError:
+        raise PathRefused(400, f"{rel} is not a regular file or a folder") from None
     name = real.name.lower()
     if name.endswith(TRACE_SUFFIXES) and _looks_like_trace(real, memo):
         return _entry(base, real.parent, [real], "file", real)
     if name.endswith(NSYS_SUFFIX) and _is_sqlite(real):
         return _entry(base, real.parent, [real], "nsys", real)
     raise PathRefused(400, f"{rel} is not a trace file or a folder of traces")
-
-
-def resolve_cache_dir(root: Path, rel: str) -> Path:
-    """The cache folder ``rel`` (relative to ``root``), created if missing; PathRefused if it leaves the root.
-
-    The rules of :func:`resolve_inside` (no absolute paths, no ``..``, symlinks must stay
-    inside the root), checked before and after the folder is created.
-    """
-    base = root.resolve()
-    target = base.joinpath(*_relative_parts(rel, "a cache folder"))
-    try:
-        if not _within(base, target.resolve()):
-            raise PathRefused(403, "the cache folder leads outside the server root")
-        if target.exists() and not target.is_dir():
-            raise PathRefused(400, f"the cache folder {rel} is not a folder")
-        target.mkdir(parents=True, exist_ok=True)
-        real = target.resolve(strict=True)
-    except (OSError, RuntimeError) as exc:
-        raise PathRefused(
-            400, f"cannot create the cache folder {rel}: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
-    if not _within(base, real):
-        raise PathRefused(403, "the cache folder leads outside the server root")
-    return real

@@ -5,6 +5,16 @@ of two runs) on a process pool, interactive tasks before background ones, and ke
 results in memory by run signature (paths, sizes, modification times), so a changed run is
 analysed again. Parsing goes through tv.load's on-disk cache; a worker process also keeps
 its last loaded traces, so that the figures, the dashboard and a diff of one run load it once.
+
+A worker reads exactly the files that the path check validated (``RunEntry.files``, each
+checked again to be a regular file inside the root, not a link), with the run's load
+options (``RunEntry.load_options``); error messages never quote file content.
+
+Faults: each worker process leads its own process group (its parse pool's children
+included). A worker that dies (killed, out of memory) or a progress Manager that dies is
+noticed on the next request or by a watchdog; the whole group is killed, a fresh pool and
+Manager are started, and the tasks that were running are retried once. A crash is reported
+once ("the analysis process stopped"); asking again tries again.
 """
 
 from __future__ import annotations
@@ -16,6 +26,10 @@ import heapq
 import itertools
 import json
 import math
+import os
+import re
+import signal
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -52,6 +66,12 @@ KEEP_ERRORS = 4096
 MAX_MESSAGE = 2000
 #: Dashboards (their analyses' frames, their timeline index) kept in a worker process.
 KEEP_DASHBOARDS = 2
+#: Times a task is run again after its worker died under it.
+RETRIES = 1
+#: Seconds between the watchdog's checks of the worker processes while tasks run.
+WATCH_S = 1.0
+#: What a task reports when its worker died twice under it.
+CRASHED = "the analysis process stopped while working on this run (out of memory?); ask again to retry"
 
 
 # ---------------------------------------------------------------------------------------
@@ -68,30 +88,77 @@ def _frame_json(df: Any, max_rows: int = MAX_ROWS) -> dict[str, Any]:
     return {"columns": payload["columns"], "data": payload["data"], "rows": rows, "truncated": truncated}
 
 
-#: Loaded traces of this worker process, by (path, signature, cache), most recent last.
+#: Loaded traces of this worker process, by (path, signature, cache, load options), most recent last.
 #: Only worker processes fill it (the server process never loads traces).
-_LOADED: OrderedDict[tuple[str, Any, Any], Any] = OrderedDict()
+_LOADED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+
+def _report(progress: Any, label: str, value: dict[str, Any]) -> None:
+    """Progress into the Manager's table; a dead Manager only loses the progress (the server restarts it)."""
+    if progress is None:
+        return
+    with contextlib.suppress(Exception):
+        progress[label] = value
+
+
+def _checked_files(root: str, entry: RunEntry) -> list[Path]:
+    """The run's files, each checked again: a regular file (no link) whose real path is where the check found it."""
+    from ..errors import TraceFormatError
+    from .runs import check_regular_file
+
+    base = Path(root)
+    out = []
+    for rel in entry.files:
+        path = base / rel
+        try:
+            check_regular_file(path)
+            real = os.path.realpath(path)
+        except OSError:
+            raise TraceFormatError(rel, "is no longer a regular file", "Refresh the list of runs") from None
+        if real != str(path):
+            raise TraceFormatError(
+                rel, "leads elsewhere through a symbolic link", "Only regular files are read"
+            ) from None
+        out.append(path)
+    return out
 
 
 def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: str, stage: str = "loading") -> Any:
     import warnings
 
+    from ..errors import TraceFormatError
     from ..loading.loader import load
+    from ..model.trace import Trace
 
-    key = (entry.path, entry.signature, cache)
+    key = (entry.path, entry.signature, cache, entry.load_options)
     if key in _LOADED:
         _LOADED.move_to_end(key)
         return _LOADED[key]
 
     def report(done: int, total: int) -> None:
-        if progress is not None:
-            progress[label] = {"stage": stage, "done": done, "total": total}
+        _report(progress, label, {"stage": stage, "done": done, "total": total})
 
-    base = Path(root)
-    target = base / entry.path if entry.kind in ("folder", "traceprofile") else [base / f for f in entry.files]
+    if entry.options_error:
+        raise TraceFormatError(entry.path, entry.options_error, "Fix or remove the run's load options file")
+    options = json.loads(entry.load_options) if entry.load_options else {}
+    if "pid_map" in options:
+        # JSON keys are strings: process ids written as integers in the trace are ints again.
+        options["pid_map"] = {
+            int(k) if re.fullmatch(r"-?[0-9]{1,18}", k) else k: v for k, v in options["pid_map"].items()
+        }
+    # Exactly the files the path check validated: never the folder (which could hold more).
+    files = _checked_files(root, entry)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trace = load(target, cache=cache, on_progress=report, progress=False)
+        trace = load(files, cache=cache, on_progress=report, progress=False, **options)
+    if entry.kind in ("folder", "traceprofile"):
+        # Named after the run's folder, as tv.load(folder) names it.
+        trace = Trace(
+            [trace.rank_data(r) for r in trace.ranks],
+            classifier=trace.classifier,
+            source=str(Path(root) / entry.path),
+            _classified=True,
+        )
     _LOADED[key] = trace
     while len(_LOADED) > KEEP_TRACES:
         _LOADED.popitem(last=False)
@@ -99,8 +166,7 @@ def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: s
 
 
 def _stage(progress: Any, label: str, stage: str) -> None:
-    if progress is not None:
-        progress[label] = {"stage": stage, "done": 0, "total": 1}
+    _report(progress, label, {"stage": stage, "done": 0, "total": 1})
 
 
 def _clean(value: Any) -> Any:
@@ -197,9 +263,9 @@ def compute_command(
 
     entry, *rest = entries
     baseline = rest[0] if rest else None
-    key: tuple[Any, ...] = (entry.path, entry.signature, cache)
+    key: tuple[Any, ...] = (entry.path, entry.signature, cache, entry.load_options)
     if baseline is not None:
-        key = (*key, baseline.path, baseline.signature)
+        key = (*key, baseline.path, baseline.signature, baseline.load_options)
     data = _DASHBOARDS.get(key)
     if data is None:
         trace = _load(root, entry, cache, progress, label)
@@ -212,8 +278,7 @@ def compute_command(
         _DASHBOARDS.move_to_end(key)
 
     def report(done: int, total: int, what: str) -> None:
-        if progress is not None:
-            progress[label] = {"stage": what, "done": done, "total": total}
+        _report(progress, label, {"stage": what, "done": done, "total": total})
 
     _stage(progress, label, "analysing")
     out, buffers = answer(data, command, json.loads(msg), progress=report)
@@ -264,6 +329,8 @@ class Job:
     order: tuple[int, int, Any] = (0, 0, None)
     #: Set when the job finishes (created by Analyzer.wait).
     event: asyncio.Event | None = None
+    #: Times its worker died under it.
+    crashes: int = 0
 
 
 _FUNCTIONS: dict[str, Callable[..., dict[str, Any]]] = {
@@ -273,11 +340,56 @@ _FUNCTIONS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 
 
+def _worker_init() -> None:
+    """A worker process leads its own process group, so that killing the group kills its parse pool too.
+
+    Out of the server's group, it no longer gets the signals sent to that group: so that it
+    never outlives the server (killed with SIGKILL, say), it asks Linux for a SIGTERM when
+    the server exits and then kills its whole group.
+    """
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import multiprocessing
+
+    def parent_gone(*_: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, parent_gone)
+    with contextlib.suppress(Exception):  # no prctl (an odd libc): the server's close() still kills the group
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        parent_gone()  # the server died before the request took effect
+
+
+def _exit_with_parent() -> None:
+    """In the progress Manager: a SIGTERM (the default: exit) when the server exits (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (a worker and the children it started), and ``pid``."""
+    for kill, target in ((getattr(os, "killpg", None), pid), (os.kill, pid)):
+        if kill is not None:
+            with contextlib.suppress(OSError):
+                kill(target, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
 class Analyzer:
     """Runs tasks in a process pool, interactive ones first, and reports their progress.
 
     Every method is called on the server's event loop; finished futures come back to it
-    through ``call_soon_threadsafe``.
+    through ``call_soon_threadsafe``. Dead workers and a dead progress Manager are replaced
+    (see the module's docstring).
     """
 
     def __init__(self, root: Path, *, workers: int = 1, cache: str | bool = True) -> None:
@@ -295,6 +407,11 @@ class Analyzer:
         self._running = 0
         self._results: dict[str, OrderedDict[Any, dict[str, Any]]] = {}
         self._errors: OrderedDict[Any, str] = OrderedDict()
+        #: Errors handed out once whatever the task (a crash: asking again retries).
+        self._once: set[Any] = set()
+        self._watching: asyncio.TimerHandle | None = None
+        #: Pools and Managers replaced after a fault (for tests and logs).
+        self.restarts = 0
         #: Sniff results of runs.find_runs, kept between listings.
         self.sniff_memo: dict[tuple[str, int, int], bool] = {}
 
@@ -303,18 +420,132 @@ class Analyzer:
             import multiprocessing
 
             ctx = multiprocessing.get_context("spawn")
-            self._manager = ctx.Manager()
-            self._progress = self._manager.dict()
-            self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=ctx)
+            self._ensure_manager()
+            self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=ctx, initializer=_worker_init)
         return self._pool
 
-    def status(
-        self, what: str, *entries: RunEntry, cache: str | bool | None = None, args: tuple[str, ...] = ()
-    ) -> dict[str, Any]:
+    def _ensure_manager(self) -> None:
+        """A live progress Manager (a dead one is replaced; its table is lost)."""
+        if self._manager is not None and self._alive(getattr(self._manager, "_process", None)):
+            return
+        import multiprocessing
+
+        self._stop_manager()
+        try:
+            from multiprocessing.managers import SyncManager
+
+            manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
+            manager.start(initializer=_exit_with_parent)
+            self._manager = manager
+            self._progress = manager.dict()
+        except Exception:  # noqa: BLE001 - progress is optional; the tasks run without it
+            self._manager = self._progress = None
+
+    def _stop_manager(self) -> None:
+        manager, self._manager, self._progress = self._manager, None, None
+        if manager is None:
+            return
+        process = getattr(manager, "_process", None)
+        if process is not None and process.pid:
+            _kill_group_member(process.pid)
+        with contextlib.suppress(Exception):
+            manager.shutdown()
+
+    @staticmethod
+    def _alive(process: Any) -> bool:
+        """Whether a child process runs (``waitpid``, not its sentinel: a forked grandchild keeps that open)."""
+        if process is None:
+            return False
+        try:
+            return bool(process.is_alive())
+        except (OSError, ValueError, AssertionError):
+            return False
+
+    def _worker_processes(self) -> list[Any]:
+        pool = self._pool
+        if pool is None:
+            return []
+        return list((getattr(pool, "_processes", None) or {}).values())
+
+    def check(self) -> bool:
+        """Replace dead workers and a dead Manager; True if something had died.
+
+        Called on every status request and by the watchdog while tasks run.
+        """
+        died = False
+        if self._manager is not None and not self._alive(getattr(self._manager, "_process", None)):
+            died = True
+            self._stop_manager()
+            self.restarts += 1
+            if self._pool is not None:
+                self._ensure_manager()
+        if self._pool is not None and (
+            getattr(self._pool, "_broken", False) or not all(self._alive(p) for p in self._worker_processes())
+        ):
+            died = True
+            self._recover()
+        return died
+
+    def _recover(self) -> None:
+        """Kill the pool's process groups, start afresh, and retry the tasks that were running once."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        self.restarts += 1
+        for process in self._worker_processes_of(pool):
+            if process.pid:
+                _kill_group(process.pid)
+        with contextlib.suppress(Exception):
+            pool.shutdown(wait=False, cancel_futures=True)
+        for key, job in list(self._jobs.items()):
+            if job.future is None:
+                continue  # queued: not in the dead pool
+            job.future = None
+            job.started = None
+            self._running -= 1
+            if self._progress is not None:
+                with contextlib.suppress(Exception):
+                    self._progress.pop(job.task.label, None)
+            job.crashes += 1
+            if job.crashes > RETRIES:
+                self._fail(key, job, CRASHED)
+            else:
+                heapq.heappush(self._queue, job.order)
+        self._pump()
+
+    @staticmethod
+    def _worker_processes_of(pool: ProcessPoolExecutor) -> list[Any]:
+        return list((getattr(pool, "_processes", None) or {}).values())
+
+    def _fail(self, key: Any, job: Job, message: str) -> None:
+        del self._jobs[key]
+        self._errors[key] = message
+        self._once.add(key)
+        if job.event is not None:
+            job.event.set()
+
+    def _watch(self) -> None:
+        """The watchdog: check the processes every WATCH_S seconds while tasks run."""
+        self._watching = None
+        self.check()
+        if self._running and self._loop is not None and not self._loop.is_closed():
+            self._watching = self._loop.call_later(WATCH_S, self._watch)
+
+    def _progress_of(self, label: str) -> dict[str, Any]:
+        if self._progress is None:
+            return {}
+        try:
+            return dict(self._progress.get(label, {}))
+        except Exception:  # noqa: BLE001 - a dead Manager: replaced, progress lost
+            self._stop_manager()
+            self.restarts += 1
+            if self._pool is not None:
+                self._ensure_manager()
+            return {}
+
+    def status(self, what: str, *entries: RunEntry, args: tuple[str, ...] = ()) -> dict[str, Any]:
         """{"status": "ready"|"queued"|"running"|"error", ...} of a task, starting it if needed.
 
-        ``cache`` is the on-disk cache tv.load uses (a folder, or True for the default);
-        None uses the server's. It does not change results, so it is not part of the key.
         ``args``: a command's name and JSON message (``what == "command"``); a command's
         answer is handed out once.
         """
@@ -322,6 +553,7 @@ class Analyzer:
             self._loop = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
+        self.check()
         task = Task(what, entries, args)
         key = task.key
         done = self._results.get(what)
@@ -331,22 +563,24 @@ class Analyzer:
             done.move_to_end(key)
             return {"status": "ready", "result": done[key]}
         if key in self._errors:
-            message = self._errors.pop(key) if what == "command" else self._errors[key]
+            once = what == "command" or key in self._once
+            message = self._errors.pop(key) if once else self._errors[key]
+            self._once.discard(key)
             return {"status": "error", "message": message}
         job = self._jobs.get(key)
         if job is None:
-            job = self._jobs[key] = Job(task, self.cache if cache is None else cache)
+            job = self._jobs[key] = Job(task, self.cache)
             job.order = (PRIORITY.get(what, 1), next(self._seq), key)
             heapq.heappush(self._queue, job.order)
             self._pump()
         if job.future is not None and job.future.done():
-            self._finished(key)  # done before its callback reached the loop
-            return self.status(what, *entries, cache=cache, args=args)
+            self._finished(key, job.future)  # done before its callback reached the loop
+            return self.status(what, *entries, args=args)
         elapsed = round(time.time() - job.queued, 1)
         if job.future is None:
             position = 1 + sum(1 for item in self._queue if item < job.order and self._jobs.get(item[2]) is not None)
             return {"status": "queued", "position": position, "progress": {"stage": "queued"}, "elapsed_s": elapsed}
-        progress = dict(self._progress.get(task.label, {})) if self._progress is not None else {}
+        progress = self._progress_of(task.label)
         return {"status": "running", "progress": progress or {"stage": "starting"}, "elapsed_s": elapsed}
 
     async def wait(self, what: str, *entries: RunEntry, args: tuple[str, ...] = (), timeout: float = 1.0) -> None:
@@ -368,44 +602,61 @@ class Analyzer:
                 continue
             pool = self._ensure_pool()
             task = job.task
-            if task.what == "command":
-                command, msg = task.args
-                job.future = pool.submit(
-                    compute_command, self.root, task.entries, job.cache, self._progress, task.label, command, msg
-                )
-            else:
-                fn = _FUNCTIONS[task.what]
-                job.future = pool.submit(fn, self.root, *task.entries, job.cache, self._progress, task.label)
+            try:
+                if task.what == "command":
+                    command, msg = task.args
+                    future = pool.submit(
+                        compute_command, self.root, task.entries, job.cache, self._progress, task.label, command, msg
+                    )
+                else:
+                    fn = _FUNCTIONS[task.what]
+                    future = pool.submit(fn, self.root, *task.entries, job.cache, self._progress, task.label)
+            except BrokenProcessPool:
+                # The pool broke under us (before the watchdog saw it): start afresh; this job
+                # stays queued and goes to the fresh pool.
+                heapq.heappush(self._queue, job.order)
+                self._recover()
+                return
+            job.future = future
             job.started = time.time()
             self._running += 1
-            job.future.add_done_callback(functools.partial(self._done_soon, key))
+            future.add_done_callback(functools.partial(self._done_soon, key))
+        if self._running and self._watching is None and self._loop is not None and not self._loop.is_closed():
+            self._watching = self._loop.call_later(WATCH_S, self._watch)
 
-    def _done_soon(self, key: Any, _future: Future[dict[str, Any]]) -> None:
+    def _done_soon(self, key: Any, future: Future[dict[str, Any]]) -> None:
         """Future callback (a pool thread): finish the job on the event loop."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (server shutdown)
-            loop.call_soon_threadsafe(self._finished, key)
+            loop.call_soon_threadsafe(self._finished, key, future)
 
-    def _finished(self, key: Any) -> None:
+    def _finished(self, key: Any, future: Future[dict[str, Any]] | None = None) -> None:
         job = self._jobs.get(key)
         if job is None or job.future is None or not job.future.done():
             return
+        if future is not None and future is not job.future:
+            return  # a future of a pool replaced since: the job was queued again
+        try:
+            result = job.future.result()
+        except BrokenProcessPool:
+            # A worker died (killed, out of memory): kill what is left, retry the running jobs once.
+            self._recover()
+            return
+        except Exception as exc:  # noqa: BLE001 - reported to the client as a message
+            error: str | None = _message(exc, self.root)
+        else:
+            error = None
         del self._jobs[key]
         self._running -= 1
         if job.event is not None:
             job.event.set()
         if self._progress is not None:
-            self._progress.pop(job.task.label, None)
-        try:
-            result = job.future.result()
-        except BrokenProcessPool:
-            # A worker died (killed, out of memory): a fresh pool serves the next tasks.
-            self._errors[key] = "the analysis process stopped while working on this run (out of memory?)"
-            self._reset_pool()
-        except Exception as exc:  # noqa: BLE001 - reported to the client as a message
-            self._errors[key] = _message(exc, self.root)
+            with contextlib.suppress(Exception):
+                self._progress.pop(job.task.label, None)
+        if error is not None:
+            self._errors[key] = error
         else:
             what = job.task.what
             done = self._results.setdefault(what, OrderedDict())
@@ -413,20 +664,30 @@ class Analyzer:
             while len(done) > KEEP.get(what, DEFAULT_KEEP):
                 done.popitem(last=False)
         while len(self._errors) > KEEP_ERRORS:
-            self._errors.popitem(last=False)
+            old, _ = self._errors.popitem(last=False)
+            self._once.discard(old)
         self._pump()
 
-    def _reset_pool(self) -> None:
+    def close(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-        # Jobs that were running in the dead pool fail too (their callbacks finish them).
+            for process in self._worker_processes_of(pool):
+                if process.pid:
+                    _kill_group(process.pid)
+            with contextlib.suppress(Exception):
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._stop_manager()
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._manager is not None:
-            self._manager.shutdown()
+
+def _kill_group_member(pid: int) -> None:
+    """SIGKILL one process (the Manager: it starts no children)."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
+_NEAR = re.compile(r",? near (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
 
 
 def _message(exc: BaseException, root: str) -> str:
@@ -434,6 +695,8 @@ def _message(exc: BaseException, root: str) -> str:
     from ..errors import TraceviewError
 
     text = str(exc) if isinstance(exc, TraceviewError) else f"{type(exc).__name__}: {exc}"
+    # Never a quote of the file's content (a reader's "near '...'" snippet).
+    text = _NEAR.sub("", text)
     # Paths relative to the server root, as the client knows them; one line, bounded.
     text = " ".join(text.replace(root.rstrip("/") + "/", "").split())
     return text[:MAX_MESSAGE] if text else type(exc).__name__

@@ -8,7 +8,18 @@ import importlib
 
 import pytest
 
-MODULES = ["temporal", "idle", "kernels", "summary", "cpu_ops", "call_tree", "threads", "host_syncs", "headline"]
+MODULES = [
+    "temporal",
+    "idle",
+    "kernels",
+    "summary",
+    "cpu_ops",
+    "call_tree",
+    "threads",
+    "host_syncs",
+    "headline",
+    "perfmodel.performance",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -41,6 +41,8 @@ BUILDERS: dict[str, Callable[[tv.Trace], pd.DataFrame]] = {
     "thread_activity_chart": lambda t: tv.thread_activity(t, ranks=0),
     # The DLRM set has no memory records: the H100 BERT trace does.
     "memory_timeline_chart": lambda t: tv.memory_timeline(_bert(), resample=200),
+    "roofline_chart": lambda t: tv.op_performance(t, by="shape"),
+    "time_lost_chart": lambda t: tv.op_performance(t, by="shape"),
 }
 
 
@@ -60,6 +62,8 @@ LINKS = {
     "utilization_heatmap_chart": "heatmap",
     "timeline_overview_chart": "rank",
     "call_tree_chart": "event",
+    "roofline_chart": "kernel",
+    "time_lost_chart": "kernel",
 }
 
 UNIT = r"\((ns|us|ms|s)\)"

@@ -28,6 +28,7 @@ TABS = [
     "communication",
     "iterations",
     "counters",
+    "performance",
 ]
 
 #: Charts each tab shows (ids), on a multi-rank GPU trace.
@@ -41,6 +42,7 @@ CHARTS = {
     "communication": {"nccl_bw", "stragglers", "heatmap_communication"},
     "iterations": {"iterations"},
     "counters": {"queue_length", "memory_bandwidth"},
+    "performance": {"roofline", "time_lost"},
 }
 
 

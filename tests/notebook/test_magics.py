@@ -321,13 +321,77 @@ def test_bad_arguments(ip: Any, work: Path, line: str, message: str, capsys: Any
     assert not (work / "traceview-runs").exists()
 
 
-def test_unwritable_out_folder_is_one_line(ip: Any, work: Path) -> None:
+def test_uncreatable_run_folder_runs_the_cell_unprofiled(ip: Any, work: Path, capsys: Any) -> None:
+    # The user's work comes first: a warning, then the cell runs once, as without the magic.
     blocker = work / "a-file"
     blocker.write_text("not a folder")
-    r = run(ip, f"--out {blocker}", "never_run_either = 1")
-    assert isinstance(r.error_in_exec, UsageError)
-    assert "cannot create a run folder in" in str(r.error_in_exec)
-    assert "never_run_either" not in ip.user_ns
+    ip.user_ns["runs_of_cell"] = 0
+    r = run(ip, f"--out {blocker} --repeat 3", "runs_of_cell += 1\nruns_of_cell * 10")
+    assert r.success and r.result == 10
+    assert ip.user_ns["runs_of_cell"] == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot create a run folder in" in err[0] and "without profiling" in err[0]
+    assert blocker.read_text() == "not a folder"
+
+
+def test_run_folder_on_a_full_disk_runs_the_cell_unprofiled(
+    ip: Any, work: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import errno
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(recording, "_new_run_dir", full)
+    r = run(ip, "", "ran_on_full_disk = 1")
+    assert r.success and ip.user_ns["ran_on_full_disk"] == 1
+    assert "disk full (ENOSPC)" in capsys.readouterr().err
+
+
+def test_full_disk_while_saving_cleans_up_and_says_so(
+    ip: Any, work: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, shown: list[tv.Trace]
+) -> None:
+    import errno
+
+    import torch
+
+    def export_on_full_disk(self: Any, path: str) -> None:
+        # What Kineto does on a full disk: a half-written "<path>.tmp", then a failed rename.
+        Path(path + ".tmp").write_text('{"traceEvents": [')
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+
+    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", export_on_full_disk)
+    monkeypatch.setattr(recording, "_FULL_BYTES", 1 << 62)  # every disk looks full
+    r = run(ip, "", "saved_nothing = 1")
+    assert r.success and ip.user_ns["saved_nothing"] == 1
+    err = capsys.readouterr().err
+    assert "could not save the trace" in err and "disk full (ENOSPC)" in err
+    assert "No such file" not in err
+    runs = work / "traceview-runs"
+    assert [p for p in runs.rglob("*") if p.is_file()] == [], "no .tmp or .tmp.tmp left"
+    assert [p for p in runs.glob("*/*")] == [], "no empty run folder left"
+    assert shown == []
+
+
+def test_enospc_while_compressing_cleans_up(
+    ip: Any, work: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, shown: list[tv.Trace]
+) -> None:
+    import errno
+
+    def no_space(src: Path) -> Any:
+        def write(fh: Any) -> None:
+            fh.write(b"\x1f\x8b partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        return write
+
+    monkeypatch.setattr(recording, "_gzip_into", no_space)
+    r = run(ip, "", "compressed_nothing = 1")
+    assert r.success
+    assert "disk full (ENOSPC)" in capsys.readouterr().err
+    runs = work / "traceview-runs"
+    assert [p for p in runs.rglob("*") if p.is_file()] == []
+    assert [p for p in runs.glob("*/*")] == []
 
 
 def test_profiler_failing_to_start_leaves_no_run(ip: Any, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,6 +27,7 @@ SECTIONS = [
     "communication",
     "iterations",
     "counters",
+    "performance",
 ]
 
 
@@ -78,7 +79,7 @@ def test_report_is_self_contained(report: Path, dlrm: tv.Trace) -> None:
         assert f'<section id="{sid}">' in text
     for title in tv.findings(dlrm)["title"]:
         assert html.escape(title) in text
-    assert len(re.findall(r'class="tvr-chart[ "]', text)) == 22, "21 dashboard charts and the timeline overview"
+    assert len(re.findall(r'class="tvr-chart[ "]', text)) == 24, "23 dashboard charts and the timeline overview"
     assert 'data-chart="timeline_overview"' in text and 'data-chart="heatmap_all"' in text
     assert "<table>" in text and "Temporal breakdown per rank" in text
 
@@ -88,8 +89,8 @@ def test_report_charts_draw_in_chromium_offline(report: Path, tmp_path: Path) ->
     attrs = body_attrs(dom)
     assert "data-bokeh-missing" not in attrs
     assert attrs.get("data-charts-failed") == "0", re.findall(r'data-error="([^"]*)"', dom)[:3]
-    assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "22"
-    assert dom.count('data-drawn="1"') == 22
+    assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "24"
+    assert dom.count('data-drawn="1"') == 24
 
 
 def test_the_chromium_check_fails_without_bokehjs(dlrm: tv.Trace, tmp_path: Path) -> None:
@@ -133,9 +134,10 @@ def test_progress_is_reported(dlrm: tv.Trace) -> None:
         "Communication",
         "Iterations",
         "Counters",
+        "Performance",
         "done",
     ]
-    assert [d for d, _, _ in seen] == list(range(10)) and {t for _, t, _ in seen} == {9}
+    assert [d for d, _, _ in seen] == list(range(11)) and {t for _, t, _ in seen} == {10}
 
 
 def test_write_report_refuses_bad_destinations(dlrm: tv.Trace, tmp_path: Path) -> None:
@@ -157,9 +159,9 @@ def test_report_command_writes_the_file(tmp_path: Path) -> None:
     proc = run("report", "--sample", "-o", str(out), "--no-cache")
     assert proc.returncode == 0, proc.stderr
     assert out.exists() and str(out) in proc.stdout
-    assert "traceview: report: Kernels (5/9)" in proc.stderr, "progress while the analyses run"
+    assert "traceview: report: Kernels (5/10)" in proc.stderr, "progress while the analyses run"
     text = out.read_text(encoding="utf-8")
-    assert text.startswith("<!DOCTYPE html>") and len(re.findall(r'class="tvr-chart[ "]', text)) == 22
+    assert text.startswith("<!DOCTYPE html>") and len(re.findall(r'class="tvr-chart[ "]', text)) == 24
 
 
 @pytest.mark.parametrize(

@@ -54,4 +54,5 @@ def test_install_layout_enables_both() -> None:
     assert package["jupyterlab"]["outputDir"] == "jupyter_traceview/labextension"
     assert package["jupyterlab"]["schemaDir"] == "schema"
     schema = json.loads((REPO / "schema" / "plugin.json").read_text())
-    assert {"roots", "cacheDir", "refreshInterval"} <= set(schema["properties"])
+    assert {"roots", "refreshInterval"} <= set(schema["properties"])
+    assert "cacheDir" not in schema["properties"], "the cache folder is server configuration"

@@ -6,7 +6,18 @@ import { expect, test } from "@jupyterlab/galata";
 import type { Locator, Page } from "@playwright/test";
 import { addCell, cellText, newNotebook, runCell, settled, timeline, visibleRange, writeArtifact } from "./helpers";
 
-const TABS = ["overview", "timeline", "breakdown", "overlap", "kernels", "operators", "communication", "iterations", "counters"];
+const TABS = [
+  "overview",
+  "timeline",
+  "breakdown",
+  "overlap",
+  "kernels",
+  "operators",
+  "communication",
+  "iterations",
+  "counters",
+  "performance",
+];
 
 /** Console errors and uncaught exceptions of the page, collected from now on. */
 function collectErrors(page: Page): string[] {

@@ -69,6 +69,10 @@ def findings(
         A ProfilerStep much slower than the median step.
     ``low_occupancy``
         Top compute kernels with low estimated occupancy (``info``).
+    ``gemm_below_peak``, ``tiny_gemms``, ``fp32_matmul``
+        Matrix products far below the device's peak for their shape, too small to pay for
+        their launch, or in fp32 where the device has much faster TF32/BF16 units
+        (:func:`op_performance`; traces recorded with ``record_shapes=True``).
 
     **Time at stake** is an estimate of the GPU time that fixing the finding could
     recover: per rank, a span of that rank's GPU timeline (idle or exposed time the rule

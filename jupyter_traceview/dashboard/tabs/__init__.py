@@ -50,5 +50,6 @@ TABS: tuple[Tab, ...] = (
     Tab("iterations", "Iterations", needs_gpu=True),
     Tab("counters", "Counters", needs_gpu=True),
     Tab("memory", "Memory", needs_memory=True),
+    Tab("performance", "Performance", needs_gpu=True),
     Tab("diff", "Diff", needs_baseline=True),
 )

@@ -2,9 +2,10 @@
 
 The Kineto reader keeps, for every CPU operator that carries them, the raw JSON text of
 ``Input Dims``, ``Input type``, ``Input Strides`` and ``Concrete Inputs`` (the values of
-scalar arguments). They are stored verbatim, as categorical strings: a model of an
-operator's work (``analysis/perfmodel``) parses the few distinct values once, and the
-table stays small (a training step repeats the same shapes over and over).
+scalar arguments). They are stored as categorical strings of compact JSON (the recorded
+value re-encoded without whitespace, once per distinct value): a model of an operator's
+work (``analysis/perfmodel``) parses the few distinct values once, and the table stays
+small (a training step repeats the same shapes over and over).
 
 The reader calls :func:`collect` on each chunk of decoded events and :func:`table` once per
 rank; both take plain sequences, so that this stays independent of how the reader decodes.
@@ -12,6 +13,7 @@ rank; both take plain sequences, so that this stays independent of how the reade
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -59,6 +61,23 @@ def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> tuple[np.ndarray, d
     return np.array(kept, dtype=np.int64), out
 
 
+def _compact_text(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), separators=(",", ":"))
+    except ValueError:
+        return text
+
+
+def _compact(values: list[str | None]) -> pd.Categorical:
+    """A categorical of the values as compact JSON (texts that are not JSON are kept)."""
+    raw = pd.Categorical(values)
+    compacted = [_compact_text(str(c)) for c in raw.categories]
+    index: dict[str, int] = {}
+    lut = np.array([index.setdefault(c, len(index)) for c in compacted] + [-1], dtype=np.int64)
+    codes = lut[np.asarray(raw.codes, dtype=np.int64)]
+    return categorical(codes=codes.astype(np.int32), categories=list(index))
+
+
 def table(rows: np.ndarray, values: dict[str, list[str | None]], eid_of_row: np.ndarray) -> pd.DataFrame:
     """One rank's ``op_args`` table: the rows of this rank, sorted by eid."""
     eids = eid_of_row[rows] if len(rows) else np.empty(0, dtype=np.int64)
@@ -68,5 +87,5 @@ def table(rows: np.ndarray, values: dict[str, list[str | None]], eid_of_row: np.
     frame: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
     for f in FIELDS:
         col = values[f]
-        frame[f] = categorical([col[i] for i in pick])
+        frame[f] = _compact([col[i] for i in pick])
     return pd.DataFrame(frame, columns=[c.name for c in OP_ARGS_COLUMNS])

@@ -1,0 +1,141 @@
+"""Device peaks: dense TFLOP/s per dtype and memory bandwidth, keyed by ``deviceProperties`` name.
+
+Every figure is the vendor's published peak for *dense* math (NVIDIA quotes tensor-core
+figures "with sparsity" too: those are halved here) at the card's boost clock, as the
+datasheet in the row's ``source`` gives it. The dtype columns are the peak of a matrix
+product computed in that precision without changing it:
+
+* ``fp64``: FP64 Tensor Core / matrix-core peak where the card has one, else FP64;
+* ``fp32``: FP32 (NVIDIA: CUDA cores, there are no FP32 tensor cores; AMD CDNA: matrix cores);
+* ``tf32``: TF32 tensor cores (fp32 products with ``torch.backends.cuda.matmul.allow_tf32``);
+* ``fp16``, ``bf16``: tensor / matrix cores with FP32 accumulation;
+* ``fp8``: FP8 tensor / matrix cores.
+
+None marks a precision the card has no fast path for, or that its datasheet does not give.
+``bandwidth_gbps`` is the peak DRAM (HBM/GDDR) bandwidth in GB/s (10^9 bytes per second).
+A user's own figures go in through ``peaks=`` (a :class:`DevicePeaks`, or a mapping with
+these keys).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+import pandas as pd
+
+__all__ = ["DEVICE_PEAKS", "DTYPES", "DevicePeaks", "device_peaks", "peaks_table"]
+
+#: The dtype columns, in table order.
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    """One device's peaks: dense TFLOP/s per dtype (None: no fast path / not published) and GB/s."""
+
+    #: Device name as ``deviceProperties`` records it (or any label for user-given peaks).
+    name: str
+    #: Peak DRAM bandwidth, GB/s (10^9 bytes/s).
+    bandwidth_gbps: float
+    fp64: float | None = None
+    fp32: float | None = None
+    tf32: float | None = None
+    fp16: float | None = None
+    bf16: float | None = None
+    fp8: float | None = None
+    #: Where the figures come from (a vendor datasheet URL, or "user").
+    source: str = "user"
+    #: Other names the same card reports (PCIe/SXM variants of one datasheet row).
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+
+    def tflops(self, dtype: str | None) -> float | None:
+        """Peak TFLOP/s for a dtype of :data:`DTYPES` (None if unknown or not given)."""
+        if dtype not in DTYPES:
+            return None
+        value: float | None = getattr(self, dtype)
+        return value
+
+    @classmethod
+    def from_mapping(cls, name: str, m: Mapping[str, object]) -> DevicePeaks:
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(m) - known)
+        if bad:
+            raise ValueError(f"unknown peak fields {bad}; expected some of {sorted(known - {'aliases'})}")
+        if "bandwidth_gbps" not in m:
+            raise ValueError("peaks need 'bandwidth_gbps' (peak memory bandwidth, GB/s)")
+        values = {k: v for k, v in m.items() if k != "name"}
+        return cls(name=str(m.get("name", name)), **values)  # type: ignore[arg-type]
+
+
+_NV_V100 = "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf"
+_NV_A100 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
+_NV_H100 = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
+_NV_H200 = "https://www.nvidia.com/en-us/data-center/h200/"
+_NV_B200 = "https://www.nvidia.com/en-us/data-center/hgx/"
+_NV_L4 = "https://resources.nvidia.com/en-us-data-center-overview/l4-gpu-datasheet"
+_NV_L40S = "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"
+_NV_A10 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/a10-datasheet.pdf"
+_NV_ADA = "https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf"
+_NV_AMPERE = "https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf"
+_AMD_MI250X = "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html"
+_AMD_MI300X = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
+_AMD_MI325X = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html"
+
+_ROWS: tuple[DevicePeaks, ...] = (
+    # NVIDIA data centre. V100: FP16 "Tensor Performance" 125 (SXM2) / 112 (PCIe); no TF32/BF16.
+    DevicePeaks("Tesla V100-SXM2-32GB", 900, 7.8, 15.7, None, 125, None, None, _NV_V100, ("Tesla V100-SXM2-16GB",)),
+    DevicePeaks("Tesla V100-PCIE-32GB", 900, 7, 14, None, 112, None, None, _NV_V100, ("Tesla V100-PCIE-16GB",)),
+    # A100: FP64 Tensor 19.5, FP32 19.5, TF32 156, BF16/FP16 312 (dense).
+    DevicePeaks("NVIDIA A100-SXM4-40GB", 1555, 19.5, 19.5, 156, 312, 312, None, _NV_A100, ("NVIDIA A100-PCIE-40GB",)),
+    DevicePeaks("NVIDIA A100-SXM4-80GB", 2039, 19.5, 19.5, 156, 312, 312, None, _NV_A100),
+    DevicePeaks("NVIDIA A100 80GB PCIe", 1935, 19.5, 19.5, 156, 312, 312, None, _NV_A100),
+    # H100 SXM: FP64 Tensor 67, FP32 67, TF32 989/2, BF16/FP16 1979/2, FP8 3958/2; 3.35 TB/s.
+    DevicePeaks("NVIDIA H100 80GB HBM3", 3350, 67, 67, 494.5, 989.5, 989.5, 1979, _NV_H100),
+    # H100 PCIe: FP64 Tensor 51, FP32 51, TF32 756/2, BF16/FP16 1513/2, FP8 3026/2; 2 TB/s.
+    DevicePeaks("NVIDIA H100 PCIe", 2000, 51, 51, 378, 756.5, 756.5, 1513, _NV_H100),
+    # H100 NVL: FP64 Tensor 60, FP32 60, TF32 835/2, BF16/FP16 1671/2, FP8 3341/2; 3.9 TB/s.
+    DevicePeaks("NVIDIA H100 NVL", 3900, 60, 60, 417.5, 835.5, 835.5, 1670.5, _NV_H100),
+    # H200 SXM: the H100 SXM's math, 4.8 TB/s.
+    DevicePeaks("NVIDIA H200", 4800, 67, 67, 494.5, 989.5, 989.5, 1979, _NV_H200),
+    # HGX B200, per GPU (the 8-GPU board's figures / 8): TF32 18 PF, BF16/FP16 36 PF, FP8 72 PF with
+    # sparsity -> 1125, 2250, 4500 dense; 64 TB/s -> 8 TB/s. FP64/FP32 left out (not per GPU there).
+    DevicePeaks("NVIDIA B200", 8000, None, None, 1125, 2250, 2250, 4500, _NV_B200),
+    # NVIDIA workstation / inference cards.
+    DevicePeaks("NVIDIA L4", 300, None, 30.3, 60, 121, 121, 242.5, _NV_L4),
+    DevicePeaks("NVIDIA L40S", 864, None, 91.6, 183, 362.05, 362.05, 733, _NV_L40S),
+    DevicePeaks("NVIDIA A10", 600, None, 31.2, 62.5, 125, 125, None, _NV_A10),
+    # GeForce: FP16/BF16 tensor with FP32 accumulate (the GeForce cards' half rate), FP8 likewise.
+    DevicePeaks("NVIDIA GeForce RTX 4090", 1008, None, 82.6, 82.6, 165.2, 165.2, 330.3, _NV_ADA),
+    DevicePeaks("NVIDIA GeForce RTX 3090", 936, None, 35.6, 35.6, 71, 71, None, _NV_AMPERE),
+    # AMD Instinct: FP64/FP32 matrix, TF32 (MI300 only), FP16/BF16, FP8 (dense).
+    DevicePeaks("AMD Instinct MI250X", 3276.8, 95.7, 95.7, None, 383, 383, None, _AMD_MI250X),
+    DevicePeaks("AMD Instinct MI300X", 5300, 163.4, 163.4, 653.7, 1307.4, 1307.4, 2614.9, _AMD_MI300X),
+    DevicePeaks("AMD Instinct MI325X", 6000, 163.4, 163.4, 653.7, 1307.4, 1307.4, 2614.9, _AMD_MI325X),
+)
+
+#: The built-in table, by name and alias.
+DEVICE_PEAKS: dict[str, DevicePeaks] = {n: row for row in _ROWS for n in (row.name, *row.aliases)}
+
+
+def device_peaks(name: str | None) -> DevicePeaks | None:
+    """The built-in peaks of a device by its ``deviceProperties`` name (None if unknown)."""
+    if not name:
+        return None
+    return DEVICE_PEAKS.get(name.strip())
+
+
+def peaks_table() -> pd.DataFrame:
+    """The built-in table: one row per device with its dtype peaks (TFLOP/s), GB/s and source."""
+    return pd.DataFrame(
+        [
+            {
+                "device": row.name,
+                **{f"{d}_tflops": row.tflops(d) for d in DTYPES},
+                "bandwidth_gbps": row.bandwidth_gbps,
+                "aliases": ", ".join(row.aliases),
+                "source": row.source,
+            }
+            for row in _ROWS
+        ]
+    )

@@ -1,0 +1,597 @@
+"""Operator performance: modelled work against the GPU time it took and the device's peaks.
+
+Which operators count. Every CPU operator with recorded shapes is run through the model
+(:mod:`.model`). A modelled operator *counts* unless an enclosing operator already counts
+(its work includes what it calls: ``aten::addmm`` covers the ``aten::copy_`` it may make), or
+it is a composite (``aten::linear``, ``aten::matmul``, ...) with a modelled operator inside
+it (the work is counted there, once). Counted operators therefore never nest, and a kernel
+launched inside one belongs to it: its GPU time is the summed duration of the kernels,
+memcpys and memsets whose launch call ran inside the operator (at any depth, on its thread;
+the enclosure test of :func:`~jupyter_traceview.op_kernels`). GPU work outside every counted
+operator is *not covered*; the innermost operator that launched it is listed with status
+``not_modelled`` and the reason, so that no GPU time disappears silently.
+
+Figures. ``tflops`` = flops / GPU time, ``gbps`` = bytes / GPU time, ``intensity`` =
+flops / bytes. Matrix families (gemm, conv, attention) are compared with the compute peak
+of their dtype and the memory bandwidth (the roofline): the ridge point is peak / bandwidth
+FLOP/byte; an operator below it is ``memory`` bound, above it ``compute`` bound;
+``ideal_ns`` = max(flops / peak, bytes / bandwidth) is its time at the roofline and
+``pct_of_peak`` = 100 x ideal_ns / gpu_ns. The other families (norm, softmax, elementwise,
+reduction, embedding) do not run on matrix units: they are compared with the bandwidth
+only (``memory`` bound, ``ideal_ns`` = bytes / bandwidth). ``lost_ns`` = gpu_ns - ideal_ns
+(>= 0) is the time lost to running below the roofline.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ...errors import OptionError, TraceviewWarning
+from ...model.schema import EventKind
+from ...model.trace import Trace
+from .. import _links as lk
+from .._common import empty
+from ..operators import GPU_WORK_KINDS, _RankLinks
+from .model import COMPOSITE, NotModelled, OpCall, Work, model_op
+from .peaks import DevicePeaks, device_peaks
+
+__all__ = ["MATRIX_FAMILIES", "MFU_COLUMNS", "OP_PERFORMANCE_COLUMNS", "mfu", "op_performance"]
+
+#: Families compared with a compute peak (the others with the memory bandwidth only).
+MATRIX_FAMILIES = ("gemm", "conv", "attention")
+
+OP_PERFORMANCE_COLUMNS = {
+    "rank": "int64",
+    "eid": "int64",
+    "name": "str",
+    "status": "str",
+    "reason": "str",
+    "family": "str",
+    "dtype": "str",
+    "shape": "str",
+    "detail": "str",
+    "step": "int64",
+    "ts_ns": "int64",
+    "flops": "float64",
+    "bytes": "float64",
+    "intensity": "float64",
+    "kernels": "int64",
+    "gpu_ns": "int64",
+    "tflops": "float64",
+    "gbps": "float64",
+    "peak_tflops": "float64",
+    "peak_gbps": "float64",
+    "bound": "str",
+    "ideal_ns": "float64",
+    "lost_ns": "float64",
+    "pct_of_peak": "float64",
+}
+
+SHAPE_COLUMNS = {
+    "rank": "int64",
+    "name": "str",
+    "status": "str",
+    "reason": "str",
+    "family": "str",
+    "dtype": "str",
+    "shape": "str",
+    "detail": "str",
+    "count": "int64",
+    "flops": "float64",
+    "bytes": "float64",
+    "intensity": "float64",
+    "kernels": "int64",
+    "gpu_ns": "int64",
+    "tflops": "float64",
+    "gbps": "float64",
+    "peak_tflops": "float64",
+    "peak_gbps": "float64",
+    "bound": "str",
+    "ideal_ns": "float64",
+    "lost_ns": "float64",
+    "pct_of_peak": "float64",
+    "first_eid": "int64",
+}
+
+MFU_COLUMNS = {
+    "rank": "int64",
+    "step": "int64",
+    "device": "str",
+    "dur_ns": "int64",
+    "flops": "float64",
+    "modelled_flops": "float64",
+    "ideal_ns": "float64",
+    "mfu_pct": "float64",
+    "gpu_ns": "int64",
+    "uncovered_gpu_ns": "int64",
+    "uncovered_gpu_pct": "float64",
+    "not_modelled_ops": "int64",
+}
+
+PeaksArg = DevicePeaks | Mapping[str, Any] | None
+
+
+# ---------------------------------------------------------------------------------- parsing
+def _parse_list(text: object) -> list[Any]:
+    if not isinstance(text, str):
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+@lru_cache(maxsize=65536)
+def _model_key(name: str, dims: object, types: object, concrete: object) -> Work | NotModelled | None:
+    raw_dims = _parse_list(dims)
+    shapes = tuple(
+        tuple(int(x) for x in d) if isinstance(d, list) and all(isinstance(x, int) for x in d) else () for d in raw_dims
+    )
+    call = OpCall(
+        name=name,
+        dims=shapes,
+        types=tuple(str(t) for t in _parse_list(types)),
+        concrete=tuple(str(c) for c in _parse_list(concrete)),
+    )
+    return model_op(call)
+
+
+def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray, table: np.ndarray) -> list[Any]:
+    """Model result per operator row (None: no work; NotModelled: with the reason)."""
+    out: list[Any] = [NotModelled("no shapes recorded (record_shapes=False?)")] * len(op_rows)
+    names = ev["name"].astype(object).to_numpy()
+    pos = {int(r): i for i, r in enumerate(op_rows.tolist())}
+    if len(oa):
+        rows = lk.lookup(table, oa["eid"].to_numpy())
+        cols = [oa[c].astype(object).to_numpy() for c in ("input_dims", "input_type", "concrete_inputs")]
+        for j, r in enumerate(rows.tolist()):
+            i = pos.get(r)
+            if i is None:
+                continue
+            out[i] = _model_key(str(names[r]), _key(cols[0][j]), _key(cols[1][j]), _key(cols[2][j]))
+    # Operators without shapes that would do no work anyway.
+    for i, r in enumerate(op_rows.tolist()):
+        if isinstance(out[i], NotModelled) and out[i].reason.startswith("no shapes"):
+            probe = model_op(OpCall(str(names[r]), (), ()))
+            if probe is None:
+                out[i] = None
+    return out
+
+
+def _key(v: object) -> object:
+    return v if isinstance(v, str) else None
+
+
+# ---------------------------------------------------------------------------------- peaks
+def _resolve_peaks(trace: Trace, peaks: PeaksArg) -> dict[int, DevicePeaks | None]:
+    if peaks is not None:
+        if isinstance(peaks, DevicePeaks):
+            given = peaks
+        elif isinstance(peaks, Mapping):
+            try:
+                given = DevicePeaks.from_mapping("user", peaks)
+            except (TypeError, ValueError) as exc:
+                raise OptionError(f"peaks: {exc}") from None
+        else:
+            raise OptionError(
+                f"peaks must be a DevicePeaks or a mapping such as {{'bandwidth_gbps': 3350, 'bf16': 989.5}}, "
+                f"got {type(peaks).__name__}"
+            )
+        return dict.fromkeys(trace.ranks, given)
+    meta = trace.metadata
+    out: dict[int, DevicePeaks | None] = {}
+    unknown: dict[str, list[int]] = {}
+    for rank, name in zip(meta["rank"].tolist(), meta["device_name"].tolist(), strict=True):
+        found = device_peaks(name)
+        out[int(rank)] = found
+        if found is None:
+            unknown.setdefault(str(name) or "(no deviceProperties)", []).append(int(rank))
+    if unknown:
+        listed = "; ".join(f"{n!r} (ranks {rs})" for n, rs in unknown.items())
+        warnings.warn(
+            f"no peak figures for device {listed}: figures are given without percentages. "
+            "Pass peaks={'bandwidth_gbps': ..., 'bf16': ..., ...} (TFLOP/s) to compare with your device's peaks",
+            TraceviewWarning,
+            stacklevel=3,
+        )
+    return out
+
+
+def _peak_columns(frame: pd.DataFrame, peaks: DevicePeaks | None, tf32: bool) -> None:
+    """Add peak_tflops, peak_gbps, bound, ideal_ns, lost_ns, pct_of_peak (in place)."""
+    n = len(frame)
+    fam = frame["family"].to_numpy(dtype=object)
+    dtype = frame["dtype"].to_numpy(dtype=object)
+    matrix = np.isin(fam, MATRIX_FAMILIES)
+    peak_t = np.full(n, np.nan)
+    bw = np.nan
+    if peaks is not None:
+        bw = float(peaks.bandwidth_gbps)
+        for i in np.flatnonzero(matrix).tolist():
+            d = "tf32" if tf32 and dtype[i] == "fp32" else dtype[i]
+            v = peaks.tflops(d)
+            peak_t[i] = np.nan if v is None else float(v)
+    flops = frame["flops"].to_numpy(dtype=np.float64)
+    nbytes = frame["bytes"].to_numpy(dtype=np.float64)
+    gpu = frame["gpu_ns"].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_compute = flops / (peak_t * 1e3)  # TFLOP/s = 1e3 FLOP/ns
+        t_memory = nbytes / bw  # GB/s = bytes/ns
+        ideal = np.where(matrix, np.maximum(t_compute, t_memory), t_memory)
+        pct = np.where(gpu > 0, 100.0 * ideal / gpu, np.nan)
+    modelled = frame["status"].to_numpy(dtype=object) == "modelled"
+    ideal = np.where(modelled, ideal, np.nan)
+    kind = np.where(matrix & (t_compute >= t_memory), "compute", "memory").astype(object)
+    kind[~modelled | np.isnan(ideal)] = None
+    bound = kind
+    frame["peak_tflops"] = peak_t
+    frame["peak_gbps"] = bw if peaks is not None else np.nan
+    frame["bound"] = pd.array(bound, dtype="str")
+    frame["ideal_ns"] = ideal
+    frame["lost_ns"] = np.where(gpu > 0, np.maximum(gpu - ideal, 0.0), np.nan)
+    frame["pct_of_peak"] = np.where(modelled, pct, np.nan)
+
+
+# ---------------------------------------------------------------------------------- per rank
+def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
+    ev = links.ev
+    d = trace.rank_data(rank)
+    op_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
+    works = _work_of_ops(ev, d.op_args, op_rows, links.table)
+    n_ops = len(op_rows)
+    is_work = np.array([isinstance(w, Work) for w in works], dtype=bool)
+    names = links.names[links.name_codes[op_rows]] if n_ops else np.empty(0, dtype=object)
+    composite = np.isin(names.astype(str), list(COMPOSITE)) if n_ops else np.zeros(0, dtype=bool)
+    # Enclosure among operators: (inner index, outer row) pairs, ancestors only.
+    inner, outer_row = lk.containing_pairs(ev, op_rows, op_rows)
+    outer = np.searchsorted(op_rows, outer_row)
+    anc = outer_row < op_rows[inner] if len(inner) else np.zeros(0, dtype=bool)
+    inner, outer = inner[anc], outer[anc]
+    # A composite delegates to the modelled operators inside it of its own family (a
+    # convolution to its cudnn/mkldnn convolution, not to the zero_ that fills its output);
+    # a composite without figures of its own, to any modelled operator inside it.
+    family = np.array([w.family if isinstance(w, Work) else "" for w in works], dtype=object)
+    delegated = np.zeros(n_ops, dtype=bool)
+    if len(inner):
+        same = is_work[inner] & ((family[inner] == family[outer]) | ~is_work[outer])
+        delegated[outer[same]] = True
+    candidate = is_work & ~(composite & delegated)
+    covered_by_outer = np.zeros(n_ops, dtype=bool)
+    if len(inner):
+        covered_by_outer[inner[candidate[outer]]] = True
+    counted = candidate & ~covered_by_outer
+
+    # GPU activities: the counted operator around each launch, else the innermost operator.
+    n_acts = len(links.acts)
+    pairs = lk.containing_pairs(ev, op_rows, links.launch)
+    act_op = np.full(n_acts, -1, dtype=np.int64)  # index into op_rows of the counted op
+    if len(pairs[0]):
+        op_idx = np.searchsorted(op_rows, pairs[1])
+        keep = counted[op_idx]
+        act_op[pairs[0][keep]] = op_idx[keep]
+    innermost_row = lk.innermost(n_acts, pairs)
+    uncovered = act_op < 0
+    act_inner = np.where(innermost_row >= 0, np.searchsorted(op_rows, np.maximum(innermost_row, 0)), -1)
+    owner = np.where(uncovered, act_inner, act_op)
+    dur = links.acts["dur_ns"].to_numpy().astype(np.int64)
+    has_owner = owner >= 0
+    gpu_ns = np.bincount(owner[has_owner], weights=dur[has_owner].astype(np.float64), minlength=n_ops)
+    kernels = np.bincount(owner[has_owner], minlength=n_ops)
+    listed_unmodelled = np.zeros(n_ops, dtype=bool)
+    listed_unmodelled[owner[uncovered & has_owner]] = True
+    listed_unmodelled &= ~counted
+
+    report = counted | listed_unmodelled
+    if window is not None:
+        ts = links.ts[op_rows]
+        end = ts + links.dur[op_rows]
+        in_window = (ts < window[1]) & (end > window[0])
+        report &= (kernels > 0) | in_window
+    idx = np.flatnonzero(report)
+    rows = op_rows[idx]
+    oa = d.op_args
+    dims_of: dict[int, str] = {}
+    if len(oa):
+        r_oa = lk.lookup(links.table, oa["eid"].to_numpy())
+        dims_text = oa["input_dims"].astype(object).to_numpy()
+        types_text = oa["input_type"].astype(object).to_numpy()
+        dims_of = {
+            int(r): f"{dt} {tt}" if isinstance(tt, str) else str(dt)
+            for r, dt, tt in zip(r_oa.tolist(), dims_text, types_text, strict=True)
+            if r >= 0
+        }
+    recs: dict[str, list[Any]] = {c: [] for c in ("status", "reason", "family", "dtype", "detail", "flops", "bytes")}
+    for i in idx.tolist():
+        w = works[i]
+        if counted[i] and isinstance(w, Work):
+            recs["status"].append("modelled")
+            recs["reason"].append(None)
+            recs["family"].append(w.family)
+            recs["dtype"].append(w.dtype)
+            recs["detail"].append(w.detail)
+            recs["flops"].append(w.flops)
+            recs["bytes"].append(w.bytes)
+        else:
+            recs["status"].append("not_modelled")
+            if isinstance(w, NotModelled):
+                reason = w.reason
+            elif isinstance(w, Work):
+                reason = "inside a composite whose work is counted elsewhere"
+            else:
+                reason = "an operator that should do no GPU work launched some"
+            recs["reason"].append(reason)
+            for c in ("family", "dtype", "detail"):
+                recs[c].append(None)
+            recs["flops"].append(np.nan)
+            recs["bytes"].append(np.nan)
+    flops = np.array(recs["flops"], dtype=np.float64)
+    nbytes = np.array(recs["bytes"], dtype=np.float64)
+    g = np.rint(gpu_ns[idx]).astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frame = pd.DataFrame(
+            {
+                "rank": np.full(len(idx), rank, dtype=np.int64),
+                "eid": ev["eid"].to_numpy()[rows],
+                "name": pd.array(names[idx].astype(str), dtype="str"),
+                "status": pd.array(recs["status"], dtype="str"),
+                "reason": pd.array(recs["reason"], dtype="str"),
+                "family": pd.array(recs["family"], dtype="str"),
+                "dtype": pd.array(recs["dtype"], dtype="str"),
+                "shape": pd.array([dims_of.get(int(r)) for r in rows.tolist()], dtype="str"),
+                "detail": pd.array(recs["detail"], dtype="str"),
+                "step": ev["step"].to_numpy()[rows].astype(np.int64),
+                "ts_ns": links.ts[rows].astype(np.int64),
+                "flops": flops,
+                "bytes": nbytes,
+                "intensity": np.where(nbytes > 0, flops / nbytes, np.nan),
+                "kernels": kernels[idx].astype(np.int64),
+                "gpu_ns": g,
+                "tflops": np.where(g > 0, flops / g / 1e3, np.nan),
+                "gbps": np.where(g > 0, nbytes / g, np.nan),
+            }
+        )
+    # Per-step GPU coverage for mfu().
+    act_step = links.ev["step"].to_numpy()[links.act_rows] if n_acts else np.empty(0, dtype=np.int64)
+    extra = {
+        "act_step": act_step,
+        "act_dur": dur,
+        "act_uncovered": uncovered,
+    }
+    return frame, extra
+
+
+def _check_scope_options(by: str, tf32: object) -> None:
+    if by not in ("instance", "shape"):
+        raise OptionError.invalid("by", by, ("instance", "shape"))
+    if not isinstance(tf32, bool):
+        raise OptionError(f"tf32 must be True or False, got {tf32!r}")
+
+
+def op_performance(
+    trace: Trace,
+    *,
+    by: Literal["instance", "shape"] = "instance",
+    peaks: PeaksArg = None,
+    tf32: bool = False,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+) -> pd.DataFrame:
+    """FLOPs, bytes, achieved throughput and % of the device's peak of every operator.
+
+    Needs a trace recorded with ``record_shapes=True``. The FLOP/byte model of each operator
+    family is described in :mod:`jupyter_traceview.analysis.perfmodel.model` and
+    ``docs/semantics.md``; which operators count, and how GPU time is attributed, in
+    :mod:`jupyter_traceview.analysis.perfmodel.performance`.
+
+    Parameters
+    ----------
+    trace : Trace
+    by : {"instance", "shape"}, default "instance"
+        One row per operator call, or one per (rank, name, recorded shapes and dtypes,
+        status) with sums over the calls.
+    peaks : DevicePeaks or mapping, optional
+        The device's peaks, for every rank (``{"bandwidth_gbps": 3350, "bf16": 989.5, ...}``,
+        TFLOP/s per dtype). Default: the built-in table (:func:`peaks_table`), by the
+        ``deviceProperties`` name of the rank's device; an unknown device gives figures
+        without percentages and a warning.
+    tf32 : bool, default False
+        Compare fp32 matrix products with the TF32 tensor-core peak (when the run allowed
+        TF32: ``torch.backends.cuda.matmul.allow_tf32``) instead of the FP32 peak.
+    ranks, iterations, time_range
+        Scope (see :meth:`Trace.select`); ``time_range`` keeps the GPU work running in it,
+        clipped to it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        With ``by="instance"``, sorted by rank and ``gpu_ns`` descending:
+
+        ``rank``; ``eid`` (the operator event); ``name``; ``status``: ``modelled`` or
+        ``not_modelled`` (an operator whose GPU work no model covers); ``reason`` (why not
+        modelled); ``family`` (gemm, conv, attention, norm, softmax, elementwise,
+        reduction, embedding); ``dtype`` (fp64, fp32, fp16, bf16, fp8; NaN for integer
+        work); ``shape`` (recorded ``Input Dims`` and ``Input type``); ``detail`` (the
+        sizes the figures come from, e.g. ``M=8 N=64 K=32``); ``step``; ``ts_ns``;
+        ``flops`` (FLOP); ``bytes`` (bytes moved, the minimum); ``intensity``
+        (FLOP/byte); ``kernels`` (GPU activities launched); ``gpu_ns`` (their summed
+        duration, ns); ``tflops`` (achieved TFLOP/s); ``gbps`` (achieved GB/s);
+        ``peak_tflops`` (the device's peak for the dtype; NaN for memory-only families);
+        ``peak_gbps`` (the device's bandwidth); ``bound`` (``compute`` or ``memory``);
+        ``ideal_ns`` (time at the roofline, ns); ``lost_ns`` (gpu_ns - ideal_ns, >= 0);
+        ``pct_of_peak`` (100 x ideal_ns / gpu_ns).
+
+        With ``by="shape"``: ``rank``, ``name``, ``status``, ``reason``, ``family``,
+        ``dtype``, ``shape``, ``detail``, ``count`` (calls), the sums ``flops``,
+        ``bytes``, ``kernels``, ``gpu_ns``, ``ideal_ns``, ``lost_ns``; ``intensity``,
+        ``tflops``, ``gbps``, ``pct_of_peak`` of the sums; ``peak_tflops``,
+        ``peak_gbps``, ``bound``; ``first_eid``. Sorted by rank and ``gpu_ns`` descending.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path(), ranks=[0])
+    >>> perf = tv.op_performance(trace, by="shape")
+    >>> gemm = perf[perf["family"] == "gemm"]
+    >>> bool((gemm["pct_of_peak"] > 0).all())
+    True
+    """
+    _check_scope_options(by, tf32)
+    trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    device_peaks_of = _resolve_peaks(trace, peaks)
+    frames = []
+    for r in trace.ranks:
+        frame, _ = _rank_instances(trace, r, window)
+        _peak_columns(frame, device_peaks_of.get(r), tf32)
+        frames.append(frame)
+    if not frames or all(f.empty for f in frames):
+        return empty(OP_PERFORMANCE_COLUMNS if by == "instance" else SHAPE_COLUMNS)
+    out = pd.concat([f for f in frames if not f.empty], ignore_index=True)
+    if by == "shape":
+        return _by_shape(out, device_peaks_of, tf32)
+    out = out.sort_values(["rank", "gpu_ns", "eid"], ascending=[True, False, True], kind="stable")
+    return out[list(OP_PERFORMANCE_COLUMNS)].reset_index(drop=True)
+
+
+def _by_shape(inst: pd.DataFrame, device_peaks_of: Mapping[int, DevicePeaks | None], tf32: bool) -> pd.DataFrame:
+    keys = ["rank", "name", "status", "reason", "family", "dtype", "shape", "detail"]
+    g = inst.groupby(keys, dropna=False, sort=False)
+    out = g.agg(
+        count=("eid", "size"),
+        flops=("flops", lambda s: s.sum(min_count=1)),
+        bytes=("bytes", lambda s: s.sum(min_count=1)),
+        kernels=("kernels", "sum"),
+        gpu_ns=("gpu_ns", "sum"),
+        first_eid=("eid", "min"),
+    ).reset_index()
+    flops = out["flops"].to_numpy(dtype=np.float64)
+    nbytes = out["bytes"].to_numpy(dtype=np.float64)
+    gpu = out["gpu_ns"].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["intensity"] = np.where(nbytes > 0, flops / nbytes, np.nan)
+        out["tflops"] = np.where(gpu > 0, flops / gpu / 1e3, np.nan)
+        out["gbps"] = np.where(gpu > 0, nbytes / gpu, np.nan)
+    parts = []
+    for r, part in out.groupby("rank", sort=True):
+        part = part.copy()
+        _peak_columns(part, device_peaks_of.get(int(str(r))), tf32)
+        parts.append(part)
+    res = pd.concat(parts, ignore_index=True)
+    for c in ("rank", "count", "kernels", "gpu_ns", "first_eid"):
+        res[c] = res[c].astype(np.int64)
+    for c in ("name", "status", "reason", "family", "dtype", "shape", "detail", "bound"):
+        res[c] = res[c].astype("str").where(res[c].notna(), None).astype("str")
+    res = res.sort_values(["rank", "gpu_ns", "first_eid"], ascending=[True, False, True], kind="stable")
+    return res[list(SHAPE_COLUMNS)].reset_index(drop=True)
+
+
+def mfu(
+    trace: Trace,
+    *,
+    model_flops: float | None = None,
+    dtype: str | None = None,
+    peaks: PeaksArg = None,
+    tf32: bool = False,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+) -> pd.DataFrame:
+    """Model FLOPs utilisation per ProfilerStep iteration and rank.
+
+    MFU = the time the step's matrix FLOPs (gemm, conv, attention) would take at the
+    device's peak for their dtype, over the step's duration (the ProfilerStep span):
+    ``100 x sum_dtype(flops_dtype / peak_dtype) / dur``; for one dtype that is the usual
+    ``flops / (dur x peak)``. The FLOPs are those :func:`op_performance` models; GPU work
+    outside the modelled operators has unknown FLOPs, so the rows also give the share of
+    the step's GPU time it takes (``uncovered_gpu_pct``): MFU is a lower bound by that much.
+
+    With ``model_flops`` (FLOPs of one training step per rank, e.g. ``6 x parameters x tokens``),
+    MFU = model_flops / (dur x peak[dtype]); ``dtype`` (default: the dtype of most modelled
+    matrix FLOPs, else bf16) picks the peak.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``rank``; ``step``; ``device`` (peaks used); ``dur_ns`` (step span, ns); ``flops``
+        (the numerator: modelled matrix FLOPs, or ``model_flops``); ``modelled_flops``
+        (modelled matrix FLOPs); ``ideal_ns`` (time of ``flops`` at peak, ns); ``mfu_pct``;
+        ``gpu_ns`` (summed GPU activity time in the step); ``uncovered_gpu_ns`` and
+        ``uncovered_gpu_pct`` (GPU time not under a modelled operator, and its share of
+        ``gpu_ns``); ``not_modelled_ops`` (operator calls listed as not modelled).
+    """
+    if model_flops is not None and not (isinstance(model_flops, int | float) and model_flops > 0):
+        raise OptionError(f"model_flops must be a positive number of FLOPs per step, got {model_flops!r}")
+    if dtype is not None and dtype not in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8"):
+        raise OptionError.invalid("dtype", dtype, ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8"))
+    _check_scope_options("instance", tf32)
+    trace, _ = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=None)
+    device_peaks_of = _resolve_peaks(trace, peaks)
+    its = trace.iterations
+    rows = []
+    for r in trace.ranks:
+        frame, extra = _rank_instances(trace, r, None)
+        pk = device_peaks_of.get(r)
+        mine = its[its["rank"] == r]
+        matrix = frame[(frame["status"] == "modelled") & frame["family"].isin(MATRIX_FAMILIES)]
+        for step, dur in zip(mine["step"].tolist(), mine["dur_ns"].tolist(), strict=True):
+            m = matrix[matrix["step"] == step]
+            modelled = float(m["flops"].sum())
+            if model_flops is not None:
+                by_dtype = {dtype or _main_dtype(matrix): float(model_flops)}
+            else:
+                by_dtype = m.groupby("dtype")["flops"].sum().to_dict()
+            ideal = _ideal_ns(by_dtype, pk, tf32)
+            in_step = extra["act_step"] == step
+            gpu = int(extra["act_dur"][in_step].sum())
+            unc = int(extra["act_dur"][in_step & extra["act_uncovered"]].sum())
+            nm = int(((frame["step"] == step) & (frame["status"] == "not_modelled")).sum())
+            rows.append(
+                {
+                    "rank": r,
+                    "step": int(step),
+                    "device": pk.name if pk is not None else None,
+                    "dur_ns": int(dur),
+                    "flops": float(model_flops) if model_flops is not None else modelled,
+                    "modelled_flops": modelled,
+                    "ideal_ns": ideal,
+                    "mfu_pct": 100.0 * ideal / dur if dur > 0 else np.nan,
+                    "gpu_ns": gpu,
+                    "uncovered_gpu_ns": unc,
+                    "uncovered_gpu_pct": 100.0 * unc / gpu if gpu > 0 else np.nan,
+                    "not_modelled_ops": nm,
+                }
+            )
+    if not rows:
+        return empty(MFU_COLUMNS)
+    out = pd.DataFrame(rows)
+    out["device"] = out["device"].astype("str")
+    return out[list(MFU_COLUMNS)]
+
+
+def _main_dtype(matrix: pd.DataFrame) -> str:
+    if matrix.empty or matrix["dtype"].isna().all():
+        return "bf16"
+    return str(matrix.groupby("dtype")["flops"].sum().idxmax())
+
+
+def _ideal_ns(by_dtype: Mapping[Any, float], pk: DevicePeaks | None, tf32: bool) -> float:
+    if pk is None:
+        return float("nan")
+    total = 0.0
+    for d, f in by_dtype.items():
+        if not f:
+            continue
+        key = "tf32" if tf32 and d == "fp32" else d
+        peak = pk.tflops(str(key)) if isinstance(d, str) else None
+        if peak is None:
+            return float("nan")
+        total += f / (peak * 1e3)
+    return total

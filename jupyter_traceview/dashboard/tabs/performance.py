@@ -1,0 +1,85 @@
+"""The Performance tab: operators against the device's peaks (roofline, time lost, MFU)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...model.trace import _fmt_ns
+from .builder import Column, TabBuilder, charts, figure_, pct, table
+
+
+def build(b: TabBuilder) -> None:
+    c = charts()
+
+    def figures_and_table() -> None:
+        perf = b.frame("op_performance", by="shape")
+        modelled = perf[perf["status"] == "modelled"]
+        gpu_all = float(perf["gpu_ns"].sum())
+        if perf.empty or modelled.empty:
+            b.notes.append(
+                "No operator could be modelled: record the trace with torch.profiler.profile(record_shapes=True) "
+                "to see FLOPs, bytes and the share of the device's peak of every operator."
+            )
+        gpu_mod = float(modelled["gpu_ns"].sum())
+        b.figures.append(
+            figure_(
+                "modelled GPU time",
+                pct(100 * gpu_mod / gpu_all) if gpu_all > 0 else "n/a",
+                f"{_fmt_ns(gpu_mod)} of {_fmt_ns(gpu_all)} under operators",
+            )
+        )
+        ideal = float(modelled["ideal_ns"].sum(min_count=1)) if len(modelled) else np.nan
+        if gpu_mod > 0 and np.isfinite(ideal):
+            b.figures.append(
+                figure_(
+                    "of the roofline", pct(100 * ideal / gpu_mod), f"{_fmt_ns(ideal)} at peak for {_fmt_ns(gpu_mod)}"
+                )
+            )
+        elif len(modelled):
+            b.notes.append("No peak figures for this device: pass peaks= to tv.op_performance for percentages.")
+        m = b.data.frame("mfu")
+        if len(m) and m["mfu_pct"].notna().any():
+            b.figures.append(
+                figure_(
+                    "MFU",
+                    pct(float(m["mfu_pct"].median())),
+                    f"median over {len(m)} rank-iterations; {pct(float(m['uncovered_gpu_pct'].median()))} of GPU time not modelled",
+                )
+            )
+        b.tables.append(
+            table(
+                "op_performance",
+                "Operators by GPU time, per name and shapes (all ranks)",
+                perf.assign(lost_pct=100 * perf["lost_ns"] / perf["gpu_ns"].where(perf["gpu_ns"] > 0)),
+                [
+                    Column("name", "operator"),
+                    Column("detail", "shapes"),
+                    Column("family", "family"),
+                    Column("dtype", "dtype"),
+                    Column("rank", "rank", "int"),
+                    Column("count", "calls", "int"),
+                    Column("gpu_ns", "GPU time", "duration"),
+                    Column("tflops", "TFLOP/s", "float"),
+                    Column("gbps", "GB/s", "gbps"),
+                    Column("intensity", "FLOP/byte", "float"),
+                    Column("bound", "bound"),
+                    Column("pct_of_peak", "% of peak", "pct"),
+                    Column("lost_ns", "time lost", "duration"),
+                    Column("reason", "not modelled because"),
+                ],
+            )
+        )
+
+    b.step("operator performance", figures_and_table)
+    b.step(
+        "roofline",
+        lambda: b.chart(
+            "roofline", lambda: c.roofline_chart(b.frame("op_performance", by="shape"), theme=b.theme), wide=False
+        ),
+    )
+    b.step(
+        "time lost",
+        lambda: b.chart(
+            "time_lost", lambda: c.time_lost_chart(b.frame("op_performance", by="shape"), theme=b.theme), wide=False
+        ),
+    )
