@@ -97,7 +97,12 @@ def _load(args: argparse.Namespace) -> Any:
     path = sample_path() if args.sample else args.path
     if path is None:
         raise _UsageError("give a PATH to a trace file or folder, or --sample")
-    return load(path, progress=False if getattr(args, "json", False) else None, **_load_options(args))
+    return load(path, progress=_progress(args), **_load_options(args))
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    """The loader's progress bar: off for --json and --quiet (stderr then holds only errors)."""
+    return False if getattr(args, "json", False) or getattr(args, "quiet", False) else None
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
@@ -206,7 +211,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not out.parent.exists():
         raise TraceviewError(f"cannot write the report to {out}: the folder {out.parent} does not exist")
     trace = _load(args)
-    baseline = load(args.baseline, **_load_options(args)) if args.baseline else None
+    baseline = load(args.baseline, progress=_progress(args), **_load_options(args)) if args.baseline else None
     from .report.html import write_report
 
     def progress(done: int, total: int, label: str) -> None:

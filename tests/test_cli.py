@@ -106,3 +106,20 @@ def test_findings_cpu_only_and_errors(capsys: pytest.CaptureFixture[str], tmp_pa
     proc = run("findings", str(tmp_path / "missing"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "no such file or folder" in proc.stderr
+
+
+def test_quiet_and_json_turn_the_loaders_progress_bar_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The progress bar appears on stderr when a load takes over a second; with -q (or --json)
+    # stderr must hold only the one-line error, however slow the machine is.
+    import jupyter_traceview.loading.loader as loader
+
+    seen: list[object] = []
+
+    def fake_load(path: object, **kwargs: object) -> object:
+        seen.append(kwargs.get("progress"))
+        raise FileNotFoundError(f"no such file or folder: {path}")
+
+    monkeypatch.setattr(loader, "load", fake_load)
+    main(["report", "--sample", "-o", str(tmp_path / "r.html"), "-q"])
+    main(["summary", "--sample", "--json"])
+    assert seen == [False, False]
