@@ -123,12 +123,26 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
     const frameTop = box.y + 30;
     const frameBottom = box.y + box.height - 45;
     const rowH = (frameBottom - frameTop) / 8;
-    await page.mouse.click(frameLeft + 0.4 * (frameRight - frameLeft), frameTop + 1.5 * rowH);
+    const cellX = frameLeft + 0.4 * (frameRight - frameLeft);
+    const cellY = frameTop + 1.5 * rowH;
+    // Hover first: the cell's interval as the heatmap labels it (times since the trace's origin).
+    await page.mouse.move(cellX, cellY);
+    const tip = heatmap.locator(".bk-Tooltip").filter({ hasText: "time" }).first();
+    await expect(tip).toBeVisible({ timeout: 30000 });
+    const label = (await tip.innerText()).replace(/\s+/g, " ");
+    const m = /time:? \+?([\d.]+) (s|ms|us|ns) … \+?([\d.]+) (s|ms|us|ns)/.exec(label);
+    expect(m, `heatmap tooltip: ${label}`).not.toBeNull();
+    const ns = (v: string, u: string) => Number(v) * { s: 1e9, ms: 1e6, us: 1e3, ns: 1 }[u]!;
+    const [cellLo, cellHi] = [ns(m![1]!, m![2]!), ns(m![3]!, m![4]!)];
+    await page.mouse.click(cellX, cellY);
     await expect(dash).toHaveAttribute("data-tab", "timeline", { timeout: 30000 });
     const tl = timeline(page);
     await settled(tl);
     const [lo, hi] = await visibleRange(tl);
     expect(hi - lo).toBeLessThan(1_000_000); // one heatmap bin (~100 us) and a margin
+    // The timeline's window holds the interval the cell showed (3 significant digits: +-0.5%).
+    expect(lo).toBeLessThanOrEqual(cellLo * 1.005);
+    expect(hi).toBeGreaterThanOrEqual(cellHi * 0.995);
     const link = JSON.parse((await dash.getAttribute("data-last-link")) ?? "{}") as { rank?: number; bin?: number };
     expect(link.rank).toBe(1);
     const py = await runCell(page, "print(dash.tab, dash.timeline.ranks, round(dash.timeline.x_range[1] - dash.timeline.x_range[0]))");
