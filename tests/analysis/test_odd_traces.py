@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 import warnings
 from pathlib import Path
@@ -15,8 +16,8 @@ from jupyter_traceview import analysis
 from tests import kineto_builder as kb
 from tests.analysis.odd_traces import HUGE, odd_docs, odd_docs_real, write_odd
 
-#: Analyses that write a file rather than return a frame, and classes.
-NOT_FRAMES = {"FindingRules", "write_counters_trace"}
+#: Analyses that write a file rather than return a frame, classes, and the device table.
+NOT_FRAMES = {"FindingRules", "DevicePeaks", "peaks_table", "write_counters_trace"}
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,9 @@ def test_every_analysis_returns_a_frame(odd: dict[str, tv.Trace], trace_name: st
         except Exception as exc:  # noqa: BLE001 - collected, so that one test lists every failure
             failures[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
             continue
+        if name == "headline":  # a JSON-ready dict, and its per-rank frame
+            json.dumps(out, allow_nan=False)
+            out = analysis.headline(trace, per_rank=True)
         if not isinstance(out, pd.DataFrame):
             failures[name] = f"returned {type(out).__name__}"
     assert failures == {}

@@ -194,7 +194,8 @@ def test_list_of_files_and_gzip_equivalence(tmp_path: Path) -> None:
 
 def test_display(dlrm: tv.Trace) -> None:
     text = repr(dlrm)
-    assert "8 ranks [0-7]" in text and "kernels 2,104" in text and "iterations 10" in text
+    assert "8 ranks [0-7]" in text and "kernels: 2,104" in text
+    assert "iterations: 1  (step #10)" in text  # a count, and the step id labelled as such
     html = dlrm._repr_html_()
     assert "<table>" in html and "Tesla V100-SXM2-32GB" in html
 

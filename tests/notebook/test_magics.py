@@ -218,7 +218,8 @@ def test_no_show_prints_one_line(ip: Any, work: Path, shown: list[tv.Trace], cap
     assert shown == []
     lines = [ln for ln in out.splitlines() if ln.startswith("traceview:")]
     assert len(lines) == 1
-    assert "1 rank · 2 iterations" in lines[0] and "saved to traceview-runs" in lines[0]
+    assert "ranks 1 · " in lines[0] and "iterations 2 (steps #0-1)" in lines[0]
+    assert "saved to traceview-runs" in lines[0]
 
 
 def test_exception_saves_partial_trace_and_propagates(ip: Any, work: Path, shown: list[tv.Trace], capsys: Any) -> None:

@@ -77,14 +77,31 @@ only when no modelled operator runs inside it. Operators that only make views or
 
 from __future__ import annotations
 
-import ast
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any
 
-from ...model.schema import DTYPE_BYTES
+from .calls import (
+    FAMILIES as FAMILIES,
+)
+from .calls import (
+    NotModelled as NotModelled,
+)
+from .calls import (
+    OpCall as OpCall,
+)
+from .calls import (
+    Work as Work,
+)
+from .calls import (
+    broadcast_shape,
+    element_count,
+    int_list,
+)
+from .calls import (
+    compute_dtype as compute_dtype,
+)
 
 __all__ = [
     "COMPOSITE",
@@ -97,136 +114,6 @@ __all__ = [
     "compute_dtype",
     "model_op",
 ]
-
-#: The operator families, in the order the docs describe them.
-FAMILIES = ("gemm", "conv", "attention", "norm", "softmax", "elementwise", "reduction", "embedding")
-
-#: Peak-table dtype of a recorded tensor dtype (None: an integer or boolean dtype).
-_PEAK_DTYPE: dict[str, str] = {
-    "float": "fp32",
-    "Float": "fp32",
-    "float32": "fp32",
-    "c10::Float": "fp32",
-    "double": "fp64",
-    "Double": "fp64",
-    "float64": "fp64",
-    "c10::Half": "fp16",
-    "Half": "fp16",
-    "half": "fp16",
-    "float16": "fp16",
-    "c10::BFloat16": "bf16",
-    "BFloat16": "bf16",
-    "bfloat16": "bf16",
-    "c10::Float8_e4m3fn": "fp8",
-    "Float8_e4m3fn": "fp8",
-    "c10::Float8_e5m2": "fp8",
-    "Float8_e5m2": "fp8",
-    "c10::Float8_e4m3fnuz": "fp8",
-    "c10::Float8_e5m2fnuz": "fp8",
-}
-_EXTRA_BYTES = {"c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1, "c10::complex<float>": 8}
-
-
-def compute_dtype(recorded: str | None) -> str | None:
-    """The peak-table dtype (fp64, fp32, fp16, bf16, fp8) of a recorded dtype name; None otherwise."""
-    return _PEAK_DTYPE.get(recorded or "")
-
-
-def _bpe(recorded: str) -> int | None:
-    return DTYPE_BYTES.get(recorded) or _EXTRA_BYTES.get(recorded)
-
-
-@dataclass(frozen=True)
-class Work:
-    """What one operator call does: its family, FLOPs, bytes and the dtype of its math."""
-
-    family: str
-    flops: float
-    bytes: float
-    #: Peak-table dtype (fp64, fp32, fp16, bf16, fp8) whose compute peak applies; None for
-    #: integer work (no compute peak: such ops are compared with memory bandwidth only).
-    dtype: str | None
-    #: Short description of the shapes the figures come from (e.g. ``M=8 N=64 K=32``).
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class NotModelled:
-    """Why an operator call has no figures."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class OpCall:
-    """One operator call's recorded arguments, parsed."""
-
-    name: str
-    #: One shape per input (``()`` for scalars, None and non-tensors).
-    dims: tuple[tuple[int, ...], ...]
-    #: One recorded type per input (dtype name, ``Scalar``, ``""``, ...).
-    types: tuple[str, ...]
-    #: One value text per input (``""`` for tensors); empty if not recorded.
-    concrete: tuple[str, ...] = ()
-
-    def is_tensor(self, i: int) -> bool:
-        return i < len(self.types) and _bpe(self.types[i]) is not None
-
-    def shape(self, i: int) -> tuple[int, ...] | None:
-        """Shape of input ``i`` if it is a tensor, else None."""
-        return self.dims[i] if self.is_tensor(i) and i < len(self.dims) else None
-
-    def bpe(self, i: int) -> int:
-        b = _bpe(self.types[i]) if i < len(self.types) else None
-        return b or 0
-
-    def nbytes(self, i: int) -> int:
-        s = self.shape(i)
-        return 0 if s is None else _numel(s) * self.bpe(i)
-
-    def value(self, i: int) -> Any:
-        """The recorded value of scalar input ``i`` (int, float, bool, list, str), or None."""
-        if i >= len(self.concrete):
-            return None
-        text = self.concrete[i]
-        if text == "":
-            return None
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return text
-
-    def tensors(self) -> list[int]:
-        return [i for i in range(len(self.types)) if self.is_tensor(i) and i < len(self.dims)]
-
-
-def _numel(shape: Sequence[int]) -> int:
-    return reduce(lambda a, b: a * b, shape, 1)
-
-
-def _broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...] | None:
-    n = max((len(s) for s in shapes), default=0)
-    out = []
-    for k in range(1, n + 1):
-        sizes = {s[-k] for s in shapes if len(s) >= k} - {1}
-        if len(sizes) > 1:
-            return None
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(reversed(out))
-
-
-def _ints(v: Any, n: int) -> list[int] | None:
-    """A stride/padding/dilation argument as ``n`` ints (a single int is repeated)."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return [v] * n
-    if isinstance(v, list | tuple) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-        if len(v) == n:
-            return list(v)
-        if len(v) == 1:
-            return [v[0]] * n
-    return None
 
 
 # ------------------------------------------------------------------------------ gemm
@@ -269,10 +156,10 @@ def _matmul(call: OpCall) -> Work | NotModelled:
     b = (*sb, 1) if len(sb) == 1 else sb
     if a[-1] != b[-2]:
         return NotModelled(f"inner sizes differ: {list(sa)} x {list(sb)}")
-    batch = _broadcast([a[:-2], b[:-2]])
+    batch = broadcast_shape([a[:-2], b[:-2]])
     if batch is None:
         return NotModelled(f"batch sizes do not broadcast: {list(sa)} x {list(sb)}")
-    m, k, n, bsz = a[-2], a[-1], b[-1], _numel(batch)
+    m, k, n, bsz = a[-2], a[-1], b[-1], element_count(batch)
     flops = 2.0 * bsz * m * n * k
     nbytes = call.nbytes(0) + call.nbytes(1) + bsz * m * n * call.bpe(0)
     return Work("gemm", flops, float(nbytes), compute_dtype(call.types[0]), f"B={bsz} M={m} N={n} K={k}")
@@ -282,7 +169,7 @@ def _linear(call: OpCall) -> Work | NotModelled:
     sx, sw = call.shape(0), call.shape(1)
     if sx is None or sw is None or len(sw) != 2 or not sx or sx[-1] != sw[1]:
         return NotModelled("unexpected input/weight shapes")
-    m, k, n = _numel(sx[:-1]), sw[1], sw[0]
+    m, k, n = element_count(sx[:-1]), sw[1], sw[0]
     flops = 2.0 * m * n * k
     nbytes = call.nbytes(0) + call.nbytes(1) + m * n * call.bpe(0)
     if call.shape(2) is not None:
@@ -339,12 +226,12 @@ def _conv_shapes(
     nsp = len(x) - 2
     if nsp < 1 or len(w) != len(x):
         return None, NotModelled(f"unexpected input/weight shapes {list(x)}, {list(w)}")
-    stride = _ints(_arg(call, layout.stride), nsp)
-    padding = _ints(_arg(call, layout.padding), nsp)
-    dilation = _ints(_arg(call, layout.dilation), nsp)
+    stride = int_list(_arg(call, layout.stride), nsp)
+    padding = int_list(_arg(call, layout.padding), nsp)
+    dilation = int_list(_arg(call, layout.dilation), nsp)
     groups = _arg(call, layout.groups)
     transposed = _arg(call, layout.transposed)
-    out_pad = _ints(_arg(call, layout.output_padding), nsp) if layout.output_padding is not None else [0] * nsp
+    out_pad = int_list(_arg(call, layout.output_padding), nsp) if layout.output_padding is not None else [0] * nsp
     if stride is None or padding is None or dilation is None or not isinstance(groups, int) or out_pad is None:
         return None, NotModelled("stride/padding/dilation/groups not recorded (Concrete Inputs)")
     if not isinstance(transposed, bool):
@@ -363,9 +250,9 @@ def _conv_shapes(
     n = x[0]
     # MACs of the product: every output (transposed: every input) position, times a filter.
     if transposed:
-        macs = n * _numel(x[2:]) * c_in * (c_out // groups) * _numel(k)
+        macs = n * element_count(x[2:]) * c_in * (c_out // groups) * element_count(k)
     else:
-        macs = n * _numel(spatial) * c_out * (c_in // groups) * _numel(k)
+        macs = n * element_count(spatial) * c_out * (c_in // groups) * element_count(k)
     out_shape = (n, c_out, *spatial)
     detail = f"x={list(x)} w={list(w)} stride={stride} pad={padding} dil={dilation} groups={groups}"
     if transposed:
@@ -381,7 +268,7 @@ def _conv(call: OpCall) -> Work | NotModelled:
     geo, err = _conv_shapes(x, w, call, layout)
     if geo is None:
         return err or NotModelled("unknown")
-    out_numel = _numel(geo["out"])
+    out_numel = element_count(geo["out"])
     flops = 2.0 * geo["macs"]
     nbytes = call.nbytes(0) + call.nbytes(1) + out_numel * call.bpe(0)
     if call.name not in _CUDNN_CONV and call.shape(2) is not None:
@@ -402,7 +289,7 @@ def _conv_backward(call: OpCall) -> Work | NotModelled:
     mask = call.value(10)
     if not (isinstance(mask, list) and len(mask) == 3):
         return NotModelled("output_mask not recorded")
-    go_numel = _numel(go)
+    go_numel = element_count(go)
     flops = 0.0
     nbytes = float(call.nbytes(0))
     if mask[0]:  # grad input = grad_output (*) weight
@@ -486,7 +373,7 @@ def _io(call: OpCall, family: str, flops_per_elem: float, reads: Sequence[int], 
     x = call.shape(reads[0]) if reads else None
     if x is None:
         return NotModelled("input not recorded as a tensor")
-    numel = _numel(x)
+    numel = element_count(x)
     nbytes = sum(call.nbytes(i) for i in reads) + writes * numel * call.bpe(reads[0])
     return Work(family, flops_per_elem * numel, float(nbytes), compute_dtype(call.types[reads[0]]), f"{list(x)}")
 
@@ -546,11 +433,11 @@ def _elementwise(call: OpCall) -> Work | NotModelled:
     if call.name.endswith("_") and call.is_tensor(0):
         out = call.dims[0]
     else:
-        b = _broadcast(shapes)
+        b = broadcast_shape(shapes)
         if b is None:
             return NotModelled(f"shapes do not broadcast: {[list(s) for s in shapes]}")
         out = b
-    out_numel = _numel(out)
+    out_numel = element_count(out)
     nbytes = sum(call.nbytes(i) for i in ts) + out_numel * call.bpe(ts[0])
     flops = 0.0 if call.name in _NO_FLOP_ELEMENTWISE else float(out_numel)
     dtype = next((compute_dtype(call.types[i]) for i in ts if compute_dtype(call.types[i])), None)
@@ -561,17 +448,17 @@ def _reduction(call: OpCall) -> Work | NotModelled:
     x = call.shape(0)
     if x is None:
         return NotModelled("input not recorded as a tensor")
-    numel = _numel(x)
+    numel = element_count(x)
     dim = call.value(1)
     if call.name == "aten::cumsum":
         out_numel = numel
     elif dim is None or (len(call.types) > 1 and call.types[1] == ""):
         out_numel = 1  # over all elements
     else:
-        dims = _ints(dim, len(dim)) if isinstance(dim, list) else _ints(dim, 1)
+        dims = int_list(dim, len(dim)) if isinstance(dim, list) else int_list(dim, 1)
         if dims is None or any(not -len(x) <= d < max(len(x), 1) for d in dims):
             return NotModelled(f"reduction dims {dim!r} not understood")
-        reduced = _numel([x[d] for d in {d % len(x) for d in dims}]) if x else 1
+        reduced = element_count([x[d] for d in {d % len(x) for d in dims}]) if x else 1
         out_numel = numel // max(reduced, 1) if dims else 1
     nbytes = call.nbytes(0) + out_numel * call.bpe(0)
     return Work("reduction", float(numel), float(nbytes), compute_dtype(call.types[0]), f"{list(x)}")
@@ -588,14 +475,16 @@ def _embedding(call: OpCall) -> Work | NotModelled:
             dim = call.value(1)
             if not isinstance(dim, int) or isinstance(dim, bool):
                 return NotModelled("dim not recorded")
-            row = _numel(w) // max(w[dim % len(w)], 1)
+            row = element_count(w) // max(w[dim % len(w)], 1)
             idx_bytes = call.nbytes(2)
         else:
-            row = _numel(w[1:])
+            row = element_count(w[1:])
             idx_bytes = call.nbytes(1)
-        gathered = _numel(idx) * row
+        gathered = element_count(idx) * row
         nbytes = 2 * gathered * call.bpe(0) + idx_bytes
-        return Work("embedding", 0.0, float(nbytes), compute_dtype(call.types[0]), f"rows={_numel(idx)} row={row}")
+        return Work(
+            "embedding", 0.0, float(nbytes), compute_dtype(call.types[0]), f"rows={element_count(idx)} row={row}"
+        )
     if call.name == "aten::embedding_dense_backward":
         # embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
         g = call.shape(0)
@@ -604,18 +493,20 @@ def _embedding(call: OpCall) -> Work | NotModelled:
             return NotModelled("grad_output/num_weights not recorded")
         row = g[-1]
         nbytes = call.nbytes(0) + call.nbytes(1) + nw * row * call.bpe(0)
-        return Work("embedding", float(_numel(g)), float(nbytes), compute_dtype(call.types[0]), f"V={nw} D={row}")
+        return Work(
+            "embedding", float(element_count(g)), float(nbytes), compute_dtype(call.types[0]), f"V={nw} D={row}"
+        )
     # _embedding_bag / embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
     #                                per_sample_weights, include_last_offset, padding_idx)
     w, idx, off = call.shape(0), call.shape(1), call.shape(2)
     if w is None or idx is None or off is None or len(w) != 2:
         return NotModelled("weight/indices/offsets not recorded as tensors")
     row = w[1]
-    gathered = _numel(idx) * row
-    bags = _numel(off)
+    gathered = element_count(idx) * row
+    bags = element_count(off)
     nbytes = gathered * call.bpe(0) + bags * row * call.bpe(0) + call.nbytes(1) + call.nbytes(2)
     return Work(
-        "embedding", float(gathered), float(nbytes), compute_dtype(call.types[0]), f"rows={_numel(idx)} D={row}"
+        "embedding", float(gathered), float(nbytes), compute_dtype(call.types[0]), f"rows={element_count(idx)} D={row}"
     )
 
 

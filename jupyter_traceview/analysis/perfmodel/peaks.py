@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
+from ...errors import OptionError
+
 __all__ = ["DEVICE_PEAKS", "DTYPES", "DevicePeaks", "device_peaks", "peaks_table"]
 
 #: The dtype columns, in table order.
@@ -61,9 +63,9 @@ class DevicePeaks:
         known = {f.name for f in fields(cls)}
         bad = sorted(set(m) - known)
         if bad:
-            raise ValueError(f"unknown peak fields {bad}; expected some of {sorted(known - {'aliases'})}")
+            raise OptionError(f"unknown peak fields {bad}; expected some of {sorted(known - {'aliases'})}")
         if "bandwidth_gbps" not in m:
-            raise ValueError("peaks need 'bandwidth_gbps' (peak memory bandwidth, GB/s)")
+            raise OptionError("peaks need 'bandwidth_gbps' (peak memory bandwidth, GB/s)")
         values = {k: v for k, v in m.items() if k != "name"}
         return cls(name=str(m.get("name", name)), **values)  # type: ignore[arg-type]
 
