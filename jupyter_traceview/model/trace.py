@@ -546,9 +546,3 @@ def _rank_iterations(trace: Trace) -> pd.DataFrame:
     g.insert(0, "rank", d.meta.rank)
     g["dur_ns"] = g["end_ns"] - g["start_ns"]
     return g
-
-
-# Deprecated names, kept so that code written before jupyter_traceview.format still imports;
-# use jupyter_traceview.format (duration, ranges) instead.
-_fmt_ns = duration
-_ranges = ranges

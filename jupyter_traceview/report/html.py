@@ -208,7 +208,7 @@ def _findings(findings: list[Finding]) -> str:
     out = ['<h3>Findings</h3><ol class="tvr-findings">']
     for f in findings:
         ranks = f.get("ranks") or []
-        where = f"rank {ranks[0]}" if len(ranks) == 1 else (f"ranks {_ranges(ranks)}" if ranks else "")
+        where = f"rank {ranks[0]}" if len(ranks) == 1 else (f"ranks {fmt.ranges(ranks)}" if ranks else "")
         evidence = f.get("evidence") or {}
         ev = "".join(
             f"<dt>{html.escape(fmt.evidence_label(str(k)))}</dt><dd>{html.escape(_evidence_value(k, v))}</dd>"
@@ -261,10 +261,6 @@ def _table(t: Table) -> str:
         f'<h3>{html.escape(t["title"])}</h3><div class="tvr-table-wrap" data-table="{html.escape(t["id"])}">'
         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>{more}"
     )
-
-
-def _ranges(values: list[int]) -> str:
-    return fmt.ranges(values)
 
 
 _CSS = """

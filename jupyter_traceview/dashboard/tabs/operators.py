@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ...model.trace import _fmt_ns
+from ... import format as fmt
 from ..protocol import Finding
 from .builder import Column, TabBuilder, charts, clean, figure_, pct, table
 
@@ -27,7 +27,7 @@ def build(b: TabBuilder) -> None:
         if len(mine):
             main = mine.loc[mine["op_ns"].idxmax()]
             width = int(main["end_ns"] - main["start_ns"])
-            b.figures.append(figure_("host span", _fmt_ns(width), f"rank {rank}, {main['thread']}"))
+            b.figures.append(figure_("host span", fmt.duration(width), f"rank {rank}, {main['thread']}"))
             for key, label, hint in (
                 ("op_ns", "in operators", "share of the main thread's time in operators and runtime calls"),
                 ("dataloader_ns", "data loading", "in the DataLoader's next(), outside operators"),
@@ -65,7 +65,7 @@ def build(b: TabBuilder) -> None:
                 continue
             item = {k: clean(v) for k, v in r.items()}
             item["stake"] = (
-                f"{_fmt_ns(r['time_at_stake_ns'])} at stake ({r['time_at_stake_pct']:.1f}% of the elapsed time)"
+                f"{fmt.duration(r['time_at_stake_ns'])} at stake ({r['time_at_stake_pct']:.1f}% of the elapsed time)"
                 if r["severity"] != "info" and r["time_at_stake_ns"] > 0
                 else ""
             )

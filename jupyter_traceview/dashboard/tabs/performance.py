@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.trace import _fmt_ns
+from ... import format as fmt
 from .builder import Column, TabBuilder, charts, figure_, pct, table
 
 
@@ -25,14 +25,16 @@ def build(b: TabBuilder) -> None:
             figure_(
                 "modelled GPU time",
                 pct(100 * gpu_mod / gpu_all) if gpu_all > 0 else "n/a",
-                f"{_fmt_ns(gpu_mod)} of {_fmt_ns(gpu_all)} under operators",
+                f"{fmt.duration(gpu_mod)} of {fmt.duration(gpu_all)} under operators",
             )
         )
         ideal = float(modelled["ideal_ns"].sum(min_count=1)) if len(modelled) else np.nan
         if gpu_mod > 0 and np.isfinite(ideal):
             b.figures.append(
                 figure_(
-                    "of the roofline", pct(100 * ideal / gpu_mod), f"{_fmt_ns(ideal)} at peak for {_fmt_ns(gpu_mod)}"
+                    "of the roofline",
+                    pct(100 * ideal / gpu_mod),
+                    f"{fmt.duration(ideal)} at peak for {fmt.duration(gpu_mod)}",
                 )
             )
         elif len(modelled):

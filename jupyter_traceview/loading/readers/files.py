@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TraceFormatError
+from ...format import size as format_size
 
 _zlib: Any = zlib
 _INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error, EOFError, OSError, ValueError)
@@ -189,13 +190,6 @@ def read_bytes(path: Path, *, max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> b
     return data
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
-
-
 def _gunzip(path: Path, data: bytes, limit: int) -> bytes:
     """Inflate every gzip member of ``data``, refusing more than ``limit`` bytes of output."""
     out: list[bytes] = []
@@ -229,7 +223,7 @@ def _gunzip(path: Path, data: bytes, limit: int) -> bytes:
     if total > limit:
         raise TraceFormatError(
             path,
-            f"inflates to more than {_size(limit)} of JSON ({len(data):,} compressed bytes): "
+            f"inflates to more than {format_size(limit)} of JSON ({len(data):,} compressed bytes): "
             "a gzip bomb, or a trace larger than the limit",
             "If the trace is genuine, raise the limit: tv.load(..., max_json_bytes=...)",
         )
