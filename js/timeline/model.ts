@@ -183,6 +183,7 @@ export interface RangeSummary {
   source: "gpu" | "cpu" | "mixed";
   all: { busy_ns: number; pct: number; events: number };
   kinds: { kind: string; busy_ns: number; pct: number; events: number }[];
-  top: { name: string; time_ns: number }[];
+  /** `short`: the name shortened as in the charts (distinct names stay distinct). */
+  top: { name: string; short: string; time_ns: number }[];
   error?: string;
 }

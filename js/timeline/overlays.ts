@@ -111,12 +111,8 @@ export class MeasureOverlay {
       const top = el("div", "tv-measure-top", box);
       el("b", "", top, "Top");
       for (const t of s.top) {
-        el(
-          "div",
-          "tv-status-line",
-          top,
-          `${t.name.length > 60 ? t.name.slice(0, 59) + "…" : t.name} (${formatDuration(t.time_ns)})`,
-        );
+        const line = el("div", "tv-status-line", top, `${t.short} (${formatDuration(t.time_ns)})`);
+        line.title = t.name;
       }
     }
   }

@@ -371,7 +371,7 @@ def test_known_trace_rows_details_and_launch_arrow(tmp_path: Path) -> None:
     s = index.range_summary(0, 100_000)
     assert s["all"]["busy_ns"] == 30_000
     assert {k["kind"]: k["busy_ns"] for k in s["kinds"]} == {"compute": 20_000, "memory": 10_000}
-    assert s["top"][0] == {"name": "gemm_kernel", "time_ns": 20_000}
+    assert s["top"][0] == {"name": "gemm_kernel", "short": "gemm_kernel", "time_ns": 20_000}
     with pytest.raises(tv.TraceSelectionError):
         index.details(0, 10_000)
     with pytest.raises(ValueError, match="hi > lo"):

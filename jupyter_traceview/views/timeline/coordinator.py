@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TraceSelectionError
+from ...format import short_names
 from ...model.trace import Trace
 from ..colors import KINDS, name_color_index
 from .binning import RowWindow, _bin_batch, _Binned, _Coverage, _Starts
@@ -626,7 +627,10 @@ class TimelineIndex:
             "source": "gpu" if sources == {"gpu"} else ("cpu" if sources == {"cpu"} else "mixed"),
             "all": {"busy_ns": all_busy, "pct": 100.0 * all_busy / span, "events": sum(events.values())},
             "kinds": kinds,
-            "top": [{"name": self.names[n], "time_ns": t} for n, t in best],
+            "top": [
+                {"name": self.names[n], "short": s, "time_ns": t}
+                for (n, t), s in zip(best, short_names(self.names[n] for n, _ in best), strict=True)
+            ],
         }
 
     # ------------------------------------------------------------------ memory
