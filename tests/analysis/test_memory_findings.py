@@ -62,3 +62,13 @@ def test_thresholds_are_fields_of_the_rules(tmp_path: Path) -> None:
     )
     f = tv.findings(trace, rules=rules)
     assert not MEMORY_RULES & set(f["id"])
+
+
+def test_a_cpu_only_recording_gets_its_memory_findings() -> None:
+    # Recorded here with CPU torch and profile_memory=True (scripts/record_memory_traces.py):
+    # a list keeps 1 MiB per step alive. A CPU-only trace gets the host and memory rules.
+    data = Path(__file__).resolve().parents[1] / "data" / "cpu_memory" / "leak"
+    with pytest.warns(tv.TraceviewWarning, match="about the host"):
+        f = tv.findings(tv.load(data, cache=False)).set_index("id")
+    leak = f.loc["memory_leak", "evidence"]["devices"][0]
+    assert leak["device"].startswith("CPU") and leak["growth_per_step_bytes"] == MIB
