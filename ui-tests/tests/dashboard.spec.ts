@@ -127,7 +127,12 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
     const cellY = frameTop + 1.5 * rowH;
     // Hover first: the cell's interval as the heatmap labels it (times since the trace's origin).
     await page.mouse.move(cellX, cellY);
-    const tip = heatmap.locator(".bk-Tooltip").filter({ hasText: "time" }).first();
+    // BokehJS draws the tooltip at the page's top level: the innermost element holding its rows.
+    const tip = page
+      .locator("div")
+      .filter({ hasText: "zoom the timeline here" })
+      .filter({ hasText: /time:?\s*\+/ })
+      .last();
     await expect(tip).toBeVisible({ timeout: 30000 });
     const label = (await tip.innerText()).replace(/\s+/g, " ");
     const m = /time:? \+?([\d.]+) (s|ms|us|ns) … \+?([\d.]+) (s|ms|us|ns)/.exec(label);
