@@ -78,7 +78,10 @@ export interface TimelineModel {
   search: string;
   selected_event: SelectedEvent;
   selected_range: number[];
+  /** Height of the lanes area, px; 0 fits the lanes shown (resize.ts). */
   height: number;
+  /** Where a dragged height is remembered: the notebook's path, or "" (the page's path). */
+  _height_key: string;
 }
 
 /** `_window` command request (Timeline._window). */

@@ -19,6 +19,7 @@ import type { Invoke, StateModel } from "./state";
 import { type Theme, readTheme } from "./theme";
 import { Tooltip } from "./tooltip";
 import { Toolbar, renderStatus } from "./toolbar";
+import { Sizer, pageStorage, storageKey } from "./resize";
 import { type Limits, type Range, fitRange, limitsFor } from "./viewport";
 import { el } from "../dom";
 
@@ -37,6 +38,7 @@ export class TimelineView implements ViewHost {
   private readonly toolbar: Toolbar;
   private readonly help: HelpOverlay;
   private readonly measurePanel: MeasureOverlay;
+  private readonly sizer: Sizer;
 
   theme!: Theme;
   colors!: Colors;
@@ -103,6 +105,20 @@ export class TimelineView implements ViewHost {
     this.tooltip = new Tooltip(this, this.scroller);
     this.measurePanel = new MeasureOverlay(this, stage, () => this.save("selected_range", []));
     this.help = new HelpOverlay(stage, () => this.toggleHelp(false));
+    // The resize handle under the plot (resize.ts: the height and where it is remembered).
+    this.sizer = new Sizer(
+      {
+        // Asked for once the layout exists (resize() runs after rebuildLayout()).
+        contentHeight: () => this.layout.height + AXIS,
+        applyHeight: () => this.resize(),
+        saveHeight: (h) => this.save("height", h),
+      },
+      root,
+      this.model.get("height"),
+      storageKey(this.model.get("_height_key") || window.location.pathname),
+      pageStorage(),
+      on,
+    );
     this.status = el("div", "tv-status", root);
     const ctx = this.canvas.getContext("2d");
     if (!ctx) throw new Error("canvas 2D is not available");
@@ -150,7 +166,7 @@ export class TimelineView implements ViewHost {
       ["change:_search_count", () => this.syncToolbar()],
       ["change:selected_event", () => this.onModelSelection()],
       ["change:selected_range", () => this.onModelRangeSelection()],
-      ["change:height", () => this.resize()],
+      ["change:height", () => this.sizer.onModelHeight(this.model.get("height"))],
     ];
     for (const [name, fn] of modelEvents) {
       this.model.on(name, fn);
@@ -275,6 +291,7 @@ export class TimelineView implements ViewHost {
 
   private onStructure(): void {
     this.rebuildLayout();
+    if (this.sizer.automatic) this.resize();
     this.syncToolbar();
     this.invalidate();
     this.fetcher.maybeRequest(true);
@@ -350,8 +367,9 @@ export class TimelineView implements ViewHost {
 
   // ---------------------------------------------------------------- geometry
   private resize(): void {
-    const height = Math.max(160, this.model.get("height"));
+    const height = this.sizer.height();
     this.scroller.style.height = `${height}px`;
+    this.root.dataset.height = String(height);
     const w = Math.max(200, this.scroller.clientWidth);
     const h = Math.max(60, this.scroller.clientHeight);
     const dpr = window.devicePixelRatio || 1;

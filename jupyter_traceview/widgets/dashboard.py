@@ -255,3 +255,7 @@ class Dashboard(anywidget.AnyWidget):
     @command
     def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
         return self._answer("_summary", msg)
+
+    @command
+    def _collective(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
+        return self._answer("_collective", msg)

@@ -14,6 +14,7 @@ Times in synced traits are float ns relative to the trace's first event
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,11 @@ class Timeline(anywidget.AnyWidget):
         (a stable colour per name, the same in every chart).
     height
         Height of the lanes area in pixels (the toolbar and the status line come on top).
+        None (the default) fits the lanes shown, up to 720 px or 70 % of the browser window.
+        The handle under the plot resizes it; the dragged height is kept in :attr:`height`
+        and remembered for the notebook (in the browser's localStorage, under the notebook's
+        path): a timeline opened again in that notebook with the same ``height`` argument
+        opens at the dragged height.
     lod
         When raw events are sent and when they are merged per pixel column.
 
@@ -176,8 +182,12 @@ class Timeline(anywidget.AnyWidget):
     selected_event = traitlets.Dict().tag(sync=True)
     #: The selected range ``[start, end]`` (relative float ns) or ``[]`` (set by the front end).
     selected_range = traitlets.List(traitlets.Float()).tag(sync=True)
-    #: Height of the lanes area, px (toolbar and status line excluded).
-    height = traitlets.Int(480).tag(sync=True)
+    #: Height of the lanes area, px (toolbar and status line excluded); 0 fits the lanes shown.
+    #: The resize handle under the plot sets it.
+    height = traitlets.Int(0).tag(sync=True)
+    #: Where the front end remembers a dragged height: the notebook's path (the kernel's
+    #: ``JPY_SESSION_NAME``), "" where unknown (the front end then uses the page's path).
+    _height_key = traitlets.Unicode("").tag(sync=True)
 
     #: The selection, rebuilt whenever the front end changes it (read-only; observable).
     selection = traitlets.Instance(TimelineSelection, read_only=True)
@@ -189,7 +199,7 @@ class Timeline(anywidget.AnyWidget):
         ranks: Iterable[int] | None = None,
         cpu: bool = True,
         color_by: str = "kind",
-        height: int = 480,
+        height: int | None = None,
         lod: LevelOfDetail | None = None,
     ) -> None:
         if not isinstance(trace, Trace):
@@ -203,7 +213,16 @@ class Timeline(anywidget.AnyWidget):
         self._index = TimelineIndex.of(trace)
         self._lod = lod or LevelOfDetail()
         self.trace = trace
-        state = timeline_state(trace, self._index, ranks=ranks, cpu=cpu, color_by=color_by, height=height)
+        state = timeline_state(
+            trace,
+            self._index,
+            ranks=ranks,
+            cpu=cpu,
+            color_by=color_by,
+            height=0 if height is None else int(height),
+            # Set by jupyter_server for the kernels it starts: the notebook's path.
+            height_key=os.environ.get("JPY_SESSION_NAME", ""),
+        )
         super().__init__(**state)
         self.set_trait("selection", TimelineSelection())
         self.observe(self._on_selection, names=["selected_event", "selected_range"])
@@ -307,3 +326,8 @@ class Timeline(anywidget.AnyWidget):
     def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         """Per-kind summary of a range: ``{lo, hi, ranks}``."""
         return timeline_protocol.answer(self._index, "_summary", msg)
+
+    @command
+    def _collective(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """A communication kernel's collective instance on every rank: ``{rank, eid}``."""
+        return timeline_protocol.answer(self._index, "_collective", msg)

@@ -12,6 +12,8 @@ command    request                                        answer
 ``_details`` ``{rank, eid}``                               tooltip details (:meth:`TimelineIndex.details`)
 ``_find``    ``{pattern, t, direction, rows}``             the next/previous match
 ``_summary`` ``{lo, hi, ranks}``                           per-kind summary of a range
+``_collective`` ``{rank, eid}``                            the kernel's collective instance on every
+                                                           rank (:func:`.collective.collective_instance`)
 ========== ============================================== ==========================================
 
 Errors are answered as ``{"error": message}`` (and no buffer), never raised.
@@ -32,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import TraceSelectionError, TraceviewError
+from ...errors import OptionError, TraceSelectionError, TraceviewError
 from ...model.trace import Trace
 from ..colors import palette
+from .collective import collective_instance
 from .index import LevelOfDetail, TimelineIndex, Window
 from .pattern import check_pattern
 
@@ -50,7 +53,7 @@ __all__ = [
 ]
 
 #: The commands of the timeline front end.
-COMMANDS = ("_window", "_details", "_find", "_summary")
+COMMANDS = ("_window", "_details", "_find", "_summary", "_collective")
 #: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
 COLLAPSE_ABOVE = 16
 #: The most pixel columns a window is answered at (a 4K screen at twice the density, plus the
@@ -78,13 +81,18 @@ def timeline_state(
     ranks: Iterable[int] | None = None,
     cpu: bool = True,
     color_by: str = "kind",
-    height: int = 480,
+    height: int = 0,
+    height_key: str = "",
 ) -> dict[str, Any]:
     """The timeline's synced state when it opens (JSON-able; ``js/timeline/model.ts``).
 
     The traits of :class:`jupyter_traceview.Timeline`, by name: what a host that is not an
     anywidget (the Traces sidebar) hands to the TypeScript view as its local model.
+    ``height`` 0 fits the lanes shown (``js/timeline/resize.ts``); ``height_key`` names
+    where a dragged height is remembered (the notebook's path; "" for the page's).
     """
+    if height < 0:
+        raise OptionError(f"height must be a number of pixels >= 0 (0: fit the lanes shown), got {height}")
     ix = index or TimelineIndex.of(trace)
     shown = check_ranks(trace, ranks) if ranks is not None else list(trace.ranks)
     lo, hi = 0.0, float(max(ix.end_ns, 1))
@@ -126,6 +134,7 @@ def timeline_state(
         "selected_event": {},
         "selected_range": [],
         "height": int(height),
+        "_height_key": str(height_key),
     }
 
 
@@ -253,6 +262,11 @@ def answer(
             lo, hi = _span(msg)
             ranks = _ids(msg, "ranks") or None
             return index.range_summary(lo, hi, ranks=ranks), []
+        except _ERRORS as exc:
+            return {"error": str(exc)}, []
+    if command == "_collective":
+        try:
+            return collective_instance(index, int(msg["rank"]), int(msg["eid"])), []
         except _ERRORS as exc:
             return {"error": str(exc)}, []
     raise ValueError(f"unknown timeline command {command!r}; commands are {', '.join(COMMANDS)}")
