@@ -4,6 +4,7 @@
  * outline, steps, the measured range, the label gutter and the time axis.
  */
 import { formatDuration } from "../format";
+import { drawCollective } from "./collective";
 import { ticks } from "./axis";
 import { withAlpha } from "./colors";
 import {
@@ -32,6 +33,8 @@ export interface FrameStats {
   matchRects: number;
   /** Events and columns drawn dimmed because they do not match the search. */
   dimmed: number;
+  /** Ranks of the selected collective instance drawn. */
+  collectiveRanks: number;
 }
 
 /** Opacity of what does not match the search while one is active. */
@@ -193,6 +196,15 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
   drawLabels(c, labels, host.font(11));
   drawMatches(c, matches, colors.highlight);
   drawSelection(host, ctx, s);
+  const coll = host.collective;
+  const collectiveRanks = coll
+    ? drawCollective(ctx, coll, layout, s, (i) => slotY(host, layout.slots[i]!), AXIS, H, {
+        outline: th.accent,
+        straggler: th.foreground,
+        text: th.background,
+        font: host.font(11),
+      })
+    : 0;
   // Hover outline.
   const hv = host.hover;
   if (hv && hv.event >= 0 && d) {
@@ -251,7 +263,7 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
   ctx.moveTo(GUTTER - 0.5, 0);
   ctx.lineTo(GUTTER - 0.5, H);
   ctx.stroke();
-  return { rects, rawRects, matchRects: matches.length / 4, dimmed: dim };
+  return { rects, rawRects, matchRects: matches.length / 4, dimmed: dim, collectiveRanks };
 }
 
 function drawGutter(

@@ -3,6 +3,7 @@
  * view's state and the few actions they call back. `TimelineView` (view.ts) implements it
  * and composes the parts; each part reads the host, none holds a copy of its state.
  */
+import type { FoundInstance } from "./collective";
 import type { Colors } from "./colors";
 import type { WindowData } from "./protocol";
 import type { Layout } from "./layout";
@@ -65,6 +66,8 @@ export interface ViewHost {
   readonly hover: Hover | null;
   readonly selected: Selected | null;
   readonly measure: Measure | null;
+  /** The collective instance of the selected communication kernel, on every rank (collective.ts). */
+  readonly collective: FoundInstance | null;
   /** The range being measured (Shift+drag in progress). */
   measuring: Measure | null;
   readonly charWidth: number;

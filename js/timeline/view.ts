@@ -20,6 +20,7 @@ import { type Theme, readTheme } from "./theme";
 import { Tooltip } from "./tooltip";
 import { Toolbar, renderStatus } from "./toolbar";
 import { Sizer, pageStorage, storageKey } from "./resize";
+import { CollectiveHighlight, type FoundInstance, collectiveText } from "./collective";
 import { type Limits, type Range, fitRange, limitsFor } from "./viewport";
 import { el } from "../dom";
 
@@ -39,6 +40,7 @@ export class TimelineView implements ViewHost {
   private readonly help: HelpOverlay;
   private readonly measurePanel: MeasureOverlay;
   private readonly sizer: Sizer;
+  private readonly collectives: CollectiveHighlight;
 
   theme!: Theme;
   colors!: Colors;
@@ -124,6 +126,11 @@ export class TimelineView implements ViewHost {
     if (!ctx) throw new Error("canvas 2D is not available");
     this.ctx = ctx;
     this.input = new Input(this);
+    this.collectives = new CollectiveHighlight(
+      { root, invalidate: () => this.invalidate(), statusChanged: () => this.renderStatus() },
+      invoke,
+      this.abort.signal,
+    );
     this.fetcher = new Fetcher(invoke, this.abort.signal, root, {
       want: () => (this.width <= 0 ? null : this.want()),
       onData: () => this.invalidate(),
@@ -214,6 +221,10 @@ export class TimelineView implements ViewHost {
 
   get data(): WindowData | null {
     return this.fetcher.data;
+  }
+
+  get collective(): FoundInstance | null {
+    return this.collectives.instance;
   }
 
   get dataPattern(): string {
@@ -322,11 +333,13 @@ export class TimelineView implements ViewHost {
     const sel = this.model.get("selected_event");
     if (sel.rank === undefined || sel.eid === undefined) {
       this.selected = null;
+      void this.collectives.select(null, null, null);
     } else if (!this.selected || this.selected.rank !== sel.rank || this.selected.eid !== sel.eid) {
       this.selected = { rank: sel.rank, eid: sel.eid, details: null };
       void this.details(sel.rank, sel.eid).then((d) => {
         if (this.selected && this.selected.rank === sel.rank && this.selected.eid === sel.eid) {
           this.selected.details = d;
+          void this.collectives.select(sel.rank, sel.eid, d?.kind ?? null);
           this.renderStatus();
           this.invalidate();
         }
@@ -529,6 +542,9 @@ export class TimelineView implements ViewHost {
 
   private renderStatus(): void {
     renderStatus(this.status, this.selected, this.measure);
+    const coll = this.collectives.instance;
+    if (coll && this.selected)
+      el("div", "tv-status-line tv-collective-line", this.status, collectiveText(coll));
     this.measurePanel.render(this.measure, this.summary);
   }
 
@@ -560,6 +576,7 @@ export class TimelineView implements ViewHost {
     ds.drawRawRects = String(stats.rawRects);
     ds.matchRects = String(stats.matchRects);
     ds.dimmed = String(stats.dimmed);
+    ds.collectiveDrawn = String(stats.collectiveRanks);
     ds.range = `${this.range.lo},${this.range.hi}`;
     if (this.data && !this.firstPaint) {
       this.firstPaint = true;
