@@ -141,6 +141,11 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
       const names = d.names;
       const nameColors = d.nameColors;
       const nameMatch = d.nameMatch;
+      // Per event (name or arguments) where the kernel sent it, else per name.
+      const evMatch = row.match ?? null;
+      const isMatch = evMatch
+        ? (j: number) => evMatch[j] === 1
+        : (j: number) => nameMatch[row.name[j]!] === true;
       const base = byName
         ? (j: number) => colors.name(nameColors[row.name[j]!] ?? 0)
         : (j: number) => colors.kind(row.kind[j]!);
@@ -152,7 +157,7 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
         {
           fill: dimming
             ? (j) => {
-                if (nameMatch[row.name[j]!] === true) return base(j);
+                if (isMatch(j)) return base(j);
                 dim++;
                 return dimmed(base(j));
               }
@@ -162,7 +167,7 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
             : (j) => colors.kindText[row.kind[j]!] ?? "#000",
           label: slot.h >= 14 ? (j) => names[row.name[j]!] ?? "" : null,
           charWidth: host.charWidth,
-          match: searching ? (j) => nameMatch[row.name[j]!] === true : null,
+          match: searching ? isMatch : null,
         },
         batch,
         labels,

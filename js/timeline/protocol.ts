@@ -15,6 +15,8 @@ export interface RawRow {
   name: Uint32Array;
   /** Colour kind code (position in the palette's kinds). */
   kind: Uint8Array;
+  /** 1 where the event's name or argument text matches the search (when a pattern was sent). */
+  match?: Uint8Array | null;
 }
 
 /** One row merged per pixel column of the request. */
@@ -97,6 +99,7 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
   const evEid = get(s, "ev_eid", Float64Array);
   const evName = get(s, "ev_name", Uint32Array);
   const evKind = get(s, "ev_kind", Uint8Array);
+  const evMatch = s.has("ev_match") ? get(s, "ev_match", Uint8Array) : null;
   const binFrac = get(s, "bin_frac", Float32Array);
   const binKind = get(s, "bin_kind", Uint8Array);
   const binCount = get(s, "bin_count", Uint32Array);
@@ -124,6 +127,7 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
         eid: evEid.subarray(a, b),
         name: evName.subarray(a, b),
         kind: evKind.subarray(a, b),
+        match: evMatch ? evMatch.subarray(a, b) : null,
       });
     } else {
       rows.set(r.row, bins(r.offset, r.count));

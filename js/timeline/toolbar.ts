@@ -47,8 +47,8 @@ export class Toolbar {
     this.allButton.title = "Show every rank";
     this.searchInput = el("input", "tv-search", bar);
     this.searchInput.type = "search";
-    this.searchInput.placeholder = "Search names (regex)";
-    this.searchInput.setAttribute("aria-label", "Search event names");
+    this.searchInput.placeholder = "Search names and args (regex)";
+    this.searchInput.setAttribute("aria-label", "Search event names and arguments");
     const prev = el("button", "tv-button", bar, "‹");
     prev.title = "Previous match (Shift+Enter)";
     prev.setAttribute("aria-label", "Previous match");

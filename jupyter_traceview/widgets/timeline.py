@@ -176,7 +176,7 @@ class Timeline(anywidget.AnyWidget):
     show_cpu = traitlets.Bool(True).tag(sync=True)
     #: "kind" or "name".
     color_by = traitlets.Enum(("kind", "name"), default_value="kind").tag(sync=True)
-    #: Search pattern highlighted (a case-insensitive regular expression, or literal text).
+    #: Search pattern highlighted in names and arguments (a case-insensitive regular expression, or literal text).
     search = traitlets.Unicode("").tag(sync=True)
     #: The selected event, ``{"rank": r, "eid": e}``, or ``{}`` (set by the front end).
     selected_event = traitlets.Dict().tag(sync=True)
@@ -261,10 +261,12 @@ class Timeline(anywidget.AnyWidget):
         self.x_range = [0.0, float(max(self._index.end_ns, 1))]
 
     def highlight(self, pattern: str | None) -> int:
-        """Highlight every event whose name matches ``pattern``; returns how many match.
+        """Highlight every event whose name or recorded arguments match ``pattern``; returns how many match.
 
-        ``pattern`` is a case-insensitive regular expression in RE2 syntax, matched in linear
-        time (text that is not a valid expression is searched literally); None or "" clears
+        Arguments are searched as ``key=value`` text (``input_dims=[[32,64],[64]]``,
+        ``collective=all_reduce in_nelems=1024``, ``grid=[8,1,1]``, ``copy_kind=HtoD``; see
+        :mod:`jupyter_traceview.views.timeline.args`). ``pattern`` is a case-insensitive
+        regular expression in RE2 syntax, matched in linear time (text that is not a valid expression is searched literally); None or "" clears
         the highlight. A pattern over ``MAX_PATTERN_CHARS`` (1,000) characters raises
         :class:`~jupyter_traceview.errors.OptionError`.
         """

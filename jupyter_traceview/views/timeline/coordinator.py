@@ -193,6 +193,7 @@ class TimelineIndex:
         self._kinds = sorted(kinds)
         self.end_ns = int(end_ns)
         self._patterns: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._match_counts: OrderedDict[str, dict[int, int]] = OrderedDict()
         self._recent: list[dict[int, tuple[np.ndarray, dict[str, np.ndarray]]]] = []
         self._build_grid()
         self.start = EventColumn(self, "start")
@@ -491,8 +492,17 @@ class TimelineIndex:
         return self._name_mask(pattern)[self._name_map[rank]]
 
     def _rank_matches(self, pattern: str, rank: int) -> int:
-        codes, counts = self._rank_names[rank]
-        return int(counts[self._name_mask(pattern)[codes]].sum())
+        """Events of ``rank`` whose name or argument text matches (counted by the ranks' parts, kept)."""
+        counts = self._match_counts.get(pattern)
+        if counts is None:
+            args = {int(r): ((pattern, self._local_mask(pattern, int(r))), None) for r in self._ranks.tolist()}
+            counts = {int(r): int(n) for r, n in self._parts.call("count_matches", args).items()}
+            self._match_counts[pattern] = counts
+            while len(self._match_counts) > 4:
+                self._match_counts.popitem(last=False)
+        else:
+            self._match_counts.move_to_end(pattern)
+        return counts[rank]
 
     def name_mask(self, pattern: str) -> np.ndarray:
         """One boolean per name of :attr:`names`: does ``pattern`` match it."""
@@ -504,7 +514,10 @@ class TimelineIndex:
         return [n for n, m in zip(self.names, mask, strict=True) if m]
 
     def count_matches(self, pattern: str, *, rows: Iterable[int] | None = None) -> int:
-        """Number of events whose name matches ``pattern`` (in ``rows``, default all)."""
+        """Number of events whose name or argument text matches ``pattern`` (in ``rows``, default all).
+
+        The argument text of an event is described in :mod:`~jupyter_traceview.views.timeline.args`.
+        """
         if rows is None:
             return sum(self._rank_matches(pattern, int(r)) for r in self._ranks.tolist())
         by_rank = self._by_rank(rows)
@@ -513,7 +526,8 @@ class TimelineIndex:
         return sum(self._parts.call("count_matches", args).values())
 
     def find(self, pattern: str, t: float, *, direction: int = 1, rows: Iterable[int] | None = None) -> int | None:
-        """Position of the matching event starting first after ``t`` (``direction=1``) or last before it (-1).
+        """Position of the event matching ``pattern`` (name or argument text) starting first after ``t``
+        (``direction=1``) or last before it (-1).
 
         Among ``rows`` (default all); ties in start time go to the lower row. None if no match.
         """

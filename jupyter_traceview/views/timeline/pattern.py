@@ -1,7 +1,8 @@
 """Search patterns of the timeline: user regular expressions matched in linear time.
 
 A pattern typed in the timeline's search box (or sent to the Jupyter server by the Traces
-sidebar) is matched against every event name. Python's :mod:`re` backtracks, so a pattern such
+sidebar) is matched against every event name and every event's argument text
+(:mod:`~jupyter_traceview.views.timeline.args`). Python's :mod:`re` backtracks, so a pattern such
 as ``(.*a){25}x`` takes exponential time on a long name and would tie up the kernel or the
 server's worker. Patterns are therefore compiled with RE2 (the ``google-re2`` package), whose
 matching time is linear in the length of the name, whatever the pattern. RE2 has no

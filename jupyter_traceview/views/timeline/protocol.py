@@ -163,7 +163,8 @@ def encode_window(index: TimelineIndex, win: Window, *, pattern: str | None = No
     """The binary answer to a window request: JSON metadata and one buffer.
 
     Raw events of all rows are concatenated (sections ``ev_start``, ``ev_dur`` and ``ev_eid``
-    as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8); binned
+    as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8 and, with a
+    ``pattern``, ``ev_match`` as uint8: 1 where the event's name or argument text matches); binned
     rows, then summaries, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
     ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``.
     """
@@ -206,6 +207,11 @@ def encode_window(index: TimelineIndex, win: Window, *, pattern: str | None = No
         "bin_kind": _cat([r.kind for r in binned], np.uint8),
         "bin_count": _cat([r.count for r in binned], np.uint32),
     }
+    if pattern:
+        # Per raw event: does its name or its argument text match (views/timeline/args.py).
+        sections["ev_match"] = _cat(
+            [r.matches if r.matches is not None else np.zeros(len(r.events or ()), bool) for r in raw], np.uint8
+        )
     has_match = any(r.matches is not None for r in binned)
     if has_match:
         sections["bin_match"] = _cat(

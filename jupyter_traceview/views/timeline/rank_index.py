@@ -24,6 +24,7 @@ from ...model.rank_data import RankData
 from ...model.schema import GPU_CLASS_CATEGORIES, KIND_CATEGORIES
 from ...model.trace import Trace
 from ..colors import KINDS, kind_code, kind_codes, name_color_index
+from .args import event_args_text
 from .binning import (
     NO_KIND,
     RowWindow,
@@ -38,6 +39,7 @@ from .binning import (
     _Starts,
 )
 from .layout import LaneInfo, RowInfo, RowType, _fixed_codes, _rank_rows
+from .pattern import compile_pattern
 
 __all__ = ["RankIndex", "build_rank_index"]
 
@@ -166,6 +168,8 @@ class RankIndex:
         self.summary = self._summary()
         self._grid: tuple[int, int] | None = None
         self._patterns: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        #: Events with argument text (args.py), built at the first search: (positions, codes, texts).
+        self._args: tuple[np.ndarray, np.ndarray, list[str]] | None = None
         self._lock = threading.Lock()
 
     # A part may travel between dask workers (pickled): the lock does not.
@@ -173,6 +177,7 @@ class RankIndex:
         state = self.__dict__.copy()
         del state["_lock"]
         state["_patterns"] = OrderedDict()
+        state["_args"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -307,13 +312,45 @@ class RankIndex:
             "kind": self.kind[p],
         }
 
+    def _args_index(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Events with argument text: (local positions, code of each into the texts, distinct texts)."""
+        if self._args is None:
+            text = event_args_text(self.data)
+            order = np.argsort(self.eid, kind="stable")
+            se = self.eid[order]
+            eids = text.index.to_numpy()
+            if len(se) and len(eids):
+                k = np.minimum(np.searchsorted(se, eids), len(se) - 1)
+                drawn = se[k] == eids
+                codes, uniques = pd.factorize(text.to_numpy()[drawn])
+                self._args = (order[k[drawn]].astype(np.int64), codes.astype(np.int32), [str(u) for u in uniques])
+            else:
+                self._args = (np.empty(0, np.int64), np.empty(0, np.int32), [])
+        return self._args
+
+    def _event_matches(self, pattern: str, name_mask: np.ndarray) -> np.ndarray:
+        """One boolean per event: its name (``name_mask``, by local name code) or its argument text matches."""
+        ev = name_mask[self.name]
+        pos, codes, texts = self._args_index()
+        if texts:
+            rx = compile_pattern(pattern)
+            hit = np.fromiter((bool(rx.search(t)) for t in texts), dtype=bool, count=len(texts))
+            if hit.any():
+                ev[pos[hit[codes]]] = True
+        return ev
+
     def _pattern(self, key: str, mask: np.ndarray) -> dict[str, Any]:
         with self._lock:
             cached = self._patterns.get(key)
             if cached is not None:
                 self._patterns.move_to_end(key)
                 return cached
-            entry: dict[str, Any] = {"name_mask": mask, "row_cum": {}, "summary_cum": None, "row_starts": {}}
+            entry: dict[str, Any] = {
+                "ev": self._event_matches(key, mask),
+                "row_cum": {},
+                "summary_cum": None,
+                "row_starts": {},
+            }
             self._patterns[key] = entry
             while len(self._patterns) > 4:
                 self._patterns.popitem(last=False)
@@ -322,7 +359,7 @@ class RankIndex:
     def _row_match_cum(self, match: dict[str, Any], r: _Row) -> np.ndarray:
         cm = match["row_cum"].get(r.info.id)
         if cm is None:
-            cm = np.concatenate(([0], np.cumsum(match["name_mask"][self.name[r.lo : r.hi]])))
+            cm = np.concatenate(([0], np.cumsum(match["ev"][r.lo : r.hi])))
             match["row_cum"][r.info.id] = cm
         return np.asarray(cm)
 
@@ -368,7 +405,7 @@ class RankIndex:
                 pos = i0 + np.flatnonzero(self._eff_end(i0, i1) > lo)
                 pos = pos if len(pos) <= limit else None
             if pos is not None:
-                m = match["name_mask"][self.name[pos]] if match is not None else None
+                m = match["ev"][pos] if match is not None else None
                 out.append(RowWindow(row=r.info.id, mode="raw", events=pos, matches=m))
             else:
                 binned.append((len(out), r))
@@ -399,7 +436,7 @@ class RankIndex:
                 if match is not None:
                     cm = match["summary_cum"]
                     if cm is None:
-                        cm = np.concatenate(([0], np.cumsum(match["name_mask"][self.name[s.positions]])))
+                        cm = np.concatenate(([0], np.cumsum(match["ev"][s.positions])))
                         match["summary_cum"] = cm
                     matches = np.diff(cm[first[j]]).astype(np.uint32)
                 sum_out = RowWindow(
@@ -416,8 +453,11 @@ class RankIndex:
         pos = np.unique(np.concatenate(raw)) if raw else np.empty(0, dtype=np.int64)
         return _PartWindow(rows=out, summary=sum_out, positions=pos, columns=self.columns(pos))
 
-    def count_matches(self, pattern: tuple[str, np.ndarray], rows: Sequence[int]) -> int:
+    def count_matches(self, pattern: tuple[str, np.ndarray], rows: Sequence[int] | None) -> int:
+        """Events matching among ``rows`` (local ids; None: every event of the rank)."""
         match = self._pattern(*pattern)
+        if rows is None:
+            return int(np.count_nonzero(match["ev"]))
         return sum(int(self._row_match_cum(match, self._row(int(r)))[-1]) for r in rows)
 
     def find(
@@ -433,7 +473,7 @@ class RankIndex:
             r = self._row(int(row))
             starts = match["row_starts"].get(r.info.id)
             if starts is None:
-                pos = r.lo + np.flatnonzero(match["name_mask"][self.name[r.lo : r.hi]])
+                pos = r.lo + np.flatnonzero(match["ev"][r.lo : r.hi])
                 starts = (self.start[pos], pos)
                 match["row_starts"][r.info.id] = starts
             s, pos = starts
