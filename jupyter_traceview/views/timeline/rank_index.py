@@ -24,7 +24,7 @@ from ...model.rank_data import RankData
 from ...model.schema import GPU_CLASS_CATEGORIES, KIND_CATEGORIES
 from ...model.trace import Trace
 from ..colors import KINDS, kind_code, kind_codes, name_color_index
-from .args import event_args_text
+from .args import event_args_codes
 from .binning import (
     NO_KIND,
     RowWindow,
@@ -315,15 +315,13 @@ class RankIndex:
     def _args_index(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """Events with argument text: (local positions, code of each into the texts, distinct texts)."""
         if self._args is None:
-            text = event_args_text(self.data)
+            eids, codes, texts = event_args_codes(self.data)
             order = np.argsort(self.eid, kind="stable")
             se = self.eid[order]
-            eids = text.index.to_numpy()
             if len(se) and len(eids):
                 k = np.minimum(np.searchsorted(se, eids), len(se) - 1)
                 drawn = se[k] == eids
-                codes, uniques = pd.factorize(text.to_numpy()[drawn])
-                self._args = (order[k[drawn]].astype(np.int64), codes.astype(np.int32), [str(u) for u in uniques])
+                self._args = (order[k[drawn]].astype(np.int64), codes[drawn].astype(np.int32), texts)
             else:
                 self._args = (np.empty(0, np.int64), np.empty(0, np.int32), [])
         return self._args
