@@ -15,8 +15,10 @@ export const KEYS: readonly (readonly [string, string])[] = [
   ["Double-click, F", "fit the trace (F: the selected event)"],
   ["Shift+drag", "measure a range and summarise it"],
   ["Click", "select an event (arrow from its CPU launch)"],
+  ["Click a communication kernel", "its collective on every rank; the last to arrive marked"],
+  ["Drag the bar under the plot", "resize (remembered for this notebook)"],
   ["Click a rank's name", "collapse or expand its lanes"],
-  ["Enter / Shift+Enter in search", "next / previous match, in time order"],
+  ["Enter / Shift+Enter in search", "next / previous match (names and args), in time order"],
   ["Esc", "clear the selection and the range, close this help"],
   ["?", "show or hide this help"],
 ];
