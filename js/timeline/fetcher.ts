@@ -18,6 +18,8 @@ export interface WindowWant {
   width: number;
   rows: number[];
   summaries: number[];
+  /** Memory counter lanes (ids). */
+  counters?: number[];
   pattern: string;
   nameColors: boolean;
 }
@@ -55,7 +57,9 @@ export class Fetcher {
     const d = this.data;
     if (!force && d) {
       const missing =
-        want.rows.some((r) => !d.rows.has(r)) || want.summaries.some((r) => !d.summaries.has(r));
+        want.rows.some((r) => !d.rows.has(r)) ||
+        want.summaries.some((r) => !d.summaries.has(r)) ||
+        (want.counters ?? []).some((c) => !d.counters.has(c));
       const nsPerPxData = (d.hi - d.lo) / d.width;
       const nsPerPxView = (want.range.hi - want.range.lo) / want.width;
       const ratio = nsPerPxData / nsPerPxView;
@@ -84,6 +88,7 @@ export class Fetcher {
       width: Math.max(1, Math.round(want.width * (1 + 2 * FETCH_MARGIN))),
       rows: want.rows,
       summaries: want.summaries,
+      counters: want.counters ?? [],
       pattern: want.pattern,
       name_colors: want.nameColors,
     };
