@@ -48,3 +48,48 @@ test("a memory trace's timeline draws its memory lane, with the size in the tool
   writeArtifact("memory-lane.png", await widget.screenshot());
   expect(errors).toEqual([]);
 });
+
+test("the Memory tab's peak link opens the timeline at the peak with the device's lane in view", async ({
+  page,
+}) => {
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await newNotebook(page, "memory-link.ipynb");
+  const folder = path.join(REPO, "tests", "data", "h100_bert_small");
+  await runCell(page, `import jupyter_traceview as tv\ntrace = tv.load(${JSON.stringify(folder)})`);
+  await runCell(page, "dash = tv.Dashboard(trace)\ndash");
+  const dash = page.locator(".tvd-dashboard").last();
+  await dash.locator('.tvd-tab[data-tab="memory"]').click();
+  const panel = dash.locator('.tvd-panel[data-tab="memory"]');
+  await expect(panel).toHaveAttribute("data-state", "ready", { timeout: 120_000 });
+  await expect(panel.locator('.tvd-chart[data-chart="memory_timeline"]')).toHaveAttribute("data-drawn", "1");
+  // Select the CUDA:0 peak's marker as a click on it does (the chart's link source, tagged for the timeline).
+  const picked = await page.evaluate(() => {
+    type Src = { tags: unknown[]; data: Record<string, unknown[]>; selected: { indices: number[] } };
+    const all = Object.values(window.Bokeh ?? {}).flatMap((b) =>
+      b && typeof b === "object" && "documents" in b ? ((b as { documents?: unknown[] }).documents ?? []) : [],
+    ) as { all_models: Iterable<unknown> }[];
+    for (const doc of all)
+      for (const m of doc.all_models) {
+        const s = m as Src;
+        if (!Array.isArray(s.tags) || !s.tags.includes("traceview-link:event") || !s.data?.link_device_type) continue;
+        const i = s.data.link_device_type.indexOf("CUDA");
+        if (i < 0) continue;
+        s.selected.indices = [i];
+        return true;
+      }
+    return false;
+  });
+  expect(picked).toBe(true);
+  await expect(dash).toHaveAttribute("data-tab", "timeline", { timeout: 30000 });
+  const widget = dash.locator(".tv-timeline");
+  await settled(widget);
+  const lanes = async (): Promise<LaneOnScreen[]> =>
+    JSON.parse((await widget.getAttribute("data-counter-lanes")) ?? "[]") as LaneOnScreen[];
+  // The CUDA:0 lane (id 1: CPU comes first) is on screen with its peak in the window.
+  await expect
+    .poll(async () => (await lanes()).filter((l) => l.id === 1 && l.peakX !== null).length, { timeout: 30000 })
+    .toBe(1);
+  writeArtifact("memory-peak-link.png", await widget.screenshot());
+  expect(errors).toEqual([]);
+});
