@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceSelectionError
 from jupyter_traceview.views.timeline import protocol
-from jupyter_traceview.views.timeline.counters import CounterIndex, bin_counter
+from jupyter_traceview.views.timeline.counters import CounterIndex, _range_max, bin_counter, block_maxima
 from jupyter_traceview.views.timeline.index import TimelineIndex
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -57,6 +57,41 @@ def test_binning_is_the_step_function_column_by_column(changes: list[tuple[int, 
     np.testing.assert_array_equal(end, want_end)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 2**40), min_size=1, max_size=300),
+    cuts=st.lists(st.integers(0, 300), min_size=2, max_size=8),
+    size=st.sampled_from([1, 2, 3, 5, 64]),
+)
+def test_block_maxima_give_each_ranges_maximum(values: list[int], cuts: list[int], size: int) -> None:
+    v = np.array(values, dtype=np.float64)
+    bounds = sorted({min(c, len(v)) for c in cuts})
+    pairs = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+    if not pairs:
+        return
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    got = _range_max(v, a, b, (size, block_maxima(v, size)))
+    np.testing.assert_array_equal(got, [v[x:y].max() for x, y in pairs])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    changes=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**12)), min_size=1, max_size=400),
+    width=st.integers(1, 40),
+)
+def test_zoomed_out_binning_with_blocks_is_the_same(changes: list[tuple[int, int]], width: int) -> None:
+    changes.sort(key=lambda c: c[0])
+    ts = np.array([c[0] for c in changes], dtype=np.int64)
+    v = np.array([c[1] for c in changes], dtype=np.int64)
+    edges = (np.arange(width + 1, dtype=np.int64) * (10**6 + 1)) // width
+    plain = bin_counter(ts, v, edges)
+    for size in (1, 2, 7):
+        fast = bin_counter(ts, v, edges, blocks=(size, block_maxima(v, size)))
+        np.testing.assert_array_equal(fast[0], plain[0])
+        np.testing.assert_array_equal(fast[1], plain[1])
+
+
 def test_a_one_nanosecond_spike_survives_every_zoom_level() -> None:
     # 1 MB allocated, a 1 GB spike lasting 1 ns in the middle of 10 s, then back.
     ts = np.array([0, 5_000_000_000, 5_000_000_001, 10_000_000_000], dtype=np.int64)
@@ -66,6 +101,16 @@ def test_a_one_nanosecond_spike_survives_every_zoom_level() -> None:
             edges = lo + (np.arange(width + 1, dtype=np.int64) * (hi - lo)) // width
             top, _ = bin_counter(ts, v, edges)
             assert np.nanmax(top) == 2**30, (width, lo, hi)
+    # Among a million records, zoomed out (the block maxima answer): the spike is still there.
+    rng = np.random.default_rng(7)
+    ts = np.sort(rng.integers(0, 10**10, 10**6))
+    v = rng.integers(0, 2**30, 10**6)
+    v[123_457] = 2**33
+    for width in (1, 3, 640, 2400):
+        edges = (np.arange(width + 1, dtype=np.int64) * 10**10) // width
+        top, end = bin_counter(ts, v, edges, blocks=(64, block_maxima(v, 64)))
+        assert np.nanmax(top) == 2**33
+        assert end[-1] == v[-1]
 
 
 @pytest.fixture(scope="module", params=MEMORY_TRACES)

@@ -13,7 +13,9 @@ at ``e_i`` and every record inside, so a zoomed-out lane never loses a peak, eve
 lasted a nanosecond) and the value **at the column's end** (in force just before
 ``e_i+1``): drawn as a step line, the maximum is the column's top and the end value joins
 it to the next column. A column before the first record has neither (NaN). The cost is a
-search per edge and one vectorised pass over the records inside the window.
+search per edge plus, per column, at most ``2 * BLOCK`` records and the maxima of the
+``BLOCK``-record blocks it spans (kept per series): O(width x BLOCK + records / BLOCK),
+bounded however many records the window holds.
 
 Where the work happens. As for the event rows (:mod:`.rank_index`), each rank's series
 lives where the rank's tables live (this process, or the dask worker holding the rank):
@@ -40,6 +42,8 @@ __all__ = ["COUNTER_SERIES", "CounterIndex", "CounterInfo", "CounterWindow", "Ra
 
 #: The series of a memory counter lane, as named in window answers: column of memory_timeline.
 COUNTER_SERIES = {"allocated": "allocated_bytes", "reserved": "reserved_bytes"}
+#: Records per block of the block maxima that bound a zoomed-out query's cost.
+BLOCK = 64
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,8 @@ class CounterWindow:
 class _Series:
     info: CounterInfo
     ts: np.ndarray  # int64, relative ns, sorted
-    values: dict[str, np.ndarray]  # series -> int64 bytes after each record
+    values: dict[str, np.ndarray]  # series -> bytes after each record (float64, exact)
+    blocks: dict[str, np.ndarray]  # series -> float64 maximum of each BLOCK records
 
 
 class RankCounters:
@@ -93,7 +98,8 @@ class RankCounters:
         tl = memory_timeline(trace)
         for (dtype, dev), g in tl.groupby(["device_type", "device"], observed=True, sort=True):
             ts = g["ts_ns"].to_numpy(dtype=np.int64) - int(t0_ns)
-            values = {name: g[col].to_numpy(dtype=np.int64) for name, col in COUNTER_SERIES.items()}
+            # Float64 once (bytes stay exact below 2**53): a query converts nothing.
+            values = {name: g[col].to_numpy(dtype=np.float64) for name, col in COUNTER_SERIES.items()}
             alloc, res = values["allocated"], values["reserved"]
             ia, ir = int(np.argmax(alloc)), int(np.argmax(res))
             info = CounterInfo(
@@ -110,7 +116,8 @@ class RankCounters:
                 start=int(ts[0]),
                 end=int(ts[-1]),
             )
-            self.series.append(_Series(info=info, ts=ts, values=values))
+            blocks = {k: block_maxima(v, BLOCK) for k, v in values.items()}
+            self.series.append(_Series(info=info, ts=ts, values=values, blocks=blocks))
 
     def info(self) -> list[CounterInfo]:
         """The rank's lanes (local ids)."""
@@ -121,7 +128,8 @@ class RankCounters:
         out = []
         for i in ids:
             s = self.series[int(i)]
-            out.append(CounterWindow(id=int(i), series={k: bin_counter(s.ts, v, edges) for k, v in s.values.items()}))
+            series = {k: bin_counter(s.ts, v, edges, blocks=(BLOCK, s.blocks[k])) for k, v in s.values.items()}
+            out.append(CounterWindow(id=int(i), series=series))
         return out
 
     def values_at(self, local: int, times: np.ndarray) -> dict[str, np.ndarray]:
@@ -132,12 +140,51 @@ class RankCounters:
         return {k: np.where(at >= 0, v[np.maximum(at, 0)].astype(np.float64), np.nan) for k, v in s.values.items()}
 
 
-def bin_counter(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def block_maxima(values: np.ndarray, block: int) -> np.ndarray:
+    """The maximum of each run of ``block`` values (the last run may be shorter), float64."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) == 0:
+        return v
+    return np.asarray(np.maximum.reduceat(v, np.arange(0, len(v), block)))
+
+
+def _range_max(v: np.ndarray, a: np.ndarray, b: np.ndarray, blocks: tuple[int, np.ndarray] | None) -> np.ndarray:
+    """``max(v[a[i]:b[i]])`` for non-empty, consecutive ranges (``b[i] == a[i+1]``)."""
+    if blocks is None or int(b[-1] - a[0]) <= 4 * blocks[0] * len(a):
+        # Few records per column: one pass over them (consecutive ranges: each runs to the next's start).
+        return np.asarray(np.maximum.reduceat(v[: int(b[-1])], a))
+    size, bmax = blocks
+    out = np.full(len(a), -np.inf)
+    first_block = -(-a // size)  # the first block starting at or after a
+    last_block = b // size  # blocks before this one end at or before b
+    whole = last_block > first_block
+    # Whole blocks: pairs of reduceat indices (-inf appended so that an end index is valid).
+    if whole.any():
+        padded = np.append(bmax, -np.inf)
+        pairs = np.stack([first_block[whole], last_block[whole]], axis=1).reshape(-1)
+        out[whole] = np.maximum.reduceat(padded, pairs)[::2]
+    # The ends outside whole blocks (the whole range when it spans none): under 2 blocks each.
+    head_end = np.where(whole, first_block * size, b)
+    tail_start = np.where(whole, last_block * size, b)
+    span = np.arange(size)
+    for lo, hi in ((a, head_end), (tail_start, b)):
+        for k in range(0, int((hi - lo).max(initial=0)), size):
+            idx = lo[:, None] + k + span[None, :]
+            got = np.where(idx < hi[:, None], v[np.minimum(idx, len(v) - 1)], -np.inf)
+            out = np.maximum(out, got.max(axis=1))
+    return out
+
+
+def bin_counter(
+    ts: np.ndarray, values: np.ndarray, edges: np.ndarray, *, blocks: tuple[int, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """A step function over the columns ``[edges[i], edges[i+1])``: (max per column, value at each column's end).
 
     ``ts`` (sorted) are the times of the changes and ``values`` the value after each
     (several changes at one time: the last is the value in force, but each counts for
     the maximum). Float64 (bytes stay exact below 2**53); NaN where there is no value yet.
+    ``blocks``: ``(size, block_maxima(values, size))``, which bound the cost of columns
+    holding many records.
     """
     e = np.asarray(edges, dtype=np.int64)
     width = len(e) - 1
@@ -151,7 +198,7 @@ def bin_counter(ts: np.ndarray, values: np.ndarray, edges: np.ndarray) -> tuple[
     inside = b > a
     if inside.any():
         # Consecutive ranges: a non-empty column's records run to the next non-empty one's start.
-        red = np.maximum.reduceat(v[: int(b[-1])], a[inside])
+        red = _range_max(v, a[inside], b[inside], blocks)
         top[inside] = np.maximum(top[inside], red)
     end_at = b - 1
     end = np.where(end_at >= 0, v[np.maximum(end_at, 0)], np.nan) if len(v) else np.full(width, np.nan)
