@@ -11,6 +11,7 @@ import {
 import { computeLayout } from "../timeline/layout";
 import type { CounterMeta, LaneMeta, RowMeta } from "../timeline/model";
 import type { CounterBins } from "../timeline/protocol";
+import { drawScore, fits, pickWindow, requestedExtent } from "../timeline/windows";
 import { MockCtx, asCtx } from "./mockctx";
 
 const MiB = 2 ** 20;
@@ -207,5 +208,41 @@ describe("counter lanes in the layout", () => {
     expect(computeLayout(rows, lanes, [1], new Set(), true, opts, counters).counterSlot.size).toBe(0);
     const none = computeLayout(rows, lanes, [0, 1], new Set(), true, opts);
     expect(none.slots.some((s) => s.kind === "counter")).toBe(false);
+  });
+});
+
+describe("counter lanes in the window cache", () => {
+  const want = {
+    range: { lo: 0, hi: 100 },
+    width: 100,
+    rows: [],
+    summaries: [],
+    counters: [3],
+    pattern: "",
+    nameColors: false,
+  };
+  const extent = (counters: number[] | undefined) => ({
+    lo: -25,
+    hi: 125,
+    width: 150,
+    rows: new Set<number>(),
+    summaries: new Set<number>(),
+    counters: counters === undefined ? undefined : new Set(counters),
+    pattern: "",
+    nameColors: false,
+    epoch: 0,
+  });
+
+  it("a window fits only when it holds the lanes shown", () => {
+    expect(fits(extent([3]), want, 0)).toBe(true);
+    expect(fits(extent([]), want, 0)).toBe(false);
+    expect(fits(extent(undefined), want, 0)).toBe(false);
+    expect(fits(extent(undefined), { ...want, counters: [] }, 0)).toBe(true);
+    expect(requestedExtent(want, 0).counters?.has(3)).toBe(true);
+  });
+
+  it("prefers the window holding the lanes", () => {
+    expect(pickWindow([extent([3]), extent([])], want, 0)).toBe(0);
+    expect(drawScore(extent([3]), want, 0)).toBeGreaterThan(drawScore(extent([]), want, 0));
   });
 });
