@@ -160,6 +160,7 @@ export class Fetcher {
           epoch,
           exact:
             want.summaries.length === 0 &&
+            (want.counters ?? []).length === 0 &&
             data.rows.size > 0 &&
             [...data.rows.values()].every((x) => x.mode === "raw"),
         });

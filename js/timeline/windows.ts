@@ -46,7 +46,7 @@ export interface WindowExtent {
   /** The fetcher's generation when asked for (a forced request starts a new one). */
   epoch: number;
   /**
-   * Every row came as raw events and no summary was asked for: the window is exact at any
+   * Every row came as raw events and no summary or counter lane was asked for: exact at any
    * deeper zoom it covers (unknown, so false, for a request in flight).
    */
   exact?: boolean;
@@ -66,7 +66,10 @@ export function fits(w: WindowExtent, want: WindowKey, epoch: number): boolean {
   if ((want.counters ?? []).some((c) => !w.counters?.has(c))) return false;
   if (!(w.lo <= want.range.lo && w.hi >= want.range.hi)) return false;
   const ratio = resolutionRatio(w, want);
-  if (w.exact === true && want.summaries.length === 0) return ratio > 1 / RESOLUTION_SLACK;
+  // Raw events stay exact deeper in; summaries and counter lanes are merged per column.
+  if (w.exact === true && want.summaries.length === 0 && (want.counters ?? []).length === 0) {
+    return ratio > 1 / RESOLUTION_SLACK;
+  }
   return ratio < RESOLUTION_SLACK && ratio > 1 / RESOLUTION_SLACK;
 }
 
