@@ -60,6 +60,4 @@ def answer(
             return {"version": version, "bytes": len(js)}, [js]
     except (TraceviewError, ValueError, KeyError, TypeError) as exc:
         return {"error": str(exc), "seq": msg.get("seq")}, []
-    return {
-        "error": f"unknown command {command!r}; commands are {', '.join(ALL_COMMANDS)}"
-    }, []
+    return {"error": f"unknown command {command!r}; commands are {', '.join(ALL_COMMANDS)}"}, []

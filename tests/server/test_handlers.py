@@ -414,7 +414,7 @@ def test_the_server_checks_commands_against_the_one_list() -> None:
     from jupyter_traceview.server import handlers
     from jupyter_traceview.views.timeline import protocol as timeline_protocol
 
-    assert handlers.DASHBOARD_COMMANDS == frozenset(commands.ALL_COMMANDS)
+    assert frozenset(commands.ALL_COMMANDS) == handlers.DASHBOARD_COMMANDS
     assert set(commands.ALL_COMMANDS) == {*commands.COMMANDS, *timeline_protocol.COMMANDS}
     assert len(commands.ALL_COMMANDS) == len(set(commands.ALL_COMMANDS))
     # Every other name is unknown to ``answer`` (it says so before touching the data).
