@@ -15,8 +15,6 @@ MAX_LINES = 800
 KNOWN_EXCEPTIONS: dict[str, str] = {
     # Landed by the memory engineer at 972 lines (issue 13 deadline): not split yet.
     "jupyter_traceview/analysis/memory.py": "memory analyses not split yet (memory engineer)",
-    # Not split yet: the graph of one rank and the cross-rank walk are its seams.
-    "jupyter_traceview/analysis/critical_path.py": "not split yet (issue 13)",
 }
 
 
