@@ -10,7 +10,8 @@ from ..errors import TraceviewError
 from ..views.timeline.commands import COMMANDS as TIMELINE_COMMANDS
 
 if TYPE_CHECKING:
-    from .data import DashboardData, Progress
+    from ..progress import Progress
+    from .data import DashboardData
 
 __all__ = ["ALL_COMMANDS", "COMMANDS", "answer"]
 

@@ -37,17 +37,17 @@ import pandas as pd
 from .. import format as fmt
 from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
 from ..model.trace import Trace
+from ..progress import Progress
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
 from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
-from .tabs.builder import Progress, figure_
+from .tabs.builder import figure_
 
 __all__ = [
     "PROTOCOL",
     "DashboardData",
-    "Progress",
     "bokehjs_source",
     "timeline_overview",
     "to_json",

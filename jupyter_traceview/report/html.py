@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,10 @@ from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
 from ..dashboard.protocol import Figure, Finding, Table
 from ..errors import TraceviewError
 from ..model.trace import Trace
+from ..progress import Progress
 from ..views.colors import Theme
 
 __all__ = ["render_report", "write_report"]
-
-#: ``progress(done, total, label)`` while the report's tabs are computed.
-ReportProgress = Callable[[int, int, str], None]
 
 
 def write_report(
@@ -41,7 +38,7 @@ def write_report(
     baseline: Trace | None = None,
     theme: Theme = "light",
     heatmap_bins: int = 200,
-    progress: ReportProgress | None = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Write ``trace``'s dashboard as one self-contained HTML file (no network needed to open it).
 
@@ -89,7 +86,7 @@ def render_report(
     baseline: Trace | None = None,
     theme: Theme = "light",
     heatmap_bins: int = 200,
-    progress: ReportProgress | None = None,
+    progress: Progress | None = None,
 ) -> str:
     """The report's HTML text (see :func:`write_report`)."""
     if theme not in ("light", "dark"):

@@ -153,7 +153,11 @@ def critical_path(
         )
     if view not in ("path", "categories"):
         raise OptionError.invalid("view", view, ("path", "categories"))
-    chosen = None if ranks is None else [int(ranks)] if isinstance(ranks, Integral) else [int(r) for r in ranks]
+    chosen: list[int] | None = None
+    if isinstance(ranks, (int, Integral)):  # numpy integers too
+        chosen = [int(ranks)]
+    elif ranks is not None:
+        chosen = [int(r) for r in ranks]
     if chosen is None or len(chosen) != 1:
         # Several ranks (or all): the path across them.
         path = cross_rank_path(scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range))
