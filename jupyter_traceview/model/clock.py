@@ -6,8 +6,8 @@ collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier) cannot 
 one rank before the last rank has contributed, and NCCL finishes it on every rank within
 a few microseconds of each other: the ends of one collective's kernels mark (nearly) the
 same instant on every rank. :func:`clock_alignment` estimates each rank's clock offset
-from those ends; :func:`align_clocks` (and ``tv.load(..., align="collectives")``) shifts
-every timestamp of each rank by it.
+from those ends; :func:`align_clocks`, the one way to align clocks, shifts every timestamp
+of each rank by it and returns the aligned trace (``tv.load`` keeps each file's clock).
 
 The model: ``end[c, r] = T[c] + offset[r] + noise``, with ``offset[reference] = 0``.
 It is fitted robustly (Tukey's median polish: alternately ``T[c] = median_r(end - offset)``

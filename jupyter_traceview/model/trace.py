@@ -223,7 +223,7 @@ class Trace:
         """One row per rank: file, rank source, world size, backend, device, clock, events.
 
         ``clock_offset_ns`` is the shift subtracted from the rank's times by clock
-        alignment (``tv.align_clocks``, ``tv.load(..., align="collectives")``); 0 if none.
+        alignment (``tv.align_clocks``); 0 if none.
         """
         return pd.DataFrame(list(self.map_ranks(_metadata_row).values()))
 

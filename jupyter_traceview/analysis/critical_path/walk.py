@@ -277,8 +277,8 @@ def _consistent(inst: pd.DataFrame) -> pd.DataFrame:
     if n_bad:
         warnings.warn(
             f"critical_path: {n_bad} of {g.ngroups} matched collective(s) start on some rank after they have "
-            "ended on another, so they are not followed across ranks: the ranks' clocks disagree (load with "
-            "tv.load(..., align='collectives')) or, for collectives matched by order, the ranks ran different "
+            "ended on another, so they are not followed across ranks: the ranks' clocks disagree (align them "
+            "with tv.align_clocks(trace)) or, for collectives matched by order, the ranks ran different "
             "sequences of them",
             TraceviewWarning,
             stacklevel=4,
