@@ -239,7 +239,7 @@ def load(
         files = kept
 
     if isinstance(max_json_bytes, bool) or not isinstance(max_json_bytes, int) or max_json_bytes <= 0:
-        raise ValueError(f"max_json_bytes must be a positive int, got {max_json_bytes!r}")
+        raise OptionError(f"max_json_bytes must be a positive int, got {max_json_bytes!r}")
     options = ReadOptions(
         bad_events=bad_events,
         pid_map=_pid_map_items(pid_map) if pid_map else None,
@@ -265,7 +265,7 @@ def load(
         )
         return dask_trace
     if client is not None:
-        raise ValueError("client= is for engine='dask'")
+        raise OptionError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
     for i, tf in enumerate(files):
@@ -372,13 +372,13 @@ def _pid_map_items(pid_map: Mapping[int | str, int]) -> tuple[tuple[int | str, i
     items: list[tuple[int | str, int]] = []
     for k, v in pid_map.items():
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < 2**31:
-            raise ValueError(f"pid_map values must be ranks (ints from 0 to 2**31 - 1), got {v!r} for pid {k!r}")
+            raise OptionError(f"pid_map values must be ranks (ints from 0 to 2**31 - 1), got {v!r} for pid {k!r}")
         if isinstance(k, str):
             items.append((k, int(v)))
         elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             items.append((int(k), int(v)))
         else:
-            raise ValueError(f"pid_map keys must be process ids as written in the file (int or str), got {k!r}")
+            raise OptionError(f"pid_map keys must be process ids as written in the file (int or str), got {k!r}")
     return tuple(
         sorted(items, key=lambda kv: (isinstance(kv[0], str), str(kv[0]) if isinstance(kv[0], str) else kv[0]))
     )

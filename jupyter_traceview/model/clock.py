@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
+from ..errors import OptionError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .collectives import SYNCHRONISING, match_instances, rank_collective_kernels
 from .rank_data import RankData
 from .trace import Trace
@@ -199,7 +199,7 @@ def _fit(trace: Trace, *, reference: int | None, collectives: tuple[str, ...], m
             "Load the folder holding every rank's trace"
         )
     if min_collectives < 1:
-        raise ValueError(f"min_collectives must be at least 1, got {min_collectives}")
+        raise OptionError(f"min_collectives must be at least 1, got {min_collectives}")
     ref = ranks[0] if reference is None else int(reference)
     kernels = trace.map_ranks(rank_collective_kernels)
     inst, notes = match_instances(kernels, collectives=collectives)

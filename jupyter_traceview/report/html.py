@@ -23,7 +23,7 @@ from .. import format as fmt
 from .._version import __version__
 from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
 from ..dashboard.protocol import Figure, Finding, Table
-from ..errors import TraceviewError
+from ..errors import OptionError, TraceviewError
 from ..model.trace import Trace
 from ..progress import Progress
 from ..views.colors import Theme
@@ -90,7 +90,7 @@ def render_report(
 ) -> str:
     """The report's HTML text (see :func:`write_report`)."""
     if theme not in ("light", "dark"):
-        raise ValueError(f"theme must be 'light' or 'dark', got {theme!r}")
+        raise OptionError.invalid("theme", theme, ("light", "dark"))
     from bokeh.embed import json_item
 
     from .. import charts
