@@ -251,7 +251,10 @@ class DashboardData:
 
     # ------------------------------------------------------------------ links
     def link(self, msg: Mapping[str, Any]) -> LinkAnswer:
-        """Where a click on a chart takes the timeline: ``{x_range, ranks, search}`` (relative ns).
+        """Where a click on a chart takes the timeline: ``{x_range, ranks, focus, search}`` (relative ns).
+
+        ``ranks`` are the ranks the link is about (the timeline adds them to those it shows);
+        ``focus`` is the rank the timeline emphasises (scrolled to and highlighted).
 
         ``msg`` names what was clicked: ``{"target": "heatmap", "rank", "bin", "heatmap"}``,
         ``{"target": "rank", "rank"}`` (with an optional ``range``, the chart's relative
@@ -306,6 +309,7 @@ class DashboardData:
         out: LinkAnswer = {
             "x_range": [float(lo - self.t0_ns) - pad, float(hi - self.t0_ns) + pad],
             "ranks": [rank],
+            "focus": rank,
         }
         if search is not None:
             out["search"] = search
