@@ -173,7 +173,7 @@ class Timeline(anywidget.AnyWidget):
 
     #: Visible time range ``[start, end]``, float ns relative to the trace start.
     x_range = traitlets.List(traitlets.Float(), default_value=[0.0, 1.0]).tag(sync=True)
-    #: Ranks shown.
+    #: Ranks shown, in the order drawn (after the ``pinned`` ones).
     ranks = traitlets.List(traitlets.Int()).tag(sync=True)
     #: Ranks whose lanes are collapsed into one summary row.
     collapsed = traitlets.List(traitlets.Int()).tag(sync=True)

@@ -3,7 +3,7 @@
 // collapse/expand all, the "stragglers" and "slowest N" presets come from the analyses, and a
 // focused rank (what a dashboard link sets) is emphasised with every other rank still shown.
 import { expect, test } from "@jupyterlab/galata";
-import { addCell, cellText, newNotebook, runCell, settled, timeline } from "./helpers";
+import { addCell, cellText, newNotebook, runCell, settled, timeline, writeArtifact } from "./helpers";
 
 test.describe("Timeline rank picker on the 8-rank DLRM sample", () => {
   test("filter, pin, order, collapse, presets, focus and back", async ({ page }) => {
@@ -47,6 +47,7 @@ test.describe("Timeline rank picker on the 8-rank DLRM sample", () => {
     await picker.getByRole("button", { name: "Move rank 2 up" }).click();
     await expect(widget).toHaveAttribute("data-rank-order", "6,2,1");
     expect(await py("print(tl.pinned, tl.ranks)")).toContain("[6] [6, 2, 1]");
+    writeArtifact("timeline-rank-picker.png", await widget.screenshot());
 
     // Collapse all, expand all (CPU threads unfolded too).
     await picker.getByRole("button", { name: "Collapse all" }).click();
@@ -84,6 +85,7 @@ test.describe("Timeline rank picker on the 8-rank DLRM sample", () => {
     const bandBox = (await band.boundingBox())!;
     expect(bandBox.y).toBeGreaterThanOrEqual(canvasBox.y);
     expect(bandBox.y).toBeLessThan(canvasBox.y + canvasBox.height);
+    writeArtifact("timeline-focus-rank.png", await widget.screenshot());
 
     // Back returns to the view before the focus: no emphasis.
     await widget.getByRole("button", { name: /Back/ }).click();
