@@ -78,7 +78,7 @@ describe("folded CPU threads and rank blocks", () => {
   const opts = { headerHeight: 20, gpuRowHeight: 18, cpuRowHeight: 15, laneGap: 3 };
 
   it("draws a rank's CPU threads as one band of their depth-0 rows", () => {
-    const l = computeLayout(rows, lanes, [0, 1], new Set(), true, opts, new Set([0]));
+    const l = computeLayout(rows, lanes, [0, 1], new Set(), true, opts, [], new Set([0]));
     // header 0..20, GPU row 20..38 (+3 gap), folded band 41..56 (+3 gap), rank 1 header at 59.
     expect(l.slots.map((s) => [s.kind, s.row, s.y, s.folded ?? false])).toEqual([
       ["header", -1, 0, false],
@@ -98,11 +98,11 @@ describe("folded CPU threads and rank blocks", () => {
   it("unfolded (or with CPU lanes hidden) is the usual layout", () => {
     const plain = computeLayout(rows, lanes, [0, 1], new Set(), true, opts);
     expect(plain.slots.some((s) => s.folded)).toBe(false);
-    const hidden = computeLayout(rows, lanes, [0, 1], new Set(), false, opts, new Set([0]));
+    const hidden = computeLayout(rows, lanes, [0, 1], new Set(), false, opts, [], new Set([0]));
     expect(hidden.slots.filter((s) => s.kind === "row").map((s) => s.row)).toEqual([0, 4]);
   });
   it("finds a rank's block: its header to the next header", () => {
-    const l = computeLayout(rows, lanes, [1, 0], new Set(), true, opts, new Set([0]));
+    const l = computeLayout(rows, lanes, [1, 0], new Set(), true, opts, [], new Set([0]));
     expect(rankBlock(l, 1)).toEqual({ y: 0, h: 41 });
     expect(rankBlock(l, 0)).toEqual({ y: 41, h: l.height - 41 });
     expect(rankBlock(l, 5)).toBeNull();
