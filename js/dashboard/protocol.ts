@@ -101,6 +101,9 @@ export interface LinkRequest {
   rank: number;
   /** target "event": the event to show (e.g. the operator running at a memory peak). */
   eid?: number;
+  /** target "event" at a memory peak: the device whose counter lane the timeline reveals. */
+  device_type?: string;
+  device?: number;
   bin?: number;
   heatmap?: string;
   step?: number;
@@ -113,6 +116,8 @@ export interface LinkAnswer {
   x_range: [number, number];
   ranks: number[];
   search?: string;
+  /** The memory counter lane to reveal (an id of the timeline state's `_counters`). */
+  counter?: number;
   error?: string;
 }
 

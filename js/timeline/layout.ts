@@ -1,8 +1,9 @@
 /**
  * Vertical layout: a header per rank (its summary when collapsed), then a row per GPU
- * stream and nesting depth, then (optionally) the CPU threads' rows (pure, unit-tested).
+ * stream and nesting depth, then (optionally) the CPU threads' rows, then the rank's memory
+ * counter lanes (pure, unit-tested).
  */
-import type { LaneMeta, RowMeta } from "./model";
+import type { CounterMeta, LaneMeta, RowMeta } from "./model";
 
 export interface LayoutOptions {
   headerHeight: number;
@@ -10,7 +11,12 @@ export interface LayoutOptions {
   cpuRowHeight: number;
   /** Space after each lane. */
   laneGap: number;
+  /** Height of a memory counter lane (default COUNTER_HEIGHT). */
+  counterHeight?: number;
 }
+
+/** Default height of a memory counter lane, px. */
+export const COUNTER_HEIGHT = 36;
 
 export const DEFAULT_LAYOUT: LayoutOptions = {
   headerHeight: 20,
@@ -20,9 +26,9 @@ export const DEFAULT_LAYOUT: LayoutOptions = {
 };
 
 export interface Slot {
-  kind: "header" | "row";
+  kind: "header" | "row" | "counter";
   rank: number;
-  /** Row id (rows), -1 for headers. */
+  /** Row id (rows), counter id (counters), -1 for headers. */
   row: number;
   /** Lane id (rows), -1 for headers. */
   lane: number;
@@ -41,6 +47,8 @@ export interface Layout {
   rowSlot: Map<number, number>;
   /** Slot index of each rank's header. */
   headerSlot: Map<number, number>;
+  /** Slot index of each visible counter lane (by counter id). */
+  counterSlot: Map<number, number>;
 }
 
 export function computeLayout(
@@ -50,7 +58,11 @@ export function computeLayout(
   collapsed: ReadonlySet<number>,
   showCpu: boolean,
   opts: LayoutOptions = DEFAULT_LAYOUT,
+  counters: readonly CounterMeta[] = [],
 ): Layout {
+  const countersByRank = new Map<number, CounterMeta[]>();
+  for (const c of counters) countersByRank.set(c.rank, [...(countersByRank.get(c.rank) ?? []), c]);
+  const counterSlot = new Map<number, number>();
   const lanesByRank = new Map<number, LaneMeta[]>();
   for (const lane of lanes) {
     const list = lanesByRank.get(lane.rank) ?? [];
@@ -105,8 +117,24 @@ export function computeLayout(
       });
       y += opts.laneGap;
     }
+    for (const c of countersByRank.get(rank) ?? []) {
+      const h = opts.counterHeight ?? COUNTER_HEIGHT;
+      counterSlot.set(c.id, slots.length);
+      slots.push({
+        kind: "counter",
+        rank,
+        row: c.id,
+        lane: -1,
+        depth: 0,
+        y,
+        h,
+        label: c.label,
+        collapsed: false,
+      });
+      y += h + opts.laneGap;
+    }
   }
-  return { slots, height: y, rowSlot, headerSlot };
+  return { slots, height: y, rowSlot, headerSlot, counterSlot };
 }
 
 /** Index of the slot at height `y` (layout coordinates), or -1 (gaps and outside). */

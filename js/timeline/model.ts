@@ -46,6 +46,23 @@ export interface LaneMeta {
   rows: number[];
 }
 
+/** A memory counter lane: one device of one rank (views/timeline/counters.py CounterInfo). */
+export interface CounterMeta {
+  id: number;
+  rank: number;
+  device_type: string;
+  device: number;
+  label: string;
+  records: number;
+  /** Largest allocated bytes and when first reached (ns relative to the trace start). */
+  peak_allocated: number;
+  peak_ts: number;
+  peak_reserved: number;
+  peak_reserved_ts: number;
+  start: number;
+  end: number;
+}
+
 /** A ProfilerStep span (earliest start and latest end over the ranks). */
 export interface StepMark {
   step: number;
@@ -64,6 +81,8 @@ export interface TimelineModel {
   _palette: Palette;
   _rows: RowMeta[];
   _lanes: LaneMeta[];
+  /** Memory counter lanes (none without memory records). */
+  _counters: CounterMeta[];
   _all_ranks: number[];
   _steps: StepMark[];
   _span: [number, number];
@@ -91,12 +110,21 @@ export interface WindowRequest {
   summaries: number[];
   pattern: string;
   name_colors: boolean;
+  /** Memory counter lanes wanted (ids of `_counters`). */
+  counters?: number[];
 }
 
 /** Where a row's data sits in the response's sections. */
 export interface RowSlice {
   row: number;
   mode: "raw" | "bins";
+  offset: number;
+  count: number;
+}
+
+/** Where a counter lane's columns sit in the `ctr_*` sections. */
+export interface CounterSlice {
+  counter: number;
   offset: number;
   count: number;
 }
@@ -118,6 +146,7 @@ export interface WindowResponseMeta {
   width: number;
   rows: RowSlice[];
   summaries: SummarySlice[];
+  counters?: CounterSlice[];
   names: string[];
   name_colors: number[];
   /** Per name: matches the request's search pattern (absent without a pattern). */

@@ -7,6 +7,7 @@
  * `tv.Dashboard` or the Traces sidebar.
  */
 import { Colors } from "./colors";
+import { countersOnScreen } from "./counter";
 import { Fetcher } from "./fetcher";
 import { drawFrame } from "./frame";
 import { type Hover, type Measure, type Selected, type ViewHost, AXIS, GUTTER, SCROLLBAR } from "./host";
@@ -233,6 +234,8 @@ export class TimelineView implements ViewHost {
       this.model.get("ranks"),
       new Set(this.model.get("collapsed")),
       this.model.get("show_cpu"),
+      undefined,
+      this.model.get("_counters"),
     );
     this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS - this.viewHeight)}px`;
   }
@@ -379,9 +382,11 @@ export class TimelineView implements ViewHost {
     const [a, b] = visibleSlots(this.layout, this.scrollTop - 100, this.viewHeight + 200);
     const rows: number[] = [];
     const summaries: number[] = [];
+    const counters: number[] = [];
     for (let i = a; i < b; i++) {
       const s = this.layout.slots[i]!;
       if (s.kind === "row") rows.push(s.row);
+      else if (s.kind === "counter") counters.push(s.row);
       else if (s.collapsed) summaries.push(s.rank);
     }
     return {
@@ -389,6 +394,7 @@ export class TimelineView implements ViewHost {
       width: this.width,
       rows,
       summaries,
+      counters,
       pattern: this.model.get("search"),
       nameColors: this.model.get("color_by") === "name",
     };
@@ -456,6 +462,35 @@ export class TimelineView implements ViewHost {
     this.lastMatch = { rank: res.rank, eid: res.eid, start, pattern };
     this.root.dataset.matchStart = String(start);
     this.select(res.rank, res.eid);
+  }
+
+  /** Make memory counter lane `id` visible: show and expand its rank, scroll to the lane. */
+  revealCounter(id: number): void {
+    const meta = this.model.get("_counters").find((c) => c.id === id);
+    if (!meta) return;
+    const ranks = this.model.get("ranks");
+    if (!ranks.includes(meta.rank))
+      this.save(
+        "ranks",
+        [...ranks, meta.rank].sort((x, y) => x - y),
+      );
+    const collapsed = this.model.get("collapsed");
+    if (collapsed.includes(meta.rank))
+      this.save(
+        "collapsed",
+        collapsed.filter((r) => r !== meta.rank),
+      );
+    this.rebuildLayout();
+    const idx = this.layout.counterSlot.get(id);
+    if (idx === undefined) return;
+    const slot = this.layout.slots[idx]!;
+    const visibleH = this.viewHeight - AXIS;
+    if (slot.y < this.scrollTop || slot.y + slot.h > this.scrollTop + visibleH) {
+      this.scroller.scrollTop = Math.max(0, slot.y + slot.h - visibleH + 8);
+      this.scrollTop = this.scroller.scrollTop;
+    }
+    this.invalidate();
+    this.fetcher.maybeRequest(true);
   }
 
   /** Make a row visible: expand its rank, show CPU lanes if needed, scroll to it. */
@@ -544,6 +579,7 @@ export class TimelineView implements ViewHost {
     ds.matchRects = String(stats.matchRects);
     ds.dimmed = String(stats.dimmed);
     ds.range = `${this.range.lo},${this.range.hi}`;
+    ds.counterLanes = JSON.stringify(countersOnScreen(this));
     if (this.data && !this.firstPaint) {
       this.firstPaint = true;
       ds.firstPaint = performance.now().toFixed(1);

@@ -39,6 +39,7 @@ from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
 from ..model.trace import Trace
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
+from ..views.timeline.counters import CounterIndex
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
 from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
@@ -309,6 +310,11 @@ class DashboardData:
         }
         if search is not None:
             out["search"] = search
+        if target == "event" and "device_type" in msg:
+            # A memory peak: reveal the device's counter lane (views/timeline/counters.py).
+            lane = CounterIndex.of(self.trace).find(rank, str(msg["device_type"]), int(msg.get("device", -1)))
+            if lane is not None:
+                out["counter"] = lane.id
         return out
 
     def _rank_span(self, rank: int) -> tuple[int, int]:
