@@ -12,6 +12,8 @@ command    request                                        answer
 ``_details`` ``{rank, eid}``                               tooltip details (:meth:`TimelineIndex.details`)
 ``_find``    ``{pattern, t, direction, rows}``             the next/previous match
 ``_summary`` ``{lo, hi, ranks}``                           per-kind summary of a range
+``_ranks``   ``{}``                                        the rank picker's presets
+                                                           (:func:`.ranks.rank_presets`)
 ========== ============================================== ==========================================
 
 Errors are answered as ``{"error": message}`` (and no buffer), never raised.
@@ -35,9 +37,11 @@ import numpy as np
 from ...errors import TraceSelectionError, TraceviewError
 from ...model.trace import Trace
 from ..colors import palette
+from .commands import COMMANDS
 from .counters import COUNTER_SERIES, CounterIndex, CounterWindow, counter_meta
 from .index import LevelOfDetail, TimelineIndex, Window
 from .pattern import check_pattern
+from .ranks import initial_cpu_collapsed, rank_presets
 
 __all__ = [
     "COLLAPSE_ABOVE",
@@ -50,8 +54,6 @@ __all__ = [
     "timeline_state",
 ]
 
-#: The commands of the timeline front end.
-COMMANDS = ("_window", "_details", "_find", "_summary")
 #: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
 COLLAPSE_ABOVE = 16
 #: The most pixel columns a window is answered at (a 4K screen at twice the density, plus the
@@ -80,14 +82,22 @@ def timeline_state(
     cpu: bool = True,
     color_by: str = "kind",
     height: int = 480,
+    focus: int | None = None,
 ) -> dict[str, Any]:
     """The timeline's synced state when it opens (JSON-able; ``js/timeline/model.ts``).
 
     The traits of :class:`jupyter_traceview.Timeline`, by name: what a host that is not an
-    anywidget (the Traces sidebar) hands to the TypeScript view as its local model.
+    anywidget (the Traces sidebar) hands to the TypeScript view as its local model. ``focus``
+    is a rank to emphasise (scrolled to and highlighted; added to ``ranks`` if they lack it).
+    Above :data:`~.ranks.CPU_COLLAPSE_ABOVE` ranks shown, each rank's CPU threads open folded
+    into one row (``cpu_collapsed``).
     """
     ix = index or TimelineIndex.of(trace)
     shown = check_ranks(trace, ranks) if ranks is not None else list(trace.ranks)
+    if focus is not None:
+        focus = check_ranks(trace, [focus])[0]
+        if focus not in shown:
+            shown = sorted([*shown, focus])
     lo, hi = 0.0, float(max(ix.end_ns, 1))
     if trace.window is not None:
         lo = float(max(trace.window[0] - ix.t0_ns, 0))
@@ -122,6 +132,9 @@ def timeline_state(
         "x_range": [lo, hi],
         "ranks": shown,
         "collapsed": list(trace.ranks) if len(trace.ranks) > COLLAPSE_ABOVE else [],
+        "cpu_collapsed": initial_cpu_collapsed(shown),
+        "pinned": [],
+        "focus_rank": focus,
         "show_cpu": bool(cpu),
         "color_by": color_by,
         "search": "",
@@ -268,6 +281,11 @@ def answer(
             return {"error": str(exc)}, []
     if command == "_find":
         return _find(index, msg)
+    if command == "_ranks":
+        try:
+            return dict(rank_presets(index.trace)), []
+        except _ERRORS as exc:
+            return {"error": str(exc)}, []
     if command == "_summary":
         try:
             lo, hi = _span(msg)
