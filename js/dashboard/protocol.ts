@@ -114,7 +114,10 @@ export interface LinkRequest {
 /** `_link` answer: where the timeline goes (DashboardData.link). */
 export interface LinkAnswer {
   x_range: [number, number];
+  /** The ranks the link is about: added to those the timeline shows. */
   ranks: number[];
+  /** The rank the timeline emphasises (scrolled to, highlighted). */
+  focus: number;
   search?: string;
   /** The memory counter lane to reveal (an id of the timeline state's `_counters`). */
   counter?: number;

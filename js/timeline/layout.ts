@@ -38,6 +38,8 @@ export interface Slot {
   /** Text for the label gutter: the rank, or the lane's name on its first row. */
   label: string;
   collapsed: boolean;
+  /** A row of a rank's folded CPU threads: their depth-0 rows share one band (js/timeline/ranks.ts). */
+  folded?: boolean;
 }
 
 export interface Layout {
@@ -59,6 +61,8 @@ export function computeLayout(
   showCpu: boolean,
   opts: LayoutOptions = DEFAULT_LAYOUT,
   counters: readonly CounterMeta[] = [],
+  /** Ranks whose CPU threads are folded into one row (their depth-0 rows drawn over each other). */
+  cpuCollapsed: ReadonlySet<number> = new Set(),
 ): Layout {
   const countersByRank = new Map<number, CounterMeta[]>();
   for (const c of counters) countersByRank.set(c.rank, [...(countersByRank.get(c.rank) ?? []), c]);
@@ -96,8 +100,9 @@ export function computeLayout(
       ...rankLanes.filter((l) => l.type === "gpu"),
       ...rankLanes.filter((l) => l.type === "cpu"),
     ];
+    const folded = showCpu && cpuCollapsed.has(rank);
     for (const lane of ordered) {
-      if (lane.type === "cpu" && !showCpu) continue;
+      if (lane.type === "cpu" && (!showCpu || folded)) continue;
       const h = lane.type === "gpu" ? opts.gpuRowHeight : opts.cpuRowHeight;
       lane.rows.forEach((rid, i) => {
         const meta = rowById.get(rid);
@@ -117,6 +122,7 @@ export function computeLayout(
       });
       y += opts.laneGap;
     }
+    if (folded) y = foldCpu(rank, ordered, rowById, slots, rowSlot, y, opts);
     for (const c of countersByRank.get(rank) ?? []) {
       const h = opts.counterHeight ?? COUNTER_HEIGHT;
       counterSlot.set(c.id, slots.length);
@@ -135,6 +141,40 @@ export function computeLayout(
     }
   }
   return { slots, height: y, rowSlot, headerSlot, counterSlot };
+}
+
+/** One band for a rank's CPU threads: a slot per thread's depth-0 row, all at `y`; returns the next y. */
+function foldCpu(
+  rank: number,
+  lanes: readonly LaneMeta[],
+  rowById: ReadonlyMap<number, RowMeta>,
+  slots: Slot[],
+  rowSlot: Map<number, number>,
+  y: number,
+  opts: LayoutOptions,
+): number {
+  const cpu = lanes.filter((l) => l.type === "cpu");
+  const tops = cpu
+    .map((l) => l.rows.find((rid) => (rowById.get(rid)?.depth ?? 0) === 0) ?? l.rows[0])
+    .filter((r): r is number => r !== undefined);
+  if (!tops.length) return y;
+  const h = opts.cpuRowHeight;
+  tops.forEach((rid, i) => {
+    rowSlot.set(rid, slots.length);
+    slots.push({
+      kind: "row",
+      rank,
+      row: rid,
+      lane: rowById.get(rid)?.lane ?? -1,
+      depth: 0,
+      y,
+      h,
+      label: i === 0 ? `▸ CPU: ${cpu.length} thread${cpu.length === 1 ? "" : "s"}` : "",
+      collapsed: false,
+      folded: true,
+    });
+  });
+  return y + h + opts.laneGap;
 }
 
 /** Index of the slot at height `y` (layout coordinates), or -1 (gaps and outside). */

@@ -101,6 +101,34 @@ export interface TimelineModel {
   height: number;
   /** Where a dragged height is remembered: the notebook's path, or "" (the page's path). */
   _height_key: string;
+  /** Ranks whose CPU threads are folded into one row. */
+  cpu_collapsed: number[];
+  /** Ranks pinned above the others, in order. */
+  pinned: number[];
+  /** The rank emphasised (scrolled to, highlighted), or null. */
+  focus_rank: number | null;
+}
+
+/** A rank of the "slowest" preset (jupyter_traceview/views/timeline/ranks.py::SlowRank). */
+export interface SlowRank {
+  rank: number;
+  step_mean_ns: number;
+  compute_mean_ns: number;
+}
+
+/** A rank of the "stragglers" preset (ranks.py::StragglerRank). */
+export interface StragglerRank {
+  rank: number;
+  last_count: number;
+  collectives: number;
+  lateness_ns: number;
+}
+
+/** `_ranks` command response (ranks.py::rank_presets). */
+export interface RankPresets {
+  slowest: SlowRank[];
+  stragglers: StragglerRank[];
+  error?: string;
 }
 
 /** `_window` command request (Timeline._window). */

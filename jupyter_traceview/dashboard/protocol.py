@@ -155,6 +155,7 @@ class LinkRequest(_LinkRequest, total=False):
 class _LinkAnswer(TypedDict):
     x_range: list[float]
     ranks: list[int]
+    focus: int
 
 
 class LinkAnswer(_LinkAnswer, total=False):

@@ -803,6 +803,7 @@ _GET_DUR = operator.attrgetter("dur")
 _GET_CORRELATION = operator.attrgetter("correlation")
 _GET_EXTERNAL_ID = operator.attrgetter("external_id")
 _GET_DEVICE = operator.attrgetter("device")
+_GET_COLLECTIVE = operator.attrgetter("collective")
 _GET_STREAM = operator.attrgetter("stream")
 _GET_GPU_ARGS = tuple(
     operator.attrgetter(f)
@@ -827,6 +828,14 @@ def _codes(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
     index: dict[Any, int] = {}
     codes = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int64)
     return codes, list(index)
+
+
+def _int_codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """:func:`_codes` for values that are mostly ints (pids): hashed in C when all are."""
+    if set(map(type, values)) <= {int}:
+        codes, uniques = pd.factorize(np.fromiter(values, dtype=np.int64, count=len(values)), use_na_sentinel=False)
+        return codes.astype(np.int64), uniques.tolist()
+    return _codes(values)
 
 
 def _part(chunk: _Chunk, state: _FileState) -> _Part:
@@ -858,7 +867,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     dur = np.fromiter(map(_GET_DUR, kept), dtype=np.float64, count=len(kept))
     is_instant = np.array([e.ph != "X" for e in kept], dtype=bool)
     cat_codes, cat_values = _codes(cat)
-    pid_codes, pid_values = _codes(pid_obj)
+    pid_codes, pid_values = _int_codes(pid_obj)
 
     # Kineto's own pseudo-events (pids "Spans"/"Traces"): the profiler span, iteration markers.
     trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
@@ -1014,13 +1023,20 @@ def _pad3(v: object) -> tuple[int, ...] | list[int]:
 
 
 def _xyz(values: list[object]) -> np.ndarray:
-    if set(map(type, values)) == {list} and set(map(len, values)) == {3}:  # type: ignore[arg-type]
-        # The common case: every value a list of three ints (typed by the decoder), flattened in C.
-        flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64, count=3 * len(values))  # type: ignore[arg-type]
-        xyz = flat.reshape(len(values), 3)
-    else:
+    """Grid or block values as int32 triples: -1 where absent or not an int, clipped to int32."""
+    # The common case, in C: lists of three ints (typed by the decoder) and absent values
+    # (memcpy and memset rows carry no grid); anything else takes the per-value path.
+    is_list = np.fromiter(map(operator.is_, map(type, values), itertools.repeat(list)), dtype=bool, count=len(values))
+    lists: list[list[object]] = list(itertools.compress(values, is_list))  # type: ignore[arg-type]
+    xyz = np.full((len(values), 3), -1, dtype=np.int64)
+    if set(map(type, itertools.compress(values, ~is_list))) <= {type(None)} and set(map(len, lists)) <= {3}:
+        flat = list(itertools.chain.from_iterable(lists))
+        if set(map(type, flat)) <= {int}:
+            xyz[is_list] = np.array(flat, dtype=np.int64).reshape(len(lists), 3)
+            return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
+    if values:
         rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
-        xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3) if rows else np.empty((0, 3), dtype=np.int64)
+        xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3)
     return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
 
 
@@ -1057,7 +1073,11 @@ def _comm_rows(
 ) -> tuple[np.ndarray, dict[str, list[Any]]]:
     """Rows carrying collective metadata: recorded args, or old-style ``nccl:*`` annotations."""
     out: dict[str, list[Any]] = {f: [] for f in _COMM_FIELDS}
-    with_meta = [i for i, a in enumerate(args) if a.collective is not None]
+    with_meta = np.flatnonzero(
+        np.fromiter(
+            map(operator.is_not, map(_GET_COLLECTIVE, args), itertools.repeat(None)), dtype=bool, count=len(args)
+        )
+    ).tolist()
     annot_codes = [i for i, nm in enumerate(names) if nm.startswith("nccl:")]
     annotated = (
         np.flatnonzero((kind == _CODE[EventKind.USER_ANNOTATION]) & np.isin(name_codes, annot_codes)).tolist()

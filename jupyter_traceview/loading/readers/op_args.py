@@ -13,6 +13,7 @@ rank; both take plain sequences, so that this stays independent of how the reade
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 from collections.abc import Sequence
@@ -57,10 +58,16 @@ _GETTERS = {f: operator.attrgetter(f) for f in FIELDS}
 
 def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> tuple[np.ndarray, dict[str, list[str | None]]]:
     """Rows (among ``rows``: the CPU operators) that carry shapes, and their argument texts."""
-    kept = [i for i in rows.tolist() if args[i].input_dims is not None and len(args[i].input_dims)]
-    picked = [args[i] for i in kept]
+    candidates = [args[i] for i in rows.tolist()]
+    try:
+        sizes = np.fromiter(map(len, map(_GETTERS["input_dims"], candidates)), dtype=np.int64, count=len(candidates))
+    except TypeError:  # None (not recorded) among them
+        sizes = np.array([0 if a.input_dims is None else len(a.input_dims) for a in candidates], dtype=np.int64)
+    has_dims = sizes > 0
+    kept = rows[has_dims].astype(np.int64)
+    picked = list(itertools.compress(candidates, has_dims.tolist()))
     out = {f: _texts(list(map(_GETTERS[f], picked))) for f in FIELDS}
-    return np.array(kept, dtype=np.int64), out
+    return kept, out
 
 
 def _compact_text(text: str) -> str:

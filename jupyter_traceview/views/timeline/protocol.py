@@ -12,6 +12,8 @@ command    request                                        answer
 ``_details`` ``{rank, eid}``                               tooltip details (:meth:`TimelineIndex.details`)
 ``_find``    ``{pattern, t, direction, rows}``             the next/previous match
 ``_summary`` ``{lo, hi, ranks}``                           per-kind summary of a range
+``_ranks``   ``{}``                                        the rank picker's presets
+                                                           (:func:`.ranks.rank_presets`)
 ``_collective`` ``{rank, eid}``                            the kernel's collective instance on every
                                                            rank (:func:`.collective.collective_instance`)
 ========== ============================================== ==========================================
@@ -38,9 +40,11 @@ from ...errors import OptionError, TraceSelectionError, TraceviewError
 from ...model.trace import Trace
 from ..colors import palette
 from .collective import collective_instance
+from .commands import COMMANDS
 from .counters import COUNTER_SERIES, CounterIndex, CounterWindow, counter_meta
 from .index import LevelOfDetail, TimelineIndex, Window
 from .pattern import check_pattern
+from .ranks import initial_cpu_collapsed, rank_presets
 
 __all__ = [
     "COLLAPSE_ABOVE",
@@ -53,8 +57,6 @@ __all__ = [
     "timeline_state",
 ]
 
-#: The commands of the timeline front end.
-COMMANDS = ("_window", "_details", "_find", "_summary", "_collective")
 #: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
 COLLAPSE_ABOVE = 16
 #: The most pixel columns a window is answered at (a 4K screen at twice the density, plus the
@@ -84,11 +86,15 @@ def timeline_state(
     color_by: str = "kind",
     height: int = 0,
     height_key: str = "",
+    focus: int | None = None,
 ) -> dict[str, Any]:
     """The timeline's synced state when it opens (JSON-able; ``js/timeline/model.ts``).
 
     The traits of :class:`jupyter_traceview.Timeline`, by name: what a host that is not an
-    anywidget (the Traces sidebar) hands to the TypeScript view as its local model.
+    anywidget (the Traces sidebar) hands to the TypeScript view as its local model. ``focus``
+    is a rank to emphasise (scrolled to and highlighted; added to ``ranks`` if they lack it).
+    Above :data:`~.ranks.CPU_COLLAPSE_ABOVE` ranks shown, each rank's CPU threads open folded
+    into one row (``cpu_collapsed``).
     ``height`` 0 fits the lanes shown (``js/timeline/resize.ts``); ``height_key`` names
     where a dragged height is remembered (the notebook's path; "" for the page's).
     """
@@ -96,6 +102,10 @@ def timeline_state(
         raise OptionError(f"height must be a number of pixels >= 0 (0: fit the lanes shown), got {height}")
     ix = index or TimelineIndex.of(trace)
     shown = check_ranks(trace, ranks) if ranks is not None else list(trace.ranks)
+    if focus is not None:
+        focus = check_ranks(trace, [focus])[0]
+        if focus not in shown:
+            shown = sorted([*shown, focus])
     lo, hi = 0.0, float(max(ix.end_ns, 1))
     if trace.window is not None:
         lo = float(max(trace.window[0] - ix.t0_ns, 0))
@@ -130,6 +140,9 @@ def timeline_state(
         "x_range": [lo, hi],
         "ranks": shown,
         "collapsed": list(trace.ranks) if len(trace.ranks) > COLLAPSE_ABOVE else [],
+        "cpu_collapsed": initial_cpu_collapsed(shown),
+        "pinned": [],
+        "focus_rank": focus,
         "show_cpu": bool(cpu),
         "color_by": color_by,
         "search": "",
@@ -283,6 +296,11 @@ def answer(
             return {"error": str(exc)}, []
     if command == "_find":
         return _find(index, msg)
+    if command == "_ranks":
+        try:
+            return dict(rank_presets(index.trace)), []
+        except _ERRORS as exc:
+            return {"error": str(exc)}, []
     if command == "_summary":
         try:
             lo, hi = _span(msg)
