@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -523,9 +524,21 @@ def _last_end(trace: Trace) -> int | None:
     return int((ev["ts_ns"].to_numpy() + ev["dur_ns"].to_numpy()).max()) if len(ev) else None
 
 
+#: Iterations of each rank's tables, computed once per RankData: a trace narrowed to some
+#: ranks (``select(ranks=...)``, as every per-rank analysis scopes) shares its ranks' tables.
+_ITERATIONS: weakref.WeakKeyDictionary[RankData, pd.DataFrame] = weakref.WeakKeyDictionary()
+
+
 def _rank_iterations(trace: Trace) -> pd.DataFrame:
     """The ProfilerStep spans of a one-rank trace (see Trace.iterations)."""
     d = _only(trace)
+    found = _ITERATIONS.get(d)
+    if found is None:
+        found = _ITERATIONS[d] = _iterations_of(d)
+    return found
+
+
+def _iterations_of(d: RankData) -> pd.DataFrame:
     ev = d.events
     names = ev["name"].array
     # Decided once per distinct name, not per event (a million events have few names).
