@@ -273,7 +273,7 @@ def _rank_breakdown(
     step_name = np.char.startswith(cat_names, "ProfilerStep#") if len(cat_names) else np.zeros(0, dtype=bool)
     codes = h.name_codes[sel]
     is_step = (h.kind[sel] == EventKind.USER_ANNOTATION.value) & step_name[codes]
-    names = np.where(is_step, STEP_KEY, cat_names[codes].astype(object))
+    names = np.where(is_step, STEP_KEY, cat_names[codes])
     frame = pd.DataFrame(
         {
             "name": names,

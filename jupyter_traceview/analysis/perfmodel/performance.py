@@ -301,7 +301,9 @@ def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> 
     u_is_work = np.array([isinstance(w, Work) for w in distinct.tolist()], dtype=bool)
     is_work = u_is_work[work_code]
     names = links.names[links.name_codes[op_rows]] if n_ops else np.empty(0, dtype=object)
-    composite = np.isin(names.astype(str), list(COMPOSITE)) if n_ops else np.zeros(0, dtype=bool)
+    # Decided per distinct name (a rank has few), not per operator.
+    composite_name = np.isin(links.names.astype(str), list(COMPOSITE))
+    composite = composite_name[links.name_codes[op_rows]] if n_ops else np.zeros(0, dtype=bool)
     # Enclosure among operators: (inner index, outer row) pairs, ancestors only.
     inner, outer_row = lk.containing_pairs(ev, op_rows, op_rows)
     outer = np.searchsorted(op_rows, outer_row)
