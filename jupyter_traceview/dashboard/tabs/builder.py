@@ -12,6 +12,7 @@ import pandas as pd
 
 from ...errors import TraceviewError
 from ...model.trace import Trace
+from ...progress import Progress
 from ...views.colors import Theme
 from ..protocol import Chart, ColumnFormat, Figure, Finding, Table, Tone
 
@@ -19,7 +20,6 @@ __all__ = [
     "HEATMAP_HINT",
     "MAX_TABLE_ROWS",
     "Column",
-    "Progress",
     "Source",
     "TabBuilder",
     "charts",
@@ -28,9 +28,6 @@ __all__ = [
     "pct",
     "table",
 ]
-
-#: ``progress(done, total, label)``: called while a tab is computed.
-Progress = Callable[[int, int, str], None]
 
 
 class Source(Protocol):
