@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
+from ..analysis.findings.context import Finding as AnalysisFinding
+
 __all__ = [
     "Chart",
     "DashboardPayload",
@@ -89,19 +91,9 @@ class Chart(TypedDict):
     item: Mapping[str, Any]
 
 
-class Finding(TypedDict):
+class Finding(AnalysisFinding):
     """A finding (one row of ``tv.findings``) with ``stake``, its time at stake in words."""
 
-    id: str
-    severity: str
-    title: str
-    detail: str
-    time_at_stake_ns: int
-    time_at_stake_pct: float
-    ranks: list[int]
-    evidence: dict[str, Any]
-    rule: str
-    analysis: str
     stake: str
 
 
