@@ -488,7 +488,8 @@ def _build_graph(trace: Trace) -> _Graph | None:
 
     def by_name(mask_of_category: np.ndarray) -> np.ndarray:
         """Per event: the mask of its name's category (False for no name)."""
-        return np.r_[mask_of_category, False][np.where(name_codes >= 0, name_codes, len(categories))]
+        out: np.ndarray = np.r_[mask_of_category, False][np.where(name_codes >= 0, name_codes, len(categories))]
+        return out
 
     sync_names = STREAM_SYNC_CALLS | DEVICE_SYNC_CALLS | EVENT_SYNC_CALLS
     sync_calls = c[by_name(categories.isin(list(sync_names)))[pos[c]]]
@@ -718,7 +719,7 @@ def _split_waits(trace: Trace, rank: int, segs: np.ndarray) -> np.ndarray:
     out = segs.copy()
     out[idx, 3] = cut
     # Each wait goes right before the rest of its kernel.
-    merged = np.insert(out, idx, waits, axis=0)
+    merged: np.ndarray = np.insert(out, idx, waits, axis=0)
     return merged
 
 

@@ -310,7 +310,8 @@ def _clock_offsets(kernels: pd.DataFrame, key: list[str]) -> np.ndarray:
     """Per-row clock offset of its rank: median of (its end - the collective's median end)."""
     med_end = kernels.groupby(key)["end_ns"].transform("median")
     off = (kernels["end_ns"] - med_end).groupby(kernels["rank"]).median()
-    return np.rint(kernels["rank"].map(off).to_numpy(dtype=np.float64)).astype(np.int64)
+    out: np.ndarray = np.rint(kernels["rank"].map(off).to_numpy(dtype=np.float64)).astype(np.int64)
+    return out
 
 
 def _match(kernels: pd.DataFrame, key: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -40,6 +40,7 @@ from ..model.trace import Trace
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
+from ..views.timeline.messages import TimelineModel
 from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
 from .tabs.builder import Progress, figure_
@@ -319,7 +320,7 @@ class DashboardData:
         return int(ts.min()), int((ts + ev["dur_ns"].to_numpy()).max())
 
     # ------------------------------------------------------------------ timeline
-    def timeline_state(self) -> dict[str, Any]:
+    def timeline_state(self) -> TimelineModel:
         """The timeline's initial state (builds the index): the traits of ``tv.Timeline``."""
         return timeline_protocol.timeline_state(self.trace, self.index)
 

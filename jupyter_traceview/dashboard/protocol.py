@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from ..analysis.findings.context import Finding as AnalysisFinding
+from ..views.timeline.messages import TimelineModel
 
 __all__ = [
     "Chart",
@@ -156,7 +157,7 @@ class LinkAnswer(_LinkAnswer, total=False):
 class TimelineAnswer(TypedDict, total=False):
     """``_timeline`` answer: the timeline's initial state; ``model_id`` when a widget holds it."""
 
-    state: dict[str, Any]
+    state: TimelineModel
     model_id: str
     error: str
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import html
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -182,7 +182,8 @@ class Trace:
     def _cached(self, key: str, compute: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = compute()
-        return self._cache[key]
+        # Each key is computed by one function, so its value has that function's type.
+        return cast(T, self._cache[key])
 
     def __len__(self) -> int:
         return sum(self._cached("lengths", lambda: self.map_ranks(_n_events)).values())
