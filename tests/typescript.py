@@ -18,14 +18,19 @@ def ts_interfaces(path: Path) -> dict[str, dict[str, bool]]:
     """``{interface: {key: optional}}`` of the ``export interface``s of a TypeScript file.
 
     Keys are the members at the interface's top level (``key: type`` or ``key?: type``);
-    methods (``name(...)``) are left out. An ``extends`` clause is not followed.
+    methods (``name(...)``) are left out. An interface that ``extends`` others of the file
+    has their keys too.
     """
     out: dict[str, dict[str, bool]] = {}
     source = path.read_text(encoding="utf-8")
-    for m in re.finditer(r"^export interface (\w+)(?:<[^>]*>)? \{\n(.*?)^\}", source, re.M | re.S):
+    pattern = r"^export interface (\w+)(?:<[^>]*>)?(?: extends ([\w, ]+))? \{\n(.*?)^\}"
+    for m in re.finditer(pattern, source, re.M | re.S):
         keys: dict[str, bool] = {}
+        for base in (m.group(2) or "").split(","):
+            if base.strip():
+                keys.update(out[base.strip()])
         depth = 0
-        for line in m.group(2).splitlines():
+        for line in m.group(3).splitlines():
             if depth == 0:
                 k = re.match(r"^  (\w+)(\?)?:", line)
                 if k:

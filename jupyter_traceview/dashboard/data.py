@@ -36,6 +36,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
+from ..model.display_hook import Headline
 from ..model.trace import Trace
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
@@ -142,7 +143,7 @@ class DashboardData:
         return self._flags["memory"]
 
     @property
-    def headline(self) -> dict[str, Any]:
+    def headline(self) -> Headline:
         """``tv.headline(trace)``: the header's and the Overview's figures (computed once, kept with the trace)."""
         return self.trace._headline()
 

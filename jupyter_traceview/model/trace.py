@@ -14,7 +14,7 @@ from pandas.api.types import union_categoricals
 from ..errors import TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
 from .classify import Classifier
-from .display_hook import headline_hook, mimebundle_hook
+from .display_hook import Headline, headline_hook, mimebundle_hook
 from .rank_data import RankData, RankMeta
 from .schema import GPU_ACTIVITY_KINDS, EventKind
 
@@ -349,12 +349,12 @@ class Trace:
         )
 
     # ------------------------------------------------------------------ display
-    def _headline(self) -> dict[str, Any]:
+    def _headline(self) -> Headline:
         """``tv.headline(self)`` (installed by the package root), computed once; a copy."""
         hook = headline_hook()
         if hook is None:
             raise RuntimeError("no headline function installed: import jupyter_traceview")
-        return dict(self._cached("headline_dict", lambda: hook(self)))
+        return self._cached("headline_dict", lambda: hook(self)).copy()
 
     def _extent_ns(self) -> int:
         """Last event end over all ranks minus :attr:`t0_ns`: the width of the timeline."""
