@@ -9,7 +9,12 @@ const dev = process.argv.includes("--dev");
 const watch = process.argv.includes("--watch");
 
 /** One entry per widget: <name> -> jupyter_traceview/static/<name>.js (+ <name>.css). */
-const entryPoints = { timeline: "js/timeline/index.ts", dashboard: "js/dashboard/index.ts" };
+const entryPoints = {
+  timeline: "js/timeline/index.ts",
+  dashboard: "js/dashboard/index.ts",
+  // The HTML report's offline timeline (inlined into the report by jupyter_traceview/report/html.py).
+  report: "js/report/index.ts",
+};
 
 const options = {
   entryPoints,

@@ -13,8 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 800
 #: Modules over the limit, each with why it is still allowed (remove the line when split).
 KNOWN_EXCEPTIONS: dict[str, str] = {
-    # Landed by the memory engineer at 972 lines (issue 13 deadline): not split yet.
-    "jupyter_traceview/analysis/memory.py": "memory analyses not split yet (memory engineer)",
     # Not split yet: the graph of one rank and the cross-rank walk are its seams.
     "jupyter_traceview/analysis/critical_path.py": "not split yet (issue 13)",
 }

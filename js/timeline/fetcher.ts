@@ -1,7 +1,14 @@
 /**
- * Requests to the timeline's owner (the kernel, or the server for the Traces sidebar): the
- * window drawn (one request in flight; a request asked for meanwhile is sent, forced, when
- * it returns), event details (cached), range summaries and search steps.
+ * Requests to the timeline's owner (the kernel, or the server for the Traces sidebar, or the
+ * page itself for an offline report): windows to draw, event details (cached), range
+ * summaries and search steps.
+ *
+ * Windows: the last `CACHE_SIZE` received are kept and each frame draws the best of them for
+ * the view (windows.ts: `pickWindow`), so zooming and panning redraw at once from what is at
+ * hand, scaled, while a better window is on its way. One request is in flight at a time;
+ * wants arriving meanwhile coalesce into one request sent when it returns, or into none when
+ * the window in flight fits them. When the view rests, its neighbours are prefetched
+ * (`prefetchWants`).
  */
 import type {
   CommandError,
@@ -17,38 +24,56 @@ import type {
 } from "./model";
 import { type WindowData, aligned, decodeWindow } from "./protocol";
 import type { Invoke } from "./state";
-import { type Range, covers } from "./viewport";
+import {
+  CACHE_SIZE,
+  FETCH_MARGIN,
+  type WindowExtent,
+  type WindowKey,
+  fits,
+  paddedRequest,
+  pickWindow,
+  prefetchWants,
+  requestedExtent,
+} from "./windows";
 
-/** Extra time fetched on each side of the visible range, as a fraction of its span. */
-export const FETCH_MARGIN = 0.25;
+export { FETCH_MARGIN };
 
 /** What the view wants drawn now. */
-export interface WindowWant {
-  range: Range;
-  /** Plot width, px. */
-  width: number;
-  rows: number[];
-  summaries: number[];
-  pattern: string;
-  nameColors: boolean;
-}
+export type WindowWant = WindowKey;
+
+/** Milliseconds the view must rest before its neighbours are prefetched. */
+export const PREFETCH_DELAY_MS = 120;
 
 export interface FetcherCallbacks {
   /** What the view wants now; null when it cannot draw (no width yet). */
   want(): WindowWant | null;
-  /** A window arrived (`fetcher.data` is new). */
+  /** A window arrived (`fetcher.data` may be new). */
   onData(): void;
   onError(message: string): void;
+  /** The trace's extent (ns), to keep prefetches inside it. */
+  extent?(): { start: number; end: number };
+}
+
+/** A received window and what it was asked for with. */
+interface Entry extends WindowExtent {
+  data: WindowData;
 }
 
 export class Fetcher {
-  /** The last window received. */
+  /** The window drawn now: the best received for the view. */
   data: WindowData | null = null;
   /** The search pattern `data` was asked for with (its matches are for that pattern). */
   dataPattern = "";
+  /** Requests sent (tests and benchmarks read it as data-requests). */
+  requests = 0;
   private seq = 0;
-  private inFlight = false;
+  /** Generation: a forced request (new rows, colours, pattern) makes older windows unfit. */
+  private epoch = 0;
+  private cache: Entry[] = [];
+  private inFlight: WindowExtent | null = null;
   private pendingRequest = false;
+  private prefetchTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private prefetchQueue: WindowWant[] = [];
   private readonly detailsCache = new Map<string, EventDetails>();
 
   constructor(
@@ -57,42 +82,54 @@ export class Fetcher {
     /** Gets the data-* flags tests and benchmarks read. */
     private readonly root: HTMLElement,
     private readonly cb: FetcherCallbacks,
-  ) {}
+  ) {
+    signal.addEventListener("abort", () => clearTimeout(this.prefetchTimer));
+  }
 
-  /** Ask for a new window unless the data at hand covers the view well. */
+  /** Draw the best window at hand and ask for a new one unless one fits the view (`force`: always). */
   maybeRequest(force = false): void {
     const want = this.cb.want();
     if (!want) return;
-    const d = this.data;
-    if (!force && d) {
-      const missing =
-        want.rows.some((r) => !d.rows.has(r)) || want.summaries.some((r) => !d.summaries.has(r));
-      const nsPerPxData = (d.hi - d.lo) / d.width;
-      const nsPerPxView = (want.range.hi - want.range.lo) / want.width;
-      const ratio = nsPerPxData / nsPerPxView;
-      if (!missing && covers({ lo: d.lo, hi: d.hi }, want.range) && ratio < 1.5 && ratio > 1 / 1.5) {
-        this.settleLoading();
-        return;
-      }
-    }
-    if (this.inFlight) {
-      this.pendingRequest = true;
+    if (force) this.epoch++;
+    this.prefetchQueue = [];
+    clearTimeout(this.prefetchTimer);
+    this.choose(want);
+    if (this.cache.some((e) => fits(e, want, this.epoch))) {
+      this.settleLoading();
+      this.schedulePrefetch();
       return;
     }
-    void this.request(want);
+    if (this.inFlight) {
+      // Coalesce: one request after the one in flight, unless that one fits.
+      this.pendingRequest = !fits(this.inFlight, want, this.epoch);
+      this.root.dataset.loading = "1";
+      return;
+    }
+    void this.request(want, false);
   }
 
-  private async request(want: WindowWant): Promise<void> {
-    this.inFlight = true;
+  /** Make the best window at hand for `want` the one drawn. */
+  private choose(want: WindowWant): void {
+    const i = pickWindow(this.cache, want, this.epoch);
+    const e = i >= 0 ? this.cache[i]! : null;
+    if (e && e.data !== this.data) {
+      this.data = e.data;
+      this.dataPattern = e.pattern;
+    }
+  }
+
+  private async request(want: WindowWant, prefetch: boolean): Promise<void> {
+    const epoch = this.epoch;
+    this.inFlight = requestedExtent(want, epoch);
+    this.requests++;
+    const ds = this.root.dataset;
+    ds.requests = String(this.requests);
     // Tests and benchmarks wait for data-loading="0": the view's data has arrived.
-    this.root.dataset.loading = "1";
+    if (!prefetch) ds.loading = "1";
     this.pendingRequest = false;
-    const span = want.range.hi - want.range.lo;
     const req: WindowRequest = {
       seq: ++this.seq,
-      lo: want.range.lo - FETCH_MARGIN * span,
-      hi: want.range.hi + FETCH_MARGIN * span,
-      width: Math.max(1, Math.round(want.width * (1 + 2 * FETCH_MARGIN))),
+      ...paddedRequest(want),
       rows: want.rows,
       summaries: want.summaries,
       pattern: want.pattern,
@@ -104,32 +141,84 @@ export class Fetcher {
         signal: this.signal,
       });
       if ("error" in meta) {
-        this.cb.onError(meta.error);
+        if (!prefetch) this.cb.onError(meta.error);
       } else {
         const buf = buffers[0];
-        this.data = decodeWindow(meta, buf ? aligned(buf) : null);
-        this.dataPattern = want.pattern;
-        this.root.dataset.windowMs = (performance.now() - t).toFixed(1);
-        this.root.dataset.kernelMs = meta.kernel_ms.toFixed(1);
-        this.root.dataset.rawEvents = String(this.data.rawEvents);
-        this.cb.onData();
+        const data = decodeWindow(meta, buf ? aligned(buf) : null);
+        this.cache.push({
+          data,
+          lo: data.lo,
+          hi: data.hi,
+          width: data.width,
+          rows: data.rows,
+          summaries: data.summaries,
+          pattern: want.pattern,
+          nameColors: want.nameColors,
+          epoch,
+        });
+        if (this.cache.length > CACHE_SIZE) this.cache.shift();
+        if (!prefetch) {
+          ds.windowMs = (performance.now() - t).toFixed(1);
+          ds.kernelMs = meta.kernel_ms.toFixed(1);
+          ds.rawEvents = String(data.rawEvents);
+        }
+        const now = this.cb.want();
+        const before = this.data;
+        if (now) this.choose(now);
+        if (this.data !== before) this.cb.onData();
       }
     } catch (err) {
       if (this.signal.aborted) return;
-      this.cb.onError(String(err));
+      if (!prefetch) this.cb.onError(String(err));
     } finally {
-      this.inFlight = false;
+      this.inFlight = null;
     }
-    this.maybeRequest(this.takePending());
+    if (this.signal.aborted) return;
+    if (this.takePending()) {
+      this.maybeRequest();
+    } else {
+      // The view rests on what arrived: go on with (or start) its neighbours.
+      this.schedulePrefetch(prefetch ? 0 : PREFETCH_DELAY_MS);
+    }
     this.settleLoading();
   }
 
-  /** Mark the view's data as arrived unless a request is in flight. */
-  settleLoading(): void {
-    if (!this.inFlight) this.root.dataset.loading = "0";
+  /** After the view rests `delay` ms, fetch the next neighbour of the view no window fits. */
+  private schedulePrefetch(delay = PREFETCH_DELAY_MS): void {
+    clearTimeout(this.prefetchTimer);
+    this.prefetchTimer = setTimeout(() => this.prefetchNext(), delay);
   }
 
-  /** Was a request asked for while one was in flight (then send it, forced)? */
+  private prefetchNext(): void {
+    if (this.inFlight || this.signal.aborted) return;
+    const want = this.cb.want();
+    if (!want) return;
+    if (!this.prefetchQueue.length) {
+      const ext = this.cb.extent?.() ?? { start: -Infinity, end: Infinity };
+      this.prefetchQueue = prefetchWants(want, ext.start, ext.end);
+      this.prefetchQueue.reverse(); // popped from the end: most useful first
+    }
+    while (this.prefetchQueue.length) {
+      const next = this.prefetchQueue.pop()!;
+      if (this.cache.some((e) => fits(e, next, this.epoch))) continue;
+      void this.request(next, true);
+      return;
+    }
+  }
+
+  /** Mark the view's data as arrived unless a request is in flight for it. */
+  settleLoading(): void {
+    if (!this.pendingRequest && (!this.inFlight || !this.waitingFor())) this.root.dataset.loading = "0";
+  }
+
+  /** Is the request in flight one the view waits for (it fits the view, and nothing at hand does)? */
+  private waitingFor(): boolean {
+    const want = this.cb.want();
+    if (!want || !this.inFlight) return false;
+    return !this.cache.some((e) => fits(e, want, this.epoch));
+  }
+
+  /** Was a request asked for while one was in flight (then send it)? */
   private takePending(): boolean {
     const p = this.pendingRequest;
     this.pendingRequest = false;

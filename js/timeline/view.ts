@@ -112,6 +112,7 @@ export class TimelineView implements ViewHost {
       want: () => (this.width <= 0 ? null : this.want()),
       onData: () => this.invalidate(),
       onError: (message) => this.showError(message),
+      extent: () => this.limits,
     });
 
     const span = this.model.get("_span");

@@ -1,9 +1,10 @@
 """``traceview report`` / ``tv.write_report``: the dashboard as one self-contained HTML file.
 
 The file holds what ``tv.Dashboard`` shows (every tab's headline figures, findings with
-their evidence, tables and charts, from :mod:`jupyter_traceview.dashboard.data`) and a
-static timeline overview (every GPU stream's busy share over time), with the installed
-package's BokehJS inlined: it opens offline, in any browser, years later. Attach it to a
+their evidence, tables and charts, from :mod:`jupyter_traceview.dashboard.data`), the
+timeline (zooming and panning offline over a multi-level summary embedded in the file, see
+:mod:`jupyter_traceview.report.timeline`) and a static timeline overview (every GPU stream's
+busy share over time), with the installed package's BokehJS and the timeline's front end inlined: it opens offline, in any browser, years later. Attach it to a
 bug report or a pull request.
 
 Each chart's ``<div class="tvr-chart">`` gets ``data-drawn="1"`` once BokehJS has drawn it
@@ -27,6 +28,7 @@ from ..dashboard.protocol import Figure, Finding, Table
 from ..errors import TraceviewError
 from ..model.trace import Trace
 from ..views.colors import Theme
+from .timeline import timeline_block
 
 __all__ = ["render_report", "write_report"]
 
@@ -112,6 +114,7 @@ def render_report(
         return f'<div class="{cls}" id="{key}" data-chart="{html.escape(chart_id)}" data-empty="{int(empty)}"></div>'
 
     step = 0
+    assets = ""
 
     def report(label: str) -> None:
         nonlocal step
@@ -134,10 +137,21 @@ def render_report(
         parts.extend(_table(t) for t in content["tables"])
         sections.append(_section(tab["id"], tab["label"], "".join(parts)))
         if tab["id"] == tabs[0]["id"]:
-            # The timeline comes second, as in the dashboard: a static overview here.
+            # The timeline comes second, as in the dashboard: the timeline itself, zooming and
+            # panning over the summary embedded in the file, above a static overview.
             report("Timeline")
+            tl = timeline_block(trace)
+            if tl is not None:
+                assets = tl.assets
             fig = charts.timeline_overview_chart(timeline_overview(trace), theme=theme)
-            body = (
+            live = (
+                '<p class="tvr-hint">Wheel or W/S to zoom, drag or A/D to pan, double-click to fit: '
+                f"the timeline of every rank, merged per pixel column ({tl.note}). Open the trace in "
+                "<code>tv.Timeline</code> for events, their details and search.</p>" + tl.html
+                if tl is not None
+                else ""
+            )
+            body = live + (
                 '<p class="tvr-hint">Every GPU stream of every rank: colour is the kind of work '
                 "(compute, communication, memory), brightness how busy each column is. "
                 "Open the trace in <code>tv.Dashboard</code> or <code>tv.Timeline</code> to zoom into events.</p>"
@@ -181,6 +195,7 @@ def render_report(
         bokehjs=bokeh_text,
         items=items_json,
         draw=_DRAW.replace("__VERSION__", json.dumps(version)),
+        assets=assets,
     )
 
 
@@ -314,6 +329,9 @@ td.tvr-text { white-space: normal; overflow-wrap: anywhere; min-width: 12em; max
 th { position: sticky; top: 0; background: var(--bg); }
 .tvr-num { text-align: right; font-variant-numeric: tabular-nums; }
 footer { padding: 12px 24px; color: var(--muted); font-size: 12px; }
+.tvr-timeline { margin: 8px 0 4px; --jp-layout-color0: var(--bg); --jp-layout-color1: var(--card);
+  --jp-ui-font-color0: var(--fg); --jp-ui-font-color1: var(--fg); --jp-ui-font-color2: var(--muted);
+  --jp-border-color1: var(--line); --jp-border-color2: var(--line); }
 @media (max-width: 900px) { .tvr-charts { grid-template-columns: 1fr; } }
 """
 
@@ -364,6 +382,7 @@ _PAGE = """<!DOCTYPE html>
 inlined in this file (it needs no network).</footer>
 <script type="application/json" id="tvr-items">{items}</script>
 <script>{draw}</script>
+{assets}
 </body>
 </html>
 """

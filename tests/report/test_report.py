@@ -14,6 +14,7 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.dashboard.data import bokehjs_source
 from jupyter_traceview.report.html import render_report
+from jupyter_traceview.views.timeline.levels import DEFAULT_MAX_BYTES
 from tests import kineto_builder as kb
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -91,6 +92,27 @@ def test_report_charts_draw_in_chromium_offline(report: Path, tmp_path: Path) ->
     assert attrs.get("data-charts-failed") == "0", re.findall(r'data-error="([^"]*)"', dom)[:3]
     assert attrs.get("data-charts-total") == attrs.get("data-charts-drawn") == "24"
     assert dom.count('data-drawn="1"') == 24
+
+
+def test_report_embeds_a_bounded_timeline(report: Path) -> None:
+    text = report.read_text(encoding="utf-8")
+    m = re.search(
+        r'<div class="tvr-timeline" data-source="tvr-timeline-data" data-levels="(\d+)" data-bytes="(\d+)">', text
+    )
+    assert m is not None, "the interactive timeline is in the Timeline section"
+    assert int(m.group(1)) >= 2 and 0 < int(m.group(2)) <= DEFAULT_MAX_BYTES
+    assert '<script type="application/json" id="tvr-timeline-data">' in text
+    assert "levels embedded" in text
+
+
+def test_report_timeline_mounts_in_chromium_offline(report: Path, tmp_path: Path) -> None:
+    dom = dom_after_load(report, tmp_path)
+    host = re.search(r'<div class="tvr-timeline"[^>]*>', dom)
+    assert host is not None and 'data-ready="1"' in host.group(0), host and host.group(0)
+    view = re.search(r'<div class="tv-timeline[^"]*"[^>]*>', dom)
+    assert view is not None and "data-first-paint=" in view.group(0), "the view drew its first window"
+    rects = re.search(r'data-draw-rects="(\d+)"', view.group(0))
+    assert rects is not None and int(rects.group(1)) > 0
 
 
 def test_the_chromium_check_fails_without_bokehjs(dlrm: tv.Trace, tmp_path: Path) -> None:
