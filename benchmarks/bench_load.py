@@ -67,6 +67,9 @@ if tool == "hta":
     from hta.trace_analysis import TraceAnalysis
 else:
     import jupyter_traceview as tv
+    # `import jupyter_traceview` is lazy: import what tv.load uses (pandas, pyarrow, the
+    # readers) before the clock starts, as HTA's import above does for HTA.
+    import jupyter_traceview.loading.loader, jupyter_traceview.loading.readers.kineto
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 base_tree = tree_rss()
 sampler = threading.Thread(target=sample, daemon=True)

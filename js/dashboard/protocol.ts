@@ -101,6 +101,9 @@ export interface LinkRequest {
   rank: number;
   /** target "event": the event to show (e.g. the operator running at a memory peak). */
   eid?: number;
+  /** target "event" at a memory peak: the device whose counter lane the timeline reveals. */
+  device_type?: string;
+  device?: number;
   bin?: number;
   heatmap?: string;
   step?: number;
@@ -111,8 +114,13 @@ export interface LinkRequest {
 /** `_link` answer: where the timeline goes (DashboardData.link). */
 export interface LinkAnswer {
   x_range: [number, number];
+  /** The ranks the link is about: added to those the timeline shows. */
   ranks: number[];
+  /** The rank the timeline emphasises (scrolled to, highlighted). */
+  focus: number;
   search?: string;
+  /** The memory counter lane to reveal (an id of the timeline state's `_counters`). */
+  counter?: number;
   error?: string;
 }
 

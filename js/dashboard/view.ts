@@ -8,6 +8,7 @@ import { formatDuration, formatTimePrecise as formatTime } from "../format";
 import type { TimelineModel } from "../timeline/model";
 import { type StateModel, LocalModel, type Invoke, type InvokeOptions } from "../timeline/state";
 import { readTheme } from "../timeline/theme";
+import { withRanks } from "../timeline/ranks";
 import { TimelineView } from "../timeline/view";
 import { type BokehJS, type Embedded, embed, linkFields, linkSources, loadBokeh } from "./bokeh";
 import { evidenceLabel, formatCell, formatEvidence, formatOfKey, formatRanks } from "./format";
@@ -527,11 +528,14 @@ export class DashboardView {
       if (answer.error) throw new Error(answer.error);
       const tl = await this.ensureTimeline();
       const m = tl.model;
-      m.set("ranks", answer.ranks);
+      // The other ranks stay; the link's rank is emphasised (js/timeline/ranks.ts).
+      m.set("ranks", withRanks(m.get("ranks"), answer.ranks));
+      m.set("focus_rank", answer.focus);
       m.set("x_range", answer.x_range);
       if (answer.search !== undefined) m.set("search", answer.search);
       m.save_changes();
       this.show("timeline");
+      if (answer.counter !== undefined) tl.view.revealCounter(answer.counter);
     } catch (err) {
       if (this.disposed) return;
       this.flash(`Could not follow the link: ${String(err instanceof Error ? err.message : err)}`);

@@ -132,6 +132,7 @@ export class Fetcher {
       ...paddedRequest(want),
       rows: want.rows,
       summaries: want.summaries,
+      counters: want.counters ?? [],
       pattern: want.pattern,
       name_colors: want.nameColors,
     };
@@ -152,6 +153,7 @@ export class Fetcher {
           width: data.width,
           rows: data.rows,
           summaries: data.summaries,
+          counters: data.counters,
           pattern: want.pattern,
           nameColors: want.nameColors,
           epoch,

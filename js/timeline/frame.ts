@@ -21,6 +21,7 @@ import {
   layoutRawRow,
   xOf,
 } from "./draw";
+import { drawCounterSlot } from "./counter";
 import { type ViewHost, AXIS, GUTTER } from "./host";
 import { type Slot, visibleSlots } from "./layout";
 import { NO_KIND } from "./protocol";
@@ -129,6 +130,10 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
           matches,
         );
       }
+      continue;
+    }
+    if (slot.kind === "counter") {
+      rects += drawCounterSlot(host, c, slot, y, s);
       continue;
     }
     const row = d?.rows.get(slot.row);

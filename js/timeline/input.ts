@@ -5,6 +5,7 @@
  */
 import { binAt, eventAt } from "./hittest";
 import { type Hover, type ViewHost, AXIS, GUTTER } from "./host";
+import { counterHit } from "./counter";
 import { slotAt } from "./layout";
 import { type Range, fitRange, panByPixels, wheelFactor, xToTime, zoomAround } from "./viewport";
 import { xOf } from "./draw";
@@ -238,6 +239,10 @@ export class Input {
       return k >= 0 && s.count[k]! + (s.frac[k]! > 0 ? 1 : 0) > 0
         ? { slot: i, event: -1, bin: k, x: p.x, y: p.y }
         : null;
+    }
+    if (slot.kind === "counter") {
+      const k = counterHit(h, slot, t);
+      return k >= 0 ? { slot: i, event: -1, bin: k, x: p.x, y: p.y } : null;
     }
     const row = d.rows.get(slot.row);
     if (!row) return null;

@@ -1,8 +1,9 @@
 /**
  * Vertical layout: a header per rank (its summary when collapsed), then a row per GPU
- * stream and nesting depth, then (optionally) the CPU threads' rows (pure, unit-tested).
+ * stream and nesting depth, then (optionally) the CPU threads' rows, then the rank's memory
+ * counter lanes (pure, unit-tested).
  */
-import type { LaneMeta, RowMeta } from "./model";
+import type { CounterMeta, LaneMeta, RowMeta } from "./model";
 
 export interface LayoutOptions {
   headerHeight: number;
@@ -10,7 +11,12 @@ export interface LayoutOptions {
   cpuRowHeight: number;
   /** Space after each lane. */
   laneGap: number;
+  /** Height of a memory counter lane (default COUNTER_HEIGHT). */
+  counterHeight?: number;
 }
+
+/** Default height of a memory counter lane, px. */
+export const COUNTER_HEIGHT = 36;
 
 export const DEFAULT_LAYOUT: LayoutOptions = {
   headerHeight: 20,
@@ -20,9 +26,9 @@ export const DEFAULT_LAYOUT: LayoutOptions = {
 };
 
 export interface Slot {
-  kind: "header" | "row";
+  kind: "header" | "row" | "counter";
   rank: number;
-  /** Row id (rows), -1 for headers. */
+  /** Row id (rows), counter id (counters), -1 for headers. */
   row: number;
   /** Lane id (rows), -1 for headers. */
   lane: number;
@@ -32,6 +38,8 @@ export interface Slot {
   /** Text for the label gutter: the rank, or the lane's name on its first row. */
   label: string;
   collapsed: boolean;
+  /** A row of a rank's folded CPU threads: their depth-0 rows share one band (js/timeline/ranks.ts). */
+  folded?: boolean;
 }
 
 export interface Layout {
@@ -41,6 +49,8 @@ export interface Layout {
   rowSlot: Map<number, number>;
   /** Slot index of each rank's header. */
   headerSlot: Map<number, number>;
+  /** Slot index of each visible counter lane (by counter id). */
+  counterSlot: Map<number, number>;
 }
 
 export function computeLayout(
@@ -50,7 +60,13 @@ export function computeLayout(
   collapsed: ReadonlySet<number>,
   showCpu: boolean,
   opts: LayoutOptions = DEFAULT_LAYOUT,
+  counters: readonly CounterMeta[] = [],
+  /** Ranks whose CPU threads are folded into one row (their depth-0 rows drawn over each other). */
+  cpuCollapsed: ReadonlySet<number> = new Set(),
 ): Layout {
+  const countersByRank = new Map<number, CounterMeta[]>();
+  for (const c of counters) countersByRank.set(c.rank, [...(countersByRank.get(c.rank) ?? []), c]);
+  const counterSlot = new Map<number, number>();
   const lanesByRank = new Map<number, LaneMeta[]>();
   for (const lane of lanes) {
     const list = lanesByRank.get(lane.rank) ?? [];
@@ -84,8 +100,9 @@ export function computeLayout(
       ...rankLanes.filter((l) => l.type === "gpu"),
       ...rankLanes.filter((l) => l.type === "cpu"),
     ];
+    const folded = showCpu && cpuCollapsed.has(rank);
     for (const lane of ordered) {
-      if (lane.type === "cpu" && !showCpu) continue;
+      if (lane.type === "cpu" && (!showCpu || folded)) continue;
       const h = lane.type === "gpu" ? opts.gpuRowHeight : opts.cpuRowHeight;
       lane.rows.forEach((rid, i) => {
         const meta = rowById.get(rid);
@@ -105,8 +122,59 @@ export function computeLayout(
       });
       y += opts.laneGap;
     }
+    if (folded) y = foldCpu(rank, ordered, rowById, slots, rowSlot, y, opts);
+    for (const c of countersByRank.get(rank) ?? []) {
+      const h = opts.counterHeight ?? COUNTER_HEIGHT;
+      counterSlot.set(c.id, slots.length);
+      slots.push({
+        kind: "counter",
+        rank,
+        row: c.id,
+        lane: -1,
+        depth: 0,
+        y,
+        h,
+        label: c.label,
+        collapsed: false,
+      });
+      y += h + opts.laneGap;
+    }
   }
-  return { slots, height: y, rowSlot, headerSlot };
+  return { slots, height: y, rowSlot, headerSlot, counterSlot };
+}
+
+/** One band for a rank's CPU threads: a slot per thread's depth-0 row, all at `y`; returns the next y. */
+function foldCpu(
+  rank: number,
+  lanes: readonly LaneMeta[],
+  rowById: ReadonlyMap<number, RowMeta>,
+  slots: Slot[],
+  rowSlot: Map<number, number>,
+  y: number,
+  opts: LayoutOptions,
+): number {
+  const cpu = lanes.filter((l) => l.type === "cpu");
+  const tops = cpu
+    .map((l) => l.rows.find((rid) => (rowById.get(rid)?.depth ?? 0) === 0) ?? l.rows[0])
+    .filter((r): r is number => r !== undefined);
+  if (!tops.length) return y;
+  const h = opts.cpuRowHeight;
+  tops.forEach((rid, i) => {
+    rowSlot.set(rid, slots.length);
+    slots.push({
+      kind: "row",
+      rank,
+      row: rid,
+      lane: rowById.get(rid)?.lane ?? -1,
+      depth: 0,
+      y,
+      h,
+      label: i === 0 ? `▸ CPU: ${cpu.length} thread${cpu.length === 1 ? "" : "s"}` : "",
+      collapsed: false,
+      folded: true,
+    });
+  });
+  return y + h + opts.laneGap;
 }
 
 /** Index of the slot at height `y` (layout coordinates), or -1 (gaps and outside). */

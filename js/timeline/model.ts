@@ -61,6 +61,23 @@ export interface LaneMeta {
   rows: number[];
 }
 
+/** A memory counter lane: one device of one rank (views/timeline/counters.py CounterInfo). */
+export interface CounterMeta {
+  id: number;
+  rank: number;
+  device_type: string;
+  device: number;
+  label: string;
+  records: number;
+  /** Largest allocated bytes and when first reached (ns relative to the trace start). */
+  peak_allocated: number;
+  peak_ts: number;
+  peak_reserved: number;
+  peak_reserved_ts: number;
+  start: number;
+  end: number;
+}
+
 /** A ProfilerStep span (earliest start and latest end over the ranks). */
 export interface StepMark {
   step: number;
@@ -79,6 +96,8 @@ export interface TimelineModel {
   _palette: Palette;
   _rows: RowMeta[];
   _lanes: LaneMeta[];
+  /** Memory counter lanes (none without memory records). */
+  _counters: CounterMeta[];
   _all_ranks: number[];
   _steps: StepMark[];
   _span: [number, number];
@@ -94,6 +113,33 @@ export interface TimelineModel {
   selected_event: SelectedEvent;
   selected_range: number[];
   height: number;
+  /** Ranks whose CPU threads are folded into one row. */
+  cpu_collapsed: number[];
+  /** Ranks pinned above the others, in order. */
+  pinned: number[];
+  /** The rank emphasised (scrolled to, highlighted), or null. */
+  focus_rank: number | null;
+}
+
+/** A rank of the "slowest" preset (jupyter_traceview/views/timeline/ranks.py::SlowRank). */
+export interface SlowRank {
+  rank: number;
+  step_mean_ns: number;
+  compute_mean_ns: number;
+}
+
+/** A rank of the "stragglers" preset (ranks.py::StragglerRank). */
+export interface StragglerRank {
+  rank: number;
+  last_count: number;
+  collectives: number;
+  lateness_ns: number;
+}
+
+/** `_ranks` command response (ranks.py::rank_presets). */
+export interface RankPresets {
+  slowest: SlowRank[];
+  stragglers: StragglerRank[];
 }
 
 /** `_window` command request (Timeline._window). */
@@ -106,6 +152,8 @@ export interface WindowRequest {
   summaries: number[];
   pattern: string;
   name_colors: boolean;
+  /** Memory counter lanes wanted (ids of `_counters`). */
+  counters?: number[];
 }
 
 /** `_details` command request. */
@@ -148,6 +196,13 @@ export interface RowSlice {
   count: number;
 }
 
+/** Where a counter lane's columns sit in the `ctr_*` sections. */
+export interface CounterSlice {
+  counter: number;
+  offset: number;
+  count: number;
+}
+
 /** Where a rank's summary row sits in the bin sections. */
 export interface SummarySlice {
   rank: number;
@@ -166,6 +221,7 @@ export interface WindowResponseMeta {
   width: number;
   rows: RowSlice[];
   summaries: SummarySlice[];
+  counters?: CounterSlice[];
   names: string[];
   name_colors: number[];
   /** Per name: matches the request's search pattern (absent without a pattern). */

@@ -16,6 +16,7 @@ export const KEYS: readonly (readonly [string, string])[] = [
   ["Shift+drag", "measure a range and summarise it"],
   ["Click", "select an event (arrow from its CPU launch)"],
   ["Click a rank's name", "collapse or expand its lanes"],
+  ["Click a folded “CPU” row's name", "unfold the rank's CPU threads"],
   ["Enter / Shift+Enter in search", "next / previous match, in time order"],
   ["Esc", "clear the selection and the range, close this help"],
   ["?", "show or hide this help"],

@@ -34,6 +34,16 @@ export interface BinRow {
 
 export type RowData = RawRow | BinRow;
 
+/** A memory counter lane per pixel column: bytes, NaN before the lane's first record. */
+export interface CounterBins {
+  /** Largest allocated bytes in each column (a peak is never lost). */
+  allocMax: Float64Array;
+  /** Allocated bytes at each column's end. */
+  allocEnd: Float64Array;
+  resMax: Float64Array;
+  resEnd: Float64Array;
+}
+
 /** A decoded window: the request's range and width, and the data of each row. */
 export interface WindowData {
   seq: number;
@@ -42,6 +52,8 @@ export interface WindowData {
   width: number;
   rows: Map<number, RowData>;
   summaries: Map<number, BinRow>;
+  /** Memory counter lanes by counter id. */
+  counters: Map<number, CounterBins>;
   names: string[];
   nameColors: number[];
   /** Per name: does it match the search pattern sent with the request. */
@@ -131,6 +143,24 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
   }
   const summaries = new Map<number, BinRow>();
   for (const sm of meta.summaries) summaries.set(sm.rank, bins(sm.offset, sm.count));
+  const counters = new Map<number, CounterBins>();
+  const ctr = (name: string) => get(s, name, Float64Array);
+  const [am, ae, rm, re] = [
+    ctr("ctr_allocated_max"),
+    ctr("ctr_allocated_end"),
+    ctr("ctr_reserved_max"),
+    ctr("ctr_reserved_end"),
+  ];
+  for (const c of meta.counters ?? []) {
+    const a = c.offset;
+    const b = c.offset + c.count;
+    counters.set(c.counter, {
+      allocMax: am.subarray(a, b),
+      allocEnd: ae.subarray(a, b),
+      resMax: rm.subarray(a, b),
+      resEnd: re.subarray(a, b),
+    });
+  }
   return {
     seq: meta.seq,
     lo: meta.lo,
@@ -138,6 +168,7 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
     width: meta.width,
     rows,
     summaries,
+    counters,
     names: meta.names,
     nameColors: meta.name_colors,
     nameMatch: meta.name_match ?? meta.names.map(() => false),

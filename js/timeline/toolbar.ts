@@ -101,6 +101,11 @@ export class Toolbar {
     window.clearTimeout(this.searchTimer);
   }
 
+  /** The "All ranks" button (the rank picker's button follows it, js/timeline/ranks.ts). */
+  get allRanksButton(): HTMLButtonElement {
+    return this.allButton;
+  }
+
   /** Save the typed pattern to the model (now, not after the typing pause); false if it was refused. */
   commitSearch(): boolean {
     window.clearTimeout(this.searchTimer);

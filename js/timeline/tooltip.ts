@@ -9,6 +9,7 @@ import {
   formatRate,
   formatTimePrecise as formatTime,
 } from "../format";
+import { counterSlotTooltip } from "./counter";
 import { type Hover, type ViewHost, GUTTER } from "./host";
 import type { EventDetails } from "./model";
 import { type BinRow, type RawRow, NO_KIND } from "./protocol";
@@ -51,7 +52,12 @@ export class Tooltip {
     const palette = host.model.get("_palette");
     const lines: [string, string][] = [];
     let title = "";
-    if (h.event >= 0) {
+    if (slot.kind === "counter") {
+      const tip = counterSlotTooltip(host, slot, h.bin);
+      if (!tip) return;
+      title = tip.title;
+      lines.push(...tip.lines);
+    } else if (h.event >= 0) {
       const row = d.rows.get(slot.row) as RawRow | undefined;
       if (!row) return;
       const i = h.event;

@@ -7,10 +7,12 @@
  * `tv.Dashboard` or the Traces sidebar.
  */
 import { Colors } from "./colors";
+import { countersOnScreen } from "./counter";
 import { Fetcher } from "./fetcher";
 import { drawFrame } from "./frame";
 import { type Hover, type Measure, type Selected, type ViewHost, AXIS, GUTTER, SCROLLBAR } from "./host";
 import { Input } from "./input";
+import { RankPicker, displayOrder } from "./ranks";
 import { HelpOverlay, MeasureOverlay } from "./overlays";
 import { type Layout, computeLayout, visibleSlots } from "./layout";
 import type { EventDetails, LaneMeta, RangeSummary, TimelineModel } from "./model";
@@ -21,6 +23,13 @@ import { Tooltip } from "./tooltip";
 import { Toolbar, renderStatus } from "./toolbar";
 import { type Limits, type Range, fitRange, limitsFor } from "./viewport";
 import { el } from "../dom";
+
+/** A view to go back to. */
+interface View {
+  ranks: number[];
+  range: Range;
+  focus: number | null;
+}
 
 export class TimelineView implements ViewHost {
   readonly root: HTMLDivElement;
@@ -37,6 +46,8 @@ export class TimelineView implements ViewHost {
   private readonly toolbar: Toolbar;
   private readonly help: HelpOverlay;
   private readonly measurePanel: MeasureOverlay;
+  /** The rank picker and the focused rank's band (ranks.ts); null until built. */
+  private rankPicker: RankPicker | null = null;
 
   theme!: Theme;
   colors!: Colors;
@@ -56,10 +67,11 @@ export class TimelineView implements ViewHost {
   /** The match the last search step selected (see `findNext`). */
   private lastMatch: { rank: number; eid: number; start: number; pattern: string } | null = null;
   /** Views to go back to (ranks and range), pushed when they change from outside or by "All ranks". */
-  private history: { ranks: number[]; range: Range }[] = [];
+  private history: View[] = [];
   private historyBatch = false;
   private restoring = false;
   private shownRanks: number[] = [];
+  private shownFocus: number | null = null;
   private lastSentRange: [number, number] | null = null;
   private rangeSyncTimer = 0;
   private frame = 0;
@@ -120,6 +132,7 @@ export class TimelineView implements ViewHost {
     const xr = this.model.get("x_range");
     this.range = { lo: xr[0], hi: xr[1] };
     this.shownRanks = [...this.model.get("ranks")];
+    this.shownFocus = this.model.get("focus_rank");
 
     this.readTheme();
     this.rebuildLayout();
@@ -145,6 +158,9 @@ export class TimelineView implements ViewHost {
       ["change:x_range", () => this.onModelRange()],
       ["change:ranks", () => this.onRanks()],
       ["change:collapsed", () => this.onStructure()],
+      ["change:cpu_collapsed", () => this.onStructure()],
+      ["change:pinned", () => this.onStructure()],
+      ["change:focus_rank", () => this.onFocus()],
       ["change:show_cpu", () => this.onStructure()],
       ["change:color_by", () => this.onStyle()],
       ["change:search", () => this.onSearchChanged()],
@@ -157,6 +173,10 @@ export class TimelineView implements ViewHost {
       this.model.on(name, fn);
       this.cleanups.push(() => this.model.off(name, fn));
     }
+
+    // After the view's own listeners: the picker reads the layout they rebuild.
+    this.rankPicker = new RankPicker(this, this.toolbar.allRanksButton, stage, on, invoke, this.abort.signal);
+    this.rankPicker.onFocus();
 
     const ro = new ResizeObserver(() => this.resize());
     ro.observe(this.root);
@@ -230,23 +250,38 @@ export class TimelineView implements ViewHost {
     this.layout = computeLayout(
       this.model.get("_rows"),
       lanes,
-      this.model.get("ranks"),
+      displayOrder(this.model.get("ranks"), this.model.get("pinned")),
       new Set(this.model.get("collapsed")),
       this.model.get("show_cpu"),
+      undefined,
+      this.model.get("_counters"),
+      new Set(this.model.get("cpu_collapsed")),
     );
     this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS - this.viewHeight)}px`;
+    this.rankPicker?.layoutChanged();
   }
 
   private onRanks(): void {
-    this.remember({ ranks: this.shownRanks, range: this.range });
+    this.remember(this.currentView());
     this.shownRanks = [...this.model.get("ranks")];
     this.onStructure();
   }
 
+  private onFocus(): void {
+    this.remember(this.currentView());
+    this.shownFocus = this.model.get("focus_rank");
+    this.rankPicker?.onFocus();
+  }
+
+  /** The view shown before the change being handled (ranks, range, emphasised rank). */
+  private currentView(): View {
+    return { ranks: this.shownRanks, range: this.range, focus: this.shownFocus };
+  }
+
   /** Keep `view` to go back to (changes arriving together, e.g. a link's ranks and range, make one entry). */
-  private remember(view: { ranks: number[]; range: Range }): void {
+  private remember(view: View): void {
     if (this.restoring || this.historyBatch) return;
-    this.history.push({ ranks: [...view.ranks], range: { ...view.range } });
+    this.history.push({ ranks: [...view.ranks], range: { ...view.range }, focus: view.focus });
     if (this.history.length > 50) this.history.shift();
     this.historyBatch = true;
     window.setTimeout(() => {
@@ -263,6 +298,8 @@ export class TimelineView implements ViewHost {
     try {
       this.save("ranks", prev.ranks);
       this.shownRanks = [...prev.ranks];
+      this.save("focus_rank", prev.focus);
+      this.shownFocus = prev.focus;
       this.setRange(prev.range);
     } finally {
       this.restoring = false;
@@ -296,7 +333,7 @@ export class TimelineView implements ViewHost {
   private onModelRange(): void {
     const xr = this.model.get("x_range");
     if (this.lastSentRange && xr[0] === this.lastSentRange[0] && xr[1] === this.lastSentRange[1]) return;
-    this.remember({ ranks: this.shownRanks, range: this.range });
+    this.remember(this.currentView());
     this.range = { lo: xr[0], hi: Math.max(xr[1], xr[0] + 1) };
     this.invalidate();
     this.fetcher.maybeRequest();
@@ -369,6 +406,7 @@ export class TimelineView implements ViewHost {
     this.canvas.width = Math.round(w * dpr);
     this.canvas.height = Math.round(h * dpr);
     this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS - h)}px`;
+    this.rankPicker?.layoutChanged();
     this.invalidate();
     this.fetcher.maybeRequest(true);
   }
@@ -379,9 +417,11 @@ export class TimelineView implements ViewHost {
     const [a, b] = visibleSlots(this.layout, this.scrollTop - 100, this.viewHeight + 200);
     const rows: number[] = [];
     const summaries: number[] = [];
+    const counters: number[] = [];
     for (let i = a; i < b; i++) {
       const s = this.layout.slots[i]!;
       if (s.kind === "row") rows.push(s.row);
+      else if (s.kind === "counter") counters.push(s.row);
       else if (s.collapsed) summaries.push(s.rank);
     }
     return {
@@ -389,6 +429,7 @@ export class TimelineView implements ViewHost {
       width: this.width,
       rows,
       summaries,
+      counters,
       pattern: this.model.get("search"),
       nameColors: this.model.get("color_by") === "name",
     };
@@ -458,6 +499,35 @@ export class TimelineView implements ViewHost {
     this.select(res.rank, res.eid);
   }
 
+  /** Make memory counter lane `id` visible: show and expand its rank, scroll to the lane. */
+  revealCounter(id: number): void {
+    const meta = this.model.get("_counters").find((c) => c.id === id);
+    if (!meta) return;
+    const ranks = this.model.get("ranks");
+    if (!ranks.includes(meta.rank))
+      this.save(
+        "ranks",
+        [...ranks, meta.rank].sort((x, y) => x - y),
+      );
+    const collapsed = this.model.get("collapsed");
+    if (collapsed.includes(meta.rank))
+      this.save(
+        "collapsed",
+        collapsed.filter((r) => r !== meta.rank),
+      );
+    this.rebuildLayout();
+    const idx = this.layout.counterSlot.get(id);
+    if (idx === undefined) return;
+    const slot = this.layout.slots[idx]!;
+    const visibleH = this.viewHeight - AXIS;
+    if (slot.y < this.scrollTop || slot.y + slot.h > this.scrollTop + visibleH) {
+      this.scroller.scrollTop = Math.max(0, slot.y + slot.h - visibleH + 8);
+      this.scrollTop = this.scroller.scrollTop;
+    }
+    this.invalidate();
+    this.fetcher.maybeRequest(true);
+  }
+
   /** Make a row visible: expand its rank, show CPU lanes if needed, scroll to it. */
   private revealRow(row: number): void {
     const meta = this.model.get("_rows").find((r) => r.id === row);
@@ -469,6 +539,12 @@ export class TimelineView implements ViewHost {
         collapsed.filter((r) => r !== meta.rank),
       );
     if (meta.type === "cpu" && !this.model.get("show_cpu")) this.save("show_cpu", true);
+    const folded = this.model.get("cpu_collapsed");
+    if (meta.type === "cpu" && folded.includes(meta.rank))
+      this.save(
+        "cpu_collapsed",
+        folded.filter((r) => r !== meta.rank),
+      );
     this.rebuildLayout();
     const idx = this.layout.rowSlot.get(row);
     if (idx === undefined) return;
@@ -544,6 +620,7 @@ export class TimelineView implements ViewHost {
     ds.matchRects = String(stats.matchRects);
     ds.dimmed = String(stats.dimmed);
     ds.range = `${this.range.lo},${this.range.hi}`;
+    ds.counterLanes = JSON.stringify(countersOnScreen(this));
     if (this.data && !this.firstPaint) {
       this.firstPaint = true;
       ds.firstPaint = performance.now().toFixed(1);

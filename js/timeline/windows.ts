@@ -27,6 +27,8 @@ export interface WindowKey {
   width: number;
   rows: number[];
   summaries: number[];
+  /** Memory counter lanes (ids). */
+  counters?: number[];
   pattern: string;
   nameColors: boolean;
 }
@@ -38,6 +40,7 @@ export interface WindowExtent {
   width: number;
   rows: { has(row: number): boolean };
   summaries: { has(rank: number): boolean };
+  counters?: { has(id: number): boolean };
   pattern: string;
   nameColors: boolean;
   /** The fetcher's generation when asked for (a forced request starts a new one). */
@@ -55,6 +58,7 @@ export function resolutionRatio(w: WindowExtent, want: WindowKey): number {
 export function fits(w: WindowExtent, want: WindowKey, epoch: number): boolean {
   if (w.epoch !== epoch || w.pattern !== want.pattern || w.nameColors !== want.nameColors) return false;
   if (want.rows.some((r) => !w.rows.has(r)) || want.summaries.some((r) => !w.summaries.has(r))) return false;
+  if ((want.counters ?? []).some((c) => !w.counters?.has(c))) return false;
   if (!(w.lo <= want.range.lo && w.hi >= want.range.hi)) return false;
   const ratio = resolutionRatio(w, want);
   return ratio < RESOLUTION_SLACK && ratio > 1 / RESOLUTION_SLACK;
@@ -75,9 +79,12 @@ export function coverage(w: WindowExtent, range: Range): number {
 export function drawScore(w: WindowExtent, want: WindowKey, epoch: number): number {
   const cov = coverage(w, want.range);
   if (cov <= 0) return -Infinity;
-  const needed = want.rows.length + want.summaries.length;
+  const counters = want.counters ?? [];
+  const needed = want.rows.length + want.summaries.length + counters.length;
   const held =
-    want.rows.filter((r) => w.rows.has(r)).length + want.summaries.filter((r) => w.summaries.has(r)).length;
+    want.rows.filter((r) => w.rows.has(r)).length +
+    want.summaries.filter((r) => w.summaries.has(r)).length +
+    counters.filter((c) => w.counters?.has(c)).length;
   const rowsShare = needed ? held / needed : 1;
   const ratio = resolutionRatio(w, want);
   // 1 at the view's resolution or finer; falls off as the window gets coarser.
@@ -123,6 +130,7 @@ export function requestedExtent(want: WindowKey, epoch: number): WindowExtent {
     ...r,
     rows: new Set(want.rows),
     summaries: new Set(want.summaries),
+    counters: new Set(want.counters ?? []),
     pattern: want.pattern,
     nameColors: want.nameColors,
     epoch,

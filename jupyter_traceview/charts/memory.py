@@ -136,6 +136,9 @@ def _mark_peaks(fig: Any, peaks: pd.DataFrame, origin: int, tscale: float, bscal
             "op": peaks["operator"].astype(str).tolist(),
             "holder": holder,
             "link_rank": peaks["rank"].to_numpy(),
+            # The device: the timeline reveals its memory counter lane.
+            "link_device_type": peaks["device_type"].astype(str).tolist(),
+            "link_device": peaks["device"].to_numpy(),
             "link_eid": np.where(
                 peaks["operator_eid"].to_numpy() >= 0, peaks["operator_eid"].to_numpy(), peaks["peak_eid"].to_numpy()
             ),

@@ -40,6 +40,7 @@ from ..model.display_hook import Headline
 from ..model.trace import Trace
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
+from ..views.timeline.counters import CounterIndex
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
 from ..views.timeline.messages import TimelineModel
 from .protocol import DashboardPayload, LinkAnswer, TabContent
@@ -253,7 +254,10 @@ class DashboardData:
 
     # ------------------------------------------------------------------ links
     def link(self, msg: Mapping[str, Any]) -> LinkAnswer:
-        """Where a click on a chart takes the timeline: ``{x_range, ranks, search}`` (relative ns).
+        """Where a click on a chart takes the timeline: ``{x_range, ranks, focus, search}`` (relative ns).
+
+        ``ranks`` are the ranks the link is about (the timeline adds them to those it shows);
+        ``focus`` is the rank the timeline emphasises (scrolled to and highlighted).
 
         ``msg`` names what was clicked: ``{"target": "heatmap", "rank", "bin", "heatmap"}``,
         ``{"target": "rank", "rank"}`` (with an optional ``range``, the chart's relative
@@ -308,9 +312,15 @@ class DashboardData:
         out: LinkAnswer = {
             "x_range": [float(lo - self.t0_ns) - pad, float(hi - self.t0_ns) + pad],
             "ranks": [rank],
+            "focus": rank,
         }
         if search is not None:
             out["search"] = search
+        if target == "event" and "device_type" in msg:
+            # A memory peak: reveal the device's counter lane (views/timeline/counters.py).
+            lane = CounterIndex.of(self.trace).find(rank, str(msg["device_type"]), int(msg.get("device", -1)))
+            if lane is not None:
+                out["counter"] = lane.id
         return out
 
     def _rank_span(self, rank: int) -> tuple[int, int]:

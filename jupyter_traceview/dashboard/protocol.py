@@ -140,17 +140,23 @@ class LinkRequest(_LinkRequest, total=False):
     name: str
     range: list[float] | None
     eid: int
+    #: target "event" at a memory peak: the device whose counter lane the timeline reveals.
+    device_type: str
+    device: int
 
 
 class _LinkAnswer(TypedDict):
     x_range: list[float]
     ranks: list[int]
+    focus: int
 
 
 class LinkAnswer(_LinkAnswer, total=False):
     """``_link`` answer: where the timeline goes (:meth:`.data.DashboardData.link`)."""
 
     search: str
+    #: The memory counter lane to reveal (an id of the timeline state's ``_counters``).
+    counter: int
     error: str
 
 

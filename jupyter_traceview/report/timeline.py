@@ -62,6 +62,8 @@ def timeline_block(trace: Trace, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Repor
     if levels is None:
         return None
     state = timeline_state(trace, index, height=HEIGHT)
+    # Memory counter lanes are not embedded (the report's memory chart shows the same series).
+    state["_counters"] = []
     if not levels.rows:
         # Only the ranks' summaries fit: every rank opens collapsed to its summary row.
         state["collapsed"] = list(trace.ranks)

@@ -70,7 +70,7 @@ MAX_ANSWER = 256 * 1024 * 1024
 LONG_POLL_S = 1.0
 #: Commands of the dashboard's front end (dashboard.commands.COMMANDS, views.timeline.protocol.COMMANDS).
 DASHBOARD_COMMANDS = frozenset(
-    {"_payload", "_tab", "_link", "_timeline", "_bokehjs", "_window", "_details", "_find", "_summary"}
+    {"_payload", "_tab", "_link", "_timeline", "_bokehjs", "_window", "_details", "_find", "_summary", "_ranks"}
 )
 
 

@@ -154,14 +154,21 @@ class Dashboard(anywidget.AnyWidget):
     def follow(self, target: str, **msg: Any) -> LinkAnswer:
         """Do what a click on a chart does: move the timeline, open its tab; returns where it went.
 
+        The timeline keeps the ranks it shows (adding the link's rank if it lacks it) and
+        emphasises the link's rank (:attr:`Timeline.focus_rank`).
+
         ``target`` is ``"heatmap"`` (``rank=``, ``bin=``, ``heatmap=`` kind), ``"rank"``
         (``rank=``), ``"iteration"`` (``rank=``, ``step=``) or ``"kernel"`` (``rank=``,
         ``name=``); see :meth:`DashboardData.link`.
         """
         out = self._data.link({"target": target, **msg})
         tl = self.timeline
+        # The timeline keeps the ranks it shows and emphasises the link's rank.
+        shown = list(tl.ranks) + [r for r in out["ranks"] if r not in tl.ranks]
         with tl.hold_sync():
-            tl.ranks = list(out["ranks"])
+            if shown != list(tl.ranks):
+                tl.ranks = shown
+            tl.focus_rank = out["focus"]
             tl.x_range = list(out["x_range"])
             if "search" in out:
                 tl.search = out["search"]

@@ -30,6 +30,7 @@ from ..views.timeline.messages import (
     FindRequest,
     FindResult,
     RangeSummary,
+    RankPresets,
     SelectedEvent,
     SummaryRequest,
     WindowError,
@@ -126,7 +127,11 @@ class Timeline(anywidget.AnyWidget):
         The trace to show (``tv.load(...)``); a trace narrowed with ``select()`` opens on its
         window.
     ranks
-        Ranks to show (default all).
+        Ranks to show (default all); the others stay one click away (the rank picker,
+        "All ranks").
+    focus
+        A rank to emphasise: scrolled to, expanded and highlighted, the other ranks still
+        shown (added to ``ranks`` if they lack it).
     cpu
         Show CPU thread lanes (operators, runtime calls, annotations, nesting by depth)
         under each rank's GPU streams.
@@ -146,11 +151,18 @@ class Timeline(anywidget.AnyWidget):
     >>> timeline.highlight("nccl")  # every NCCL kernel and call
     128
     >>> timeline.show_range(timeline.t0_ns, timeline.t0_ns + 2_000_000, ranks=[0, 1])
+    >>> timeline.show_range(timeline.t0_ns, timeline.t0_ns + 2_000_000, focus=7)  # 7 added and emphasised
+    >>> timeline.ranks, timeline.focus_rank
+    ([0, 1, 7], 7)
     >>> timeline.selection  # what the user clicked or shift-dragged
     TimelineSelection(rank=None, stream=None, thread=None, event=None, name=None, range=None)
 
     Interaction: wheel or +/- zoom around the pointer, drag or A/D pan, W/S zoom, double-click
-    fits, Shift+wheel, arrows, PgUp/PgDn scroll the lanes, shift+drag measures a range and
+    fits, Shift+wheel, arrows, PgUp/PgDn scroll the lanes, the "Ranks" picker filters ranks
+    (a range such as ``0-7,12`` or a regular expression), offers the "slowest N" and
+    "stragglers" presets (:func:`~jupyter_traceview.views.timeline.ranks.rank_presets`), pins,
+    reorders, collapses and expands them; above four ranks each rank's CPU threads open folded
+    into one row (click its label to unfold), shift+drag measures a range and
     summarises it per kind (a panel over the plot), click selects an event and draws the arrow
     from its CPU launch, the search box dims what does not match (Enter and Shift+Enter walk
     the matches in time order from the earliest), "All ranks" shows every rank again and
@@ -166,6 +178,8 @@ class Timeline(anywidget.AnyWidget):
     _palette = traitlets.Dict().tag(sync=True)
     _rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     _lanes = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: Memory counter lanes (views/timeline/counters.py): one per rank and device with memory records.
+    _counters = traitlets.List(traitlets.Dict()).tag(sync=True)
     _all_ranks = traitlets.List(traitlets.Int()).tag(sync=True)
     _steps = traitlets.List(traitlets.Dict()).tag(sync=True)
     _span = traitlets.List(traitlets.Float()).tag(sync=True)
@@ -175,7 +189,7 @@ class Timeline(anywidget.AnyWidget):
 
     #: Visible time range ``[start, end]``, float ns relative to the trace start.
     x_range = traitlets.List(traitlets.Float(), default_value=[0.0, 1.0]).tag(sync=True)
-    #: Ranks shown.
+    #: Ranks shown, in the order drawn (after the ``pinned`` ones).
     ranks = traitlets.List(traitlets.Int()).tag(sync=True)
     #: Ranks whose lanes are collapsed into one summary row.
     collapsed = traitlets.List(traitlets.Int()).tag(sync=True)
@@ -189,6 +203,12 @@ class Timeline(anywidget.AnyWidget):
     selected_event = traitlets.Dict().tag(sync=True)
     #: The selected range ``[start, end]`` (relative float ns) or ``[]`` (set by the front end).
     selected_range = traitlets.List(traitlets.Float()).tag(sync=True)
+    #: Ranks whose CPU threads are folded into one summary row (their top-level calls).
+    cpu_collapsed = traitlets.List(traitlets.Int()).tag(sync=True)
+    #: Ranks pinned above the others, in this order (pinned ranks not in ``ranks`` are not shown).
+    pinned = traitlets.List(traitlets.Int()).tag(sync=True)
+    #: The rank emphasised (scrolled to, expanded, highlighted), or None.
+    focus_rank = traitlets.Int(None, allow_none=True).tag(sync=True)
     #: Height of the lanes area, px (toolbar and status line excluded).
     height = traitlets.Int(480).tag(sync=True)
 
@@ -200,6 +220,7 @@ class Timeline(anywidget.AnyWidget):
         trace: Trace,
         *,
         ranks: Iterable[int] | None = None,
+        focus: int | None = None,
         cpu: bool = True,
         color_by: str = "kind",
         height: int = 480,
@@ -216,7 +237,7 @@ class Timeline(anywidget.AnyWidget):
         self._index = TimelineIndex.of(trace)
         self._lod = lod or LevelOfDetail()
         self.trace = trace
-        state = timeline_state(trace, self._index, ranks=ranks, cpu=cpu, color_by=color_by, height=height)
+        state = timeline_state(trace, self._index, ranks=ranks, cpu=cpu, color_by=color_by, height=height, focus=focus)
         super().__init__(**state)
         self.set_trait("selection", TimelineSelection())
         self.observe(self._on_selection, names=["selected_event", "selected_range"])
@@ -233,8 +254,16 @@ class Timeline(anywidget.AnyWidget):
         """The level-of-detail index behind the widget (built once per trace)."""
         return self._index
 
-    def show_range(self, start_ns: int, end_ns: int, *, ranks: Iterable[int] | None = None) -> None:
-        """Show ``[start_ns, end_ns)`` (absolute ns, as ``ts_ns``), and only ``ranks`` if given."""
+    def show_range(
+        self, start_ns: int, end_ns: int, *, ranks: Iterable[int] | None = None, focus: int | None = None
+    ) -> None:
+        """Show ``[start_ns, end_ns)`` (absolute ns, as ``ts_ns``).
+
+        ``ranks``: show only these ranks (the visible set; "All ranks" brings the others
+        back). ``focus``: emphasise this rank, scrolled to, expanded and highlighted, with the
+        other ranks still shown (it is added to the visible set if that lacks it); the
+        dashboard's links do this. Without ``focus`` the emphasis is cleared.
+        """
         t0 = self._index.t0_ns
         start_ns, end_ns = int(start_ns), int(end_ns)
         if end_ns <= start_ns:
@@ -245,9 +274,15 @@ class Timeline(anywidget.AnyWidget):
                 f"[{t0}, {t0 + self._index.end_ns}) ns (absolute, as in trace.events()['ts_ns']); "
                 f"for times relative to the trace's origin (the +times shown everywhere) add trace.t0_ns"
             )
+        shown = self._check_ranks(ranks) if ranks is not None else list(self.ranks)
+        if focus is not None:
+            focus = self._check_ranks([focus])[0]
+            if focus not in shown:
+                shown = sorted([*shown, focus])
         with self.hold_sync():
-            if ranks is not None:
-                self.ranks = self._check_ranks(ranks)
+            if shown != list(self.ranks):
+                self.ranks = shown
+            self.focus_rank = focus
             self.x_range = [float(start_ns - t0), float(end_ns - t0)]
 
     def fit(self) -> None:
@@ -317,6 +352,11 @@ class Timeline(anywidget.AnyWidget):
     def _find(self, msg: FindRequest, buffers: list[bytes]) -> tuple[FindResult | CommandError, list[bytes]]:
         """Next/previous search match: ``{pattern, t, direction, rows}``."""
         return timeline_protocol.answer_find(self._index, msg)
+
+    @command
+    def _ranks(self, msg: dict[str, object], buffers: list[bytes]) -> tuple[RankPresets | CommandError, list[bytes]]:
+        """The rank picker's presets (views.timeline.ranks.rank_presets): ``{}``."""
+        return timeline_protocol.answer_ranks(self._index)
 
     @command
     def _summary(self, msg: SummaryRequest, buffers: list[bytes]) -> tuple[RangeSummary | CommandError, list[bytes]]:

@@ -264,4 +264,7 @@ def test_memory_curve_is_the_timeline_and_peaks_link_to_their_operator() -> None
     assert src.tags == [f"{LINK_TAG}:event"]
     assert sorted(src.data["y"] * 2**20) == sorted(peaks["peak_allocated_bytes"].astype(float))
     assert list(src.data["link_eid"]) == peaks["operator_eid"].tolist()
+    # The device: following the link reveals its memory counter lane on the timeline.
+    assert list(src.data["link_device_type"]) == peaks["device_type"].astype(str).tolist()
+    assert list(src.data["link_device"]) == peaks["device"].tolist()
     assert list(src.data["op"]) == peaks["operator"].astype(str).tolist()

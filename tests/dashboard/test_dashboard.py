@@ -257,7 +257,13 @@ def test_widget_state_and_follow(dlrm: tv.Trace) -> None:
     assert dash.breakdown_range is None
     out = dash.follow("heatmap", rank=1, bin=5, heatmap="all")
     assert dash.tab == "timeline"
-    assert dash.timeline.ranks == [1] and dash.timeline.x_range == out["x_range"]
+    # Every rank stays shown; the clicked one is emphasised.
+    assert dash.timeline.ranks == list(range(8)) and dash.timeline.x_range == out["x_range"]
+    assert out["focus"] == 1 and dash.timeline.focus_rank == 1
+    # A narrowed timeline keeps its ranks and gains the link's.
+    dash.timeline.ranks = [0, 2]
+    dash.follow("rank", rank=5)
+    assert dash.timeline.ranks == [0, 2, 5] and dash.timeline.focus_rank == 5
     # A range selected on the timeline scopes the Breakdown tab.
     lo = dash.timeline.t0_ns + 1_000_000
     dash.timeline.selected_range = [1_000_000.0, 3_000_000.0]

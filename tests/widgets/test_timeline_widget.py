@@ -120,6 +120,21 @@ def test_show_range_highlight_and_fit(dlrm: tv.Trace) -> None:
     assert tl.highlight(None) == 0 and tl.search == ""
 
 
+def test_show_range_with_a_focus_keeps_the_other_ranks(dlrm: tv.Trace) -> None:
+    tl = Timeline(dlrm)
+    t0 = tl.t0_ns
+    assert tl.focus_rank is None and tl.cpu_collapsed == list(range(8)) and tl.pinned == []
+    tl.show_range(t0 + 1_000_000, t0 + 3_000_000, focus=5)
+    assert tl.focus_rank == 5 and tl.ranks == list(range(8)), "every rank stays, 5 is emphasised"
+    tl.show_range(t0, t0 + 10, ranks=[0, 1], focus=6)
+    assert tl.ranks == [0, 1, 6] and tl.focus_rank == 6, "the focus joins the visible set"
+    tl.show_range(t0, t0 + 10)
+    assert tl.focus_rank is None and tl.ranks == [0, 1, 6]
+    with pytest.raises(tv.TraceSelectionError, match="unknown rank 9"):
+        tl.show_range(t0, t0 + 10, focus=9)
+    assert Timeline(dlrm, ranks=[2], focus=3).ranks == [2, 3]
+
+
 def test_options_are_checked(dlrm: tv.Trace) -> None:
     with pytest.raises(TypeError, match="needs a Trace"):
         Timeline("run/")  # type: ignore[arg-type]

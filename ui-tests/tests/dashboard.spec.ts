@@ -150,9 +150,18 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
     expect(hi).toBeGreaterThanOrEqual(cellHi * 0.995);
     const link = JSON.parse((await dash.getAttribute("data-last-link")) ?? "{}") as { rank?: number; bin?: number };
     expect(link.rank).toBe(1);
-    const py = await runCell(page, "print(dash.tab, dash.timeline.ranks, round(dash.timeline.x_range[1] - dash.timeline.x_range[0]))");
+    // Every rank stays shown; the clicked rank is emphasised (scrolled to, highlighted).
+    const py = await runCell(page, "print(dash.tab, dash.timeline.ranks, dash.timeline.focus_rank)");
     const out = await cellText(page, py);
-    expect(out).toContain("timeline [1]");
+    expect(out).toContain("timeline [0, 1, 2, 3, 4, 5, 6, 7] 1");
+    await expect(tl).toHaveAttribute("data-focus-rank", "1");
+    await expect(tl.locator(".tv-focus-band")).toBeVisible();
+    await expect(tl.getByRole("button", { name: /All ranks/ })).toBeDisabled(); // all already shown
+    // The widget is in the viewport, not scrolled away (no empty view after the link).
+    const tlBox = (await tl.locator("canvas").boundingBox())!;
+    const viewport = page.viewportSize()!;
+    expect(tlBox.y).toBeLessThan(viewport.height);
+    expect(tlBox.y + tlBox.height).toBeGreaterThan(0);
     writeArtifact("dashboard-after-heatmap-click.png", await dash.screenshot());
 
     // Shift+drag a range on the timeline: Breakdown is computed for it.

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import json
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -365,8 +366,10 @@ _SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9
 
 def _check_surrogates(path: Path, data: bytes) -> None:
     """Refuse lone UTF-16 surrogate escapes (``"\\ud800"``): no UTF-8 string can hold them."""
-    if _SURROGATE_HINT.search(data) is None:
-        return  # the common case: one scan (about the cost of one bytes.find)
+    if b"\\" not in data or _SURROGATE_HINT.search(data) is None:
+        # The common case: no backslash at all (one memchr scan, GB/s; a two-byte needle
+        # would take the slower generic search), else one regex scan.
+        return
     paired = _SURROGATE_PAIR.sub(b"", data)
     m = _SURROGATE_ESCAPE.search(paired)
     if m is None:
@@ -795,21 +798,29 @@ def _pair_begin_end(events: list[_Event], skipped: dict[str, int]) -> list[_Even
     return out
 
 
-_GET_EVENT = operator.attrgetter("cat", "name", "pid", "tid", "ts", "dur", "args")
-_GET_IDS = operator.attrgetter("correlation", "external_id")
-_GET_DEVICE = operator.attrgetter("device", "stream")
-_GET_GPU_ARGS = operator.attrgetter(
-    "grid",
-    "block",
-    "registers",
-    "shared_memory",
-    "blocks_per_sm",
-    "warps_per_sm",
-    "occupancy",
-    "nbytes",
-    "bandwidth",
-    "wait_on_stream",
-    "wait_on_record_correlation",
+_GET_FIELDS = tuple(operator.attrgetter(f) for f in ("cat", "name", "pid", "tid", "args"))
+_GET_TS = operator.attrgetter("ts")
+_GET_DUR = operator.attrgetter("dur")
+_GET_CORRELATION = operator.attrgetter("correlation")
+_GET_EXTERNAL_ID = operator.attrgetter("external_id")
+_GET_DEVICE = operator.attrgetter("device")
+_GET_COLLECTIVE = operator.attrgetter("collective")
+_GET_STREAM = operator.attrgetter("stream")
+_GET_GPU_ARGS = tuple(
+    operator.attrgetter(f)
+    for f in (
+        "grid",
+        "block",
+        "registers",
+        "shared_memory",
+        "blocks_per_sm",
+        "warps_per_sm",
+        "occupancy",
+        "nbytes",
+        "bandwidth",
+        "wait_on_stream",
+        "wait_on_record_correlation",
+    )
 )
 
 
@@ -818,6 +829,14 @@ def _codes(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
     index: dict[Any, int] = {}
     codes = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int64)
     return codes, list(index)
+
+
+def _int_codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """:func:`_codes` for values that are mostly ints (pids): hashed in C when all are."""
+    if set(map(type, values)) <= {int}:
+        codes, uniques = pd.factorize(np.fromiter(values, dtype=np.int64, count=len(values)), use_na_sentinel=False)
+        return codes.astype(np.int64), uniques.tolist()
+    return _codes(values)
 
 
 def _part(chunk: _Chunk, state: _FileState) -> _Part:
@@ -843,15 +862,13 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     state.count("flow events", n_flow)
     state.count("other phases", len(events) - n_kept - counts["M"] - n_flow - counts["B"] - counts["E"])
 
-    if kept:
-        cat, name, pid_obj, tid_obj, ts_t, dur_t, args_t = zip(*map(_GET_EVENT, kept), strict=True)
-    else:
-        cat = name = pid_obj = tid_obj = ts_t = dur_t = args_t = ()
-    ts = np.array(ts_t, dtype=np.float64)
-    dur = np.array(dur_t, dtype=np.float64)
+    # One C-level pass per field (map + attrgetter): ~3x faster than zip(*map(...)) of tuples.
+    cat, name, pid_obj, tid_obj, args_t = (list(map(get, kept)) for get in _GET_FIELDS)
+    ts = np.fromiter(map(_GET_TS, kept), dtype=np.float64, count=len(kept))
+    dur = np.fromiter(map(_GET_DUR, kept), dtype=np.float64, count=len(kept))
     is_instant = np.array([e.ph != "X" for e in kept], dtype=bool)
     cat_codes, cat_values = _codes(cat)
-    pid_codes, pid_values = _codes(pid_obj)
+    pid_codes, pid_values = _int_codes(pid_obj)
 
     # Kineto's own pseudo-events (pids "Spans"/"Traces"): the profiler span, iteration markers.
     trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
@@ -899,9 +916,9 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if len(rows) != len(kept):
         ts, dur = ts[rows], dur[rows]
         cat_codes, pid_codes = cat_codes[rows], pid_codes[rows]
-        name = tuple(name[i] for i in rows.tolist())
-        tid_obj = tuple(tid_obj[i] for i in rows.tolist())
-        args_t = tuple(args_t[i] for i in rows.tolist())
+        name = [name[i] for i in rows.tolist()]
+        tid_obj = [tid_obj[i] for i in rows.tolist()]
+        args_t = [args_t[i] for i in rows.tolist()]
     n = len(rows)
     ts_ns = None
     if (
@@ -940,31 +957,34 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         if isinstance(value, str):
             state.pid_text.setdefault(number, value)
     pid = pid_lut[pid_codes] if n else np.empty(0, dtype=np.int64)
-    tid = _int_column(np.array(tid_obj, dtype=object), state.labels)
-    if n:
-        corr, ext = zip(*map(_GET_IDS, args_t), strict=True)
-        correlation = np.array(corr, dtype=np.int64)
-        external_id = np.array(ext, dtype=np.int64)
+    if set(map(type, tid_obj)) <= {int}:  # the common case, converted in C
+        tid = np.fromiter(tid_obj, dtype=np.int64, count=n)
     else:
-        correlation = np.empty(0, dtype=np.int64)
-        external_id = np.empty(0, dtype=np.int64)
+        tid = _int_column(np.array(tid_obj, dtype=object), state.labels)
+    correlation = np.fromiter(map(_GET_CORRELATION, args_t), dtype=np.int64, count=n)
+    external_id = np.fromiter(map(_GET_EXTERNAL_ID, args_t), dtype=np.int64, count=n)
 
     device = np.full(n, -1, dtype=np.int16)
     stream = np.full(n, -1, dtype=np.int64)
     dev_rows = np.flatnonzero(np.isin(kind, _DEVICE_CODES))
     if len(dev_rows):
-        d_vals, s_vals = zip(*map(_GET_DEVICE, [args_t[i] for i in dev_rows.tolist()]), strict=True)
-        d = np.array(d_vals, dtype=np.int64)
+        dev_args = [args_t[i] for i in dev_rows.tolist()]
+        d = np.fromiter(map(_GET_DEVICE, dev_args), dtype=np.int64, count=len(dev_args))
+        s_vals = list(map(_GET_STREAM, dev_args))
         device[dev_rows] = np.where(d >= 0, d, pid[dev_rows]).astype(np.int16)
-        s = _int_column(np.array(s_vals, dtype=object), {})
+        if set(map(type, s_vals)) <= {int}:
+            s = np.fromiter(s_vals, dtype=np.int64, count=len(s_vals))
+        else:  # ROCm: string stream ids on runtime events
+            s = _int_column(np.array(s_vals, dtype=object), {})
         stream[dev_rows] = np.where(s >= 0, s, tid[dev_rows])
 
-    gpu_rows = np.flatnonzero(np.isin(kind, _ARGS_CODES))
+    has_gpu_args = np.isin(kind, _ARGS_CODES)
     sync_rows = np.flatnonzero(kind == _CODE[EventKind.CUDA_SYNC])
     if len(sync_rows):
         # cuda_sync records that name the CUDA event they wait on get a gpu_args row too.
         waits = [args_t[i].wait_on_stream >= 0 or args_t[i].wait_on_record_correlation >= 0 for i in sync_rows.tolist()]
-        gpu_rows = np.union1d(gpu_rows, sync_rows[np.array(waits, dtype=bool)])
+        has_gpu_args[sync_rows[np.array(waits, dtype=bool)]] = True
+    gpu_rows = np.flatnonzero(has_gpu_args)
     comm_rows, comm = _comm_rows(args_t, kind, name_codes, [str(x) for x in names])
     op_rows, op = op_args.collect(args_t, np.flatnonzero(kind == _CODE[EventKind.CPU_OP]))
     return _Part(
@@ -1003,20 +1023,29 @@ def _pad3(v: object) -> tuple[int, ...] | list[int]:
     return out + [-1] * (3 - len(out))
 
 
-def _xyz(values: tuple[object, ...]) -> np.ndarray:
-    rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
-    xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3) if rows else np.empty((0, 3), dtype=np.int64)
+def _xyz(values: list[object]) -> np.ndarray:
+    """Grid or block values as int32 triples: -1 where absent or not an int, clipped to int32."""
+    # The common case, in C: lists of three ints (typed by the decoder) and absent values
+    # (memcpy and memset rows carry no grid); anything else takes the per-value path.
+    is_list = np.fromiter(map(operator.is_, map(type, values), itertools.repeat(list)), dtype=bool, count=len(values))
+    lists: list[list[object]] = list(itertools.compress(values, is_list))  # type: ignore[arg-type]
+    xyz = np.full((len(values), 3), -1, dtype=np.int64)
+    if set(map(type, itertools.compress(values, ~is_list))) <= {type(None)} and set(map(len, lists)) <= {3}:
+        flat = list(itertools.chain.from_iterable(lists))
+        if set(map(type, flat)) <= {int}:
+            xyz[is_list] = np.array(flat, dtype=np.int64).reshape(len(lists), 3)
+            return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
+    if values:
+        rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
+        xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3)
     return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
 
 
 def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:
     """Launch and copy arguments of GPU activities as arrays (one entry per activity)."""
-    if args:
-        grid, block, regs, smem, bps, wps, occ, nbytes, bw, w_stream, w_corr = zip(
-            *map(_GET_GPU_ARGS, args), strict=True
-        )
-    else:
-        grid = block = regs = smem = bps = wps = occ = nbytes = bw = w_stream = w_corr = ()
+    grid, block, regs, smem, bps, wps, occ, nbytes, bw, w_stream, w_corr = (
+        list(map(get, args)) for get in _GET_GPU_ARGS
+    )
     g, b = _xyz(grid), _xyz(block)
     return {
         "grid_x": g[:, 0],
@@ -1041,11 +1070,15 @@ _COMM_FIELDS = ("collective", "dtype", "in_nelems", "out_nelems", "group_size", 
 
 
 def _comm_rows(
-    args: tuple[_Args, ...], kind: np.ndarray, name_codes: np.ndarray, names: list[str]
+    args: Sequence[_Args], kind: np.ndarray, name_codes: np.ndarray, names: list[str]
 ) -> tuple[np.ndarray, dict[str, list[Any]]]:
     """Rows carrying collective metadata: recorded args, or old-style ``nccl:*`` annotations."""
     out: dict[str, list[Any]] = {f: [] for f in _COMM_FIELDS}
-    with_meta = [i for i, a in enumerate(args) if a.collective is not None]
+    with_meta = np.flatnonzero(
+        np.fromiter(
+            map(operator.is_not, map(_GET_COLLECTIVE, args), itertools.repeat(None)), dtype=bool, count=len(args)
+        )
+    ).tolist()
     annot_codes = [i for i, nm in enumerate(names) if nm.startswith("nccl:")]
     annotated = (
         np.flatnonzero((kind == _CODE[EventKind.USER_ANNOTATION]) & np.isin(name_codes, annot_codes)).tolist()
@@ -1344,7 +1377,11 @@ def _rank_tables(
         launch_eid=cols["launch_eid"],
     )
 
-    used, remap = np.unique(name_codes, return_inverse=True)
+    # The names used, in code order, and each row's index among them (np.unique without its sort).
+    used = np.flatnonzero(np.bincount(name_codes, minlength=len(names)))
+    lut = np.zeros(len(names), dtype=np.int64)
+    lut[used] = np.arange(len(used))
+    remap = lut[name_codes]
     name_cat = categorical(codes=remap.astype(np.int32), categories=[names[i] for i in used.tolist()])
     kind_cat = categorical(codes=kind.astype(np.int8), categories=KIND_CATEGORIES)
 

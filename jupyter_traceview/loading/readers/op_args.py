@@ -13,7 +13,9 @@ rank; both take plain sequences, so that this stays independent of how the reade
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -37,28 +39,35 @@ class _HasOpArgs(Protocol):
     concrete_inputs: Any
 
 
-def _text(raw: Any) -> str | None:
-    """The raw JSON text of one argument, None where it was not recorded."""
-    if raw is None:
-        return None
-    b = bytes(raw)
-    return b.decode("utf-8", "replace") if b else None
+def _texts(raws: list[Any]) -> list[str | None]:
+    """The raw JSON texts of one argument, None where it was not recorded.
+
+    Each distinct text is decoded once (a training step repeats the same shapes), and the
+    loops run in C (``map``): this is per CPU operator, on the reader's hot path.
+    """
+    try:
+        blobs = list(map(bytes, raws))
+    except TypeError:  # None (not recorded) among them
+        blobs = [b"" if r is None else bytes(r) for r in raws]
+    text_of = {b: (b.decode("utf-8", "replace") if b else None) for b in dict.fromkeys(blobs)}
+    return list(map(text_of.__getitem__, blobs))
+
+
+_GETTERS = {f: operator.attrgetter(f) for f in FIELDS}
 
 
 def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> tuple[np.ndarray, dict[str, list[str | None]]]:
     """Rows (among ``rows``: the CPU operators) that carry shapes, and their argument texts."""
-    out: dict[str, list[str | None]] = {f: [] for f in FIELDS}
-    kept = []
-    for i in rows.tolist():
-        a = args[i]
-        if a.input_dims is None or not len(a.input_dims):
-            continue
-        kept.append(i)
-        out["input_dims"].append(_text(a.input_dims))
-        out["input_type"].append(_text(a.input_type))
-        out["input_strides"].append(_text(a.input_strides))
-        out["concrete_inputs"].append(_text(a.concrete_inputs))
-    return np.array(kept, dtype=np.int64), out
+    candidates = [args[i] for i in rows.tolist()]
+    try:
+        sizes = np.fromiter(map(len, map(_GETTERS["input_dims"], candidates)), dtype=np.int64, count=len(candidates))
+    except TypeError:  # None (not recorded) among them
+        sizes = np.array([0 if a.input_dims is None else len(a.input_dims) for a in candidates], dtype=np.int64)
+    has_dims = sizes > 0
+    kept = rows[has_dims].astype(np.int64)
+    picked = list(itertools.compress(candidates, has_dims.tolist()))
+    out = {f: _texts(list(map(_GETTERS[f], picked))) for f in FIELDS}
+    return kept, out
 
 
 def _compact_text(text: str) -> str:

@@ -16,11 +16,14 @@ from __future__ import annotations
 from typing import Literal, TypedDict
 
 from ..colors import NamePalette, Palette, PaletteKind, ThemeColor
+from .ranks import RankPresets, SlowRank, StragglerRank
 
 __all__ = [
     "BusyTotal",
     "CollectiveInfo",
     "CommandError",
+    "CounterMeta",
+    "CounterSlice",
     "DetailsRequest",
     "EventDetails",
     "FindRequest",
@@ -33,10 +36,13 @@ __all__ = [
     "Palette",
     "PaletteKind",
     "RangeSummary",
+    "RankPresets",
     "RowMeta",
     "RowSlice",
     "SelectedEvent",
+    "SlowRank",
     "StepMark",
+    "StragglerRank",
     "SummaryRequest",
     "SummarySlice",
     "ThemeColor",
@@ -89,6 +95,23 @@ class StepMark(TypedDict):
     end: float
 
 
+class CounterMeta(TypedDict):
+    """A memory counter lane: one device of one rank (:class:`.counters.CounterInfo`; times relative ns)."""
+
+    id: int
+    rank: int
+    device_type: str
+    device: int
+    label: str
+    records: int
+    peak_allocated: int
+    peak_ts: int
+    peak_reserved: int
+    peak_reserved_ts: int
+    start: int
+    end: int
+
+
 class SelectedEvent(TypedDict, total=False):
     """The selected event as the front end writes it (``{}`` when none)."""
 
@@ -102,6 +125,7 @@ class TimelineModel(TypedDict):
     _palette: Palette
     _rows: list[RowMeta]
     _lanes: list[LaneMeta]
+    _counters: list[CounterMeta]
     _all_ranks: list[int]
     _steps: list[StepMark]
     _span: list[float]
@@ -111,6 +135,9 @@ class TimelineModel(TypedDict):
     x_range: list[float]
     ranks: list[int]
     collapsed: list[int]
+    cpu_collapsed: list[int]
+    pinned: list[int]
+    focus_rank: int | None
     show_cpu: bool
     color_by: Literal["kind", "name"]
     search: str
@@ -123,9 +150,7 @@ class TimelineModel(TypedDict):
 # Commands: requests
 
 
-class WindowRequest(TypedDict):
-    """``_window`` request: the rows and summaries of ``[lo, hi)`` at ``width`` pixel columns."""
-
+class _WindowRequest(TypedDict):
     seq: int
     lo: float
     hi: float
@@ -134,6 +159,13 @@ class WindowRequest(TypedDict):
     summaries: list[int]
     pattern: str
     name_colors: bool
+
+
+class WindowRequest(_WindowRequest, total=False):
+    """``_window`` request: the rows and summaries of ``[lo, hi)`` at ``width`` pixel columns;
+    ``counters``: the memory counter lanes wanted (ids of ``_counters``)."""
+
+    counters: list[int]
 
 
 class DetailsRequest(TypedDict):
@@ -186,6 +218,14 @@ class RowSlice(TypedDict):
     count: int
 
 
+class CounterSlice(TypedDict):
+    """Where a counter lane's columns sit in the ``ctr_*`` sections."""
+
+    counter: int
+    offset: int
+    count: int
+
+
 class SummarySlice(TypedDict):
     """Where a rank's summary row sits in a window's bin sections."""
 
@@ -210,9 +250,11 @@ class _WindowResponseMeta(TypedDict):
 class WindowResponseMeta(_WindowResponseMeta, total=False):
     """``_window`` answer: the buffer's layout and what each row holds (:func:`.protocol.encode_window`).
 
-    ``name_match`` (per name: does it match the request's pattern) only with a pattern.
+    ``name_match`` (per name: does it match the request's pattern) only with a pattern;
+    ``counters`` where the counter lanes asked for sit.
     """
 
+    counters: list[CounterSlice]
     name_match: list[bool]
 
 
@@ -329,4 +371,4 @@ class RangeSummary(TypedDict):
 
 
 #: Any answer of a timeline command.
-Answer = WindowResponseMeta | WindowError | EventDetails | FindResult | RangeSummary | CommandError
+Answer = WindowResponseMeta | WindowError | EventDetails | FindResult | RangeSummary | RankPresets | CommandError

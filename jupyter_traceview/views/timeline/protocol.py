@@ -8,10 +8,12 @@ Traces sidebar, over HTTP) answer the same four commands of the timeline front e
 command    request                                        answer
 ========== ============================================== ==========================================
 ``_window``  ``{seq, lo, hi, width, rows, summaries,       JSON layout and one binary buffer
-             pattern, name_colors}``                       (:func:`encode_window`)
+             pattern, name_colors, counters}``             (:func:`encode_window`)
 ``_details`` ``{rank, eid}``                               tooltip details (:meth:`TimelineIndex.details`)
 ``_find``    ``{pattern, t, direction, rows}``             the next/previous match
 ``_summary`` ``{lo, hi, ranks}``                           per-kind summary of a range
+``_ranks``   ``{}``                                        the rank picker's presets
+                                                           (:func:`.ranks.rank_presets`)
 ========== ============================================== ==========================================
 
 Errors are answered as ``{"error": message}`` (and no buffer), never raised. The messages are
@@ -36,10 +38,12 @@ import numpy as np
 from ...errors import TraceSelectionError, TraceviewError
 from ...model.trace import Trace
 from ..colors import palette
+from .counters import COUNTER_SERIES, CounterIndex, CounterWindow, counter_meta
 from .index import LevelOfDetail, TimelineIndex, Window
 from .messages import (
     Answer,
     CommandError,
+    CounterSlice,
     DetailsRequest,
     EventDetails,
     FindRequest,
@@ -47,6 +51,7 @@ from .messages import (
     LaneMeta,
     Layout,
     RangeSummary,
+    RankPresets,
     RowMeta,
     RowSlice,
     StepMark,
@@ -58,6 +63,7 @@ from .messages import (
     WindowResponseMeta,
 )
 from .pattern import check_pattern
+from .ranks import initial_cpu_collapsed, rank_presets
 
 __all__ = [
     "COLLAPSE_ABOVE",
@@ -68,6 +74,7 @@ __all__ = [
     "answer",
     "answer_details",
     "answer_find",
+    "answer_ranks",
     "answer_summary",
     "answer_window",
     "encode_window",
@@ -75,7 +82,7 @@ __all__ = [
 ]
 
 #: The commands of the timeline front end.
-COMMANDS = ("_window", "_details", "_find", "_summary")
+COMMANDS = ("_window", "_details", "_find", "_summary", "_ranks")
 #: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
 COLLAPSE_ABOVE = 16
 #: The most pixel columns a window is answered at (a 4K screen at twice the density, plus the
@@ -104,14 +111,22 @@ def timeline_state(
     cpu: bool = True,
     color_by: str = "kind",
     height: int = 480,
+    focus: int | None = None,
 ) -> TimelineModel:
     """The timeline's synced state when it opens (JSON-able; ``js/timeline/model.ts``).
 
     The traits of :class:`jupyter_traceview.Timeline`, by name: what a host that is not an
-    anywidget (the Traces sidebar) hands to the TypeScript view as its local model.
+    anywidget (the Traces sidebar) hands to the TypeScript view as its local model. ``focus``
+    is a rank to emphasise (scrolled to and highlighted; added to ``ranks`` if they lack it).
+    Above :data:`~.ranks.CPU_COLLAPSE_ABOVE` ranks shown, each rank's CPU threads open folded
+    into one row (``cpu_collapsed``).
     """
     ix = index or TimelineIndex.of(trace)
     shown = check_ranks(trace, ranks) if ranks is not None else list(trace.ranks)
+    if focus is not None:
+        focus = check_ranks(trace, [focus])[0]
+        if focus not in shown:
+            shown = sorted([*shown, focus])
     lo, hi = 0.0, float(max(ix.end_ns, 1))
     if trace.window is not None:
         lo = float(max(trace.window[0] - ix.t0_ns, 0))
@@ -135,6 +150,7 @@ def timeline_state(
             )
             for ln in ix.lanes
         ],
+        "_counters": [counter_meta(c) for c in CounterIndex.of(trace).lanes],
         "_all_ranks": list(trace.ranks),
         "_steps": [StepMark(step=st, start=float(a), end=float(b)) for st, a, b in ix.steps()],
         "_span": [0.0, float(max(ix.end_ns, 1))],
@@ -144,6 +160,9 @@ def timeline_state(
         "x_range": [lo, hi],
         "ranks": shown,
         "collapsed": list(trace.ranks) if len(trace.ranks) > COLLAPSE_ABOVE else [],
+        "cpu_collapsed": initial_cpu_collapsed(shown),
+        "pinned": [],
+        "focus_rank": focus,
         "show_cpu": bool(cpu),
         "color_by": cast(Literal["kind", "name"], color_by),
         "search": "",
@@ -175,14 +194,22 @@ def _pack(sections: dict[str, np.ndarray]) -> tuple[Layout, bytes]:
 
 
 def encode_window(
-    index: TimelineIndex, win: Window, *, pattern: str | None = None, seq: int = 0
+    index: TimelineIndex,
+    win: Window,
+    *,
+    pattern: str | None = None,
+    counters: list[CounterWindow] | None = None,
+    seq: int = 0,
 ) -> tuple[WindowResponseMeta, bytes]:
     """The binary answer to a window request: JSON metadata and one buffer.
 
     Raw events of all rows are concatenated (sections ``ev_start``, ``ev_dur`` and ``ev_eid``
     as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8); binned
     rows, then summaries, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
-    ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``.
+    ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``. Counter
+    lanes (``counters``) are ``width`` columns each in ``ctr_<series>_max`` and
+    ``ctr_<series>_end`` (float64 bytes, NaN before the first record; see
+    :mod:`~jupyter_traceview.views.timeline.counters`).
     """
     width = len(win.edges) - 1
     raw = [r for r in win.rows if r.mode == "raw"]
@@ -232,6 +259,14 @@ def encode_window(
         sections["bin_color"] = _cat(
             [r.name_color if r.name_color is not None else np.full(width, 255, np.uint8) for r in binned], np.uint8
         )
+    ctr_meta: list[CounterSlice] = []
+    for j, c in enumerate(counters or []):
+        ctr_meta.append(CounterSlice(counter=c.id, offset=j * width, count=width))
+    for name in COUNTER_SERIES:
+        for part, k in (("max", 0), ("end", 1)):
+            got = [c.series[name][k] for c in counters or []]
+            if got:
+                sections[f"ctr_{name}_{part}"] = np.concatenate(got).astype(np.float64)
     layout, buf = _pack(sections)
     names = [index.names[i] for i in uniq.tolist()]
     meta = WindowResponseMeta(
@@ -241,6 +276,7 @@ def encode_window(
         width=width,
         rows=rows_meta,
         summaries=sums_meta,
+        counters=ctr_meta,
         names=names,
         name_colors=index.name_colors[uniq].tolist() if len(uniq) else [],
         layout=layout,
@@ -275,9 +311,19 @@ def answer(
         return answer_details(index, cast(DetailsRequest, msg))
     if command == "_find":
         return answer_find(index, cast(FindRequest, msg))
+    if command == "_ranks":
+        return answer_ranks(index)
     if command == "_summary":
         return answer_summary(index, cast(SummaryRequest, msg))
     raise ValueError(f"unknown timeline command {command!r}; commands are {', '.join(COMMANDS)}")
+
+
+def answer_ranks(index: TimelineIndex) -> tuple[RankPresets | CommandError, list[bytes]]:
+    """``_ranks``: the rank picker's presets (:func:`.ranks.rank_presets`)."""
+    try:
+        return rank_presets(index.trace), []
+    except _ERRORS as exc:
+        return CommandError(error=str(exc)), []
 
 
 def answer_details(index: TimelineIndex, msg: DetailsRequest) -> tuple[EventDetails | CommandError, list[bytes]]:
@@ -358,7 +404,9 @@ def answer_window(
             pattern=pattern,
             with_name_colors=bool(msg.get("name_colors", False)),
         )
-        meta, buf = encode_window(index, win, pattern=pattern, seq=seq)
+        wanted = _ids(msg, "counters") or []
+        counters = CounterIndex.of(index.trace).window(win.edges, wanted) if wanted else None
+        meta, buf = encode_window(index, win, pattern=pattern, counters=counters, seq=seq)
     except _ERRORS as exc:
         return WindowError(seq=seq, error=str(exc)), []
     meta["kernel_ms"] = (time.perf_counter() - t) * 1e3

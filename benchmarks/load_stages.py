@@ -1,0 +1,60 @@
+"""CPU time of each stage of the Kineto reader on one file (medians of several runs).
+
+    python benchmarks/synth.py /tmp/synth1 --ranks 1 --events 100000
+    python benchmarks/load_stages.py /tmp/synth1/rank-0.pt.trace.json [--runs 5]
+
+CPU time of this process (``time.process_time``), not wall time: on a machine shared with
+busy neighbours the wall time of a run varies several-fold, its CPU time far less. The
+garbage collector is off, as the reader runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from pathlib import Path
+
+from jupyter_traceview.loading.readers import kineto
+from jupyter_traceview.loading.readers.files import read_bytes
+
+STAGES = ("surrogate scan", "typed decode", "columns (_part)", "merge", "per-rank tables", "total")
+
+
+def one_run(path: Path, data: bytes) -> dict[str, float]:
+    clock = time.process_time
+    t0 = clock()
+    kineto._check_surrogates(path, data)
+    t1 = clock()
+    doc, chunks_iter = kineto._decode_typed(path, data, data.lstrip()[:1] == b"{")
+    chunks = list(chunks_iter)
+    t2 = clock()
+    state = kineto._FileState()
+    parts = [kineto._part(c, state) for c in chunks]
+    t3 = clock()
+    columns = kineto._merge(parts, state)
+    t4 = clock()
+    kineto._split_and_finish(path, columns, kineto._header(path, doc, None), None)
+    t5 = clock()
+    return dict(zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t0), strict=True))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("path", type=Path)
+    p.add_argument("--runs", type=int, default=5)
+    a = p.parse_args()
+    data = read_bytes(a.path)
+    gc.disable()
+    runs = [one_run(a.path, data) for _ in range(a.runs)]
+    total = statistics.median(r["total"] for r in runs)
+    print(f"{a.path} ({len(data) / 1e6:.1f} MB of JSON), CPU time, median of {a.runs}:")
+    for stage in STAGES:
+        t = statistics.median(r[stage] for r in runs)
+        print(f"  {stage:16s} {t * 1e3:7.0f} ms  {t / total * 100:5.1f}%")
+    print(f"  {'rate':16s} {len(data) / 1e6 / total:7.0f} MB/s of CPU time")
+
+
+if __name__ == "__main__":
+    main()

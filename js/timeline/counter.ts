@@ -1,0 +1,247 @@
+/**
+ * Memory counter lanes: allocated bytes drawn as an area of each pixel column's maximum
+ * (a peak is never lost when zoomed out), reserved bytes as a dashed line over it, the
+ * lane's peak marked; the tooltip's text for a column (pure helpers, unit-tested; the
+ * numbers are memory_timeline's, binned by views/timeline/counters.py).
+ */
+import { formatBytes, formatTimePrecise } from "../format";
+import { withAlpha } from "./colors";
+import { type Ctx, type Scale, xOf } from "./draw";
+import { type ViewHost, AXIS, GUTTER } from "./host";
+import type { Slot } from "./layout";
+import type { CounterMeta } from "./model";
+import type { CounterBins } from "./protocol";
+
+/** The largest value a lane's vertical scale must hold: the lane's peak (fixed while zooming). */
+export function counterTop(meta: CounterMeta): number {
+  return Math.max(meta.peak_allocated, meta.peak_reserved, 1);
+}
+
+/** Canvas y of `bytes` in a lane drawn in `[y, y + h)` whose scale tops at `top` bytes. */
+export function counterY(bytes: number, y: number, h: number, top: number): number {
+  const f = Math.min(Math.max(bytes / top, 0), 1);
+  return y + h - f * h;
+}
+
+/**
+ * The outline of an area (or line) through the columns' values: one polygon per run of
+ * defined columns (NaN: no value yet), as flat `[x, y, x, y, ...]` arrays. Column `k` of a
+ * window `[lo, hi)` of `width` columns covers `[lo + k * step, lo + (k + 1) * step)`; each
+ * column is a flat step at its value. With `closed`, each run starts and ends on the
+ * baseline (an area); otherwise it is the step line alone. Columns outside the plot
+ * (`s.x0` to `s.x0 + s.width`) are skipped.
+ */
+export function counterOutline(
+  values: Float64Array,
+  lo: number,
+  hi: number,
+  width: number,
+  s: Scale,
+  y: number,
+  h: number,
+  top: number,
+  closed: boolean,
+): number[][] {
+  const out: number[][] = [];
+  const step = (hi - lo) / Math.max(width, 1);
+  const base = y + h;
+  let cur: number[] | null = null;
+  let lastX = 0;
+  const finish = () => {
+    if (cur && closed) cur.push(lastX, base);
+    if (cur) out.push(cur);
+    cur = null;
+  };
+  for (let k = 0; k < values.length; k++) {
+    const v = values[k]!;
+    const x0 = xOf(s, lo + k * step);
+    const x1 = xOf(s, lo + (k + 1) * step);
+    if (!Number.isFinite(v) || x1 < s.x0 || x0 > s.x0 + s.width) {
+      finish();
+      continue;
+    }
+    const yy = counterY(v, y, h, top);
+    if (!cur) {
+      cur = closed ? [x0, base, x0, yy] : [x0, yy];
+    } else {
+      cur.push(x0, yy);
+    }
+    cur.push(x1, yy);
+    lastX = x1;
+  }
+  finish();
+  return out;
+}
+
+/** Where the lane's peak is drawn (x, y), or null when it is outside the plot. */
+export function peakMark(meta: CounterMeta, s: Scale, y: number, h: number): [number, number] | null {
+  const x = xOf(s, meta.peak_ts);
+  if (x < s.x0 || x > s.x0 + s.width) return null;
+  return [x, counterY(meta.peak_allocated, y, h, counterTop(meta))];
+}
+
+export interface CounterStyle {
+  area: string;
+  line: string;
+  reserved: string;
+  peak: string;
+  text: string;
+  font: string;
+}
+
+/** Draw one counter lane in `[y, y + h)`; returns the polygons drawn. */
+export function drawCounter(
+  ctx: Ctx,
+  meta: CounterMeta,
+  bins: CounterBins,
+  lo: number,
+  hi: number,
+  width: number,
+  s: Scale,
+  y: number,
+  h: number,
+  style: CounterStyle,
+): number {
+  const top = counterTop(meta);
+  const trace = (poly: number[]) => {
+    ctx.moveTo(poly[0]!, poly[1]!);
+    for (let i = 2; i < poly.length; i += 2) ctx.lineTo(poly[i]!, poly[i + 1]!);
+  };
+  const area = counterOutline(bins.allocMax, lo, hi, width, s, y, h, top, true);
+  ctx.fillStyle = style.area;
+  ctx.beginPath();
+  for (const p of area) trace(p);
+  ctx.fill();
+  ctx.strokeStyle = style.line;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (const p of counterOutline(bins.allocMax, lo, hi, width, s, y, h, top, false)) trace(p);
+  ctx.stroke();
+  let n = area.length;
+  if (meta.peak_reserved > 0) {
+    const res = counterOutline(bins.resMax, lo, hi, width, s, y, h, top, false);
+    ctx.strokeStyle = style.reserved;
+    ctx.setLineDash([3, 2]);
+    ctx.beginPath();
+    for (const p of res) trace(p);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    n += res.length;
+  }
+  const pk = peakMark(meta, s, y, h);
+  if (pk) {
+    const [px, py] = pk;
+    ctx.fillStyle = style.peak;
+    ctx.beginPath();
+    ctx.moveTo(px, py);
+    ctx.lineTo(px - 4, py - 6);
+    ctx.lineTo(px + 4, py - 6);
+    ctx.closePath();
+    ctx.fill();
+    ctx.font = style.font;
+    ctx.fillStyle = style.text;
+    ctx.textBaseline = "top";
+    const label = `peak ${formatBytes(meta.peak_allocated)}`;
+    const tw = ctx.measureText(label).width;
+    ctx.textAlign = px + 6 + tw > s.x0 + s.width ? "right" : "left";
+    ctx.fillText(label, ctx.textAlign === "right" ? px - 6 : px + 6, y + 1);
+    ctx.textAlign = "left";
+  }
+  return n;
+}
+
+/** Column of `bins` under time `t` that has a value, or -1. */
+export function counterBinAt(bins: CounterBins, lo: number, hi: number, width: number, t: number): number {
+  if (t < lo || t >= hi || width <= 0) return -1;
+  const k = Math.min(Math.floor(((t - lo) / (hi - lo)) * width), width - 1);
+  return Number.isFinite(bins.allocMax[k]) ? k : -1;
+}
+
+/** The tooltip of column `k` (covering `[a, b)`): a title and `[label, value]` lines. */
+export function counterTooltip(
+  meta: CounterMeta,
+  bins: CounterBins,
+  k: number,
+  a: number,
+  b: number,
+): { title: string; lines: [string, string][] } {
+  const lines: [string, string][] = [];
+  const max = bins.allocMax[k]!;
+  const end = bins.allocEnd[k]!;
+  lines.push(["allocated", formatBytes(end)]);
+  if (max !== end) lines.push(["max in column", formatBytes(max)]);
+  if (meta.peak_reserved > 0) {
+    const resMax = bins.resMax[k]!;
+    const resEnd = bins.resEnd[k]!;
+    lines.push(["reserved", formatBytes(resEnd)]);
+    if (resMax !== resEnd) lines.push(["reserved max", formatBytes(resMax)]);
+  }
+  lines.push(["at", `${formatTimePrecise(a)} – ${formatTimePrecise(b)}`]);
+  lines.push(["rank", String(meta.rank)]);
+  const isPeak = meta.peak_ts >= a && meta.peak_ts < b;
+  lines.push([
+    "peak",
+    `${formatBytes(meta.peak_allocated)} at ${formatTimePrecise(meta.peak_ts)}${isPeak ? " (here)" : ""}`,
+  ]);
+  return { title: meta.label, lines };
+}
+
+/** Draw the counter lane of `slot` (a counter slot) at canvas `y`; returns the polygons drawn. */
+export function drawCounterSlot(host: ViewHost, ctx: Ctx, slot: Slot, y: number, s: Scale): number {
+  const d = host.data;
+  const bins = d?.counters.get(slot.row);
+  const meta = counterMeta(host, slot.row);
+  if (!d || !bins || !meta) return 0;
+  const th = host.theme;
+  return drawCounter(ctx, meta, bins, d.lo, d.hi, d.width, s, y + 2, slot.h - 5, {
+    area: withAlpha(th.accent, 0.35),
+    line: th.accent,
+    reserved: th.muted,
+    peak: th.foreground,
+    text: th.foreground,
+    font: host.font(10),
+  });
+}
+
+/** The lane `id` of the host's state, or undefined. */
+export function counterMeta(host: ViewHost, id: number): CounterMeta | undefined {
+  return host.model.get("_counters").find((c) => c.id === id);
+}
+
+/** The column under time `t` in the counter lane of `slot`, or -1. */
+export function counterHit(host: ViewHost, slot: Slot, t: number): number {
+  const d = host.data;
+  const bins = d?.counters.get(slot.row);
+  return d && bins ? counterBinAt(bins, d.lo, d.hi, d.width, t) : -1;
+}
+
+/** The tooltip of column `k` of the counter lane of `slot`, or null. */
+export function counterSlotTooltip(
+  host: ViewHost,
+  slot: Slot,
+  k: number,
+): { title: string; lines: [string, string][] } | null {
+  const d = host.data;
+  const bins = d?.counters.get(slot.row);
+  const meta = counterMeta(host, slot.row);
+  if (!d || !bins || !meta || k < 0) return null;
+  const a = d.lo + ((d.hi - d.lo) * k) / d.width;
+  const b = d.lo + ((d.hi - d.lo) * (k + 1)) / d.width;
+  return counterTooltip(meta, bins, k, a, b);
+}
+
+/** The counter lanes on screen with data: id, canvas y of the lane's middle and its peak's x (or null). */
+export function countersOnScreen(host: ViewHost): { id: number; y: number; peakX: number | null }[] {
+  const out: { id: number; y: number; peakX: number | null }[] = [];
+  const d = host.data;
+  const s: Scale = { lo: host.range.lo, hi: host.range.hi, x0: GUTTER, width: host.width };
+  for (const [id, idx] of host.layout.counterSlot) {
+    const slot = host.layout.slots[idx]!;
+    const y = slot.y + AXIS - host.scrollTop;
+    const meta = counterMeta(host, id);
+    if (!d?.counters.has(id) || !meta || y + slot.h <= AXIS || y >= host.viewHeight) continue;
+    const pk = peakMark(meta, s, y + 2, slot.h - 5);
+    out.push({ id, y: y + slot.h / 2, peakX: pk ? pk[0] : null });
+  }
+  return out;
+}

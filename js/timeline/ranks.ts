@@ -1,0 +1,484 @@
+/**
+ * Which ranks the timeline shows, in which order, and which one it emphasises: the rank
+ * picker (a "Ranks" button in the toolbar opening a panel over the plot), the emphasis band
+ * of the focused rank, and unfolding a rank's folded CPU threads from the label gutter.
+ *
+ * State lives in the model (traits of jupyter_traceview/widgets/timeline.py): `ranks` (shown,
+ * in display order), `pinned` (shown first), `collapsed`, `cpu_collapsed` and `focus_rank`.
+ * The "slowest N" and "stragglers" presets come from the kernel's `_ranks` command
+ * (jupyter_traceview/views/timeline/ranks.py::rank_presets). Pure helpers first (unit-tested
+ * in js/tests/ranks.test.ts), then the DOM.
+ */
+import { formatCount, formatDuration } from "../format";
+import { el } from "../dom";
+import { AXIS, GUTTER, SCROLLBAR } from "./host";
+import { type Layout, slotAt } from "./layout";
+import type { CommandError, RankPresets, TimelineModel } from "./model";
+import type { Invoke, StateModel } from "./state";
+
+// ------------------------------------------------------------------ pure helpers
+
+/** The ranks of `all` a filter selects, in `all`'s order, or why the filter is refused. */
+export type FilterResult = { ranks: number[]; error?: undefined } | { ranks?: undefined; error: string };
+
+const RANGE_LIST = /^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*,?\s*$/;
+
+/**
+ * Parse a rank filter: a list of ranks and inclusive ranges such as `0-7,12`, or else a
+ * regular expression matched against each rank's number (`^1` selects 1 and 10-19). Empty
+ * text selects every rank.
+ */
+export function parseRankFilter(text: string, all: readonly number[]): FilterResult {
+  const t = text.trim();
+  if (!t) return { ranks: [...all] };
+  if (RANGE_LIST.test(t)) {
+    const spans: [number, number][] = [];
+    for (const part of t.split(",")) {
+      if (!part.trim()) continue;
+      const [a, b] = part.split("-").map((x) => Number(x.trim()));
+      const lo = a!;
+      const hi = b ?? lo;
+      if (hi < lo) return { error: `the range ${lo}-${hi} goes backwards: write ${hi}-${lo}` };
+      spans.push([lo, hi]);
+    }
+    return { ranks: all.filter((r) => spans.some(([lo, hi]) => r >= lo && r <= hi)) };
+  }
+  let rx: RegExp;
+  try {
+    rx = new RegExp(t);
+  } catch {
+    return { error: `neither ranks such as 0-7,12 nor a valid regular expression: ${t}` };
+  }
+  return { ranks: all.filter((r) => rx.test(String(r))) };
+}
+
+/** The order ranks are drawn in: the pinned ones that are shown (in pin order), then the others. */
+export function displayOrder(ranks: readonly number[], pinned: readonly number[]): number[] {
+  const shown = new Set(ranks);
+  const pins = pinned.filter((r) => shown.has(r));
+  const pinSet = new Set(pins);
+  return [...pins, ...ranks.filter((r) => !pinSet.has(r))];
+}
+
+/** `current` plus the ranks of `add` it lacks (appended, in `add`'s order). */
+export function withRanks(current: readonly number[], add: readonly number[]): number[] {
+  const have = new Set(current);
+  return [...current, ...add.filter((r) => !have.has(r))];
+}
+
+/** `order` with `rank` swapped with its neighbour `delta` (-1 up, +1 down) places away; unchanged at an end. */
+export function moveRank(order: readonly number[], rank: number, delta: number): number[] {
+  const out = [...order];
+  const i = out.indexOf(rank);
+  const j = i + delta;
+  if (i < 0 || j < 0 || j >= out.length) return out;
+  [out[i], out[j]] = [out[j]!, out[i]!];
+  return out;
+}
+
+/** Ranks a selection shows: the pinned ones first (pins survive filters and presets), then `picked`. */
+export function keepPinned(picked: readonly number[], pinned: readonly number[]): number[] {
+  return withRanks(pinned, picked);
+}
+
+/** Vertical extent (layout coordinates) of a rank: its header down to the next rank's header. */
+export function rankBlock(layout: Layout, rank: number): { y: number; h: number } | null {
+  const i = layout.headerSlot.get(rank);
+  if (i === undefined) return null;
+  const y = layout.slots[i]!.y;
+  let end = layout.height;
+  for (let k = i + 1; k < layout.slots.length; k++) {
+    const s = layout.slots[k]!;
+    if (s.kind === "header") {
+      end = s.y;
+      break;
+    }
+  }
+  return { y, h: end - y };
+}
+
+// ------------------------------------------------------------------ the DOM
+
+/** What the picker needs of the view (view.ts implements it). */
+export interface RankHost {
+  readonly model: StateModel<TimelineModel>;
+  readonly root: HTMLDivElement;
+  readonly scroller: HTMLDivElement;
+  readonly canvas: HTMLCanvasElement;
+  readonly layout: Layout;
+  readonly viewHeight: number;
+  save<K extends keyof TimelineModel>(key: K, value: TimelineModel[K]): void;
+}
+
+type Listen = (target: EventTarget, type: string, fn: (e: Event) => void) => void;
+
+export class RankPicker {
+  readonly button: HTMLButtonElement;
+  readonly panel: HTMLDivElement;
+  private readonly band: HTMLDivElement;
+  private readonly filter: HTMLInputElement;
+  private readonly filterNote: HTMLSpanElement;
+  private readonly slowN: HTMLInputElement;
+  private readonly slowButton: HTMLButtonElement;
+  private readonly stragglerButton: HTMLButtonElement;
+  private readonly presetNote: HTMLDivElement;
+  private readonly list: HTMLDivElement;
+  private presets: RankPresets | null = null;
+  private presetsLoading: Promise<RankPresets | null> | null = null;
+  /** A focus waiting for the layout to hold its rank (scroll to it once it does). */
+  private pendingFocus = false;
+
+  constructor(
+    private readonly host: RankHost,
+    /** The toolbar control the "Ranks" button follows ("All ranks"). */
+    after: Element,
+    stage: HTMLElement,
+    listen: Listen,
+    private readonly invoke: Invoke,
+    private readonly signal: AbortSignal,
+  ) {
+    this.button = document.createElement("button");
+    this.button.className = "tv-button tv-ranks-button";
+    this.button.textContent = "Ranks ▾";
+    this.button.title = "Choose, filter, pin, order, collapse ranks";
+    this.button.setAttribute("aria-haspopup", "dialog");
+    after.after(this.button);
+
+    this.band = el("div", "tv-focus-band", stage);
+    this.band.hidden = true;
+
+    const p = el("div", "tv-overlay tv-ranks-panel", stage);
+    p.setAttribute("role", "dialog");
+    p.setAttribute("aria-label", "Rank picker");
+    p.hidden = true;
+    this.panel = p;
+    const head = el("div", "tv-overlay-head", p);
+    el("b", "", head, "Ranks");
+    const close = el("button", "tv-overlay-close", head, "×");
+    close.setAttribute("aria-label", "Close the rank picker");
+
+    const frow = el("div", "tv-ranks-row", p);
+    this.filter = el("input", "tv-ranks-filter", frow);
+    this.filter.type = "search";
+    this.filter.placeholder = "0-7,12 or a regex";
+    this.filter.setAttribute("aria-label", "Filter ranks");
+    const show = el("button", "tv-button", frow, "Show");
+    show.title = "Show only the ranks the filter selects (pinned ranks stay)";
+    this.filterNote = el("span", "tv-ranks-note", frow);
+
+    const prow = el("div", "tv-ranks-row", p);
+    this.slowButton = el("button", "tv-button", prow, "Slowest");
+    this.slowButton.title = "The ranks with the longest mean ProfilerStep (tv.iteration_stats per='rank')";
+    this.slowN = el("input", "tv-ranks-n", prow);
+    this.slowN.type = "number";
+    this.slowN.min = "1";
+    this.slowN.value = "4";
+    this.slowN.setAttribute("aria-label", "How many slowest ranks");
+    this.stragglerButton = el("button", "tv-button", prow, "Stragglers");
+    this.stragglerButton.title =
+      "The ranks that arrived last at collectives, most often first (tv.stragglers)";
+    this.presetNote = el("div", "tv-ranks-note", p);
+
+    const arow = el("div", "tv-ranks-row", p);
+    const allB = el("button", "tv-button", arow, "All");
+    allB.title = "Show every rank";
+    const collapseB = el("button", "tv-button", arow, "Collapse all");
+    collapseB.title = "Fold every rank into its summary row";
+    const expandB = el("button", "tv-button", arow, "Expand all");
+    expandB.title = "Show every rank's streams and threads";
+    const foldB = el("button", "tv-button", arow, "Fold CPU");
+    foldB.title = "Fold each rank's CPU threads into one row";
+
+    this.list = el("div", "tv-ranks-list", p);
+    this.list.setAttribute("role", "list");
+
+    listen(this.button, "click", () => this.toggle());
+    listen(close, "click", () => this.toggle(false));
+    listen(p, "keydown", (ev) => {
+      const e = ev as KeyboardEvent;
+      if (e.key === "Escape") this.toggle(false);
+      else if (e.key === "Enter" && e.target === this.filter) this.applyFilter();
+      e.stopPropagation(); // typing in the panel is not a timeline key
+    });
+    listen(this.filter, "input", () => this.previewFilter());
+    listen(show, "click", () => this.applyFilter());
+    listen(this.slowButton, "click", () => void this.applyPreset("slowest"));
+    listen(this.stragglerButton, "click", () => void this.applyPreset("stragglers"));
+    listen(allB, "click", () => this.setRanks([...host.model.get("_all_ranks")]));
+    listen(collapseB, "click", () => host.save("collapsed", [...host.model.get("_all_ranks")]));
+    listen(expandB, "click", () => {
+      host.save("collapsed", []);
+      host.save("cpu_collapsed", []);
+    });
+    listen(foldB, "click", () => host.save("cpu_collapsed", [...host.model.get("_all_ranks")]));
+    listen(host.scroller, "scroll", () => this.placeBand());
+    listen(host.canvas, "mousedown", (e) => this.onGutterDown(e as MouseEvent));
+  }
+
+  get open(): boolean {
+    return !this.panel.hidden;
+  }
+
+  toggle(show = !this.open): void {
+    this.panel.hidden = !show;
+    this.button.setAttribute("aria-expanded", String(show));
+    if (show) {
+      this.render();
+      void this.loadPresets();
+      this.filter.focus();
+    }
+  }
+
+  /** The model's ranks changed or the view was resized: the list and the band follow. */
+  layoutChanged(): void {
+    if (this.pendingFocus) this.revealFocus();
+    this.placeBand();
+    if (this.open) this.render();
+  }
+
+  /** `focus_rank` changed: make the rank shown and expanded, then scroll to it. */
+  onFocus(): void {
+    const m = this.host.model;
+    const f = m.get("focus_rank");
+    this.host.root.dataset.focusRank = f === null ? "" : String(f);
+    if (f === null) {
+      this.pendingFocus = false;
+      this.placeBand();
+      return;
+    }
+    if (!m.get("ranks").includes(f)) this.host.save("ranks", withRanks(m.get("ranks"), [f]));
+    const collapsed = m.get("collapsed");
+    if (collapsed.includes(f))
+      this.host.save(
+        "collapsed",
+        collapsed.filter((r) => r !== f),
+      );
+    this.pendingFocus = true;
+    this.revealFocus();
+  }
+
+  private revealFocus(): void {
+    const f = this.host.model.get("focus_rank");
+    const block = f === null ? null : rankBlock(this.host.layout, f);
+    const s = this.host.scroller;
+    // Not laid out yet (a hidden dashboard tab): scrolling would be lost; retry on resize.
+    if (!block || s.clientHeight === 0) return;
+    this.pendingFocus = false;
+    s.scrollTop = Math.max(0, block.y);
+    // The notebook never shows an empty viewport after a link: bring the widget into view.
+    if (typeof this.host.root.scrollIntoView === "function")
+      this.host.root.scrollIntoView({ block: "nearest" });
+    this.placeBand();
+  }
+
+  /** Position the emphasis band over the focused rank's block (clipped to the plot). */
+  placeBand(): void {
+    const f = this.host.model.get("focus_rank");
+    const block = f === null ? null : rankBlock(this.host.layout, f);
+    if (!block) {
+      this.band.hidden = true;
+      return;
+    }
+    const top = block.y + AXIS - this.host.scroller.scrollTop;
+    const a = Math.max(top, AXIS);
+    const b = Math.min(top + block.h, this.host.viewHeight);
+    if (b <= a) {
+      this.band.hidden = true;
+      return;
+    }
+    this.band.hidden = false;
+    this.band.style.top = `${a}px`;
+    this.band.style.height = `${b - a}px`;
+    this.band.style.right = `${SCROLLBAR}px`;
+    this.band.title = `rank ${f}`;
+  }
+
+  private onGutterDown(e: MouseEvent): void {
+    if (e.button !== 0) return;
+    const box = this.host.canvas.getBoundingClientRect();
+    const x = e.clientX - box.left;
+    const y = e.clientY - box.top;
+    if (x >= GUTTER || y < AXIS) return; // the label gutter only
+    const i = slotAt(this.host.layout, y - AXIS + this.host.scroller.scrollTop);
+    const slot = i >= 0 ? this.host.layout.slots[i] : undefined;
+    if (!slot || !slot.folded) return;
+    const m = this.host.model;
+    this.host.save(
+      "cpu_collapsed",
+      m.get("cpu_collapsed").filter((r) => r !== slot.rank),
+    );
+  }
+
+  private setRanks(ranks: number[]): void {
+    this.host.save("ranks", ranks);
+  }
+
+  private previewFilter(): FilterResult {
+    const all = this.host.model.get("_all_ranks");
+    const res = parseRankFilter(this.filter.value, all);
+    this.filter.setAttribute("aria-invalid", res.error ? "true" : "false");
+    this.filterNote.textContent =
+      res.error ?? `${formatCount(res.ranks.length)} of ${formatCount(all.length)}`;
+    this.filterNote.classList.toggle("tv-ranks-error", res.error !== undefined);
+    return res;
+  }
+
+  private applyFilter(): void {
+    const res = this.previewFilter();
+    if (res.error !== undefined) return;
+    if (!res.ranks.length) {
+      this.filterNote.textContent = "no rank matches";
+      return;
+    }
+    this.setRanks(keepPinned(res.ranks, this.host.model.get("pinned")));
+  }
+
+  private loadPresets(): Promise<RankPresets | null> {
+    if (this.presets) return Promise.resolve(this.presets);
+    if (!this.presetsLoading) {
+      this.presetNote.textContent = "computing the presets…";
+      this.presetsLoading = this.invoke<RankPresets | CommandError>("_ranks", {}, { signal: this.signal })
+        .then(([res]) => {
+          if ("error" in res) throw new Error(res.error);
+          this.presets = res;
+          this.presetNote.textContent = presetText(res);
+          this.slowButton.disabled = !res.slowest.length;
+          this.stragglerButton.disabled = !res.stragglers.length;
+          if (this.open) this.render();
+          return res;
+        })
+        .catch((err: unknown) => {
+          this.presetsLoading = null;
+          this.presetNote.textContent = `Presets unavailable: ${err instanceof Error ? err.message : String(err)}`;
+          return null;
+        });
+    }
+    return this.presetsLoading;
+  }
+
+  private async applyPreset(which: "slowest" | "stragglers"): Promise<void> {
+    const p = await this.loadPresets();
+    if (!p) return;
+    let picked: number[];
+    if (which === "slowest") {
+      const n = Math.max(1, Math.floor(Number(this.slowN.value) || 1));
+      picked = p.slowest.slice(0, n).map((r) => r.rank);
+    } else {
+      picked = p.stragglers.map((r) => r.rank);
+    }
+    if (!picked.length) return;
+    this.setRanks(keepPinned(picked, this.host.model.get("pinned")));
+    this.host.root.dataset.rankPreset = which;
+  }
+
+  private togglePin(rank: number): void {
+    const m = this.host.model;
+    const pinned = m.get("pinned");
+    if (pinned.includes(rank))
+      this.host.save(
+        "pinned",
+        pinned.filter((r) => r !== rank),
+      );
+    else {
+      this.host.save("pinned", [...pinned, rank]);
+      if (!m.get("ranks").includes(rank)) this.setRanks(withRanks(m.get("ranks"), [rank]));
+    }
+  }
+
+  private move(rank: number, delta: number): void {
+    const m = this.host.model;
+    const pinned = m.get("pinned");
+    if (pinned.includes(rank)) {
+      const shownPins = displayOrder(m.get("ranks"), pinned).filter((r) => pinned.includes(r));
+      this.host.save("pinned", moveRank(shownPins, rank, delta));
+      return;
+    }
+    const rest = m.get("ranks").filter((r) => !pinned.includes(r));
+    const moved = moveRank(rest, rank, delta);
+    this.setRanks([...pinned.filter((r) => m.get("ranks").includes(r)), ...moved]);
+  }
+
+  /** The list: shown ranks in display order, then the hidden ones. */
+  render(): void {
+    const m = this.host.model;
+    const ranks = m.get("ranks");
+    const pinned = m.get("pinned");
+    const collapsed = new Set(m.get("collapsed"));
+    const focus = m.get("focus_rank");
+    const order = displayOrder(ranks, pinned);
+    const shown = new Set(ranks);
+    const hidden = m.get("_all_ranks").filter((r) => !shown.has(r));
+    const info = presetInfo(this.presets);
+    this.list.replaceChildren();
+    const rows = [...order, ...hidden];
+    rows.forEach((rank) => {
+      const on = shown.has(rank);
+      const pin = pinned.includes(rank);
+      const item = el("div", "tv-ranks-item", this.list);
+      item.setAttribute("role", "listitem");
+      item.dataset.rank = String(rank);
+      item.classList.toggle("tv-ranks-focus", rank === focus);
+      const label = el("label", "tv-ranks-label", item);
+      const box = el("input", "", label);
+      box.type = "checkbox";
+      box.checked = on;
+      box.setAttribute("aria-label", `Show rank ${rank}`);
+      label.append(` rank ${rank}`);
+      const note = info.get(rank);
+      if (note) el("span", "tv-ranks-info", item, note);
+      const pinB = el("button", "tv-ranks-icon", item, pin ? "★" : "☆");
+      pinB.setAttribute("aria-label", `${pin ? "Unpin" : "Pin"} rank ${rank}`);
+      pinB.setAttribute("aria-pressed", String(pin));
+      pinB.title = pin ? "Unpin" : "Pin above the other ranks";
+      const up = el("button", "tv-ranks-icon", item, "↑");
+      up.setAttribute("aria-label", `Move rank ${rank} up`);
+      up.disabled = !on;
+      const down = el("button", "tv-ranks-icon", item, "↓");
+      down.setAttribute("aria-label", `Move rank ${rank} down`);
+      down.disabled = !on;
+      const fold = el("button", "tv-ranks-icon", item, collapsed.has(rank) ? "▸" : "▾");
+      fold.setAttribute("aria-label", `${collapsed.has(rank) ? "Expand" : "Collapse"} rank ${rank}`);
+      fold.disabled = !on;
+      box.addEventListener("change", () => {
+        const now = m.get("ranks");
+        if (box.checked) this.setRanks(withRanks(now, [rank]));
+        else if (now.length > 1) this.setRanks(now.filter((r) => r !== rank));
+        else box.checked = true; // at least one rank stays shown
+      });
+      pinB.addEventListener("click", () => this.togglePin(rank));
+      up.addEventListener("click", () => this.move(rank, -1));
+      down.addEventListener("click", () => this.move(rank, 1));
+      fold.addEventListener("click", () => {
+        const c = new Set(m.get("collapsed"));
+        if (c.has(rank)) c.delete(rank);
+        else c.add(rank);
+        this.host.save(
+          "collapsed",
+          [...c].sort((a, b) => a - b),
+        );
+      });
+    });
+    this.host.root.dataset.rankOrder = order.join(",");
+  }
+}
+
+function presetText(p: RankPresets): string {
+  const slow = p.slowest.length ? "" : "no ProfilerStep: no step times to rank by. ";
+  const late = p.stragglers.length
+    ? `stragglers: ${p.stragglers.map((r) => r.rank).join(", ")}`
+    : "no rank arrived last at a matched collective";
+  return `${slow}${late}`;
+}
+
+/** A short note per rank from the presets: mean step and how often it arrived last. */
+function presetInfo(p: RankPresets | null): Map<number, string> {
+  const out = new Map<number, string>();
+  if (!p) return out;
+  for (const r of p.slowest) out.set(r.rank, `step ${formatDuration(r.step_mean_ns)}`);
+  for (const r of p.stragglers) {
+    const prev = out.get(r.rank);
+    const late = `last ${r.last_count}/${r.collectives}`;
+    out.set(r.rank, prev ? `${prev} · ${late}` : late);
+  }
+  return out;
+}

@@ -1,0 +1,301 @@
+"""Counter lanes of the timeline: memory allocated and reserved per rank and device, binned to a window.
+
+A rank with memory records (``profile_memory=True``) gets one *counter lane* per device
+(``CUDA:0``, ``CPU``, ...) drawn under its lanes. Its values are
+:func:`jupyter_traceview.memory_timeline`'s, unchanged (one truth): allocated and reserved
+bytes as a step function that changes at every record and holds its value until the next
+one; before a device's first record it has no value.
+
+Window query (:meth:`CounterIndex.window`). Over the bin edges of a timeline window (the
+same edges as :meth:`TimelineIndex.window`'s answer) each lane gets, per pixel column
+``[e_i, e_i+1)``, the **maximum** of the step function over the column (the value in force
+at ``e_i`` and every record inside, so a zoomed-out lane never loses a peak, even one that
+lasted a nanosecond) and the value **at the column's end** (in force just before
+``e_i+1``): drawn as a step line, the maximum is the column's top and the end value joins
+it to the next column. A column before the first record has neither (NaN). The cost is a
+search per edge plus, per column, at most ``2 * BLOCK`` records and the maxima of the
+``BLOCK``-record blocks it spans (kept per series): O(width x BLOCK + records / BLOCK),
+bounded however many records the window holds.
+
+Where the work happens. As for the event rows (:mod:`.rank_index`), each rank's series
+lives where the rank's tables live (this process, or the dask worker holding the rank):
+:func:`build_rank_counters` runs there; :class:`CounterIndex`, kept by the notebook, holds
+only the lanes' descriptions (:class:`CounterInfo`) and asks the ranks for windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ...analysis.memory import device_label, memory_timeline
+from ...errors import TraceSelectionError
+from ...model.rank_data import RankData
+from ...model.trace import Trace
+from .messages import CounterMeta
+from .rank_index import _DaskParts, _LocalParts
+
+__all__ = ["COUNTER_SERIES", "CounterIndex", "CounterInfo", "CounterWindow", "RankCounters", "build_rank_counters"]
+
+#: The series of a memory counter lane, as named in window answers: column of memory_timeline.
+COUNTER_SERIES = {"allocated": "allocated_bytes", "reserved": "reserved_bytes"}
+#: Records per block of the block maxima that bound a zoomed-out query's cost.
+BLOCK = 64
+
+
+@dataclass(frozen=True)
+class CounterInfo:
+    """One counter lane: memory of one device of one rank (times relative to the trace's origin)."""
+
+    id: int
+    rank: int
+    device_type: str
+    device: int
+    #: ``memory · CUDA:0``: the lane's label.
+    label: str
+    #: Records (allocations and frees) in the series.
+    records: int
+    #: The largest allocated value and when it was first reached (relative ns).
+    peak_allocated: int
+    peak_ts: int
+    #: The largest reserved value (0 for the CPU allocator) and when it was first reached.
+    peak_reserved: int
+    peak_reserved_ts: int
+    #: First and last record (relative ns).
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class CounterWindow:
+    """One lane over a window's columns: per series, the maximum and the end value of each column."""
+
+    id: int
+    #: series name -> (max per column, value at each column's end), float64 bytes, NaN before the first record.
+    series: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+@dataclass
+class _Series:
+    info: CounterInfo
+    ts: np.ndarray  # int64, relative ns, sorted
+    values: dict[str, np.ndarray]  # series -> bytes after each record (float64, exact)
+    blocks: dict[str, np.ndarray]  # series -> float64 maximum of each BLOCK records
+
+
+class RankCounters:
+    """The counter series of one rank (ids local to the rank), built where the rank lives."""
+
+    def __init__(self, trace: Trace, t0_ns: int) -> None:
+        (rank,) = trace.ranks
+        self.rank = int(rank)
+        self.series: list[_Series] = []
+        if not len(trace.rank_data(rank).memory):
+            return
+        tl = memory_timeline(trace)
+        for (dtype, dev), g in tl.groupby(["device_type", "device"], observed=True, sort=True):
+            ts = g["ts_ns"].to_numpy(dtype=np.int64) - int(t0_ns)
+            # Float64 once (bytes stay exact below 2**53): a query converts nothing.
+            values = {name: g[col].to_numpy(dtype=np.float64) for name, col in COUNTER_SERIES.items()}
+            alloc, res = values["allocated"], values["reserved"]
+            ia, ir = int(np.argmax(alloc)), int(np.argmax(res))
+            info = CounterInfo(
+                id=len(self.series),
+                rank=self.rank,
+                device_type=str(dtype),
+                device=int(dev),
+                label=f"memory · {device_label(str(dtype), int(dev))}",
+                records=len(ts),
+                peak_allocated=int(alloc[ia]),
+                peak_ts=int(ts[ia]),
+                peak_reserved=int(res[ir]),
+                peak_reserved_ts=int(ts[ir]),
+                start=int(ts[0]),
+                end=int(ts[-1]),
+            )
+            blocks = {k: block_maxima(v, BLOCK) for k, v in values.items()}
+            self.series.append(_Series(info=info, ts=ts, values=values, blocks=blocks))
+
+    def info(self) -> list[CounterInfo]:
+        """The rank's lanes (local ids)."""
+        return [s.info for s in self.series]
+
+    def window(self, edges: np.ndarray, ids: Sequence[int]) -> list[CounterWindow]:
+        """The lanes ``ids`` (local) binned over ``edges`` (see the module docstring)."""
+        out = []
+        for i in ids:
+            s = self.series[int(i)]
+            series = {k: bin_counter(s.ts, v, edges, blocks=(BLOCK, s.blocks[k])) for k, v in s.values.items()}
+            out.append(CounterWindow(id=int(i), series=series))
+        return out
+
+    def values_at(self, local: int, times: np.ndarray) -> dict[str, np.ndarray]:
+        """The value of each series in force at ``times`` (relative ns; NaN before the first record)."""
+        s = self.series[int(local)]
+        t = np.asarray(times, dtype=np.int64)
+        at = np.searchsorted(s.ts, t, side="right") - 1
+        return {k: np.where(at >= 0, v[np.maximum(at, 0)].astype(np.float64), np.nan) for k, v in s.values.items()}
+
+
+def block_maxima(values: np.ndarray, block: int) -> np.ndarray:
+    """The maximum of each run of ``block`` values (the last run may be shorter), float64."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) == 0:
+        return v
+    return np.asarray(np.maximum.reduceat(v, np.arange(0, len(v), block)))
+
+
+def _range_max(v: np.ndarray, a: np.ndarray, b: np.ndarray, blocks: tuple[int, np.ndarray] | None) -> np.ndarray:
+    """``max(v[a[i]:b[i]])`` for non-empty, consecutive ranges (``b[i] == a[i+1]``)."""
+    if blocks is None or int(b[-1] - a[0]) <= 4 * blocks[0] * len(a):
+        # Few records per column: one pass over them (consecutive ranges: each runs to the next's start).
+        return np.asarray(np.maximum.reduceat(v[: int(b[-1])], a))
+    size, bmax = blocks
+    out = np.full(len(a), -np.inf)
+    first_block = -(-a // size)  # the first block starting at or after a
+    last_block = b // size  # blocks before this one end at or before b
+    whole = last_block > first_block
+    # Whole blocks: pairs of reduceat indices (-inf appended so that an end index is valid).
+    if whole.any():
+        padded = np.append(bmax, -np.inf)
+        pairs = np.stack([first_block[whole], last_block[whole]], axis=1).reshape(-1)
+        out[whole] = np.maximum.reduceat(padded, pairs)[::2]
+    # The ends outside whole blocks (the whole range when it spans none): under 2 blocks each.
+    head_end = np.where(whole, first_block * size, b)
+    tail_start = np.where(whole, last_block * size, b)
+    span = np.arange(size)
+    for lo, hi in ((a, head_end), (tail_start, b)):
+        for k in range(0, int((hi - lo).max(initial=0)), size):
+            idx = lo[:, None] + k + span[None, :]
+            got = np.where(idx < hi[:, None], v[np.minimum(idx, len(v) - 1)], -np.inf)
+            out = np.maximum(out, got.max(axis=1))
+    return out
+
+
+def bin_counter(
+    ts: np.ndarray, values: np.ndarray, edges: np.ndarray, *, blocks: tuple[int, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A step function over the columns ``[edges[i], edges[i+1])``: (max per column, value at each column's end).
+
+    ``ts`` (sorted) are the times of the changes and ``values`` the value after each
+    (several changes at one time: the last is the value in force, but each counts for
+    the maximum). Float64 (bytes stay exact below 2**53); NaN where there is no value yet.
+    ``blocks``: ``(size, block_maxima(values, size))``, which bound the cost of columns
+    holding many records.
+    """
+    e = np.asarray(edges, dtype=np.int64)
+    width = len(e) - 1
+    v = np.asarray(values, dtype=np.float64)
+    # first[i]: the first record at or after edges[i].
+    first = np.searchsorted(ts, e, side="left")
+    # In force at the column's start: the last record at or before it.
+    before = np.searchsorted(ts, e[:-1], side="right") - 1
+    top = np.where(before >= 0, v[np.maximum(before, 0)], -np.inf) if len(v) else np.full(width, -np.inf)
+    a, b = first[:-1], first[1:]
+    inside = b > a
+    if inside.any():
+        # Consecutive ranges: a non-empty column's records run to the next non-empty one's start.
+        red = _range_max(v, a[inside], b[inside], blocks)
+        top[inside] = np.maximum(top[inside], red)
+    end_at = b - 1
+    end = np.where(end_at >= 0, v[np.maximum(end_at, 0)], np.nan) if len(v) else np.full(width, np.nan)
+    top = np.where(np.isneginf(top), np.nan, top)
+    return top, end
+
+
+def build_rank_counters(data: RankData, t0_ns: int, window: tuple[int, int] | None) -> RankCounters:
+    """The counter series of one rank's tables (module-level: dask runs it where the rank lives)."""
+    return RankCounters(Trace([data], window=window, _classified=True), t0_ns)
+
+
+class CounterIndex:
+    """The timeline's counter lanes of a trace: their descriptions here, their series with the ranks.
+
+    Lane ids run rank by rank, device by device (``CPU`` before ``CUDA:0``, ...); a trace
+    without memory records has none.
+    """
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.t0_ns = int(trace.t0_ns)
+        held = trace.keep_on_workers(build_rank_counters, self.t0_ns, trace.window)
+        self._parts: _LocalParts | _DaskParts = (
+            _DaskParts(trace.client, held) if trace.client is not None else _LocalParts(held)
+        )
+        infos: dict[int, list[CounterInfo]] = self._parts.call("info", {int(r): () for r in trace.ranks})
+        self.lanes: list[CounterInfo] = []
+        self._local: list[tuple[int, int]] = []
+        for rank in trace.ranks:
+            for info in infos[int(rank)]:
+                self._local.append((int(rank), info.id))
+                self.lanes.append(_with_id(info, len(self.lanes)))
+
+    @classmethod
+    def of(cls, trace: Trace) -> CounterIndex:
+        """The counter lanes of ``trace``, built on first use and kept with the trace."""
+        index = trace._cached("timeline_counters", lambda: cls(trace))
+        return index if isinstance(index, cls) else cls(trace)
+
+    def find(self, rank: int, device_type: str, device: int) -> CounterInfo | None:
+        """The lane of ``rank``'s device (type compared case-insensitively), or None."""
+        for c in self.lanes:
+            if c.rank == int(rank) and c.device_type.upper() == str(device_type).upper() and c.device == int(device):
+                return c
+        return None
+
+    def _check(self, counter: int) -> tuple[int, int]:
+        if not 0 <= int(counter) < len(self.lanes):
+            known = f"0..{len(self.lanes) - 1}" if self.lanes else "none (no memory records)"
+            raise TraceSelectionError(f"unknown counter lane {counter}; lanes are {known}")
+        return self._local[int(counter)]
+
+    def window(self, edges: np.ndarray, counters: Sequence[int]) -> list[CounterWindow]:
+        """Lanes ``counters`` binned over ``edges`` (int64 relative ns), in the order asked."""
+        by_rank: dict[int, list[int]] = {}
+        for c in counters:
+            rank, local = self._check(int(c))
+            by_rank.setdefault(rank, []).append(local)
+        if not by_rank:
+            return []
+        e = np.asarray(edges, dtype=np.int64)
+        got = self._parts.call("window", {r: (e, ids) for r, ids in by_rank.items()})
+        answers = {(r, w.id): w for r, ws in got.items() for w in ws}
+        out = []
+        for c in counters:
+            w = answers[self._local[int(c)]]
+            out.append(CounterWindow(id=int(c), series=w.series))
+        return out
+
+    def values_at(self, counter: int, times: np.ndarray) -> pd.DataFrame:
+        """Each series' value in force at ``times`` (relative ns): columns ``t`` and one per series (NaN before the first record)."""
+        rank, local = self._check(int(counter))
+        t = np.asarray(times, dtype=np.int64)
+        got = self._parts.call("values_at", {rank: (local, t)})[rank]
+        return pd.DataFrame({"t": t, **got})
+
+
+def _with_id(info: CounterInfo, new_id: int) -> CounterInfo:
+    d = {k: getattr(info, k) for k in info.__dataclass_fields__}
+    d["id"] = new_id
+    return CounterInfo(**d)
+
+
+def counter_meta(info: CounterInfo) -> CounterMeta:
+    """A lane's description as the timeline's state lists it (``_counters``; JSON-able)."""
+    return CounterMeta(
+        id=info.id,
+        rank=info.rank,
+        device_type=info.device_type,
+        device=info.device,
+        label=info.label,
+        records=info.records,
+        peak_allocated=info.peak_allocated,
+        peak_ts=info.peak_ts,
+        peak_reserved=info.peak_reserved,
+        peak_reserved_ts=info.peak_reserved_ts,
+        start=info.start,
+        end=info.end,
+    )
