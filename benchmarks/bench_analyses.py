@@ -59,7 +59,7 @@ PAIRS: dict[str, tuple[str, str | None]] = {
     "concurrency": ("tv.concurrency(t)", None),
     "nccl_summary": ("tv.nccl_summary(t)", None),
     "iteration_stats": ("tv.iteration_stats(t)", None),
-    "critical_path": ("tv.critical_path(t, rank=ranks[0])", None),
+    "critical_path": ("tv.critical_path(t, ranks=ranks[0])", None),
     "findings": ("tv.findings(t)", None),
 }
 

@@ -12,10 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 800
 #: Modules over the limit, each with why it is still allowed (remove the line when split).
-KNOWN_EXCEPTIONS: dict[str, str] = {
-    # Not split yet: the graph of one rank and the cross-rank walk are its seams.
-    "jupyter_traceview/analysis/critical_path.py": "not split yet (issue 13)",
-}
+KNOWN_EXCEPTIONS: dict[str, str] = {}
 
 
 def _modules() -> list[Path]:

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import {
   FETCH_MARGIN,
+  PREFETCH_ZOOM_IN,
   PREFETCH_ZOOM_OUT,
   type WindowExtent,
   type WindowKey,
   coverage,
   fits,
+  motionOf,
   paddedRequest,
   pickWindow,
   prefetchWants,
@@ -119,5 +121,37 @@ describe("prefetchWants", () => {
     expect(got[0]!.range).toEqual({ lo: 0, hi: 4000 });
     expect(got.length).toBe(2);
     expect(got[1]!.range.lo).toBeGreaterThan(1000);
+  });
+});
+
+describe("motion-aware prefetch", () => {
+  it("finds the anchor of a zoom and the direction of a pan", () => {
+    // Zoom in 2x keeping t = 300 in place (at 30% of the view).
+    expect(motionOf({ lo: 0, hi: 1000 }, { lo: 150, hi: 650 })).toEqual({ kind: "in", anchor: 300 });
+    const out = motionOf({ lo: 150, hi: 650 }, { lo: 0, hi: 1000 });
+    expect(out.kind).toBe("out");
+    expect(motionOf({ lo: 0, hi: 1000 }, { lo: 100, hi: 1100 })).toEqual({ kind: "pan", direction: 1 });
+    expect(motionOf({ lo: 0, hi: 1000 }, { lo: 0, hi: 1000 })).toEqual({ kind: "none" });
+  });
+  it("zooming in prefetches the next zoom around the same anchor first", () => {
+    const w = want(150, 650);
+    const [first] = prefetchWants(w, 0, 100_000, { kind: "in", anchor: 300 });
+    expect(first!.range.hi - first!.range.lo).toBe(500 / PREFETCH_ZOOM_IN);
+    // The anchor stays at the same fraction (30%) of the view.
+    expect((300 - first!.range.lo) / (first!.range.hi - first!.range.lo)).toBeCloseTo(0.3);
+  });
+  it("panning prefetches the side it moves to first", () => {
+    const w = want(4000, 5000);
+    expect(prefetchWants(w, 0, 100_000, { kind: "pan", direction: -1 })[0]!.range.hi).toBeLessThan(4000);
+    expect(prefetchWants(w, 0, 100_000, { kind: "pan", direction: 1 })[0]!.range.lo).toBeGreaterThan(5000);
+  });
+  it("a window of raw events fits any deeper zoom it covers", () => {
+    const raw = win(-250, 1250, 1500, { exact: true });
+    expect(fits(raw, want(100, 200), 0)).toBe(true);
+    expect(fits(win(-250, 1250, 1500), want(100, 200), 0)).toBe(false);
+    // Not with summaries (always merged per column), nor zoomed out.
+    expect(fits(raw, want(100, 200, 1000, { summaries: [0] }), 0)).toBe(false);
+    expect(fits(raw, want(100, 200, 1000, { counters: [3] }), 0)).toBe(false);
+    expect(fits(raw, want(-2000, 3000), 0)).toBe(false);
   });
 });

@@ -29,7 +29,9 @@ import {
   FETCH_MARGIN,
   type WindowExtent,
   type WindowKey,
+  type Motion,
   fits,
+  motionOf,
   paddedRequest,
   pickWindow,
   prefetchWants,
@@ -41,8 +43,10 @@ export { FETCH_MARGIN };
 /** What the view wants drawn now. */
 export type WindowWant = WindowKey;
 
-/** Milliseconds the view must rest before its neighbours are prefetched. */
+/** Milliseconds the view must rest before its likeliest neighbour is prefetched. */
 export const PREFETCH_DELAY_MS = 120;
+/** ... and before each next one (a prefetch in flight delays the view's own next request). */
+export const PREFETCH_MORE_MS = 400;
 
 export interface FetcherCallbacks {
   /** What the view wants now; null when it cannot draw (no width yet). */
@@ -74,6 +78,9 @@ export class Fetcher {
   private pendingRequest = false;
   private prefetchTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private prefetchQueue: WindowWant[] = [];
+  /** The view's last range, and how it moved to it (orders the prefetches). */
+  private lastRange: { lo: number; hi: number } | null = null;
+  private motion: Motion = { kind: "none" };
   private readonly detailsCache = new Map<string, EventDetails>();
 
   constructor(
@@ -91,6 +98,11 @@ export class Fetcher {
     const want = this.cb.want();
     if (!want) return;
     if (force) this.epoch++;
+    const r = want.range;
+    if (this.lastRange && (r.lo !== this.lastRange.lo || r.hi !== this.lastRange.hi)) {
+      this.motion = motionOf(this.lastRange, r);
+    }
+    this.lastRange = { lo: r.lo, hi: r.hi };
     this.prefetchQueue = [];
     clearTimeout(this.prefetchTimer);
     this.choose(want);
@@ -157,6 +169,11 @@ export class Fetcher {
           pattern: want.pattern,
           nameColors: want.nameColors,
           epoch,
+          exact:
+            want.summaries.length === 0 &&
+            (want.counters ?? []).length === 0 &&
+            data.rows.size > 0 &&
+            [...data.rows.values()].every((x) => x.mode === "raw"),
         });
         if (this.cache.length > CACHE_SIZE) this.cache.shift();
         if (!prefetch) {
@@ -180,7 +197,7 @@ export class Fetcher {
       this.maybeRequest();
     } else {
       // The view rests on what arrived: go on with (or start) its neighbours.
-      this.schedulePrefetch(prefetch ? 0 : PREFETCH_DELAY_MS);
+      this.schedulePrefetch(prefetch ? PREFETCH_MORE_MS : PREFETCH_DELAY_MS);
     }
     this.settleLoading();
   }
@@ -197,7 +214,7 @@ export class Fetcher {
     if (!want) return;
     if (!this.prefetchQueue.length) {
       const ext = this.cb.extent?.() ?? { start: -Infinity, end: Infinity };
-      this.prefetchQueue = prefetchWants(want, ext.start, ext.end);
+      this.prefetchQueue = prefetchWants(want, ext.start, ext.end, this.motion);
       this.prefetchQueue.reverse(); // popped from the end: most useful first
     }
     while (this.prefetchQueue.length) {

@@ -45,6 +45,11 @@ export interface WindowExtent {
   nameColors: boolean;
   /** The fetcher's generation when asked for (a forced request starts a new one). */
   epoch: number;
+  /**
+   * Every row came as raw events and no summary or counter lane was asked for: exact at any
+   * deeper zoom it covers (unknown, so false, for a request in flight).
+   */
+  exact?: boolean;
 }
 
 /** ns per pixel of the window over ns per pixel of the view (1: the same resolution). */
@@ -61,6 +66,10 @@ export function fits(w: WindowExtent, want: WindowKey, epoch: number): boolean {
   if ((want.counters ?? []).some((c) => !w.counters?.has(c))) return false;
   if (!(w.lo <= want.range.lo && w.hi >= want.range.hi)) return false;
   const ratio = resolutionRatio(w, want);
+  // Raw events stay exact deeper in; summaries and counter lanes are merged per column.
+  if (w.exact === true && want.summaries.length === 0 && (want.counters ?? []).length === 0) {
+    return ratio > 1 / RESOLUTION_SLACK;
+  }
   return ratio < RESOLUTION_SLACK && ratio > 1 / RESOLUTION_SLACK;
 }
 
@@ -87,8 +96,8 @@ export function drawScore(w: WindowExtent, want: WindowKey, epoch: number): numb
     counters.filter((c) => w.counters?.has(c)).length;
   const rowsShare = needed ? held / needed : 1;
   const ratio = resolutionRatio(w, want);
-  // 1 at the view's resolution or finer; falls off as the window gets coarser.
-  const sharp = ratio <= 1 ? 1 : 1 / ratio;
+  // 1 at the view's resolution or finer (or raw events); falls off as the window gets coarser.
+  const sharp = ratio <= 1 || w.exact === true ? 1 : 1 / ratio;
   const current = (w.epoch === epoch ? 1 : 0) + (w.pattern === want.pattern ? 1 : 0);
   return (
     Math.round(cov * 100) * 1e6 + Math.round(rowsShare * 100) * 1e3 + Math.round(sharp * 100) * 10 + current
@@ -137,30 +146,75 @@ export function requestedExtent(want: WindowKey, epoch: number): WindowExtent {
   };
 }
 
+/** The zoom-in neighbour prefetched: the view's span divided by this, around the zoom's anchor. */
+export const PREFETCH_ZOOM_IN = 2;
+
+/** How the view last moved: zoomed in or out around `anchor`, or panned (`direction` -1 earlier, 1 later). */
+export type Motion =
+  { kind: "in" | "out"; anchor: number } | { kind: "pan"; direction: number } | { kind: "none" };
+
+/** How the view moved from `prev` to `next` (a zoom's anchor is the time that stayed in place). */
+export function motionOf(prev: Range, next: Range): Motion {
+  const s0 = prev.hi - prev.lo;
+  const s1 = next.hi - next.lo;
+  if (Math.abs(s1 - s0) > 1e-9 * s0) {
+    // lo1 = a - f * s1 and lo0 = a - f * s0 for the anchor a at fraction f: a = (lo1 s0 - lo0 s1) / (s0 - s1).
+    const anchor = (next.lo * s0 - prev.lo * s1) / (s0 - s1);
+    return { kind: s1 < s0 ? "in" : "out", anchor: Math.min(Math.max(anchor, next.lo), next.hi) };
+  }
+  if (next.lo !== prev.lo) return { kind: "pan", direction: next.lo > prev.lo ? 1 : -1 };
+  return { kind: "none" };
+}
+
 /**
- * The neighbours of a resting view worth fetching before they are asked for, most useful
- * first: the view zoomed out `PREFETCH_ZOOM_OUT` times around its centre (clamped to the
- * trace's extent `[start, end]`), then the spans left and right of the fetched window.
+ * The neighbours of a resting view worth fetching before they are asked for, most likely
+ * next first given how the view last moved (`motion`): zooming in, the view zoomed in
+ * `PREFETCH_ZOOM_IN` times around the zoom's anchor; zooming out, the view zoomed out
+ * `PREFETCH_ZOOM_OUT` times around its centre (clamped to the trace's extent
+ * `[start, end]`); panning, the span on the side it moves to; then the others.
  */
-export function prefetchWants(want: WindowKey, start: number, end: number): WindowKey[] {
+export function prefetchWants(
+  want: WindowKey,
+  start: number,
+  end: number,
+  motion: Motion = { kind: "none" },
+): WindowKey[] {
   const span = want.range.hi - want.range.lo;
   const mid = (want.range.lo + want.range.hi) / 2;
-  const out: WindowKey[] = [];
   const extent = end - start;
+  let zoomOut: WindowKey | null = null;
   const outSpan = Math.min(span * PREFETCH_ZOOM_OUT, extent);
   if (outSpan > span * 1.01) {
     let lo = Math.max(start, mid - outSpan / 2);
     lo = Math.min(lo, end - outSpan);
-    out.push({ ...want, range: { lo, hi: lo + outSpan } });
+    zoomOut = { ...want, range: { lo, hi: lo + outSpan } };
   }
   // The fetched window covers the view plus FETCH_MARGIN on each side; the side neighbours
   // start where it ends, so a drag of up to a span and a half each way stays sharp.
   const step = span * (1 + 2 * FETCH_MARGIN);
-  if (want.range.lo - FETCH_MARGIN * span > start) {
-    out.push({ ...want, range: { lo: want.range.lo - step, hi: want.range.hi - step } });
+  const left =
+    want.range.lo - FETCH_MARGIN * span > start
+      ? { ...want, range: { lo: want.range.lo - step, hi: want.range.hi - step } }
+      : null;
+  const right =
+    want.range.hi + FETCH_MARGIN * span < end
+      ? { ...want, range: { lo: want.range.lo + step, hi: want.range.hi + step } }
+      : null;
+  let zoomIn: WindowKey | null = null;
+  if (motion.kind === "in") {
+    // Keep the anchor at the same fraction of the view, as the wheel does.
+    const f = span > 0 ? (motion.anchor - want.range.lo) / span : 0.5;
+    const inSpan = span / PREFETCH_ZOOM_IN;
+    const lo = motion.anchor - f * inSpan;
+    zoomIn = { ...want, range: { lo, hi: lo + inSpan } };
   }
-  if (want.range.hi + FETCH_MARGIN * span < end) {
-    out.push({ ...want, range: { lo: want.range.lo + step, hi: want.range.hi + step } });
-  }
-  return out;
+  const order =
+    motion.kind === "in"
+      ? [zoomIn, zoomOut, left, right]
+      : motion.kind === "pan"
+        ? motion.direction < 0
+          ? [left, right, zoomOut]
+          : [right, left, zoomOut]
+        : [zoomOut, left, right];
+  return order.filter((w): w is WindowKey => w !== null);
 }

@@ -68,10 +68,10 @@ def stragglers(
     by: Literal["rank", "collective", "arrival"] = "rank",
     arrival: Literal["kernel", "launch"] = "kernel",
     match: Literal["auto", "seq", "order"] = "auto",
-    align_ends: bool = False,
     ranks: Iterable[int] | int | None = None,
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
+    align_ends: None = None,
 ) -> pd.DataFrame:
     """Collectives matched across ranks: who arrived last, by how much, and how often.
 
@@ -94,9 +94,9 @@ def stragglers(
     communication kernel (the GPU reached the collective: work queued before it on the
     stream delays it too); with ``"launch"`` the start of the launch call on the CPU (the
     host reached it). Arrivals compare clocks across ranks: ranks on different hosts may
-    be skewed. ``align_ends=True`` removes a per-rank clock offset first: the median, over
-    the rank's collectives, of its kernel end minus the median end of the collective
-    across ranks (blocking collectives end together on every rank).
+    be skewed. Align their clocks first, ``tv.stragglers(tv.align_clocks(trace))`` (the one
+    way to align clocks: every rank moved onto one clock, estimated from the ends of
+    matched collectives, which end together on every rank).
 
     Parameters
     ----------
@@ -105,10 +105,12 @@ def stragglers(
         One row per rank (the summary), per collective, or per (collective, rank).
     arrival : {"kernel", "launch"}, default "kernel"
     match : {"auto", "seq", "order"}, default "auto"
-    align_ends : bool, default False
     ranks, iterations, time_range
         Scope (see :meth:`Trace.select`); ``time_range`` keeps the communication kernels
         that run in it (their launch calls may come before it).
+    align_ends
+        Removed: align the trace's clocks with :func:`tv.align_clocks` first. Passing it
+        raises :class:`OptionError`.
 
     Returns
     -------
@@ -146,6 +148,11 @@ def stragglers(
     >>> int(per_rank["last_count"].sum()) == len(tv.stragglers(trace, by="collective"))
     True
     """
+    if align_ends is not None:
+        raise OptionError(
+            "stragglers: align_ends= was removed; align the ranks' clocks first, "
+            "tv.stragglers(tv.align_clocks(trace)) (tv.clock_alignment(trace) shows the offsets)"
+        )
     if by not in ("rank", "collective", "arrival"):
         raise OptionError.invalid("by", by, ("rank", "collective", "arrival"))
     if arrival not in ("kernel", "launch"):
@@ -214,8 +221,6 @@ def stragglers(
     if kernels.empty:
         _warn("stragglers: no collective was found on two ranks or more; the result is empty")
         return empty(columns)
-    if align_ends:
-        kernels["arrival_ns"] -= _clock_offsets(kernels, key)
 
     arrivals, collectives = _match(kernels, key)
     if by == "arrival":
@@ -304,14 +309,6 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
             "arrival_ns": arr.astype(np.int64),
         }
     )
-
-
-def _clock_offsets(kernels: pd.DataFrame, key: list[str]) -> np.ndarray:
-    """Per-row clock offset of its rank: median of (its end - the collective's median end)."""
-    med_end = kernels.groupby(key)["end_ns"].transform("median")
-    off = (kernels["end_ns"] - med_end).groupby(kernels["rank"]).median()
-    out: np.ndarray = np.rint(kernels["rank"].map(off).to_numpy(dtype=np.float64)).astype(np.int64)
-    return out
 
 
 def _match(kernels: pd.DataFrame, key: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -4,16 +4,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TraceviewError
-from ..views.timeline import protocol as timeline_protocol
-from .data import DashboardData, Progress, bokehjs_source
+from ..views.timeline.commands import COMMANDS as TIMELINE_COMMANDS
 
-__all__ = ["COMMANDS", "answer"]
+if TYPE_CHECKING:
+    from ..progress import Progress
+    from .data import DashboardData
+
+__all__ = ["ALL_COMMANDS", "COMMANDS", "answer"]
 
 #: Commands of the dashboard's front end (besides the timeline's, see timeline_protocol.COMMANDS).
 COMMANDS = ("_payload", "_tab", "_link", "_timeline", "_bokehjs")
+#: Every command the dashboard's front end sends: its own and its timeline's. The one list:
+#: the server extension refuses any other (server/handlers.py). Importing this module imports
+#: neither numpy nor pandas (the server checks requests with it); ``answer`` imports them.
+ALL_COMMANDS = COMMANDS + TIMELINE_COMMANDS
 
 
 def answer(
@@ -26,8 +33,11 @@ def answer(
     ``_bokehjs`` (``{version}`` and BokehJS as one buffer) and the timeline's ``_window``,
     ``_details``, ``_find``, ``_summary``. Errors are answered as ``{"error": message}``.
     """
+    from ..views.timeline import protocol as timeline_protocol
+    from .data import bokehjs_source
+
     msg = msg or {}
-    if command in timeline_protocol.COMMANDS:
+    if command in TIMELINE_COMMANDS:
         return timeline_protocol.answer(data.index, command, msg, lod=data.lod)
     try:
         if command == "_payload":
@@ -51,6 +61,4 @@ def answer(
             return {"version": version, "bytes": len(js)}, [js]
     except (TraceviewError, ValueError, KeyError, TypeError) as exc:
         return {"error": str(exc), "seq": msg.get("seq")}, []
-    return {
-        "error": f"unknown command {command!r}; commands are {', '.join(COMMANDS + timeline_protocol.COMMANDS)}"
-    }, []
+    return {"error": f"unknown command {command!r}; commands are {', '.join(ALL_COMMANDS)}"}, []

@@ -38,6 +38,7 @@ from .. import format as fmt
 from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
 from ..model.display_hook import Headline
 from ..model.trace import Trace
+from ..progress import Progress
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.counters import CounterIndex
@@ -45,12 +46,11 @@ from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
 from ..views.timeline.messages import TimelineModel
 from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
-from .tabs.builder import Progress, figure_
+from .tabs.builder import figure_
 
 __all__ = [
     "PROTOCOL",
     "DashboardData",
-    "Progress",
     "bokehjs_source",
     "timeline_overview",
     "to_json",

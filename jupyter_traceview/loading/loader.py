@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import TraceFormatError, TraceviewError, TraceviewWarning
+from ..errors import OptionError, TraceFormatError, TraceviewError, TraceviewWarning
 from ..model.classify import Classifier
-from ..model.clock import align_clocks
 from ..model.rank_data import RankData
 from ..model.trace import Trace
+from ..progress import Progress
 from . import cache as _cache
 from .ingest import (
     ReadOptions,
@@ -108,10 +108,10 @@ def load(
     bad_events: Literal["raise", "drop"] = "raise",
     pid_map: Mapping[int | str, int] | None = None,
     max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
-    progress: bool | None = None,
+    progress: bool | Progress | None = None,
     client: Any | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-    align: Literal["collectives"] | None = None,
+    on_progress: None = None,
+    align: None = None,
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
 
@@ -155,18 +155,17 @@ def load(
         that says so; raise the limit to read it.
     progress:
         Show a progress bar: True always, False never, None (default) when loading takes
-        more than a second.
+        more than a second. Or a :data:`~jupyter_traceview.progress.Progress`, called as
+        ``progress(files_done, files_total, "loading traces")`` before the first file and
+        after each (instead of the bar): the one progress protocol, shared with the
+        dashboard and the report.
     client:
         With ``engine="dask"``: the ``distributed.Client`` to use; None starts a
         ``LocalCluster`` for the trace.
-    on_progress:
-        Called as ``on_progress(files_done, files_total)`` after each file is read (for
-        progress displays other than the notebook's bar).
-    align:
-        ``"collectives"`` moves every rank onto the lowest rank's clock, with offsets
-        estimated from the ends of matched collectives (:func:`tv.clock_alignment`,
-        :func:`tv.align_clocks`); the shifts appear in ``trace.metadata``. None (default)
-        keeps each file's own clock.
+    on_progress, align:
+        Removed (each raises :class:`OptionError`): ``on_progress=f`` is ``progress=``, a
+        callable taking ``(done, total, label)``; ``align="collectives"`` is
+        ``tv.align_clocks(tv.load(path))``, the one way to align ranks' clocks.
 
     Returns
     -------
@@ -185,16 +184,26 @@ def load(
     >>> len(trace.ranks)
     8
     """
+    if align is not None:
+        raise OptionError(
+            "load: align= was removed; align the ranks' clocks with tv.align_clocks(tv.load(path)), "
+            "the one way (it works on any trace, with estimated or given offsets)"
+        )
+    if on_progress is not None:
+        raise OptionError(
+            "load: on_progress= was removed; pass the callable as progress=, called as "
+            "progress(files_done, files_total, label)"
+        )
     if on_error not in ("raise", "skip"):
-        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        raise OptionError.invalid("on_error", on_error, ("raise", "skip"))
     if engine not in _ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(map(repr, _ENGINES))}, got {engine!r}")
+        raise OptionError.invalid("engine", engine, _ENGINES)
     if bad_events not in ("raise", "drop"):
-        raise ValueError(f"bad_events must be 'raise' or 'drop', got {bad_events!r}")
+        raise OptionError.invalid("bad_events", bad_events, ("raise", "drop"))
     if classifier is not None and not isinstance(classifier, Classifier):
         raise TypeError(f"classifier must be a tv.Classifier, got {type(classifier).__name__}")
-    if align not in (None, "collectives"):
-        raise ValueError(f"align must be None or 'collectives', got {align!r}")
+    report = progress if callable(progress) else None  # the caller's Progress, else a tqdm bar
+    show_bar = False if callable(progress) else progress
 
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     if not paths:
@@ -230,7 +239,7 @@ def load(
         files = kept
 
     if isinstance(max_json_bytes, bool) or not isinstance(max_json_bytes, int) or max_json_bytes <= 0:
-        raise ValueError(f"max_json_bytes must be a positive int, got {max_json_bytes!r}")
+        raise OptionError(f"max_json_bytes must be a positive int, got {max_json_bytes!r}")
     options = ReadOptions(
         bad_events=bad_events,
         pid_map=_pid_map_items(pid_map) if pid_map else None,
@@ -254,9 +263,9 @@ def load(
             source=source,
             claimed=peeked,
         )
-        return dask_trace if align is None else align_clocks(dask_trace)
+        return dask_trace
     if client is not None:
-        raise ValueError("client= is for engine='dask'")
+        raise OptionError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
     for i, tf in enumerate(files):
@@ -291,18 +300,18 @@ def load(
         # tqdm starts a monitor thread with its first bar: the pool's workers are forked
         # before that (see _pool_context), so the bar starts once they are.
         nonlocal tqdm_bar
-        tqdm_bar = _progress(len(todo), progress, "loading traces")
+        tqdm_bar = _progress(len(todo), show_bar, "loading traces")
 
     def advance() -> None:
         nonlocal n_done
         n_done += 1
         if tqdm_bar is not None:
             tqdm_bar.update(1)
-        if on_progress is not None:
-            on_progress(n_done, len(files))
+        if report is not None:
+            report(n_done, len(files), "loading traces")
 
-    if on_progress is not None:
-        on_progress(n_done, len(files))
+    if report is not None:
+        report(n_done, len(files), "loading traces")
     try:
         if use_pool and len(todo) > 0:
             _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress)
@@ -355,7 +364,7 @@ def load(
             source, problem, "Point tv.load() at PyTorch profiler traces or Nsight Systems SQLite exports"
         )
     trace = Trace(by_rank.values(), classifier=classifier, source=source)
-    return trace if align is None else align_clocks(trace)
+    return trace
 
 
 def _pid_map_items(pid_map: Mapping[int | str, int]) -> tuple[tuple[int | str, int], ...]:
@@ -363,13 +372,13 @@ def _pid_map_items(pid_map: Mapping[int | str, int]) -> tuple[tuple[int | str, i
     items: list[tuple[int | str, int]] = []
     for k, v in pid_map.items():
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < 2**31:
-            raise ValueError(f"pid_map values must be ranks (ints from 0 to 2**31 - 1), got {v!r} for pid {k!r}")
+            raise OptionError(f"pid_map values must be ranks (ints from 0 to 2**31 - 1), got {v!r} for pid {k!r}")
         if isinstance(k, str):
             items.append((k, int(v)))
         elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             items.append((int(k), int(v)))
         else:
-            raise ValueError(f"pid_map keys must be process ids as written in the file (int or str), got {k!r}")
+            raise OptionError(f"pid_map keys must be process ids as written in the file (int or str), got {k!r}")
     return tuple(
         sorted(items, key=lambda kv: (isinstance(kv[0], str), str(kv[0]) if isinstance(kv[0], str) else kv[0]))
     )

@@ -6,8 +6,8 @@ collective (all-reduce, all-gather, reduce-scatter, all-to-all, barrier) cannot 
 one rank before the last rank has contributed, and NCCL finishes it on every rank within
 a few microseconds of each other: the ends of one collective's kernels mark (nearly) the
 same instant on every rank. :func:`clock_alignment` estimates each rank's clock offset
-from those ends; :func:`align_clocks` (and ``tv.load(..., align="collectives")``) shifts
-every timestamp of each rank by it.
+from those ends; :func:`align_clocks`, the one way to align clocks, shifts every timestamp
+of each rank by it and returns the aligned trace (``tv.load`` keeps each file's clock).
 
 The model: ``end[c, r] = T[c] + offset[r] + noise``, with ``offset[reference] = 0``.
 It is fitted robustly (Tukey's median polish: alternately ``T[c] = median_r(end - offset)``
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
+from ..errors import OptionError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .collectives import SYNCHRONISING, match_instances, rank_collective_kernels
 from .rank_data import RankData
 from .trace import Trace
@@ -199,7 +199,7 @@ def _fit(trace: Trace, *, reference: int | None, collectives: tuple[str, ...], m
             "Load the folder holding every rank's trace"
         )
     if min_collectives < 1:
-        raise ValueError(f"min_collectives must be at least 1, got {min_collectives}")
+        raise OptionError(f"min_collectives must be at least 1, got {min_collectives}")
     ref = ranks[0] if reference is None else int(reference)
     kernels = trace.map_ranks(rank_collective_kernels)
     inst, notes = match_instances(kernels, collectives=collectives)

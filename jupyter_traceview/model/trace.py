@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from ..errors import TraceSelectionError
+from ..errors import OptionError, TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
 from .classify import Classifier
 from .display_hook import Headline, headline_hook, mimebundle_hook
@@ -224,7 +224,7 @@ class Trace:
         """One row per rank: file, rank source, world size, backend, device, clock, events.
 
         ``clock_offset_ns`` is the shift subtracted from the rank's times by clock
-        alignment (``tv.align_clocks``, ``tv.load(..., align="collectives")``); 0 if none.
+        alignment (``tv.align_clocks``); 0 if none.
         """
         return pd.DataFrame(list(self.map_ranks(_metadata_row).values()))
 
@@ -319,7 +319,7 @@ class Trace:
         if time_range is not None:
             lo, hi = (int(time_range[0]), int(time_range[1]))
             if hi <= lo:
-                raise ValueError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
+                raise OptionError(f"time_range must be (start_ns, end_ns) with end > start, got {time_range}")
             if window is not None:
                 lo, hi = max(lo, window[0]), min(hi, window[1])
             window = (lo, hi)

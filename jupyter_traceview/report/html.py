@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +24,13 @@ from .. import format as fmt
 from .._version import __version__
 from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
 from ..dashboard.protocol import Figure, Finding, Table
-from ..errors import TraceviewError
+from ..errors import OptionError, TraceviewError
 from ..model.trace import Trace
+from ..progress import Progress
 from ..views.colors import Theme
 from .timeline import timeline_block
 
 __all__ = ["render_report", "write_report"]
-
-#: ``progress(done, total, label)`` while the report's tabs are computed.
-ReportProgress = Callable[[int, int, str], None]
 
 
 def write_report(
@@ -43,7 +40,7 @@ def write_report(
     baseline: Trace | None = None,
     theme: Theme = "light",
     heatmap_bins: int = 200,
-    progress: ReportProgress | None = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Write ``trace``'s dashboard as one self-contained HTML file (no network needed to open it).
 
@@ -91,11 +88,11 @@ def render_report(
     baseline: Trace | None = None,
     theme: Theme = "light",
     heatmap_bins: int = 200,
-    progress: ReportProgress | None = None,
+    progress: Progress | None = None,
 ) -> str:
     """The report's HTML text (see :func:`write_report`)."""
     if theme not in ("light", "dark"):
-        raise ValueError(f"theme must be 'light' or 'dark', got {theme!r}")
+        raise OptionError.invalid("theme", theme, ("light", "dark"))
     from bokeh.embed import json_item
 
     from .. import charts

@@ -38,6 +38,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from ..dashboard.commands import ALL_COMMANDS
 from .messages import (
     AnswerHeader,
     CommandPending,
@@ -68,10 +69,8 @@ MAX_DEPTH = 32
 MAX_ANSWER = 256 * 1024 * 1024
 #: How long a dashboard request waits for its answer before it is told to ask again (s).
 LONG_POLL_S = 1.0
-#: Commands of the dashboard's front end (dashboard.commands.COMMANDS, views.timeline.protocol.COMMANDS).
-DASHBOARD_COMMANDS = frozenset(
-    {"_payload", "_tab", "_link", "_timeline", "_bokehjs", "_window", "_details", "_find", "_summary", "_ranks"}
-)
+#: Commands of the dashboard's front end: the one list, ``dashboard.commands.ALL_COMMANDS``.
+DASHBOARD_COMMANDS = frozenset(ALL_COMMANDS)
 
 
 class _Base(APIHandler):

@@ -136,7 +136,7 @@ def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: s
         _LOADED.move_to_end(key)
         return _LOADED[key]
 
-    def report(done: int, total: int) -> None:
+    def report(done: int, total: int, _what: str) -> None:  # a Progress; ``stage`` says which run loads
         _report(progress, label, {"stage": stage, "done": done, "total": total})
 
     if entry.options_error:
@@ -151,7 +151,7 @@ def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: s
     files = _checked_files(root, entry)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trace = load(files, cache=cache, on_progress=report, progress=False, **options)
+        trace = load(files, cache=cache, progress=report, **options)
     if entry.kind in ("folder", "traceprofile"):
         # Named after the run's folder, as tv.load(folder) names it.
         trace = Trace(

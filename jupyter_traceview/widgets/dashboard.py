@@ -24,7 +24,7 @@ from typing import Any
 from ..dashboard.commands import answer
 from ..dashboard.data import DashboardData
 from ..dashboard.protocol import LinkAnswer, TabContent
-from ..errors import TraceviewError
+from ..errors import OptionError, TraceviewError
 from ..model.trace import Trace
 from ..views.timeline.index import LevelOfDetail
 from .timeline import Timeline
@@ -126,7 +126,7 @@ class Dashboard(anywidget.AnyWidget):
         if tab is None:  # the first tab: Overview, or Operators for a trace without GPU activity
             tab = tabs[0]
         if tab not in tabs:
-            raise ValueError(f"unknown tab {tab!r}; tabs are {', '.join(tabs)}")
+            raise OptionError.invalid("tab", tab, tabs)
         super().__init__(_payload=payload, tab=tab, expanded=bool(expanded))
         if expanded:
             threading.Thread(target=_prewarm_charts, name="traceview-charts-import", daemon=True).start()

@@ -267,9 +267,9 @@ class Timeline(anywidget.AnyWidget):
         t0 = self._index.t0_ns
         start_ns, end_ns = int(start_ns), int(end_ns)
         if end_ns <= start_ns:
-            raise ValueError(f"show_range: need end_ns > start_ns, got ({start_ns}, {end_ns})")
+            raise OptionError(f"show_range: need end_ns > start_ns, got ({start_ns}, {end_ns})")
         if end_ns <= t0 or start_ns >= t0 + self._index.end_ns:
-            raise ValueError(
+            raise OptionError(
                 f"show_range: ({start_ns}, {end_ns}) does not overlap the trace, which spans "
                 f"[{t0}, {t0 + self._index.end_ns}) ns (absolute, as in trace.events()['ts_ns']); "
                 f"for times relative to the trace's origin (the +times shown everywhere) add trace.t0_ns"

@@ -57,7 +57,7 @@ def cpu_bound_events() -> list[dict]:
 
 
 def test_cpu_bound_path_runs_through_cpu_ops_and_launches(tmp_path: Path) -> None:
-    path = tv.critical_path(load(tmp_path, cpu_bound_events()), rank=0)
+    path = tv.critical_path(load(tmp_path, cpu_bound_events()), ranks=0)
     check_tiling(path)
     # From the first op's start (0) to the last kernel's end (99.5 us):
     # op self time 2+4 us for ops 0-8 and 2 us for op 9, launch calls 2 us each (0-8),
@@ -72,7 +72,7 @@ def test_cpu_bound_path_runs_through_cpu_ops_and_launches(tmp_path: Path) -> Non
     assert path["start_ns"].iloc[0] == path["start_ns"].min()
     assert path["name"].iloc[-1] == "small_kernel_9"
     assert path.loc[path["edge"] == "launch", "name"].tolist() == ["small_kernel_9"]
-    cats = tv.critical_path(load(tmp_path, cpu_bound_events()), rank=0, view="categories")
+    cats = tv.critical_path(load(tmp_path, cpu_bound_events()), ranks=0, view="categories")
     assert cats["category"].tolist() == list(CRITICAL_PATH_CATEGORIES)
     assert int(cats["time_ns"].sum()) == 99_500
     assert cats["time_pct"].sum() == pytest.approx(100.0)
@@ -89,7 +89,7 @@ def gpu_bound_events() -> list[dict]:
 
 
 def test_gpu_bound_path_runs_through_kernels(tmp_path: Path) -> None:
-    path = tv.critical_path(load(tmp_path, gpu_bound_events()), rank=0)
+    path = tv.critical_path(load(tmp_path, gpu_bound_events()), ranks=0)
     check_tiling(path)
     assert by_category(path) == {"cpu": 200, "launch_delay": 4_800, "gpu_compute": 200_000}
     kernels = path.loc[path["category"] == "gpu_compute", "name"].tolist()
@@ -105,7 +105,7 @@ def test_synchronisation_makes_the_cpu_wait_for_the_gpu(tmp_path: Path) -> None:
         kb.sync("Stream Sync", 11, 45, corr=2),
         kb.cpu_op("aten::item", 60, 5),
     ]
-    path = tv.critical_path(load(tmp_path, events), rank=0)
+    path = tv.critical_path(load(tmp_path, events), ranks=0)
     check_tiling(path)
     assert path["edge"].tolist() == ["self", "launch", "span", "sync", "idle", "span"]
     assert path["name"].tolist() == ["aten::mm", "gemm", "gemm", "cudaStreamSynchronize", "aten::item", "aten::item"]
@@ -126,7 +126,7 @@ def test_sync_on_another_stream_does_not_wait_for_this_one(tmp_path: Path) -> No
         kb.sync("Stream Sync", 11, 18, corr=2, stream=9),
         kb.cpu_op("aten::next", 40, 200),
     ]
-    path = tv.critical_path(load(tmp_path, events), rank=0)
+    path = tv.critical_path(load(tmp_path, events), ranks=0)
     # The sync waited for stream 9 (idle), not for the kernel on stream 7: the CPU path wins.
     assert "gpu_compute" not in by_category(path)
     assert path["name"].iloc[-1] == "aten::next"
@@ -142,7 +142,7 @@ def test_stream_wait_event_records_link_streams(tmp_path: Path) -> None:
         kb.runtime("cudaLaunchKernel", 6, 1, corr=4),
         kb.kernel("consumer", 43, 10, corr=4, stream=20),
     ]
-    path = tv.critical_path(load(tmp_path, events), rank=0)
+    path = tv.critical_path(load(tmp_path, events), ranks=0)
     check_tiling(path)
     assert path["name"].tolist() == ["producer", "producer", "consumer", "consumer"]
     assert path["edge"].tolist() == ["launch", "span", "stream_wait", "span"]
@@ -158,12 +158,12 @@ def test_unrecorded_stream_waits_are_inferred(tmp_path: Path) -> None:
         kb.runtime("cudaLaunchKernel", 6, 1, corr=4),
         kb.kernel("consumer", 43, 10, corr=4, stream=20),
     ]
-    path = tv.critical_path(load(tmp_path, events), rank=0)
+    path = tv.critical_path(load(tmp_path, events), ranks=0)
     assert path["edge"].tolist() == ["launch", "span", "inferred_wait", "span"]
     # A kernel that starts soon after its launch is not held by anything.
     events[-1] = kb.kernel("consumer", 15, 30, corr=4, stream=20)
     events[1] = kb.kernel("producer", 2, 12.5, corr=1, stream=7)
-    path = tv.critical_path(load(tmp_path / "b", events), rank=0)
+    path = tv.critical_path(load(tmp_path / "b", events), ranks=0)
     assert "inferred_wait" not in set(path["edge"])
 
 
@@ -181,7 +181,7 @@ def test_thread_fork_and_join_are_inferred(tmp_path: Path) -> None:
         kb.cpu_op("AddBackward0", 75, 30, **grad),
         kb.cpu_op("optimizer.step", 115, 10),
     ]
-    path = tv.critical_path(load(tmp_path, events), rank=0)
+    path = tv.critical_path(load(tmp_path, events), ranks=0)
     check_tiling(path)
     # forward, idle, the fork to the autograd thread (28 us after backward() began),
     # MmBackward0 and its launch, idle, AddBackward0, the join back (backward() returns
@@ -205,7 +205,7 @@ def test_thread_fork_and_join_are_inferred(tmp_path: Path) -> None:
             tmp_path / "alone",
             [e for e in events if e["tid"] != 200 and e["cat"] != "kernel"] + [kb.kernel("k", 0, 1, corr=99)],
         ),
-        rank=0,
+        ranks=0,
     )
     assert not alone["edge"].str.startswith("inferred").any()
 
@@ -218,7 +218,7 @@ def test_synchronous_copy_waits_for_its_own_copy(tmp_path: Path) -> None:
         kb.memcpy(32, 10, corr=2, kind="DtoH"),
         kb.cpu_op("aten::after", 44, 3),
     ]
-    path = tv.critical_path(load(tmp_path, events), rank=0)
+    path = tv.critical_path(load(tmp_path, events), ranks=0)
     check_tiling(path)
     assert path["name"].tolist() == [
         "gemm",
@@ -234,7 +234,7 @@ def test_synchronous_copy_waits_for_its_own_copy(tmp_path: Path) -> None:
 def test_cpu_only_trace_gives_an_empty_frame_and_a_warning(tmp_path: Path) -> None:
     trace = load(tmp_path, [kb.cpu_op("aten::add", 0, 5)])
     with pytest.warns(tv.TraceviewWarning, match="no GPU activity"):
-        path = tv.critical_path(trace, rank=0)
+        path = tv.critical_path(trace, ranks=0)
     assert list(path.columns) == COLUMNS and len(path) == 0
     with pytest.warns(tv.TraceviewWarning, match="no GPU activity"):
         cats = tv.critical_path(trace, view="categories")
@@ -244,15 +244,18 @@ def test_cpu_only_trace_gives_an_empty_frame_and_a_warning(tmp_path: Path) -> No
 def test_unknown_rank_and_view(tmp_path: Path) -> None:
     trace = load(tmp_path, gpu_bound_events())
     with pytest.raises(tv.TraceSelectionError, match="unknown rank 3"):
-        tv.critical_path(trace, rank=3)
+        tv.critical_path(trace, ranks=3)
     with pytest.raises(tv.OptionError, match=r"view=.* is not accepted"):
         tv.critical_path(trace, view="tree")  # type: ignore[arg-type]
+    # rank= was replaced by ranks= (as every analysis takes its ranks): the error says so.
+    with pytest.raises(tv.OptionError, match=r"rank= was removed; pass ranks=0"):
+        tv.critical_path(trace, rank=0)  # type: ignore[arg-type]
 
 
 def test_time_range_clips_the_path(tmp_path: Path) -> None:
     trace = load(tmp_path, gpu_bound_events())
     t0 = trace.t0_ns
-    path = tv.critical_path(trace, rank=0, time_range=(t0 + 30_000, t0 + 100_000))
+    path = tv.critical_path(trace, ranks=0, time_range=(t0 + 30_000, t0 + 100_000))
     check_tiling(path)
     assert path["start_ns"].min() >= t0 + 30_000
     assert path["end_ns"].max() == t0 + 100_000
@@ -298,14 +301,18 @@ def test_cross_rank_path_goes_through_the_late_rank(tmp_path: Path, seq: bool) -
         "gpu_compute": 19_000,
     }
     # Rank 0 alone: the time its all-reduce waited for rank 1 is split off.
-    mine = tv.critical_path(trace, rank=0)
+    mine = tv.critical_path(trace, ranks=0)
     check_tiling(mine)
     wait = mine.loc[mine["category"] == "wait_other_rank"].iloc[0]
     assert (wait["dur_ns"], wait["from_rank"], wait["edge"]) == (73_000, 1, "wait")
     assert by_category(mine)["gpu_communication"] == 15_000
-    # Restricted to rank 0 by ranks=: no other rank to wait for.
-    alone = tv.critical_path(trace, ranks=[0])
+    # ranks=[0] is ranks=0: the path within rank 0, its waits for rank 1 split off.
+    pd.testing.assert_frame_equal(tv.critical_path(trace, ranks=[0]), mine)
+    # A trace holding rank 0 only: no other rank to wait for.
+    alone = tv.critical_path(trace.select(ranks=[0]))
     assert "wait_other_rank" not in by_category(alone) and set(alone["rank"]) == {0}
+    # Both ranks named: the path across them, as with every rank.
+    pd.testing.assert_frame_equal(tv.critical_path(trace, ranks=[0, 1]), path)
 
 
 def test_skewed_clocks_warn_and_alignment_repairs_them(tmp_path: Path) -> None:
@@ -335,13 +342,13 @@ def test_dlrm_paths(dlrm: tv.Trace) -> None:
     assert len(jumps) >= 1 and (jumps["from_rank"] != jumps["rank"]).all()
     assert set(cross["category"]) <= set(CRITICAL_PATH_CATEGORIES)
     for r in (0, 5):
-        one = tv.critical_path(dlrm, rank=r)
+        one = tv.critical_path(dlrm, ranks=r)
         check_tiling(one)
         assert set(one["rank"]) == {r}
         assert int(one["end_ns"].iloc[-1]) == ends[r]
         # The 8-rank all-to-alls keep rank r waiting for late ranks.
         assert by_category(one).get("wait_other_rank", 0) > 1_000_000
-        cats = tv.critical_path(dlrm, rank=r, view="categories")
+        cats = tv.critical_path(dlrm, ranks=r, view="categories")
         assert int(cats["time_ns"].sum()) == int(one["dur_ns"].sum())
 
 
@@ -349,7 +356,7 @@ def test_alexnet_path_uses_sync_and_stream_wait_records() -> None:
     from tests.conftest import KINETO_FOLDERS
 
     trace = tv.load(KINETO_FOLDERS["hta_alexnet"], cache=False)
-    path = tv.critical_path(trace, rank=0)
+    path = tv.critical_path(trace, ranks=0)
     check_tiling(path)
     edges = set(path["edge"])
     assert {"sync", "stream_wait", "launch", "stream", "span", "self"} <= edges
@@ -363,7 +370,7 @@ def test_other_real_traces_tile(folder: str) -> None:
 
     trace = tv.load(KINETO_FOLDERS[folder], cache=False)
     for r in trace.ranks:
-        check_tiling(tv.critical_path(trace, rank=r))
+        check_tiling(tv.critical_path(trace, ranks=r))
     check_tiling(tv.critical_path(trace))
 
 
@@ -378,12 +385,12 @@ def test_inconsistent_matches_are_not_followed() -> None:
     check_tiling(path)
     for r in trace.ranks:
         with pytest.warns(tv.TraceviewWarning, match="not followed across ranks"):
-            check_tiling(tv.critical_path(trace, rank=r))
+            check_tiling(tv.critical_path(trace, ranks=r))
 
 
 def test_iterations_scope(dlrm: tv.Trace) -> None:
     steps = sorted(set(dlrm.iterations["step"]))
-    path = tv.critical_path(dlrm, rank=1, iterations=steps[-1])
+    path = tv.critical_path(dlrm, ranks=1, iterations=steps[-1])
     check_tiling(path)
     eids = set(dlrm.select(ranks=1, iterations=steps[-1]).events(1)["eid"])
     assert set(path["eid"]) <= eids
@@ -421,7 +428,7 @@ def test_random_traces_give_a_tiling_path(tmp_path: Path, events: list[dict]) ->
     # still covers its span exactly once.
     folder = tmp_path / f"h{abs(hash(str(events)))}"
     trace = load(folder, [*events, kb.kernel("anchor", 0, 0.001, corr=10_000, stream=99)])
-    path = tv.critical_path(trace, rank=0)
+    path = tv.critical_path(trace, ranks=0)
     check_tiling(path)
     ev = trace.events(0)
     assert int(path["end_ns"].iloc[-1]) == int((ev["ts_ns"] + ev["dur_ns"]).max())
@@ -432,7 +439,7 @@ def test_random_traces_give_a_tiling_path(tmp_path: Path, events: list[dict]) ->
 def test_dask_engine_gives_the_same_paths(dask_client: object, dlrm: tv.Trace) -> None:
     trace = tv.load(tv.sample_path(), engine="dask", client=dask_client, cache=False)
     pd.testing.assert_frame_equal(tv.critical_path(trace), tv.critical_path(dlrm))
-    pd.testing.assert_frame_equal(tv.critical_path(trace, rank=2), tv.critical_path(dlrm, rank=2))
+    pd.testing.assert_frame_equal(tv.critical_path(trace, ranks=2), tv.critical_path(dlrm, ranks=2))
     np.testing.assert_array_equal(
         tv.critical_path(trace, view="categories")["time_ns"], tv.critical_path(dlrm, view="categories")["time_ns"]
     )

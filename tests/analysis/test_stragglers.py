@@ -124,15 +124,19 @@ def test_sequence_numbers_match_across_streams_and_orders(tmp_path: Path) -> Non
     assert by_order["ranks"].tolist() == [3, 3, 3]
 
 
-def test_clock_skew_and_align_ends(tmp_path: Path) -> None:
-    """Rank 3's clock runs 1 ms ahead: its arrivals look last. Aligning the collectives'
-    ends removes the offset and rank 2 is the straggler again."""
+def test_clock_skew_and_aligned_clocks(tmp_path: Path) -> None:
+    """Rank 3's clock runs 1 ms ahead: its arrivals look last. Aligning the clocks on the
+    collectives' ends (tv.align_clocks, the one way) removes the offset and rank 2 is the
+    straggler again."""
     ranks = [_rank_events(r, skew=1000 if r == 3 else 0) for r in range(4)]
     trace = tv.load(_write(tmp_path, ranks), cache=False)
     assert tv.stragglers(trace, by="collective")["last_rank"].tolist() == [3, 3, 3]
-    aligned = tv.stragglers(trace, by="collective", align_ends=True)
+    aligned = tv.stragglers(tv.align_clocks(trace), by="collective")
     assert aligned["last_rank"].tolist() == [2, 1, 2]
     assert aligned["spread_ns"].tolist() == [300 * US, 90 * US, 250 * US]
+    # The former align_ends= says where alignment went.
+    with pytest.raises(tv.OptionError, match=r"align_ends= was removed.*tv\.align_clocks"):
+        tv.stragglers(trace, align_ends=True)  # type: ignore[arg-type]
 
 
 def test_uneven_counts_warn(tmp_path: Path) -> None:

@@ -269,7 +269,7 @@ def test_widget_state_and_follow(dlrm: tv.Trace) -> None:
     dash.timeline.selected_range = [1_000_000.0, 3_000_000.0]
     assert dash.breakdown_range == (lo, lo + 2_000_000)
     assert dash.breakdown()["range"] == [1_000_000.0, 3_000_000.0]
-    with pytest.raises(ValueError, match="unknown tab"):
+    with pytest.raises(tv.OptionError, match="tab='nope' is not accepted; use one of 'overview'"):
         tv.Dashboard(dlrm, tab="nope")
     with pytest.raises(TypeError):
         tv.Dashboard("not a trace")  # type: ignore[arg-type]

@@ -195,11 +195,12 @@ def test_all_files_bad_with_skip_is_still_an_error(tmp_path: Path) -> None:
 
 
 def test_bad_options_are_clear() -> None:
-    with pytest.raises(ValueError, match="on_error must be"):
+    # OptionError (a ValueError) through OptionError.invalid: the option, what was got, what is accepted.
+    with pytest.raises(tv.OptionError, match=r"on_error='ignore' is not accepted; use one of 'raise', 'skip'"):
         tv.load(tv.sample_path(), on_error="ignore")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="engine must be one of"):
+    with pytest.raises(tv.OptionError, match=r"engine='gpu' is not accepted; use one of 'auto', 'serial'"):
         tv.load(tv.sample_path(), engine="gpu")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="bad_events must be"):
+    with pytest.raises(tv.OptionError, match=r"bad_events='keep' is not accepted; use one of 'raise', 'drop'"):
         tv.load(tv.sample_path(), bad_events="keep")  # type: ignore[arg-type]
 
 

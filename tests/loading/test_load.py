@@ -242,3 +242,28 @@ def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
     freed = tv_cache.prune(cache, max_bytes=sum(sizes.values()) - 1)
     assert freed == sizes[entries[0]]
     assert sorted(cache.iterdir()) == entries[1:]
+
+
+def test_progress_is_the_one_protocol(tmp_path: Path) -> None:
+    """``progress=`` takes a Progress, ``(done, total, label)``, the callable the dashboard's
+    tabs and the report take: called before the first file and after each one, with no bar.
+    Files read from the cache count as done from the start."""
+    from jupyter_traceview.progress import Progress
+
+    for r in range(3):
+        kb.write(tmp_path / f"rank-{r}.json", kb.doc([kb.step(1, 0, 100), *kb.launch("k", 10, 20, 30, corr=1)], rank=r))
+    seen: list[tuple[int, int, str]] = []
+    report: Progress = lambda done, total, label: seen.append((done, total, label))  # noqa: E731
+    cache = tmp_path / "cache"
+    tv.load(tmp_path, cache=cache, progress=report, engine="serial")
+    assert seen == [
+        (0, 3, "loading traces"),
+        (1, 3, "loading traces"),
+        (2, 3, "loading traces"),
+        (3, 3, "loading traces"),
+    ]
+    seen.clear()
+    tv.load(tmp_path, cache=cache, progress=report)
+    assert seen == [(3, 3, "loading traces")]  # every file came from the cache
+    with pytest.raises(tv.OptionError, match=r"on_progress= was removed; pass the callable as progress="):
+        tv.load(tmp_path, on_progress=lambda done, total: None)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Clock alignment from matched collectives: offsets known by construction, refusals, load(align=)."""
+"""Clock alignment from matched collectives: offsets known by construction, refusals, tv.align_clocks."""
 
 from __future__ import annotations
 
@@ -230,13 +230,15 @@ def test_align_clocks_shifts_every_time_and_records_it(dlrm: tv.Trace) -> None:
     assert twice.meta(1).extra["clock_offset_ns"] == offsets_of(result)[1] + 100
 
 
-def test_load_with_align(dlrm: tv.Trace) -> None:
-    aligned = tv.load(tv.sample_path(), cache=False, align="collectives")
+def test_align_clocks_estimates_when_not_given_offsets(dlrm: tv.Trace) -> None:
+    """tv.align_clocks(trace) is the one way to align (load(align=) was removed): without
+    offsets it estimates them with clock_alignment and records them in the metadata."""
+    aligned = tv.align_clocks(tv.load(tv.sample_path(), cache=False))
     expected = tv.clock_alignment(dlrm)
     assert aligned.metadata["clock_offset_ns"].tolist() == expected["offset_ns"].tolist()
     pd.testing.assert_frame_equal(aligned.events(2), tv.align_clocks(dlrm, expected).events(2))
-    with pytest.raises(ValueError, match="align must be None or 'collectives'"):
-        tv.load(tv.sample_path(), align="ntp")  # type: ignore[arg-type]
+    with pytest.raises(tv.OptionError, match=r"align= was removed.*tv\.align_clocks\(tv\.load\(path\)\)"):
+        tv.load(tv.sample_path(), align="collectives")  # type: ignore[arg-type]
 
 
 def test_align_clocks_checks_its_offsets(dlrm: tv.Trace) -> None:
@@ -248,7 +250,7 @@ def test_align_clocks_checks_its_offsets(dlrm: tv.Trace) -> None:
 
 # ---------------------------------------------------------------------- dask
 def test_dask_engine_aligns_the_same(dask_client: object, dlrm: tv.Trace) -> None:
-    trace = tv.load(tv.sample_path(), engine="dask", client=dask_client, cache=False, align="collectives")
+    trace = tv.align_clocks(tv.load(tv.sample_path(), engine="dask", client=dask_client, cache=False))
     expected = tv.clock_alignment(dlrm)
     assert trace.metadata["clock_offset_ns"].tolist() == expected["offset_ns"].tolist()
     assert trace.meta(3).extra["clock_offset_ns"] == expected["offset_ns"].iloc[3]

@@ -401,3 +401,29 @@ async def test_dashboard_requires_authentication(jp_fetch: Any, root: Path) -> N
             headers={"Authorization": ""},
         )
     assert exc.value.code in (401, 403)
+
+
+def test_the_server_checks_commands_against_the_one_list() -> None:
+    """The server refuses what ``dashboard.commands.ALL_COMMANDS`` does not list, and that list is
+    what ``answer`` answers: a name added to one is known to the other. Checking a request's
+    command imports neither numpy nor pandas (the server process stays light)."""
+    import subprocess
+    import sys
+
+    from jupyter_traceview.dashboard import commands
+    from jupyter_traceview.server import handlers
+    from jupyter_traceview.views.timeline import protocol as timeline_protocol
+
+    assert frozenset(commands.ALL_COMMANDS) == handlers.DASHBOARD_COMMANDS
+    assert set(commands.ALL_COMMANDS) == {*commands.COMMANDS, *timeline_protocol.COMMANDS}
+    assert len(commands.ALL_COMMANDS) == len(set(commands.ALL_COMMANDS))
+    # Every other name is unknown to ``answer`` (it says so before touching the data).
+    out, _ = commands.answer(None, "_shell", {})  # type: ignore[arg-type]
+    assert "unknown command '_shell'" in out["error"]
+    assert all(name in out["error"] for name in commands.ALL_COMMANDS)
+    code = (
+        "import sys, jupyter_traceview.dashboard.commands; "
+        "print(','.join(m for m in ('numpy', 'pandas', 'bokeh') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == ""

@@ -32,6 +32,13 @@ class ThresholdField:
     rule: str | None
 
 
+#: Fields no longer accepted, and what replaced them.
+_REMOVED = {
+    "align_clocks": "the findings read the trace they are given: align its clocks first, "
+    "tv.findings(tv.align_clocks(trace))",
+}
+
+
 class FindingRules:
     """The thresholds of :func:`findings`, every field with a default (``docs/semantics.md``).
 
@@ -46,6 +53,8 @@ class FindingRules:
     def __init__(self, **thresholds: Any) -> None:
         owners = {f.name: f.rule for f in self.fields()}
         for k in thresholds:
+            if k in _REMOVED:
+                raise OptionError(f"FindingRules: {k} was removed; {_REMOVED[k]}")
             if k not in owners:
                 raise OptionError.invalid("threshold", k, list(owners))
         common = {k: v for k, v in thresholds.items() if owners[k] is None}

@@ -104,7 +104,7 @@ class Context:
     def stragglers(self, by: str) -> pd.DataFrame:
         if len(self.gpu_ranks) < 2:
             return pd.DataFrame()
-        return self.call(stragglers, f"stragglers_{by}", by=by, align_ends=bool(self.common.align_clocks))
+        return self.call(stragglers, f"stragglers_{by}", by=by)
 
     def wait_ns(self) -> dict[int, int]:
         """Per rank, time waiting for late ranks in collectives (0 where unknown)."""

@@ -51,9 +51,6 @@ class Common(Thresholds):
     #: ``tiny_kernels``, ``low_occupancy`` (and ``kernel_launch_stats(short_kernel_ns=)``):
     #: a launch running less than this on the GPU is tiny.
     tiny_kernel_ns: int = 10_000
-    #: ``straggler``, ``collective_wait``, ``exposed_communication``: remove a per-rank
-    #: clock offset first (``stragglers(align_ends=True)``), for hosts with skewed clocks.
-    align_clocks: bool = False
 
     def check(self) -> None:
         if self.medium_pct > self.high_pct:

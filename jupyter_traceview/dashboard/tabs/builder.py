@@ -13,6 +13,7 @@ import pandas as pd
 from ...errors import TraceviewError
 from ...model.display_hook import Headline
 from ...model.trace import Trace
+from ...progress import Progress
 from ...views.colors import Theme
 from ..protocol import Chart, ColumnFormat, Figure, Finding, Table, Tone
 
@@ -20,7 +21,6 @@ __all__ = [
     "HEATMAP_HINT",
     "MAX_TABLE_ROWS",
     "Column",
-    "Progress",
     "Source",
     "TabBuilder",
     "charts",
@@ -29,9 +29,6 @@ __all__ = [
     "pct",
     "table",
 ]
-
-#: ``progress(done, total, label)``: called while a tab is computed.
-Progress = Callable[[int, int, str], None]
 
 
 class Source(Protocol):

@@ -38,6 +38,7 @@ import numpy as np
 from ...errors import TraceSelectionError, TraceviewError
 from ...model.trace import Trace
 from ..colors import palette
+from .commands import COMMANDS
 from .counters import COUNTER_SERIES, CounterIndex, CounterWindow, counter_meta
 from .index import LevelOfDetail, TimelineIndex, Window
 from .messages import (
@@ -81,8 +82,6 @@ __all__ = [
     "timeline_state",
 ]
 
-#: The commands of the timeline front end.
-COMMANDS = ("_window", "_details", "_find", "_summary", "_ranks")
 #: Ranks collapsed to their summary row when the timeline opens, above this many ranks.
 COLLAPSE_ABOVE = 16
 #: The most pixel columns a window is answered at (a 4K screen at twice the density, plus the

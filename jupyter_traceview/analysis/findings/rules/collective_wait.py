@@ -72,7 +72,7 @@ def collective_wait(ctx: Context, r: CollectiveWaitThresholds) -> list[Finding]:
         f"{c0['last_rank']} arrived {fmt_ns(c0['spread_ns'])} after the first; last to arrive most often: {most_late}. "
         "Speed up or rebalance the late ranks (see the load_imbalance and straggler findings); a late first "
         "collective often means the ranks began the step at different times (data loading, host work before "
-        "it). Arrivals compare clocks across ranks: with several hosts check with stragglers(align_ends=True)."
+        "it). Arrivals compare clocks across ranks: with several hosts, align them first (tv.align_clocks(trace))."
     )
     title = f"Ranks wait for late peers in collectives: {fmt_ns(w['waiting_ns'])} on rank {worst} ({fmt_pct(share)} of its GPU span)"
     evidence = {
