@@ -125,7 +125,9 @@ def thread_states(
     kind_codes = ev["kind"].cat.codes.to_numpy()[rows]
 
     def kind_is(*kinds: str) -> np.ndarray:
-        return np.append(np.isin(kind_cats, list(kinds)), False)[kind_codes]
+        lut: np.ndarray = np.append(np.isin(kind_cats, list(kinds)), False)
+        hit: np.ndarray = lut[kind_codes]
+        return hit
 
     cats = pd.Index(ev["name"].cat.categories.astype(str))
     rx = re.compile(pattern)
