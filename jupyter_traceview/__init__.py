@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
-from .model.display_hook import set_headline_hook, set_mimebundle_hook
+from .model.display_hook import Headline, set_headline_hook, set_mimebundle_hook
 
 if TYPE_CHECKING:
     # What type checkers see; at run time __getattr__ imports each name on first use.
@@ -120,7 +120,7 @@ def _trace_mimebundle(trace: Any, *, include: Any = None, exclude: Any = None) -
 set_mimebundle_hook(_trace_mimebundle)
 
 
-def _trace_headline(trace: Any) -> dict[str, Any]:
+def _trace_headline(trace: Any) -> Headline:
     """``tv.headline(trace)`` for the trace's reprs (the analyses imported when first shown)."""
     from .analysis.headline import headline
 

@@ -1,10 +1,13 @@
-"""Project-level rules: the schema is documented, layers point one way."""
+"""Project-level rules: the schema is documented, layers point one way, the lower layers are typed strictly."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from jupyter_traceview.model import schema
 
@@ -34,3 +37,33 @@ def test_analysis_layer_imports_no_ui() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"the trace model or analyses import UI packages: {out.stdout}"
+
+
+def _pyproject() -> dict[str, Any]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def test_mypy_checks_the_lower_layers_strictly_at_the_lowest_python() -> None:
+    """The model, loading, analysis and views layers are checked with exactly ``mypy --strict``'s
+    per-module flags (an override: mypy applies ``strict = true`` to the whole run), at the
+    lowest Python version the package supports."""
+    pytest.importorskip("mypy")
+    from mypy.main import process_options
+    from mypy.options import PER_MODULE_OPTIONS
+
+    conf = _pyproject()
+    mypy_conf = conf["tool"]["mypy"]
+    assert conf["project"]["requires-python"] == f">={mypy_conf['python_version']}"
+    _, strict = process_options(["--config-file=", "--strict", "-c", "pass"])
+    _, plain = process_options(["--config-file=", "-c", "pass"])
+    strict_flags = {k: getattr(strict, k) for k in PER_MODULE_OPTIONS if getattr(strict, k) != getattr(plain, k)}
+    assert len(strict_flags) >= 10  # what --strict turns on, per module
+    (override,) = [o for o in mypy_conf["overrides"] if "jupyter_traceview.model" in o["module"]]
+    for layer in ("model", "loading", "analysis", "views"):
+        assert {f"jupyter_traceview.{layer}", f"jupyter_traceview.{layer}.*"} <= set(override["module"])
+    assert {k: v for k, v in override.items() if k != "module"} == strict_flags

@@ -6,7 +6,7 @@ import { URLExt } from "@jupyterlab/coreutils";
 import { ServerConnection } from "@jupyterlab/services";
 
 import { TracesApiError } from "./tokens";
-import type { ITracesApi, ListOptions, RawAnswer, RunsListing } from "./tokens";
+import type { ErrorBody, ITracesApi, ListOptions, RawAnswer, RunsListing } from "./tokens";
 
 const NOT_ENABLED =
   "The Traces server extension does not answer: check that jupyter_traceview is installed in " +
@@ -36,7 +36,7 @@ async function get(
     throw new TracesApiError(response.status, response.status === 404 ? NOT_ENABLED : response.statusText);
   }
   if (!response.ok) {
-    const message = (body as { message?: unknown } | null)?.message;
+    const message = (body as Partial<ErrorBody> | null)?.message;
     throw new TracesApiError(
       response.status,
       typeof message === "string" && message ? message : `${response.status} ${response.statusText}`,

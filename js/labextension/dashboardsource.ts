@@ -11,7 +11,15 @@
 import type { DashboardPayload, DashboardSource, ProgressReport } from "../dashboard/protocol";
 import type { InvokeOptions } from "../timeline/state";
 import { TracesApiError } from "./tokens";
-import type { RawAnswer, TaskProgress, TaskState } from "./tokens";
+import type {
+  AnswerHeader,
+  CommandPending,
+  DashboardRequest,
+  ErrorBody,
+  RawAnswer,
+  TaskProgress,
+  TaskState,
+} from "./tokens";
 
 /** Sends one command to the server: `ITracesApi.dashboard` (api.ts: JupyterLab's ServerConnection). */
 export type DashboardTransport = (
@@ -27,7 +35,7 @@ export interface Answer {
 }
 
 /** A 202 answer: how far the server is. */
-export type Pending = Exclude<TaskState<never>, { status: "ready" }>;
+export type Pending = CommandPending;
 
 /** Pause between two asks while the server computes (it already holds each request ~1 s). */
 const REASK_MS = 50;
@@ -40,10 +48,7 @@ export function decodeAnswer(body: ArrayBuffer): Answer {
   if (body.byteLength < 4) throw new TracesApiError(200, "the server's answer is truncated");
   const n = new DataView(body).getUint32(0, false);
   if (4 + n > body.byteLength) throw new TracesApiError(200, "the server's answer is truncated");
-  const head = JSON.parse(new TextDecoder().decode(new Uint8Array(body, 4, n))) as {
-    msg: unknown;
-    buffers?: number[];
-  };
+  const head = JSON.parse(new TextDecoder().decode(new Uint8Array(body, 4, n))) as Partial<AnswerHeader>;
   const buffers: DataView[] = [];
   let at = 4 + n;
   for (const size of head.buffers ?? []) {
@@ -54,9 +59,9 @@ export function decodeAnswer(body: ArrayBuffer): Answer {
   return { msg: head.msg, buffers };
 }
 
-function jsonBody(answer: RawAnswer): Record<string, unknown> {
+function jsonBody(answer: RawAnswer): Partial<ErrorBody> & Record<string, unknown> {
   try {
-    return JSON.parse(new TextDecoder().decode(answer.body)) as Record<string, unknown>;
+    return JSON.parse(new TextDecoder().decode(answer.body)) as Partial<ErrorBody> & Record<string, unknown>;
   } catch {
     return {};
   }
@@ -81,7 +86,8 @@ export class RestDashboardSource implements DashboardSource {
   async ask(command: string, msg: unknown, signal?: AbortSignal): Promise<Answer | Pending> {
     const params: Record<string, string> = { path: this.path };
     if (this.baseline !== null) params.baseline = this.baseline;
-    const answer = await this._transport(params, JSON.stringify({ command, msg: msg ?? {} }), signal);
+    const request: DashboardRequest = { command, msg: msg ?? {} };
+    const answer = await this._transport(params, JSON.stringify(request), signal);
     if (answer.status === 200) return decodeAnswer(answer.body);
     const body = jsonBody(answer);
     if (answer.status === 202) return body as unknown as Pending;

@@ -2,9 +2,11 @@
  * The Traces sidebar's interfaces and token: what the server answers, what the model
  * exposes, what the settings hold.
  *
- * The JSON shapes mirror jupyter_traceview/server/handlers.py (`RunsHandler._row`,
- * `DashboardHandler`) and jupyter_traceview/server/worker.py (`headline_figures`), with
- * the same snake_case names. The dashboard's own shapes are js/dashboard/protocol.ts.
+ * The JSON shapes (the interfaces before `ListOptions`) mirror the TypedDicts of the same
+ * names in jupyter_traceview/server/messages.py (`RunFigures`: `HeadlineFigures` in
+ * jupyter_traceview/model/display_hook.py), with the same snake_case names;
+ * tests/server/test_server_messages.py compares the keys. The dashboard's own shapes are
+ * js/dashboard/protocol.ts.
  */
 import { Token } from "@lumino/coreutils";
 import type { ISignal } from "@lumino/signaling";
@@ -82,16 +84,46 @@ export interface RunRow {
   progress?: TaskProgress;
 }
 
+/** `GET /traceview/api/runs`. */
 export interface RunsListing {
   runs: RunRow[];
   /** More runs exist than the server lists (c.TraceviewServer.max_runs). */
   truncated: boolean;
 }
 
+/** A task still computing (HTTP 202): its progress, its place in the queue, its age in seconds. */
+export interface TaskPending {
+  status: "queued" | "running";
+  progress: TaskProgress;
+  position?: number;
+  elapsed_s?: number;
+}
+
+/** `POST /traceview/api/dashboard` while the worker computes (202): ask again with the same body. */
+export interface CommandPending extends TaskPending {
+  command?: string;
+}
+
+/** `POST /traceview/api/dashboard` body: one command of the dashboard's front end and its message. */
+export interface DashboardRequest {
+  command: string;
+  msg: unknown;
+}
+
+/** The JSON head of a ready `POST /traceview/api/dashboard` answer: the message and its buffers' lengths. */
+export interface AnswerHeader {
+  status: "ready";
+  msg: unknown;
+  buffers: number[];
+}
+
+/** Any error answer of the server (4xx): why, in words. */
+export interface ErrorBody {
+  message: string;
+}
+
 /** What a task endpoint answers: the data, or how far the work is (HTTP 202). */
-export type TaskState<T> =
-  | { status: "ready"; data: T }
-  | { status: "queued" | "running"; progress: TaskProgress; position?: number; elapsed_s?: number };
+export type TaskState<T> = { status: "ready"; data: T } | TaskPending;
 
 /** Where to look for runs: from the settings (the cache folder is the server's configuration). */
 export interface ListOptions {

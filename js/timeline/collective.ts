@@ -14,39 +14,11 @@ import { withAlpha } from "./colors";
 import type { Scale } from "./draw";
 import { xOf } from "./draw";
 import type { Layout } from "./layout";
+import type { CollectiveInstance } from "./model";
 import type { Invoke } from "./state";
 
-/** One rank's part of a collective instance (times: ns relative to the trace's origin). */
-export interface CollectiveRank {
-  rank: number;
-  /** The rank's first kernel start of the instance (its arrival). */
-  start: number;
-  /** The rank's last kernel end of the instance. */
-  end: number;
-  /** The kernel that starts first. */
-  eid: number;
-  kernels: number;
-  /** Its timeline row (null when not drawn). */
-  row: number | null;
-}
-
-/** `_collective` command response (collective_instance in views/timeline/collective.py). */
-export interface CollectiveInstance {
-  found: boolean;
-  reason?: string;
-  key?: string;
-  collective?: string;
-  matched_by?: "seq" | "order";
-  ranks?: CollectiveRank[];
-  first?: { rank: number; start: number };
-  last?: { rank: number; start: number };
-  wait_ns?: number;
-  consistent?: boolean;
-  error?: string;
-}
-
 /** A found instance (every optional field present). */
-export type FoundInstance = Required<Omit<CollectiveInstance, "reason" | "error">>;
+export type FoundInstance = Required<Omit<CollectiveInstance, "reason">>;
 
 export function isFound(c: CollectiveInstance | null): c is FoundInstance {
   return c !== null && c.found && c.ranks !== undefined && c.last !== undefined && c.first !== undefined;

@@ -10,7 +10,18 @@
  * the window in flight fits them. When the view rests, its neighbours are prefetched
  * (`prefetchWants`).
  */
-import type { EventDetails, FindResult, RangeSummary, WindowRequest, WindowResponseMeta } from "./model";
+import type {
+  CommandError,
+  DetailsRequest,
+  EventDetails,
+  FindRequest,
+  FindResult,
+  RangeSummary,
+  SummaryRequest,
+  WindowError,
+  WindowRequest,
+  WindowResponseMeta,
+} from "./model";
 import { type WindowData, aligned, decodeWindow } from "./protocol";
 import type { Invoke } from "./state";
 import {
@@ -139,10 +150,10 @@ export class Fetcher {
     };
     const t = performance.now();
     try {
-      const [meta, buffers] = await this.invoke<WindowResponseMeta>("_window", req, {
+      const [meta, buffers] = await this.invoke<WindowResponseMeta | WindowError>("_window", req, {
         signal: this.signal,
       });
-      if (meta.error) {
+      if ("error" in meta) {
         if (!prefetch) this.cb.onError(meta.error);
       } else {
         const buf = buffers[0];
@@ -239,8 +250,9 @@ export class Fetcher {
     const hit = this.detailsCache.get(key);
     if (hit) return hit;
     try {
-      const [d] = await this.invoke<EventDetails>("_details", { rank, eid }, { signal: this.signal });
-      if (d.error) return null;
+      const req: DetailsRequest = { rank, eid };
+      const [d] = await this.invoke<EventDetails | CommandError>("_details", req, { signal: this.signal });
+      if ("error" in d) return null;
       if (this.detailsCache.size > 500) this.detailsCache.clear();
       this.detailsCache.set(key, d);
       return d;
@@ -251,17 +263,15 @@ export class Fetcher {
 
   /** The summary of `[lo, hi)` on `ranks`; null when the owner answers an error (rejects when aborted). */
   async summary(lo: number, hi: number, ranks: number[]): Promise<RangeSummary | null> {
-    const [s] = await this.invoke<RangeSummary>("_summary", { lo, hi, ranks }, { signal: this.signal });
-    return s.error ? null : s;
+    const req: SummaryRequest = { lo, hi, ranks };
+    const [s] = await this.invoke<RangeSummary | CommandError>("_summary", req, { signal: this.signal });
+    return "error" in s ? null : s;
   }
 
   /** The next match of `pattern` after `t` (`direction` 1) or before it (-1) among `rows`. */
   async find(pattern: string, t: number, direction: number, rows: number[]): Promise<FindResult> {
-    const [res] = await this.invoke<FindResult>(
-      "_find",
-      { pattern, t, direction, rows },
-      { signal: this.signal },
-    );
-    return res;
+    const req: FindRequest = { pattern, t, direction, rows };
+    const [res] = await this.invoke<FindResult | CommandError>("_find", req, { signal: this.signal });
+    return "error" in res ? { found: false } : res;
   }
 }

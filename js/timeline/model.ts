@@ -2,8 +2,11 @@
  * The synced state of a Timeline and the messages it exchanges with the kernel.
  *
  * `TimelineModel` mirrors the traits of `Timeline` in
- * jupyter_traceview/widgets/timeline.py (same snake_case names). Times are float ns
- * relative to the trace's first event.
+ * jupyter_traceview/widgets/timeline.py (same snake_case names). Every interface here mirrors
+ * the TypedDict of the same name in jupyter_traceview/views/timeline/messages.py (the palette's
+ * in jupyter_traceview/views/colors.py); tests/views/test_timeline_messages.py compares the
+ * keys, so name a new shape as an interface (not inline) and add its TypedDict. Times are
+ * float ns relative to the trace's first event.
  */
 
 /** One colour kind of the palette (jupyter_traceview/views/colors.json). */
@@ -14,13 +17,25 @@ export interface PaletteKind {
   dark: string;
 }
 
+/** A CSS colour per theme. */
+export interface ThemeColor {
+  light: string;
+  dark: string;
+}
+
+/** The colours names are hashed into, per theme. */
+export interface NamePalette {
+  light: string[];
+  dark: string[];
+}
+
 /** jupyter_traceview/views/colors.json, sent once by the widget. */
 export interface Palette {
   kinds: PaletteKind[];
-  names: { light: string[]; dark: string[] };
-  highlight: { light: string; dark: string };
-  selection: { light: string; dark: string };
-  flow: { light: string; dark: string };
+  names: NamePalette;
+  highlight: ThemeColor;
+  selection: ThemeColor;
+  flow: ThemeColor;
 }
 
 /** A row: one lane (GPU stream or CPU thread) at one nesting depth. */
@@ -128,7 +143,6 @@ export interface StragglerRank {
 export interface RankPresets {
   slowest: SlowRank[];
   stragglers: StragglerRank[];
-  error?: string;
 }
 
 /** `_window` command request (Timeline._window). */
@@ -143,6 +157,38 @@ export interface WindowRequest {
   name_colors: boolean;
   /** Memory counter lanes wanted (ids of `_counters`). */
   counters?: number[];
+}
+
+/** `_details` command request. */
+export interface DetailsRequest {
+  rank: number;
+  eid: number;
+}
+
+/** `_find` command request: the next (`direction` 1) or previous (-1) match after `t`. */
+export interface FindRequest {
+  pattern: string;
+  t: number;
+  direction: number;
+  rows: number[];
+}
+
+/** `_summary` command request. */
+export interface SummaryRequest {
+  lo: number;
+  hi: number;
+  ranks: number[];
+}
+
+/** The answer to a malformed `_details`, `_find` or `_summary` request. */
+export interface CommandError {
+  error: string;
+}
+
+/** The answer to a malformed `_window` request (`seq`: the request's). */
+export interface WindowError {
+  seq: number;
+  error: string;
 }
 
 /** Where a row's data sits in the response's sections. */
@@ -160,6 +206,7 @@ export interface CounterSlice {
   count: number;
 }
 
+/** Where a rank's summary row sits in the bin sections. */
 export interface SummarySlice {
   rank: number;
   offset: number;
@@ -169,7 +216,7 @@ export interface SummarySlice {
 /** `[byte offset, length, dtype]` of each section of the response buffer. */
 export type Layout = Record<string, [number, number, string]>;
 
-/** `_window` command response metadata (encode_window in timeline.py). */
+/** `_window` command response metadata (encode_window in views/timeline/protocol.py). */
 export interface WindowResponseMeta {
   seq: number;
   lo: number;
@@ -184,7 +231,70 @@ export interface WindowResponseMeta {
   name_match?: boolean[];
   layout: Layout;
   kernel_ms: number;
-  error?: string;
+}
+
+/** `_collective` request: a communication kernel. */
+export interface CollectiveRequest {
+  rank: number;
+  eid: number;
+}
+
+/** One rank's part of a collective instance (times: ns relative to the trace's origin). */
+export interface CollectiveRank {
+  rank: number;
+  /** The rank's first kernel start of the instance (its arrival). */
+  start: number;
+  /** The rank's last kernel end of the instance. */
+  end: number;
+  /** The kernel that starts first. */
+  eid: number;
+  kernels: number;
+  /** Its timeline row (null when not drawn). */
+  row: number | null;
+}
+
+/** The first or the last rank to arrive at a collective instance. */
+export interface CollectiveArrival {
+  rank: number;
+  start: number;
+}
+
+/** `_collective` answer (collective_instance in views/timeline/collective.py). */
+export interface CollectiveInstance {
+  found: boolean;
+  reason?: string;
+  key?: string;
+  collective?: string;
+  matched_by?: "seq" | "order";
+  ranks?: CollectiveRank[];
+  first?: CollectiveArrival;
+  last?: CollectiveArrival;
+  wait_ns?: number;
+  consistent?: boolean;
+}
+
+/** The collective of a communication kernel. */
+export interface CollectiveInfo {
+  collective: string;
+  dtype: string | null;
+  in_nelems: number;
+  out_nelems: number;
+  group_size: number;
+}
+
+/** The CPU call that launched a GPU activity (`row`: null if not drawn). */
+export interface LaunchInfo {
+  eid: number;
+  name: string;
+  start: number;
+  dur_ns: number;
+  row: number | null;
+}
+
+/** The operator around a launch, or the parent of a CPU event. */
+export interface OperatorRef {
+  eid: number;
+  name: string;
 }
 
 /** `_details` command response (TimelineIndex.details). */
@@ -211,16 +321,9 @@ export interface EventDetails {
   bytes?: number;
   bandwidth_gbps?: number;
   copy_kind?: string;
-  collective?: {
-    collective: string;
-    dtype: string | null;
-    in_nelems: number;
-    out_nelems: number;
-    group_size: number;
-  };
-  launch?: { eid: number; name: string; start: number; dur_ns: number; row: number | null };
-  operator?: { eid: number; name: string };
-  error?: string;
+  collective?: CollectiveInfo;
+  launch?: LaunchInfo;
+  operator?: OperatorRef;
 }
 
 /** `_find` command response. */
@@ -232,7 +335,28 @@ export interface FindResult {
   start?: number;
   end?: number;
   name?: string;
-  error?: string;
+}
+
+/** Time covered by any kind in a range (overlaps counted once), and events overlapping it. */
+export interface BusyTotal {
+  busy_ns: number;
+  pct: number;
+  events: number;
+}
+
+/** One colour kind's share of a range. */
+export interface KindBusy {
+  kind: string;
+  busy_ns: number;
+  pct: number;
+  events: number;
+}
+
+/** A name taking much (clipped) time in a range; `short`: shortened as in the charts (distinct names stay distinct). */
+export interface TopName {
+  name: string;
+  short: string;
+  time_ns: number;
 }
 
 /** `_summary` command response (TimelineIndex.range_summary). */
@@ -241,9 +365,7 @@ export interface RangeSummary {
   hi: number;
   ranks: number[];
   source: "gpu" | "cpu" | "mixed";
-  all: { busy_ns: number; pct: number; events: number };
-  kinds: { kind: string; busy_ns: number; pct: number; events: number }[];
-  /** `short`: the name shortened as in the charts (distinct names stay distinct). */
-  top: { name: string; short: string; time_ns: number }[];
-  error?: string;
+  all: BusyTotal;
+  kinds: KindBusy[];
+  top: TopName[];
 }

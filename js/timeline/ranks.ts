@@ -13,7 +13,7 @@ import { formatCount, formatDuration } from "../format";
 import { el } from "../dom";
 import { AXIS, GUTTER, SCROLLBAR } from "./host";
 import { type Layout, slotAt } from "./layout";
-import type { RankPresets, TimelineModel } from "./model";
+import type { CommandError, RankPresets, TimelineModel } from "./model";
 import type { Invoke, StateModel } from "./state";
 
 // ------------------------------------------------------------------ pure helpers
@@ -337,9 +337,9 @@ export class RankPicker {
     if (this.presets) return Promise.resolve(this.presets);
     if (!this.presetsLoading) {
       this.presetNote.textContent = "computing the presets…";
-      this.presetsLoading = this.invoke<RankPresets>("_ranks", {}, { signal: this.signal })
+      this.presetsLoading = this.invoke<RankPresets | CommandError>("_ranks", {}, { signal: this.signal })
         .then(([res]) => {
-          if (res.error) throw new Error(res.error);
+          if ("error" in res) throw new Error(res.error);
           this.presets = res;
           this.presetNote.textContent = presetText(res);
           this.slowButton.disabled = !res.slowest.length;

@@ -72,7 +72,8 @@ class Activities:
 
     @property
     def dur(self) -> np.ndarray:
-        return self.end - self.ts
+        out: np.ndarray = self.end - self.ts
+        return out
 
     def of(self, *classes: int) -> tuple[np.ndarray, np.ndarray]:
         """Starts and ends of the activities of these classes."""
@@ -103,7 +104,8 @@ def _lut(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
 
 def _lookup(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
     """Codes of a categorical column mapped through ``wanted`` (others and NaN -> -1)."""
-    return _lut(categorical, wanted)[np.asarray(categorical.codes)]
+    out: np.ndarray = _lut(categorical, wanted)[np.asarray(categorical.codes)]
+    return out
 
 
 def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activities:

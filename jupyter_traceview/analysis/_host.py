@@ -112,7 +112,9 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     if has.any():
         np.add.at(child_sum, parent[has], dur[has])
     exclusive = dur - _children_cover(parent, r_ts, r_end)
-    kind = np.asarray(ev["kind"].to_numpy()[rows], dtype=object).astype(str) if n else np.empty(0, dtype=str)
+    # The rows are host kinds (valid codes): their texts through the categories, not per event.
+    kind_cats = np.asarray(ev["kind"].cat.categories.astype(str), dtype=object).astype(str)
+    kind = kind_cats[ev["kind"].cat.codes.to_numpy()[rows]] if n else np.empty(0, dtype=str)
     return HostRanges(
         ev=ev,
         rows=rows,

@@ -79,7 +79,8 @@ def category_mask(column: pd.Series, values: Iterable[str]) -> np.ndarray:
     """Rows of a categorical column whose value is in ``values``, tested once per category."""
     cats = column.cat.categories
     lut = np.append(np.asarray(cats.isin(list(values)), dtype=bool), False)  # code -1 (NaN) -> False
-    return lut[column.cat.codes.to_numpy()]
+    out: np.ndarray = lut[column.cat.codes.to_numpy()]
+    return out
 
 
 def eid_rows(ev: pd.DataFrame) -> np.ndarray:
@@ -212,7 +213,8 @@ def match_names(names: pd.Series, pattern: str, how: str, *, what: str = "operat
         raise OptionError.invalid("match", how, ("exact", "substring", "regex"))
     codes = names.cat.codes.to_numpy()
     lut = np.append(np.asarray(ok, dtype=bool), False)  # code -1 (NaN) -> False
-    return lut[codes]
+    out: np.ndarray = lut[codes]
+    return out
 
 
 def row_ids(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,8 @@ from ..model import intervals as iv
 from ..model.schema import EventKind
 from ..model.trace import Trace
 from . import _links as lk
-from ._common import WORK_CLASSES, empty, gpu_activities, pct, warn_no_gpu
+from ._common import empty, pct, warn_no_gpu
+from ._gpu import activities
 
 __all__ = ["user_annotation_breakdown"]
 
@@ -124,8 +125,7 @@ def user_annotation_breakdown(
     seen_any = False
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        acts = lk.clip_to_window(gpu_activities(trace, r), window)
-        acts = acts.loc[acts["gpu_class"].isin(WORK_CLASSES).to_numpy()]
+        acts = lk.clip_to_window(_work_activities(trace, r), window)
         if acts.empty:
             no_gpu.append(r)
         is_ann = lk.category_mask(ev["kind"], [ann_kind])
@@ -158,6 +158,23 @@ def user_annotation_breakdown(
         return empty(ANNOTATION_COLUMNS)
     out = pd.concat(rows, ignore_index=True)
     return out.astype(ANNOTATION_COLUMNS)[list(ANNOTATION_COLUMNS)]
+
+
+def _work_activities(trace: Trace, rank: int) -> pd.DataFrame:
+    """The rank's GPU work (compute, communication, memory; clipped to ``trace.window``):
+    only the columns the breakdown reads, gathered from the events by row."""
+    a = activities(trace, rank, work_only=True)
+    ev = trace.rank_data(rank).events
+    return pd.DataFrame(
+        {
+            "ts_ns": a.ts,
+            "end_ns": a.end,
+            "dur_ns": a.end - a.ts,
+            "launch_eid": a.launch_eid,
+            "device": ev["device"].to_numpy()[a.rows],
+            "stream": a.stream,
+        }
+    )
 
 
 def _rank_breakdown(

@@ -8,13 +8,15 @@ of :mod:`.operators`).
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
+from ..model.rank_data import RankData
 from ..model.schema import EventKind
 from ..model.trace import Trace
 from . import _links as lk
@@ -166,6 +168,25 @@ def wall_ns(trace: Trace, rank: int, h: HostRanges, window: tuple[int, int] | No
     return int(h.end.max() - h.ts.min())
 
 
+#: The last rank's host ranges and GPU times (``host_facts`` asks for operators, then
+#: Python frames, of one rank at a time: both share them). One entry, so nothing grows.
+_LAST: list[tuple[weakref.ref[RankData], tuple[int, int] | None, tuple[Any, ...]]] = []
+
+
+def _ranges_and_gpu(
+    trace: Trace, rank: int, window: tuple[int, int] | None
+) -> tuple[HostRanges, np.ndarray, np.ndarray]:
+    d = trace.rank_data(rank)
+    last = _LAST[0] if _LAST else None
+    if last is not None and last[0]() is d and last[1] == window:
+        h, gpu, direct = last[2]
+        return h, gpu, direct
+    h = host_ranges(d.events, window)
+    gpu, direct = _gpu_times(trace, rank, h, window) if len(h) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    _LAST[:] = [(weakref.ref(d), window, (h, gpu, direct))]
+    return h, gpu, direct
+
+
 def _gpu_times(trace: Trace, rank: int, h: HostRanges, window: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:
     """GPU time launched inside each host range (any depth) and by it directly (innermost)."""
     n = len(h)
@@ -240,17 +261,19 @@ def _rank_breakdown(
     trace: Trace, rank: int, window: tuple[int, int] | None, *, by: str, kinds: list[str], stack_depth: int
 ) -> pd.DataFrame | None:
     ev = trace.rank_data(rank).events
-    h = host_ranges(ev, window)
+    h, gpu, gpu_direct = _ranges_and_gpu(trace, rank, window)
     if len(h) == 0:
         return None
-    gpu, gpu_direct = _gpu_times(trace, rank, h, window)
     wall = wall_ns(trace, rank, h, window)
     sel = np.flatnonzero(np.isin(h.kind, kinds))
     if not len(sel):
         return None
-    names = h.names[h.name_codes[sel]].astype(str)
-    is_step = (h.kind[sel] == EventKind.USER_ANNOTATION.value) & np.char.startswith(names.astype(str), "ProfilerStep#")
-    names = np.where(is_step, STEP_KEY, names)
+    # Names decided once per distinct name; ProfilerStep#N annotations share one key.
+    cat_names = np.asarray(h.names, dtype=object).astype(str)
+    step_name = np.char.startswith(cat_names, "ProfilerStep#") if len(cat_names) else np.zeros(0, dtype=bool)
+    codes = h.name_codes[sel]
+    is_step = (h.kind[sel] == EventKind.USER_ANNOTATION.value) & step_name[codes]
+    names = np.where(is_step, STEP_KEY, cat_names[codes])
     frame = pd.DataFrame(
         {
             "name": names,

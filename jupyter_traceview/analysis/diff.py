@@ -178,6 +178,7 @@ def trace_diff(
 
 def _sort_ranks(values: np.ndarray) -> np.ndarray:
     """Each value's place in the sorted distinct values (as strings), without a fixed-width copy."""
+    codes: np.ndarray
     codes, _ = pd.factorize(pd.Series(values, dtype=object).astype(str), sort=True)
     return codes
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Literal, overload
+from typing import Literal, cast, overload
 
 import pandas as pd
 
 from ..errors import TraceviewWarning
+from ..model.display_hook import Headline, HeadlineFigures
 from ..model.trace import Trace
 from .efficiency import iteration_stats
 from .summary import summary
 
-__all__ = ["HEADLINE_KEYS", "PER_RANK_COLUMNS", "headline"]
+__all__ = ["HEADLINE_KEYS", "PER_RANK_COLUMNS", "Headline", "HeadlineFigures", "figures_of", "headline"]
 
 #: The keys of ``headline(trace)``, with their meaning and unit (also in docs/semantics.md).
 HEADLINE_KEYS: dict[str, str] = {
@@ -76,10 +77,10 @@ _RENAME = {"gpu_start_ns": "start_ns", "gpu_end_ns": "end_ns", "gpu_span_ns": "s
 
 
 @overload
-def headline(trace: Trace, *, per_rank: Literal[False] = ...) -> dict[str, Any]: ...
+def headline(trace: Trace, *, per_rank: Literal[False] = ...) -> Headline: ...
 @overload
 def headline(trace: Trace, *, per_rank: Literal[True]) -> pd.DataFrame: ...
-def headline(trace: Trace, *, per_rank: bool = False) -> dict[str, Any] | pd.DataFrame:
+def headline(trace: Trace, *, per_rank: bool = False) -> Headline | pd.DataFrame:
     """The figures every surface shows about ``trace``: a JSON-ready dict, or one row per rank.
 
     Parameters
@@ -92,8 +93,8 @@ def headline(trace: Trace, *, per_rank: bool = False) -> dict[str, Any] | pd.Dat
 
     Returns
     -------
-    dict
-        JSON-ready (ints, floats, strings, lists, None; no NaN). Keys (units in the
+    Headline
+        A dict, JSON-ready (ints, floats, strings, lists, None; no NaN). Keys (units in the
         names; see :data:`HEADLINE_KEYS` and ``docs/semantics.md``): ``source``,
         ``ranks``, ``rank_ids``, ``devices``, ``t0_ns``, ``window``, ``events``,
         ``cpu_ops``, ``kernels``, ``gpu_activities``, ``iterations`` (a count),
@@ -171,6 +172,12 @@ def headline(trace: Trace, *, per_rank: bool = False) -> dict[str, Any] | pd.Dat
         "compute_pct": _mean(gpu["compute_pct"]),
         "exposed_comm_pct": _mean(gpu["exposed_comm_pct"]),
     }
+
+
+def figures_of(h: Headline) -> HeadlineFigures:
+    """The figures of a headline without its ``source`` (what the Traces sidebar lists)."""
+    out = {k: v for k, v in h.items() if k != "source"}
+    return cast(HeadlineFigures, out)
 
 
 def _finite(x: float) -> float | None:

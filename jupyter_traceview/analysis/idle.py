@@ -33,8 +33,20 @@ IDLE_COLUMNS = {
 
 def _rank_gaps(trace: Trace, rank: int, acts: Activities, kernel_wait_ns: int) -> tuple[np.ndarray, ...]:
     """Every idle gap of one rank: (stream, length in ns, category code), and the streams."""
-    order = np.lexsort((acts.end, acts.ts, acts.stream))
-    stream, ts, end, launch = acts.stream[order], acts.ts[order], acts.end[order], acts.launch_eid[order]
+    # The launch call of each activity: when did the host issue it? (eid is increasing
+    # along a rank's table, also after select(); a launch outside the selection is
+    # unknown, and an unknown launch never makes a host wait.)
+    ev = trace.rank_data(rank).events
+    eids = ev["eid"].to_numpy()
+    lid = acts.launch_eid
+    pos = np.minimum(np.searchsorted(eids, lid), max(len(eids) - 1, 0))
+    known = (lid >= 0) & (eids[pos] == lid) if len(eids) else np.zeros(len(lid), dtype=bool)
+    launch_ts = np.where(known, ev["ts_ns"].to_numpy()[pos] if len(eids) else 0, np.iinfo(np.int64).min)
+    # Activities of a stream in start order; among equal starts and ends, the one launched
+    # first (unknown launches first) ends a gap, so that the result does not depend on the
+    # order of the events in the file.
+    order = np.lexsort((launch_ts, acts.end, acts.ts, acts.stream))
+    stream, ts, end, launch_ts = acts.stream[order], acts.ts[order], acts.end[order], launch_ts[order]
     # Running maximum of the ends of the earlier activities of the same stream.
     first = np.flatnonzero(np.concatenate(([True], stream[1:] != stream[:-1])))
     prev_end = ts.copy()  # the first activity of a stream follows no gap
@@ -43,18 +55,8 @@ def _rank_gaps(trace: Trace, rank: int, acts: Activities, kernel_wait_ns: int) -
     gap = ts - prev_end
     at = np.flatnonzero(gap > 0)
 
-    # The launch call of the activity that ends each gap: when did the host issue it?
-    # (eid is increasing along a rank's table, also after select(); a launch outside the
-    # selection is unknown, and an unknown launch never makes a host wait.)
-    ev = trace.rank_data(rank).events
-    eids = ev["eid"].to_numpy()
-    lid = launch[at]
-    pos = np.minimum(np.searchsorted(eids, lid), len(eids) - 1)
-    known = (lid >= 0) & (eids[pos] == lid)
-    launch_ts = np.where(known, ev["ts_ns"].to_numpy()[pos], np.iinfo(np.int64).min)
-
     g = gap[at]
-    host = launch_ts > prev_end[at]
+    host = launch_ts[at] > prev_end[at]
     category = np.where(host, 0, np.where(g < kernel_wait_ns, 1, 2)).astype(np.int64)
     return stream[at], g, category, stream[first]
 
@@ -70,9 +72,11 @@ def idle_time_breakdown(
     """Idle time of each GPU stream, split by cause, with statistics of the idle gaps.
 
     Per stream, GPU work activities (kernels, copies and sets; not synchronisation records)
-    are taken in start order. An *idle gap* is time between the end of all the stream's
-    earlier activities and the start of the next one (overlapping or back-to-back
-    activities leave no gap). Each gap gets one category:
+    are taken in start order (then end; among activities that start and end together,
+    the one launched first, so the order of events in the file does not matter). An *idle
+    gap* is time between the end of all the stream's earlier activities and the start of
+    the next one (overlapping or back-to-back activities leave no gap). Each gap gets one
+    category:
 
     ``host_wait``
         the launch call of the activity that ends the gap started after the stream went

@@ -339,7 +339,8 @@ def _ranges(bounds: np.ndarray, gs: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(bounds[g], bounds[g + 1])`` for g in ``gs``, vectorised."""
     lens = bounds[gs + 1] - bounds[gs]
     offsets = np.repeat(bounds[gs] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-    return np.arange(int(lens.sum())) + offsets
+    out: np.ndarray = np.arange(int(lens.sum())) + offsets
+    return out
 
 
 def op_kernels(

@@ -120,14 +120,22 @@ def thread_states(
     if window is not None:
         mask = mask & (ts < window[1]) & (end > window[0])
     rows = np.flatnonzero(mask)
-    kind = ev["kind"].to_numpy()[rows].astype(str)
+    # Kinds and names decided once per category, not per event.
+    kind_cats = np.asarray(ev["kind"].cat.categories.astype(str), dtype=object)
+    kind_codes = ev["kind"].cat.codes.to_numpy()[rows]
+
+    def kind_is(*kinds: str) -> np.ndarray:
+        lut: np.ndarray = np.append(np.isin(kind_cats, list(kinds)), False)
+        hit: np.ndarray = lut[kind_codes]
+        return hit
+
     cats = pd.Index(ev["name"].cat.categories.astype(str))
     rx = re.compile(pattern)
     is_loader_name = np.fromiter((rx.search(c) is not None for c in cats), dtype=bool, count=len(cats))
     codes = ev["name"].cat.codes.to_numpy()[rows]
-    loader = (kind == EventKind.USER_ANNOTATION.value) & np.append(is_loader_name, False)[codes]
-    op = np.isin(kind, _OP_KINDS)
-    py = kind == EventKind.PYTHON_FUNCTION.value
+    loader = kind_is(EventKind.USER_ANNOTATION.value) & np.append(is_loader_name, False)[codes]
+    op = kind_is(*_OP_KINDS)
+    py = kind_is(EventKind.PYTHON_FUNCTION.value)
     s, e = ts[rows], end[rows]
     if window is not None:
         s, e = np.maximum(s, window[0]), np.minimum(e, window[1])

@@ -36,12 +36,14 @@ import pandas as pd
 
 from .. import format as fmt
 from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
+from ..model.display_hook import Headline
 from ..model.trace import Trace
 from ..progress import Progress
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.counters import CounterIndex
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
+from ..views.timeline.messages import TimelineModel
 from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
 from .tabs.builder import figure_
@@ -142,7 +144,7 @@ class DashboardData:
         return self._flags["memory"]
 
     @property
-    def headline(self) -> dict[str, Any]:
+    def headline(self) -> Headline:
         """``tv.headline(trace)``: the header's and the Overview's figures (computed once, kept with the trace)."""
         return self.trace._headline()
 
@@ -329,7 +331,7 @@ class DashboardData:
         return int(ts.min()), int((ts + ev["dur_ns"].to_numpy()).max())
 
     # ------------------------------------------------------------------ timeline
-    def timeline_state(self) -> dict[str, Any]:
+    def timeline_state(self) -> TimelineModel:
         """The timeline's initial state (builds the index): the traits of ``tv.Timeline``."""
         return timeline_protocol.timeline_state(self.trace, self.index)
 

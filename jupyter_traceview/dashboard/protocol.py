@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
+from ..analysis.findings.context import Finding as AnalysisFinding
+from ..views.timeline.messages import TimelineModel
+
 __all__ = [
     "Chart",
     "DashboardPayload",
@@ -89,19 +92,9 @@ class Chart(TypedDict):
     item: Mapping[str, Any]
 
 
-class Finding(TypedDict):
+class Finding(AnalysisFinding):
     """A finding (one row of ``tv.findings``) with ``stake``, its time at stake in words."""
 
-    id: str
-    severity: str
-    title: str
-    detail: str
-    time_at_stake_ns: int
-    time_at_stake_pct: float
-    ranks: list[int]
-    evidence: dict[str, Any]
-    rule: str
-    analysis: str
     stake: str
 
 
@@ -170,7 +163,7 @@ class LinkAnswer(_LinkAnswer, total=False):
 class TimelineAnswer(TypedDict, total=False):
     """``_timeline`` answer: the timeline's initial state; ``model_id`` when a widget holds it."""
 
-    state: dict[str, Any]
+    state: TimelineModel
     model_id: str
     error: str
 

@@ -65,10 +65,11 @@ def _start_client(client: Any | None) -> _Cluster:
     workers = max(1, min(os.cpu_count() or 1, 8))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # port-in-use notices of the dashboard
-        cluster = LocalCluster(
+        # distributed has no type hints for these constructors.
+        cluster = LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
         )
-    return _Cluster(Client(cluster), cluster)
+    return _Cluster(Client(cluster), cluster)  # type: ignore[no-untyped-call]
 
 
 # ---------------------------------------------------------------------- worker functions

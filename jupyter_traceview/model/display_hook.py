@@ -9,9 +9,17 @@ HTML reprs show.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
-__all__ = ["MimebundleHook", "headline_hook", "mimebundle_hook", "set_headline_hook", "set_mimebundle_hook"]
+__all__ = [
+    "Headline",
+    "HeadlineFigures",
+    "MimebundleHook",
+    "headline_hook",
+    "mimebundle_hook",
+    "set_headline_hook",
+    "set_mimebundle_hook",
+]
 
 #: ``hook(trace, include=..., exclude=...) -> MIME bundle or None``.
 MimebundleHook = Callable[..., "dict[str, Any] | None"]
@@ -30,17 +38,55 @@ def mimebundle_hook() -> MimebundleHook | None:
     return _hook
 
 
+class HeadlineFigures(TypedDict):
+    """``tv.headline(trace)`` without ``source``: what the Traces sidebar lists for a run.
+
+    Meaning and unit of each key: ``HEADLINE_KEYS`` in :mod:`jupyter_traceview.analysis.headline`
+    and docs/semantics.md ("Headline figures"). Mirrored by ``RunFigures`` in
+    ``js/labextension/tokens.ts``.
+    """
+
+    ranks: int
+    rank_ids: list[int]
+    devices: list[str]
+    t0_ns: int
+    window: list[int] | None
+    events: int
+    cpu_ops: int
+    kernels: int
+    gpu_activities: int
+    iterations: int
+    steps: list[int]
+    step_median_ns: int | None
+    gpu: bool
+    job_span_ns: int
+    span_ns: int
+    trace_span_ns: int
+    gpu_busy_pct: float | None
+    gpu_busy_min_pct: float | None
+    gpu_busy_max_pct: float | None
+    idle_pct: float | None
+    compute_pct: float | None
+    exposed_comm_pct: float | None
+
+
+class Headline(HeadlineFigures):
+    """``tv.headline(trace)``: the figures, and the path the trace was loaded from (None: built in memory)."""
+
+    source: str | None
+
+
 #: ``hook(trace) -> tv.headline(trace)``: the figures a trace's reprs show (installed by the
 #: package root, so that the trace model imports no analysis).
-_headline: Callable[[Any], dict[str, Any]] | None = None
+_headline: Callable[[Any], Headline] | None = None
 
 
-def set_headline_hook(hook: Callable[[Any], dict[str, Any]] | None) -> None:
+def set_headline_hook(hook: Callable[[Any], Headline] | None) -> None:
     """Install the function computing a trace's headline figures (None removes it)."""
     global _headline
     _headline = hook
 
 
-def headline_hook() -> Callable[[Any], dict[str, Any]] | None:
+def headline_hook() -> Callable[[Any], Headline] | None:
     """The installed headline function, or None."""
     return _headline

@@ -192,6 +192,8 @@ def coverage_of(union: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.nd
 
     def upto(t: np.ndarray) -> np.ndarray:
         k = np.searchsorted(first, t, side="right") - 1
-        return before[k] + np.minimum(t - first[k], length[k])
+        out: np.ndarray = before[k] + np.minimum(t - first[k], length[k])
+        return out
 
-    return upto(ends) - upto(starts)
+    out: np.ndarray = upto(ends) - upto(starts)
+    return out

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ from pandas.api.types import union_categoricals
 from ..errors import OptionError, TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
 from .classify import Classifier
-from .display_hook import headline_hook, mimebundle_hook
+from .display_hook import Headline, headline_hook, mimebundle_hook
 from .rank_data import RankData, RankMeta
 from .schema import GPU_ACTIVITY_KINDS, EventKind
 
@@ -182,7 +183,8 @@ class Trace:
     def _cached(self, key: str, compute: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = compute()
-        return self._cache[key]
+        # Each key is computed by one function, so its value has that function's type.
+        return cast(T, self._cache[key])
 
     def __len__(self) -> int:
         return sum(self._cached("lengths", lambda: self.map_ranks(_n_events)).values())
@@ -348,12 +350,12 @@ class Trace:
         )
 
     # ------------------------------------------------------------------ display
-    def _headline(self) -> dict[str, Any]:
+    def _headline(self) -> Headline:
         """``tv.headline(self)`` (installed by the package root), computed once; a copy."""
         hook = headline_hook()
         if hook is None:
             raise RuntimeError("no headline function installed: import jupyter_traceview")
-        return dict(self._cached("headline_dict", lambda: hook(self)))
+        return self._cached("headline_dict", lambda: hook(self)).copy()
 
     def _extent_ns(self) -> int:
         """Last event end over all ranks minus :attr:`t0_ns`: the width of the timeline."""
@@ -523,9 +525,21 @@ def _last_end(trace: Trace) -> int | None:
     return int((ev["ts_ns"].to_numpy() + ev["dur_ns"].to_numpy()).max()) if len(ev) else None
 
 
+#: Iterations of each rank's tables, computed once per RankData: a trace narrowed to some
+#: ranks (``select(ranks=...)``, as every per-rank analysis scopes) shares its ranks' tables.
+_ITERATIONS: weakref.WeakKeyDictionary[RankData, pd.DataFrame] = weakref.WeakKeyDictionary()
+
+
 def _rank_iterations(trace: Trace) -> pd.DataFrame:
     """The ProfilerStep spans of a one-rank trace (see Trace.iterations)."""
     d = _only(trace)
+    found = _ITERATIONS.get(d)
+    if found is None:
+        found = _ITERATIONS[d] = _iterations_of(d)
+    return found
+
+
+def _iterations_of(d: RankData) -> pd.DataFrame:
     ev = d.events
     names = ev["name"].array
     # Decided once per distinct name, not per event (a million events have few names).

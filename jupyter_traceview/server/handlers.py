@@ -32,15 +32,29 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..dashboard.commands import ALL_COMMANDS
+from .messages import (
+    AnswerHeader,
+    CommandPending,
+    DiffAnswer,
+    DiffData,
+    DiffPending,
+    ErrorBody,
+    RunAnswer,
+    RunData,
+    RunFigures,
+    RunPending,
+    RunRow,
+    RunsListing,
+)
 from .runs import PathRefused, RunEntry, find_runs, resolve_inside, resolve_run
-from .worker import Analyzer
+from .worker import Analyzer, CommandResult
 
 AUTH_RESOURCE = "traceview"
 #: Longest query argument accepted (characters).
@@ -73,11 +87,11 @@ class _Base(APIHandler):
         exc_info = kwargs.get("exc_info")
         if exc_info and isinstance(exc_info[1], web.HTTPError) and exc_info[1].log_message:
             reason = exc_info[1].log_message
-        self.finish(json.dumps({"message": reason}))
+        self.finish(json.dumps(ErrorBody(message=reason)))
 
     def fail(self, status: int, message: str) -> None:
         self.set_status(status)
-        self.finish(json.dumps({"message": message}))
+        self.finish(json.dumps(ErrorBody(message=message)))
 
     def query(self, name: str, default: str = "") -> str:
         value = self.get_query_argument(name, default)
@@ -88,16 +102,6 @@ class _Base(APIHandler):
     def run(self, rel: str) -> RunEntry:
         """The run at ``rel`` (relative to the root), or PathRefused."""
         return resolve_run(self.root, rel, memo=self.analyzer.sniff_memo)
-
-    def answer(self, state: dict[str, Any], **extra: Any) -> None:
-        """A task's state: 200 with ``data`` when ready, 202 with progress, 422 with the error."""
-        if state["status"] == "ready":
-            self.finish(json.dumps({**extra, "status": "ready", "data": state["result"]}))
-        elif state["status"] == "error":
-            self.fail(422, state["message"])
-        else:
-            self.set_status(202)
-            self.finish(json.dumps({**extra, **state}))
 
     @property
     def root(self) -> str:
@@ -133,21 +137,21 @@ class RunsHandler(_Base):
             ),
         )
         out = [self._row(entry) for entry in runs]
-        self.finish(json.dumps({"runs": out, "truncated": len(runs) >= self.tv_config.max_runs}))
+        self.finish(json.dumps(RunsListing(runs=out, truncated=len(runs) >= self.tv_config.max_runs)))
 
-    def _row(self, entry: RunEntry) -> dict[str, Any]:
+    def _row(self, entry: RunEntry) -> RunRow:
         state = self.analyzer.status("headline", entry)
-        row: dict[str, Any] = {
-            "path": entry.path,
-            "name": entry.path.rsplit("/", 1)[-1],
-            "kind": entry.kind,
-            "files": len(entry.files),
-            "mtime": entry.mtime,
-            "size": entry.size,
-            "status": state["status"],
-        }
+        row = RunRow(
+            path=entry.path,
+            name=entry.path.rsplit("/", 1)[-1],
+            kind=entry.kind,
+            files=len(entry.files),
+            mtime=entry.mtime,
+            size=entry.size,
+            status=state["status"],
+        )
         if state["status"] == "ready":
-            row["figures"] = state["result"]
+            row["figures"] = cast(RunFigures, state["result"])  # a "headline" task's result
         elif state["status"] == "error":
             row["message"] = state["message"]
         else:
@@ -166,7 +170,15 @@ class RunHandler(_Base):
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
-        self.answer(self.analyzer.status("run", entry), path=entry.path)
+        state = self.analyzer.status("run", entry)
+        if state["status"] == "ready":
+            data = cast(RunData, state["result"])  # a "run" task's result
+            self.finish(json.dumps(RunAnswer(path=entry.path, status="ready", data=data)))
+        elif state["status"] == "error":
+            self.fail(422, state["message"])
+        else:
+            self.set_status(202)
+            self.finish(json.dumps(RunPending(**state, path=entry.path)))
 
 
 class DiffHandler(_Base):
@@ -181,7 +193,15 @@ class DiffHandler(_Base):
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
-        self.answer(self.analyzer.status("diff", a, b), a=a.path, b=b.path)
+        state = self.analyzer.status("diff", a, b)
+        if state["status"] == "ready":
+            data = cast(DiffData, state["result"])  # a "diff" task's result
+            self.finish(json.dumps(DiffAnswer(a=a.path, b=b.path, status="ready", data=data)))
+        elif state["status"] == "error":
+            self.fail(422, state["message"])
+        else:
+            self.set_status(202)
+            self.finish(json.dumps(DiffPending(**state, a=a.path, b=b.path)))
 
 
 class DashboardHandler(_Base):
@@ -216,12 +236,13 @@ class DashboardHandler(_Base):
             await self.analyzer.wait("command", *entries, args=args, timeout=LONG_POLL_S)
             state = self.analyzer.status("command", *entries, args=args)
         if state["status"] == "ready":
-            self._send_answer(state["result"]["msg"], state["result"]["buffers"])
+            result = cast(CommandResult, state["result"])  # a "command" task's result
+            self._send_answer(result["msg"], result["buffers"])
         elif state["status"] == "error":
             self.fail(422, state["message"])
         else:
             self.set_status(202)
-            self.finish(json.dumps({**state, "command": command}))
+            self.finish(json.dumps(CommandPending(**state, command=command)))
 
     def _command(self) -> tuple[str, str]:
         """The request's command and its message (canonical JSON), or PathRefused."""
@@ -247,7 +268,7 @@ class DashboardHandler(_Base):
         return command, json.dumps(msg, sort_keys=True, separators=(",", ":"))
 
     def _send_answer(self, msg: Any, buffers: list[bytes]) -> None:
-        head = {"status": "ready", "msg": msg, "buffers": [len(b) for b in buffers]}
+        head = AnswerHeader(status="ready", msg=msg, buffers=[len(b) for b in buffers])
         try:
             header = json.dumps(head, allow_nan=False).encode()
         except ValueError:  # a NaN or an infinity somewhere: null, as JSON has no such numbers

@@ -26,7 +26,7 @@ import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "LOAD_OPTIONS",
@@ -38,6 +38,9 @@ __all__ = [
     "resolve_inside",
     "resolve_run",
 ]
+
+#: "folder" (rank traces), "traceprofile" (a %%traceprofile run), "file" or "nsys".
+RunKind = Literal["folder", "traceprofile", "file", "nsys"]
 
 #: Names of folders never searched (environments, caches, VCS).
 SKIP_DIRS = frozenset(
@@ -74,7 +77,7 @@ class RunEntry:
     #: Path relative to the server root, with forward slashes.
     path: str
     #: "folder" (rank traces), "traceprofile" (a %%traceprofile run), "file" or "nsys".
-    kind: str
+    kind: RunKind
     #: Trace files of the run, relative to the root.
     files: tuple[str, ...]
     #: Latest modification time of its files (seconds since the epoch).
@@ -177,7 +180,7 @@ def _within(root: Path, path: Path) -> bool:
     return True
 
 
-def _entry(root: Path, folder: Path, files: list[Path], kind: str, as_path: Path) -> RunEntry:
+def _entry(root: Path, folder: Path, files: list[Path], kind: RunKind, as_path: Path) -> RunEntry:
     sig = []
     mtime = 0.0
     size = 0

@@ -37,8 +37,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
+from .messages import DiffData, FrameJson, RunData, RunFigures, TaskPending, TaskProgress
 from .runs import RunEntry
 
 __all__ = [
@@ -78,14 +79,14 @@ CRASHED = "the analysis process stopped while working on this run (out of memory
 # What runs in the worker processes
 
 
-def _frame_json(df: Any, max_rows: int = MAX_ROWS) -> dict[str, Any]:
+def _frame_json(df: Any, max_rows: int = MAX_ROWS) -> FrameJson:
     """A DataFrame as {"columns", "data", "rows", "truncated"}, NaN as null, at most ``max_rows`` rows."""
     rows = len(df)
     truncated = rows > max_rows
     if truncated:
         df = df.iloc[:max_rows]
     payload = json.loads(df.to_json(orient="split", index=False, date_format="iso", default_handler=str))
-    return {"columns": payload["columns"], "data": payload["data"], "rows": rows, "truncated": truncated}
+    return FrameJson(columns=payload["columns"], data=payload["data"], rows=rows, truncated=truncated)
 
 
 #: Loaded traces of this worker process, by (path, signature, cache, load options), most recent last.
@@ -93,7 +94,7 @@ def _frame_json(df: Any, max_rows: int = MAX_ROWS) -> dict[str, Any]:
 _LOADED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
 
-def _report(progress: Any, label: str, value: dict[str, Any]) -> None:
+def _report(progress: Any, label: str, value: TaskProgress) -> None:
     """Progress into the Manager's table; a dead Manager only loses the progress (the server restarts it)."""
     if progress is None:
         return
@@ -175,28 +176,28 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def headline_figures(trace: Any) -> dict[str, Any]:
+def headline_figures(trace: Any) -> RunFigures:
     """The figures the Traces list shows for a trace: ``tv.headline(trace)`` without ``source``.
 
     (The run's entry carries its own path, relative to the server root; the trace's
     absolute source path stays on the server.) Keys and units: docs/semantics.md,
     "Headline figures".
     """
-    from ..analysis import headline
+    from ..analysis.headline import figures_of, headline
 
-    figures = headline(trace)
-    figures.pop("source", None)
-    return figures
+    return figures_of(headline(trace))
 
 
-def compute_headline(root: str, entry: RunEntry, cache: str | bool, progress: Any = None, label: str = "") -> dict:
+def compute_headline(
+    root: str, entry: RunEntry, cache: str | bool, progress: Any = None, label: str = ""
+) -> RunFigures:
     """Headline figures of a run (see :func:`headline_figures`); runs in a worker process."""
     trace = _load(root, entry, cache, progress, label)
     _stage(progress, label, "analysing")
     return headline_figures(trace)
 
 
-def compute_run_data(root: str, entry: RunEntry, cache: str | bool, progress: Any = None, label: str = "") -> dict:
+def compute_run_data(root: str, entry: RunEntry, cache: str | bool, progress: Any = None, label: str = "") -> RunData:
     """Everything a run's panel shows, as JSON-able tables; runs in a worker process."""
     from ..dashboard.tables import dashboard_tables
 
@@ -210,17 +211,17 @@ def compute_run_data(root: str, entry: RunEntry, cache: str | bool, progress: An
         meta = meta.copy()
         meta["path"] = [str(p).removeprefix(prefix) for p in meta["path"]]
         tables["metadata"] = meta
-    return {
-        "ranks": [int(r) for r in trace.ranks],
-        "source": entry.path,
-        "headline": headline_figures(trace),
-        "tables": {name: _frame_json(df) for name, df in tables.items()},
-    }
+    return RunData(
+        ranks=[int(r) for r in trace.ranks],
+        source=entry.path,
+        headline=headline_figures(trace),
+        tables={name: _frame_json(df) for name, df in tables.items()},
+    )
 
 
 def compute_diff(
     root: str, a: RunEntry, b: RunEntry, cache: str | bool, progress: Any = None, label: str = ""
-) -> dict[str, Any]:
+) -> DiffData:
     """``tv.trace_diff(a, b)`` as a JSON-able table with both runs' figures; runs in a worker process."""
     from .. import analysis
 
@@ -229,12 +230,41 @@ def compute_diff(
     _stage(progress, label, "comparing")
     diff = analysis.trace_diff(ta, tb)
     counts = {str(k): int(v) for k, v in diff["status"].value_counts().items()}
-    return {
-        "a": {"path": a.path, "headline": headline_figures(ta)},
-        "b": {"path": b.path, "headline": headline_figures(tb)},
-        "status_counts": counts,
-        "table": _frame_json(diff),
-    }
+    return DiffData(
+        a={"path": a.path, "headline": headline_figures(ta)},
+        b={"path": b.path, "headline": headline_figures(tb)},
+        status_counts=counts,
+        table=_frame_json(diff),
+    )
+
+
+class CommandResult(TypedDict):
+    """A dashboard command's answer (:func:`compute_command`): its JSON message and binary buffers."""
+
+    msg: Any
+    buffers: list[bytes]
+
+
+#: What a task computes, by its kind: "headline", "run", "diff", "command".
+TaskResult = RunFigures | RunData | DiffData | CommandResult
+
+
+class TaskReady(TypedDict):
+    """:meth:`Analyzer.status` of a finished task: its result."""
+
+    status: Literal["ready"]
+    result: TaskResult
+
+
+class TaskError(TypedDict):
+    """:meth:`Analyzer.status` of a failed task: why, in one line."""
+
+    status: Literal["error"]
+    message: str
+
+
+#: :meth:`Analyzer.status`: ready, failed, or still computing (queued or running).
+TaskStatus = TaskReady | TaskError | TaskPending
 
 
 #: DashboardData of this worker process, by (run, baseline, cache), most recent last.
@@ -249,7 +279,7 @@ def compute_command(
     label: str = "",
     command: str = "_payload",
     msg: str = "{}",
-) -> dict[str, Any]:
+) -> CommandResult:
     """One command of the dashboard's front end for a run; runs in a worker process.
 
     ``entries`` is the run, or the run and a baseline (the dashboard then has a Diff tab);
@@ -288,7 +318,7 @@ def compute_command(
     text = json.dumps(out)
     if prefix in text:
         out = json.loads(text.replace(prefix, ""))
-    return {"msg": out, "buffers": [bytes(b) for b in buffers]}
+    return CommandResult(msg=out, buffers=[bytes(b) for b in buffers])
 
 
 # ---------------------------------------------------------------------------------------
@@ -323,7 +353,7 @@ class Job:
     task: Task
     cache: str | bool
     queued: float = field(default_factory=time.time)
-    future: Future[dict[str, Any]] | None = None
+    future: Future[TaskResult] | None = None
     started: float | None = None
     #: (priority, sequence number, key): its place in the queue.
     order: tuple[int, int, Any] = (0, 0, None)
@@ -333,7 +363,7 @@ class Job:
     crashes: int = 0
 
 
-_FUNCTIONS: dict[str, Callable[..., dict[str, Any]]] = {
+_FUNCTIONS: dict[str, Callable[..., TaskResult]] = {
     "headline": compute_headline,
     "run": compute_run_data,
     "diff": compute_diff,
@@ -405,7 +435,7 @@ class Analyzer:
         self._queue: list[tuple[int, int, Any]] = []  # (priority, seq, key), a heap
         self._jobs: dict[Any, Job] = {}  # queued or running
         self._running = 0
-        self._results: dict[str, OrderedDict[Any, dict[str, Any]]] = {}
+        self._results: dict[str, OrderedDict[Any, TaskResult]] = {}
         self._errors: OrderedDict[Any, str] = OrderedDict()
         #: Errors handed out once whatever the task (a crash: asking again retries).
         self._once: set[Any] = set()
@@ -531,11 +561,12 @@ class Analyzer:
         if self._running and self._loop is not None and not self._loop.is_closed():
             self._watching = self._loop.call_later(WATCH_S, self._watch)
 
-    def _progress_of(self, label: str) -> dict[str, Any]:
+    def _progress_of(self, label: str) -> TaskProgress:
         if self._progress is None:
             return {}
         try:
-            return dict(self._progress.get(label, {}))
+            progress: TaskProgress = dict(self._progress.get(label, {}))  # type: ignore[assignment]  # a Manager proxy: untyped
+            return progress
         except Exception:  # noqa: BLE001 - a dead Manager: replaced, progress lost
             self._stop_manager()
             self.restarts += 1
@@ -543,7 +574,7 @@ class Analyzer:
                 self._ensure_manager()
             return {}
 
-    def status(self, what: str, *entries: RunEntry, args: tuple[str, ...] = ()) -> dict[str, Any]:
+    def status(self, what: str, *entries: RunEntry, args: tuple[str, ...] = ()) -> TaskStatus:
         """{"status": "ready"|"queued"|"running"|"error", ...} of a task, starting it if needed.
 
         ``args``: a command's name and JSON message (``what == "command"``); a command's
@@ -602,6 +633,7 @@ class Analyzer:
                 continue
             pool = self._ensure_pool()
             task = job.task
+            future: Future[TaskResult]
             try:
                 if task.what == "command":
                     command, msg = task.args
@@ -624,7 +656,7 @@ class Analyzer:
         if self._running and self._watching is None and self._loop is not None and not self._loop.is_closed():
             self._watching = self._loop.call_later(WATCH_S, self._watch)
 
-    def _done_soon(self, key: Any, future: Future[dict[str, Any]]) -> None:
+    def _done_soon(self, key: Any, future: Future[TaskResult]) -> None:
         """Future callback (a pool thread): finish the job on the event loop."""
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -632,7 +664,7 @@ class Analyzer:
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (server shutdown)
             loop.call_soon_threadsafe(self._finished, key, future)
 
-    def _finished(self, key: Any, future: Future[dict[str, Any]] | None = None) -> None:
+    def _finished(self, key: Any, future: Future[TaskResult] | None = None) -> None:
         job = self._jobs.get(key)
         if job is None or job.future is None or not job.future.done():
             return

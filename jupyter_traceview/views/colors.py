@@ -20,28 +20,84 @@ import json
 import zlib
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
 from ..model.schema import EventKind, GpuClass
 
-__all__ = ["KINDS", "Theme", "kind_code", "kind_color", "kind_of", "name_color", "name_color_index", "palette"]
+__all__ = [
+    "KINDS",
+    "NamePalette",
+    "Palette",
+    "PaletteKind",
+    "Theme",
+    "ThemeColor",
+    "kind_code",
+    "kind_color",
+    "kind_of",
+    "name_color",
+    "name_color_index",
+    "palette",
+]
 
 Theme = Literal["light", "dark"]
 _PATH = Path(__file__).with_name("colors.json")
 
 
+class PaletteKind(TypedDict):
+    """One colour kind of the palette: its key (:data:`KINDS`), label and colour per theme."""
+
+    key: str
+    label: str
+    light: str
+    dark: str
+
+
+class ThemeColor(TypedDict):
+    """A CSS colour per theme."""
+
+    light: str
+    dark: str
+
+
+class NamePalette(TypedDict):
+    """The colours names are hashed into (:func:`name_color_index`), per theme."""
+
+    light: list[str]
+    dark: list[str]
+
+
+class Palette(TypedDict):
+    """``colors.json`` (without its comment): what every widget sends once, as ``_palette``.
+
+    Mirrored by ``Palette`` in ``js/timeline/model.ts``.
+    """
+
+    kinds: list[PaletteKind]
+    names: NamePalette
+    highlight: ThemeColor
+    selection: ThemeColor
+    flow: ThemeColor
+
+
 @cache
-def _load() -> dict[str, Any]:
+def _load() -> Palette:
     with _PATH.open(encoding="utf-8") as f:
-        data: dict[str, Any] = json.load(f)
-    return data
+        data = json.load(f)
+    return Palette(
+        kinds=[PaletteKind(key=k["key"], label=k["label"], light=k["light"], dark=k["dark"]) for k in data["kinds"]],
+        names=NamePalette(light=list(data["names"]["light"]), dark=list(data["names"]["dark"])),
+        highlight=ThemeColor(light=data["highlight"]["light"], dark=data["highlight"]["dark"]),
+        selection=ThemeColor(light=data["selection"]["light"], dark=data["selection"]["dark"]),
+        flow=ThemeColor(light=data["flow"]["light"], dark=data["flow"]["dark"]),
+    )
 
 
-def palette() -> dict[str, Any]:
-    """The palette as the JSON file holds it (a fresh copy: change it freely)."""
-    return json.loads(json.dumps(_load()))
+def palette() -> Palette:
+    """The palette of ``colors.json``, without its comment (a fresh copy: change it freely)."""
+    copy: Palette = json.loads(json.dumps(_load()))
+    return copy
 
 
 #: Kind keys in code order (the code of a kind is its position).

@@ -18,12 +18,28 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import OptionError, TraceSelectionError, TraceviewError
 from ..model.trace import Trace
 from ..views.timeline import protocol as timeline_protocol
 from ..views.timeline.index import LevelOfDetail, TimelineIndex, compile_pattern
+from ..views.timeline.messages import (
+    CollectiveInstance,
+    CollectiveRequest,
+    CommandError,
+    DetailsRequest,
+    EventDetails,
+    FindRequest,
+    FindResult,
+    RangeSummary,
+    RankPresets,
+    SelectedEvent,
+    SummaryRequest,
+    WindowError,
+    WindowRequest,
+    WindowResponseMeta,
+)
 from ..views.timeline.protocol import check_ranks, encode_window, timeline_state
 from ..views.timeline.static import timeline_svg, timeline_text
 
@@ -75,7 +91,7 @@ class TimelineSelection:
 
     @classmethod
     def from_traits(
-        cls, selected_event: dict[str, Any], selected_range: list[float], index: TimelineIndex
+        cls, selected_event: SelectedEvent, selected_range: list[float], index: TimelineIndex
     ) -> TimelineSelection:
         """The selection from the widget's synced traits ``selected_event`` and ``selected_range``.
 
@@ -331,7 +347,9 @@ class Timeline(anywidget.AnyWidget):
         return check_ranks(self.trace, ranks)
 
     def _on_selection(self, _change: dict[str, Any]) -> None:
-        sel = TimelineSelection.from_traits(self.selected_event, self.selected_range, self._index)
+        # The trait holds what the front end wrote (js/timeline/model.ts SelectedEvent); from_traits checks it.
+        selected = cast(SelectedEvent, self.selected_event)
+        sel = TimelineSelection.from_traits(selected, self.selected_range, self._index)
         self.set_trait("selection", sel)
 
     def _on_search(self, change: dict[str, Any]) -> None:
@@ -345,31 +363,33 @@ class Timeline(anywidget.AnyWidget):
     # The answers come from jupyter_traceview.views.timeline.protocol, shared with the dashboard and
     # the server (docs/frontend.md, "The timeline's protocol").
     @command
-    def _window(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _window(self, msg: WindowRequest, buffers: list[bytes]) -> tuple[WindowResponseMeta | WindowError, list[bytes]]:
         """Window request: ``{seq, lo, hi, width, rows, summaries, pattern, name_colors}``."""
-        return timeline_protocol.answer(self._index, "_window", msg, lod=self._lod)
+        return timeline_protocol.answer_window(self._index, msg, lod=self._lod)
 
     @command
-    def _details(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _details(self, msg: DetailsRequest, buffers: list[bytes]) -> tuple[EventDetails | CommandError, list[bytes]]:
         """Event details for the tooltip: ``{rank, eid}``."""
-        return timeline_protocol.answer(self._index, "_details", msg)
+        return timeline_protocol.answer_details(self._index, msg)
 
     @command
-    def _find(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _find(self, msg: FindRequest, buffers: list[bytes]) -> tuple[FindResult | CommandError, list[bytes]]:
         """Next/previous search match: ``{pattern, t, direction, rows}``."""
-        return timeline_protocol.answer(self._index, "_find", msg)
+        return timeline_protocol.answer_find(self._index, msg)
 
     @command
-    def _ranks(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _ranks(self, msg: dict[str, object], buffers: list[bytes]) -> tuple[RankPresets | CommandError, list[bytes]]:
         """The rank picker's presets (views.timeline.ranks.rank_presets): ``{}``."""
-        return timeline_protocol.answer(self._index, "_ranks", msg)
+        return timeline_protocol.answer_ranks(self._index)
 
     @command
-    def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _summary(self, msg: SummaryRequest, buffers: list[bytes]) -> tuple[RangeSummary | CommandError, list[bytes]]:
         """Per-kind summary of a range: ``{lo, hi, ranks}``."""
-        return timeline_protocol.answer(self._index, "_summary", msg)
+        return timeline_protocol.answer_summary(self._index, msg)
 
     @command
-    def _collective(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def _collective(
+        self, msg: CollectiveRequest, buffers: list[bytes]
+    ) -> tuple[CollectiveInstance | CommandError, list[bytes]]:
         """A communication kernel's collective instance on every rank: ``{rank, eid}``."""
-        return timeline_protocol.answer(self._index, "_collective", msg)
+        return timeline_protocol.answer_collective(self._index, msg)

@@ -5,40 +5,11 @@ from __future__ import annotations
 
 import re
 import typing
-from pathlib import Path
 
 import pytest
 
 from jupyter_traceview.dashboard import protocol
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def ts_interfaces(path: Path) -> dict[str, dict[str, bool]]:
-    """``{interface: {key: optional}}`` of the ``export interface``s of a TypeScript file.
-
-    Keys are the members at the interface's top level (``key: type`` or ``key?: type``);
-    methods (``name(...)``) are left out.
-    """
-    out: dict[str, dict[str, bool]] = {}
-    source = path.read_text(encoding="utf-8")
-    for m in re.finditer(r"^export interface (\w+)(?:<[^>]*>)? \{\n(.*?)^\}", source, re.M | re.S):
-        keys: dict[str, bool] = {}
-        depth = 0
-        for line in m.group(2).splitlines():
-            if depth == 0:
-                k = re.match(r"^  (\w+)(\?)?:", line)
-                if k:
-                    keys[k.group(1)] = bool(k.group(2))
-            depth += line.count("{") + line.count("(") - line.count("}") - line.count(")")
-        out[m.group(1)] = keys
-    return out
-
-
-def py_keys(td: type) -> dict[str, bool]:
-    hints = typing.get_type_hints(td)
-    return {k: k in td.__optional_keys__ for k in hints}  # type: ignore[attr-defined]
-
+from tests.typescript import ROOT, py_keys, ts_interfaces
 
 TS = ts_interfaces(ROOT / "js" / "dashboard" / "protocol.ts")
 #: TypedDicts of types written inline in TypeScript: (interface, key, the inline type's keys).

@@ -321,7 +321,8 @@ def build_graph(trace: Trace) -> Graph | None:
 
     def by_name(mask_of_category: np.ndarray) -> np.ndarray:
         """Per event: the mask of its name's category (False for no name)."""
-        return np.r_[mask_of_category, False][np.where(name_codes >= 0, name_codes, len(categories))]
+        out: np.ndarray = np.r_[mask_of_category, False][np.where(name_codes >= 0, name_codes, len(categories))]
+        return out
 
     sync_names = STREAM_SYNC_CALLS | DEVICE_SYNC_CALLS | EVENT_SYNC_CALLS
     sync_calls = c[by_name(categories.isin(list(sync_names)))[pos[c]]]

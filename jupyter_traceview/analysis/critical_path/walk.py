@@ -132,7 +132,7 @@ def _split_waits(trace: Trace, rank: int, segs: np.ndarray) -> np.ndarray:
     out = segs.copy()
     out[idx, 3] = cut
     # Each wait goes right before the rest of its kernel.
-    merged = np.insert(out, idx, waits, axis=0)
+    merged: np.ndarray = np.insert(out, idx, waits, axis=0)
     return merged
 
 

@@ -229,7 +229,8 @@ class Records:
     @property
     def device_type(self) -> np.ndarray:
         """Device type (str) of every record."""
-        return self.dev_type[self.dev]
+        out: np.ndarray = self.dev_type[self.dev]
+        return out
 
     @property
     def operator(self) -> np.ndarray:

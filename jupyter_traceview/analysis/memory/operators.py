@@ -210,9 +210,12 @@ def _rank_by_operator(trace: Trace, *, want: Want) -> pd.DataFrame | None:
     # Children included: every (record, enclosing operator name) pair, once per name.
     rec_i, op_r = op_rows(ev, rec.row, all_levels=True)
     name_codes = ev["name"].cat.codes.to_numpy().astype(np.int64)
-    pair = np.unique(rec_i * n_names + name_codes[op_r] + 1)
+    pair = np.sort(rec_i * n_names + name_codes[op_r] + 1)  # unique by sorting (numpy 2's hash unique is slower here)
+    pair = pair[np.concatenate(([True], pair[1:] != pair[:-1]))] if len(pair) else pair
     i, code1 = pair // n_names, pair % n_names
-    outside = np.setdiff1d(np.arange(len(rec)), rec_i)  # records outside any operator
+    inside = np.zeros(len(rec), dtype=bool)
+    inside[rec_i] = True
+    outside = np.flatnonzero(~inside)  # records outside any operator
     i = np.concatenate([i, outside])
     incl_key = rec.dev[i] * n_names + np.concatenate([code1, np.zeros(len(outside), dtype=np.int64)])
     keys, g = np.unique(incl_key, return_inverse=True)

@@ -144,30 +144,80 @@ def _model_key(name: str, dims: object, types: object, concrete: object) -> Work
     return model_op(call)
 
 
-def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray, table: np.ndarray) -> list[Any]:
-    """Model result per operator row (None: no work; NotModelled: with the reason)."""
-    out: list[Any] = [NotModelled("no shapes recorded (record_shapes=False?)")] * len(op_rows)
-    names = ev["name"].astype(object).to_numpy()
-    pos = {int(r): i for i, r in enumerate(op_rows.tolist())}
-    if len(oa):
+def _work_of_ops(
+    ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray, table: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Model result per operator row (None: no work; NotModelled: with the reason), as codes
+    into an object array of the distinct results. Each distinct (name, shapes, types,
+    concrete inputs) is modelled once."""
+    n = len(op_rows)
+    distinct: list[Any] = [NotModelled("no shapes recorded (record_shapes=False?)")]
+    code = np.zeros(n, dtype=np.int64)
+    name_col = ev["name"]
+    names = np.asarray(name_col.cat.categories, dtype=object)
+    name_codes = name_col.cat.codes.to_numpy().astype(np.int64)
+    if len(oa) and n:
         rows = lk.lookup(table, oa["eid"].to_numpy())
-        cols = [oa[c].astype(object).to_numpy() for c in ("input_dims", "input_type", "concrete_inputs")]
-        for j, r in enumerate(rows.tolist()):
-            i = pos.get(r)
-            if i is None:
-                continue
-            out[i] = _model_key(str(names[r]), _key(cols[0][j]), _key(cols[1][j]), _key(cols[2][j]))
-    # Operators without shapes that would do no work anyway.
-    for i, r in enumerate(op_rows.tolist()):
-        if isinstance(out[i], NotModelled) and out[i].reason.startswith("no shapes"):
-            probe = model_op(OpCall(str(names[r]), (), ()))
-            if probe is None:
-                out[i] = None
-    return out
+        at = np.minimum(np.searchsorted(op_rows, rows), n - 1)
+        ok = (rows >= 0) & (op_rows[at] == rows)
+        j = np.flatnonzero(ok)
+        # Several argument rows for one operator: the last one counts (as a loop would).
+        _, last_rev = np.unique(at[j][::-1], return_index=True)
+        j = j[::-1][last_rev]
+        cols = [_codes_and_values(oa[c]) for c in ("input_dims", "input_type", "concrete_inputs")]
+        span = float(len(names) + 1)
+        for _, vals in cols:
+            span *= len(vals) + 1
+        if span < 2.0**62:  # one integer per distinct call (codes + 1: 0 is "no text")
+            key = name_codes[rows[j]]
+            for c, vals in cols:
+                key = key * (len(vals) + 1) + (c[j] + 1)
+            _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        else:
+            stacked = np.stack([name_codes[rows[j]], *(c[j] for c, _ in cols)], axis=1)
+            _, first, inv = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+        for k in first.tolist():
+            r = int(rows[j[k]])
+            distinct.append(
+                _model_key(
+                    str(names[name_codes[r]]),
+                    *(vals[int(c[j[k]])] if c[j[k]] >= 0 else None for c, vals in cols),
+                )
+            )
+        code[at[j]] = 1 + inv.reshape(-1)
+    # Operators without shapes that would do no work anyway (the probe depends on the name).
+    no_shapes = np.array(
+        [isinstance(w, NotModelled) and w.reason.startswith("no shapes") for w in distinct], dtype=bool
+    )
+    flagged = no_shapes[code]
+    if flagged.any():
+        codes = name_codes[op_rows[flagged]]
+        uc, inv_c = np.unique(codes, return_inverse=True)
+        idle = np.array([model_op(OpCall(str(names[c]), (), ())) is None for c in uc.tolist()], dtype=bool)
+        code[np.flatnonzero(flagged)[idle[inv_c.reshape(-1)]]] = len(distinct)
+    distinct.append(None)
+    out = np.empty(len(distinct), dtype=object)
+    out[:] = distinct
+    return code, out
 
 
-def _key(v: object) -> object:
-    return v if isinstance(v, str) else None
+def _codes_and_values(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes (-1: no text) and the texts of an op_args column (categorical or not)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        values = np.asarray(col.cat.categories, dtype=object)
+        codes = col.cat.codes.to_numpy().astype(np.int64)
+    else:
+        obj = col.astype(object).to_numpy()
+        text = np.array([isinstance(v, str) for v in obj.tolist()], dtype=bool)
+        values, inv = np.unique(obj[text].astype(str), return_inverse=True)
+        values = values.astype(object)
+        codes = np.full(len(obj), -1, dtype=np.int64)
+        codes[text] = inv.reshape(-1)
+    # A category that is not text (never in practice) counts as absent, as before.
+    is_text = np.array([isinstance(v, str) for v in values.tolist()], dtype=bool)
+    if len(values) and not is_text.all():
+        codes = np.where((codes >= 0) & is_text[np.maximum(codes, 0)], codes, -1)
+    return codes, values
 
 
 # ---------------------------------------------------------------------------------- peaks
@@ -246,11 +296,14 @@ def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> 
     ev = links.ev
     d = trace.rank_data(rank)
     op_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
-    works = _work_of_ops(ev, d.op_args, op_rows, links.table)
+    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows, links.table)
     n_ops = len(op_rows)
-    is_work = np.array([isinstance(w, Work) for w in works], dtype=bool)
+    u_is_work = np.array([isinstance(w, Work) for w in distinct.tolist()], dtype=bool)
+    is_work = u_is_work[work_code]
     names = links.names[links.name_codes[op_rows]] if n_ops else np.empty(0, dtype=object)
-    composite = np.isin(names.astype(str), list(COMPOSITE)) if n_ops else np.zeros(0, dtype=bool)
+    # Decided per distinct name (a rank has few), not per operator.
+    composite_name = np.isin(links.names.astype(str), list(COMPOSITE))
+    composite = composite_name[links.name_codes[op_rows]] if n_ops else np.zeros(0, dtype=bool)
     # Enclosure among operators: (inner index, outer row) pairs, ancestors only.
     inner, outer_row = lk.containing_pairs(ev, op_rows, op_rows)
     outer = np.searchsorted(op_rows, outer_row)
@@ -259,7 +312,8 @@ def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> 
     # A composite delegates to the modelled operators inside it of its own family (a
     # convolution to its cudnn/mkldnn convolution, not to the zero_ that fills its output);
     # a composite without figures of its own, to any modelled operator inside it.
-    family = np.array([w.family if isinstance(w, Work) else "" for w in works], dtype=object)
+    u_family = np.array([w.family if isinstance(w, Work) else "" for w in distinct.tolist()], dtype=object)
+    family = u_family[work_code]
     delegated = np.zeros(n_ops, dtype=bool)
     if len(inner):
         same = is_work[inner] & ((family[inner] == family[outer]) | ~is_work[outer])
@@ -299,40 +353,49 @@ def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> 
     idx = np.flatnonzero(report)
     rows = op_rows[idx]
     oa = d.op_args
-    dims_of: dict[int, str] = {}
-    if len(oa):
+    shape = np.full(len(rows), None, dtype=object)
+    if len(oa) and len(rows):
         r_oa = lk.lookup(links.table, oa["eid"].to_numpy())
-        dims_text = oa["input_dims"].astype(object).to_numpy()
-        types_text = oa["input_type"].astype(object).to_numpy()
-        dims_of = {
-            int(r): f"{dt} {tt}" if isinstance(tt, str) else str(dt)
-            for r, dt, tt in zip(r_oa.tolist(), dims_text, types_text, strict=True)
-            if r >= 0
-        }
-    recs: dict[str, list[Any]] = {c: [] for c in ("status", "reason", "family", "dtype", "detail", "flops", "bytes")}
-    for i in idx.tolist():
-        w = works[i]
-        if counted[i] and isinstance(w, Work):
-            recs["status"].append("modelled")
-            recs["reason"].append(None)
-            recs["family"].append(w.family)
-            recs["dtype"].append(w.dtype)
-            recs["detail"].append(w.detail)
-            recs["flops"].append(w.flops)
-            recs["bytes"].append(w.bytes)
-        else:
-            recs["status"].append("not_modelled")
-            if isinstance(w, NotModelled):
-                reason = w.reason
-            elif isinstance(w, Work):
-                reason = "inside a composite whose work is counted elsewhere"
-            else:
-                reason = "an operator that should do no GPU work launched some"
-            recs["reason"].append(reason)
-            for c in ("family", "dtype", "detail"):
-                recs[c].append(None)
-            recs["flops"].append(np.nan)
-            recs["bytes"].append(np.nan)
+        j = np.flatnonzero(np.isin(r_oa, rows))
+        _, last_rev = np.unique(r_oa[j][::-1], return_index=True)  # the last argument row counts
+        j = j[::-1][last_rev]
+        dims_text = oa["input_dims"].astype(object).to_numpy()[j]
+        types_text = oa["input_type"].astype(object).to_numpy()[j]
+        text = [
+            f"{dt} {tt}" if isinstance(tt, str) else str(dt)
+            for dt, tt in zip(dims_text.tolist(), types_text.tolist(), strict=True)
+        ]
+        shape[np.searchsorted(rows, r_oa[j])] = text
+    # Per distinct model result, then per reported operator.
+    u = distinct.tolist()
+    u_reason = np.array(
+        [
+            w.reason
+            if isinstance(w, NotModelled)
+            else "inside a composite whose work is counted elsewhere"
+            if isinstance(w, Work)
+            else "an operator that should do no GPU work launched some"
+            for w in u
+        ],
+        dtype=object,
+    )
+    u_attr = {
+        c: np.array([getattr(w, c) if isinstance(w, Work) else None for w in u], dtype=object)
+        for c in ("family", "dtype", "detail")
+    }
+    u_num = {
+        c: np.array([float(getattr(w, c)) if isinstance(w, Work) else np.nan for w in u], dtype=np.float64)
+        for c in ("flops", "bytes")
+    }
+    wc = work_code[idx]
+    modelled = counted[idx] & u_is_work[wc]
+    none = np.full(len(idx), None, dtype=object)
+    recs: dict[str, Any] = {
+        "status": np.where(modelled, "modelled", "not_modelled").astype(object),
+        "reason": np.where(modelled, none, u_reason[wc]),
+        **{c: np.where(modelled, v[wc], none) for c, v in u_attr.items()},
+        **{c: np.where(modelled, v[wc], np.nan) for c, v in u_num.items()},
+    }
     flops = np.array(recs["flops"], dtype=np.float64)
     nbytes = np.array(recs["bytes"], dtype=np.float64)
     g = np.rint(gpu_ns[idx]).astype(np.int64)
@@ -346,7 +409,7 @@ def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> 
                 "reason": pd.array(recs["reason"], dtype="str"),
                 "family": pd.array(recs["family"], dtype="str"),
                 "dtype": pd.array(recs["dtype"], dtype="str"),
-                "shape": pd.array([dims_of.get(int(r)) for r in rows.tolist()], dtype="str"),
+                "shape": pd.array(shape, dtype="str"),
                 "detail": pd.array(recs["detail"], dtype="str"),
                 "step": ev["step"].to_numpy()[rows].astype(np.int64),
                 "ts_ns": links.ts[rows].astype(np.int64),

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import TraceviewError
+from ...model.display_hook import Headline
 from ...model.trace import Trace
 from ...progress import Progress
 from ...views.colors import Theme
@@ -41,7 +42,7 @@ class Source(Protocol):
     def t0_ns(self) -> int: ...
 
     @property
-    def headline(self) -> dict[str, Any]: ...
+    def headline(self) -> Headline: ...
 
     def frame(self, name: str, *, time_range: tuple[int, int] | None = None, **kw: Any) -> pd.DataFrame: ...
 

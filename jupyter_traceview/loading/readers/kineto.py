@@ -764,7 +764,8 @@ def _int_column(values: np.ndarray, labels: dict[str, int]) -> np.ndarray:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
-        return _int_lut(uniques, labels)[codes]
+        out: np.ndarray = _int_lut(uniques, labels)[codes]
+        return out
 
 
 def _pair_begin_end(events: list[_Event], skipped: dict[str, int]) -> list[_Event]:
@@ -1220,7 +1221,8 @@ def _metadata(meta_events: list[_Event]) -> tuple[dict[int, str], dict[int, str]
 def _to_ns(us: np.ndarray) -> np.ndarray:
     """Microseconds (float) to int64 ns without losing the integer part to float rounding."""
     whole = np.floor(us)
-    return whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000.0).astype(np.int64)
+    out: np.ndarray = whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000.0).astype(np.int64)
+    return out
 
 
 # --------------------------------------------------------------------------------------

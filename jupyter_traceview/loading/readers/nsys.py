@@ -1177,7 +1177,8 @@ def _gpu_args(p: _Part, order: np.ndarray, kind: np.ndarray, dur: np.ndarray) ->
     a = p.args
 
     def i32(key: str) -> np.ndarray:
-        return np.clip(a[key][src], -1, np.iinfo(np.int32).max).astype(np.int32)
+        out: np.ndarray = np.clip(a[key][src], -1, np.iinfo(np.int32).max).astype(np.int32)
+        return out
 
     nbytes = a["bytes"][src]
     d = dur[sel]

@@ -22,7 +22,7 @@ after the first rank it came: how long the earliest rank waited inside the colle
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 import pandas as pd
 
@@ -30,6 +30,7 @@ from ...errors import TraceSelectionError
 from ...model.collectives import match_instances, rank_collective_kernels
 from ...model.trace import Trace
 from .coordinator import TimelineIndex
+from .messages import CollectiveArrival, CollectiveInstance, CollectiveRank
 
 __all__ = ["collective_instance"]
 
@@ -54,7 +55,7 @@ def _matched(trace: Trace) -> _Matched:
     return got if isinstance(got, _Matched) else compute()
 
 
-def collective_instance(index: TimelineIndex, rank: int, eid: int) -> dict[str, Any]:
+def collective_instance(index: TimelineIndex, rank: int, eid: int) -> CollectiveInstance:
     """The collective instance of communication kernel ``eid`` of ``rank``, on every rank (JSON-able).
 
     Returns ``{"found": False, "reason": ...}`` when the event is not a communication kernel
@@ -76,14 +77,14 @@ def collective_instance(index: TimelineIndex, rank: int, eid: int) -> dict[str, 
     m = _matched(trace)
     keys = m.keys.get(rank)
     if keys is None or eid not in keys.index:
-        return {"found": False, "reason": f"event {eid} of rank {rank} is not a communication kernel"}
+        return CollectiveInstance(found=False, reason=f"event {eid} of rank {rank} is not a communication kernel")
     key = str(keys.loc[eid])
     rows = m.instances.loc[m.instances["key"] == key].sort_values("rank")
     if len(rows) < 2:
         why = "; ".join(m.notes) or "no other rank holds it"
-        return {"found": False, "key": key, "reason": f"this collective was not matched across ranks: {why}"}
+        return CollectiveInstance(found=False, key=key, reason=f"this collective was not matched across ranks: {why}")
     t0 = index.t0_ns
-    per_rank: list[dict[str, Any]] = []
+    per_rank: list[CollectiveRank] = []
     for r, start, end, first_eid, n in zip(
         rows["rank"].tolist(),
         rows["start_ns"].tolist(),
@@ -94,25 +95,26 @@ def collective_instance(index: TimelineIndex, rank: int, eid: int) -> dict[str, 
     ):
         pos = index.position_of(int(r), int(first_eid))
         per_rank.append(
-            {
-                "rank": int(r),
-                "start": int(start) - t0,
-                "end": int(end) - t0,
-                "eid": int(first_eid),
-                "kernels": int(n),
-                "row": None if pos is None else index.row_at(pos),
-            }
+            CollectiveRank(
+                rank=int(r),
+                start=int(start) - t0,
+                end=int(end) - t0,
+                eid=int(first_eid),
+                kernels=int(n),
+                row=None if pos is None else index.row_at(pos),
+            )
         )
     by_arrival = sorted(per_rank, key=lambda p: (p["start"], p["rank"]))
     first, last = by_arrival[0], by_arrival[-1]
-    return {
-        "found": True,
-        "key": key,
-        "collective": str(rows["collective"].iloc[0]),
-        "matched_by": str(rows["matched_by"].iloc[0]),
-        "ranks": per_rank,
-        "first": {"rank": first["rank"], "start": first["start"]},
-        "last": {"rank": last["rank"], "start": last["start"]},
-        "wait_ns": last["start"] - first["start"],
-        "consistent": max(p["start"] for p in per_rank) <= min(p["end"] for p in per_rank),
-    }
+    matched_by: Literal["seq", "order"] = "seq" if str(rows["matched_by"].iloc[0]) == "seq" else "order"
+    return CollectiveInstance(
+        found=True,
+        key=key,
+        collective=str(rows["collective"].iloc[0]),
+        matched_by=matched_by,
+        ranks=per_rank,
+        first=CollectiveArrival(rank=first["rank"], start=first["start"]),
+        last=CollectiveArrival(rank=last["rank"], start=last["start"]),
+        wait_ns=last["start"] - first["start"],
+        consistent=max(p["start"] for p in per_rank) <= min(p["end"] for p in per_rank),
+    )

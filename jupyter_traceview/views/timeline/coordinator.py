@@ -21,8 +21,9 @@ from ...model.trace import Trace
 from ..colors import KINDS, name_color_index
 from .binning import RowWindow, _bin_batch, _Binned, _Coverage, _Starts
 from .layout import LaneInfo, RowInfo, RowType
+from .messages import BusyTotal, EventDetails, KindBusy, RangeSummary, TopName
 from .pattern import compile_pattern
-from .rank_index import _LocalParts, _parts_of, _PartWindow, _RankInfo
+from .rank_index import RankRangeSummary, _LocalParts, _parts_of, _PartWindow, _RankInfo
 
 __all__ = ["LevelOfDetail", "TimelineIndex", "Window"]
 
@@ -109,7 +110,8 @@ class EventColumn:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         a = self[:]
-        return a if dtype is None else a.astype(dtype)
+        out: np.ndarray = a if dtype is None else a.astype(dtype)
+        return out
 
 
 class TimelineIndex:
@@ -489,7 +491,8 @@ class TimelineIndex:
         return mask
 
     def _local_mask(self, pattern: str, rank: int) -> np.ndarray:
-        return self._name_mask(pattern)[self._name_map[rank]]
+        out: np.ndarray = self._name_mask(pattern)[self._name_map[rank]]
+        return out
 
     def _rank_matches(self, pattern: str, rank: int) -> int:
         """Events of ``rank`` whose name or argument text matches (counted by the ranks' parts, kept)."""
@@ -506,7 +509,8 @@ class TimelineIndex:
 
     def name_mask(self, pattern: str) -> np.ndarray:
         """One boolean per name of :attr:`names`: does ``pattern`` match it."""
-        return self._name_mask(pattern).copy()
+        out: np.ndarray = self._name_mask(pattern).copy()
+        return out
 
     def matching_names(self, pattern: str) -> list[str]:
         """Names (in the trace) that ``pattern`` matches."""
@@ -568,7 +572,7 @@ class TimelineIndex:
         """Row id of the event at ``position``."""
         return int(np.searchsorted(self.row_ptr, position, side="right") - 1)
 
-    def details(self, rank: int, eid: int) -> dict[str, Any]:
+    def details(self, rank: int, eid: int) -> EventDetails:
         """What the tooltip and the selection show about one event (JSON-able).
 
         Keys: ``rank``, ``eid``, ``name``, ``kind`` (colour kind), ``event_kind``,
@@ -581,7 +585,7 @@ class TimelineIndex:
         operator around that call, or the parent of a CPU event: ``eid``, ``name``).
         """
         rank = self._check_rank(int(rank))
-        out: dict[str, Any] = self._parts.call("details", {rank: (int(eid),)})[rank]
+        out: EventDetails = self._parts.call("details", {rank: (int(eid),)})[rank]
         base = self._row_base[rank]
         if out["row"] is not None:
             out["row"] += base
@@ -590,7 +594,7 @@ class TimelineIndex:
         return out
 
     # ------------------------------------------------------------------ range summary
-    def range_summary(self, lo: int, hi: int, *, ranks: Sequence[int] | None = None, top: int = 5) -> dict[str, Any]:
+    def range_summary(self, lo: int, hi: int, *, ranks: Sequence[int] | None = None, top: int = 5) -> RangeSummary:
         """What happened in ``[lo, hi)`` (relative ns) on ``ranks`` (default all), per kind (JSON-able).
 
         Per colour kind summarised by the ranks' summary rows (GPU work, or top-level CPU
@@ -606,7 +610,9 @@ class TimelineIndex:
         ranks = list(self.trace.ranks if ranks is None else ranks)
         for r in ranks:
             self._check_rank(int(r))
-        parts = self._parts.call("range_summary", {int(r): (lo, hi) for r in dict.fromkeys(ranks)})
+        parts: dict[int, RankRangeSummary] = self._parts.call(
+            "range_summary", {int(r): (lo, hi) for r in dict.fromkeys(ranks)}
+        )
         busy: dict[int, int] = {}
         events: dict[int, int] = {}
         all_busy = 0
@@ -625,27 +631,27 @@ class TimelineIndex:
                 name_time[g] = name_time.get(g, 0) + t
         span = (hi - lo) * max(len(ranks), 1)
         kinds = [
-            {
-                "kind": KINDS[code],
-                "busy_ns": busy.get(code, 0),
-                "pct": 100.0 * busy.get(code, 0) / span,
-                "events": events.get(code, 0),
-            }
+            KindBusy(
+                kind=KINDS[code],
+                busy_ns=busy.get(code, 0),
+                pct=100.0 * busy.get(code, 0) / span,
+                events=events.get(code, 0),
+            )
             for code in sorted(set(busy) | set(events))
         ]
         best = sorted(name_time.items(), key=lambda kv: -kv[1])[:top]
-        return {
-            "lo": lo,
-            "hi": hi,
-            "ranks": ranks,
-            "source": "gpu" if sources == {"gpu"} else ("cpu" if sources == {"cpu"} else "mixed"),
-            "all": {"busy_ns": all_busy, "pct": 100.0 * all_busy / span, "events": sum(events.values())},
-            "kinds": kinds,
-            "top": [
-                {"name": self.names[n], "short": s, "time_ns": t}
+        return RangeSummary(
+            lo=lo,
+            hi=hi,
+            ranks=ranks,
+            source="gpu" if sources == {"gpu"} else ("cpu" if sources == {"cpu"} else "mixed"),
+            all=BusyTotal(busy_ns=all_busy, pct=100.0 * all_busy / span, events=sum(events.values())),
+            kinds=kinds,
+            top=[
+                TopName(name=self.names[n], short=s, time_ns=t)
                 for (n, t), s in zip(best, short_names(self.names[n] for n, _ in best), strict=True)
             ],
-        }
+        )
 
     # ------------------------------------------------------------------ memory
     def _local_arrays(self, root: Any = None) -> list[np.ndarray]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,6 +35,7 @@ from ...analysis.memory import device_label, memory_timeline
 from ...errors import TraceSelectionError
 from ...model.rank_data import RankData
 from ...model.trace import Trace
+from .messages import CounterMeta
 from .rank_index import _DaskParts, _LocalParts
 
 __all__ = ["COUNTER_SERIES", "CounterIndex", "CounterInfo", "CounterWindow", "RankCounters", "build_rank_counters"]
@@ -283,6 +283,19 @@ def _with_id(info: CounterInfo, new_id: int) -> CounterInfo:
     return CounterInfo(**d)
 
 
-def counter_meta(info: CounterInfo) -> dict[str, Any]:
+def counter_meta(info: CounterInfo) -> CounterMeta:
     """A lane's description as the timeline's state lists it (``_counters``; JSON-able)."""
-    return {k: getattr(info, k) for k in info.__dataclass_fields__}
+    return CounterMeta(
+        id=info.id,
+        rank=info.rank,
+        device_type=info.device_type,
+        device=info.device,
+        label=info.label,
+        records=info.records,
+        peak_allocated=info.peak_allocated,
+        peak_ts=info.peak_ts,
+        peak_reserved=info.peak_reserved,
+        peak_reserved_ts=info.peak_reserved_ts,
+        start=info.start,
+        end=info.end,
+    )

@@ -63,7 +63,8 @@ def compile_pattern(pattern: str) -> Matcher:
     """
     check_pattern(pattern)
     try:
-        return re2.compile(pattern, _options())
+        compiled: Matcher = re2.compile(pattern, _options())  # google-re2 has no type hints
     except re2.error:
         # A literal has no repetition: Python's engine searches it in linear time.
         return re.compile(re.escape(pattern), re.IGNORECASE)
+    return compiled

@@ -18,7 +18,8 @@ command    request                                        answer
                                                            rank (:func:`.collective.collective_instance`)
 ========== ============================================== ==========================================
 
-Errors are answered as ``{"error": message}`` (and no buffer), never raised.
+Errors are answered as ``{"error": message}`` (and no buffer), never raised. The messages are
+typed in :mod:`.messages` (mirrored by ``js/timeline/model.ts``).
 
 Every size a client sends is bounded before anything is allocated: the window's width is
 clamped to :data:`MAX_WIDTH` columns, lists of rows or ranks lose their duplicates and may hold
@@ -31,8 +32,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -43,6 +44,30 @@ from .collective import collective_instance
 from .commands import COMMANDS
 from .counters import COUNTER_SERIES, CounterIndex, CounterWindow, counter_meta
 from .index import LevelOfDetail, TimelineIndex, Window
+from .messages import (
+    Answer,
+    CollectiveInstance,
+    CollectiveRequest,
+    CommandError,
+    CounterSlice,
+    DetailsRequest,
+    EventDetails,
+    FindRequest,
+    FindResult,
+    LaneMeta,
+    Layout,
+    RangeSummary,
+    RankPresets,
+    RowMeta,
+    RowSlice,
+    StepMark,
+    SummaryRequest,
+    SummarySlice,
+    TimelineModel,
+    WindowError,
+    WindowRequest,
+    WindowResponseMeta,
+)
 from .pattern import check_pattern
 from .ranks import initial_cpu_collapsed, rank_presets
 
@@ -53,6 +78,11 @@ __all__ = [
     "MAX_TIME_NS",
     "MAX_WIDTH",
     "answer",
+    "answer_details",
+    "answer_find",
+    "answer_ranks",
+    "answer_summary",
+    "answer_window",
     "encode_window",
     "timeline_state",
 ]
@@ -87,7 +117,7 @@ def timeline_state(
     height: int = 0,
     height_key: str = "",
     focus: int | None = None,
-) -> dict[str, Any]:
+) -> TimelineModel:
     """The timeline's synced state when it opens (JSON-able; ``js/timeline/model.ts``).
 
     The traits of :class:`jupyter_traceview.Timeline`, by name: what a host that is not an
@@ -113,26 +143,25 @@ def timeline_state(
     return {
         "_palette": palette(),
         "_rows": [
-            {"id": r.id, "rank": r.rank, "lane": r.lane, "depth": r.depth, "type": r.type, "events": r.events}
-            for r in ix.rows
+            RowMeta(id=r.id, rank=r.rank, lane=r.lane, depth=r.depth, type=r.type, events=r.events) for r in ix.rows
         ],
         "_lanes": [
-            {
-                "id": ln.id,
-                "rank": ln.rank,
-                "type": ln.type,
-                "label": ln.label,
-                "device": ln.device,
-                "stream": ln.stream,
-                "pid": ln.pid,
-                "tid": ln.tid,
-                "rows": list(ln.rows),
-            }
+            LaneMeta(
+                id=ln.id,
+                rank=ln.rank,
+                type=ln.type,
+                label=ln.label,
+                device=ln.device,
+                stream=ln.stream,
+                pid=ln.pid,
+                tid=ln.tid,
+                rows=list(ln.rows),
+            )
             for ln in ix.lanes
         ],
         "_counters": [counter_meta(c) for c in CounterIndex.of(trace).lanes],
         "_all_ranks": list(trace.ranks),
-        "_steps": [{"step": st, "start": float(a), "end": float(b)} for st, a, b in ix.steps()],
+        "_steps": [StepMark(step=st, start=float(a), end=float(b)) for st, a, b in ix.steps()],
         "_span": [0.0, float(max(ix.end_ns, 1))],
         "_kinds": ix.kinds_present,
         "_t0_ns": str(ix.t0_ns),
@@ -144,7 +173,7 @@ def timeline_state(
         "pinned": [],
         "focus_rank": focus,
         "show_cpu": bool(cpu),
-        "color_by": color_by,
+        "color_by": cast(Literal["kind", "name"], color_by),
         "search": "",
         "selected_event": {},
         "selected_range": [],
@@ -153,12 +182,12 @@ def timeline_state(
     }
 
 
-def _pack(sections: dict[str, np.ndarray]) -> tuple[dict[str, list[Any]], bytes]:
+def _pack(sections: dict[str, np.ndarray]) -> tuple[Layout, bytes]:
     """Concatenate arrays into one buffer, each 8-byte aligned: (layout, bytes).
 
     ``layout[name] = [byte offset, length, dtype]`` with dtype one of f8, f4, u4, u1.
     """
-    layout: dict[str, list[Any]] = {}
+    layout: Layout = {}
     chunks: list[bytes] = []
     off = 0
     for name, arr in sections.items():
@@ -167,7 +196,7 @@ def _pack(sections: dict[str, np.ndarray]) -> tuple[dict[str, list[Any]], bytes]
         if pad:
             chunks.append(b"\0" * pad)
             off += pad
-        layout[name] = [off, len(arr), arr.dtype.str.lstrip("<|=")]
+        layout[name] = (off, len(arr), arr.dtype.str.lstrip("<|="))
         data = arr.tobytes()
         chunks.append(data)
         off += len(data)
@@ -180,7 +209,8 @@ def encode_window(
     *,
     pattern: str | None = None,
     counters: list[CounterWindow] | None = None,
-) -> tuple[dict[str, Any], bytes]:
+    seq: int = 0,
+) -> tuple[WindowResponseMeta, bytes]:
     """The binary answer to a window request: JSON metadata and one buffer.
 
     Raw events of all rows are concatenated (sections ``ev_start``, ``ev_dur`` and ``ev_eid``
@@ -200,20 +230,20 @@ def encode_window(
     ).astype(np.int64)
     cols = index.event_columns(pos)
     uniq, local = np.unique(cols["name"], return_inverse=True)
-    rows_meta: list[dict[str, Any]] = []
+    rows_meta: list[RowSlice] = []
     off = 0
     bin_k = 0
     for r in win.rows:
         if r.mode == "raw":
             n = 0 if r.events is None else len(r.events)
-            rows_meta.append({"row": r.row, "mode": "raw", "offset": off, "count": n})
+            rows_meta.append(RowSlice(row=r.row, mode="raw", offset=off, count=n))
             off += n
         else:
-            rows_meta.append({"row": r.row, "mode": "bins", "offset": bin_k * width, "count": width})
+            rows_meta.append(RowSlice(row=r.row, mode="bins", offset=bin_k * width, count=width))
             bin_k += 1
-    sums_meta = []
+    sums_meta: list[SummarySlice] = []
     for s in win.summaries:
-        sums_meta.append({"rank": s.row, "offset": bin_k * width, "count": width})
+        sums_meta.append(SummarySlice(rank=s.row, offset=bin_k * width, count=width))
         bin_k += 1
     bw = np.diff(win.edges).astype(np.float64)
     fracs = [
@@ -245,9 +275,9 @@ def encode_window(
         sections["bin_color"] = _cat(
             [r.name_color if r.name_color is not None else np.full(width, 255, np.uint8) for r in binned], np.uint8
         )
-    ctr_meta = []
+    ctr_meta: list[CounterSlice] = []
     for j, c in enumerate(counters or []):
-        ctr_meta.append({"counter": c.id, "offset": j * width, "count": width})
+        ctr_meta.append(CounterSlice(counter=c.id, offset=j * width, count=width))
     for name in COUNTER_SERIES:
         for part, k in (("max", 0), ("end", 1)):
             got = [c.series[name][k] for c in counters or []]
@@ -255,17 +285,19 @@ def encode_window(
                 sections[f"ctr_{name}_{part}"] = np.concatenate(got).astype(np.float64)
     layout, buf = _pack(sections)
     names = [index.names[i] for i in uniq.tolist()]
-    meta = {
-        "lo": win.lo,
-        "hi": win.hi,
-        "width": width,
-        "rows": rows_meta,
-        "summaries": sums_meta,
-        "counters": ctr_meta,
-        "names": names,
-        "name_colors": index.name_colors[uniq].tolist() if len(uniq) else [],
-        "layout": layout,
-    }
+    meta = WindowResponseMeta(
+        seq=seq,
+        lo=win.lo,
+        hi=win.hi,
+        width=width,
+        rows=rows_meta,
+        summaries=sums_meta,
+        counters=ctr_meta,
+        names=names,
+        name_colors=index.name_colors[uniq].tolist() if len(uniq) else [],
+        layout=layout,
+        kernel_ms=0.0,
+    )
     if pattern:
         meta["name_match"] = index.name_mask(pattern)[uniq].tolist() if len(uniq) else []
     return meta, buf
@@ -280,43 +312,67 @@ _ERRORS = (TraceviewError, ValueError, KeyError, TypeError, OverflowError)
 
 
 def answer(
-    index: TimelineIndex, command: str, msg: dict[str, Any], *, lod: LevelOfDetail | None = None
-) -> tuple[dict[str, Any], list[bytes]]:
+    index: TimelineIndex, command: str, msg: Mapping[str, Any], *, lod: LevelOfDetail | None = None
+) -> tuple[Answer, list[bytes]]:
     """The answer to one timeline command: ``(JSON message, binary buffers)``.
 
-    ``command`` is one of :data:`COMMANDS`; a malformed request is answered with
-    ``{"error": ...}`` (the front end shows it), an unknown command raises ValueError.
+    ``command`` is one of :data:`COMMANDS`; ``msg`` its request as received (JSON from the
+    front end, checked here). A malformed request is answered with ``{"error": ...}`` (the
+    front end shows it), an unknown command raises ValueError.
     """
+    # The requests are untrusted JSON: each field is checked where it is read.
     if command == "_window":
-        return _window(index, msg, lod or LevelOfDetail())
+        return answer_window(index, cast(WindowRequest, msg), lod=lod)
     if command == "_details":
-        try:
-            return index.details(int(msg["rank"]), int(msg["eid"])), []
-        except _ERRORS as exc:
-            return {"error": str(exc)}, []
+        return answer_details(index, cast(DetailsRequest, msg))
     if command == "_find":
-        return _find(index, msg)
+        return answer_find(index, cast(FindRequest, msg))
     if command == "_ranks":
-        try:
-            return dict(rank_presets(index.trace)), []
-        except _ERRORS as exc:
-            return {"error": str(exc)}, []
+        return answer_ranks(index)
     if command == "_summary":
-        try:
-            lo, hi = _span(msg)
-            ranks = _ids(msg, "ranks") or None
-            return index.range_summary(lo, hi, ranks=ranks), []
-        except _ERRORS as exc:
-            return {"error": str(exc)}, []
+        return answer_summary(index, cast(SummaryRequest, msg))
     if command == "_collective":
-        try:
-            return collective_instance(index, int(msg["rank"]), int(msg["eid"])), []
-        except _ERRORS as exc:
-            return {"error": str(exc)}, []
+        return answer_collective(index, cast(CollectiveRequest, msg))
     raise ValueError(f"unknown timeline command {command!r}; commands are {', '.join(COMMANDS)}")
 
 
-def _time(msg: dict[str, Any], key: str) -> float:
+def answer_ranks(index: TimelineIndex) -> tuple[RankPresets | CommandError, list[bytes]]:
+    """``_ranks``: the rank picker's presets (:func:`.ranks.rank_presets`)."""
+    try:
+        return rank_presets(index.trace), []
+    except _ERRORS as exc:
+        return CommandError(error=str(exc)), []
+
+
+def answer_details(index: TimelineIndex, msg: DetailsRequest) -> tuple[EventDetails | CommandError, list[bytes]]:
+    """``_details``: the event's details (:meth:`TimelineIndex.details`)."""
+    try:
+        return index.details(int(msg["rank"]), int(msg["eid"])), []
+    except _ERRORS as exc:
+        return CommandError(error=str(exc)), []
+
+
+def answer_summary(index: TimelineIndex, msg: SummaryRequest) -> tuple[RangeSummary | CommandError, list[bytes]]:
+    """``_summary``: what happened in the range (:meth:`TimelineIndex.range_summary`)."""
+    try:
+        lo, hi = _span(msg)
+        ranks = _ids(msg, "ranks") or None
+        return index.range_summary(lo, hi, ranks=ranks), []
+    except _ERRORS as exc:
+        return CommandError(error=str(exc)), []
+
+
+def answer_collective(
+    index: TimelineIndex, msg: CollectiveRequest
+) -> tuple[CollectiveInstance | CommandError, list[bytes]]:
+    """``_collective``: a communication kernel's instance on every rank (:func:`.collective.collective_instance`)."""
+    try:
+        return collective_instance(index, int(msg["rank"]), int(msg["eid"])), []
+    except _ERRORS as exc:
+        return CommandError(error=str(exc)), []
+
+
+def _time(msg: Mapping[str, Any], key: str) -> float:
     """A finite time from the request, clamped to +-:data:`MAX_TIME_NS`."""
     t = float(msg[key])
     if not math.isfinite(t):
@@ -324,14 +380,14 @@ def _time(msg: dict[str, Any], key: str) -> float:
     return min(max(t, -MAX_TIME_NS), MAX_TIME_NS)
 
 
-def _span(msg: dict[str, Any]) -> tuple[int, int]:
+def _span(msg: Mapping[str, Any]) -> tuple[int, int]:
     """``[lo, hi)`` of a request, in whole ns, ``hi > lo``."""
     lo = math.floor(_time(msg, "lo"))
     hi = max(math.ceil(_time(msg, "hi")), lo + 1)
     return lo, hi
 
 
-def _ids(msg: dict[str, Any], key: str) -> list[int] | None:
+def _ids(msg: Mapping[str, Any], key: str) -> list[int] | None:
     """The ids listed under ``key`` (None when absent), duplicates dropped, at most :data:`MAX_IDS`."""
     raw = msg.get(key)
     if raw is None:
@@ -346,7 +402,7 @@ def _ids(msg: dict[str, Any], key: str) -> list[int] | None:
     return ids
 
 
-def _width(msg: dict[str, Any]) -> int:
+def _width(msg: Mapping[str, Any]) -> int:
     """The window's width, clamped to at most :data:`MAX_WIDTH` columns (under 1 is refused by the index)."""
     w = float(msg["width"])
     if not math.isfinite(w):
@@ -354,8 +410,12 @@ def _width(msg: dict[str, Any]) -> int:
     return int(min(w, MAX_WIDTH))
 
 
-def _window(index: TimelineIndex, msg: dict[str, Any], lod: LevelOfDetail) -> tuple[dict[str, Any], list[bytes]]:
+def answer_window(
+    index: TimelineIndex, msg: WindowRequest, *, lod: LevelOfDetail | None = None
+) -> tuple[WindowResponseMeta | WindowError, list[bytes]]:
+    """``_window``: the rows and summaries of the window, JSON layout and one buffer (:func:`encode_window`)."""
     t = time.perf_counter()
+    seq = msg.get("seq")
     try:
         lo, hi = _span(msg)
         width = _width(msg)
@@ -368,21 +428,21 @@ def _window(index: TimelineIndex, msg: dict[str, Any], lod: LevelOfDetail) -> tu
             width,
             rows=rows,
             summaries=summaries,
-            lod=lod,
+            lod=lod or LevelOfDetail(),
             pattern=pattern,
             with_name_colors=bool(msg.get("name_colors", False)),
         )
         wanted = _ids(msg, "counters") or []
         counters = CounterIndex.of(index.trace).window(win.edges, wanted) if wanted else None
-        meta, buf = encode_window(index, win, pattern=pattern, counters=counters)
+        meta, buf = encode_window(index, win, pattern=pattern, counters=counters, seq=seq)
     except _ERRORS as exc:
-        return {"seq": msg.get("seq"), "error": str(exc)}, []
-    meta["seq"] = msg.get("seq")
+        return WindowError(seq=seq, error=str(exc)), []
     meta["kernel_ms"] = (time.perf_counter() - t) * 1e3
     return meta, [buf]
 
 
-def _find(index: TimelineIndex, msg: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+def answer_find(index: TimelineIndex, msg: FindRequest) -> tuple[FindResult | CommandError, list[bytes]]:
+    """``_find``: the next (``direction`` >= 0) or previous match of the pattern after ``t``."""
     try:
         pattern = check_pattern(str(msg["pattern"]))
         pos = index.find(
@@ -392,15 +452,15 @@ def _find(index: TimelineIndex, msg: dict[str, Any]) -> tuple[dict[str, Any], li
             rows=_ids(msg, "rows"),
         )
     except _ERRORS as exc:
-        return {"error": str(exc)}, []
+        return CommandError(error=str(exc)), []
     if pos is None:
-        return {"found": False}, []
-    return {
-        "found": True,
-        "rank": int(index.rank[pos]),
-        "eid": int(index.eid[pos]),
-        "row": index.row_at(pos),
-        "start": int(index.start[pos]),
-        "end": int(index.end[pos]),
-        "name": index.names[int(index.name[pos])],
-    }, []
+        return FindResult(found=False), []
+    return FindResult(
+        found=True,
+        rank=int(index.rank[pos]),
+        eid=int(index.eid[pos]),
+        row=index.row_at(pos),
+        start=int(index.start[pos]),
+        end=int(index.end[pos]),
+        name=index.names[int(index.name[pos])],
+    ), []

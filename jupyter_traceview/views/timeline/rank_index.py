@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,7 @@ from .binning import (
     _Starts,
 )
 from .layout import LaneInfo, RowInfo, RowType, _fixed_codes, _rank_rows
+from .messages import CollectiveInfo, EventDetails, LaunchInfo, OperatorRef
 from .pattern import compile_pattern
 
 __all__ = ["RankIndex", "build_rank_index"]
@@ -288,7 +289,8 @@ class RankIndex:
 
     def _eff_end(self, i0: int, i1: int) -> np.ndarray:
         """Ends of events ``i0:i1``, instant events lasting 1 ns (for overlap tests)."""
-        return np.maximum(self.end[i0:i1], self.start[i0:i1] + 1)
+        out: np.ndarray = np.maximum(self.end[i0:i1], self.start[i0:i1] + 1)
+        return out
 
     def _row(self, row: int) -> _Row:
         return self.rows[row]
@@ -328,7 +330,7 @@ class RankIndex:
 
     def _event_matches(self, pattern: str, name_mask: np.ndarray) -> np.ndarray:
         """One boolean per event: its name (``name_mask``, by local name code) or its argument text matches."""
-        ev = name_mask[self.name]
+        ev: np.ndarray = name_mask[self.name]
         pos, codes, texts = self._args_index()
         if texts:
             rx = compile_pattern(pattern)
@@ -505,7 +507,7 @@ class RankIndex:
         """Local row of the event at local ``position``."""
         return int(np.searchsorted(self.row_ptr, position, side="right") - 1)
 
-    def details(self, eid: int) -> dict[str, Any]:
+    def details(self, eid: int) -> EventDetails:
         """:meth:`TimelineIndex.details` with local row ids (None if not drawn)."""
         d = self.data
         ev = d.events
@@ -516,22 +518,22 @@ class RankIndex:
         pos = self.position_of(eid)
         kc = _fixed_codes(ev["kind"].iloc[i : i + 1], KIND_CATEGORIES)
         gc = _fixed_codes(ev["gpu_class"].iloc[i : i + 1], GPU_CLASS_CATEGORIES)
-        out: dict[str, Any] = {
-            "rank": self.rank,
-            "eid": int(eid),
-            "name": str(rec["name"]),
-            "kind": KINDS[int(kind_codes(kc, gc)[0])],
-            "event_kind": str(rec["kind"]),
-            "start": int(rec["ts_ns"]) - self.t0_ns,
-            "start_ns": int(rec["ts_ns"]),
-            "dur_ns": int(rec["dur_ns"]),
-            "device": int(rec["device"]),
-            "stream": int(rec["stream"]),
-            "pid": int(rec["pid"]),
-            "tid": int(rec["tid"]),
-            "step": int(rec["step"]),
-            "row": None if pos is None else self.row_at(pos),
-        }
+        out = EventDetails(
+            rank=self.rank,
+            eid=int(eid),
+            name=str(rec["name"]),
+            kind=KINDS[int(kind_codes(kc, gc)[0])],
+            event_kind=str(rec["kind"]),
+            start=int(rec["ts_ns"]) - self.t0_ns,
+            start_ns=int(rec["ts_ns"]),
+            dur_ns=int(rec["dur_ns"]),
+            device=int(rec["device"]),
+            stream=int(rec["stream"]),
+            pid=int(rec["pid"]),
+            tid=int(rec["tid"]),
+            step=int(rec["step"]),
+            row=None if pos is None else self.row_at(pos),
+        )
         ga = d.gpu_args
         j = _row_of_eid(ga, eid)
         if j is not None:
@@ -539,25 +541,29 @@ class RankIndex:
             if int(g["grid_x"]) >= 0:
                 out["grid"] = [int(g["grid_x"]), int(g["grid_y"]), int(g["grid_z"])]
                 out["block"] = [int(g["block_x"]), int(g["block_y"]), int(g["block_z"])]
-            for col in ("registers_per_thread", "shared_memory_bytes", "bytes"):
-                if int(g[col]) >= 0:
-                    out[col] = int(g[col])
-            for col in ("occupancy_pct", "bandwidth_gbps"):
-                if not pd.isna(g[col]):
-                    out[col] = float(g[col])
+            if int(g["registers_per_thread"]) >= 0:
+                out["registers_per_thread"] = int(g["registers_per_thread"])
+            if int(g["shared_memory_bytes"]) >= 0:
+                out["shared_memory_bytes"] = int(g["shared_memory_bytes"])
+            if int(g["bytes"]) >= 0:
+                out["bytes"] = int(g["bytes"])
+            if not pd.isna(g["occupancy_pct"]):
+                out["occupancy_pct"] = float(g["occupancy_pct"])
+            if not pd.isna(g["bandwidth_gbps"]):
+                out["bandwidth_gbps"] = float(g["bandwidth_gbps"])
             if not pd.isna(g["copy_kind"]):
                 out["copy_kind"] = str(g["copy_kind"])
         cm = d.comms
         j = _row_of_eid(cm, eid)
         if j is not None:
             c = cm.iloc[j]
-            out["collective"] = {
-                "collective": str(c["collective"]),
-                "dtype": None if pd.isna(c["dtype"]) else str(c["dtype"]),
-                "in_nelems": int(c["in_nelems"]),
-                "out_nelems": int(c["out_nelems"]),
-                "group_size": int(c["group_size"]),
-            }
+            out["collective"] = CollectiveInfo(
+                collective=str(c["collective"]),
+                dtype=None if pd.isna(c["dtype"]) else str(c["dtype"]),
+                in_nelems=int(c["in_nelems"]),
+                out_nelems=int(c["out_nelems"]),
+                group_size=int(c["group_size"]),
+            )
         launch = int(rec["launch_eid"])
         parent = int(rec["parent_eid"])
         if launch >= 0:
@@ -565,21 +571,21 @@ class RankIndex:
             if k is not None:
                 lrec = ev.iloc[k]
                 lpos = self.position_of(launch)
-                out["launch"] = {
-                    "eid": launch,
-                    "name": str(lrec["name"]),
-                    "start": int(lrec["ts_ns"]) - self.t0_ns,
-                    "dur_ns": int(lrec["dur_ns"]),
-                    "row": None if lpos is None else self.row_at(lpos),
-                }
+                out["launch"] = LaunchInfo(
+                    eid=launch,
+                    name=str(lrec["name"]),
+                    start=int(lrec["ts_ns"]) - self.t0_ns,
+                    dur_ns=int(lrec["dur_ns"]),
+                    row=None if lpos is None else self.row_at(lpos),
+                )
                 parent = int(lrec["parent_eid"])
         if parent >= 0:
             k = _row_of_eid(ev, parent)
             if k is not None:
-                out["operator"] = {"eid": parent, "name": str(ev["name"].iloc[k])}
+                out["operator"] = OperatorRef(eid=parent, name=str(ev["name"].iloc[k]))
         return out
 
-    def range_summary(self, lo: int, hi: int) -> dict[str, Any]:
+    def range_summary(self, lo: int, hi: int) -> RankRangeSummary:
         """This rank's share of :meth:`TimelineIndex.range_summary` (names as local codes)."""
         s = self.summary
         busy = {code: cov.total(lo, hi) for code, cov in s.kinds.items()}
@@ -596,7 +602,22 @@ class RankIndex:
             clipped = np.minimum(self.end[sel], hi) - np.maximum(self.start[sel], lo)
             nt = np.bincount(self.name[sel], weights=clipped, minlength=0)
             name_time = [(int(n), int(nt[n])) for n in np.flatnonzero(nt).tolist()]
-        return {"source": s.source, "all": s.all.total(lo, hi), "busy": busy, "events": events, "names": name_time}
+        return RankRangeSummary(source=s.source, all=s.all.total(lo, hi), busy=busy, events=events, names=name_time)
+
+
+class RankRangeSummary(TypedDict):
+    """A rank's share of :meth:`TimelineIndex.range_summary` (kind and name codes local to the rank)."""
+
+    #: "gpu" (GPU work summarised) or "cpu" (top-level CPU events, a CPU-only rank).
+    source: str
+    #: Time covered by any kind, ns.
+    all: int
+    #: Time covered per kind code, ns.
+    busy: dict[int, int]
+    #: Events overlapping the range per kind code.
+    events: dict[int, int]
+    #: (local name code, clipped time in ns) of the names present.
+    names: list[tuple[int, int]]
 
 
 def build_rank_index(data: RankData, t0_ns: int) -> RankIndex:
@@ -661,7 +682,7 @@ class _DaskParts:
         # Wait for them without bringing the parts here; a failed task raises its error.
         from distributed import wait
 
-        wait(list(self.futures.values()))
+        wait(list(self.futures.values()))  # type: ignore[no-untyped-call]  # distributed: no type hints
         for f in self.futures.values():
             if f.status == "error":
                 f.result()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ... import format as fmt
-from ..colors import palette
+from ..colors import Theme, palette
 from .binning import NO_KIND
 from .coordinator import TimelineIndex
 
@@ -47,7 +47,7 @@ def timeline_svg(index: TimelineIndex, lo: float, hi: float, ranks: Sequence[int
     left_out = len(ranks) - len(shown)
     win = index.window(lo_i, hi_i, SVG_WIDTH, summaries=shown)
     pal = palette()
-    tone = "dark" if dark else "light"
+    tone: Theme = "dark" if dark else "light"
     colors = [k[tone] for k in pal["kinds"]]
     fg, muted, bg = ("#e0e0e0", "#9e9e9e", "#1e1e1e") if dark else ("#1a1a1a", "#666666", "#ffffff")
     width = _GUTTER + SVG_WIDTH + 8
