@@ -49,6 +49,10 @@ def test_select_align_and_report_options(small: Path) -> None:
         tv.clock_alignment(trace, min_collectives=0)
     with pytest.raises(tv.OptionError, match=r"theme='blue' is not accepted; use one of 'light', 'dark'"):
         tv.write_report(trace, small / "r.html", theme="blue")  # type: ignore[arg-type]
+    from jupyter_traceview.dashboard.data import DashboardData
+
+    with pytest.raises(tv.OptionError, match=r"theme='blue' is not accepted; use one of 'light', 'dark'"):
+        DashboardData(trace).tab("overview", theme="blue")
     with pytest.raises(tv.OptionError, match=r"rank= was removed; pass ranks=0"):
         tv.critical_path(trace, rank=0)  # type: ignore[arg-type]
     with pytest.raises(tv.OptionError, match="align_ends= was removed"):

@@ -24,7 +24,7 @@ ALL_COMMANDS = COMMANDS + TIMELINE_COMMANDS
 
 
 def answer(
-    data: DashboardData, command: str, msg: dict[str, Any] | None, *, progress: Progress | None = None
+    data: DashboardData, command: str, msg: Mapping[str, Any] | None, *, progress: Progress | None = None
 ) -> tuple[Mapping[str, Any], list[bytes]]:
     """The answer to one command of the dashboard's front end: ``(JSON message, binary buffers)``.
 

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..errors import TraceSelectionError, TraceviewError, TraceviewWarning
+from ..errors import OptionError, TraceSelectionError, TraceviewError, TraceviewWarning
 from ..model.display_hook import Headline
 from ..model.trace import Trace
 from ..progress import Progress
@@ -229,7 +229,7 @@ class DashboardData:
         if name not in dict(self.tabs):
             raise TraceSelectionError.unknown("tab", name, [t for t, _ in self.tabs])
         if theme not in ("light", "dark"):
-            raise ValueError(f"theme must be 'light' or 'dark', got {theme!r}")
+            raise OptionError.invalid("theme", theme, ("light", "dark"))
         t = time.perf_counter()
         b = TabBuilder(self, theme, time_range if name == "breakdown" else None, progress)
         next(x for x in TABS if x.id == name).build(b)

@@ -19,14 +19,28 @@ import html
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..dashboard.commands import answer
 from ..dashboard.data import DashboardData
-from ..dashboard.protocol import LinkAnswer, TabContent
+from ..dashboard.protocol import LinkAnswer, LinkRequest, TabContent, TabRequest, TimelineAnswer
 from ..errors import OptionError, TraceviewError
 from ..model.trace import Trace
 from ..views.timeline.index import LevelOfDetail
+from ..views.timeline.messages import (
+    CollectiveInstance,
+    CollectiveRequest,
+    CommandError,
+    DetailsRequest,
+    EventDetails,
+    FindRequest,
+    FindResult,
+    RangeSummary,
+    SummaryRequest,
+    WindowError,
+    WindowRequest,
+    WindowResponseMeta,
+)
 from .timeline import Timeline
 
 try:
@@ -203,7 +217,9 @@ class Dashboard(anywidget.AnyWidget):
         return "".join(parts)
 
     # ------------------------------------------------------------------ commands (front end -> kernel)
-    def _answer(self, name: str, msg: dict[str, Any]) -> tuple[Mapping[str, Any], list[bytes]]:
+    def _answer(self, name: str, msg: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[bytes]]:
+        """Answer ``name`` (dashboard.commands.answer), reporting progress to the front end."""
+
         def progress(done: int, total: int, label: str) -> None:
             self.send(
                 {
@@ -216,53 +232,63 @@ class Dashboard(anywidget.AnyWidget):
                 }
             )
 
-        return answer(self._data, name, msg, progress=progress)
+        return answer(self._data, name, dict(msg), progress=progress)
 
+    # The messages are typed in dashboard/protocol.py and views/timeline/messages.py (mirrored
+    # by js/dashboard/protocol.ts and js/timeline/model.ts); ``answer`` checks each request.
     @command
-    def _tab(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
+    def _tab(self, msg: TabRequest, buffers: list[bytes]) -> tuple[TabContent | CommandError, list[bytes]]:
         """One tab's content: ``{seq, tab, theme, range}``."""
-        return self._answer("_tab", msg)
+        out, bufs = self._answer("_tab", msg)
+        return cast("TabContent | CommandError", out), bufs
 
     @command
-    def _link(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
+    def _link(self, msg: LinkRequest, buffers: list[bytes]) -> tuple[LinkAnswer | CommandError, list[bytes]]:
         """A click on a chart: move the timeline (here, so that Python sees it) and say where."""
         try:
-            msg = dict(msg)
-            return self.follow(str(msg.pop("target", "")), **msg), []
+            fields: dict[str, Any] = dict(msg)
+            return self.follow(str(fields.pop("target", "")), **fields), []
         except (TraceviewError, ValueError, KeyError, TypeError) as exc:
-            return {"error": str(exc)}, []
+            return CommandError(error=str(exc)), []
 
     @command
-    def _timeline(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
+    def _timeline(self, msg: Mapping[str, object], buffers: list[bytes]) -> tuple[TimelineAnswer, list[bytes]]:
         """The timeline child widget: its model id and state."""
         try:
             tl = self.timeline
         except TraceviewError as exc:
-            return {"error": str(exc)}, []
+            return TimelineAnswer(error=str(exc)), []
         # The front end takes the state from the child widget's model itself.
-        return {"model_id": tl.model_id}, []
+        return TimelineAnswer(model_id=tl.model_id), []
 
     @command
-    def _bokehjs(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
-        """BokehJS of the installed bokeh (sent once per page)."""
+    def _bokehjs(self, msg: Mapping[str, object], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
+        """BokehJS of the installed bokeh (sent once per page): ``{version, bytes}`` and one buffer."""
         return self._answer("_bokehjs", msg)
 
     @command
-    def _window(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
-        return self._answer("_window", msg)
+    def _window(self, msg: WindowRequest, buffers: list[bytes]) -> tuple[WindowResponseMeta | WindowError, list[bytes]]:
+        out, bufs = self._answer("_window", msg)
+        return cast("WindowResponseMeta | WindowError", out), bufs
 
     @command
-    def _details(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
-        return self._answer("_details", msg)
+    def _details(self, msg: DetailsRequest, buffers: list[bytes]) -> tuple[EventDetails | CommandError, list[bytes]]:
+        out, bufs = self._answer("_details", msg)
+        return cast("EventDetails | CommandError", out), bufs
 
     @command
-    def _find(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
-        return self._answer("_find", msg)
+    def _find(self, msg: FindRequest, buffers: list[bytes]) -> tuple[FindResult | CommandError, list[bytes]]:
+        out, bufs = self._answer("_find", msg)
+        return cast("FindResult | CommandError", out), bufs
 
     @command
-    def _summary(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
-        return self._answer("_summary", msg)
+    def _summary(self, msg: SummaryRequest, buffers: list[bytes]) -> tuple[RangeSummary | CommandError, list[bytes]]:
+        out, bufs = self._answer("_summary", msg)
+        return cast("RangeSummary | CommandError", out), bufs
 
     @command
-    def _collective(self, msg: dict[str, Any], buffers: list[bytes]) -> tuple[Mapping[str, Any], list[bytes]]:
-        return self._answer("_collective", msg)
+    def _collective(
+        self, msg: CollectiveRequest, buffers: list[bytes]
+    ) -> tuple[CollectiveInstance | CommandError, list[bytes]]:
+        out, bufs = self._answer("_collective", msg)
+        return cast("CollectiveInstance | CommandError", out), bufs
