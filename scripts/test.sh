@@ -55,6 +55,12 @@ if [ ! -x "$chromium" ]; then
         exit 1
     fi
 fi
+# A free port for JupyterLab unless one is given: Playwright would reuse a server already
+# listening on its port (another checkout's, with other code) and test that instead.
+if [ -z "${TRACEVIEW_UI_PORT:-}" ]; then
+    TRACEVIEW_UI_PORT=$(python -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+    export TRACEVIEW_UI_PORT
+fi
 (
     cd ui-tests
     # Playwright's own browser download is not used: the tests drive the system Chromium.
