@@ -22,6 +22,17 @@ interface Recorded {
   draws: { t: number; ms: number; loading: string; phase: string }[];
   frames: { t: number; phase: string }[];
   wheels: { t: number; finalMs: number | null }[];
+  windows: {
+    seq: number;
+    prefetch: boolean;
+    sent: number;
+    received: number;
+    decoded: number;
+    kernelAt: number | null;
+    kernelMs: number;
+    kernelCpuMs: number | null;
+    bytes: number;
+  }[];
 }
 
 const quantile = (xs: number[], q: number): number | null => {
@@ -79,6 +90,7 @@ test("frame times of wheel zoom and drag on a big trace", async ({ page }) => {
       draws: [],
       frames: [],
       wheels: [],
+      windows: [],
       phase: "idle",
       pending: [],
     };
@@ -102,6 +114,9 @@ test("frame times of wheel zoom and drag on a big trace", async ({ page }) => {
       },
       { capture: true },
     );
+    root.addEventListener("tv-window", (e) => {
+      rec.windows.push((e as CustomEvent<Recorded["windows"][number]>).detail);
+    });
     const loop = (t: number) => {
       rec.frames.push({ t, phase: rec.phase });
       requestAnimationFrame(loop);
@@ -149,6 +164,33 @@ test("frame times of wheel zoom and drag on a big trace", async ({ page }) => {
     return ts.slice(1).map((t, i) => t - ts[i]!);
   };
   const finals = rec.wheels.map((w) => w.finalMs).filter((x): x is number => x !== null);
+  // Where a slow wheel step's time went: the window that ended it is the last one received
+  // before its final picture; before it was sent the step waited (coalesced behind another
+  // request), then the request travelled to the kernel and waited there (to_kernel), the
+  // kernel answered (kernel: wall, kernel_cpu: its CPU time), the answer came back and was
+  // decoded (back), and the frame was drawn (draw).
+  const round = (x: number | null) => (x === null ? null : Math.round(x * 10) / 10);
+  const breakdown = (w: { t: number; finalMs: number | null }) => {
+    const end = w.t + (w.finalMs ?? 0);
+    const win = [...rec.windows].reverse().find((r) => r.decoded <= end + 1 && r.received >= w.t);
+    if (!win) return { final_ms: round(w.finalMs), window: null };
+    const kernelAt = win.kernelAt;
+    return {
+      final_ms: round(w.finalMs),
+      prefetch: win.prefetch,
+      wait_before_send: round(win.sent - w.t),
+      to_kernel: kernelAt === null ? null : round(kernelAt - win.sent),
+      kernel: round(win.kernelMs),
+      kernel_cpu: round(win.kernelCpuMs),
+      back: kernelAt === null ? null : round(win.received - (kernelAt + win.kernelMs)),
+      decode: round(win.decoded - win.received),
+      draw: round(end - win.decoded),
+      bytes: win.bytes,
+    };
+  };
+  const slowWheels = rec.wheels.filter((w) => (w.finalMs ?? 0) > 100).map(breakdown);
+  const winStat = (f: (r: Recorded["windows"][number]) => number | null) =>
+    stats(rec.windows.map(f).filter((x): x is number => x !== null));
   const summary = {
     trace: TRACE,
     trace_info: infoText.trim(),
@@ -160,6 +202,14 @@ test("frame times of wheel zoom and drag on a big trace", async ({ page }) => {
     drag_frame_interval_ms: intervalStats(intervals("drag")),
     drag_frames_drawn: drawsIn("drag").length,
     requests: Number(await widget.getAttribute("data-requests")),
+    wheel_final_each_ms: rec.wheels.map((w) => round(w.finalMs)),
+    slow_wheel_steps: slowWheels,
+    window_round_trip_ms: winStat((r) => r.received - r.sent),
+    window_to_kernel_ms: winStat((r) => (r.kernelAt === null ? null : r.kernelAt - r.sent)),
+    window_kernel_ms: winStat((r) => r.kernelMs),
+    window_kernel_cpu_ms: winStat((r) => r.kernelCpuMs),
+    window_back_ms: winStat((r) => (r.kernelAt === null ? null : r.received - r.kernelAt - r.kernelMs)),
+    window_bytes: winStat((r) => r.bytes),
     last_kernel_ms: Number(await widget.getAttribute("data-kernel-ms")),
     canvas_css_px: await canvas.evaluate((c) => [c.clientWidth, c.clientHeight]),
     browser: "chromium (headless, --disable-gpu: software raster)",
