@@ -18,7 +18,8 @@ Tools:
 * ``hta``: ``TraceAnalysis(trace_dir=path)`` (HTA parses every rank file at construction)
 
 Data sets: ``dlrm`` (the bundled 8-rank DLRM sample) and ``synth:RANKS:EVENTS`` (written
-once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank).
+once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank; ``synth:1:190000``
+is one 55 MB file, which ``engine="auto"`` reads in byte ranges by a pool).
 Results go to ``benchmarks/results/load.json`` and a Markdown table on stdout.
 """
 
@@ -162,7 +163,15 @@ def main() -> None:
         path = dataset_path(spec)
         size = json_bytes(path)
         files = sum(1 for f in path.iterdir() if f.name.endswith((".json", ".gz")))
-        cores = min(files, os.cpu_count() or 1) if files > 1 and size > 48 * 2**20 else 1
+        # As engine="auto" decides (loading/loader.py): several files above _PARALLEL_BYTES
+        # in a pool, one file above _SPLIT_BYTES in byte ranges by a pool, else in-process.
+        from jupyter_traceview.loading import loader
+
+        cpus = os.cpu_count() or 1
+        if files > 1:
+            cores = min(files, cpus) if size > loader._PARALLEL_BYTES else 1
+        else:
+            cores = cpus if size > loader._SPLIT_BYTES else 1
         row: dict = {"set": spec, "path": str(path), "json_bytes": size, "files": files, "cores_used": cores}
         with tempfile.TemporaryDirectory() as cache:
             if "ours-cached" in a.tools:
