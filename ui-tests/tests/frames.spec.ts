@@ -212,6 +212,15 @@ test("frame times of wheel zoom and drag on a big trace", async ({ page }) => {
     drag_frames_drawn: drawsIn("drag").length,
     requests: Number(await widget.getAttribute("data-requests")),
     wheel_final_each_ms: rec.wheels.map((w) => round(w.finalMs)),
+    // Every wheel event and window round trip, ms since the first wheel event (to read a slow step's story).
+    wheel_at_ms: rec.wheels.map((w) => round(w.t - (rec.wheels[0]?.t ?? 0))),
+    windows_at_ms: rec.windows.map((r) => ({
+      prefetch: r.prefetch,
+      sent: round(r.sent - (rec.wheels[0]?.t ?? 0)),
+      received: round(r.received - (rec.wheels[0]?.t ?? 0)),
+      kernel_cpu: round(r.kernelCpuMs),
+      bytes: r.bytes,
+    })),
     slow_wheel_steps: slowWheels,
     window_round_trip_ms: winStat((r) => r.received - r.sent),
     window_to_kernel_ms: winStat((r) => (r.kernelAt === null ? null : r.kernelAt - r.sent)),
