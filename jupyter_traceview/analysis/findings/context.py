@@ -138,9 +138,12 @@ class Context:
 
     def host_facts(self) -> dict[int, dict[str, Any]]:
         """Per rank, its main thread's time in operators, data loading and Python, its top
-        operators and frames, its host syncs (:func:`..host_findings.host_facts`)."""
+        operators and frames, its host syncs (:func:`..host_findings.host_facts`). With GPU
+        work the rules read no operator breakdowns (``python_overhead`` and ``cpu_hotspots``
+        are for traces without), so they are not computed."""
         result: dict[int, dict[str, Any]] = self.get(
-            "host_facts", lambda: host_facts(self.trace, time_range=self.time_range)
+            "host_facts",
+            lambda: host_facts(self.trace, time_range=self.time_range, operators=not self.gpu_ranks),
         )
         return result
 
