@@ -11,6 +11,7 @@ from ...errors import OptionError
 from ...model.trace import Trace
 from .._common import scoped
 from ._records import OOM, DeviceOption, Want, finish, rank_has_records, records, run
+from .binning import bin_step, even_edges
 
 __all__ = ["TIMELINE_COLUMNS", "memory_timeline"]
 
@@ -44,9 +45,10 @@ def memory_timeline(
     resample
         None: one row per allocation or free (the value after it, in force until the next
         row). N (>= 2): N rows per rank and device on an even grid over the scope's time
-        span, for plotting; each row carries the **maximum** of its bin [t, t + step), or
-        the value in force at t when no record falls in it (before a series' first record:
-        its first value), so peaks survive resampling.
+        span, for plotting; each row carries the **maximum** of its bin [t, t + step) (the
+        value in force at t and every record inside), so peaks survive resampling. Bins
+        before a series' first record have no value and no row. The binning is
+        :func:`.binning.bin_step`, the one the timeline's memory lanes use.
 
     Returns
     -------
@@ -99,21 +101,28 @@ def _rank_timeline(trace: Trace, *, want: Want) -> pd.DataFrame | None:
 
 
 def _resample(series: pd.DataFrame, lo: int, hi: int, n: int) -> pd.DataFrame:
-    grid = lo + ((np.arange(n, dtype=np.float64) * (hi - lo)) / n).astype(np.int64)
+    """``n`` even bins over ``[lo, hi)`` per rank and device, binned by :func:`.binning.bin_step`.
+
+    A row per bin, at the bin's start, with the bin's maximum; bins before a series' first
+    record have no value and no row.
+    """
+    edges = even_edges(lo, hi, n)
     parts = []
     for (r, t, d), g in series.groupby(["rank", "device_type", "device"], observed=True, sort=True):
-        ts = g["ts_ns"].to_numpy()
-        cols = {}
-        for c in ("allocated_bytes", "reserved_bytes", "cached_bytes"):
-            v = g[c].to_numpy()
-            # Value in force at each grid point (before the first record: the first value).
-            at = np.searchsorted(ts, grid, side="right") - 1
-            value = v[np.maximum(at, 0)]
-            # Maximum of the records inside each bin.
-            bins = np.searchsorted(grid, ts, side="right") - 1
-            inside = (bins >= 0) & (ts < hi)
-            peak = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-            np.maximum.at(peak, bins[inside], v[inside])
-            cols[c] = np.maximum(value, peak)
-        parts.append(pd.DataFrame({"rank": r, "device_type": t, "device": d, "ts_ns": grid, **cols}))
+        ts = g["ts_ns"].to_numpy(dtype=np.int64)
+        cols = {
+            c: bin_step(ts, g[c].to_numpy(), edges)[0] for c in ("allocated_bytes", "reserved_bytes", "cached_bytes")
+        }
+        known = ~np.isnan(cols["allocated_bytes"])
+        parts.append(
+            pd.DataFrame(
+                {
+                    "rank": r,
+                    "device_type": t,
+                    "device": d,
+                    "ts_ns": edges[:-1][known],
+                    **{c: v[known].astype(np.int64) for c, v in cols.items()},
+                }
+            )
+        )
     return finish(parts, TIMELINE_COLUMNS)

@@ -6,7 +6,9 @@ A rank with memory records (``profile_memory=True``) gets one *counter lane* per
 bytes as a step function that changes at every record and holds its value until the next
 one; before a device's first record it has no value.
 
-Window query (:meth:`CounterIndex.window`). Over the bin edges of a timeline window (the
+Window query (:meth:`CounterIndex.window`, binned by
+:func:`jupyter_traceview.analysis.memory.binning.bin_step`, the one binning of every counter
+surface, ``memory_timeline(resample=)`` included). Over the bin edges of a timeline window (the
 same edges as :meth:`TimelineIndex.window`'s answer) each lane gets, per pixel column
 ``[e_i, e_i+1)``, the **maximum** of the step function over the column (the value in force
 at ``e_i`` and every record inside, so a zoomed-out lane never loses a peak, even one that
@@ -32,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ...analysis.memory import device_label, memory_timeline
+from ...analysis.memory.binning import bin_step, block_maxima
 from ...errors import TraceSelectionError
 from ...model.rank_data import RankData
 from ...model.trace import Trace
@@ -128,7 +131,7 @@ class RankCounters:
         out = []
         for i in ids:
             s = self.series[int(i)]
-            series = {k: bin_counter(s.ts, v, edges, blocks=(BLOCK, s.blocks[k])) for k, v in s.values.items()}
+            series = {k: bin_step(s.ts, v, edges, blocks=(BLOCK, s.blocks[k])) for k, v in s.values.items()}
             out.append(CounterWindow(id=int(i), series=series))
         return out
 
@@ -138,72 +141,6 @@ class RankCounters:
         t = np.asarray(times, dtype=np.int64)
         at = np.searchsorted(s.ts, t, side="right") - 1
         return {k: np.where(at >= 0, v[np.maximum(at, 0)].astype(np.float64), np.nan) for k, v in s.values.items()}
-
-
-def block_maxima(values: np.ndarray, block: int) -> np.ndarray:
-    """The maximum of each run of ``block`` values (the last run may be shorter), float64."""
-    v = np.asarray(values, dtype=np.float64)
-    if len(v) == 0:
-        return v
-    return np.asarray(np.maximum.reduceat(v, np.arange(0, len(v), block)))
-
-
-def _range_max(v: np.ndarray, a: np.ndarray, b: np.ndarray, blocks: tuple[int, np.ndarray] | None) -> np.ndarray:
-    """``max(v[a[i]:b[i]])`` for non-empty, consecutive ranges (``b[i] == a[i+1]``)."""
-    if blocks is None or int(b[-1] - a[0]) <= 4 * blocks[0] * len(a):
-        # Few records per column: one pass over them (consecutive ranges: each runs to the next's start).
-        return np.asarray(np.maximum.reduceat(v[: int(b[-1])], a))
-    size, bmax = blocks
-    out = np.full(len(a), -np.inf)
-    first_block = -(-a // size)  # the first block starting at or after a
-    last_block = b // size  # blocks before this one end at or before b
-    whole = last_block > first_block
-    # Whole blocks: pairs of reduceat indices (-inf appended so that an end index is valid).
-    if whole.any():
-        padded = np.append(bmax, -np.inf)
-        pairs = np.stack([first_block[whole], last_block[whole]], axis=1).reshape(-1)
-        out[whole] = np.maximum.reduceat(padded, pairs)[::2]
-    # The ends outside whole blocks (the whole range when it spans none): under 2 blocks each.
-    head_end = np.where(whole, first_block * size, b)
-    tail_start = np.where(whole, last_block * size, b)
-    span = np.arange(size)
-    for lo, hi in ((a, head_end), (tail_start, b)):
-        for k in range(0, int((hi - lo).max(initial=0)), size):
-            idx = lo[:, None] + k + span[None, :]
-            got = np.where(idx < hi[:, None], v[np.minimum(idx, len(v) - 1)], -np.inf)
-            out = np.maximum(out, got.max(axis=1))
-    return out
-
-
-def bin_counter(
-    ts: np.ndarray, values: np.ndarray, edges: np.ndarray, *, blocks: tuple[int, np.ndarray] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """A step function over the columns ``[edges[i], edges[i+1])``: (max per column, value at each column's end).
-
-    ``ts`` (sorted) are the times of the changes and ``values`` the value after each
-    (several changes at one time: the last is the value in force, but each counts for
-    the maximum). Float64 (bytes stay exact below 2**53); NaN where there is no value yet.
-    ``blocks``: ``(size, block_maxima(values, size))``, which bound the cost of columns
-    holding many records.
-    """
-    e = np.asarray(edges, dtype=np.int64)
-    width = len(e) - 1
-    v = np.asarray(values, dtype=np.float64)
-    # first[i]: the first record at or after edges[i].
-    first = np.searchsorted(ts, e, side="left")
-    # In force at the column's start: the last record at or before it.
-    before = np.searchsorted(ts, e[:-1], side="right") - 1
-    top = np.where(before >= 0, v[np.maximum(before, 0)], -np.inf) if len(v) else np.full(width, -np.inf)
-    a, b = first[:-1], first[1:]
-    inside = b > a
-    if inside.any():
-        # Consecutive ranges: a non-empty column's records run to the next non-empty one's start.
-        red = _range_max(v, a[inside], b[inside], blocks)
-        top[inside] = np.maximum(top[inside], red)
-    end_at = b - 1
-    end = np.where(end_at >= 0, v[np.maximum(end_at, 0)], np.nan) if len(v) else np.full(width, np.nan)
-    top = np.where(np.isneginf(top), np.nan, top)
-    return top, end
 
 
 def build_rank_counters(data: RankData, t0_ns: int, window: tuple[int, int] | None) -> RankCounters:
