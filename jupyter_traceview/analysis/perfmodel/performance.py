@@ -201,6 +201,33 @@ def _work_of_ops(
     return code, out
 
 
+def _shape_texts(oa: pd.DataFrame, table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The ``shape`` text (``Input Dims`` and ``Input type``) of the operators at ``rows``
+    (sorted event rows; None where no arguments were recorded)."""
+    shape = np.full(len(rows), None, dtype=object)
+    if len(oa) and len(rows):
+        r_oa = lk.lookup(table, oa["eid"].to_numpy())
+        j = np.flatnonzero(np.isin(r_oa, rows))
+        _, last_rev = np.unique(r_oa[j][::-1], return_index=True)  # the last argument row counts
+        j = j[::-1][last_rev]
+        # The text once per distinct (dims, types) pair, not per operator.
+        d_codes, _ = _codes_and_values(oa["input_dims"])
+        t_codes, t_vals = _codes_and_values(oa["input_type"])
+        pair = (d_codes[j] + 1) * (len(t_vals) + 1) + (t_codes[j] + 1)
+        _, rep, inv = np.unique(pair, return_index=True, return_inverse=True)
+        dims_text = oa["input_dims"].iloc[j[rep]].astype(object).to_numpy()
+        types_text = oa["input_type"].iloc[j[rep]].astype(object).to_numpy()
+        u_text = np.array(
+            [
+                f"{dt} {tt}" if isinstance(tt, str) else str(dt)
+                for dt, tt in zip(dims_text.tolist(), types_text.tolist(), strict=True)
+            ],
+            dtype=object,
+        )
+        shape[np.searchsorted(rows, r_oa[j])] = u_text[inv.reshape(-1)]
+    return shape
+
+
 def _codes_and_values(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes (-1: no text) and the texts of an op_args column (categorical or not)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
@@ -357,28 +384,7 @@ def _rank_instances(
         report &= (kernels > 0) | in_window
     idx = np.flatnonzero(report)
     rows = op_rows[idx]
-    oa = d.op_args
-    shape = np.full(len(rows), None, dtype=object)
-    if len(oa) and len(rows):
-        r_oa = lk.lookup(links.table, oa["eid"].to_numpy())
-        j = np.flatnonzero(np.isin(r_oa, rows))
-        _, last_rev = np.unique(r_oa[j][::-1], return_index=True)  # the last argument row counts
-        j = j[::-1][last_rev]
-        # The text once per distinct (dims, types) pair, not per operator.
-        d_codes, _ = _codes_and_values(oa["input_dims"])
-        t_codes, t_vals = _codes_and_values(oa["input_type"])
-        pair = (d_codes[j] + 1) * (len(t_vals) + 1) + (t_codes[j] + 1)
-        _, rep, inv = np.unique(pair, return_index=True, return_inverse=True)
-        dims_text = oa["input_dims"].iloc[j[rep]].astype(object).to_numpy()
-        types_text = oa["input_type"].iloc[j[rep]].astype(object).to_numpy()
-        u_text = np.array(
-            [
-                f"{dt} {tt}" if isinstance(tt, str) else str(dt)
-                for dt, tt in zip(dims_text.tolist(), types_text.tolist(), strict=True)
-            ],
-            dtype=object,
-        )
-        shape[np.searchsorted(rows, r_oa[j])] = u_text[inv.reshape(-1)]
+    shape = _shape_texts(d.op_args, links.table, rows)
     # Per distinct model result, then per reported operator.
     u = distinct.tolist()
     u_reason = np.array(
