@@ -1355,7 +1355,7 @@ def _rank_tables(
     if rows is None:
         rows = np.arange(len(ts_ns))
     # Sort by start, longer first at equal starts (parents before children), stably.
-    order = rows[np.lexsort((-dur_ns[rows], ts_ns[rows]))]
+    order = rows[derive.start_order(ts_ns[rows], dur_ns[rows])]
     n = len(order)
     # eid of every file row in this rank (-1 for rows of other ranks).
     eid_of_row = np.full(len(ts_ns), -1, dtype=np.int64)

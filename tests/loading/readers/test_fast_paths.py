@@ -120,3 +120,16 @@ def test_real_traces_cover_the_odd_inputs() -> None:
     # ROCm (string stream ids), Triton, CPU-only, H100 and the sample's V100 files are all here.
     names = {p.parent.name for p in REAL_TRACES}
     assert {"hta_mi250_rocm", "hta_triton", "hta_cpu_only", "h100_bert_small", "dlrm_8rank_v100"} <= names
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_start_order_is_lexsort_by_start_then_longer_first(seed: int) -> None:
+    from jupyter_traceview.loading.readers import derive
+
+    rng = np.random.default_rng(seed)
+    n = [0, 1, 2, 50, 500, 5000][seed]
+    ts = rng.integers(0, max(n // 3, 1), n).astype(np.int64)  # many shared starts
+    dur = rng.integers(0, 4, n).astype(np.int64)  # many equal durations too (stability counts)
+    if seed == 5:
+        ts = np.sort(ts)  # nearly sorted, as traces are
+    np.testing.assert_array_equal(derive.start_order(ts, dur), np.lexsort((-dur, ts)))
