@@ -142,10 +142,9 @@ def empty() -> OpArgs:
 
 def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> OpArgs:
     """Rows (among ``rows``: the CPU operators) that carry shapes, and their argument texts."""
-    candidates = [args[i] for i in rows.tolist()]
     # The four fields of each operator in one pass (they sit side by side in the struct):
     # fewer passes over the decoded arguments, which are what costs here.
-    flat = list(itertools.chain.from_iterable(map(_GET_ALL, candidates)))
+    flat = list(itertools.chain.from_iterable(map(_GET_ALL, map(args.__getitem__, rows.tolist()))))
     dims_codes, dims_values = _coded(flat[0 :: len(FIELDS)])
     has_dims = dims_codes >= 0
     keep = None if has_dims.all() else has_dims.tolist()
