@@ -11,6 +11,7 @@ own path, and odd values land in some chunks and not others) on every real trace
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import msgspec
@@ -133,3 +134,53 @@ def test_start_order_is_lexsort_by_start_then_longer_first(seed: int) -> None:
     if seed == 5:
         ts = np.sort(ts)  # nearly sorted, as traces are
     np.testing.assert_array_equal(derive.start_order(ts, dur), np.lexsort((-dur, ts)))
+
+
+def _compact_reference(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), separators=(",", ":"))
+    except ValueError:
+        return text
+
+
+ODD_JSON_TEXTS = [
+    "[[4096, 4096], [4096]]",
+    "[]",
+    " [ ] ",
+    "[[], [1], [-0], [007]]",
+    "[99999999999999999999999, -9223372036854775809]",
+    "[1.5, 2]",
+    "[1e5]",
+    "[1E5, -0.0]",
+    "[NaN, Infinity]",
+    '["c10::BFloat16", "", "Scalar"]',
+    '["a\\nb", "\\u00e9", "\\/", "\\b\\f"]',
+    '["\u00e9\u4e2d"]',
+    '{"a": [1], "a": 2, "b": {"c": null}}',
+    "[true, false, null]",
+    "not json",
+    "[1, 2",
+    "[1] [2]",
+    '["tab\there"]',
+    "",
+]
+
+
+@pytest.mark.parametrize("text", ODD_JSON_TEXTS)
+def test_compact_text_is_what_json_dumps_gives(text: str) -> None:
+    assert op_args._compact_text(text) == _compact_reference(text)
+
+
+@pytest.mark.parametrize("path", REAL_TRACES, ids=lambda p: p.parent.name + "/" + p.name[:30])
+def test_compact_text_on_every_recorded_argument_of_the_real_traces(path: Path) -> None:
+    texts: set[str] = set()
+    events = msgspec.json.decode(read_bytes(path)).get("traceEvents", [])
+    for e in events:
+        args = e.get("args") if isinstance(e, dict) else None
+        if isinstance(args, dict):
+            for key in ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"):
+                if key in args:
+                    texts.add(msgspec.json.encode(args[key]).decode())
+                    texts.add(json.dumps(args[key], ensure_ascii=False))  # as Kineto writes them
+    for text in texts:
+        assert op_args._compact_text(text) == _compact_reference(text), text
