@@ -1050,9 +1050,9 @@ def _xyz(values: list[object]) -> np.ndarray:
     # The common case, in C: lists of three ints (typed by the decoder) and absent values
     # (memcpy and memset rows carry no grid); anything else takes the per-value path.
     is_list = np.fromiter(map(operator.is_, map(type, values), itertools.repeat(list)), dtype=bool, count=len(values))
-    lists: list[list[object]] = list(itertools.compress(values, is_list))  # type: ignore[arg-type]
+    lists: list[list[object]] = list(itertools.compress(values, is_list.tolist()))  # type: ignore[arg-type]
     xyz = np.full((len(values), 3), -1, dtype=np.int64)
-    if set(map(type, itertools.compress(values, ~is_list))) <= {type(None)} and set(map(len, lists)) <= {3}:
+    if set(map(type, itertools.compress(values, (~is_list).tolist()))) <= {type(None)} and set(map(len, lists)) <= {3}:
         flat = list(itertools.chain.from_iterable(lists))
         if set(map(type, flat)) <= {int}:
             xyz[is_list] = np.array(flat, dtype=np.int64).reshape(len(lists), 3)
