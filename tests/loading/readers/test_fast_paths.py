@@ -87,13 +87,22 @@ def test_first_seen_codes_match_a_dict(values: list[object]) -> None:
     assert uniques == list(index)
 
 
-def test_renumbering_a_subset_keeps_first_seen_order() -> None:
-    values = ["dropped", "a", "b", "dropped", "c"]
+@pytest.mark.parametrize(
+    ("values", "rows"),
+    [
+        (["dropped", "a", "b", "dropped", "c"], [1, 2, 3, 4]),  # a dropped row's name is used later
+        (["pseudo", "a", "b", "a", "c"], [1, 2, 3, 4]),  # names only dropped rows carry: go
+        (["a", "pseudo", "b", "a"], [0, 2, 3]),
+        (["a", "b", "a"], [0, 1, 2]),  # nothing dropped
+        (["x", "y"], []),
+    ],
+)
+def test_renumbering_the_kept_rows_keeps_first_seen_order(values: list[str], rows: list[int]) -> None:
     codes, uniques = kineto._first_seen_codes(iter(values), len(values))
-    keep = np.array([1, 2, 3, 4])  # the first row dropped: "dropped" is now first met after "b"
-    kept_codes, kept_values = kineto._renumber_first_seen(codes[keep], uniques, True)
-    assert kept_values == ["a", "b", "dropped", "c"]
-    assert [kept_values[c] for c in kept_codes.tolist()] == [values[i] for i in keep.tolist()]
+    kept_codes, kept_values = kineto._renumber_first_seen(codes, uniques, np.array(rows, dtype=np.int64))
+    expected = list(dict.fromkeys(values[i] for i in rows))
+    assert kept_values == expected
+    assert [kept_values[c] for c in kept_codes.tolist()] == [values[i] for i in rows]
 
 
 def _tables(path: Path) -> list[tuple[dict[str, object], list[pd.DataFrame]]]:
