@@ -82,4 +82,7 @@ export interface ViewHost {
   readonly helpOpen: boolean;
   /** Show (true), hide (false) or toggle the keyboard help. */
   toggleHelp(show?: boolean): void;
+  /** Go back to the previous view / forward to the one Back left (js/timeline/history.ts). */
+  back(): void;
+  forward(): void;
 }
