@@ -17,6 +17,8 @@ import type { CommandError, RankPresets, TimelineModel } from "./model";
 import type { Invoke, StateModel } from "./state";
 import { scrollToRow, stepRow, virtualWindow } from "./virtual";
 
+/** Up to this many ranks the presets are computed when the picker opens (else on a preset's click). */
+export const PRESETS_ON_OPEN_MAX = 64;
 /** Height of a row of the picker's list, px (fixed: the list is virtual, js/timeline/virtual.ts). */
 export const PICKER_ROW_H = 24;
 
@@ -240,7 +242,13 @@ export class RankPicker {
     this.button.setAttribute("aria-expanded", String(show));
     if (show) {
       this.render();
-      void this.loadPresets();
+      // The presets run tv.iteration_stats and tv.stragglers in the kernel: on many ranks that
+      // takes a while (about 100 s at 1,024 ranks on a busy machine) and holds the kernel's
+      // other answers, so they are computed on opening only for a few ranks, else when asked.
+      if (this.presets || this.host.model.get("_all_ranks").length <= PRESETS_ON_OPEN_MAX)
+        void this.loadPresets();
+      else if (!this.presetsLoading)
+        this.presetNote.textContent = `${formatCount(this.host.model.get("_all_ranks").length)} ranks: the presets are computed when you click Slowest or Stragglers`;
       this.filter.focus();
     }
   }

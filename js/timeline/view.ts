@@ -27,6 +27,12 @@ import { ViewHistory } from "./history";
 import { type Limits, type Range, fitRange, limitsFor } from "./viewport";
 import { el } from "../dom";
 
+/** What a host without a kernel may add (the HTML report, js/report/index.ts). */
+export interface ViewExtras {
+  /** Names of the events starting in `[a, b)` of a row or of a rank's rows (tooltips of merged columns). */
+  binNames?: (target: { rank: number } | { row: number }, a: number, b: number) => [string, number][];
+}
+
 /** A view to go back to. */
 interface View {
   ranks: number[];
@@ -69,6 +75,7 @@ export class TimelineView implements ViewHost {
   measure: Measure | null = null;
   charWidth = 6.5;
   private summary: RangeSummary | null = null;
+  binNames?: (target: { rank: number } | { row: number }, a: number, b: number) => [string, number][];
   /** The match the last search step selected (see `findNext`). */
   private lastMatch: { rank: number; eid: number; start: number; pattern: string } | null = null;
   /** Views to go back and forward to (ranks, range, emphasis), pushed when they change from outside or by "All ranks". */
@@ -87,7 +94,9 @@ export class TimelineView implements ViewHost {
     readonly model: StateModel<TimelineModel>,
     parent: HTMLElement,
     invoke: Invoke,
+    extras: ViewExtras = {},
   ) {
+    if (extras.binNames) this.binNames = extras.binNames;
     const root = el("div", "tv-timeline", parent);
     root.tabIndex = 0;
     // JupyterLab / Notebook 7: keys typed in the widget are not notebook shortcuts.
@@ -547,7 +556,8 @@ export class TimelineView implements ViewHost {
     this.setRange({ lo: mid - newSpan / 2, hi: mid + newSpan / 2 });
     this.lastMatch = { rank: res.rank, eid: res.eid, start, pattern };
     this.root.dataset.matchStart = String(start);
-    this.select(res.rank, res.eid);
+    // eid < 0: a match known to its bin only (the HTML report): shown, not selected.
+    if (res.eid >= 0) this.select(res.rank, res.eid);
   }
 
   /** Make memory counter lane `id` visible: show and expand its rank, scroll to the lane. */

@@ -604,6 +604,12 @@ class RankIndex:
             name_time = [(int(n), int(nt[n])) for n in np.flatnonzero(nt).tolist()]
         return RankRangeSummary(source=s.source, all=s.all.total(lo, hi), busy=busy, events=events, names=name_time)
 
+    def report_details(self, edges: np.ndarray) -> Any:
+        """This rank's part of the HTML report's embedded details (:mod:`.details`)."""
+        from .details import rank_details
+
+        return rank_details(self, edges)
+
 
 class RankRangeSummary(TypedDict):
     """A rank's share of :meth:`TimelineIndex.range_summary` (kind and name codes local to the rank)."""
