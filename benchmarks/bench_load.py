@@ -18,7 +18,8 @@ Tools:
 * ``hta``: ``TraceAnalysis(trace_dir=path)`` (HTA parses every rank file at construction)
 
 Data sets: ``dlrm`` (the bundled 8-rank DLRM sample) and ``synth:RANKS:EVENTS`` (written
-once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank).
+once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank; ``synth:1:190000``
+is one 55 MB file, which ``engine="auto"`` reads in byte ranges by a pool).
 Results go to ``benchmarks/results/load.json`` and a Markdown table on stdout.
 """
 
@@ -42,7 +43,7 @@ HTA_PYTHON = HERE / ".venv-hta" / "bin" / "python"
 PROBE = r"""
 import json, os, resource, sys, threading, time
 import psutil
-path, tool, cache = sys.argv[1], sys.argv[2], sys.argv[3]
+path, tool, cache, engine = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
 def tree_rss():
     # This process and every descendant (worker pools, forkservers), summed at one instant.
@@ -80,7 +81,7 @@ if tool == "hta":
         ta = TraceAnalysis(trace_dir=path)
     n_ranks = len(ta.t.traces)
 else:
-    trace = tv.load(path, cache=(cache if tool == "ours-cached" else False), progress=False)
+    trace = tv.load(path, cache=(cache if tool == "ours-cached" else False), progress=False, engine=engine)
     n_ranks = len(trace.ranks)
 elapsed = time.perf_counter() - t
 stop.set()
@@ -122,11 +123,13 @@ def json_bytes(folder: Path) -> int:
     return total
 
 
-def run_probe(python: Path | str, path: Path, tool: str, cache: str, timeout: float) -> dict | None:
+def run_probe(
+    python: Path | str, path: Path, tool: str, cache: str, timeout: float, engine: str = "auto"
+) -> dict | None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     try:
         proc = subprocess.run(
-            [str(python), "-c", PROBE, str(path), tool, cache],
+            [str(python), "-c", PROBE, str(path), tool, cache, engine],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -152,6 +155,7 @@ def main() -> None:
     p.add_argument("--sets", nargs="+", default=["dlrm", "synth:8:100000", "synth:8:1000000"])
     p.add_argument("--tools", nargs="+", default=["ours-cold", "ours-cached", "hta"])
     p.add_argument("--hta-timeout", type=float, default=900)
+    p.add_argument("--engine", default="auto", help="tv.load's engine for our tools (auto, serial, process)")
     p.add_argument("--out", type=Path, default=HERE / "results" / "load.json")
     a = p.parse_args()
     if "hta" in a.tools and not HTA_PYTHON.exists():
@@ -162,17 +166,27 @@ def main() -> None:
         path = dataset_path(spec)
         size = json_bytes(path)
         files = sum(1 for f in path.iterdir() if f.name.endswith((".json", ".gz")))
-        cores = min(files, os.cpu_count() or 1) if files > 1 and size > 48 * 2**20 else 1
+        # As engine="auto" decides (loading/loader.py): several files above _PARALLEL_BYTES
+        # in a pool, one file above _SPLIT_BYTES in byte ranges by a pool, else in-process.
+        from jupyter_traceview.loading import loader
+
+        cpus = os.cpu_count() or 1
+        if files > 1:
+            cores = min(files, cpus) if size > loader._PARALLEL_BYTES else 1
+        else:
+            cores = cpus if size > loader._SPLIT_BYTES else 1
+        if a.engine == "serial":
+            cores = 1
         row: dict = {"set": spec, "path": str(path), "json_bytes": size, "files": files, "cores_used": cores}
         with tempfile.TemporaryDirectory() as cache:
             if "ours-cached" in a.tools:
-                run_probe(sys.executable, path, "ours-cached", cache, 3600)  # fill the cache
+                run_probe(sys.executable, path, "ours-cached", cache, 3600, a.engine)  # fill the cache
             for tool in a.tools:
                 python = HTA_PYTHON if tool == "hta" else sys.executable
                 timeout = a.hta_timeout if tool == "hta" else 3600
                 runs = []
                 for i in range(a.runs):
-                    r = run_probe(python, path, tool, cache, timeout)
+                    r = run_probe(python, path, tool, cache, timeout, a.engine)
                     print(f"{spec} {tool} run {i + 1}: {r}", file=sys.stderr, flush=True)
                     if r is None or "error" in r:
                         row[tool] = {"error": (r or {}).get("error", "failed")}

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import TraceFormatError, TraceviewWarning
 from ..model.rank_data import RankData, RankMeta
 from . import cache as _cache
+from . import pieces
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
 from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, read_bytes, trace_format
 from .readers.kineto import parse_kineto
@@ -53,18 +54,44 @@ def read_file(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> lis
     if trace_format(tf.path) == "nsys":
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     else:
-        data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
-        ranks = parse_kineto(
-            tf.path,
-            data,
-            name_rank=tf.name_rank,
-            bad_events=options.bad_events,
-            pid_map=dict(options.pid_map) if options.pid_map else None,
-        )
-        del data
+        ranks = _read_kineto(tf, options)
     if cache_dir is not None:
         _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
     return ranks
+
+
+#: Files bigger than this are read piece by piece (pieces of about this size): only one
+#: piece's Python objects exist at a time, and a plain file is never held whole in memory.
+PIECE_BYTES = 8 * 2**20
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _read_kineto(tf: TraceFile, options: ReadOptions) -> list[RankData]:
+    pid_map = dict(options.pid_map) if options.pid_map else None
+    kwargs: dict[str, Any] = {"name_rank": tf.name_rank, "bad_events": options.bad_events, "pid_map": pid_map}
+    whole_data_in_pieces = True  # for a compressed file (or a small one)
+    if tf.size > PIECE_BYTES:
+        try:
+            read_at, size, close = pieces.open_source(tf.path)
+        except OSError:
+            pass  # read_bytes below says why
+        else:
+            try:
+                whole_data_in_pieces = read_at(0, 2) == _GZIP_MAGIC
+                if not whole_data_in_pieces:
+                    return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, size, PIECE_BYTES), **kwargs)
+            except (pieces.SplitFailed, OSError):
+                pass  # read whole below: the same tables, or the error that says what is wrong
+            finally:
+                close()
+    data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
+    if whole_data_in_pieces and len(data) > PIECE_BYTES:
+        try:
+            read_at = pieces.bytes_source(data)
+            return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, len(data), PIECE_BYTES), **kwargs)
+        except pieces.SplitFailed:
+            pass
+    return parse_kineto(tf.path, data, **kwargs)
 
 
 def number_unranked(metas_per_file: Sequence[Sequence[RankMeta]], claimed: set[int]) -> list[list[int]]:

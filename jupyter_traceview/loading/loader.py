@@ -31,7 +31,7 @@ from .ingest import (
     with_rank,
 )
 from .readers.common import NotATraceError
-from .readers.files import DEFAULT_MAX_JSON_BYTES, NSYS_SUFFIXES, TraceFile, discover, trace_format
+from .readers.files import DEFAULT_MAX_JSON_BYTES, NSYS_SUFFIXES, TraceFile, discover, read_bytes, trace_format
 
 __all__ = ["load"]
 
@@ -40,6 +40,11 @@ Engine = Literal["auto", "serial", "process", "dask"]
 _ENGINES = ("auto", "serial", "process", "dask")
 #: engine="auto" reads in worker processes above this much (estimated) uncompressed JSON.
 _PARALLEL_BYTES = 48 * 2**20
+#: engine="auto" reads one file alone in byte ranges in worker processes above this much
+#: (estimated) uncompressed JSON, on a machine with several cores.
+_SPLIT_BYTES = 24 * 2**20
+#: Byte ranges of a split file are at most this big (each worker holds one at a time).
+_SPLIT_PIECE_BYTES = 16 * 2**20
 #: gzip-compressed Kineto JSON is typically 8-15x smaller than the JSON.
 _GZIP_RATIO = 10
 #: An Nsight SQLite export reads about 4x slower per byte than Kineto JSON (measured).
@@ -290,6 +295,11 @@ def load(
 
     cache_arg = str(cache_dir) if cache_dir is not None else None
     todo_files = [files[i] for i in todo]
+    split = None
+    if len(todo) == 1 and engine in ("auto", "process") and (os.cpu_count() or 1) > 1:
+        one = files[todo[0]]
+        if trace_format(one.path) == "kineto" and (engine == "process" or _estimated_json_bytes([one]) > _SPLIT_BYTES):
+            split = todo[0]
     use_pool = engine == "process" or (
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
     )
@@ -313,7 +323,16 @@ def load(
     if report is not None:
         report(n_done, len(files), "loading traces")
     try:
-        if use_pool and len(todo) > 0:
+        if split is not None:
+            # One big file: its byte ranges read by worker processes (None: it must be read whole).
+            start_progress()
+            try:
+                read = _load_split(files[split], options, cache_arg)
+                results[split] = read if read is not None else read_file(files[split], options, cache_arg)
+            except TraceFormatError as exc:
+                handle_error(files[split], exc)
+            advance()
+        elif use_pool and len(todo) > 0:
             _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress)
         else:
             start_progress()
@@ -442,3 +461,97 @@ def _load_parallel(
             for fut in pending:
                 fut.cancel()
             raise
+
+
+def _load_split(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> list[RankData] | None:
+    """One Kineto file read in byte ranges by a pool of worker processes; None if it must be read whole.
+
+    A plain file is read by the workers themselves (``pread``); a compressed one is inflated
+    here into a temporary file (in ``/dev/shm`` where there is one) that they read.
+    """
+    from . import pieces
+
+    workers = max(1, os.cpu_count() or 1)
+    tmp: Path | None = None
+    try:
+        with open(tf.path, "rb") as fh:
+            compressed = fh.read(2) == b"\x1f\x8b"
+        if compressed:
+            data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
+            tmp = _scratch_copy(data)
+            del data
+        read_at, size, close = pieces.open_source(tmp or tf.path)
+        try:
+            n = workers * max(1, -(-size // (workers * _SPLIT_PIECE_BYTES)))
+            the_plan = pieces.plan(read_at, size, -(-size // n))
+            header = _kineto_header(tf, the_plan, options)
+        finally:
+            close()
+        if len(the_plan.ranges) < 2 or header is None:
+            return None
+        source = str(tmp or tf.path)
+        with ProcessPoolExecutor(max_workers=min(workers, len(the_plan.ranges)), mp_context=_pool_context()) as pool:
+            futures = [
+                pool.submit(_read_piece, tf.path, source, lo, hi, header.base_time_ns) for lo, hi in the_plan.ranges
+            ]
+            try:
+                parts = [f.result() for f in futures]
+            except pieces.SplitFailed:
+                for f in futures:
+                    f.cancel()
+                return None
+            except BrokenProcessPool:
+                raise TraceviewError(
+                    f"a worker process died while reading {tf.path} (out of memory?); try tv.load(..., engine='serial')"
+                ) from None
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+            tmp = None
+        pid_map = dict(options.pid_map) if options.pid_map else None
+        ranks = pieces.finish(
+            tf.path, the_plan, parts, name_rank=tf.name_rank, bad_events=options.bad_events, pid_map=pid_map
+        )
+    except (pieces.SplitFailed, OSError):
+        return None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    if cache_dir is not None:
+        _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
+    return ranks
+
+
+def _kineto_header(tf: TraceFile, the_plan: Any, options: ReadOptions) -> Any:
+    """The file's header as the reader reads it, or None where it would raise (the whole read says why)."""
+    from .readers import kineto
+
+    try:
+        return kineto._header(tf.path, the_plan.doc, tf.name_rank, options.bad_events)
+    except TraceFormatError:
+        return None
+
+
+def _scratch_copy(data: bytes) -> Path:
+    """``data`` in a temporary file that worker processes can read (in memory where /dev/shm exists)."""
+    import tempfile
+
+    where = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    fd, name = tempfile.mkstemp(prefix="traceview-", suffix=".json", dir=where)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except OSError:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
+
+
+def _read_piece(path: Path, source: str, lo: int, hi: int, base_time_ns: int) -> Any:
+    """A worker's task: the columns of one byte range of a file (see pieces.parse_piece)."""
+    from . import pieces
+
+    read_at, _, close = pieces.open_source(Path(source))
+    try:
+        return pieces.parse_piece(path, read_at, lo, hi, base_time_ns)
+    finally:
+        close()

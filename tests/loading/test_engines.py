@@ -88,7 +88,7 @@ def test_auto_engine_reads_small_inputs_in_process_and_many_ranks_in_a_pool(
     big = tv.load(tv.sample_path(), cache=False)
     assert calls == [8]
     pd.testing.assert_frame_equal(tv.summary(big), tv.summary(dlrm))
-    # One file alone never starts a pool, however big.
+    # One small file alone never starts a pool (a big one is read in byte ranges by one: test_pieces.py).
     calls.clear()
     tv.load(tv.sample_path(), ranks=[3], cache=False)
     assert calls == []

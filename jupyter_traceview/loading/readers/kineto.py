@@ -19,11 +19,11 @@ import itertools
 import json
 import operator
 import re
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 import numpy as np
@@ -233,6 +233,10 @@ _CAT_TO_KIND: dict[str, EventKind] = {
     "cpu_instant_event": EventKind.CPU_INSTANT_EVENT,
 }
 _KEPT_PHASES = frozenset({"X", "i", "I"})
+_PHASES: tuple[str, ...] = get_args(_Phase)
+_PHASE_CODE = {p: i for i, p in enumerate(_PHASES)}
+_PH = _PHASE_CODE
+_KEPT_LUT = np.array([p in _KEPT_PHASES for p in _PHASES], dtype=bool)
 _KINETO_PSEUDO_PIDS = frozenset({"Spans", "Traces"})
 _RANK_IN_PROCESS = re.compile(r"\brank\s*[:#_-]?\s*(\d+)", re.IGNORECASE)
 
@@ -728,8 +732,7 @@ class _Part:
     #: Memory records ([memory], [OutOfMemory]) and their fields.
     mem: memory.MemoryRows
     #: Rows of CPU operators with recorded arguments, and the arguments (see op_args.py).
-    op_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-    op: dict[str, list[Any]] = field(default_factory=lambda: {f: [] for f in op_args.FIELDS})
+    op: op_args.OpArgs = field(default_factory=op_args.empty)
 
 
 def _as_int(v: object, labels: dict[str, int]) -> int:
@@ -798,7 +801,12 @@ def _pair_begin_end(events: list[_Event], skipped: dict[str, int]) -> list[_Even
     return out
 
 
-_GET_FIELDS = tuple(operator.attrgetter(f) for f in ("cat", "name", "pid", "tid", "args"))
+_GET_PH = operator.attrgetter("ph")
+_GET_CAT = operator.attrgetter("cat")
+_GET_NAME = operator.attrgetter("name")
+_GET_PID = operator.attrgetter("pid")
+_GET_TID = operator.attrgetter("tid")
+_GET_ARGS = operator.attrgetter("args")
 _GET_TS = operator.attrgetter("ts")
 _GET_DUR = operator.attrgetter("dur")
 _GET_CORRELATION = operator.attrgetter("correlation")
@@ -824,19 +832,25 @@ _GET_GPU_ARGS = tuple(
 )
 
 
-def _codes(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
-    """Dictionary-encode values: (codes, distinct values in first-seen order)."""
-    index: dict[Any, int] = {}
-    codes = np.array([index.setdefault(v, len(index)) for v in values], dtype=np.int64)
-    return codes, list(index)
+def _first_seen_codes(values: Iterable[Any], n: int) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary-encode values: (codes, distinct values in first-seen order).
+
+    In C: a dict numbers each value as it first meets it (``map`` over its ``__getitem__``).
+    """
+    number: defaultdict[Any, int] = defaultdict(itertools.count().__next__)
+    codes = np.fromiter(map(number.__getitem__, values), dtype=np.int64, count=n)
+    return codes, list(number)
 
 
-def _int_codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    """:func:`_codes` for values that are mostly ints (pids): hashed in C when all are."""
-    if set(map(type, values)) <= {int}:
-        codes, uniques = pd.factorize(np.fromiter(values, dtype=np.int64, count=len(values)), use_na_sentinel=False)
-        return codes.astype(np.int64), uniques.tolist()
-    return _codes(values)
+def _renumber_first_seen(codes: np.ndarray, values: list[Any], filtered: bool) -> tuple[np.ndarray, list[Any]]:
+    """Codes of a subset of rows renumbered to the values they use, in first-seen order."""
+    if not filtered:
+        return codes, values
+    uniq, first = np.unique(codes, return_index=True)
+    order = uniq[np.argsort(first, kind="stable")]
+    lut = np.zeros(len(values), dtype=np.int64)
+    lut[order] = np.arange(len(order))
+    return lut[codes], [values[i] for i in order.tolist()]
 
 
 def _part(chunk: _Chunk, state: _FileState) -> _Part:
@@ -844,31 +858,41 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     events = chunk.events
     state.unreadable += chunk.bad
     state.args_dropped += chunk.args_dropped
-    phases: list[str] = [e.ph for e in events]
-    counts: Counter[str] = Counter(phases)
-    if counts["B"] or counts["E"]:
+    # Phases as small codes (the decoder hands out one interned string per phase): the
+    # counts, the kept rows and the instant flags then never touch the events again.
+    ph = np.fromiter(map(_PHASE_CODE.__getitem__, map(_GET_PH, events)), dtype=np.int8, count=len(events))
+    counts = np.bincount(ph, minlength=len(_PHASES))
+    n_begin_end = int(counts[_PH["B"]] + counts[_PH["E"]])
+    if n_begin_end:
         # Matched across the whole file at the end (pairs may straddle chunks).
-        state.begin_end += [e for e in events if e.ph in ("B", "E")]
-    if counts["M"]:
-        state.meta_events += [e for e, p in zip(events, phases, strict=True) if p == "M"]
-    n_kept = sum(counts[p] for p in _KEPT_PHASES)
-    kept_at: list[int] | None = None  # index in events of each kept event, when some are not
+        state.begin_end += itertools.compress(events, ((ph == _PH["B"]) | (ph == _PH["E"])).tolist())
+    n_meta = int(counts[_PH["M"]])
+    if n_meta:
+        state.meta_events += itertools.compress(events, (ph == _PH["M"]).tolist())
+    is_kept = _KEPT_LUT[ph]
+    n_kept = int(counts[_KEPT_LUT].sum())
+    kept_at: np.ndarray | None = None  # index in events of each kept event, when some are not
     if n_kept == len(events):
         kept = events
+        is_instant = ph != _PH["X"]
     else:
-        kept_at = [i for i, p in enumerate(phases) if p in _KEPT_PHASES]
-        kept = [events[i] for i in kept_at]
-    n_flow = counts["s"] + counts["f"] + counts["t"]
+        kept_at = np.flatnonzero(is_kept)
+        kept = list(itertools.compress(events, is_kept.tolist()))
+        is_instant = ph[kept_at] != _PH["X"]
+    n_flow = int(counts[_PH["s"]] + counts[_PH["f"]] + counts[_PH["t"]])
     state.count("flow events", n_flow)
-    state.count("other phases", len(events) - n_kept - counts["M"] - n_flow - counts["B"] - counts["E"])
+    state.count("other phases", len(events) - n_kept - n_meta - n_flow - n_begin_end)
 
-    # One C-level pass per field (map + attrgetter): ~3x faster than zip(*map(...)) of tuples.
-    cat, name, pid_obj, tid_obj, args_t = (list(map(get, kept)) for get in _GET_FIELDS)
-    ts = np.fromiter(map(_GET_TS, kept), dtype=np.float64, count=len(kept))
-    dur = np.fromiter(map(_GET_DUR, kept), dtype=np.float64, count=len(kept))
-    is_instant = np.array([e.ph != "X" for e in kept], dtype=bool)
-    cat_codes, cat_values = _codes(cat)
-    pid_codes, pid_values = _int_codes(pid_obj)
+    # One C-level pass per field (map + attrgetter): ~3x faster than zip(*map(...)) of tuples;
+    # names, categories and pids are numbered as they are met (a dict, in C), no list kept.
+    n_all = len(kept)
+    cat_codes, cat_values = _first_seen_codes(map(_GET_CAT, kept), n_all)
+    all_name_codes, all_names = _first_seen_codes(map(_GET_NAME, kept), n_all)
+    pid_codes, pid_values = _first_seen_codes(map(_GET_PID, kept), n_all)
+    tid_codes, tid_values = _first_seen_codes(map(_GET_TID, kept), n_all)
+    args_t = list(map(_GET_ARGS, kept))
+    ts = np.fromiter(map(_GET_TS, kept), dtype=np.float64, count=n_all)
+    dur = np.fromiter(map(_GET_DUR, kept), dtype=np.float64, count=n_all)
 
     # Kineto's own pseudo-events (pids "Spans"/"Traces"): the profiler span, iteration markers.
     trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
@@ -908,7 +932,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         c = int(mask.sum())
         if c:
             at = int(np.flatnonzero(mask)[0])
-            index = chunk.offset + (at if kept_at is None else kept_at[at])
+            index = chunk.offset + (at if kept_at is None else int(kept_at[at]))
             # The event's position, not its content: messages never quote the file.
             state.problem(label, c, f"event #{index}" if chunk.offset >= 0 else "a B/E pair")
             keep &= ~mask
@@ -916,8 +940,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if len(rows) != len(kept):
         ts, dur = ts[rows], dur[rows]
         cat_codes, pid_codes = cat_codes[rows], pid_codes[rows]
-        name = [name[i] for i in rows.tolist()]
-        tid_obj = [tid_obj[i] for i in rows.tolist()]
+        all_name_codes, tid_codes = all_name_codes[rows], tid_codes[rows]
         args_t = [args_t[i] for i in rows.tolist()]
     n = len(rows)
     ts_ns = None
@@ -930,7 +953,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         # Microseconds since the epoch with a fractional part: a float keeps only ~0.25 us
         # of it, so the nanoseconds are read from the number's text.
         texts = chunk.ts_text()
-        positions = rows if kept_at is None else np.asarray(kept_at, dtype=np.int64)[rows]
+        positions = rows if kept_at is None else kept_at[rows]
         ts_ns = np.array(
             [_ns_of_text(bytes(texts[i]), t) for i, t in zip(positions.tolist(), ts.tolist(), strict=True)],
             dtype=np.int64,
@@ -951,16 +974,16 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         [_CODE[_CAT_TO_KIND.get(str(c).lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8
     )
     kind = cat_to_code[cat_codes] if n else np.empty(0, dtype=np.int8)
-    name_codes, names = _codes(name)
+    name_codes, names = _renumber_first_seen(all_name_codes, all_names, len(rows) != n_all)
     pid_lut = _int_lut(pid_values, state.labels)
     for value, number in zip(pid_values, pid_lut.tolist(), strict=True):
         if isinstance(value, str):
             state.pid_text.setdefault(number, value)
     pid = pid_lut[pid_codes] if n else np.empty(0, dtype=np.int64)
-    if set(map(type, tid_obj)) <= {int}:  # the common case, converted in C
-        tid = np.fromiter(tid_obj, dtype=np.int64, count=n)
+    if set(map(type, tid_values)) <= {int}:  # the common case, converted in C
+        tid = np.array(tid_values, dtype=np.int64)[tid_codes] if n else np.empty(0, dtype=np.int64)
     else:
-        tid = _int_column(np.array(tid_obj, dtype=object), state.labels)
+        tid = _int_column(np.array(tid_values, dtype=object)[tid_codes], state.labels)
     correlation = np.fromiter(map(_GET_CORRELATION, args_t), dtype=np.int64, count=n)
     external_id = np.fromiter(map(_GET_EXTERNAL_ID, args_t), dtype=np.int64, count=n)
 
@@ -986,7 +1009,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         has_gpu_args[sync_rows[np.array(waits, dtype=bool)]] = True
     gpu_rows = np.flatnonzero(has_gpu_args)
     comm_rows, comm = _comm_rows(args_t, kind, name_codes, [str(x) for x in names])
-    op_rows, op = op_args.collect(args_t, np.flatnonzero(kind == _CODE[EventKind.CPU_OP]))
+    op = op_args.collect(args_t, np.flatnonzero(kind == _CODE[EventKind.CPU_OP]))
     return _Part(
         ts_us=ts,
         ts_ns=ts_ns,
@@ -1007,7 +1030,6 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         comm_rows=comm_rows,
         comm=comm,
         mem=memory.memory_rows(args_t, name_codes, [str(x) for x in names]),
-        op_rows=op_rows,
         op=op,
     )
 
@@ -1114,14 +1136,13 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     index: dict[str, int] = {}
     name_codes = []
     offset = 0
-    gpu_rows, comm_rows, op_rows, offsets = [], [], [], []
+    gpu_rows, comm_rows, offsets = [], [], []
     for part in parts:
         offsets.append(offset)
         lut = np.array([index.setdefault(nm, len(index)) for nm in part.names], dtype=np.int32)
         name_codes.append(lut[part.name_codes] if len(part.name_codes) else part.name_codes)
         gpu_rows.append(part.gpu_rows + offset)
         comm_rows.append(part.comm_rows + offset)
-        op_rows.append(part.op_rows + offset)
         offset += len(part.ts_us)
 
     def cat(attr: str) -> np.ndarray:
@@ -1154,8 +1175,7 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
         comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
         comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
         mem=memory.MemoryRows.concat([p.mem for p in parts], offsets),
-        op_rows=np.concatenate(op_rows) if parts else np.empty(0, np.int64),
-        op={f: [v for p in parts for v in p.op[f]] for f in op_args.FIELDS},
+        op=op_args.OpArgs.concat([p.op for p in parts], offsets),
         process_names=process_names,
         process_labels=process_labels,
         thread_names=thread_names,
@@ -1197,8 +1217,7 @@ class _FileColumns:
     skipped: dict[str, int]
     ts_precision: str
     profiler_span: tuple[float, float] | None
-    op_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-    op: dict[str, list[Any]] = field(default_factory=lambda: {f: [] for f in op_args.FIELDS})
+    op: op_args.OpArgs = field(default_factory=op_args.empty)
 
 
 def _metadata(meta_events: list[_Event]) -> tuple[dict[int, str], dict[int, str], list[tuple[int, int, str]]]:
@@ -1410,7 +1429,7 @@ def _rank_tables(
         gpu_args=_gpu_args_table(raw, eid_of_row, names),
         comms=_comms_table(raw, eid_of_row),
         memory=raw.mem.table(eid_of_row),
-        op_args=op_args.table(raw.op_rows, raw.op, eid_of_row),
+        op_args=raw.op.table(eid_of_row),
     )
 
 

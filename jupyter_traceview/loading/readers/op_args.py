@@ -7,8 +7,10 @@ value re-encoded without whitespace, once per distinct value): a model of an ope
 work (``analysis/perfmodel``) parses the few distinct values once, and the table stays
 small (a training step repeats the same shapes over and over).
 
-The reader calls :func:`collect` on each chunk of decoded events and :func:`table` once per
-rank; both take plain sequences, so that this stays independent of how the reader decodes.
+The reader calls :func:`collect` on each chunk of decoded events (it takes plain sequences,
+so that this stays independent of how the reader decodes), :meth:`OpArgs.concat` once per
+file and :meth:`OpArgs.table` once per rank. Values travel as codes into each chunk's
+distinct texts: a text is decoded, sorted and compacted once, not once per operator.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from __future__ import annotations
 import itertools
 import json
 import operator
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,7 +28,7 @@ import pandas as pd
 
 from ...model.schema import OP_ARGS_COLUMNS, categorical
 
-__all__ = ["FIELDS", "collect", "table"]
+__all__ = ["FIELDS", "OpArgs", "collect", "empty"]
 
 #: The recorded arguments kept, in the order of OP_ARGS_COLUMNS after ``eid``.
 FIELDS = ("input_dims", "input_type", "input_strides", "concrete_inputs")
@@ -39,35 +43,118 @@ class _HasOpArgs(Protocol):
     concrete_inputs: Any
 
 
-def _texts(raws: list[Any]) -> list[str | None]:
-    """The raw JSON texts of one argument, None where it was not recorded.
+def _blobs(raws: Sequence[Any]) -> list[bytes] | None:
+    """Each raw JSON buffer as bytes (b"" where not recorded), made in C; None if all are empty.
 
-    Each distinct text is decoded once (a training step repeats the same shapes), and the
-    loops run in C (``map``): this is per CPU operator, on the reader's hot path.
+    One join and one split instead of a ``bytes()`` object per value and call: a NUL byte
+    cannot occur in JSON text (the decoder refuses control characters), so it separates the
+    values unambiguously; the count is checked anyway.
     """
     try:
-        blobs = list(map(bytes, raws))
+        joined = b"\x00".join(raws)
     except TypeError:  # None (not recorded) among them
+        return [b"" if r is None else bytes(r) for r in raws]
+    if len(joined) == max(len(raws) - 1, 0):
+        return None  # only separators: nothing recorded (traces without strides, ...)
+    blobs = joined.split(b"\x00")
+    if len(blobs) != len(raws):  # never for decoded JSON: the per-value path
         blobs = [b"" if r is None else bytes(r) for r in raws]
-    text_of = {b: (b.decode("utf-8", "replace") if b else None) for b in dict.fromkeys(blobs)}
-    return list(map(text_of.__getitem__, blobs))
+    return blobs
 
 
-_GETTERS = {f: operator.attrgetter(f) for f in FIELDS}
+def _texts(raws: list[Any]) -> list[str | None]:
+    """The raw JSON texts of one argument, None where it was not recorded (per value)."""
+    codes, values = _coded(raws)
+    return [None if c < 0 else values[c] for c in codes.tolist()]
 
 
-def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> tuple[np.ndarray, dict[str, list[str | None]]]:
+def _coded(raws: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
+    """Dictionary-encode the raw JSON texts of one argument: (int32 codes, -1 where not
+    recorded; the distinct texts in first-seen order).
+
+    Each distinct text is decoded once (a training step repeats the same shapes), and the
+    loops run in C (``map`` over a dict that numbers keys as it first meets them).
+    """
+    blobs = _blobs(raws)
+    if blobs is None:
+        return np.full(len(raws), -1, dtype=np.int32), []
+    number: defaultdict[bytes, int] = defaultdict(itertools.count().__next__)
+    number[b""]  # code 0: not recorded
+    codes = np.fromiter(map(number.__getitem__, blobs), dtype=np.int32, count=len(raws)) - 1
+    values = [b.decode("utf-8", "replace") for b in itertools.islice(number, 1, None)]
+    return codes.astype(np.int32), values
+
+
+_GET_ALL = operator.attrgetter(*FIELDS)
+
+
+@dataclass
+class OpArgs:
+    """Recorded arguments of (part of) a file: rows among the kept events, and per field the
+    codes (int32, -1 where not recorded) into that field's distinct raw JSON texts."""
+
+    rows: np.ndarray
+    codes: dict[str, np.ndarray]
+    values: dict[str, list[str]]
+
+    @staticmethod
+    def concat(parts: Sequence[OpArgs], offsets: Sequence[int]) -> OpArgs:
+        """One file's arguments from its chunks (``offsets``: the first row of each chunk)."""
+        if not parts:
+            return empty()
+        codes: dict[str, np.ndarray] = {}
+        values: dict[str, list[str]] = {}
+        for f in FIELDS:
+            index: dict[str, int] = {}
+            recoded = []
+            for p in parts:
+                lut = np.array([index.setdefault(v, len(index)) for v in p.values[f]] + [-1], dtype=np.int32)
+                recoded.append(lut[p.codes[f]])
+            codes[f] = np.concatenate(recoded).astype(np.int32)
+            values[f] = list(index)
+        rows = np.concatenate([p.rows + off for p, off in zip(parts, offsets, strict=True)]).astype(np.int64)
+        return OpArgs(rows=rows, codes=codes, values=values)
+
+    def texts(self, f: str) -> list[str | None]:
+        """The texts of one field, row by row (None where not recorded)."""
+        vals = self.values[f]
+        return [None if c < 0 else vals[c] for c in self.codes[f].tolist()]
+
+    def table(self, eid_of_row: np.ndarray) -> pd.DataFrame:
+        """One rank's ``op_args`` table: the rows of this rank, sorted by eid."""
+        eids = eid_of_row[self.rows] if len(self.rows) else np.empty(0, dtype=np.int64)
+        mine = np.flatnonzero(eids >= 0)
+        mine = mine[np.argsort(eids[mine], kind="stable")]
+        frame: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
+        for f in FIELDS:
+            frame[f] = _compact_codes(self.codes[f][mine], self.values[f])
+        return pd.DataFrame(frame, columns=[c.name for c in OP_ARGS_COLUMNS])
+
+
+def empty() -> OpArgs:
+    """No recorded arguments."""
+    return OpArgs(
+        rows=np.empty(0, np.int64),
+        codes={f: np.empty(0, np.int32) for f in FIELDS},
+        values={f: [] for f in FIELDS},
+    )
+
+
+def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> OpArgs:
     """Rows (among ``rows``: the CPU operators) that carry shapes, and their argument texts."""
     candidates = [args[i] for i in rows.tolist()]
-    try:
-        sizes = np.fromiter(map(len, map(_GETTERS["input_dims"], candidates)), dtype=np.int64, count=len(candidates))
-    except TypeError:  # None (not recorded) among them
-        sizes = np.array([0 if a.input_dims is None else len(a.input_dims) for a in candidates], dtype=np.int64)
-    has_dims = sizes > 0
-    kept = rows[has_dims].astype(np.int64)
-    picked = list(itertools.compress(candidates, has_dims.tolist()))
-    out = {f: _texts(list(map(_GETTERS[f], picked))) for f in FIELDS}
-    return kept, out
+    # The four fields of each operator in one pass (they sit side by side in the struct):
+    # fewer passes over the decoded arguments, which are what costs here.
+    flat = list(itertools.chain.from_iterable(map(_GET_ALL, candidates)))
+    dims_codes, dims_values = _coded(flat[0 :: len(FIELDS)])
+    has_dims = dims_codes >= 0
+    keep = None if has_dims.all() else has_dims.tolist()
+    codes = {"input_dims": dims_codes[has_dims]}
+    values = {"input_dims": dims_values}
+    for i, f in enumerate(FIELDS[1:], start=1):
+        column = flat[i :: len(FIELDS)]
+        codes[f], values[f] = _coded(column if keep is None else list(itertools.compress(column, keep)))
+    return OpArgs(rows=rows[has_dims].astype(np.int64), codes=codes, values=values)
 
 
 def _compact_text(text: str) -> str:
@@ -77,24 +164,16 @@ def _compact_text(text: str) -> str:
         return text
 
 
-def _compact(values: list[str | None]) -> pd.Categorical:
-    """A categorical of the values as compact JSON (texts that are not JSON are kept)."""
-    raw = pd.Categorical(values)
-    compacted = [_compact_text(str(c)) for c in raw.categories]
+def _compact_codes(codes: np.ndarray, values: list[str]) -> pd.Categorical:
+    """A categorical of the coded texts as compact JSON (texts that are not JSON are kept).
+
+    The categories are the texts used, sorted, then compacted in that order (equal compact
+    forms merged): what ``pd.Categorical`` of the texts and a per-category compaction give.
+    """
+    used = np.unique(codes[codes >= 0])
+    order = sorted(used.tolist(), key=values.__getitem__)
     index: dict[str, int] = {}
-    lut = np.array([index.setdefault(c, len(index)) for c in compacted] + [-1], dtype=np.int64)
-    codes = lut[np.asarray(raw.codes, dtype=np.int64)]
-    return categorical(codes=codes.astype(np.int32), categories=list(index))
-
-
-def table(rows: np.ndarray, values: dict[str, list[str | None]], eid_of_row: np.ndarray) -> pd.DataFrame:
-    """One rank's ``op_args`` table: the rows of this rank, sorted by eid."""
-    eids = eid_of_row[rows] if len(rows) else np.empty(0, dtype=np.int64)
-    mine = np.flatnonzero(eids >= 0)
-    mine = mine[np.argsort(eids[mine], kind="stable")]
-    pick = mine.tolist()
-    frame: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
-    for f in FIELDS:
-        col = values[f]
-        frame[f] = _compact([col[i] for i in pick])
-    return pd.DataFrame(frame, columns=[c.name for c in OP_ARGS_COLUMNS])
+    lut = np.full(len(values) + 1, -1, dtype=np.int64)
+    for c in order:
+        lut[c] = index.setdefault(_compact_text(values[c]), len(index))
+    return categorical(codes=lut[codes].astype(np.int32), categories=list(index))

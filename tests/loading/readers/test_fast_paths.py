@@ -62,6 +62,39 @@ def test_op_args_texts_match_per_value_reference() -> None:
     assert op_args._texts([]) == []
 
 
+def test_op_args_codes_match_per_value_reference() -> None:
+    raws = [msgspec.Raw(b"[1]"), msgspec.Raw(b""), msgspec.Raw(b"[2]"), msgspec.Raw(b"[1]")]
+    codes, values = op_args._coded(raws)
+    assert codes.tolist() == [0, -1, 1, 0] and values == ["[1]", "[2]"]
+    # Nothing recorded (traces without strides): no split at all.
+    codes, values = op_args._coded([msgspec.Raw(b"")] * 3)
+    assert codes.tolist() == [-1, -1, -1] and values == []
+    assert op_args._coded([])[0].tolist() == []
+    # A value holding the separator (not JSON a decoder hands out): the per-value path.
+    codes, values = op_args._coded([b"a\x00b", b"", b"c"])
+    assert codes.tolist() == [0, -1, 1] and values == ["a\x00b", "c"]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], ["b", "a", "b", "c", "a"], [3, "3", 3, -1, "x"], ["only"]],
+)
+def test_first_seen_codes_match_a_dict(values: list[object]) -> None:
+    codes, uniques = kineto._first_seen_codes(iter(values), len(values))
+    index: dict[object, int] = {}
+    assert codes.tolist() == [index.setdefault(v, len(index)) for v in values]
+    assert uniques == list(index)
+
+
+def test_renumbering_a_subset_keeps_first_seen_order() -> None:
+    values = ["dropped", "a", "b", "dropped", "c"]
+    codes, uniques = kineto._first_seen_codes(iter(values), len(values))
+    keep = np.array([1, 2, 3, 4])  # the first row dropped: "dropped" is now first met after "b"
+    kept_codes, kept_values = kineto._renumber_first_seen(codes[keep], uniques, True)
+    assert kept_values == ["a", "b", "dropped", "c"]
+    assert [kept_values[c] for c in kept_codes.tolist()] == [values[i] for i in keep.tolist()]
+
+
 def _tables(path: Path) -> list[tuple[dict[str, object], list[pd.DataFrame]]]:
     ranks = kineto.parse_kineto(path, read_bytes(path), bad_events="drop")
     return [

@@ -1,0 +1,326 @@
+"""Reading one Kineto JSON file in byte ranges ("pieces"): in one process, or across a pool.
+
+A Kineto file is one JSON object whose ``traceEvents`` array holds the events. The array is
+cut between two elements (``}``, a comma, ``{``; preferably where a newline follows the
+comma, as profilers write one element per line: a raw newline in valid JSON is always
+whitespace between tokens, never inside a string) into pieces that each decode as an array
+of whole events. A wrong cut cannot give wrong tables: the first piece starts right after
+the array's ``[`` (checked: the rest of the document, with ``[]`` in the array's place,
+decodes as the header), so a cut inside a string leaves that piece with an unterminated
+string and a cut inside an element leaves its brackets unbalanced: it fails to decode, and
+by induction every piece that decodes starts and ends between two elements. Every failure,
+and every file whose reading needs the whole file at once (malformed events whose messages
+quote their index, B/E pairs, odd value types, ...), raises :class:`SplitFailed`: the caller
+then reads the file whole with :func:`~.readers.kineto.parse_kineto`, which gives the same
+tables and the same errors it always did.
+
+Two uses:
+
+* :func:`parse_in_pieces`: one process reads a big file piece by piece, sharing one reader
+  state, as the reader's own chunked path does; only one piece's Python objects exist at a
+  time, and a plain file is never held whole in memory (each piece is read with ``pread``).
+* :func:`parse_piece` + :func:`finish`: the pieces of one file read by different worker
+  processes (each returns its columns), then merged and turned into rank tables here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import gc
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..errors import TraceFormatError
+from ..model.rank_data import RankData
+from .readers import kineto
+
+__all__ = ["Plan", "SplitFailed", "finish", "open_source", "parse_in_pieces", "parse_piece", "plan"]
+
+#: ``read_at(offset, size)``: bytes of the JSON document (a plain file, or inflated bytes).
+ReadAt = Callable[[int, int], bytes]
+
+#: The header fields before ``traceEvents`` must lie within this many bytes of the start,
+#: and those after the array within this many bytes of the end (Kineto writes a few KB).
+_HEAD_BYTES = 1 << 20
+_TAIL_BYTES = 1 << 16
+#: How far past its target a cut is looked for (an element longer than this: no cut there).
+_CUT_WINDOW = 1 << 20
+#: At most this many candidate closing brackets are tried at the end of the file.
+_END_CANDIDATES = 256
+
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+# A separator between two elements: "}", a comma (group 1), a newline, the next "{"; and
+# the same without the newline, for files written on one line.
+_CUT = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r]*\n[ \t\r\n]*\{")
+_CUT_ONE_LINE = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
+_WHITESPACE = b" \t\r\n"
+
+
+class SplitFailed(Exception):
+    """The file cannot be read in pieces exactly as it is read whole: read it whole."""
+
+
+class _DocSpan(kineto._Doc, gc=False):
+    """The header with the event array left as raw text (here always the ``[]`` put in its place)."""
+
+    traceEvents: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_HEADER_DECODER = msgspec.json.Decoder(_DocSpan, strict=False)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError, TraceFormatError)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a file's events are, and how they are cut into pieces."""
+
+    #: The top-level fields other than the events.
+    doc: kineto._Doc
+    #: Byte ranges ``[start, end)`` of the pieces: whole elements of ``traceEvents``, in order.
+    ranges: tuple[tuple[int, int], ...]
+
+
+def open_source(path: Path) -> tuple[ReadAt, int, Callable[[], None]]:
+    """``(read_at, size, close)`` over a plain (not compressed) file, read with ``pread``."""
+    fd = os.open(path, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+
+    def read_at(offset: int, n: int) -> bytes:
+        out = os.pread(fd, n, offset)
+        if len(out) != n:  # the file changed under us: the whole-file read reports it
+            raise SplitFailed(f"short read at {offset}")
+        return out
+
+    return read_at, size, functools.partial(os.close, fd)
+
+
+def bytes_source(data: bytes) -> ReadAt:
+    view = memoryview(data)
+    return lambda offset, n: bytes(view[offset : offset + n])
+
+
+def plan(read_at: ReadAt, size: int, piece_bytes: int) -> Plan:
+    """Find the event array and cut it into pieces of about ``piece_bytes``; or raise SplitFailed."""
+    head = read_at(0, min(size, _HEAD_BYTES))
+    first = kineto._first_byte(head)
+    if first == ord("{"):
+        m = _KEY.search(head)
+        # A match right after a backslash is inside a string (or not JSON): no cut.
+        if m is None or (m.start() > 0 and head[m.start() - 1] == ord("\\")):
+            raise SplitFailed("no traceEvents array near the start")
+        start = m.end()
+    elif first == ord("["):
+        start = head.index(b"[") + 1
+    else:
+        raise SplitFailed("not a JSON object or array")
+    prefix = head[: start - 1]
+    if prefix.count(b'"traceEvents"') > (1 if first == ord("{") else 0):
+        raise SplitFailed("traceEvents appears more than once")
+    doc, end = _find_end(read_at, size, start, prefix, is_object=first == ord("{"))
+    if end - start < 2:
+        raise SplitFailed("no events")
+    ranges = []
+    lo = start
+    n = max(1, round((end - start) / max(1, piece_bytes)))
+    for k in range(1, n):
+        target = start + (end - start) * k // n
+        if target <= lo:
+            continue
+        window = read_at(target, min(_CUT_WINDOW, end - target))
+        m = _CUT.search(window) or _CUT_ONE_LINE.search(window)
+        if m is None:
+            continue
+        cut = target + m.start(1)  # the comma
+        ranges.append((lo, cut))
+        lo = cut + 1
+    ranges.append((lo, end))
+    return Plan(doc=doc, ranges=tuple(ranges))
+
+
+def _find_end(read_at: ReadAt, size: int, start: int, prefix: bytes, *, is_object: bool) -> tuple[kineto._Doc, int]:
+    """The header and the offset of the array's closing ``]``: the last ``]`` after which the rest decodes.
+
+    A wrong choice cannot give wrong tables: the pieces would then not decode (a ``]`` past
+    the array's leaves the array's own ``]`` inside the last piece; one inside it leaves
+    the last piece's brackets unbalanced), and the file is read whole.
+    """
+    tail_at = max(start, size - _TAIL_BYTES)
+    tail = read_at(tail_at, size - tail_at)
+    cuts = [m.start(1) for m in _CUT_ONE_LINE.finditer(tail)]
+    # First the brackets that follow one whole element, then (elements holding arrays of
+    # objects fool that check) any bracket after which the header decodes.
+    for one_element in (True, False):
+        found = _end_candidate(tail, tail_at, cuts, prefix, is_object=is_object, one_element=one_element)
+        if found is not None:
+            return found
+    raise SplitFailed("no end of the traceEvents array near the end")
+
+
+def _end_candidate(
+    tail: bytes, tail_at: int, cuts: list[int], prefix: bytes, *, is_object: bool, one_element: bool
+) -> tuple[kineto._Doc, int] | None:
+    pos = len(tail)
+    for _ in range(_END_CANDIDATES):
+        pos = tail.rfind(b"]", 0, pos)
+        if pos < 0:
+            break
+        suffix = tail[pos + 1 :]
+        if b'"traceEvents"' in suffix:
+            break
+        # Arrays after the events (deviceProperties, as recent PyTorch writes it) end in "}]"
+        # too: what lies between the last separator and the bracket must be one element.
+        k = bisect.bisect_left(cuts, pos)
+        if one_element and k:
+            try:
+                _RAW_LIST.decode(b"[" + tail[cuts[k - 1] + 1 : pos] + b"]")
+            except _DECODE_ERRORS:
+                continue
+        if not is_object:
+            if suffix.strip(_WHITESPACE):
+                continue
+            return kineto._Doc(), tail_at + pos
+        header = prefix + b"[]" + suffix
+        try:
+            kineto._check_surrogates(Path(), header)
+            span = _HEADER_DECODER.decode(header)
+        except _DECODE_ERRORS:
+            continue
+        if bytes(span.traceEvents) != b"[]":
+            continue
+        doc = kineto._Doc(**{f: getattr(span, f) for f in kineto._Doc.__struct_fields__})
+        return doc, tail_at + pos
+    return None
+
+
+def _piece_events(read_at: ReadAt, lo: int, hi: int) -> tuple[bytes, list[kineto._Event]]:
+    buf = b"[" + read_at(lo, hi - lo) + b"]"
+    try:
+        kineto._check_surrogates(Path(), buf)
+        events = kineto._LIST_DECODER.decode(buf)
+    except _DECODE_ERRORS as exc:
+        raise SplitFailed(f"the piece at bytes {lo:,}-{hi:,} does not decode alone: {exc}") from None
+    return buf, events
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    # As the reader does: millions of small objects freed together; the cyclic GC's scans only cost.
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def parse_in_pieces(
+    path: Path,
+    read_at: ReadAt,
+    the_plan: Plan,
+    *,
+    name_rank: int | None = None,
+    bad_events: str = "raise",
+    pid_map: Mapping[int | str, int] | None = None,
+) -> list[RankData]:
+    """What ``parse_kineto`` gives for the file, read piece by piece in this process.
+
+    Raises SplitFailed where the whole-file read must decide (it then also gives the error).
+    """
+    with _no_gc():
+        try:
+            header = kineto._header(path, the_plan.doc, name_rank, bad_events)
+            state = kineto._FileState(base_time_ns=header.base_time_ns)
+            parts = []
+            offset = 0
+            for lo, hi in the_plan.ranges:
+                buf, events = _piece_events(read_at, lo, hi)
+                chunk = kineto._Chunk(offset, events, [], ts_text=functools.partial(kineto._ts_list_texts, buf))
+                parts.append(kineto._part(chunk, state))
+                offset += len(events)
+                del buf, events, chunk
+            if state.begin_end:
+                pairs = kineto._pair_begin_end(state.begin_end, state.skipped)
+                parts.append(kineto._part(kineto._Chunk(-1, pairs, []), state))
+            state.raise_or_count(path, bad_events)
+            columns = kineto._merge(parts, state)
+            del parts
+            return kineto._split_and_finish(path, columns, header, pid_map)
+        except TraceFormatError as exc:
+            # The whole-file read reports errors (in its order: decoding before the header).
+            raise SplitFailed(str(exc)) from None
+
+
+@dataclass
+class Piece:
+    """One piece's columns and what its reader state gathered (see :func:`finish`)."""
+
+    part: Any  # kineto._Part
+    state: Any  # kineto._FileState
+
+
+def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int) -> Piece:
+    """Columns of the events in bytes ``[lo, hi)``, for :func:`finish` (runs in a worker process).
+
+    Raises SplitFailed for what only a whole-file read reports exactly: malformed or
+    unreadable events (their messages name the event's index in the file) and B/E pairs
+    (matched across the file). Pids and tids named without a number (Kineto's ``"Spans"``,
+    ``"Traces"``, ``""``) are numbered file-wide in order of appearance: :func:`finish`
+    checks that each piece numbered them as the whole file does.
+    """
+    with _no_gc():
+        buf, events = _piece_events(read_at, lo, hi)
+        state = kineto._FileState(base_time_ns=base_time_ns)
+        chunk = kineto._Chunk(0, events, [], ts_text=functools.partial(kineto._ts_list_texts, buf))
+        part = kineto._part(chunk, state)
+    if state.problems or state.unreadable or state.begin_end:
+        raise SplitFailed("the piece needs the whole-file read")
+    return Piece(part=part, state=state)
+
+
+def finish(
+    path: Path,
+    the_plan: Plan,
+    pieces: Sequence[Piece],
+    *,
+    name_rank: int | None = None,
+    bad_events: str = "raise",
+    pid_map: Mapping[int | str, int] | None = None,
+) -> list[RankData]:
+    """The rank tables of a file from its pieces' columns (in file order), as ``parse_kineto`` gives them."""
+    with _no_gc():
+        try:
+            header = kineto._header(path, the_plan.doc, name_rank, bad_events)
+        except TraceFormatError as exc:
+            raise SplitFailed(str(exc)) from None
+        state = kineto._FileState(base_time_ns=header.base_time_ns)
+        for piece in pieces:
+            s = piece.state
+            for text, number in s.labels.items():
+                # The whole-file read numbers names in order of first appearance: so did this
+                # piece if each of its numbers is the file-wide one (else it must be read whole).
+                if state.labels.setdefault(text, -2 - len(state.labels)) != number:
+                    raise SplitFailed(f"a piece numbered {text!r} differently from the whole file")
+            for key, n in s.skipped.items():
+                state.count(key, n)
+            state.meta_events += s.meta_events
+            if s.profiler_span is not None:
+                old = state.profiler_span
+                lo, hi = s.profiler_span
+                state.profiler_span = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+            state.ts_ns_precision |= s.ts_ns_precision
+            state.args_dropped += s.args_dropped
+            for number, text in s.pid_text.items():
+                state.pid_text.setdefault(number, text)
+        state.raise_or_count(path, bad_events)
+        columns = kineto._merge([p.part for p in pieces], state)
+        return kineto._split_and_finish(path, columns, header, pid_map)
