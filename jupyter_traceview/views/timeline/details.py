@@ -19,7 +19,7 @@ hover and a measured range, it embeds, over a *details grid* of ``cells`` bins s
   every bin the range touches).
 
 Every number comes from the rank parts' own arrays (:func:`rank_details`, run where the rank
-lives). :func:`timeline_details` halves the grid until the encoded payload fits its bound.
+lives, through the parts' ``call``). :func:`timeline_details` halves the grid until the encoded payload fits its bound.
 """
 
 from __future__ import annotations
@@ -145,7 +145,8 @@ def _payload(index: TimelineIndex, cells: int) -> dict[str, Any]:
     end = max(int(index.end_ns), 1)
     edges = index.edges(0, end, cells)
     ranks = [int(r) for r in index.trace.ranks]
-    parts: dict[int, RankDetails] = index._parts.call("report_details", {r: (edges,) for r in ranks})
+    # Run where each rank lives (this process, or the dask worker holding it).
+    parts: dict[int, RankDetails] = index._parts.call(rank_details, {r: (edges,) for r in ranks})
     used: dict[int, int] = {}
 
     def compact(global_codes: np.ndarray) -> np.ndarray:
