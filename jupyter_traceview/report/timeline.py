@@ -4,7 +4,10 @@
 :mod:`jupyter_traceview.views.timeline.levels`, as JSON) and the assets to put once in the
 page (the report bundle of ``js/report/``, built into ``jupyter_traceview/static/report.js``,
 and its CSS). The timeline zooms and pans with no kernel, down to the finest level embedded;
-event details and search need ``tv.Timeline``. See docs/report.md.
+it searches names, names a hovered column's events, summarises a measured range and draws the
+memory lanes from :mod:`jupyter_traceview.views.timeline.details` and
+:func:`~jupyter_traceview.views.timeline.counters.counter_levels`; single events and their
+details need ``tv.Timeline``. See docs/frontend.md ("The HTML report's timeline").
 """
 
 from __future__ import annotations
