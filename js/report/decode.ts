@@ -8,6 +8,7 @@ import {
   type DetailsPayload,
   type RankDetails,
   ReportDetails,
+  type SummaryRowMeta,
 } from "./details";
 import { base64Bytes, inflate } from "./offline";
 
@@ -20,8 +21,11 @@ async function bytes(text: string): Promise<ArrayBuffer> {
 const f64 = async (t: string) => new Float64Array(await bytes(t));
 const u32 = async (t: string) => new Uint32Array(await bytes(t));
 
-/** The details, with `rowRank` (row id -> rank, from the timeline's `_rows`). */
-export async function decodeDetails(p: DetailsPayload, rowRank: Map<number, number>): Promise<ReportDetails> {
+/** The details, with the timeline's rows (`_rows`). */
+export async function decodeDetails(
+  p: DetailsPayload,
+  rows: readonly SummaryRowMeta[],
+): Promise<ReportDetails> {
   const ranks: RankDetails[] = [];
   for (const r of p.ranks) {
     const names = await u32(r.names);
@@ -40,7 +44,7 @@ export async function decodeDetails(p: DetailsPayload, rowRank: Map<number, numb
     });
   }
   const table = await u32(p.rows);
-  return new ReportDetails(p.cells, p.end, p.kinds, p.names, p.short, ranks, table, p.row_entries, rowRank);
+  return new ReportDetails(p.cells, p.end, p.kinds, p.names, p.short, ranks, table, p.row_entries, rows);
 }
 
 export async function decodeCounterLevels(p: CounterLevelsPayload): Promise<CounterLevel[]> {

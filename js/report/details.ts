@@ -56,6 +56,14 @@ interface RowEntries {
   count: Uint32Array;
 }
 
+/** What the details read of a row of the timeline (`RowMeta`'s fields). */
+export interface SummaryRowMeta {
+  id: number;
+  rank: number;
+  type: string;
+  depth: number;
+}
+
 /** The kernel's pattern semantics (views/timeline/pattern.py): a case-insensitive regex, else literal text. */
 export function compilePattern(pattern: string): RegExp {
   try {
@@ -81,8 +89,8 @@ export class ReportDetails {
     /** (row, cell, name, count) columns, sorted by row then cell. */
     table: Uint32Array,
     entries: number,
-    /** Row id -> rank (the timeline's `_rows`). */
-    rowRank: Map<number, number>,
+    /** The timeline's rows (`_rows`): their rank, and which a rank's summary row summarises. */
+    rowMeta: readonly SummaryRowMeta[],
   ) {
     for (const r of ranks) this.byRank.set(r.rank, r);
     const row = table.subarray(0, entries);
@@ -98,10 +106,13 @@ export class ReportDetails {
       });
       a = b;
     }
-    for (const [id, rank] of rowRank) {
-      const list = this.rankRows.get(rank) ?? [];
-      list.push(id);
-      this.rankRows.set(rank, list);
+    // A rank's summary row summarises its GPU work, or its top-level CPU events on a CPU-only rank.
+    const gpuRanks = new Set(rowMeta.filter((r) => r.type === "gpu").map((r) => r.rank));
+    for (const r of rowMeta) {
+      if (gpuRanks.has(r.rank) ? r.type !== "gpu" : r.depth !== 0) continue;
+      const list = this.rankRows.get(r.rank) ?? [];
+      list.push(r.id);
+      this.rankRows.set(r.rank, list);
     }
   }
 
@@ -164,7 +175,7 @@ export class ReportDetails {
     return out;
   }
 
-  /** The rows of a rank (for its summary row). */
+  /** The rows a rank's summary row summarises (GPU streams; top-level CPU rows on a CPU-only rank). */
   rowsOf(rank: number): number[] {
     return this.rankRows.get(rank) ?? [];
   }

@@ -30,7 +30,7 @@ async function mount(host: HTMLElement): Promise<void> {
   const embedded = JSON.parse(source.textContent) as Embedded;
   const levels = await decodeLevels(embedded.levels);
   const rowRank = new Map(embedded.state._rows.map((r) => [r.id, r.rank]));
-  const details = embedded.details ? await decodeDetails(embedded.details, rowRank) : null;
+  const details = embedded.details ? await decodeDetails(embedded.details, embedded.state._rows) : null;
   const counters = embedded.counters
     ? { payload: embedded.counters, levels: await decodeCounterLevels(embedded.counters) }
     : null;

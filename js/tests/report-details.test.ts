@@ -49,11 +49,11 @@ function handmade(): ReportDetails {
     [rank0, rank1],
     table,
     entries.length,
-    new Map([
-      [10, 0],
-      [11, 0],
-      [20, 1],
-    ]),
+    [
+      { id: 10, rank: 0, type: "gpu", depth: 0 },
+      { id: 11, rank: 0, type: "cpu", depth: 0 },
+      { id: 20, rank: 1, type: "gpu", depth: 0 },
+    ],
   );
 }
 
@@ -73,13 +73,16 @@ describe("ReportDetails: the report timeline's search, names and range summaries
     expect([...d.columnMatches([10], 0, 400, 8, "nccl")]).toEqual([0, 0, 0, 0, 2, 2, 0, 0]);
     // 2 columns of 200 ns: gemm starts in cells 0 and 3.
     expect([...d.columnMatches([10], 0, 400, 2, "gemm")]).toEqual([1, 1]);
-    expect([...d.columnMatches(d.rowsOf(0), 0, 400, 4, "mm$|nccl")]).toEqual([0, 5, 2, 0]);
+    expect([...d.columnMatches([10, 11], 0, 400, 4, "mm$|nccl")]).toEqual([0, 5, 2, 0]);
+    // A rank's summary row summarises its GPU streams: the CPU row's aten::mm is not in it.
+    expect(d.rowsOf(0)).toEqual([10]);
+    expect([...d.columnMatches(d.rowsOf(0), 0, 400, 4, "mm$|nccl")]).toEqual([0, 0, 2, 0]);
     expect([...d.columnMatches([20], 0, 400, 4, "gemm")]).toEqual([0, 0, 0, 0]);
   });
 
   it("names the events starting in a hovered column", () => {
     const d = handmade();
-    expect(d.namesIn(d.rowsOf(0), 0, 400)).toEqual([
+    expect(d.namesIn([10, 11], 0, 400)).toEqual([
       ["aten::mm", 5],
       ["gemm_kernel", 2], // ties: in name order
       ["ncclAllReduce", 2],

@@ -529,12 +529,11 @@ export class TimelineView implements ViewHost {
     if (!pattern) return;
     const last = this.lastMatch;
     const sel = this.selected;
+    // A match known to its bin only (eid < 0, the HTML report) is never selected: go on from it.
     const continuing =
       last !== null &&
       last.pattern === pattern &&
-      sel !== null &&
-      sel.rank === last.rank &&
-      sel.eid === last.eid;
+      (last.eid < 0 || (sel !== null && sel.rank === last.rank && sel.eid === last.eid));
     const from = continuing ? last.start : direction > 0 ? this.limits.start - 1 : this.limits.end + 1;
     const shown = new Set(this.model.get("ranks"));
     const rows = this.model

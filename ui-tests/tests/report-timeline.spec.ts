@@ -96,6 +96,12 @@ test("the report's timeline searches names, names a hovered column, summarises a
   await expect.poll(async () => Number(await view.getAttribute("data-match-rects"))).toBeGreaterThan(0);
   await view.locator(".tv-search").press("Enter");
   await expect(view).toHaveAttribute("data-match-start", /\d/);
+  // Enter again: the next bin holding a match, later; Shift+Enter back to the first.
+  const firstMatch = Number(await view.getAttribute("data-match-start"));
+  await view.locator(".tv-search").press("Enter");
+  await expect.poll(async () => Number(await view.getAttribute("data-match-start"))).toBeGreaterThan(firstMatch);
+  await view.locator(".tv-search").press("Shift+Enter");
+  await expect.poll(async () => Number(await view.getAttribute("data-match-start"))).toBe(firstMatch);
   await page.screenshot({ path: path.join(ARTIFACTS, "report-timeline-search.png") });
   await view.locator(".tv-search").fill("");
   await view.locator(".tv-search").press("Enter");
