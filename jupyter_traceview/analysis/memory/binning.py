@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import OptionError
+
 __all__ = ["bin_step", "block_maxima", "even_edges", "range_max"]
 
 
@@ -39,7 +41,7 @@ def even_edges(lo: int, hi: int, n: int) -> np.ndarray:
     within +-2**62 and ``n`` below 2**31).
     """
     if n < 1 or hi < lo:
-        raise ValueError(f"even_edges needs n >= 1 and hi >= lo, got lo={lo}, hi={hi}, n={n}")
+        raise OptionError(f"even_edges needs n >= 1 and hi >= lo, got lo={lo}, hi={hi}, n={n}")
     q, r = divmod(int(hi) - int(lo), int(n))
     i = np.arange(n + 1, dtype=np.int64)
     return np.asarray(int(lo) + i * q + (i * r) // n, dtype=np.int64)
