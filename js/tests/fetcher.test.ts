@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { Fetcher, type WindowWant } from "../timeline/fetcher";
+import { describe, expect, it, vi } from "vitest";
+import { Fetcher, PREFETCH_DELAY_MS, type WindowWant } from "../timeline/fetcher";
 import type { WindowRequest, WindowResponseMeta } from "../timeline/model";
 import type { Invoke } from "../timeline/state";
 
@@ -40,7 +40,11 @@ function fakeOwner() {
 
 function setup(initial: WindowWant) {
   const owner = fakeOwner();
-  const root = { dataset: {} as Record<string, string> } as unknown as HTMLElement;
+  const timings: unknown[] = [];
+  const root = {
+    dataset: {} as Record<string, string>,
+    dispatchEvent: (e: CustomEvent) => timings.push(e.detail),
+  } as unknown as HTMLElement;
   let current: WindowWant = initial;
   let drawn = 0;
   const fetcher = new Fetcher(owner.invoke, new AbortController().signal, root, {
@@ -54,6 +58,7 @@ function setup(initial: WindowWant) {
   return {
     owner,
     root,
+    timings,
     fetcher,
     drawnCount: () => drawn,
     set: (w: WindowWant) => {
@@ -125,5 +130,54 @@ describe("Fetcher", () => {
     await t.owner.answer();
     t.fetcher.maybeRequest(true);
     expect(t.owner.sent.length).toBe(2);
+  });
+
+  it("never holds the view's request behind a prefetch that does not fit it", async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setup(view(10_000, 20_000));
+      t.fetcher.maybeRequest();
+      await t.owner.answer();
+      // At rest: the neighbour is prefetched after PREFETCH_DELAY_MS.
+      vi.advanceTimersByTime(PREFETCH_DELAY_MS + 1);
+      expect(t.owner.sent.length).toBe(2);
+      // The view jumps elsewhere while the prefetch is in flight: asked at once, beside it.
+      t.set(view(500_000, 500_500));
+      t.fetcher.maybeRequest();
+      expect(t.owner.sent.length).toBe(3);
+      expect(t.root.dataset.loading).toBe("1");
+      await t.owner.answer(); // the prefetch
+      expect(t.root.dataset.loading).toBe("1");
+      await t.owner.answer(); // the view's window
+      expect(t.root.dataset.loading).toBe("0");
+      expect(t.fetcher.data?.lo).toBe(t.owner.sent[2]!.lo);
+      // Each round trip was reported (the frame benchmark reads them).
+      expect(t.timings.length).toBe(3);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("waits for a prefetch in flight that fits the view instead of asking again", async () => {
+    vi.useFakeTimers();
+    try {
+      // Zoomed out as far as the view goes (5% past each end of the trace's [0, 1e6]).
+      const t = setup(view(-50_000, 1_050_000));
+      t.fetcher.maybeRequest();
+      await t.owner.answer();
+      // At rest: the first step in, around the middle, is prefetched (nothing else to fetch).
+      vi.advanceTimersByTime(PREFETCH_DELAY_MS + 1);
+      expect(t.owner.sent.length).toBe(2);
+      expect((t.owner.sent[1]!.lo + t.owner.sent[1]!.hi) / 2).toBeCloseTo(500_000);
+      t.set(view(200_000, 800_000)); // a wheel step in around the middle
+      t.fetcher.maybeRequest();
+      expect(t.owner.sent.length).toBe(2);
+      expect(t.root.dataset.loading).toBe("1");
+      await t.owner.answer();
+      expect(t.root.dataset.loading).toBe("0");
+      expect(t.fetcher.data?.lo).toBe(t.owner.sent[1]!.lo);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

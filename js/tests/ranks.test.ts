@@ -77,23 +77,23 @@ describe("folded CPU threads and rank blocks", () => {
   ];
   const opts = { headerHeight: 20, gpuRowHeight: 18, cpuRowHeight: 15, laneGap: 3 };
 
-  it("draws a rank's CPU threads as one band of their depth-0 rows", () => {
+  it("draws a rank's CPU threads as one folded row (their summary; their depth-0 rows as a fallback)", () => {
     const l = computeLayout(rows, lanes, [0, 1], new Set(), true, opts, [], new Set([0]));
-    // header 0..20, GPU row 20..38 (+3 gap), folded band 41..56 (+3 gap), rank 1 header at 59.
+    // header 0..20, GPU row 20..38 (+3 gap), folded row 41..56 (+3 gap), rank 1 header at 59.
     expect(l.slots.map((s) => [s.kind, s.row, s.y, s.folded ?? false])).toEqual([
       ["header", -1, 0, false],
       ["row", 0, 20, false],
-      ["row", 1, 41, true],
-      ["row", 3, 41, true],
+      ["fold", -1, 41, true],
       ["header", -1, 59, false],
       ["row", 4, 79, false],
     ]);
     expect(l.slots[2]!.label).toBe("▸ CPU: 2 threads");
-    expect(l.slots[3]!.label).toBe("");
-    expect(l.rowSlot.has(2)).toBe(false); // depth 1 is not drawn while folded
+    expect(l.slots[2]!.rank).toBe(0);
+    expect(l.slots[2]!.foldRows).toEqual([1, 3]);
+    expect(l.rowSlot.has(1) || l.rowSlot.has(2) || l.rowSlot.has(3)).toBe(false); // no thread row while folded
     expect(l.slots[slotAt(l, 45)]!.folded).toBe(true);
     const [a, b] = visibleSlots(l, 40, 10);
-    expect(l.slots.slice(a, b).map((s) => s.row)).toEqual([1, 3]);
+    expect(l.slots.slice(a, b).map((s) => s.kind)).toEqual(["fold"]);
   });
   it("unfolded (or with CPU lanes hidden) is the usual layout", () => {
     const plain = computeLayout(rows, lanes, [0, 1], new Set(), true, opts);

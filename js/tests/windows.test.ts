@@ -114,13 +114,16 @@ describe("prefetchWants", () => {
     expect(left!.rows).toEqual(w.rows);
   });
   it("stays inside the trace: no zoom-out past its extent, no neighbour beyond its ends", () => {
-    // The whole trace shown: nothing to zoom out to, nothing either side.
-    expect(prefetchWants(want(0, 1000), 0, 1000)).toEqual([]);
+    // The whole trace shown: nothing to zoom out to, nothing either side; only the first
+    // wheel step in, around the middle.
+    const whole = prefetchWants(want(0, 1000), 0, 1000);
+    expect(whole.map((w) => w.range)).toEqual([{ lo: 250, hi: 750 }]);
     // Near the start: the zoom-out is clamped to [0, 4000), no left neighbour.
     const got = prefetchWants(want(0, 1000), 0, 10_000);
     expect(got[0]!.range).toEqual({ lo: 0, hi: 4000 });
-    expect(got.length).toBe(2);
+    expect(got.length).toBe(3);
     expect(got[1]!.range.lo).toBeGreaterThan(1000);
+    expect(got[2]!.range).toEqual({ lo: 250, hi: 750 });
   });
 });
 
@@ -139,6 +142,29 @@ describe("motion-aware prefetch", () => {
     expect(first!.range.hi - first!.range.lo).toBe(500 / PREFETCH_ZOOM_IN);
     // The anchor stays at the same fraction (30%) of the view.
     expect((300 - first!.range.lo) / (first!.range.hi - first!.range.lo)).toBeCloseTo(0.3);
+  });
+  it("zooming out prefetches the next zoom-out step around the same anchor, inside the trace", () => {
+    const w = want(4000, 5000);
+    const [first, back, second] = prefetchWants(w, 0, 100_000, { kind: "out", anchor: 4200 });
+    expect(first!.range.hi - first!.range.lo).toBe(1000 * PREFETCH_ZOOM_IN);
+    expect((4200 - first!.range.lo) / (first!.range.hi - first!.range.lo)).toBeCloseTo(0.2);
+    // A wheel step out (1.65x) is fitted by it: same rows, covered, resolution within the slack.
+    const next = want(4200 - 0.2 * 1650, 4200 + 0.8 * 1650);
+    expect(fits(requestedExtent(first!, 0), next, 0)).toBe(true);
+    // Then the other direction (a zoom back in around the anchor) ...
+    expect(back!.range.hi - back!.range.lo).toBe(1000 / PREFETCH_ZOOM_IN);
+    // ... and the 4x zoom-out, which does not fit the next step.
+    expect(second!.range.hi - second!.range.lo).toBe(1000 * PREFETCH_ZOOM_OUT);
+    expect(fits(requestedExtent(second!, 0), next, 0)).toBe(false);
+    // Clamped to the trace near its start.
+    const [edge] = prefetchWants(want(100, 1100), 0, 100_000, { kind: "out", anchor: 200 });
+    expect(edge!.range).toEqual({ lo: 0, hi: 2000 });
+  });
+  it("zooming in, the prefetched window fits the next wheel step", () => {
+    const w = want(150, 650);
+    const [first] = prefetchWants(w, 0, 100_000, { kind: "in", anchor: 300 });
+    const s = 500 / Math.exp(0.5);
+    expect(fits(requestedExtent(first!, 0), want(300 - 0.3 * s, 300 + 0.7 * s), 0)).toBe(true);
   });
   it("panning prefetches the side it moves to first", () => {
     const w = want(4000, 5000);

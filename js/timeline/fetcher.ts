@@ -16,6 +16,8 @@ import type {
   EventDetails,
   FindRequest,
   FindResult,
+  FoldRequest,
+  FoldSummary,
   RangeSummary,
   SummaryRequest,
   WindowError,
@@ -24,6 +26,7 @@ import type {
 } from "./model";
 import { type WindowData, aligned, decodeWindow } from "./protocol";
 import type { Invoke } from "./state";
+import { MARGIN } from "./viewport";
 import {
   CACHE_SIZE,
   FETCH_MARGIN,
@@ -43,10 +46,13 @@ export { FETCH_MARGIN };
 /** What the view wants drawn now. */
 export type WindowWant = WindowKey;
 
-/** Milliseconds the view must rest before its likeliest neighbour is prefetched. */
-export const PREFETCH_DELAY_MS = 120;
-/** ... and before each next one (a prefetch in flight delays the view's own next request). */
-export const PREFETCH_MORE_MS = 400;
+/**
+ * Milliseconds the view must rest before its likeliest neighbour is prefetched (short: a
+ * prefetch never holds back the view's own request, which is sent beside it).
+ */
+export const PREFETCH_DELAY_MS = 40;
+/** ... and before each next one (both directions of a zoom, then the sides). */
+export const PREFETCH_MORE_MS = 80;
 
 export interface FetcherCallbacks {
   /** What the view wants now; null when it cannot draw (no width yet). */
@@ -56,6 +62,20 @@ export interface FetcherCallbacks {
   onError(message: string): void;
   /** The trace's extent (ns), to keep prefetches inside it. */
   extent?(): { start: number; end: number };
+}
+
+/** One `_window` round trip, dispatched on the root as a "tv-window" event (performance.now() times, ms). */
+export interface WindowTiming {
+  seq: number;
+  prefetch: boolean;
+  sent: number;
+  received: number;
+  decoded: number;
+  /** When the owner started answering (null when it does not say). */
+  kernelAt: number | null;
+  kernelMs: number;
+  kernelCpuMs: number | null;
+  bytes: number;
 }
 
 /** A received window and what it was asked for with. */
@@ -68,13 +88,17 @@ export class Fetcher {
   data: WindowData | null = null;
   /** The search pattern `data` was asked for with (its matches are for that pattern). */
   dataPattern = "";
+  /** Does the owner answer folded CPU rows (`folds`)? Until one says it does not. */
+  foldsSupported = true;
   /** Requests sent (tests and benchmarks read it as data-requests). */
   requests = 0;
   private seq = 0;
   /** Generation: a forced request (new rows, colours, pattern) makes older windows unfit. */
   private epoch = 0;
   private cache: Entry[] = [];
+  /** The view's own request in flight, and a prefetch in flight (at most one of each). */
   private inFlight: WindowExtent | null = null;
+  private prefetchInFlight: WindowExtent | null = null;
   private pendingRequest = false;
   private prefetchTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   private prefetchQueue: WindowWant[] = [];
@@ -117,6 +141,13 @@ export class Fetcher {
       this.root.dataset.loading = "1";
       return;
     }
+    if (this.prefetchInFlight && fits(this.prefetchInFlight, want, this.epoch)) {
+      // The prefetch guessed right: wait for it rather than ask again.
+      this.pendingRequest = false;
+      this.root.dataset.loading = "1";
+      return;
+    }
+    // A prefetch in flight that does not fit never holds the view's request back.
     void this.request(want, false);
   }
 
@@ -132,7 +163,9 @@ export class Fetcher {
 
   private async request(want: WindowWant, prefetch: boolean): Promise<void> {
     const epoch = this.epoch;
-    this.inFlight = requestedExtent(want, epoch);
+    const extent = requestedExtent(want, epoch);
+    if (prefetch) this.prefetchInFlight = extent;
+    else this.inFlight = extent;
     this.requests++;
     const ds = this.root.dataset;
     ds.requests = String(this.requests);
@@ -145,6 +178,7 @@ export class Fetcher {
       rows: want.rows,
       summaries: want.summaries,
       counters: want.counters ?? [],
+      ...(want.folds?.length ? { folds: want.folds } : {}),
       pattern: want.pattern,
       name_colors: want.nameColors,
     };
@@ -156,8 +190,28 @@ export class Fetcher {
       if ("error" in meta) {
         if (!prefetch) this.cb.onError(meta.error);
       } else {
+        const received = performance.now();
         const buf = buffers[0];
         const data = decodeWindow(meta, buf ? aligned(buf) : null);
+        // Where the time went (the frame benchmark listens): sent, owner started, owner done, here.
+        const timing: WindowTiming = {
+          seq: req.seq,
+          prefetch,
+          sent: t,
+          received,
+          decoded: performance.now(),
+          kernelAt: meta.kernel_at_ms === undefined ? null : meta.kernel_at_ms - performance.timeOrigin,
+          kernelMs: meta.kernel_ms,
+          kernelCpuMs: meta.kernel_cpu_ms ?? null,
+          bytes: buf ? buf.byteLength : 0,
+        };
+        this.root.dispatchEvent(new CustomEvent("tv-window", { detail: timing }));
+        if (want.folds?.length && !data.foldsAnswered) {
+          // An owner that does not know folded rows (an older server): draw them from the threads' rows.
+          this.foldsSupported = false;
+          this.epoch++;
+          this.pendingRequest = true;
+        }
         this.cache.push({
           data,
           lo: data.lo,
@@ -166,12 +220,14 @@ export class Fetcher {
           rows: data.rows,
           summaries: data.summaries,
           counters: data.counters,
+          folds: data.folds,
           pattern: want.pattern,
           nameColors: want.nameColors,
           epoch,
           exact:
             want.summaries.length === 0 &&
             (want.counters ?? []).length === 0 &&
+            (want.folds ?? []).length === 0 &&
             data.rows.size > 0 &&
             [...data.rows.values()].every((x) => x.mode === "raw"),
         });
@@ -190,12 +246,13 @@ export class Fetcher {
       if (this.signal.aborted) return;
       if (!prefetch) this.cb.onError(String(err));
     } finally {
-      this.inFlight = null;
+      if (prefetch) this.prefetchInFlight = null;
+      else this.inFlight = null;
     }
     if (this.signal.aborted) return;
     if (this.takePending()) {
       this.maybeRequest();
-    } else {
+    } else if (!this.inFlight && !this.prefetchInFlight) {
       // The view rests on what arrived: go on with (or start) its neighbours.
       this.schedulePrefetch(prefetch ? PREFETCH_MORE_MS : PREFETCH_DELAY_MS);
     }
@@ -209,12 +266,14 @@ export class Fetcher {
   }
 
   private prefetchNext(): void {
-    if (this.inFlight || this.signal.aborted) return;
+    if (this.inFlight || this.prefetchInFlight || this.signal.aborted) return;
     const want = this.cb.want();
     if (!want) return;
     if (!this.prefetchQueue.length) {
       const ext = this.cb.extent?.() ?? { start: -Infinity, end: Infinity };
-      this.prefetchQueue = prefetchWants(want, ext.start, ext.end, this.motion);
+      // The view may go MARGIN past the trace's ends (viewport.ts): so may the prefetches.
+      const m = MARGIN * (ext.end - ext.start);
+      this.prefetchQueue = prefetchWants(want, ext.start - m, ext.end + m, this.motion);
       this.prefetchQueue.reverse(); // popped from the end: most useful first
     }
     while (this.prefetchQueue.length) {
@@ -227,13 +286,16 @@ export class Fetcher {
 
   /** Mark the view's data as arrived unless a request is in flight for it. */
   settleLoading(): void {
-    if (!this.pendingRequest && (!this.inFlight || !this.waitingFor())) this.root.dataset.loading = "0";
+    if (!this.pendingRequest && !this.waitingFor()) this.root.dataset.loading = "0";
   }
 
-  /** Is the request in flight one the view waits for (it fits the view, and nothing at hand does)? */
+  /** Is a request in flight one the view waits for (nothing at hand fits the view)? */
   private waitingFor(): boolean {
     const want = this.cb.want();
-    if (!want || !this.inFlight) return false;
+    if (!want) return false;
+    const own = this.inFlight !== null;
+    const guessed = this.prefetchInFlight !== null && fits(this.prefetchInFlight, want, this.epoch);
+    if (!own && !guessed) return false;
     return !this.cache.some((e) => fits(e, want, this.epoch));
   }
 
@@ -256,6 +318,17 @@ export class Fetcher {
       if (this.detailsCache.size > 500) this.detailsCache.clear();
       this.detailsCache.set(key, d);
       return d;
+    } catch {
+      return null;
+    }
+  }
+
+  /** What `rank`'s CPU threads do in `[lo, hi)` (the folded row's tooltip); null when unavailable. */
+  async fold(rank: number, lo: number, hi: number): Promise<FoldSummary | null> {
+    try {
+      const req: FoldRequest = { rank, lo, hi };
+      const [f] = await this.invoke<FoldSummary | CommandError>("_fold", req, { signal: this.signal });
+      return "error" in f ? null : f;
     } catch {
       return null;
     }

@@ -113,34 +113,10 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
     ctx.lineTo(x, H);
   }
   ctx.stroke();
-  for (let i = first; i < last; i++) {
-    const slot = layout.slots[i]!;
-    const y = slotY(host, slot);
-    if (slot.kind === "header") {
-      ctx.fillStyle = withAlpha(th.foreground, th.dark ? 0.06 : 0.04);
-      ctx.fillRect(0, y, W, slot.h);
-      const sm = d?.summaries.get(slot.rank);
-      if (slot.collapsed && d && sm) {
-        rects += layoutBinRow(
-          sm,
-          d.lo,
-          d.hi,
-          s,
-          y + 2,
-          slot.h - 3,
-          { fill: binFill((k) => colors.kind(sm.kind[k]!), sm.match) },
-          batch,
-          matches,
-        );
-      }
-      continue;
-    }
-    if (slot.kind === "counter") {
-      rects += drawCounterSlot(host, c, slot, y, s);
-      continue;
-    }
-    const row = d?.rows.get(slot.row);
-    if (!row || !d) continue;
+  /** One row (raw events or merged columns) in `slot`'s band at canvas height `y`. */
+  const drawRow = (rowId: number, slot: Slot, y: number): void => {
+    const row = d?.rows.get(rowId);
+    if (!row || !d) return;
     const h = slot.h - 2;
     if (row.mode === "raw") {
       const names = d.names;
@@ -201,6 +177,55 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
         matches,
       );
     }
+  };
+  for (let i = first; i < last; i++) {
+    const slot = layout.slots[i]!;
+    const y = slotY(host, slot);
+    if (slot.kind === "header") {
+      ctx.fillStyle = withAlpha(th.foreground, th.dark ? 0.06 : 0.04);
+      ctx.fillRect(0, y, W, slot.h);
+      const sm = d?.summaries.get(slot.rank);
+      if (slot.collapsed && d && sm) {
+        rects += layoutBinRow(
+          sm,
+          d.lo,
+          d.hi,
+          s,
+          y + 2,
+          slot.h - 3,
+          { fill: binFill((k) => colors.kind(sm.kind[k]!), sm.match) },
+          batch,
+          matches,
+        );
+      }
+      continue;
+    }
+    if (slot.kind === "counter") {
+      rects += drawCounterSlot(host, c, slot, y, s);
+      continue;
+    }
+    if (slot.kind === "fold") {
+      // A rank's folded CPU threads: their summary (views/timeline/fold.py), or their top rows
+      // drawn over each other where the owner sends none.
+      const fd = d?.folds.get(slot.rank);
+      if (fd && d) {
+        rects += layoutBinRow(
+          fd,
+          d.lo,
+          d.hi,
+          s,
+          y + 1,
+          slot.h - 2,
+          { fill: (k) => colors.kind(fd.kind[k]!) },
+          batch,
+          matches,
+        );
+      } else {
+        for (const rid of slot.foldRows ?? []) drawRow(rid, slot, y);
+      }
+      continue;
+    }
+    drawRow(slot.row, slot, y);
   }
   batch.flush(c);
   drawLabels(c, labels, host.font(11));

@@ -7,7 +7,7 @@ import type { FoundInstance } from "./collective";
 import type { Colors } from "./colors";
 import type { WindowData } from "./protocol";
 import type { Layout } from "./layout";
-import type { EventDetails, LaneMeta, TimelineModel } from "./model";
+import type { EventDetails, FoldSummary, LaneMeta, TimelineModel } from "./model";
 import type { StateModel } from "./state";
 import type { Theme } from "./theme";
 import type { Limits, Range } from "./viewport";
@@ -79,6 +79,8 @@ export interface ViewHost {
   save<K extends keyof TimelineModel>(key: K, value: TimelineModel[K]): void;
   invalidate(): void;
   details(rank: number, eid: number): Promise<EventDetails | null>;
+  /** What a rank's folded CPU threads do in `[lo, hi)` (the folded row's tooltip). */
+  fold(rank: number, lo: number, hi: number): Promise<FoldSummary | null>;
   readonly helpOpen: boolean;
   /** Show (true), hide (false) or toggle the keyboard help. */
   toggleHelp(show?: boolean): void;

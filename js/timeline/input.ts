@@ -126,6 +126,16 @@ export class Input {
       return;
     }
     if (d.moved) return;
+    const i = this.inPlot(p) ? this.slotAtY(p.y) : -1;
+    const folded = i >= 0 ? h.layout.slots[i] : undefined;
+    if (folded?.kind === "fold") {
+      // A click on a folded CPU row unfolds the rank's threads.
+      h.save(
+        "cpu_collapsed",
+        h.model.get("cpu_collapsed").filter((r) => r !== folded.rank),
+      );
+      return;
+    }
     const hit = this.hitTest(p);
     if (hit && hit.event >= 0) {
       const slot = h.layout.slots[hit.slot]!;
@@ -254,6 +264,12 @@ export class Input {
     }
     if (slot.kind === "counter") {
       const k = counterHit(h, slot, t);
+      return k >= 0 ? { slot: i, event: -1, bin: k, x: p.x, y: p.y } : null;
+    }
+    if (slot.kind === "fold") {
+      // The folded CPU row: a column of its summary (empty columns too: the tooltip says how
+      // many threads there are and that a click unfolds them).
+      const k = d.folds.has(slot.rank) ? binAt(d.lo, d.hi, d.width, t) : -1;
       return k >= 0 ? { slot: i, event: -1, bin: k, x: p.x, y: p.y } : null;
     }
     const row = d.rows.get(slot.row);

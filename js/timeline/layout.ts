@@ -26,7 +26,8 @@ export const DEFAULT_LAYOUT: LayoutOptions = {
 };
 
 export interface Slot {
-  kind: "header" | "row" | "counter";
+  /** "fold": a rank's folded CPU threads, one summary row (views/timeline/fold.py). */
+  kind: "header" | "row" | "counter" | "fold";
   rank: number;
   /** Row id (rows), counter id (counters), -1 for headers. */
   row: number;
@@ -38,8 +39,10 @@ export interface Slot {
   /** Text for the label gutter: the rank, or the lane's name on its first row. */
   label: string;
   collapsed: boolean;
-  /** A row of a rank's folded CPU threads: their depth-0 rows share one band (js/timeline/ranks.ts). */
+  /** The row of a rank's folded CPU threads (js/timeline/ranks.ts unfolds it from its label). */
   folded?: boolean;
+  /** A folded row: the threads' top rows, drawn over each other where the owner sends no summary. */
+  foldRows?: number[];
 }
 
 export interface Layout {
@@ -61,7 +64,7 @@ export function computeLayout(
   showCpu: boolean,
   opts: LayoutOptions = DEFAULT_LAYOUT,
   counters: readonly CounterMeta[] = [],
-  /** Ranks whose CPU threads are folded into one row (their depth-0 rows drawn over each other). */
+  /** Ranks whose CPU threads are folded into one summary row (a "fold" slot). */
   cpuCollapsed: ReadonlySet<number> = new Set(),
 ): Layout {
   const countersByRank = new Map<number, CounterMeta[]>();
@@ -122,7 +125,7 @@ export function computeLayout(
       });
       y += opts.laneGap;
     }
-    if (folded) y = foldCpu(rank, ordered, rowById, slots, rowSlot, y, opts);
+    if (folded) y = foldCpu(rank, ordered, rowById, slots, y, opts);
     for (const c of countersByRank.get(rank) ?? []) {
       const h = opts.counterHeight ?? COUNTER_HEIGHT;
       counterSlot.set(c.id, slots.length);
@@ -143,13 +146,12 @@ export function computeLayout(
   return { slots, height: y, rowSlot, headerSlot, counterSlot };
 }
 
-/** One band for a rank's CPU threads: a slot per thread's depth-0 row, all at `y`; returns the next y. */
+/** One row for a rank's CPU threads (their summary, kernel side); returns the next y. */
 function foldCpu(
   rank: number,
   lanes: readonly LaneMeta[],
   rowById: ReadonlyMap<number, RowMeta>,
   slots: Slot[],
-  rowSlot: Map<number, number>,
   y: number,
   opts: LayoutOptions,
 ): number {
@@ -159,20 +161,18 @@ function foldCpu(
     .filter((r): r is number => r !== undefined);
   if (!tops.length) return y;
   const h = opts.cpuRowHeight;
-  tops.forEach((rid, i) => {
-    rowSlot.set(rid, slots.length);
-    slots.push({
-      kind: "row",
-      rank,
-      row: rid,
-      lane: rowById.get(rid)?.lane ?? -1,
-      depth: 0,
-      y,
-      h,
-      label: i === 0 ? `▸ CPU: ${cpu.length} thread${cpu.length === 1 ? "" : "s"}` : "",
-      collapsed: false,
-      folded: true,
-    });
+  slots.push({
+    kind: "fold",
+    rank,
+    row: -1,
+    lane: -1,
+    depth: 0,
+    y,
+    h,
+    label: `▸ CPU: ${cpu.length} thread${cpu.length === 1 ? "" : "s"}`,
+    collapsed: false,
+    folded: true,
+    foldRows: tops,
   });
   return y + h + opts.laneGap;
 }

@@ -157,6 +157,8 @@ export interface WindowRequest {
   name_colors: boolean;
   /** Memory counter lanes wanted (ids of `_counters`). */
   counters?: number[];
+  /** Ranks whose folded CPU row is wanted (views/timeline/fold.py). */
+  folds?: number[];
 }
 
 /** `_details` command request. */
@@ -171,6 +173,13 @@ export interface FindRequest {
   t: number;
   direction: number;
   rows: number[];
+}
+
+/** `_fold` command request: what `rank`'s CPU threads do in `[lo, hi)` (the folded row's tooltip). */
+export interface FoldRequest {
+  rank: number;
+  lo: number;
+  hi: number;
 }
 
 /** `_summary` command request. */
@@ -225,12 +234,18 @@ export interface WindowResponseMeta {
   rows: RowSlice[];
   summaries: SummarySlice[];
   counters?: CounterSlice[];
+  /** Where the folded CPU rows asked for sit (bin sections, after the summaries). */
+  folds?: SummarySlice[];
   names: string[];
   name_colors: number[];
   /** Per name: matches the request's search pattern (absent without a pattern). */
   name_match?: boolean[];
   layout: Layout;
   kernel_ms: number;
+  /** CPU time the owner's process spent answering (ms). */
+  kernel_cpu_ms?: number;
+  /** Wall clock (ms since the epoch) when the owner started answering. */
+  kernel_at_ms?: number;
 }
 
 /** `_collective` request: a communication kernel. */
@@ -357,6 +372,30 @@ export interface TopName {
   name: string;
   short: string;
   time_ns: number;
+}
+
+/** A name taking much time on a rank's folded CPU threads; `events`: how many. */
+export interface FoldName {
+  name: string;
+  short: string;
+  time_ns: number;
+  events: number;
+}
+
+/**
+ * `_fold` command response (TimelineIndex.fold_summary): the rank's CPU threads, those working
+ * in the range, the time any works, the work time summed over threads, the events, the top names.
+ */
+export interface FoldSummary {
+  rank: number;
+  lo: number;
+  hi: number;
+  threads: number;
+  active: number;
+  busy_ns: number;
+  thread_ns: number;
+  events: number;
+  top: FoldName[];
 }
 
 /** `_summary` command response (TimelineIndex.range_summary). */

@@ -54,6 +54,10 @@ export interface WindowData {
   width: number;
   rows: Map<number, RowData>;
   summaries: Map<number, BinRow>;
+  /** Folded CPU rows by rank (views/timeline/fold.py). */
+  folds: Map<number, BinRow>;
+  /** The owner answered the folded rows asked for (an owner that does not know them omits `folds`). */
+  foldsAnswered: boolean;
   /** Memory counter lanes by counter id. */
   counters: Map<number, CounterBins>;
   names: string[];
@@ -147,6 +151,8 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
   }
   const summaries = new Map<number, BinRow>();
   for (const sm of meta.summaries) summaries.set(sm.rank, bins(sm.offset, sm.count));
+  const folds = new Map<number, BinRow>();
+  for (const f of meta.folds ?? []) folds.set(f.rank, bins(f.offset, f.count));
   const counters = new Map<number, CounterBins>();
   const ctr = (name: string) => get(s, name, Float64Array);
   const [am, ae, rm, re] = [
@@ -172,6 +178,8 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
     width: meta.width,
     rows,
     summaries,
+    folds,
+    foldsAnswered: meta.folds !== undefined,
     counters,
     names: meta.names,
     nameColors: meta.name_colors,

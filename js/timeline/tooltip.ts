@@ -10,14 +10,18 @@ import {
   formatTimePrecise as formatTime,
 } from "../format";
 import { counterSlotTooltip } from "./counter";
+import { foldTooltip } from "./fold";
 import { type Hover, type ViewHost, GUTTER } from "./host";
-import type { EventDetails } from "./model";
+import type { EventDetails, FoldSummary } from "./model";
 import { type BinRow, type RawRow, NO_KIND } from "./protocol";
 import { el } from "../dom";
 
 export class Tooltip {
   readonly element: HTMLDivElement;
   private detailsTimer = 0;
+  private foldTimer = 0;
+  /** The last `_fold` answer and what it was for (rank, window, column). */
+  private foldAt: { key: string; fold: FoldSummary } | null = null;
 
   constructor(
     private readonly host: ViewHost,
@@ -29,6 +33,7 @@ export class Tooltip {
 
   dispose(): void {
     window.clearTimeout(this.detailsTimer);
+    window.clearTimeout(this.foldTimer);
   }
 
   hide(): void {
@@ -57,6 +62,33 @@ export class Tooltip {
       if (!tip) return;
       title = tip.title;
       lines.push(...tip.lines);
+    } else if (slot.kind === "fold") {
+      const bins = d.folds.get(slot.rank);
+      if (!bins) return;
+      const k = h.bin;
+      const a = d.lo + ((d.hi - d.lo) * k) / d.width;
+      const b = d.lo + ((d.hi - d.lo) * (k + 1)) / d.width;
+      const threads = [...host.lanes.values()].filter((l) => l.rank === slot.rank && l.type === "cpu").length;
+      const key = `${slot.rank}:${d.lo}:${d.hi}:${d.width}:${k}`;
+      const fold = this.foldAt?.key === key ? this.foldAt.fold : null;
+      const tip = foldTooltip(slot.rank, threads, bins, k, a, b, fold, (code) =>
+        host.colors.label(palette.kinds[code]?.key ?? ""),
+      );
+      title = tip.title;
+      lines.push(...tip.lines);
+      if (!fold) {
+        window.clearTimeout(this.foldTimer);
+        this.foldTimer = window.setTimeout(() => {
+          void host.fold(slot.rank, a, b).then((f) => {
+            const cur = host.hover;
+            if (f && cur && cur.slot === h.slot && cur.bin === h.bin) {
+              this.foldAt = { key, fold: f };
+              this.render(cur, null);
+              this.position(cur);
+            }
+          });
+        }, 60);
+      }
     } else if (h.event >= 0) {
       const row = d.rows.get(slot.row) as RawRow | undefined;
       if (!row) return;

@@ -15,7 +15,7 @@ import { Input } from "./input";
 import { RankPicker, displayOrder } from "./ranks";
 import { HelpOverlay, MeasureOverlay } from "./overlays";
 import { type Layout, computeLayout, visibleSlots } from "./layout";
-import type { EventDetails, LaneMeta, RangeSummary, TimelineModel } from "./model";
+import type { EventDetails, FoldSummary, LaneMeta, RangeSummary, TimelineModel } from "./model";
 import type { WindowData } from "./protocol";
 import type { Invoke, StateModel } from "./state";
 import { type Theme, readTheme } from "./theme";
@@ -478,11 +478,15 @@ export class TimelineView implements ViewHost {
     const rows: number[] = [];
     const summaries: number[] = [];
     const counters: number[] = [];
+    const folds: number[] = [];
     for (let i = a; i < b; i++) {
       const s = this.layout.slots[i]!;
       if (s.kind === "row") rows.push(s.row);
       else if (s.kind === "counter") counters.push(s.row);
-      else if (s.collapsed) summaries.push(s.rank);
+      else if (s.kind === "fold") {
+        if (this.fetcher.foldsSupported) folds.push(s.rank);
+        else rows.push(...(s.foldRows ?? []));
+      } else if (s.collapsed) summaries.push(s.rank);
     }
     return {
       range: this.range,
@@ -490,6 +494,7 @@ export class TimelineView implements ViewHost {
       rows,
       summaries,
       counters,
+      folds,
       pattern: this.model.get("search"),
       nameColors: this.model.get("color_by") === "name",
     };
@@ -502,6 +507,10 @@ export class TimelineView implements ViewHost {
 
   details(rank: number, eid: number): Promise<EventDetails | null> {
     return this.fetcher.details(rank, eid);
+  }
+
+  fold(rank: number, lo: number, hi: number): Promise<FoldSummary | null> {
+    return this.fetcher.fold(rank, lo, hi);
   }
 
   private async loadSummary(): Promise<void> {

@@ -20,8 +20,8 @@ export interface Limits {
 
 /** The smallest span a view may show, ns. */
 export const MIN_SPAN_NS = 20;
-/** How far past the trace's ends one may pan, as a fraction of its extent. */
-const MARGIN = 0.05;
+/** How far past the trace's ends one may pan or zoom out, as a fraction of its extent. */
+export const MARGIN = 0.05;
 
 export function limitsFor(start: number, end: number): Limits {
   return { start, end: Math.max(end, start + 1), minSpan: MIN_SPAN_NS };

@@ -16,7 +16,7 @@ export const FETCH_MARGIN = 0.25;
 /** A window fits a view when its ns per pixel is within this factor of the view's. */
 export const RESOLUTION_SLACK = 1.5;
 /** Windows kept for drawing and reuse. */
-export const CACHE_SIZE = 6;
+export const CACHE_SIZE = 10;
 /** The zoomed-out neighbour prefetched: the view's span times this. */
 export const PREFETCH_ZOOM_OUT = 4;
 
@@ -29,6 +29,8 @@ export interface WindowKey {
   summaries: number[];
   /** Memory counter lanes (ids). */
   counters?: number[];
+  /** Ranks whose folded CPU row is drawn (views/timeline/fold.py). */
+  folds?: number[];
   pattern: string;
   nameColors: boolean;
 }
@@ -41,6 +43,7 @@ export interface WindowExtent {
   rows: { has(row: number): boolean };
   summaries: { has(rank: number): boolean };
   counters?: { has(id: number): boolean };
+  folds?: { has(rank: number): boolean };
   pattern: string;
   nameColors: boolean;
   /** The fetcher's generation when asked for (a forced request starts a new one). */
@@ -64,10 +67,11 @@ export function fits(w: WindowExtent, want: WindowKey, epoch: number): boolean {
   if (w.epoch !== epoch || w.pattern !== want.pattern || w.nameColors !== want.nameColors) return false;
   if (want.rows.some((r) => !w.rows.has(r)) || want.summaries.some((r) => !w.summaries.has(r))) return false;
   if ((want.counters ?? []).some((c) => !w.counters?.has(c))) return false;
+  if ((want.folds ?? []).some((r) => !w.folds?.has(r))) return false;
   if (!(w.lo <= want.range.lo && w.hi >= want.range.hi)) return false;
   const ratio = resolutionRatio(w, want);
   // Raw events stay exact deeper in; summaries and counter lanes are merged per column.
-  if (w.exact === true && want.summaries.length === 0 && (want.counters ?? []).length === 0) {
+  if (w.exact === true && want.summaries.length === 0 && !want.counters?.length && !want.folds?.length) {
     return ratio > 1 / RESOLUTION_SLACK;
   }
   return ratio < RESOLUTION_SLACK && ratio > 1 / RESOLUTION_SLACK;
@@ -89,11 +93,13 @@ export function drawScore(w: WindowExtent, want: WindowKey, epoch: number): numb
   const cov = coverage(w, want.range);
   if (cov <= 0) return -Infinity;
   const counters = want.counters ?? [];
-  const needed = want.rows.length + want.summaries.length + counters.length;
+  const folds = want.folds ?? [];
+  const needed = want.rows.length + want.summaries.length + counters.length + folds.length;
   const held =
     want.rows.filter((r) => w.rows.has(r)).length +
     want.summaries.filter((r) => w.summaries.has(r)).length +
-    counters.filter((c) => w.counters?.has(c)).length;
+    counters.filter((c) => w.counters?.has(c)).length +
+    folds.filter((r) => w.folds?.has(r)).length;
   const rowsShare = needed ? held / needed : 1;
   const ratio = resolutionRatio(w, want);
   // 1 at the view's resolution or finer (or raw events); falls off as the window gets coarser.
@@ -140,6 +146,7 @@ export function requestedExtent(want: WindowKey, epoch: number): WindowExtent {
     rows: new Set(want.rows),
     summaries: new Set(want.summaries),
     counters: new Set(want.counters ?? []),
+    folds: new Set(want.folds ?? []),
     pattern: want.pattern,
     nameColors: want.nameColors,
     epoch,
@@ -169,9 +176,12 @@ export function motionOf(prev: Range, next: Range): Motion {
 /**
  * The neighbours of a resting view worth fetching before they are asked for, most likely
  * next first given how the view last moved (`motion`): zooming in, the view zoomed in
- * `PREFETCH_ZOOM_IN` times around the zoom's anchor; zooming out, the view zoomed out
- * `PREFETCH_ZOOM_OUT` times around its centre (clamped to the trace's extent
- * `[start, end]`); panning, the span on the side it moves to; then the others.
+ * `PREFETCH_ZOOM_IN` times around the zoom's anchor; zooming out, the view zoomed out as much
+ * around the anchor (the next wheel step's resolution: a 4x zoom-out would be too coarse to
+ * fit it), then `PREFETCH_ZOOM_OUT` times around its centre (clamped to the trace's extent
+ * `[start, end]`); then the zoom the other way around the anchor; panning, the span on the side
+ * it moves to; then the others. At rest
+ * (no motion yet) the view zoomed in around its middle comes last.
  */
 export function prefetchWants(
   want: WindowKey,
@@ -200,21 +210,43 @@ export function prefetchWants(
     want.range.hi + FETCH_MARGIN * span < end
       ? { ...want, range: { lo: want.range.lo + step, hi: want.range.hi + step } }
       : null;
-  let zoomIn: WindowKey | null = null;
+  // Zooming (a wheel step is e^0.5 = 1.65x): the next step around the same anchor, kept at the
+  // same fraction of the view as the wheel does, clamped to the trace for zooming out.
+  const around = (anchor: number, factor: number): WindowKey | null => {
+    const f = span > 0 ? (anchor - want.range.lo) / span : 0.5;
+    const s = Math.min(span * factor, extent);
+    if (Math.abs(s - span) <= span * 0.01) return null;
+    let lo = anchor - f * s;
+    if (factor > 1) lo = Math.max(start, Math.min(lo, end - s));
+    return { ...want, range: { lo, hi: lo + s } };
+  };
+  const sameAs = (a: WindowKey | null, b: WindowKey | null) =>
+    a !== null && b !== null && a.range.lo === b.range.lo && a.range.hi === b.range.hi;
+  let order: (WindowKey | null)[];
+  // Both directions of a zoom: the way it goes first, then back the other way.
   if (motion.kind === "in") {
-    // Keep the anchor at the same fraction of the view, as the wheel does.
-    const f = span > 0 ? (motion.anchor - want.range.lo) / span : 0.5;
-    const inSpan = span / PREFETCH_ZOOM_IN;
-    const lo = motion.anchor - f * inSpan;
-    zoomIn = { ...want, range: { lo, hi: lo + inSpan } };
+    const back = around(motion.anchor, PREFETCH_ZOOM_IN);
+    order = [
+      around(motion.anchor, 1 / PREFETCH_ZOOM_IN),
+      back,
+      sameAs(back, zoomOut) ? null : zoomOut,
+      left,
+      right,
+    ];
+  } else if (motion.kind === "out") {
+    const step = around(motion.anchor, PREFETCH_ZOOM_IN);
+    order = [
+      step,
+      around(motion.anchor, 1 / PREFETCH_ZOOM_IN),
+      sameAs(step, zoomOut) ? null : zoomOut,
+      left,
+      right,
+    ];
+  } else if (motion.kind === "pan") {
+    order = motion.direction < 0 ? [left, right, zoomOut] : [right, left, zoomOut];
+  } else {
+    // At rest after a fit or a link: the first wheel step in, around the middle, comes last.
+    order = [zoomOut, left, right, around(mid, 1 / PREFETCH_ZOOM_IN)];
   }
-  const order =
-    motion.kind === "in"
-      ? [zoomIn, zoomOut, left, right]
-      : motion.kind === "pan"
-        ? motion.direction < 0
-          ? [left, right, zoomOut]
-          : [right, left, zoomOut]
-        : [zoomOut, left, right];
   return order.filter((w): w is WindowKey => w !== null);
 }

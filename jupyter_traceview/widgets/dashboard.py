@@ -35,6 +35,8 @@ from ..views.timeline.messages import (
     EventDetails,
     FindRequest,
     FindResult,
+    FoldRequest,
+    FoldSummary,
     RangeSummary,
     SummaryRequest,
     WindowError,
@@ -292,3 +294,8 @@ class Dashboard(anywidget.AnyWidget):
     ) -> tuple[CollectiveInstance | CommandError, list[bytes]]:
         out, bufs = self._answer("_collective", msg)
         return cast("CollectiveInstance | CommandError", out), bufs
+
+    @command
+    def _fold(self, msg: FoldRequest, buffers: list[bytes]) -> tuple[FoldSummary | CommandError, list[bytes]]:
+        out, bufs = self._answer("_fold", msg)
+        return cast("FoldSummary | CommandError", out), bufs

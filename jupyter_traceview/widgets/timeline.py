@@ -32,6 +32,8 @@ from ..views.timeline.messages import (
     EventDetails,
     FindRequest,
     FindResult,
+    FoldRequest,
+    FoldSummary,
     RangeSummary,
     RankPresets,
     SelectedEvent,
@@ -393,3 +395,8 @@ class Timeline(anywidget.AnyWidget):
     ) -> tuple[CollectiveInstance | CommandError, list[bytes]]:
         """A communication kernel's collective instance on every rank: ``{rank, eid}``."""
         return timeline_protocol.answer_collective(self._index, msg)
+
+    @command
+    def _fold(self, msg: FoldRequest, buffers: list[bytes]) -> tuple[FoldSummary | CommandError, list[bytes]]:
+        """What a rank's folded CPU threads do in a range: ``{rank, lo, hi}``."""
+        return timeline_protocol.answer_fold(self._index, msg)

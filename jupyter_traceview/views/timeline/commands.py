@@ -9,4 +9,4 @@ from __future__ import annotations
 __all__ = ["COMMANDS"]
 
 #: The commands of the timeline front end.
-COMMANDS = ("_window", "_details", "_find", "_summary", "_ranks", "_collective")
+COMMANDS = ("_window", "_details", "_find", "_summary", "_ranks", "_collective", "_fold")

@@ -20,8 +20,9 @@ from ...format import short_names
 from ...model.trace import Trace
 from ..colors import KINDS, name_color_index
 from .binning import RowWindow, _bin_batch, _Binned, _Coverage, _Starts
+from .fold import RankFoldSummary
 from .layout import LaneInfo, RowInfo, RowType
-from .messages import BusyTotal, EventDetails, KindBusy, RangeSummary, TopName
+from .messages import BusyTotal, EventDetails, FoldName, FoldSummary, KindBusy, RangeSummary, TopName
 from .pattern import compile_pattern
 from .rank_index import RankRangeSummary, _LocalParts, _parts_of, _PartWindow, _RankInfo
 
@@ -57,6 +58,8 @@ class Window:
     edges: np.ndarray
     rows: list[RowWindow] = field(default_factory=list)
     summaries: list[RowWindow] = field(default_factory=list)
+    #: Folded CPU rows (views/timeline/fold.py), ``row`` the rank.
+    folds: list[RowWindow] = field(default_factory=list)
 
 
 #: Cells of the uniform grid over the trace used by zoomed-out queries.
@@ -367,6 +370,7 @@ class TimelineIndex:
         lod: LevelOfDetail | None = None,
         pattern: str | None = None,
         with_name_colors: bool = False,
+        folds: Iterable[int] = (),
     ) -> Window:
         """Rows and rank summaries over ``[lo, hi)`` (ns relative to :attr:`t0_ns`) at ``width`` px.
 
@@ -386,6 +390,8 @@ class TimelineIndex:
             A search pattern (:func:`compile_pattern`): matches are flagged.
         with_name_colors
             Also give binned rows the name colour of the event at each column's centre.
+        folds
+            Ranks whose folded CPU row is wanted (:mod:`.fold`).
 
         Zoomed far out (each column spanning at least :data:`SNAP_CELLS` cells of a grid over
         the trace) the bin edges snap to the grid's points, moving by at most
@@ -415,11 +421,12 @@ class TimelineIndex:
             lo, hi = int(edges[0]), int(edges[-1])
         row_ids = [self._check_row(int(r)) for r in rows]
         sum_ranks = [self._check_rank(int(r)) for r in summaries]
+        fold_ranks = [self._check_rank(int(r)) for r in folds]
         # Collapsed ranks zoomed out: answered here, from the summaries kept at the coarse grid.
         here = k_coarse is not None and pattern is None
         by_rank = self._by_rank(row_ids)
         wanted = set() if here else set(sum_ranks)
-        asked = set(by_rank) | wanted
+        asked = set(by_rank) | wanted | set(fold_ranks)
         remote = not isinstance(self._parts, _LocalParts)
         args = {
             r: (
@@ -432,6 +439,7 @@ class TimelineIndex:
                 None if pattern is None else (pattern, self._local_mask(pattern, r)),
                 with_name_colors,
                 remote,
+                r in fold_ranks,
             )
             for r in sorted(asked)
         }
@@ -475,7 +483,35 @@ class TimelineIndex:
                 s = answers[r].summary
                 assert s is not None
                 out.summaries.append(s)
+        for r in fold_ranks:
+            f = answers[r].fold
+            assert f is not None
+            out.folds.append(f)
         return out
+
+    def fold_summary(self, rank: int, lo: int, hi: int, *, top: int = 5) -> FoldSummary:
+        """What ``rank``'s CPU threads do in ``[lo, hi)`` (relative ns): the folded row's tooltip (:mod:`.fold`)."""
+        lo, hi = int(lo), int(hi)
+        if hi <= lo:
+            raise ValueError(f"fold_summary: need hi > lo, got [{lo}, {hi})")
+        rank = self._check_rank(int(rank))
+        p: RankFoldSummary = self._parts.call("fold_summary", {rank: (lo, hi)})[rank]
+        nmap = self._name_map[rank]
+        best = sorted(p["names"], key=lambda x: (-x[1], -x[2], x[0]))[:top]
+        return FoldSummary(
+            rank=rank,
+            lo=lo,
+            hi=hi,
+            threads=p["threads"],
+            active=p["active"],
+            busy_ns=p["busy_ns"],
+            thread_ns=p["thread_ns"],
+            events=p["events"],
+            top=[
+                FoldName(name=self.names[int(nmap[n])], short=s, time_ns=t, events=c)
+                for (n, t, c), s in zip(best, short_names(self.names[int(nmap[n])] for n, _, _ in best), strict=True)
+            ],
+        )
 
     # ------------------------------------------------------------------ search
     def _name_mask(self, pattern: str) -> np.ndarray:

@@ -32,6 +32,9 @@ __all__ = [
     "EventDetails",
     "FindRequest",
     "FindResult",
+    "FoldName",
+    "FoldRequest",
+    "FoldSummary",
     "KindBusy",
     "LaneMeta",
     "LaunchInfo",
@@ -168,9 +171,11 @@ class _WindowRequest(TypedDict):
 
 class WindowRequest(_WindowRequest, total=False):
     """``_window`` request: the rows and summaries of ``[lo, hi)`` at ``width`` pixel columns;
-    ``counters``: the memory counter lanes wanted (ids of ``_counters``)."""
+    ``counters``: the memory counter lanes wanted (ids of ``_counters``); ``folds``: the ranks
+    whose folded CPU row is wanted (views/timeline/fold.py)."""
 
     counters: list[int]
+    folds: list[int]
 
 
 class DetailsRequest(TypedDict):
@@ -187,6 +192,14 @@ class FindRequest(TypedDict):
     t: float
     direction: int
     rows: list[int]
+
+
+class FoldRequest(TypedDict):
+    """``_fold`` request: what ``rank``'s CPU threads do in ``[lo, hi)`` (the folded row's tooltip)."""
+
+    rank: int
+    lo: float
+    hi: float
 
 
 class SummaryRequest(TypedDict):
@@ -256,11 +269,17 @@ class WindowResponseMeta(_WindowResponseMeta, total=False):
     """``_window`` answer: the buffer's layout and what each row holds (:func:`.protocol.encode_window`).
 
     ``name_match`` (per name: does it match the request's pattern) only with a pattern;
-    ``counters`` where the counter lanes asked for sit.
+    ``counters`` where the counter lanes asked for sit, ``folds`` where the folded CPU rows
+    asked for sit (in the bin sections, after the summaries). ``kernel_cpu_ms`` (the answering
+    process's CPU time for it) and ``kernel_at_ms`` (wall clock, ms since the epoch, when the
+    owner started answering) let the front end tell queueing from work (the frame benchmark).
     """
 
     counters: list[CounterSlice]
+    folds: list[SummarySlice]
     name_match: list[bool]
+    kernel_cpu_ms: float
+    kernel_at_ms: float
 
 
 class CollectiveRequest(TypedDict):
@@ -407,6 +426,34 @@ class TopName(TypedDict):
     time_ns: int
 
 
+class FoldName(TypedDict):
+    """A name taking much (clipped) time on a rank's folded CPU threads; ``events``: how many."""
+
+    name: str
+    short: str
+    time_ns: int
+    events: int
+
+
+class FoldSummary(TypedDict):
+    """``_fold`` answer: a rank's CPU threads in a range (:meth:`TimelineIndex.fold_summary`).
+
+    ``threads``: the rank's CPU threads; ``active``: those working in the range; ``busy_ns``:
+    time any works; ``thread_ns``: work time summed over threads; ``events``: work events
+    overlapping the range; ``top``: the names taking most time.
+    """
+
+    rank: int
+    lo: int
+    hi: int
+    threads: int
+    active: int
+    busy_ns: int
+    thread_ns: int
+    events: int
+    top: list[FoldName]
+
+
 class RangeSummary(TypedDict):
     """``_summary`` answer: what happened in a range, per kind (:meth:`TimelineIndex.range_summary`)."""
 
@@ -426,6 +473,7 @@ Answer = (
     | EventDetails
     | FindResult
     | RangeSummary
+    | FoldSummary
     | RankPresets
     | CollectiveInstance
     | CommandError

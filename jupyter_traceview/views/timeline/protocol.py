@@ -54,6 +54,8 @@ from .messages import (
     EventDetails,
     FindRequest,
     FindResult,
+    FoldRequest,
+    FoldSummary,
     LaneMeta,
     Layout,
     RangeSummary,
@@ -80,6 +82,7 @@ __all__ = [
     "answer",
     "answer_details",
     "answer_find",
+    "answer_fold",
     "answer_ranks",
     "answer_summary",
     "answer_window",
@@ -216,7 +219,7 @@ def encode_window(
     Raw events of all rows are concatenated (sections ``ev_start``, ``ev_dur`` and ``ev_eid``
     as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8 and, with a
     ``pattern``, ``ev_match`` as uint8: 1 where the event's name or argument text matches); binned
-    rows, then summaries, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
+    rows, then summaries, then folded CPU rows, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
     ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``. Counter
     lanes (``counters``) are ``width`` columns each in ``ctr_<series>_max`` and
     ``ctr_<series>_end`` (float64 bytes, NaN before the first record; see
@@ -224,7 +227,7 @@ def encode_window(
     """
     width = len(win.edges) - 1
     raw = [r for r in win.rows if r.mode == "raw"]
-    binned = [r for r in win.rows if r.mode == "bins"] + win.summaries
+    binned = [r for r in win.rows if r.mode == "bins"] + win.summaries + win.folds
     pos = (
         np.concatenate([r.events for r in raw if r.events is not None]) if raw else np.empty(0, dtype=np.int64)
     ).astype(np.int64)
@@ -244,6 +247,10 @@ def encode_window(
     sums_meta: list[SummarySlice] = []
     for s in win.summaries:
         sums_meta.append(SummarySlice(rank=s.row, offset=bin_k * width, count=width))
+        bin_k += 1
+    folds_meta: list[SummarySlice] = []
+    for f in win.folds:
+        folds_meta.append(SummarySlice(rank=f.row, offset=bin_k * width, count=width))
         bin_k += 1
     bw = np.diff(win.edges).astype(np.float64)
     fracs = [
@@ -298,6 +305,7 @@ def encode_window(
         layout=layout,
         kernel_ms=0.0,
     )
+    meta["folds"] = folds_meta
     if pattern:
         meta["name_match"] = index.name_mask(pattern)[uniq].tolist() if len(uniq) else []
     return meta, buf
@@ -333,6 +341,8 @@ def answer(
         return answer_summary(index, cast(SummaryRequest, msg))
     if command == "_collective":
         return answer_collective(index, cast(CollectiveRequest, msg))
+    if command == "_fold":
+        return answer_fold(index, cast(FoldRequest, msg))
     raise ValueError(f"unknown timeline command {command!r}; commands are {', '.join(COMMANDS)}")
 
 
@@ -358,6 +368,15 @@ def answer_summary(index: TimelineIndex, msg: SummaryRequest) -> tuple[RangeSumm
         lo, hi = _span(msg)
         ranks = _ids(msg, "ranks") or None
         return index.range_summary(lo, hi, ranks=ranks), []
+    except _ERRORS as exc:
+        return CommandError(error=str(exc)), []
+
+
+def answer_fold(index: TimelineIndex, msg: FoldRequest) -> tuple[FoldSummary | CommandError, list[bytes]]:
+    """``_fold``: what a rank's CPU threads do in a range, for the folded row (:meth:`TimelineIndex.fold_summary`)."""
+    try:
+        lo, hi = _span(msg)
+        return index.fold_summary(int(msg["rank"]), lo, hi), []
     except _ERRORS as exc:
         return CommandError(error=str(exc)), []
 
@@ -415,6 +434,8 @@ def answer_window(
 ) -> tuple[WindowResponseMeta | WindowError, list[bytes]]:
     """``_window``: the rows and summaries of the window, JSON layout and one buffer (:func:`encode_window`)."""
     t = time.perf_counter()
+    at_ms = time.time() * 1e3
+    cpu = time.process_time()
     seq = msg.get("seq")
     try:
         lo, hi = _span(msg)
@@ -431,6 +452,7 @@ def answer_window(
             lod=lod or LevelOfDetail(),
             pattern=pattern,
             with_name_colors=bool(msg.get("name_colors", False)),
+            folds=_ids(msg, "folds") or [],
         )
         wanted = _ids(msg, "counters") or []
         counters = CounterIndex.of(index.trace).window(win.edges, wanted) if wanted else None
@@ -438,6 +460,8 @@ def answer_window(
     except _ERRORS as exc:
         return WindowError(seq=seq, error=str(exc)), []
     meta["kernel_ms"] = (time.perf_counter() - t) * 1e3
+    meta["kernel_cpu_ms"] = (time.process_time() - cpu) * 1e3
+    meta["kernel_at_ms"] = at_ms
     return meta, [buf]
 
 

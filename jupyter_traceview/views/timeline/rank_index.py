@@ -38,6 +38,7 @@ from .binning import (
     _sorted_search,
     _Starts,
 )
+from .fold import FoldTrack, RankFoldSummary, build_fold, fold_summary
 from .layout import LaneInfo, RowInfo, RowType, _fixed_codes, _rank_rows
 from .messages import CollectiveInfo, EventDetails, LaunchInfo, OperatorRef
 from .pattern import compile_pattern
@@ -101,6 +102,8 @@ class _PartWindow:
     #: With ``with_columns``: the sorted positions of the raw events and their columns.
     positions: np.ndarray | None = None
     columns: dict[str, np.ndarray] | None = None
+    #: The folded CPU row (fold.py), when asked for.
+    fold: RowWindow | None = None
 
 
 class RankIndex:
@@ -168,6 +171,8 @@ class RankIndex:
             )
         self.summary = self._summary()
         self._grid: tuple[int, int] | None = None
+        self._grid_min = 0
+        self._fold: FoldTrack | None = None
         self._patterns: OrderedDict[str, dict[str, Any]] = OrderedDict()
         #: Events with argument text (args.py), built at the first search: (positions, codes, texts).
         self._args: tuple[np.ndarray, np.ndarray, list[str]] | None = None
@@ -252,6 +257,8 @@ class RankIndex:
         Tracks with at least ``min_size`` intervals (or starts) are tabulated. Returns the part.
         """
         self._grid = (grid_end, cells)
+        self._grid_min = min_size
+        self._fold = None
         points = _grid_points(grid_end, cells)
         holders = [([r.all, *r.kinds.values()], r.starts) for r in self.rows]
         holders.append(([self.summary.all, *self.summary.kinds.values()], self.summary.starts))
@@ -280,6 +287,22 @@ class RankIndex:
             starts = _Starts.tabulated(starts.before(points), len(starts.a))
         kinds = {code: cov(c) for code, c in s.kinds.items()}
         return (cov(s.all), kinds, _single(kinds), starts)
+
+    @property
+    def fold(self) -> FoldTrack:
+        """The folded CPU track (fold.py), built at first use."""
+        if self._fold is None:
+            with self._lock:
+                if self._fold is None:
+                    track = build_fold(self)
+                    if self._grid is not None:
+                        track.tabulate(*self._grid, self._grid_min)
+                    self._fold = track
+        return self._fold
+
+    def fold_summary(self, lo: int, hi: int) -> RankFoldSummary:
+        """What the rank's CPU threads do in ``[lo, hi)`` (:func:`.fold.fold_summary`)."""
+        return fold_summary(self, self.fold, lo, hi)
 
     # ------------------------------------------------------------------ queries
     def _candidates(self, r: _Row, lo: int, hi: int) -> tuple[int, int]:
@@ -384,6 +407,7 @@ class RankIndex:
         pattern: tuple[str, np.ndarray] | None,
         with_name_colors: bool,
         with_columns: bool,
+        fold: bool = False,
     ) -> _PartWindow:
         """Rows (local ids) and the summary over ``edges`` (see :meth:`TimelineIndex.window`).
 
@@ -414,7 +438,10 @@ class RankIndex:
         s = self.summary
         if summary:
             items.append((s.all, s.kinds, _single(s.kinds), s.starts))
-        sum_out = None
+        if fold:
+            f = self.fold
+            items.append((f.all, f.kinds, f.single_kind(), f.starts))
+        sum_out = fold_out = None
         if items:
             cov, kind, first = _bin_batch(items, edges, k, cells)
             for j, (slot, r) in enumerate(binned):
@@ -447,11 +474,20 @@ class RankIndex:
                     count=np.diff(first[j]).astype(np.uint32),
                     matches=matches,
                 )
+            if fold:
+                j = len(items) - 1
+                fold_out = RowWindow(
+                    row=self.rank,
+                    mode="bins",
+                    coverage_ns=cov[j],
+                    kind=kind[j],
+                    count=np.diff(first[j]).astype(np.uint32),
+                )
         if not with_columns:
-            return _PartWindow(rows=out, summary=sum_out)
+            return _PartWindow(rows=out, summary=sum_out, fold=fold_out)
         raw = [r.events for r in out if r.mode == "raw" and r.events is not None and len(r.events)]
         pos = np.unique(np.concatenate(raw)) if raw else np.empty(0, dtype=np.int64)
-        return _PartWindow(rows=out, summary=sum_out, positions=pos, columns=self.columns(pos))
+        return _PartWindow(rows=out, summary=sum_out, positions=pos, columns=self.columns(pos), fold=fold_out)
 
     def count_matches(self, pattern: tuple[str, np.ndarray], rows: Sequence[int] | None) -> int:
         """Events matching among ``rows`` (local ids; None: every event of the rank)."""
