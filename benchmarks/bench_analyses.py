@@ -2,13 +2,17 @@
 
     bash benchmarks/hta_env.sh                 # once: HTA in benchmarks/.venv-hta
     python benchmarks/bench_analyses.py [--runs 5] [--sets dlrm synth:8:100000 ...] [--no-hta]
+        [--only user_annotation_breakdown ...] [--cached]
 
 Each tool loads the data set once in its own fresh process, then runs every analysis
 ``--runs`` times; the table reports the median time of a call (after load) for both tools
 and the ratio. Analyses HTA does not have are timed for us alone. HTA's calls are the ones
 HTA's docs and ``scripts/hta_reference.py`` use, on all ranks.
 
-Results go to ``benchmarks/results/analyses.json`` and a Markdown table on stdout.
+``--only`` times some analyses only; ``--cached`` loads our side through the cache (a
+second load of the set: for sets whose cold load takes minutes, e.g. the 64 x 1M set; the
+load time reported is then the cached one). Results go to ``benchmarks/results/analyses.json``
+and a Markdown table on stdout.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ PROBE = r"""
 import contextlib, io, json, statistics, sys, tempfile, time, warnings
 tool, path, runs, op = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 pairs = json.loads(sys.argv[5])
+cached = sys.argv[6] == "cached"
 warnings.simplefilter("ignore")
 quiet = contextlib.redirect_stdout(io.StringIO())
 out = {}
@@ -80,7 +85,10 @@ with tempfile.TemporaryDirectory() as tmp:
         env = {"ta": ta, "ranks": ranks, "op": op, "tmp": tmp}
     else:
         import jupyter_traceview as tv
-        t = tv.load(path, cache=False, progress=False)
+        if cached:
+            tv.load(path, progress=False)  # fill the cache if need be
+            t0 = time.perf_counter()
+        t = tv.load(path, cache=cached, progress=False)
         ranks = list(t.ranks)
         env = {"tv": tv, "t": t, "ranks": ranks, "op": op, "tmp": tmp}
     out["_load"] = time.perf_counter() - t0
@@ -105,14 +113,30 @@ def dataset_path(spec: str) -> Path:
     return load_dataset_path(spec)
 
 
-def run(tool: str, path: Path, runs: int, op: str, timeout: float) -> dict:
+def run(
+    tool: str, path: Path, runs: int, op: str, timeout: float, only: list[str] | None = None, cached: bool = False
+) -> dict:
     python = HTA_PYTHON if tool == "hta" else sys.executable
     index = 1 if tool == "hta" else 0
-    pairs = {name: calls[index] for name, calls in PAIRS.items() if calls[index] is not None}
+    pairs = {
+        name: calls[index]
+        for name, calls in PAIRS.items()
+        if calls[index] is not None and (only is None or name in only)
+    }
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     try:
         proc = subprocess.run(
-            [str(python), "-c", PROBE, tool, str(path), str(runs), op, json.dumps(pairs)],
+            [
+                str(python),
+                "-c",
+                PROBE,
+                tool,
+                str(path),
+                str(runs),
+                op,
+                json.dumps(pairs),
+                "cached" if cached else "cold",
+            ],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -150,6 +174,8 @@ def table(results: dict[str, dict[str, dict]]) -> str:
         lines.append("|---|---|---|---|")
         for name in PAIRS:
             o, h = ours.get(name), hta.get(name)
+            if o is None and h is None:
+                continue  # not run (--only)
             o_s = fmt(statistics.median(o)) if isinstance(o, list) else (o or "")
             if isinstance(h, list):
                 h_s = fmt(statistics.median(h))
@@ -175,6 +201,8 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=3600)
     p.add_argument("--out", type=Path, default=HERE / "results" / "analyses.json")
     p.add_argument("--table", action="store_true", help="only print the tables of the results in --out")
+    p.add_argument("--only", nargs="+", choices=sorted(PAIRS), help="time these analyses only")
+    p.add_argument("--cached", action="store_true", help="our load through the cache (after filling it)")
     a = p.parse_args()
     if a.table:
         print(table(json.loads(a.out.read_text())))
@@ -184,8 +212,8 @@ def main() -> None:
     results = {}
     for spec in a.sets:
         path = dataset_path(spec)
-        ours = run("ours", path, a.runs, a.operator, a.timeout)
-        hta = {} if a.no_hta else run("hta", path, a.runs, a.operator, a.timeout)
+        ours = run("ours", path, a.runs, a.operator, a.timeout, a.only, a.cached)
+        hta = {} if a.no_hta else run("hta", path, a.runs, a.operator, a.timeout, a.only)
         results[spec] = {"ours": ours, "hta": hta}
         print(f"{spec}: ours {ours.get('_error', 'ok')}, HTA {hta.get('_error', 'ok')}", file=sys.stderr)
         a.out.parent.mkdir(parents=True, exist_ok=True)

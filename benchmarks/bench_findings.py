@@ -2,15 +2,26 @@
 
     python benchmarks/synth.py benchmarks/.data/synth_8x100000 --ranks 8 --events 100000
     python benchmarks/bench_findings.py benchmarks/.data/synth_8x100000 [--runs 3]
+    flock /work/big.lock python benchmarks/bench_findings.py benchmarks/.data/synth_64x1000000 --runs 1 --per-rule
 
 Process CPU time rather than wall time: on a shared machine the wall clock measures the
-neighbours. The first ``tv.load`` fills the Arrow cache; the timed calls run on the second.
-Prints a Markdown table.
+neighbours (the wall time is printed too, with the load average). The first ``tv.load``
+fills the Arrow cache; the timed calls run on the second, in this process.
+
+The first call of an analysis on a freshly loaded trace also pays for what is computed once
+per rank table and shared by every later call and analysis (``trace.iterations``), so the
+table gives the first call and the median of the later ones separately.
+
+``--per-rule`` also times the findings rules one by one, in the order ``findings`` runs
+them, on a fresh findings context after the timed calls' memos were dropped by reloading
+(each rule's time includes the analyses it is the first to ask for: the context computes
+each once). Prints Markdown tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 import warnings
@@ -25,27 +36,80 @@ CALLS: dict[str, Callable[[tv.Trace], object]] = {
 }
 
 
+def _load(path: Path) -> tv.Trace:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. a DONE marker file next to the traces
+        return tv.load(path, progress=False)
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, float]:
+    c, w = time.process_time(), time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn()
+    return time.process_time() - c, time.perf_counter() - w
+
+
+def _fmt(s: float) -> str:
+    return f"{s * 1e3:.0f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def per_rule(path: Path) -> None:
+    from jupyter_traceview.analysis.findings.config import FindingRules
+    from jupyter_traceview.analysis.findings.context import Context
+    from jupyter_traceview.analysis.findings.registry import all_rules
+
+    trace = _load(path)  # a fresh trace: nothing memoised on its tables yet
+    rules = FindingRules()
+    holder: list[Context] = []
+    cpu, wall = _timed(lambda: holder.append(Context(trace, rules, ranks=None, iterations=None, time_range=None)))
+    ctx = holder[0]
+    print(f"\nPer rule, {path.name} (first findings call on a freshly loaded trace; load average {_load_avg()}):\n")
+    print("| step | CPU | wall | findings |")
+    print("|---|---|---|---|")
+    print(f"| context (per-rank GPU facts) | {_fmt(cpu)} | {_fmt(wall)} | |")
+    total_c, total_w = cpu, wall
+    for r in all_rules():
+        out: list[object] = []
+        cpu, wall = _timed(lambda r=r, out=out: out.extend(r.run(ctx, rules.of(r.id))))
+        total_c, total_w = total_c + cpu, total_w + wall
+        print(f"| `{r.id}` | {_fmt(cpu)} | {_fmt(wall)} | {len(out)} |")
+    print(f"| total | {_fmt(total_c)} | {_fmt(total_w)} | |")
+
+
+def _load_avg() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", type=Path)
-    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--runs", type=int, default=3, help="later calls timed after the first (median)")
+    p.add_argument("--per-rule", action="store_true", help="also time the findings rules one by one")
+    p.add_argument("--only-per-rule", action="store_true", help="only the per-rule table (one findings run)")
     args = p.parse_args()
-    print("| trace | " + " | ".join(CALLS) + " |")
-    print("|---|" + "---|" * len(CALLS))
-    for path in args.paths:
-        tv.load(path, progress=False)  # fill the cache
-        trace = tv.load(path, progress=False)
-        cells = []
-        for fn in CALLS.values():
-            times = []
-            for _ in range(args.runs):
-                t = time.process_time()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    fn(trace)
-                times.append(time.process_time() - t)
-            cells.append(f"{statistics.median(times):.2f} s")
-        print(f"| {path.name} | " + " | ".join(cells) + " |")
+    if not args.only_per_rule:
+        calls(args.paths, args.runs)
+    if args.per_rule or args.only_per_rule:
+        for path in args.paths:
+            per_rule(path)
+
+
+def calls(paths: list[Path], runs: int) -> None:
+    print("| trace | call | first call: CPU | wall | later calls (median): CPU | wall |")
+    print("|---|---|---|---|---|---|")
+    for path in paths:
+        _load(path)  # fill the cache
+        for name, fn in CALLS.items():
+            trace = _load(path)  # a fresh trace per call: each first call pays for its own memos
+            first = _timed(lambda fn=fn, trace=trace: fn(trace))
+            later = [_timed(lambda fn=fn, trace=trace: fn(trace)) for _ in range(runs)]
+            c = statistics.median(x[0] for x in later) if later else float("nan")
+            w = statistics.median(x[1] for x in later) if later else float("nan")
+            print(
+                f"| {path.name} | `{name}` | {_fmt(first[0])} | {_fmt(first[1])} | {_fmt(c)} | {_fmt(w)} |", flush=True
+            )
+    print(f"\nload average after: {_load_avg()}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from ..model.trace import Trace
 __all__ = [
     "WORK_CLASSES",
     "class_union",
+    "distinct_ints",
     "empty",
     "gpu_activities",
     "pct",
@@ -106,3 +107,18 @@ def pct(part: np.ndarray | float, whole: np.ndarray | float) -> np.ndarray | flo
     """100 * part / whole, NaN where whole is 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(np.asarray(whole) > 0, 100.0 * np.asarray(part) / np.asarray(whole), np.nan)
+
+
+def distinct_ints(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of an integer array, as ``np.unique`` gives them (int64).
+
+    Category codes, steps and ranks span a small range: a count per value is an O(n) pass,
+    where ``np.unique`` sorts (or, on numpy 2.4, hashes: ~15x slower on a million codes).
+    """
+    values = np.asarray(values)
+    if len(values) == 0:
+        return np.empty(0, dtype=np.int64)
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo > 4 * len(values) + 4096:  # sparse values: sort
+        return np.unique(values).astype(np.int64)
+    return np.flatnonzero(np.bincount(values.astype(np.int64) - lo)) + lo

@@ -120,13 +120,13 @@ def user_annotation_breakdown(
         raise OptionError(f"top_k must be >= 1 or None, got {top_k}")
     trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     ann_kind = EventKind.GPU_USER_ANNOTATION.value if kind == "gpu" else EventKind.USER_ANNOTATION.value
-    rows: list[pd.DataFrame] = []
+    parts: list[dict[str, np.ndarray]] = []
     no_gpu: list[int] = []
     seen_any = False
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        acts = lk.clip_to_window(_work_activities(trace, r), window)
-        if acts.empty:
+        acts = _work_activities(trace, r, window)
+        if not len(acts["ts_ns"]):
             no_gpu.append(r)
         is_ann = lk.category_mask(ev["kind"], [ann_kind])
         if pattern is not None:
@@ -138,11 +138,11 @@ def user_annotation_breakdown(
         if not is_ann.any():
             continue
         seen_any = True
-        if kind == "gpu" and acts.empty:
+        if kind == "gpu" and not len(acts["ts_ns"]):
             continue
-        frame = _rank_breakdown(ev, acts, is_ann, window, kind=kind, top_k=top_k, same_thread=same_thread)
-        frame.insert(0, "rank", r)
-        rows.append(frame)
+        part = _rank_breakdown(ev, acts, is_ann, window, kind=kind, top_k=top_k, same_thread=same_thread)
+        part["rank"] = np.full(len(part["name"]), r, dtype=np.int64)
+        parts.append(part)
     if no_gpu:
         warn_no_gpu("user_annotation_breakdown", no_gpu)
     elif not seen_any:
@@ -154,39 +154,44 @@ def user_annotation_breakdown(
             TraceviewWarning,
             stacklevel=2,
         )
-    if not rows:
+    if not parts:
         return empty(ANNOTATION_COLUMNS)
-    out = pd.concat(rows, ignore_index=True)
-    return out.astype(ANNOTATION_COLUMNS)[list(ANNOTATION_COLUMNS)]
+    # One frame for all ranks (a frame per rank costs more than the rank's arithmetic).
+    out = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in ANNOTATION_COLUMNS})
+    return out.astype(ANNOTATION_COLUMNS)
 
 
-def _work_activities(trace: Trace, rank: int) -> pd.DataFrame:
-    """The rank's GPU work (compute, communication, memory; clipped to ``trace.window``):
-    only the columns the breakdown reads, gathered from the events by row."""
+def _work_activities(trace: Trace, rank: int, window: tuple[int, int] | None) -> dict[str, np.ndarray]:
+    """The rank's GPU work (compute, communication, memory; clipped to ``trace.window``, then
+    to ``window`` as :func:`._links.clip_to_window`), in start order: only the columns the
+    breakdown reads, gathered from the events by row."""
     a = activities(trace, rank, work_only=True)
+    ts, end, rows = a.ts, a.end, a.rows
+    if window is not None:
+        lo, hi = window
+        c_ts, c_end = np.maximum(ts, lo), np.minimum(end, hi)
+        keep = np.flatnonzero((c_end > c_ts) | ((end == ts) & (ts >= lo) & (ts < hi)))
+        ts, end, rows = c_ts[keep], c_end[keep], rows[keep]
     ev = trace.rank_data(rank).events
-    return pd.DataFrame(
-        {
-            "ts_ns": a.ts,
-            "end_ns": a.end,
-            "dur_ns": a.end - a.ts,
-            "launch_eid": a.launch_eid,
-            "device": ev["device"].to_numpy()[a.rows],
-            "stream": a.stream,
-        }
-    )
+    return {
+        "ts_ns": ts,
+        "end_ns": end,
+        "launch_eid": ev["launch_eid"].to_numpy()[rows],
+        "device": ev["device"].to_numpy()[rows],
+        "stream": ev["stream"].to_numpy()[rows],
+    }
 
 
 def _rank_breakdown(
     ev: pd.DataFrame,
-    acts: pd.DataFrame,
+    acts: dict[str, np.ndarray],
     is_ann: np.ndarray,
     window: tuple[int, int] | None,
     *,
     kind: str,
     top_k: int | None,
     same_thread: bool,
-) -> pd.DataFrame:
+) -> dict[str, np.ndarray]:
     ann_rows = np.flatnonzero(is_ann)
     a_start = ev["ts_ns"].to_numpy()[ann_rows]
     a_end = a_start + ev["dur_ns"].to_numpy()[ann_rows]
@@ -222,60 +227,151 @@ def _rank_breakdown(
     order = np.lexsort((a_dur, gid))
     starts = np.searchsorted(gid[order], np.arange(n))
     ends = np.append(starts[1:], len(gid)) - 1
-    out = pd.DataFrame(
-        {
-            "name": names,
-            "count": count.astype(np.int64),
-            "total_ns": np.rint(total).astype(np.int64),
-            "mean_ns": np.rint(mean).astype(np.int64),
-            "min_ns": a_dur[order][starts].astype(np.int64),
-            "max_ns": a_dur[order][ends].astype(np.int64),
-            "std_ns": np.where(count > 1, np.sqrt(var), 0.0),
-        }
-    )
-
-    if acts.empty:
+    total_ns = np.rint(total).astype(np.int64)
+    out: dict[str, np.ndarray] = {
+        "name": names,
+        "count": count.astype(np.int64),
+        "total_ns": total_ns,
+        "mean_ns": np.rint(mean).astype(np.int64),
+        "min_ns": a_dur[order][starts].astype(np.int64),
+        "max_ns": a_dur[order][ends].astype(np.int64),
+        "std_ns": np.where(count > 1, np.sqrt(var), 0.0),
+    }
+    if not len(acts["ts_ns"]):
         zero = np.zeros(n, dtype=np.int64)
         out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = zero, zero, zero
-        out["gpu_busy_pct"] = np.nan
+        out["gpu_busy_pct"] = np.full(n, np.nan)
     else:
         if kind == "cpu":
-            pair_g, p_start, p_end, p_act = _launched_inside(
+            pair_g, p_start, p_end, _ = _launched_inside(
                 ev, acts, ann_rows, gid, "thread" if same_thread else "process"
             )
+            out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed_distinct(pair_g, p_start, p_end, n)
         else:
             pair_g, p_start, p_end, p_act = _running_inside(ev, acts, ann_rows, gid, a_start, a_end)
-        out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed(pair_g, p_start, p_end, p_act, n)
-        s, e = iv.union(acts["ts_ns"].to_numpy(), acts["end_ns"].to_numpy())
-        out["gpu_busy_pct"] = pct(out["gpu_busy_ns"].to_numpy(), iv.length(s, e))
-    return out.sort_values(["total_ns", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
+            out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed(pair_g, p_start, p_end, p_act, n)
+        s, e = iv.union(acts["ts_ns"], acts["end_ns"])
+        out["gpu_busy_pct"] = np.asarray(pct(out["gpu_busy_ns"], iv.length(s, e)), dtype=np.float64)
+    # Sorted by total_ns descending, then name (the names' sorted ranks break ties).
+    name_rank = pd.factorize(pd.Series(names, dtype=object).astype(str), sort=True)[0]
+    o = np.lexsort((name_rank, -total_ns))
+    return {c: v[o] for c, v in out.items()}
 
 
 def _launched_inside(
-    ev: pd.DataFrame, acts: pd.DataFrame, ann_rows: np.ndarray, gid: np.ndarray, scope: str
+    ev: pd.DataFrame, acts: dict[str, np.ndarray], ann_rows: np.ndarray, gid: np.ndarray, scope: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(name id, start, end, activity index) for each activity launched inside a range."""
+    """(name id, start, end, activity index) for each activity launched inside a range of
+    that name, each (name id, activity) once, in activity order."""
     table = lk.eid_rows(ev)
-    launch = lk.lookup(table, acts["launch_eid"].to_numpy())
-    act_i, anc = lk.containing_pairs(ev, ann_rows, launch, scope=scope)
-    gid_of_row = np.full(len(ev), -1, dtype=np.int64)
-    gid_of_row[ann_rows] = gid
-    g = gid_of_row[anc]
-    return g, acts["ts_ns"].to_numpy()[act_i], acts["end_ns"].to_numpy()[act_i], act_i
+    launch = lk.lookup(table, acts["launch_eid"])
+    act_i, g = _launch_groups(ev, ann_rows, gid, launch, scope)
+    return g, acts["ts_ns"][act_i], acts["end_ns"][act_i], act_i
+
+
+def _launch_groups(
+    ev: pd.DataFrame, ann_rows: np.ndarray, gid: np.ndarray, launch: np.ndarray, scope: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every distinct (point index, name id) where a range of that name encloses the point
+    (:func:`._links.containing_pairs`' test: same process, or thread, ``range.ts <= point.ts``
+    and ``point.end <= range.end``), sorted by point index then name id.
+
+    Without one pair per (point, range): the ranges of a process (thread) cut its time into
+    elementary segments; per segment, each name covering it keeps the latest end of its
+    ranges covering it. A point of positive duration starting in a segment lies in a range of
+    that name exactly when it ends by that end (a range encloses it iff the range starts at
+    or before its start and ends after it, i.e. covers that segment, and ends by its end).
+    Points of zero duration (which a range ending at their start, or a zero-length range,
+    encloses too) take :func:`._links.containing_pairs`. Cost: O(points log ranges + pairs),
+    without sorting the pairs.
+    """
+    ts = ev["ts_ns"].to_numpy()
+    end = ts + ev["dur_ns"].to_numpy()
+    key_cols = [ev["pid"].to_numpy()] + ([ev["tid"].to_numpy()] if scope == "thread" else [])
+    out_p: list[np.ndarray] = []
+    out_g: list[np.ndarray] = []
+    valid = np.flatnonzero(launch >= 0)
+    p_rows = launch[valid]
+    zero = end[p_rows] == ts[p_rows]
+    if zero.any():
+        i, r = lk.containing_pairs(ev, ann_rows, np.where(zero, p_rows, -1), scope=scope)
+        g_of = np.full(len(ev), -1, dtype=np.int64)
+        g_of[ann_rows] = gid
+        key = np.unique(valid[i] * (int(gid.max()) + 1) + g_of[r])
+        out_p.append(key // (int(gid.max()) + 1))
+        out_g.append(key % (int(gid.max()) + 1))
+        valid, p_rows = valid[~zero], p_rows[~zero]
+    both = row_key(key_cols, np.concatenate((ann_rows, p_rows)))
+    r_key, p_key = both[: len(ann_rows)], both[len(ann_rows) :]
+    for k in np.unique(r_key).tolist():  # one step per process (thread) with ranges
+        rr = ann_rows[r_key == k]
+        rg = gid[r_key == k]
+        pts = np.flatnonzero(p_key == k)
+        if not len(pts):
+            continue
+        r_s, r_e = ts[rr], end[rr]
+        bounds = np.unique(np.concatenate((r_s, r_e)))
+        lo = np.searchsorted(bounds, r_s)
+        hi = np.searchsorted(bounds, r_e)
+        cnt = hi - lo  # the segments [bounds[j], bounds[j + 1]) each range covers
+        if not cnt.any():  # zero-length ranges only: they enclose no point of positive duration
+            continue
+        seg = np.arange(int(cnt.sum()), dtype=np.int64) + np.repeat(lo - np.cumsum(cnt) + cnt, cnt)
+        n_g = int(gid.max()) + 1
+        # Per (segment, name): the latest end of that name's ranges covering the segment.
+        sg = seg * n_g + np.repeat(rg, cnt)
+        sg_e = np.repeat(r_e, cnt)
+        o = np.lexsort((sg_e, sg))
+        sg, sg_e = sg[o], sg_e[o]
+        last = np.append(sg[1:] != sg[:-1], True)
+        sg, sg_e = sg[last], sg_e[last]
+        s_seg, s_g = sg // n_g, sg % n_g
+        offs = np.searchsorted(s_seg, np.arange(len(bounds) + 1))
+        # Each point's segment, then its (segment, name) entries.
+        q_rows = p_rows[pts]
+        p_seg = np.searchsorted(bounds, ts[q_rows], side="right") - 1
+        inside = (p_seg >= 0) & (p_seg < len(bounds) - 1)
+        pts, q_rows, p_seg = pts[inside], q_rows[inside], p_seg[inside]
+        c = offs[p_seg + 1] - offs[p_seg]
+        ent = np.arange(int(c.sum()), dtype=np.int64) + np.repeat(offs[p_seg] - np.cumsum(c) + c, c)
+        p_of = np.repeat(pts, c)
+        ok = np.repeat(end[q_rows], c) <= sg_e[ent]
+        out_p.append(valid[p_of[ok]])
+        out_g.append(s_g[ent[ok]])
+    if not out_p:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty.copy()
+    p_all, g_all = np.concatenate(out_p), np.concatenate(out_g)
+    if len(out_p) > 1:  # several processes (threads), or zero-duration points: back in order
+        o = np.lexsort((g_all, p_all))
+        p_all, g_all = p_all[o], g_all[o]
+    return p_all, g_all
+
+
+def row_key(cols: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """One integer per distinct (pid[, tid]) of ``rows`` (equal keys, equal integers)."""
+    if len(cols) == 1:
+        return np.asarray(cols[0][rows], dtype=np.int64)
+    return lk.row_ids(np.column_stack([c[rows] for c in cols]))[0] if len(rows) else np.empty(0, np.int64)
 
 
 def _running_inside(
-    ev: pd.DataFrame, acts: pd.DataFrame, ann_rows: np.ndarray, gid: np.ndarray, a_start: np.ndarray, a_end: np.ndarray
+    ev: pd.DataFrame,
+    acts: dict[str, np.ndarray],
+    ann_rows: np.ndarray,
+    gid: np.ndarray,
+    a_start: np.ndarray,
+    a_end: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(name id, clipped start, clipped end, activity index) of activity parts inside a range
     on the range's own (device, stream)."""
-    dev = acts["device"].to_numpy().astype(np.int64)
-    stream = acts["stream"].to_numpy()
+    dev = acts["device"].astype(np.int64)
+    stream = acts["stream"]
     lane_key = dev * (1 << 40) + stream
-    order = np.lexsort((acts["ts_ns"].to_numpy(), lane_key))
+    order = np.lexsort((acts["ts_ns"], lane_key))
     k_lane = lane_key[order]
-    k_start = acts["ts_ns"].to_numpy()[order]
-    k_end = acts["end_ns"].to_numpy()[order]
+    k_start = acts["ts_ns"][order]
+    k_end = acts["end_ns"][order]
     # Running max of ends within each lane (activities on a stream rarely overlap, but may).
     run_end = pd.Series(k_end).groupby(k_lane).cummax().to_numpy()
     a_lane = ev["device"].to_numpy().astype(np.int64)[ann_rows] * (1 << 40) + ev["stream"].to_numpy()[ann_rows]
@@ -318,6 +414,37 @@ def _attributed(
     )
     busy = _grouped_union_length(g, start, end, n)
     return kernels, kernel_ns, busy
+
+
+def _attributed_distinct(
+    g: np.ndarray, start: np.ndarray, end: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_attributed` for pairs that are distinct (name id, activity) already and come
+    in the activities' start order: no sort of the pairs."""
+    if len(g) == 0:
+        zero = np.zeros(n, dtype=np.int64)
+        return zero, zero.copy(), zero.copy()
+    kernels = np.bincount(g, minlength=n).astype(np.int64)
+    kernel_ns = np.bincount(g, weights=(end - start).astype(np.float64), minlength=n)
+    # Group by name keeping the start order (a stable sort of small integers is a radix
+    # sort), then one running maximum over all groups: each group's times are shifted into
+    # its own band, above every earlier group's, so the groups' unions do not mix.
+    o = np.argsort(g.astype(np.uint16) if n < 2**16 else g, kind="stable")
+    g, start, end = g[o], start[o], end[o]
+    lo = int(start.min())
+    band = int(end.max()) - lo + 1
+    if band * n < 2**62:
+        s = start - lo + g * band
+        run = np.maximum.accumulate(end - lo + g * band)
+        new = np.empty(len(g), dtype=bool)
+        new[0] = True
+        new[1:] = s[1:] > run[:-1]
+        first = np.flatnonzero(new)
+        last = np.append(first[1:] - 1, len(g) - 1)
+        busy = np.bincount(g[first], weights=(run[last] - s[first]).astype(np.float64), minlength=n)
+    else:
+        busy = _grouped_union_length(g, start, end, n).astype(np.float64)
+    return kernels, np.rint(kernel_ns).astype(np.int64), np.rint(busy).astype(np.int64)
 
 
 def _grouped_union_length(g: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:

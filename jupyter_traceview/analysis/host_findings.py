@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 
 from ..model import intervals as iv
+from ..model.schema import EventKind
 from ..model.trace import Trace
+from . import _links as lk
 from .cpu_ops import cpu_op_breakdown
 from .host_syncs import host_syncs
 from .threads import thread_states
@@ -23,7 +25,9 @@ from .threads import thread_states
 __all__ = ["host_facts"]
 
 
-def host_facts(trace: Trace, *, time_range: tuple[int, int] | None = None, top: int = 3) -> dict[int, dict[str, Any]]:
+def host_facts(
+    trace: Trace, *, time_range: tuple[int, int] | None = None, top: int = 3, operators: bool = True
+) -> dict[int, dict[str, Any]]:
     """Per rank: its main thread's time in operators, data loading and Python within its iterations,
     its top operators and Python frames by self time, and its host syncs (JSON-able dicts).
 
@@ -31,8 +35,14 @@ def host_facts(trace: Trace, *, time_range: tuple[int, int] | None = None, top: 
     extent), ``op_ns``, ``dataloader_ns``, ``python_ns`` (in Python frames, with_stack
     traces), ``outside_ops_ns`` (wall minus operators and data loading: Python and
     unrecorded host time), ``has_python`` (bool), ``top_ops`` and ``top_frames`` (lists of
-    ``[name, self_ns, calls]``), ``syncs`` (list of ``[name, python_line, calls, total_ns]``),
-    ``sync_ns``.
+    ``[name, self_ns, calls]``), ``op_self_ns``, ``syncs`` (list of ``[name, python_line,
+    calls, total_ns]``), ``sync_ns``.
+
+    ``operators=False`` (what the rules need on a trace with GPU work: ``dataloader_stall``
+    and ``host_sync_lines``) leaves out ``top_ops``, ``op_self_ns`` and ``top_frames`` (the
+    operator breakdowns, the expensive part) and looks up the syncs only of ranks with
+    Python frames (``syncs`` is ``[]`` and ``sync_ns`` 0 on the others): the other keys are
+    the same.
     """
     out: dict[int, dict[str, Any]] = {}
     its = trace.iterations
@@ -59,10 +69,7 @@ def host_facts(trace: Trace, *, time_range: tuple[int, int] | None = None, top: 
         dl = iv.length(*iv.intersect(st["dataloader"], scope))
         py = iv.length(*iv.intersect(st["python"], scope))
         names = {(p, t): n for p, t, n in trace.meta(r).thread_names}
-        ops = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["cpu_op"])
-        frames = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["python_function"])
-        syncs = host_syncs(trace, ranks=r, time_range=time_range)
-        out[r] = {
+        facts: dict[str, Any] = {
             "thread": names.get(main, f"thread {main[1]}"),
             "tid": main[1],
             "wall_ns": wall,
@@ -70,16 +77,40 @@ def host_facts(trace: Trace, *, time_range: tuple[int, int] | None = None, top: 
             "dataloader_ns": dl,
             "python_ns": py,
             "outside_ops_ns": max(wall - op - dl, 0),
-            "has_python": bool(len(frames)),
-            "top_ops": _top(ops, top),
-            "op_self_ns": int(ops["self_ns"].sum()) if len(ops) else 0,
-            "top_frames": _top(frames, top),
-            "syncs": [
-                [str(s.name), str(s.python_line), int(s.calls), int(s.total_ns)] for s in syncs.head(top).itertuples()
-            ],
-            "sync_ns": int(syncs["total_ns"].sum()) if len(syncs) else 0,
         }
+        if operators:
+            ops = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["cpu_op"])
+            frames = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["python_function"])
+            facts["has_python"] = bool(len(frames))
+            facts["top_ops"] = _top(ops, top)
+            facts["op_self_ns"] = int(ops["self_ns"].sum()) if len(ops) else 0
+            facts["top_frames"] = _top(frames, top)
+        else:
+            facts["has_python"] = _has_frames(trace, r, time_range)
+        if operators or facts["has_python"]:
+            syncs = host_syncs(trace, ranks=r, time_range=time_range)
+            facts["syncs"] = [
+                [str(s.name), str(s.python_line), int(s.calls), int(s.total_ns)] for s in syncs.head(top).itertuples()
+            ]
+            facts["sync_ns"] = int(syncs["total_ns"].sum()) if len(syncs) else 0
+        else:
+            facts["syncs"], facts["sync_ns"] = [], 0
+        out[r] = facts
     return out
+
+
+def _has_frames(trace: Trace, rank: int, time_range: tuple[int, int] | None) -> bool:
+    """Whether the rank has Python frames in scope: ``cpu_op_breakdown(kinds=["python_function"])``
+    would have rows (a frame overlapping the window, as :func:`._host.host_ranges` keeps)."""
+    _, window = lk.scope_linked(trace, ranks=None, iterations=None, time_range=time_range)
+    ev = trace.rank_data(rank).events
+    rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.PYTHON_FUNCTION.value]))
+    if window is None or not len(rows):
+        return bool(len(rows))
+    ts = ev["ts_ns"].to_numpy()[rows]
+    end = ts + ev["dur_ns"].to_numpy()[rows]
+    lo, hi = window
+    return bool(((ts < hi) & ((end > lo) | (ts == lo))).any())
 
 
 def _top(df: pd.DataFrame, k: int) -> list[list[Any]]:

@@ -14,7 +14,7 @@ from ..model.collectives import kernel_collective
 from ..model.schema import EventKind, GpuClass
 from ..model.trace import Trace
 from . import _links as lk
-from ._common import empty, pct, warn_no_gpu
+from ._common import distinct_ints, empty, pct, warn_no_gpu
 
 __all__ = ["stragglers"]
 
@@ -270,7 +270,7 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
         meta_row[use] = pos_of_row[inner[use]]
     # Kinds from names: one regular expression per distinct name, not per kernel.
     codes = ev["name"].cat.codes.to_numpy()[rows]
-    distinct = np.unique(codes)
+    distinct = distinct_ints(codes)
     cats = ev["name"].cat.categories
     lut = np.empty(int(distinct.max()) + 1, dtype=object)
     lut[distinct] = [kind_from_name(str(cats[c])) for c in distinct.tolist()]

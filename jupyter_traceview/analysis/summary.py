@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
 import pandas as pd
 
 from ..model.schema import EventKind
 from ..model.trace import Trace
-from ._common import pct, scoped
+from ._common import distinct_ints, pct, scoped
 from ._gpu import activities
 from .temporal import rank_timeline
 
@@ -119,7 +118,7 @@ def _summary_row(trace: Trace) -> dict[str, object]:
         "cpu_ops": int((kinds == EventKind.CPU_OP.value).sum()),
         "kernels": int((kinds == EventKind.KERNEL.value).sum()),
         "gpu_activities": len(acts),
-        "iterations": len(np.unique(steps[steps >= 0])),
+        "iterations": len(distinct_ints(steps[steps >= 0])),
         "trace_span_ns": trace_span,
         "gpu_start_ns": line.start_ns if line else -1,
         "gpu_end_ns": line.start_ns + line.span_ns if line else -1,

@@ -542,21 +542,46 @@ def _rank_iterations(trace: Trace) -> pd.DataFrame:
 def _iterations_of(d: RankData) -> pd.DataFrame:
     ev = d.events
     names = ev["name"].array
-    # Decided once per distinct name, not per event (a million events have few names).
-    step_codes = np.flatnonzero(names.categories.str.startswith("ProfilerStep#"))
-    is_step = (
-        np.isin(np.asarray(names.codes), step_codes)
-        & ev["kind"].isin([EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]).to_numpy()
+    kinds = ev["kind"].array
+    # Decided once per distinct name and kind, not per event (a million events have few names);
+    # per step with numpy reductions, not by grouping frames.
+    step_name = np.append(np.asarray(names.categories.str.startswith("ProfilerStep#"), dtype=bool), False)
+    step_kind = np.append(
+        np.asarray(kinds.categories.isin([EventKind.USER_ANNOTATION.value, EventKind.CPU_OP.value]), dtype=bool),
+        False,
     )
-    spans = ev.loc[is_step, ["step", "ts_ns", "dur_ns"]]
-    if spans.empty:
+    act_kind = np.append(np.asarray(kinds.categories.isin(_ACTIVITY), dtype=bool), False)
+    kind_codes = np.asarray(kinds.codes)
+    rows = np.flatnonzero(step_name[np.asarray(names.codes)] & step_kind[kind_codes])
+    if not len(rows):
         return pd.DataFrame()
-    spans = spans.assign(end_ns=spans["ts_ns"] + spans["dur_ns"])
-    g = spans.groupby("step").agg(start_ns=("ts_ns", "min"), end_ns=("end_ns", "max"))
-    act = ev.loc[ev["kind"].isin(_ACTIVITY) & (ev["step"] >= 0), ["step", "ts_ns", "dur_ns"]]
-    act = act.assign(end_ns=act["ts_ns"] + act["dur_ns"])
-    ga = act.groupby("step").agg(gpu_start_ns=("ts_ns", "min"), gpu_end_ns=("end_ns", "max"))
-    g = g.join(ga, how="left").fillna({"gpu_start_ns": -1, "gpu_end_ns": -1}).reset_index()
-    g.insert(0, "rank", d.meta.rank)
-    g["dur_ns"] = g["end_ns"] - g["start_ns"]
-    return g
+    step = ev["step"].to_numpy()
+    ts = ev["ts_ns"].to_numpy()
+    dur = ev["dur_ns"].to_numpy()
+    steps = np.unique(step[rows])
+    start, end = _span_per_group(np.searchsorted(steps, step[rows]), ts[rows], dur[rows], len(steps))
+    # The GPU activities launched in each of these steps.
+    acts = np.flatnonzero(act_kind[kind_codes] & (step >= 0))
+    pos = np.minimum(np.searchsorted(steps, step[acts]), len(steps) - 1)
+    hit = steps[pos] == step[acts]
+    acts, pos = acts[hit], pos[hit]
+    g_start, g_end = _span_per_group(pos, ts[acts], dur[acts], len(steps))
+    out = pd.DataFrame({"step": steps, "start_ns": start, "end_ns": end})
+    none = np.bincount(pos, minlength=len(steps)) == 0
+    if none.any():  # -1 where a step launched nothing (floats, as the join this replaces gave)
+        out["gpu_start_ns"] = np.where(none, -1, g_start).astype(np.float64)
+        out["gpu_end_ns"] = np.where(none, -1, g_end).astype(np.float64)
+    else:
+        out["gpu_start_ns"], out["gpu_end_ns"] = g_start, g_end
+    out.insert(0, "rank", d.meta.rank)
+    out["dur_ns"] = out["end_ns"] - out["start_ns"]
+    return out
+
+
+def _span_per_group(group: np.ndarray, ts: np.ndarray, dur: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group id (0..n-1), the first start and the last end of its events."""
+    start = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(start, group, ts)
+    np.maximum.at(end, group, ts + dur)
+    return start, end

@@ -6,10 +6,14 @@ import warnings
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import jupyter_traceview as tv
-from jupyter_traceview.analysis.annotations import ANNOTATION_COLUMNS
+from jupyter_traceview.analysis import _links as lk
+from jupyter_traceview.analysis.annotations import ANNOTATION_COLUMNS, _launch_groups
 from tests import kineto_builder as kb
 from tests.analysis.hta_ops import assert_same_rows, hta_csv, hta_view
 from tests.conftest import KINETO_FOLDERS
@@ -183,3 +187,32 @@ def test_annotations_hold_launches_of_other_threads(tmp_path_factory: pytest.Tem
     # aten::sum on the main thread does not own the autograd thread's launch; aten::mm does.
     ops = tv.op_kernels(trace, by="kernel")
     assert ops["operator"].tolist() == ["aten::mm"]
+
+
+# ------------------------------------------------------------ the enclosure without pairs
+_range = st.tuples(st.integers(0, 2), st.integers(0, 1), st.integers(0, 40), st.integers(0, 25), st.integers(0, 3))
+_point = st.tuples(st.integers(0, 2), st.integers(0, 1), st.integers(0, 60), st.integers(0, 4))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ranges=st.lists(_range, min_size=1, max_size=12),
+    points=st.lists(_point, min_size=1, max_size=20),
+    scope=st.sampled_from(["process", "thread"]),
+)
+def test_launch_groups_equal_the_deduplicated_pairs(
+    ranges: list[tuple[int, int, int, int, int]], points: list[tuple[int, int, int, int]], scope: str
+) -> None:
+    # Ranges (pid, tid, ts, dur, name id) and points (pid, tid, ts, dur) on a few threads,
+    # with ties, zero durations, nesting and overlaps; rows in (ts, -dur) order as loaded.
+    rows = [(p, t, s, d, g) for p, t, s, d, g in ranges] + [(p, t, s, d, -1) for p, t, s, d in points]
+    rows.sort(key=lambda r: (r[2], -r[3]))
+    ev = pd.DataFrame(rows, columns=["pid", "tid", "ts_ns", "dur_ns", "g"])
+    ann_rows = np.flatnonzero(ev["g"].to_numpy() >= 0)
+    gid = ev["g"].to_numpy()[ann_rows]
+    launch = np.flatnonzero(ev["g"].to_numpy() < 0)
+    launch = np.concatenate((launch, [-1]))  # an activity without a launch call
+    got = _launch_groups(ev, ann_rows, gid, launch, scope)
+    i, r = lk.containing_pairs(ev, ann_rows, launch, scope=scope)
+    want = sorted({(int(a), int(g)) for a, g in zip(i, ev["g"].to_numpy()[r], strict=True)})
+    assert list(zip(got[0].tolist(), got[1].tolist(), strict=True)) == want

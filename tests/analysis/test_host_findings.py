@@ -72,3 +72,22 @@ def test_findings_on_a_cpu_only_run() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tv.TraceviewWarning)
         assert "dataloader_stall" not in set(tv.findings(trace, rules=tv.FindingRules(dataloader_min_pct=99))["id"])
+
+
+@pytest.mark.parametrize(
+    "path", [TORCH_CPU / "stack" / "stack.pt.trace.json.gz", TORCH_CPU / "plain" / "plain.pt.trace.json.gz"]
+)
+def test_facts_without_operators_are_the_same_facts(path: Path) -> None:
+    # findings on a GPU trace asks for operators=False: every key it leaves is unchanged.
+    trace = tv.load(path, cache=False)
+    for time_range in (None, (trace.t0_ns + 1_000_000, trace.t0_ns + 30_000_000)):
+        full = hf.host_facts(trace, time_range=time_range)
+        lean = hf.host_facts(trace, time_range=time_range, operators=False)
+        assert full.keys() == lean.keys() and full
+        for r, f in full.items():
+            want = {k: v for k, v in f.items() if k not in ("top_ops", "op_self_ns", "top_frames")}
+            if not f["has_python"]:  # syncs are looked up only where host_sync_lines can name them
+                want["syncs"], want["sync_ns"] = [], 0
+            assert lean[r] == want
+    if "stack" in str(path):
+        assert lean[0]["has_python"] and lean[0]["syncs"][0][0] == "aten::item"

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ...errors import TraceviewWarning
 from ...model.trace import Trace
-from .._common import scoped
+from .._common import distinct_ints, scoped
 from ..host_findings import host_facts
 from ..launch import kernel_launch_stats, rows_of
 from ..stragglers import kind_from_name, stragglers
@@ -126,7 +126,7 @@ class Context:
                 rows = rows_of(ev, grp["eid"].to_numpy())
                 codes = np.where(rows >= 0, ev["name"].cat.codes.to_numpy()[np.maximum(rows, 0)], -1)
                 cats = ev["name"].cat.categories
-                kinds = {int(c): kind_from_name(str(cats[c])) for c in np.unique(codes) if c >= 0}
+                kinds = {int(c): kind_from_name(str(cats[c])) for c in distinct_ints(codes).tolist() if c >= 0}
                 for c, w in zip(codes, grp["wait_ns"].to_numpy(), strict=True):
                     if c >= 0:
                         key = (int(r), kinds[int(c)])
@@ -138,9 +138,12 @@ class Context:
 
     def host_facts(self) -> dict[int, dict[str, Any]]:
         """Per rank, its main thread's time in operators, data loading and Python, its top
-        operators and frames, its host syncs (:func:`..host_findings.host_facts`)."""
+        operators and frames, its host syncs (:func:`..host_findings.host_facts`). With GPU
+        work the rules read no operator breakdowns (``python_overhead`` and ``cpu_hotspots``
+        are for traces without), so they are not computed."""
         result: dict[int, dict[str, Any]] = self.get(
-            "host_facts", lambda: host_facts(self.trace, time_range=self.time_range)
+            "host_facts",
+            lambda: host_facts(self.trace, time_range=self.time_range, operators=not self.gpu_ranks),
         )
         return result
 

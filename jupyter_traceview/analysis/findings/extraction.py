@@ -16,6 +16,7 @@ import pandas as pd
 from ...model import intervals as iv
 from ...model.schema import EventKind, GpuClass
 from ...model.trace import Trace
+from .._common import distinct_ints
 from .._gpu import activities
 from ..launch import kind_mask, rows_of
 
@@ -139,7 +140,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
                 "calls": int((b_codes == c).sum()),
                 "call_ns": int(dur_ev[blocking][b_codes == c].sum()),
             }
-            for c in np.unique(b_codes)
+            for c in distinct_ints(b_codes).tolist()
         },
         "idle_ns": _idle_from_calls(ts_ev[blocking], ts_ev[blocking] + dur_ev[blocking], ga, gb),
         "operators": _top_names(name_codes, categories, rows_of(ev, parent[blocking])),
@@ -160,7 +161,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     n_codes = len(categories)
     occ_ns = np.bincount(codes, weights=d, minlength=n_codes)
     occ_w = np.bincount(codes, weights=d * occ, minlength=n_codes)
-    out["occupancy"] = {str(categories[c]): (float(occ_ns[c]), float(occ_w[c])) for c in np.unique(codes)}
+    out["occupancy"] = {str(categories[c]): (float(occ_ns[c]), float(occ_w[c])) for c in distinct_ints(codes).tolist()}
     return out
 
 

@@ -201,6 +201,33 @@ def _work_of_ops(
     return code, out
 
 
+def _shape_texts(oa: pd.DataFrame, table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The ``shape`` text (``Input Dims`` and ``Input type``) of the operators at ``rows``
+    (sorted event rows; None where no arguments were recorded)."""
+    shape = np.full(len(rows), None, dtype=object)
+    if len(oa) and len(rows):
+        r_oa = lk.lookup(table, oa["eid"].to_numpy())
+        j = np.flatnonzero(np.isin(r_oa, rows))
+        _, last_rev = np.unique(r_oa[j][::-1], return_index=True)  # the last argument row counts
+        j = j[::-1][last_rev]
+        # The text once per distinct (dims, types) pair, not per operator.
+        d_codes, _ = _codes_and_values(oa["input_dims"])
+        t_codes, t_vals = _codes_and_values(oa["input_type"])
+        pair = (d_codes[j] + 1) * (len(t_vals) + 1) + (t_codes[j] + 1)
+        _, rep, inv = np.unique(pair, return_index=True, return_inverse=True)
+        dims_text = oa["input_dims"].iloc[j[rep]].astype(object).to_numpy()
+        types_text = oa["input_type"].iloc[j[rep]].astype(object).to_numpy()
+        u_text = np.array(
+            [
+                f"{dt} {tt}" if isinstance(tt, str) else str(dt)
+                for dt, tt in zip(dims_text.tolist(), types_text.tolist(), strict=True)
+            ],
+            dtype=object,
+        )
+        shape[np.searchsorted(rows, r_oa[j])] = u_text[inv.reshape(-1)]
+    return shape
+
+
 def _codes_and_values(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes (-1: no text) and the texts of an op_args column (categorical or not)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
@@ -291,7 +318,12 @@ def _peak_columns(frame: pd.DataFrame, peaks: DevicePeaks | None, tf32: bool) ->
 
 
 # ---------------------------------------------------------------------------------- per rank
-def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _rank_instances(
+    trace: Trace, rank: int, window: tuple[int, int] | None, *, texts: bool = True
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One row per reported operator of ``rank`` (the ``by="instance"`` columns before the
+    peak columns) and the per-activity arrays ``mfu`` reads. ``texts=False`` leaves the text
+    columns as object arrays (``by="shape"`` groups them and converts only the groups)."""
     links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
     ev = links.ev
     d = trace.rank_data(rank)
@@ -352,20 +384,7 @@ def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> 
         report &= (kernels > 0) | in_window
     idx = np.flatnonzero(report)
     rows = op_rows[idx]
-    oa = d.op_args
-    shape = np.full(len(rows), None, dtype=object)
-    if len(oa) and len(rows):
-        r_oa = lk.lookup(links.table, oa["eid"].to_numpy())
-        j = np.flatnonzero(np.isin(r_oa, rows))
-        _, last_rev = np.unique(r_oa[j][::-1], return_index=True)  # the last argument row counts
-        j = j[::-1][last_rev]
-        dims_text = oa["input_dims"].astype(object).to_numpy()[j]
-        types_text = oa["input_type"].astype(object).to_numpy()[j]
-        text = [
-            f"{dt} {tt}" if isinstance(tt, str) else str(dt)
-            for dt, tt in zip(dims_text.tolist(), types_text.tolist(), strict=True)
-        ]
-        shape[np.searchsorted(rows, r_oa[j])] = text
+    shape = _shape_texts(d.op_args, links.table, rows)
     # Per distinct model result, then per reported operator.
     u = distinct.tolist()
     u_reason = np.array(
@@ -399,18 +418,23 @@ def _rank_instances(trace: Trace, rank: int, window: tuple[int, int] | None) -> 
     flops = np.array(recs["flops"], dtype=np.float64)
     nbytes = np.array(recs["bytes"], dtype=np.float64)
     g = np.rint(gpu_ns[idx]).astype(np.int64)
+
+    def text(values: np.ndarray) -> Any:
+        # (A plain object array would be inferred as "str" by the DataFrame: keep it object.)
+        return pd.array(values, dtype="str") if texts else pd.Series(values, dtype=object, copy=False)
+
     with np.errstate(divide="ignore", invalid="ignore"):
         frame = pd.DataFrame(
             {
                 "rank": np.full(len(idx), rank, dtype=np.int64),
                 "eid": ev["eid"].to_numpy()[rows],
-                "name": pd.array(names[idx].astype(str), dtype="str"),
-                "status": pd.array(recs["status"], dtype="str"),
-                "reason": pd.array(recs["reason"], dtype="str"),
-                "family": pd.array(recs["family"], dtype="str"),
-                "dtype": pd.array(recs["dtype"], dtype="str"),
-                "shape": pd.array(shape, dtype="str"),
-                "detail": pd.array(recs["detail"], dtype="str"),
+                "name": text(names[idx].astype(str)),
+                "status": text(recs["status"]),
+                "reason": text(recs["reason"]),
+                "family": text(recs["family"]),
+                "dtype": text(recs["dtype"]),
+                "shape": text(shape),
+                "detail": text(recs["detail"]),
                 "step": ev["step"].to_numpy()[rows].astype(np.int64),
                 "ts_ns": links.ts[rows].astype(np.int64),
                 "flops": flops,
@@ -513,8 +537,10 @@ def op_performance(
     device_peaks_of = _resolve_peaks(trace, peaks)
     frames = []
     for r in trace.ranks:
-        frame, _ = _rank_instances(trace, r, window)
-        _peak_columns(frame, device_peaks_of.get(r), tf32)
+        # By shape, the peak columns are computed on the groups (_by_shape), not per call.
+        frame, _ = _rank_instances(trace, r, window, texts=by == "instance")
+        if by == "instance":
+            _peak_columns(frame, device_peaks_of.get(r), tf32)
         frames.append(frame)
     if not frames or all(f.empty for f in frames):
         return empty(OP_PERFORMANCE_COLUMNS if by == "instance" else SHAPE_COLUMNS)

@@ -8,7 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["launch_links", "nesting", "steps"]
+__all__ = ["launch_links", "nesting", "start_order", "steps"]
+
+
+def start_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """The row order by start, longer first at equal starts (parents before children), stably.
+
+    What ``np.lexsort((-dur, ts))`` gives, about 10x faster: one stable sort by start (a
+    trace is nearly in start order already), then only the rows that share a start with
+    another row are sorted again by ``(start, -dur)``.
+    """
+    order = np.argsort(ts, kind="stable")
+    start = ts[order]
+    tie = np.flatnonzero(start[1:] == start[:-1])
+    if len(tie) == 0:
+        return order
+    group = np.concatenate(([0], np.cumsum(start[1:] != start[:-1])))
+    in_tie = np.zeros(len(start), dtype=bool)
+    in_tie[tie] = True
+    in_tie[tie + 1] = True
+    at = np.flatnonzero(in_tie)
+    tied = order[at]
+    order[at] = tied[np.lexsort((-dur[tied], group[at]))]
+    return order
 
 
 def launch_links(correlation: np.ndarray, is_launch: np.ndarray, is_activity: np.ndarray) -> np.ndarray:

@@ -842,15 +842,24 @@ def _first_seen_codes(values: Iterable[Any], n: int) -> tuple[np.ndarray, list[A
     return codes, list(number)
 
 
-def _renumber_first_seen(codes: np.ndarray, values: list[Any], filtered: bool) -> tuple[np.ndarray, list[Any]]:
-    """Codes of a subset of rows renumbered to the values they use, in first-seen order."""
-    if not filtered:
+def _renumber_first_seen(codes: np.ndarray, values: list[Any], rows: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """The codes of the rows kept (``rows``, sorted), renumbered to the values they use, in
+    first-seen order among those rows."""
+    if len(rows) == len(codes):
         return codes, values
-    uniq, first = np.unique(codes, return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
-    lut = np.zeros(len(values), dtype=np.int64)
-    lut[order] = np.arange(len(order))
-    return lut[codes], [values[i] for i in order.tolist()]
+    kept = codes[rows]
+    used = np.bincount(kept, minlength=len(values)) > 0
+    dropped = np.ones(len(codes), dtype=bool)
+    dropped[rows] = False
+    if not used[codes[dropped]].any():
+        # The common case (Kineto's pseudo events, named like no kept event): the values
+        # keep their relative order; only the unused ones go.
+        lut = np.cumsum(used) - 1
+        return lut[kept], list(itertools.compress(values, used.tolist()))
+    order = list(dict.fromkeys(kept.tolist()))
+    remap = np.zeros(len(values), dtype=np.int64)
+    remap[order] = np.arange(len(order))
+    return remap[kept], [values[i] for i in order]
 
 
 def _part(chunk: _Chunk, state: _FileState) -> _Part:
@@ -940,7 +949,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if len(rows) != len(kept):
         ts, dur = ts[rows], dur[rows]
         cat_codes, pid_codes = cat_codes[rows], pid_codes[rows]
-        all_name_codes, tid_codes = all_name_codes[rows], tid_codes[rows]
+        tid_codes = tid_codes[rows]
         args_t = [args_t[i] for i in rows.tolist()]
     n = len(rows)
     ts_ns = None
@@ -974,7 +983,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
         [_CODE[_CAT_TO_KIND.get(str(c).lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8
     )
     kind = cat_to_code[cat_codes] if n else np.empty(0, dtype=np.int8)
-    name_codes, names = _renumber_first_seen(all_name_codes, all_names, len(rows) != n_all)
+    name_codes, names = _renumber_first_seen(all_name_codes, all_names, rows)
     pid_lut = _int_lut(pid_values, state.labels)
     for value, number in zip(pid_values, pid_lut.tolist(), strict=True):
         if isinstance(value, str):
@@ -1050,9 +1059,9 @@ def _xyz(values: list[object]) -> np.ndarray:
     # The common case, in C: lists of three ints (typed by the decoder) and absent values
     # (memcpy and memset rows carry no grid); anything else takes the per-value path.
     is_list = np.fromiter(map(operator.is_, map(type, values), itertools.repeat(list)), dtype=bool, count=len(values))
-    lists: list[list[object]] = list(itertools.compress(values, is_list))  # type: ignore[arg-type]
+    lists: list[list[object]] = list(itertools.compress(values, is_list.tolist()))  # type: ignore[arg-type]
     xyz = np.full((len(values), 3), -1, dtype=np.int64)
-    if set(map(type, itertools.compress(values, ~is_list))) <= {type(None)} and set(map(len, lists)) <= {3}:
+    if set(map(type, itertools.compress(values, (~is_list).tolist()))) <= {type(None)} and set(map(len, lists)) <= {3}:
         flat = list(itertools.chain.from_iterable(lists))
         if set(map(type, flat)) <= {int}:
             xyz[is_list] = np.array(flat, dtype=np.int64).reshape(len(lists), 3)
@@ -1355,7 +1364,7 @@ def _rank_tables(
     if rows is None:
         rows = np.arange(len(ts_ns))
     # Sort by start, longer first at equal starts (parents before children), stably.
-    order = rows[np.lexsort((-dur_ns[rows], ts_ns[rows]))]
+    order = rows[derive.start_order(ts_ns[rows], dur_ns[rows])]
     n = len(order)
     # eid of every file row in this rank (-1 for rows of other ranks).
     eid_of_row = np.full(len(ts_ns), -1, dtype=np.int64)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
 import numpy as np
 import pandas as pd
 
@@ -142,10 +143,9 @@ def empty() -> OpArgs:
 
 def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> OpArgs:
     """Rows (among ``rows``: the CPU operators) that carry shapes, and their argument texts."""
-    candidates = [args[i] for i in rows.tolist()]
     # The four fields of each operator in one pass (they sit side by side in the struct):
     # fewer passes over the decoded arguments, which are what costs here.
-    flat = list(itertools.chain.from_iterable(map(_GET_ALL, candidates)))
+    flat = list(itertools.chain.from_iterable(map(_GET_ALL, map(args.__getitem__, rows.tolist()))))
     dims_codes, dims_values = _coded(flat[0 :: len(FIELDS)])
     has_dims = dims_codes >= 0
     keep = None if has_dims.all() else has_dims.tolist()
@@ -157,7 +157,23 @@ def collect(args: Sequence[_HasOpArgs], rows: np.ndarray) -> OpArgs:
     return OpArgs(rows=rows[has_dims].astype(np.int64), codes=codes, values=values)
 
 
+def _no_floats(value: str) -> Any:
+    raise ValueError("a float")  # json.dumps formats floats its own way: the json path
+
+
+#: JSON without floats, for the fast path of :func:`_compact_text`.
+_INT_JSON = msgspec.json.Decoder(float_hook=_no_floats)
+
+
 def _compact_text(text: str) -> str:
+    """The text as compact JSON (``json.dumps`` with no spaces); itself if it is not JSON."""
+    if text.isascii() and "\\" not in text:
+        # msgspec writes what json.dumps writes for JSON of ints, ASCII strings without
+        # escapes, lists, objects, booleans and null (floats are sent to the json path).
+        try:
+            return msgspec.json.encode(_INT_JSON.decode(text)).decode()
+        except msgspec.DecodeError:  # not JSON, or a float in it (ValidationError)
+            pass
     try:
         return json.dumps(json.loads(text), separators=(",", ":"))
     except ValueError:

@@ -11,6 +11,7 @@ own path, and odd values land in some chunks and not others) on every real trace
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import msgspec
@@ -86,13 +87,22 @@ def test_first_seen_codes_match_a_dict(values: list[object]) -> None:
     assert uniques == list(index)
 
 
-def test_renumbering_a_subset_keeps_first_seen_order() -> None:
-    values = ["dropped", "a", "b", "dropped", "c"]
+@pytest.mark.parametrize(
+    ("values", "rows"),
+    [
+        (["dropped", "a", "b", "dropped", "c"], [1, 2, 3, 4]),  # a dropped row's name is used later
+        (["pseudo", "a", "b", "a", "c"], [1, 2, 3, 4]),  # names only dropped rows carry: go
+        (["a", "pseudo", "b", "a"], [0, 2, 3]),
+        (["a", "b", "a"], [0, 1, 2]),  # nothing dropped
+        (["x", "y"], []),
+    ],
+)
+def test_renumbering_the_kept_rows_keeps_first_seen_order(values: list[str], rows: list[int]) -> None:
     codes, uniques = kineto._first_seen_codes(iter(values), len(values))
-    keep = np.array([1, 2, 3, 4])  # the first row dropped: "dropped" is now first met after "b"
-    kept_codes, kept_values = kineto._renumber_first_seen(codes[keep], uniques, True)
-    assert kept_values == ["a", "b", "dropped", "c"]
-    assert [kept_values[c] for c in kept_codes.tolist()] == [values[i] for i in keep.tolist()]
+    kept_codes, kept_values = kineto._renumber_first_seen(codes, uniques, np.array(rows, dtype=np.int64))
+    expected = list(dict.fromkeys(values[i] for i in rows))
+    assert kept_values == expected
+    assert [kept_values[c] for c in kept_codes.tolist()] == [values[i] for i in rows]
 
 
 def _tables(path: Path) -> list[tuple[dict[str, object], list[pd.DataFrame]]]:
@@ -120,3 +130,66 @@ def test_real_traces_cover_the_odd_inputs() -> None:
     # ROCm (string stream ids), Triton, CPU-only, H100 and the sample's V100 files are all here.
     names = {p.parent.name for p in REAL_TRACES}
     assert {"hta_mi250_rocm", "hta_triton", "hta_cpu_only", "h100_bert_small", "dlrm_8rank_v100"} <= names
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_start_order_is_lexsort_by_start_then_longer_first(seed: int) -> None:
+    from jupyter_traceview.loading.readers import derive
+
+    rng = np.random.default_rng(seed)
+    n = [0, 1, 2, 50, 500, 5000][seed]
+    ts = rng.integers(0, max(n // 3, 1), n).astype(np.int64)  # many shared starts
+    dur = rng.integers(0, 4, n).astype(np.int64)  # many equal durations too (stability counts)
+    if seed == 5:
+        ts = np.sort(ts)  # nearly sorted, as traces are
+    np.testing.assert_array_equal(derive.start_order(ts, dur), np.lexsort((-dur, ts)))
+
+
+def _compact_reference(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), separators=(",", ":"))
+    except ValueError:
+        return text
+
+
+ODD_JSON_TEXTS = [
+    "[[4096, 4096], [4096]]",
+    "[]",
+    " [ ] ",
+    "[[], [1], [-0], [007]]",
+    "[99999999999999999999999, -9223372036854775809]",
+    "[1.5, 2]",
+    "[1e5]",
+    "[1E5, -0.0]",
+    "[NaN, Infinity]",
+    '["c10::BFloat16", "", "Scalar"]',
+    '["a\\nb", "\\u00e9", "\\/", "\\b\\f"]',
+    '["\u00e9\u4e2d"]',
+    '{"a": [1], "a": 2, "b": {"c": null}}',
+    "[true, false, null]",
+    "not json",
+    "[1, 2",
+    "[1] [2]",
+    '["tab\there"]',
+    "",
+]
+
+
+@pytest.mark.parametrize("text", ODD_JSON_TEXTS)
+def test_compact_text_is_what_json_dumps_gives(text: str) -> None:
+    assert op_args._compact_text(text) == _compact_reference(text)
+
+
+@pytest.mark.parametrize("path", REAL_TRACES, ids=lambda p: p.parent.name + "/" + p.name[:30])
+def test_compact_text_on_every_recorded_argument_of_the_real_traces(path: Path) -> None:
+    texts: set[str] = set()
+    events = msgspec.json.decode(read_bytes(path)).get("traceEvents", [])
+    for e in events:
+        args = e.get("args") if isinstance(e, dict) else None
+        if isinstance(args, dict):
+            for key in ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"):
+                if key in args:
+                    texts.add(msgspec.json.encode(args[key]).decode())
+                    texts.add(json.dumps(args[key], ensure_ascii=False))  # as Kineto writes them
+    for text in texts:
+        assert op_args._compact_text(text) == _compact_reference(text), text

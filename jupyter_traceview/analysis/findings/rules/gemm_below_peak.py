@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ....errors import TraceviewWarning
-from ...perfmodel.performance import MATRIX_FAMILIES, op_performance
+from ...perfmodel.matrix import matrix_shapes
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_ns, fmt_pct, on_rank, ranks_text, short
@@ -22,15 +22,17 @@ from ..thresholds import Thresholds
 
 
 def matrix_products(ctx: Context) -> pd.DataFrame:
+    """``op_performance(by="shape")``'s modelled matrix products with GPU time
+    (:func:`~jupyter_traceview.analysis.perfmodel.matrix.matrix_shapes`: the same rows,
+    without modelling the other operators' GPU time)."""
+
     def compute() -> pd.DataFrame:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TraceviewWarning)
-            return op_performance(ctx.trace, by="shape", time_range=ctx.time_range)
+            return matrix_shapes(ctx.trace, time_range=ctx.time_range)
 
-    perf: pd.DataFrame = ctx.get("op_performance_shape", compute)
-    if perf.empty:
-        return perf
-    return perf[(perf["status"] == "modelled") & perf["family"].isin(MATRIX_FAMILIES) & (perf["gpu_ns"] > 0)]
+    perf: pd.DataFrame = ctx.get("matrix_shapes", compute)
+    return perf
 
 
 def label(row: pd.Series) -> str:

@@ -1,0 +1,141 @@
+"""The modelled matrix products of :func:`op_performance` alone, without modelling every operator's GPU time.
+
+The findings rules on matrix products (``gemm_below_peak``, ``tiny_gemms``, ``fp32_matmul``)
+read ``op_performance(by="shape")``'s rows with status ``modelled``, a matrix family and GPU
+time. :func:`matrix_shapes` gives exactly those rows (the same values, in the same order:
+a test compares them on the real traces) at a fraction of the cost, because it follows the
+enclosure only where it decides something about a matrix product:
+
+* a matrix product *counts* (see :mod:`.performance`) when it is a candidate and no
+  enclosing operator is one, so only the operators enclosing a matrix product are looked
+  at (``containing_pairs`` with the matrix products as points, not every operator);
+* a composite is a candidate unless a modelled operator inside it takes its work, so
+  delegation is decided only for the composites among those (and the composite matrix
+  products themselves);
+* counted operators never nest, so a counted matrix product's GPU time is that of every
+  activity launched inside it: pairs with the counted matrix products only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...model.schema import EventKind
+from ...model.trace import Trace
+from .. import _links as lk
+from .._common import empty
+from ..operators import GPU_WORK_KINDS, _RankLinks
+from .model import COMPOSITE, Work
+from .performance import (
+    MATRIX_FAMILIES,
+    SHAPE_COLUMNS,
+    _by_shape,
+    _resolve_peaks,
+    _shape_texts,
+    _work_of_ops,
+)
+
+__all__ = ["matrix_shapes"]
+
+
+def matrix_shapes(trace: Trace, *, time_range: tuple[int, int] | None = None) -> pd.DataFrame:
+    """``op_performance(trace, by="shape", time_range=time_range)`` restricted to the rows with
+    status ``modelled``, a family in :data:`MATRIX_FAMILIES` and ``gpu_ns > 0`` (same columns)."""
+    trace, window = lk.scope_linked(trace, ranks=None, iterations=None, time_range=time_range)
+    device_peaks_of = _resolve_peaks(trace, None)
+    frames = [f for f in (_rank_matrix(trace, r, window) for r in trace.ranks) if f is not None and len(f)]
+    if not frames:
+        return empty(SHAPE_COLUMNS)
+    out = _by_shape(pd.concat(frames, ignore_index=True), device_peaks_of, False)
+    return out.loc[out["gpu_ns"].to_numpy() > 0].reset_index(drop=True)
+
+
+def _ancestor_pairs(ev: pd.DataFrame, outer_rows: np.ndarray, inner_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(inner index, outer row) pairs of operators strictly enclosing ``inner_rows`` (of equal
+    ranges, the earlier row is the ancestor), as :func:`.performance._rank_instances` has them."""
+    inner, outer_row = lk.containing_pairs(ev, outer_rows, inner_rows)
+    anc = outer_row < inner_rows[inner] if len(inner) else np.zeros(0, dtype=bool)
+    return inner[anc], outer_row[anc]
+
+
+def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.DataFrame | None:
+    links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
+    ev = links.ev
+    d = trace.rank_data(rank)
+    op_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
+    n_ops = len(op_rows)
+    if not n_ops:
+        return None
+    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows, links.table)
+    u = distinct.tolist()
+    u_is_work = np.array([isinstance(w, Work) for w in u], dtype=bool)
+    u_family = np.array([w.family if isinstance(w, Work) else "" for w in u], dtype=object)
+    is_work = u_is_work[work_code]
+    family = u_family[work_code]
+    matrix = np.flatnonzero(is_work & np.isin(family, MATRIX_FAMILIES))
+    if not len(matrix):
+        return None
+    composite = np.isin(links.names.astype(str), list(COMPOSITE))[links.name_codes[op_rows]]
+    work = np.flatnonzero(is_work)
+    # The candidates enclosing each matrix product (only modelled operators can be candidates).
+    m_in, m_out_row = _ancestor_pairs(ev, op_rows[work], op_rows[matrix])
+    m_out = np.searchsorted(op_rows, m_out_row)
+    # Delegation, for the composites that matter: those enclosing a matrix product and the
+    # composite matrix products themselves.
+    need = np.unique(np.concatenate((m_out[composite[m_out]], matrix[composite[matrix]])))
+    delegated = np.zeros(n_ops, dtype=bool)
+    if len(need):
+        d_in, d_out_row = _ancestor_pairs(ev, op_rows[need], op_rows[work])
+        d_in = work[d_in]
+        d_out = np.searchsorted(op_rows, d_out_row)
+        same = is_work[d_in] & ((family[d_in] == family[d_out]) | ~is_work[d_out])
+        delegated[d_out[same]] = True
+    candidate = is_work & ~(composite & delegated)
+    covered = np.zeros(len(matrix), dtype=bool)
+    covered[m_in[candidate[m_out]]] = True
+    counted = matrix[candidate[matrix] & ~covered]
+    if not len(counted):
+        return None
+    # Counted operators never nest: every activity launched inside one is its own.
+    a_i, a_row = lk.containing_pairs(ev, op_rows[counted], links.launch)
+    owner = np.searchsorted(counted, np.searchsorted(op_rows, a_row))
+    dur = links.acts["dur_ns"].to_numpy().astype(np.int64)
+    gpu_ns = np.bincount(owner, weights=dur[a_i].astype(np.float64), minlength=len(counted))
+    kernels = np.bincount(owner, minlength=len(counted))
+    keep = np.ones(len(counted), dtype=bool)
+    if window is not None:
+        ts = links.ts[op_rows[counted]]
+        end = ts + links.dur[op_rows[counted]]
+        keep = (kernels > 0) | ((ts < window[1]) & (end > window[0]))
+    counted, gpu_ns, kernels = counted[keep], gpu_ns[keep], kernels[keep]
+    rows = op_rows[counted]
+    wc = work_code[counted]
+    none = np.full(len(rows), None, dtype=object)
+
+    def attr(c: str) -> pd.Series:
+        vals = np.array([getattr(w, c) if isinstance(w, Work) else None for w in u], dtype=object)
+        return pd.Series(vals[wc], dtype=object)
+
+    def num(c: str) -> np.ndarray:
+        vals = np.array([float(getattr(w, c)) if isinstance(w, Work) else np.nan for w in u], dtype=np.float64)
+        out: np.ndarray = vals[wc]
+        return out
+
+    return pd.DataFrame(
+        {
+            "rank": np.full(len(rows), rank, dtype=np.int64),
+            "eid": ev["eid"].to_numpy()[rows],
+            "name": pd.Series(links.names[links.name_codes[rows]].astype(str), dtype=object),
+            "status": pd.Series(np.full(len(rows), "modelled", dtype=object), dtype=object),
+            "reason": pd.Series(none, dtype=object),
+            "family": attr("family"),
+            "dtype": attr("dtype"),
+            "shape": pd.Series(_shape_texts(d.op_args, links.table, rows), dtype=object),
+            "detail": attr("detail"),
+            "flops": num("flops"),
+            "bytes": num("bytes"),
+            "kernels": kernels.astype(np.int64),
+            "gpu_ns": np.rint(gpu_ns).astype(np.int64),
+        }
+    )
