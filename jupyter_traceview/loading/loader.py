@@ -140,8 +140,11 @@ def load(
         ``"skip"`` loads the readable ranks and warns with the list of skipped files.
     engine:
         ``"serial"`` parses in this process; ``"process"`` in a pool of worker processes
-        (one file per task); ``"auto"`` picks the pool for several files holding more than
-        about 48 MB of JSON. ``"dask"`` parses on dask.distributed workers and keeps the
+        (one file per task, or one file alone in byte ranges); ``"auto"`` picks the pool
+        for several files holding more than about 48 MB of JSON, and for one file of more
+        than about 24 MB where a pool starts cheaply (a single-threaded process, or a
+        forkserver this process already started). Either way, files over 4 MB are read
+        piece by piece, so that memory stays near the size of the tables. ``"dask"`` parses on dask.distributed workers and keeps the
         tables there: the result is a :class:`~jupyter_traceview.loading.dask_engine.DaskTrace`,
         on which every analysis runs on the workers (for hundreds of ranks or more).
     classifier:
