@@ -174,7 +174,9 @@ def main() -> None:
         if files > 1:
             cores = min(files, cpus) if size > loader._PARALLEL_BYTES else 1
         else:
-            cores = cpus if size > loader._SPLIT_BYTES else 1
+            # One file: split only where a pool starts cheaply; the probe is threaded (its
+            # memory sampler), so its first pool would wait for a cold forkserver: in-process.
+            cores = cpus if a.engine == "process" else 1
         if a.engine == "serial":
             cores = 1
         row: dict = {"set": spec, "path": str(path), "json_bytes": size, "files": files, "cores_used": cores}

@@ -7,11 +7,25 @@
  * request's columns (the finest level when the view is zoomed in further): each column's busy
  * fraction and starts are read off the level's prefix sums (exact where columns and bins
  * align, prorated inside a bin otherwise), its kind is the kind of the level's bin covering
- * most of it. Every row comes merged per column; event details, range summaries and search
- * need the events, which the page does not hold: they answer an error.
+ * most of it. Every row comes merged per column. Search (by name), range summaries and memory
+ * counter lanes are answered from the embedded details (details.ts) when the page holds them;
+ * event details need the events, which the page does not hold: they answer an error.
  */
-import type { Layout, WindowRequest, WindowResponseMeta } from "../timeline/model";
+import type {
+  FindRequest,
+  Layout,
+  SummaryRequest,
+  WindowRequest,
+  WindowResponseMeta,
+} from "../timeline/model";
 import type { Invoke } from "../timeline/state";
+import { type CounterLevel, type CounterLevelsPayload, type ReportDetails, counterColumns } from "./details";
+
+/** The memory lanes' embedded levels, decoded. */
+export interface OfflineCounters {
+  payload: CounterLevelsPayload;
+  levels: CounterLevel[];
+}
 
 /** The embedded payload (`encode_levels` in levels.py). */
 export interface LevelsPayload {
@@ -56,14 +70,14 @@ export function splitLevel(bytes: Uint8Array, tracks: number, cells: number): Le
   return { cells, frac: bytes.subarray(0, n), kind: bytes.subarray(n, 2 * n), count: counts };
 }
 
-function base64Bytes(text: string): Uint8Array<ArrayBuffer> {
+export function base64Bytes(text: string): Uint8Array<ArrayBuffer> {
   const bin = atob(text);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
 }
 
-async function inflate(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
+export async function inflate(bytes: Uint8Array<ArrayBuffer>): Promise<Uint8Array> {
   // zlib's format, which the Compression Streams API calls "deflate".
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -99,6 +113,8 @@ export class LevelWindows {
   constructor(
     readonly payload: LevelsPayload,
     readonly levels: Level[],
+    readonly details: ReportDetails | null = null,
+    readonly counters: OfflineCounters | null = null,
   ) {
     payload.rows.forEach((r, i) => this.track.set(`row:${r}`, i));
     payload.ranks.forEach((r, i) => this.track.set(`rank:${r}`, payload.rows.length + i));
@@ -198,24 +214,67 @@ export class LevelWindows {
       parts.push(this.columns(li, t, req.lo, req.hi, width));
     }
     const n = parts.length * width;
+    // Search: matches per column from the details (names only), rows then summaries.
+    const d = this.details;
+    const matches: Uint32Array[] = [];
+    if (req.pattern && d) {
+      for (const r of rows) matches.push(d.columnMatches([r.row], req.lo, req.hi, width, req.pattern));
+      for (const sm of summaries)
+        matches.push(d.columnMatches(d.rowsOf(sm.rank), req.lo, req.hi, width, req.pattern));
+    }
+    // Memory counter lanes from the counter levels.
+    const ctr: [Float64Array, Float64Array, Float64Array, Float64Array][] = [];
+    const counters: NonNullable<WindowResponseMeta["counters"]> = [];
+    const c = this.counters;
+    if (c && req.counters?.length) {
+      const cl = chooseLevel(c.levels, this.payload.end, (req.hi - req.lo) / width);
+      for (const id of req.counters) {
+        const pos = c.payload.lanes.indexOf(id);
+        if (pos < 0 || counters.some((x) => x.counter === id)) continue;
+        counters.push({ counter: id, offset: ctr.length * width, count: width });
+        ctr.push(counterColumns(c.levels[cl]!, pos, this.payload.end, req.lo, req.hi, width));
+      }
+    }
     // Sections 8-byte aligned, as _pack in protocol.py lays them out.
-    const fracBytes = n * 4;
-    const countOff = Math.ceil(fracBytes / 8) * 8;
-    const kindOff = countOff + Math.ceil((n * 4) / 8) * 8;
-    const buf = new ArrayBuffer(kindOff + Math.ceil(n / 8) * 8);
-    const frac = new Float32Array(buf, 0, n);
-    const count = new Uint32Array(buf, countOff, n);
-    const kind = new Uint8Array(buf, kindOff, n);
-    parts.forEach((c, i) => {
-      frac.set(c.frac, i * width);
-      count.set(c.count, i * width);
-      kind.set(c.kind, i * width);
+    const layout: Layout = {};
+    let offset = 0;
+    const plan: [string, number, number, string][] = [
+      ["bin_frac", n, 4, "f4"],
+      ["bin_count", n, 4, "u4"],
+      ["bin_kind", n, 1, "u1"],
+    ];
+    if (matches.length) plan.push(["bin_match", n, 4, "u4"]);
+    if (ctr.length) {
+      const m = ctr.length * width;
+      for (const name of ["ctr_allocated_max", "ctr_allocated_end", "ctr_reserved_max", "ctr_reserved_end"])
+        plan.push([name, m, 8, "f8"]);
+    }
+    for (const [name, len, size, dtype] of plan) {
+      layout[name] = [offset, len, dtype];
+      offset += Math.ceil((len * size) / 8) * 8;
+    }
+    const buf = new ArrayBuffer(offset);
+    const view = <T>(name: string, ctor: new (b: ArrayBuffer, o: number, l: number) => T): T =>
+      new ctor(buf, layout[name]![0], layout[name]![1]);
+    const frac = view("bin_frac", Float32Array);
+    const count = view("bin_count", Uint32Array);
+    const kind = view("bin_kind", Uint8Array);
+    parts.forEach((p, i) => {
+      frac.set(p.frac, i * width);
+      count.set(p.count, i * width);
+      kind.set(p.kind, i * width);
     });
-    const layout: Layout = {
-      bin_frac: [0, n, "f4"],
-      bin_count: [countOff, n, "u4"],
-      bin_kind: [kindOff, n, "u1"],
-    };
+    if (matches.length) {
+      const match = view("bin_match", Uint32Array);
+      matches.forEach((m, i) => match.set(m, i * width));
+    }
+    if (ctr.length) {
+      const names = ["ctr_allocated_max", "ctr_allocated_end", "ctr_reserved_max", "ctr_reserved_end"];
+      names.forEach((name, s) => {
+        const arr = view(name, Float64Array);
+        ctr.forEach((cols, i) => arr.set(cols[s]!, i * width));
+      });
+    }
     const meta: WindowResponseMeta = {
       seq: req.seq,
       lo: req.lo,
@@ -223,6 +282,7 @@ export class LevelWindows {
       width,
       rows,
       summaries,
+      ...(counters.length ? { counters } : {}),
       names: [],
       name_colors: [],
       layout,
@@ -236,14 +296,23 @@ export class LevelWindows {
 export const OFFLINE_ERROR =
   "not available in the report (it holds a summary of the timeline, not its events): open the trace in tv.Timeline";
 
-/** An `Invoke` answering the timeline view's commands from `windows`. */
-export function offlineInvoke(windows: LevelWindows): Invoke {
+/** An `Invoke` answering the timeline view's commands from `windows` (`rowRank`: row id -> rank). */
+export function offlineInvoke(windows: LevelWindows, rowRank: Map<number, number> = new Map()): Invoke {
   return <T>(name: string, msg?: unknown): Promise<[T, DataView[]]> => {
+    const d = windows.details;
     if (name === "_window") {
       const [meta, buffers] = windows.window(msg as WindowRequest);
       return Promise.resolve([meta as T, buffers]);
     }
-    if (name === "_find") return Promise.resolve([{ found: false, error: OFFLINE_ERROR } as T, []]);
+    if (name === "_find") {
+      const req = msg as FindRequest;
+      if (!d) return Promise.resolve([{ found: false, error: OFFLINE_ERROR } as T, []]);
+      return Promise.resolve([d.find(req.pattern, req.t, req.direction, req.rows, rowRank) as T, []]);
+    }
+    if (name === "_summary" && d) {
+      const req = msg as SummaryRequest;
+      return Promise.resolve([d.summary(req.lo, req.hi, req.ranks) as T, []]);
+    }
     return Promise.resolve([{ error: OFFLINE_ERROR } as T, []]);
   };
 }

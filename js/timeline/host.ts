@@ -84,4 +84,12 @@ export interface ViewHost {
   readonly helpOpen: boolean;
   /** Show (true), hide (false) or toggle the keyboard help. */
   toggleHelp(show?: boolean): void;
+  /**
+   * Names of the events starting in `[a, b)` of a row or of a rank's rows, most first, where
+   * the host knows them without the events (the HTML report's details); undefined elsewhere.
+   */
+  binNames?(target: { rank: number } | { row: number }, a: number, b: number): [string, number][];
+  /** Go back to the previous view / forward to the one Back left (js/timeline/history.ts). */
+  back(): void;
+  forward(): void;
 }

@@ -156,6 +156,14 @@ export class Input {
   onKey(e: KeyboardEvent): void {
     const h = this.host;
     if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement) return;
+    if (e.altKey && !e.ctrlKey && !e.metaKey && (e.key === "ArrowLeft" || e.key === "ArrowRight")) {
+      // Back / forward through the views links opened (as a browser's Alt+←/→).
+      if (e.key === "ArrowLeft") h.back();
+      else h.forward();
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     const center = (h.range.lo + h.range.hi) / 2;
     const anchor = h.hover && h.hover.x >= GUTTER ? xToTime(h.range, h.width, h.hover.x - GUTTER) : center;
@@ -203,6 +211,10 @@ export class Input {
         break;
       case "?":
         h.toggleHelp();
+        break;
+      case "Backspace":
+        if (e.shiftKey) h.forward();
+        else h.back();
         break;
       case "f":
       case "F": {

@@ -18,6 +18,7 @@ export const KEYS: readonly (readonly [string, string])[] = [
   ["Click a communication kernel", "its collective on every rank; the last to arrive marked"],
   ["Drag the bar under the plot", "resize (remembered for this notebook)"],
   ["Click a rank's name", "collapse or expand its lanes"],
+  ["Alt+← / Alt+→, Backspace", "back / forward to the view before a link (ranks, range, emphasis)"],
   ["Click a folded “CPU” row's name", "unfold the rank's CPU threads"],
   ["Enter / Shift+Enter in search", "next / previous match (names and args), in time order"],
   ["Esc", "clear the selection and the range, close this help"],

@@ -15,6 +15,12 @@ import { AXIS, GUTTER, SCROLLBAR } from "./host";
 import { type Layout, slotAt } from "./layout";
 import type { CommandError, RankPresets, TimelineModel } from "./model";
 import type { Invoke, StateModel } from "./state";
+import { scrollToRow, stepRow, virtualWindow } from "./virtual";
+
+/** Up to this many ranks the presets are computed when the picker opens (else on a preset's click). */
+export const PRESETS_ON_OPEN_MAX = 64;
+/** Height of a row of the picker's list, px (fixed: the list is virtual, js/timeline/virtual.ts). */
+export const PICKER_ROW_H = 24;
 
 // ------------------------------------------------------------------ pure helpers
 
@@ -123,6 +129,11 @@ export class RankPicker {
   private readonly stragglerButton: HTMLButtonElement;
   private readonly presetNote: HTMLDivElement;
   private readonly list: HTMLDivElement;
+  /** The list's content: as tall as every row, holding only the rows in view. */
+  private readonly listRows: HTMLDivElement;
+  /** What the list shows (see `render`): every rank, shown ones in display order first. */
+  private rowRanks: number[] = [];
+  private rowState: RowState | null = null;
   private presets: RankPresets | null = null;
   private presetsLoading: Promise<RankPresets | null> | null = null;
   /** A focus waiting for the layout to hold its rank (scroll to it once it does). */
@@ -191,6 +202,8 @@ export class RankPicker {
 
     this.list = el("div", "tv-ranks-list", p);
     this.list.setAttribute("role", "list");
+    this.list.setAttribute("aria-label", "Ranks");
+    this.listRows = el("div", "tv-ranks-rows", this.list);
 
     listen(this.button, "click", () => this.toggle());
     listen(close, "click", () => this.toggle(false));
@@ -211,6 +224,11 @@ export class RankPicker {
       host.save("cpu_collapsed", []);
     });
     listen(foldB, "click", () => host.save("cpu_collapsed", [...host.model.get("_all_ranks")]));
+    listen(this.list, "scroll", () => this.renderRows());
+    listen(this.list, "keydown", (ev) => this.onListKey(ev as KeyboardEvent));
+    // One listener for every row's controls (rows come and go as the list scrolls).
+    listen(this.list, "change", (ev) => this.onRowChange(ev));
+    listen(this.list, "click", (ev) => this.onRowClick(ev));
     listen(host.scroller, "scroll", () => this.placeBand());
     listen(host.canvas, "mousedown", (e) => this.onGutterDown(e as MouseEvent));
   }
@@ -224,7 +242,13 @@ export class RankPicker {
     this.button.setAttribute("aria-expanded", String(show));
     if (show) {
       this.render();
-      void this.loadPresets();
+      // The presets run tv.iteration_stats and tv.stragglers in the kernel: on many ranks that
+      // takes a while (about 100 s at 1,024 ranks on a busy machine) and holds the kernel's
+      // other answers, so they are computed on opening only for a few ranks, else when asked.
+      if (this.presets || this.host.model.get("_all_ranks").length <= PRESETS_ON_OPEN_MAX)
+        void this.loadPresets();
+      else if (!this.presetsLoading)
+        this.presetNote.textContent = `${formatCount(this.host.model.get("_all_ranks").length)} ranks: the presets are computed when you click Slowest or Stragglers`;
       this.filter.focus();
     }
   }
@@ -398,68 +422,149 @@ export class RankPicker {
     this.setRanks([...pinned.filter((r) => m.get("ranks").includes(r)), ...moved]);
   }
 
-  /** The list: shown ranks in display order, then the hidden ones. */
+  /** The list: shown ranks in display order, then the hidden ones (only the rows in view are in the DOM). */
   render(): void {
     const m = this.host.model;
     const ranks = m.get("ranks");
     const pinned = m.get("pinned");
-    const collapsed = new Set(m.get("collapsed"));
-    const focus = m.get("focus_rank");
     const order = displayOrder(ranks, pinned);
     const shown = new Set(ranks);
     const hidden = m.get("_all_ranks").filter((r) => !shown.has(r));
-    const info = presetInfo(this.presets);
-    this.list.replaceChildren();
-    const rows = [...order, ...hidden];
-    rows.forEach((rank) => {
-      const on = shown.has(rank);
-      const pin = pinned.includes(rank);
-      const item = el("div", "tv-ranks-item", this.list);
-      item.setAttribute("role", "listitem");
-      item.dataset.rank = String(rank);
-      item.classList.toggle("tv-ranks-focus", rank === focus);
-      const label = el("label", "tv-ranks-label", item);
-      const box = el("input", "", label);
-      box.type = "checkbox";
-      box.checked = on;
-      box.setAttribute("aria-label", `Show rank ${rank}`);
-      label.append(` rank ${rank}`);
-      const note = info.get(rank);
-      if (note) el("span", "tv-ranks-info", item, note);
-      const pinB = el("button", "tv-ranks-icon", item, pin ? "★" : "☆");
-      pinB.setAttribute("aria-label", `${pin ? "Unpin" : "Pin"} rank ${rank}`);
-      pinB.setAttribute("aria-pressed", String(pin));
-      pinB.title = pin ? "Unpin" : "Pin above the other ranks";
-      const up = el("button", "tv-ranks-icon", item, "↑");
-      up.setAttribute("aria-label", `Move rank ${rank} up`);
-      up.disabled = !on;
-      const down = el("button", "tv-ranks-icon", item, "↓");
-      down.setAttribute("aria-label", `Move rank ${rank} down`);
-      down.disabled = !on;
-      const fold = el("button", "tv-ranks-icon", item, collapsed.has(rank) ? "▸" : "▾");
-      fold.setAttribute("aria-label", `${collapsed.has(rank) ? "Expand" : "Collapse"} rank ${rank}`);
-      fold.disabled = !on;
-      box.addEventListener("change", () => {
-        const now = m.get("ranks");
-        if (box.checked) this.setRanks(withRanks(now, [rank]));
-        else if (now.length > 1) this.setRanks(now.filter((r) => r !== rank));
-        else box.checked = true; // at least one rank stays shown
-      });
-      pinB.addEventListener("click", () => this.togglePin(rank));
-      up.addEventListener("click", () => this.move(rank, -1));
-      down.addEventListener("click", () => this.move(rank, 1));
-      fold.addEventListener("click", () => {
-        const c = new Set(m.get("collapsed"));
-        if (c.has(rank)) c.delete(rank);
-        else c.add(rank);
-        this.host.save(
-          "collapsed",
-          [...c].sort((a, b) => a - b),
-        );
-      });
-    });
+    this.rowRanks = [...order, ...hidden];
+    this.rowState = {
+      shown,
+      pinned: new Set(pinned),
+      collapsed: new Set(m.get("collapsed")),
+      focus: m.get("focus_rank"),
+      info: presetInfo(this.presets),
+    };
+    this.listRows.style.height = `${this.rowRanks.length * PICKER_ROW_H}px`;
+    this.list.dataset.rows = String(this.rowRanks.length);
+    this.renderRows(true);
     this.host.root.dataset.rankOrder = order.join(",");
   }
+
+  /** Put the rows in view in the DOM (all again when `rebuild`: the model changed). */
+  private renderRows(rebuild = false): void {
+    const st = this.rowState;
+    if (!st) return;
+    const w = virtualWindow(this.rowRanks.length, PICKER_ROW_H, this.list.scrollTop, this.list.clientHeight);
+    const ds = this.list.dataset;
+    if (!rebuild && ds.start === String(w.start) && ds.end === String(w.end)) return;
+    // Keep the keyboard focus on the same control of the same rank across a re-render.
+    const active = document.activeElement;
+    const keep =
+      active instanceof HTMLElement && this.listRows.contains(active)
+        ? { rank: active.closest<HTMLElement>(".tv-ranks-item")?.dataset.rank, ctl: active.dataset.ctl }
+        : null;
+    const frag = document.createDocumentFragment();
+    for (let i = w.start; i < w.end; i++) frag.append(this.row(this.rowRanks[i]!, i, st));
+    this.listRows.replaceChildren(frag);
+    ds.start = String(w.start);
+    ds.end = String(w.end);
+    ds.rendered = String(w.end - w.start);
+    if (keep?.rank !== undefined && keep.ctl !== undefined)
+      this.listRows
+        .querySelector<HTMLElement>(`[data-rank="${keep.rank}"] [data-ctl="${keep.ctl}"]`)
+        ?.focus();
+  }
+
+  /** One row: checkbox, preset note, pin, up, down, collapse (handled by the list's listeners). */
+  private row(rank: number, index: number, st: RowState): HTMLDivElement {
+    const on = st.shown.has(rank);
+    const pin = st.pinned.has(rank);
+    const folded = st.collapsed.has(rank);
+    const item = document.createElement("div");
+    item.className = "tv-ranks-item";
+    item.setAttribute("role", "listitem");
+    item.setAttribute("aria-setsize", String(this.rowRanks.length));
+    item.setAttribute("aria-posinset", String(index + 1));
+    item.style.top = `${index * PICKER_ROW_H}px`;
+    item.style.height = `${PICKER_ROW_H}px`;
+    item.dataset.rank = String(rank);
+    item.dataset.index = String(index);
+    item.classList.toggle("tv-ranks-focus", rank === st.focus);
+    const label = el("label", "tv-ranks-label", item);
+    const box = el("input", "", label);
+    box.type = "checkbox";
+    box.checked = on;
+    box.dataset.ctl = "show";
+    box.setAttribute("aria-label", `Show rank ${rank}`);
+    label.append(` rank ${rank}`);
+    const note = st.info.get(rank);
+    if (note) el("span", "tv-ranks-info", item, note);
+    const icon = (ctl: string, text: string, aria: string, disabled = false) => {
+      const b = el("button", "tv-ranks-icon", item, text);
+      b.dataset.ctl = ctl;
+      b.setAttribute("aria-label", aria);
+      b.disabled = disabled;
+      return b;
+    };
+    const pinB = icon("pin", pin ? "★" : "☆", `${pin ? "Unpin" : "Pin"} rank ${rank}`);
+    pinB.setAttribute("aria-pressed", String(pin));
+    pinB.title = pin ? "Unpin" : "Pin above the other ranks";
+    icon("up", "↑", `Move rank ${rank} up`, !on);
+    icon("down", "↓", `Move rank ${rank} down`, !on);
+    icon("fold", folded ? "▸" : "▾", `${folded ? "Expand" : "Collapse"} rank ${rank}`, !on);
+    return item;
+  }
+
+  private rowOf(target: EventTarget | null): { rank: number; ctl: string; el: HTMLElement } | null {
+    if (!(target instanceof HTMLElement) || !target.dataset.ctl) return null;
+    const rank = Number(target.closest<HTMLElement>(".tv-ranks-item")?.dataset.rank);
+    return Number.isFinite(rank) ? { rank, ctl: target.dataset.ctl, el: target } : null;
+  }
+
+  private onRowChange(ev: Event): void {
+    const hit = this.rowOf(ev.target);
+    if (!hit || hit.ctl !== "show" || !(hit.el instanceof HTMLInputElement)) return;
+    const now = this.host.model.get("ranks");
+    if (hit.el.checked) this.setRanks(withRanks(now, [hit.rank]));
+    else if (now.length > 1) this.setRanks(now.filter((r) => r !== hit.rank));
+    else hit.el.checked = true; // at least one rank stays shown
+  }
+
+  private onRowClick(ev: Event): void {
+    const hit = this.rowOf(ev.target);
+    if (!hit) return;
+    const rank = hit.rank;
+    if (hit.ctl === "pin") this.togglePin(rank);
+    else if (hit.ctl === "up") this.move(rank, -1);
+    else if (hit.ctl === "down") this.move(rank, 1);
+    else if (hit.ctl === "fold") {
+      const c = new Set(this.host.model.get("collapsed"));
+      if (c.has(rank)) c.delete(rank);
+      else c.add(rank);
+      this.host.save(
+        "collapsed",
+        [...c].sort((a, b) => a - b),
+      );
+    }
+  }
+
+  /** ↑/↓, PgUp/PgDn, Home/End move the focus to the same control of another row, scrolling the list. */
+  private onListKey(e: KeyboardEvent): void {
+    const hit = this.rowOf(e.target);
+    if (!hit) return;
+    const index = Number(hit.el.closest<HTMLElement>(".tv-ranks-item")?.dataset.index);
+    const page = Math.floor(this.list.clientHeight / PICKER_ROW_H);
+    const next = stepRow(e.key, index, this.rowRanks.length, page);
+    if (next === null) return;
+    e.preventDefault();
+    this.list.scrollTop = scrollToRow(next, PICKER_ROW_H, this.list.scrollTop, this.list.clientHeight);
+    this.renderRows();
+    const rank = this.rowRanks[next];
+    this.listRows.querySelector<HTMLElement>(`[data-rank="${rank}"] [data-ctl="${hit.ctl}"]`)?.focus();
+  }
+}
+
+/** What every row of the list reads (computed once per render). */
+interface RowState {
+  shown: Set<number>;
+  pinned: Set<number>;
+  collapsed: Set<number>;
+  focus: number | null;
+  info: Map<number, string>;
 }
 
 function presetText(p: RankPresets): string {

@@ -21,6 +21,8 @@ export interface ToolbarActions {
   allRanks(): void;
   /** Return to the view before the last change of ranks or of the range from outside. */
   back(): void;
+  /** Return to the view the last Back left. */
+  forward(): void;
 }
 
 export class Toolbar {
@@ -31,6 +33,7 @@ export class Toolbar {
   private readonly cpuToggle: HTMLInputElement;
   private readonly allButton: HTMLButtonElement;
   private readonly backButton: HTMLButtonElement;
+  private readonly forwardButton: HTMLButtonElement;
   private searchTimer = 0;
 
   constructor(
@@ -42,7 +45,10 @@ export class Toolbar {
     const bar = el("div", "tv-toolbar", parent);
     // Always first, whatever wraps: the way back to every rank and to the previous view.
     this.backButton = el("button", "tv-button tv-back", bar, "← Back");
-    this.backButton.title = "Back to the previous view (ranks and range)";
+    this.backButton.title = "Back to the previous view: ranks, range and emphasis (Alt+←)";
+    this.forwardButton = el("button", "tv-button tv-forward", bar, "→");
+    this.forwardButton.title = "Forward to the view Back left (Alt+→)";
+    this.forwardButton.setAttribute("aria-label", "Forward");
     this.allButton = el("button", "tv-button tv-all-ranks", bar, "All ranks");
     this.allButton.title = "Show every rank";
     this.searchInput = el("input", "tv-search", bar);
@@ -91,6 +97,7 @@ export class Toolbar {
     listen(help, "click", () => actions.help());
     listen(this.allButton, "click", () => actions.allRanks());
     listen(this.backButton, "click", () => actions.back());
+    listen(this.forwardButton, "click", () => actions.forward());
     listen(this.colorSelect, "change", () =>
       host.save("color_by", this.colorSelect.value === "name" ? "name" : "kind"),
     );
@@ -121,14 +128,15 @@ export class Toolbar {
     return true;
   }
 
-  /** Show the model's values in the controls; `canGoBack`: is there a previous view. */
-  sync(canGoBack = false): void {
+  /** Show the model's values in the controls; `canGoBack`/`canGoForward`: is there a view to go to. */
+  sync(canGoBack = false, canGoForward = false): void {
     const model = this.host.model;
     const all = model.get("_all_ranks").length;
     const shown = model.get("ranks").length;
     this.allButton.textContent = shown < all ? `All ranks (${shown} of ${all} shown)` : `All ranks (${all})`;
     this.allButton.disabled = shown >= all;
     this.backButton.disabled = !canGoBack;
+    this.forwardButton.disabled = !canGoForward;
     this.colorSelect.value = model.get("color_by");
     this.cpuToggle.checked = model.get("show_cpu");
     const pattern = model.get("search");

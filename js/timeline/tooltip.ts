@@ -150,7 +150,10 @@ export class Tooltip {
       if (kind !== NO_KIND) lines.push(["mostly", host.colors.label(palette.kinds[kind]?.key ?? "")]);
       lines.push(["at", formatTime(a)]);
       if (bins.match && bins.match[k]! > 0) lines.push(["matches", formatCount(bins.match[k]!)]);
-      lines.push(["", "zoom in to see the events"]);
+      const names =
+        host.binNames?.(slot.kind === "header" ? { rank: slot.rank } : { row: slot.row }, a, b) ?? [];
+      for (const [name, n] of names) lines.push([`× ${formatCount(n)}`, name]);
+      lines.push(["", names.length ? "starting here (the report's grid)" : "zoom in to see the events"]);
     }
     const tip = this.element;
     tip.replaceChildren();

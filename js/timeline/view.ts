@@ -23,8 +23,15 @@ import { Tooltip } from "./tooltip";
 import { Toolbar, renderStatus } from "./toolbar";
 import { Sizer, pageStorage, storageKey } from "./resize";
 import { CollectiveHighlight, type FoundInstance, collectiveText } from "./collective";
+import { ViewHistory } from "./history";
 import { type Limits, type Range, fitRange, limitsFor } from "./viewport";
 import { el } from "../dom";
+
+/** What a host without a kernel may add (the HTML report, js/report/index.ts). */
+export interface ViewExtras {
+  /** Names of the events starting in `[a, b)` of a row or of a rank's rows (tooltips of merged columns). */
+  binNames?: (target: { rank: number } | { row: number }, a: number, b: number) => [string, number][];
+}
 
 /** A view to go back to. */
 interface View {
@@ -68,10 +75,11 @@ export class TimelineView implements ViewHost {
   measure: Measure | null = null;
   charWidth = 6.5;
   private summary: RangeSummary | null = null;
+  binNames?: (target: { rank: number } | { row: number }, a: number, b: number) => [string, number][];
   /** The match the last search step selected (see `findNext`). */
   private lastMatch: { rank: number; eid: number; start: number; pattern: string } | null = null;
-  /** Views to go back to (ranks and range), pushed when they change from outside or by "All ranks". */
-  private history: View[] = [];
+  /** Views to go back and forward to (ranks, range, emphasis), pushed when they change from outside or by "All ranks". */
+  private readonly history = new ViewHistory<View>();
   private historyBatch = false;
   private restoring = false;
   private shownRanks: number[] = [];
@@ -86,7 +94,9 @@ export class TimelineView implements ViewHost {
     readonly model: StateModel<TimelineModel>,
     parent: HTMLElement,
     invoke: Invoke,
+    extras: ViewExtras = {},
   ) {
+    if (extras.binNames) this.binNames = extras.binNames;
     const root = el("div", "tv-timeline", parent);
     root.tabIndex = 0;
     // JupyterLab / Notebook 7: keys typed in the widget are not notebook shortcuts.
@@ -110,6 +120,7 @@ export class TimelineView implements ViewHost {
       help: () => this.toggleHelp(),
       allRanks: () => this.save("ranks", [...this.model.get("_all_ranks")]),
       back: () => this.back(),
+      forward: () => this.forward(),
     });
     // The plot and the panels over it (help, measured range).
     const stage = el("div", "tv-stage", root);
@@ -156,6 +167,11 @@ export class TimelineView implements ViewHost {
     this.range = { lo: xr[0], hi: xr[1] };
     this.shownRanks = [...this.model.get("ranks")];
     this.shownFocus = this.model.get("focus_rank");
+    // A timeline opened on a link (its first dashboard or findings link, or show_range before
+    // it was shown) can go back to the view it would have opened on: the whole trace.
+    const full = fitRange(this.limits);
+    if (this.range.lo !== full.lo || this.range.hi !== full.hi || this.shownFocus !== null)
+      this.history.push({ ranks: [...this.shownRanks], range: full, focus: null });
 
     this.readTheme();
     this.rebuildLayout();
@@ -309,7 +325,6 @@ export class TimelineView implements ViewHost {
   private remember(view: View): void {
     if (this.restoring || this.historyBatch) return;
     this.history.push({ ranks: [...view.ranks], range: { ...view.range }, focus: view.focus });
-    if (this.history.length > 50) this.history.shift();
     this.historyBatch = true;
     window.setTimeout(() => {
       this.historyBatch = false;
@@ -317,9 +332,22 @@ export class TimelineView implements ViewHost {
     this.syncToolbar();
   }
 
-  /** Return to the previous view. */
-  private back(): void {
-    const prev = this.history.pop();
+  /** Return to the previous view (Back, Alt+←, Backspace). */
+  back(): void {
+    this.restore(this.history.back(this.viewNow()));
+  }
+
+  /** Return to the view Back left (Forward, Alt+→). */
+  forward(): void {
+    this.restore(this.history.forward(this.viewNow()));
+  }
+
+  /** The view on screen now (the range as drawn, not as last synced). */
+  private viewNow(): View {
+    return { ranks: [...this.shownRanks], range: { ...this.range }, focus: this.shownFocus };
+  }
+
+  private restore(prev: View | null): void {
     if (!prev) return;
     this.restoring = true;
     try {
@@ -335,7 +363,8 @@ export class TimelineView implements ViewHost {
   }
 
   private syncToolbar(): void {
-    this.toolbar.sync(this.history.length > 0);
+    this.toolbar.sync(this.history.canBack, this.history.canForward);
+    this.root.dataset.history = `${this.history.canBack ? 1 : 0}${this.history.canForward ? 1 : 0}`;
   }
 
   private onStructure(): void {
@@ -509,12 +538,11 @@ export class TimelineView implements ViewHost {
     if (!pattern) return;
     const last = this.lastMatch;
     const sel = this.selected;
+    // A match known to its bin only (eid < 0, the HTML report) is never selected: go on from it.
     const continuing =
       last !== null &&
       last.pattern === pattern &&
-      sel !== null &&
-      sel.rank === last.rank &&
-      sel.eid === last.eid;
+      (last.eid < 0 || (sel !== null && sel.rank === last.rank && sel.eid === last.eid));
     const from = continuing ? last.start : direction > 0 ? this.limits.start - 1 : this.limits.end + 1;
     const shown = new Set(this.model.get("ranks"));
     const rows = this.model
@@ -536,7 +564,8 @@ export class TimelineView implements ViewHost {
     this.setRange({ lo: mid - newSpan / 2, hi: mid + newSpan / 2 });
     this.lastMatch = { rank: res.rank, eid: res.eid, start, pattern };
     this.root.dataset.matchStart = String(start);
-    this.select(res.rank, res.eid);
+    // eid < 0: a match known to its bin only (the HTML report): shown, not selected.
+    if (res.eid >= 0) this.select(res.rank, res.eid);
   }
 
   /** Make memory counter lane `id` visible: show and expand its rank, scroll to the lane. */

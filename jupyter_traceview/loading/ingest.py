@@ -62,7 +62,7 @@ def read_file(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> lis
 
 #: Files bigger than this are read piece by piece (pieces of about this size): only one
 #: piece's Python objects exist at a time, and a plain file is never held whole in memory.
-PIECE_BYTES = 8 * 2**20
+PIECE_BYTES = 4 * 2**20
 _GZIP_MAGIC = b"\x1f\x8b"
 
 

@@ -44,7 +44,7 @@ _PARALLEL_BYTES = 48 * 2**20
 #: (estimated) uncompressed JSON, on a machine with several cores.
 _SPLIT_BYTES = 24 * 2**20
 #: Byte ranges of a split file are at most this big (each worker holds one at a time).
-_SPLIT_PIECE_BYTES = 16 * 2**20
+_SPLIT_PIECE_BYTES = 4 * 2**20
 #: gzip-compressed Kineto JSON is typically 8-15x smaller than the JSON.
 _GZIP_RATIO = 10
 #: An Nsight SQLite export reads about 4x slower per byte than Kineto JSON (measured).
@@ -140,8 +140,11 @@ def load(
         ``"skip"`` loads the readable ranks and warns with the list of skipped files.
     engine:
         ``"serial"`` parses in this process; ``"process"`` in a pool of worker processes
-        (one file per task); ``"auto"`` picks the pool for several files holding more than
-        about 48 MB of JSON. ``"dask"`` parses on dask.distributed workers and keeps the
+        (one file per task, or one file alone in byte ranges); ``"auto"`` picks the pool
+        for several files holding more than about 48 MB of JSON, and for one file of more
+        than about 24 MB where a pool starts cheaply (a single-threaded process, or a
+        forkserver this process already started). Either way, files over 4 MB are read
+        piece by piece, so that memory stays near the size of the tables. ``"dask"`` parses on dask.distributed workers and keeps the
         tables there: the result is a :class:`~jupyter_traceview.loading.dask_engine.DaskTrace`,
         on which every analysis runs on the workers (for hundreds of ranks or more).
     classifier:
@@ -298,7 +301,8 @@ def load(
     split = None
     if len(todo) == 1 and engine in ("auto", "process") and (os.cpu_count() or 1) > 1:
         one = files[todo[0]]
-        if trace_format(one.path) == "kineto" and (engine == "process" or _estimated_json_bytes([one]) > _SPLIT_BYTES):
+        big = _estimated_json_bytes([one]) > _SPLIT_BYTES and _pool_starts_cheaply()
+        if trace_format(one.path) == "kineto" and (engine == "process" or big):
             split = todo[0]
     use_pool = engine == "process" or (
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
@@ -408,7 +412,21 @@ def _renumber(results: dict[int, list[RankData]], numbers: list[list[int]]) -> N
         results[i] = [with_rank(d, r) for d, r in zip(results[i], ranks, strict=True)]
 
 
-def _pool_context() -> multiprocessing.context.BaseContext:
+#: Set once this process has started a forkserver (it then serves every later pool).
+_forkserver_started = False
+
+
+def _pool_starts_cheaply() -> bool:
+    """Whether a pool starts in milliseconds: forked from here, or from a forkserver already running.
+
+    A threaded process's first pool waits for its forkserver to import the reader (~0.4 s
+    on a quiet machine, seconds on a busy one): more than reading one file of a few tens
+    of MB costs, so engine="auto" then reads one file alone in this process.
+    """
+    return _forkserver_started or _pool_context(starting=False).get_start_method() == "fork"
+
+
+def _pool_context(*, starting: bool = True) -> multiprocessing.context.BaseContext:
     methods = multiprocessing.get_all_start_methods()
     # A single-threaded process (a script, the CLI) forks its workers directly: instant,
     # and they inherit the imports. A threaded one (a Jupyter kernel) must not fork (a
@@ -417,8 +435,10 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     if "fork" in methods and sys.platform == "linux" and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     if "forkserver" in methods and sys.platform != "darwin":
+        global _forkserver_started
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["jupyter_traceview.loading.loader"])
+        _forkserver_started = _forkserver_started or starting  # by the pool about to use it
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -438,11 +458,23 @@ def _load_parallel(
         # The first submit starts every worker (a fork pool starts them all at once, before
         # its own manager thread); only then may other threads (the progress bar's) start.
         futures: dict[Future[list[RankData]], int] = {
-            pool.submit(read_file, files[i], options, cache_arg): i for i in todo
+            pool.submit(_read_file_task, files[i], options, cache_arg): i for i in todo
         }
         started()
         pending = set(futures)
         try:
+            # While the workers start (a forkserver imports the reader first: ~0.4 s), this
+            # process reads files too, from the end of the list, until a worker's first result.
+            for fut in reversed(list(futures)):
+                if any(f.done() for f in futures) or not fut.cancel():
+                    break
+                pending.discard(fut)
+                i = futures[fut]
+                try:
+                    results[i] = read_file(files[i], options, cache_arg)
+                except TraceFormatError as exc:
+                    handle_error(files[i], exc)
+                advance()
             while pending:
                 done, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for fut in done:
@@ -492,10 +524,18 @@ def _load_split(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> l
         source = str(tmp or tf.path)
         with ProcessPoolExecutor(max_workers=min(workers, len(the_plan.ranges)), mp_context=_pool_context()) as pool:
             futures = [
-                pool.submit(_read_piece, tf.path, source, lo, hi, header.base_time_ns) for lo, hi in the_plan.ranges
+                pool.submit(_read_piece_task, tf.path, source, lo, hi, header.base_time_ns)
+                for lo, hi in the_plan.ranges
             ]
+            parts: list[Any] = [None] * len(futures)
             try:
-                parts = [f.result() for f in futures]
+                # This process reads pieces too, from the end, until a worker's first result.
+                for k in reversed(range(len(futures))):
+                    if any(f.done() for f in futures) or not futures[k].cancel():
+                        break
+                    lo, hi = the_plan.ranges[k]
+                    parts[k] = _read_piece(tf.path, source, lo, hi, header.base_time_ns)
+                parts = [p if p is not None else f.result() for p, f in zip(parts, futures, strict=True)]
             except pieces.SplitFailed:
                 for f in futures:
                     f.cancel()
@@ -544,6 +584,29 @@ def _scratch_copy(data: bytes) -> Path:
         Path(name).unlink(missing_ok=True)
         raise
     return Path(name)
+
+
+def _read_file_task(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> list[RankData]:
+    """A worker's task: one file's ranks (:func:`read_file`), the heap the previous task left given back first."""
+    _trim_heap()
+    return read_file(tf, options, cache_dir)
+
+
+def _trim_heap() -> None:
+    # A worker reads file after file: Python frees each file's objects, but glibc keeps the
+    # freed heap, so every worker would hold its largest file's peak until it exits.
+    if sys.platform == "linux":
+        import contextlib
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: int) -> Any:
+    """A worker's task: :func:`_read_piece`, the heap the previous task left given back first."""
+    _trim_heap()
+    return _read_piece(path, source, lo, hi, base_time_ns)
 
 
 def _read_piece(path: Path, source: str, lo: int, hi: int, base_time_ns: int) -> Any:

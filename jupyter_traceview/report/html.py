@@ -142,9 +142,11 @@ def render_report(
                 assets = tl.assets
             fig = charts.timeline_overview_chart(timeline_overview(trace), theme=theme)
             live = (
-                '<p class="tvr-hint">Wheel or W/S to zoom, drag or A/D to pan, double-click to fit: '
+                '<p class="tvr-hint">Wheel or W/S to zoom, drag or A/D to pan, double-click to fit, '
+                "type in the search box to dim what does not match, Shift+drag to summarise a range: "
                 f"the timeline of every rank, merged per pixel column ({tl.note}). Open the trace in "
-                "<code>tv.Timeline</code> for events, their details and search.</p>" + tl.html
+                "<code>tv.Timeline</code> for single events, their details and a search of their "
+                "arguments.</p>" + tl.html
                 if tl is not None
                 else ""
             )

@@ -4,7 +4,10 @@
 :mod:`jupyter_traceview.views.timeline.levels`, as JSON) and the assets to put once in the
 page (the report bundle of ``js/report/``, built into ``jupyter_traceview/static/report.js``,
 and its CSS). The timeline zooms and pans with no kernel, down to the finest level embedded;
-event details and search need ``tv.Timeline``. See docs/report.md.
+it searches names, names a hovered column's events, summarises a measured range and draws the
+memory lanes from :mod:`jupyter_traceview.views.timeline.details` and
+:func:`~jupyter_traceview.views.timeline.counters.counter_levels`; single events and their
+details need ``tv.Timeline``. See docs/frontend.md ("The HTML report's timeline").
 """
 
 from __future__ import annotations
@@ -14,18 +17,29 @@ import json
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import format as fmt
 from ..model.trace import Trace
 from ..views.timeline.coordinator import TimelineIndex
-from ..views.timeline.levels import DEFAULT_MAX_BYTES, TimelineLevels, encode_levels, timeline_levels
+from ..views.timeline.counters import COUNTER_LEVELS_MAX_BYTES, CounterIndex, counter_levels
+from ..views.timeline.details import DETAILS_MAX_BYTES, payload_size, timeline_details
+from ..views.timeline.levels import (
+    BASE_CELLS,
+    DEFAULT_MAX_BYTES,
+    LEVEL_FACTOR,
+    MAX_LEVELS,
+    TimelineLevels,
+    encode_levels,
+    timeline_levels,
+)
 from ..views.timeline.protocol import timeline_state
 
 __all__ = ["ReportTimeline", "timeline_block"]
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
-#: Levels already computed, per index and size bound (a trace reported twice, light and dark).
-_LEVELS: weakref.WeakKeyDictionary[TimelineIndex, dict[int, TimelineLevels | None]] = weakref.WeakKeyDictionary()
+#: What was embedded, per index and size bound (a trace reported twice, light and dark).
+_LEVELS: weakref.WeakKeyDictionary[TimelineIndex, dict[int, _Embedded]] = weakref.WeakKeyDictionary()
 #: Height of the report's timeline, px (the view scrolls its rows inside).
 HEIGHT = 420
 
@@ -37,6 +51,27 @@ class ReportTimeline:
     html: str
     assets: str
     note: str
+
+
+@dataclass(frozen=True)
+class _Embedded:
+    levels: TimelineLevels | None
+    details: dict[str, Any] | None
+    counters: dict[str, Any] | None
+
+
+def _embedded(trace: Trace, index: TimelineIndex, max_bytes: int) -> _Embedded:
+    """Details (search, hover, range summaries) and memory lanes first, each within its own bound,
+    then as many levels as the rest of ``max_bytes`` holds."""
+    details = timeline_details(index, max_bytes=min(DETAILS_MAX_BYTES, max_bytes // 2))
+    end = max(int(index.end_ns), 1)
+    cells = [BASE_CELLS * LEVEL_FACTOR**k for k in range(MAX_LEVELS)]
+    counters = counter_levels(
+        CounterIndex.of(trace), end, cells, max_bytes=min(COUNTER_LEVELS_MAX_BYTES, max_bytes // 8)
+    )
+    used = (payload_size(details) if details else 0) + (payload_size(counters) if counters else 0)
+    levels = timeline_levels(index, max_bytes=max(1, max_bytes - used))
+    return _Embedded(levels=levels, details=details, counters=counters)
 
 
 def _script(text: str) -> str:
@@ -57,25 +92,42 @@ def timeline_block(trace: Trace, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Repor
     index = TimelineIndex.of(trace)
     cached = _LEVELS.setdefault(index, {})
     if max_bytes not in cached:
-        cached[max_bytes] = timeline_levels(index, max_bytes=max_bytes)
-    levels = cached[max_bytes]
+        cached[max_bytes] = _embedded(trace, index, max_bytes)
+    emb = cached[max_bytes]
+    levels = emb.levels
     if levels is None:
         return None
     state = timeline_state(trace, index, height=HEIGHT)
-    # Memory counter lanes are not embedded (the report's memory chart shows the same series).
-    state["_counters"] = []
+    if emb.counters is None:
+        # No memory records, or their levels did not fit: no counter lane.
+        state["_counters"] = []
     if not levels.rows:
         # Only the ranks' summaries fit: every rank opens collapsed to its summary row.
         state["collapsed"] = list(trace.ranks)
-    payload = json.dumps({"state": state, "levels": encode_levels(levels)}, separators=(",", ":"), allow_nan=False)
+    payload = json.dumps(
+        {"state": state, "levels": encode_levels(levels), "details": emb.details, "counters": emb.counters},
+        separators=(",", ":"),
+        allow_nan=False,
+    )
     finest = levels.end_ns / levels.levels[-1].cells
+    extra = (payload_size(emb.details) if emb.details else 0) + (payload_size(emb.counters) if emb.counters else 0)
     note = (
-        f"{len(levels.levels)} levels embedded ({fmt.size(levels.size)}), the finest "
+        f"{len(levels.levels)} levels embedded ({fmt.size(levels.size + extra)} with search and details), the finest "
         f"{fmt.duration(finest)} per bin" + ("" if levels.rows else "; ranks' summaries only (the rows did not fit)")
     )
+    if emb.details:
+        grid = fmt.duration(int(emb.details["end"]) / int(emb.details["cells"]))
+        note += (
+            f". Search (names), hover and range summaries work to {grid}: a measured range's figures are "
+            "exact at multiples of it and prorated inside"
+        )
+    else:
+        note += ". Search, hover names and range summaries did not fit: they need tv.Timeline"
     block = (
         '<div class="tvr-timeline" data-source="tvr-timeline-data" '
-        f'data-levels="{len(levels.levels)}" data-bytes="{levels.size}"></div>'
+        f'data-levels="{len(levels.levels)}" data-bytes="{levels.size + extra}" '
+        f'data-details="{1 if emb.details else 0}" data-counters="{len(emb.counters["lanes"]) if emb.counters else 0}">'
+        "</div>"
         f'<script type="application/json" id="tvr-timeline-data">{_script(payload)}</script>'
     )
     css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""

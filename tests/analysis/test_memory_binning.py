@@ -32,9 +32,9 @@ def test_even_edges_are_exact_floors(lo: int, span: int, n: int) -> None:
 
 
 def test_even_edges_refuse_nonsense() -> None:
-    with pytest.raises(ValueError, match="n >= 1"):
+    with pytest.raises(tv.OptionError, match="n >= 1"):
         even_edges(0, 10, 0)
-    with pytest.raises(ValueError, match="hi >= lo"):
+    with pytest.raises(tv.OptionError, match="hi >= lo"):
         even_edges(10, 0, 3)
 
 

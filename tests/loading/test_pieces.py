@@ -190,6 +190,7 @@ def test_one_big_file_is_read_by_a_pool_with_the_same_tables(tmp_path: Path, mon
         return out
 
     monkeypatch.setattr(loader, "_load_split", spy)
+    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: True)
     monkeypatch.setattr(loader, "_SPLIT_BYTES", 2**16)
     monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", len(data) // 5)
     before = set(Path("/dev/shm").glob("traceview-*"))
@@ -211,14 +212,36 @@ def test_a_worker_dying_on_a_piece_fails_the_load_with_the_file_named(
     f.write_bytes(data)
     monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
     monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
-    monkeypatch.setattr(loader, "_read_piece", _die)
-    monkeypatch.setattr(loader, "_pool_context", lambda: __import__("multiprocessing").get_context("fork"))
+    monkeypatch.setattr(loader, "_read_piece_task", _die)
+    monkeypatch.setattr(loader, "_pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
     with pytest.raises(TraceviewError, match=r"rank-0\.json"):
         tv.load(f, cache=False)
 
 
 def test_a_worker_dying_on_a_file_fails_the_load_with_the_file_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loader, "read_file", _die)
-    monkeypatch.setattr(loader, "_pool_context", lambda: __import__("multiprocessing").get_context("fork"))
+    monkeypatch.setattr(loader, "_read_file_task", _die)
+    monkeypatch.setattr(loader, "_pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
     with pytest.raises(TraceviewError, match=r"a worker process died while reading .*worker\d_step"):
         tv.load(tv.sample_path(), cache=False, engine="process")
+
+
+def test_auto_reads_one_big_file_alone_in_process_while_no_pool_starts_cheaply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _trace_text(_events(400))
+    f = tmp_path / "rank-0.json"
+    f.write_bytes(data)
+    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    calls: list[Path] = []
+    monkeypatch.setattr(loader, "_load_split", lambda tf, *a: calls.append(tf.path))
+    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: False)
+    tv.load(f, cache=False)
+    assert calls == []
+    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: True)
+    tv.load(f, cache=False)
+    assert calls == [f]
+    # engine="process" always reads one file in byte ranges.
+    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: False)
+    tv.load(f, cache=False, engine="process")
+    assert calls == [f, f]

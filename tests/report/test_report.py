@@ -97,10 +97,14 @@ def test_report_charts_draw_in_chromium_offline(report: Path, tmp_path: Path) ->
 def test_report_embeds_a_bounded_timeline(report: Path) -> None:
     text = report.read_text(encoding="utf-8")
     m = re.search(
-        r'<div class="tvr-timeline" data-source="tvr-timeline-data" data-levels="(\d+)" data-bytes="(\d+)">', text
+        r'<div class="tvr-timeline" data-source="tvr-timeline-data" data-levels="(\d+)" data-bytes="(\d+)" '
+        r'data-details="(\d)" data-counters="(\d+)">',
+        text,
     )
     assert m is not None, "the interactive timeline is in the Timeline section"
     assert int(m.group(1)) >= 2 and 0 < int(m.group(2)) <= DEFAULT_MAX_BYTES
+    # Search, hover names and range summaries are embedded; the sample has no memory records.
+    assert m.group(3) == "1" and m.group(4) == "0"
     assert '<script type="application/json" id="tvr-timeline-data">' in text
     assert "levels embedded" in text
 

@@ -316,3 +316,11 @@ def test_build_rank_index_is_the_per_rank_part(dlrm: tv.Trace) -> None:
     lane_base = min(r.lane for r in rows3)
     renumbered = [dataclasses.replace(r, id=r.id + rows3[0].id, lane=r.lane + lane_base) for r in part.info().rows]
     assert renumbered == rows3
+
+
+def test_report_details_are_identical_in_process_and_on_dask(dask_dlrm: tv.Trace, dlrm: tv.Trace) -> None:
+    from jupyter_traceview.views.timeline.details import timeline_details
+
+    a = timeline_details(TimelineIndex.of(dlrm), cells=256)
+    b = timeline_details(TimelineIndex.of(dask_dlrm), cells=256)
+    assert a is not None and a == b

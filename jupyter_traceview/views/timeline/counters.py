@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -236,3 +237,45 @@ def counter_meta(info: CounterInfo) -> CounterMeta:
         start=info.start,
         end=info.end,
     )
+
+
+#: Bound on the report's embedded counter levels (characters of base64 text): part of its 3 MB.
+COUNTER_LEVELS_MAX_BYTES = 400_000
+
+
+def counter_levels(
+    index: CounterIndex, end_ns: int, cells: Sequence[int], *, max_bytes: int = COUNTER_LEVELS_MAX_BYTES
+) -> dict[str, Any] | None:
+    """The memory lanes binned over ``[0, end_ns)`` at each of ``cells`` (coarsest first), for the HTML report.
+
+    Each level is :meth:`CounterIndex.window` over ``TimelineIndex.edges(0, end_ns, cells)``
+    (the binning of every counter surface, :func:`~jupyter_traceview.analysis.memory.binning.bin_step`):
+    per lane, ``allocated`` max and end, ``reserved`` max and end, float64 (NaN before the
+    lane's first record), deflated and base64-encoded. Levels are added while the text stays
+    within ``max_bytes``; None when the trace has no lane or not even the first level fits.
+    """
+    import base64
+    import zlib
+
+    if not index.lanes:
+        return None
+    ids = [c.id for c in index.lanes]
+    levels: list[dict[str, Any]] = []
+    size = 0
+    end = max(int(end_ns), 1)
+    for n in cells:
+        edges = (np.arange(n + 1, dtype=np.int64) * end) // n
+        wins = index.window(edges, ids)
+        arr = np.stack([np.stack([*w.series["allocated"], *w.series["reserved"]]) for w in wins])  # (lanes, 4, cells)
+        text = base64.b64encode(zlib.compress(np.ascontiguousarray(arr, dtype="<f8").tobytes(), 6)).decode("ascii")
+        if size + len(text) > max_bytes:
+            break
+        size += len(text)
+        levels.append({"cells": int(n), "data": text})
+    if not levels:
+        return None
+    return {
+        "lanes": ids,
+        "series": ["allocated_max", "allocated_end", "reserved_max", "reserved_end"],
+        "levels": levels,
+    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -665,9 +665,10 @@ def build_rank_index(data: RankData, t0_ns: int) -> RankIndex:
     return RankIndex(data, t0_ns)
 
 
-def _call_part(part: RankIndex, method: str, *args: Any) -> Any:
-    """``part.method(*args)``: how the coordinator's calls run on dask workers."""
-    return getattr(part, method)(*args)
+def _call_part(part: RankIndex, method: str | Callable[..., Any], *args: Any) -> Any:
+    """``part.method(*args)`` (or ``method(part, *args)`` for a module-level function): how the
+    coordinator's calls run on dask workers."""
+    return method(part, *args) if callable(method) else getattr(part, method)(*args)
 
 
 # ---------------------------------------------------------------------- where the parts live
@@ -683,8 +684,8 @@ class _LocalParts:
     def build(cls, trace: Trace, t0_ns: int) -> _LocalParts:
         return cls({r: build_rank_index(trace.rank_data(r), t0_ns) for r in trace.ranks})
 
-    def call(self, method: str, args: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
-        return {r: getattr(self.parts[r], method)(*a) for r, a in args.items()}
+    def call(self, method: str | Callable[..., Any], args: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
+        return {r: _call_part(self.parts[r], method, *a) for r, a in args.items()}
 
     def tabulate(self, grid_end: int, cells: int, min_size: int) -> None:
         for p in self.parts.values():
@@ -704,7 +705,7 @@ class _DaskParts:
     def build(cls, trace: Trace, t0_ns: int) -> _DaskParts:
         return cls(trace.client, trace.keep_on_workers(build_rank_index, t0_ns))
 
-    def call(self, method: str, args: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
+    def call(self, method: str | Callable[..., Any], args: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
         c = self.client
         futures = [c.submit(_call_part, self.futures[r], method, *a, pure=False) for r, a in args.items()]
         return dict(zip(args, c.gather(futures), strict=True))
