@@ -216,7 +216,7 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
           s,
           y + 1,
           slot.h - 2,
-          { fill: (k) => colors.kind(fd.kind[k]!) },
+          { fill: binFill((k) => colors.kind(fd.kind[k]!), fd.match) },
           batch,
           matches,
         );

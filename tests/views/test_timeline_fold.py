@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from contextlib import nullcontext
 from pathlib import Path
 from unittest import mock
@@ -17,6 +18,7 @@ from jupyter_traceview.model import intervals as iv
 from jupyter_traceview.views.colors import kind_code, kind_of
 from jupyter_traceview.views.timeline import coordinator, protocol
 from jupyter_traceview.views.timeline.index import NO_KIND, TimelineIndex
+from jupyter_traceview.views.timeline.pattern import compile_pattern
 from tests import kineto_builder as kb
 from tests.conftest import KINETO_FOLDERS
 from tests.views.test_timeline_index import SETTINGS, small_grid, traces, windows
@@ -87,6 +89,21 @@ def check_fold_window(index: TimelineIndex, rank: int, lo: int, hi: int, width: 
         expect = np.asarray(codes)[per.argmax(axis=0)]
         np.testing.assert_array_equal(fold.kind[clear], expect[clear])
         assert (fold.kind[per.sum(axis=0) == 0] == NO_KIND).all()
+
+
+def check_fold_matches(index: TimelineIndex, rank: int, lo: int, hi: int, width: int, pattern: str) -> None:
+    """While searching, the folded row counts the matches of every CPU event of the rank (any thread, any depth)."""
+    win = index.window(lo, hi, width, folds=[rank], pattern=pattern)
+    (fold,) = win.folds
+    assert fold.matches is not None
+    f = cpu_events(index, rank)
+    rx = compile_pattern(pattern)
+    m = f.loc[[bool(rx.search(n)) for n in f["name"]], "start"].to_numpy()
+    expect = [int(((m >= a) & (m < b)).sum()) for a, b in itertools.pairwise(win.edges)]
+    assert fold.matches.tolist() == expect
+    # Without a search the row carries no matches (nothing is dimmed).
+    (plain,) = index.window(lo, hi, width, folds=[rank]).folds
+    assert plain.matches is None
 
 
 def check_fold_summary(index: TimelineIndex, rank: int, lo: int, hi: int) -> None:
@@ -165,7 +182,9 @@ def test_fold_matches_brute_force(trace: tv.Trace, data: st.DataObject, grid: bo
         index = TimelineIndex(trace)
     for rank in trace.ranks:
         lo, hi = windows(index, data.draw)
-        check_fold_window(index, rank, lo, hi, data.draw(st.integers(1, 300)))
+        width = data.draw(st.integers(1, 300))
+        check_fold_window(index, rank, lo, hi, width)
+        check_fold_matches(index, rank, lo, hi, width, data.draw(st.sampled_from(["aten::", "mm$", "cuda", "nccl"])))
         check_fold_summary(index, rank, lo, hi)
 
 
@@ -177,6 +196,7 @@ def test_real_traces_fold(folder: str) -> None:
     for rank in trace.ranks[:2]:
         for lo, hi, width in [(0, end, 800), (end // 3, end // 3 + end // 50, 1200)]:
             check_fold_window(index, rank, lo, hi, width)
+            check_fold_matches(index, rank, lo, hi, width, "aten::(mm|addmm|linear)")
             check_fold_summary(index, rank, lo, hi)
 
 

@@ -11,7 +11,9 @@ it and the events starting in it, binned like every other row
 (:func:`~.binning._bin_batch`). A rank whose CPU rows hold no work (annotations only) folds
 its threads' top-level events instead.
 
-Hovering the row asks ``_fold`` (:func:`fold_summary`, :meth:`TimelineIndex.fold_summary`):
+While searching, the row's columns count the matches of every CPU event of the rank (any
+thread, any depth: :meth:`.rank_index.RankIndex.window`), so the front end dims and outlines
+it like the other rows. Hovering the row asks ``_fold`` (:func:`fold_summary`, :meth:`TimelineIndex.fold_summary`):
 for a time range, how many threads the rank has and how many work in it, the time any of them
 works and the time summed over threads, the events and the names taking most time.
 """

@@ -373,6 +373,7 @@ class RankIndex:
                 "row_cum": {},
                 "summary_cum": None,
                 "row_starts": {},
+                "fold_cum": None,
             }
             self._patterns[key] = entry
             while len(self._patterns) > 4:
@@ -385,6 +386,23 @@ class RankIndex:
             cm = np.concatenate(([0], np.cumsum(match["ev"][r.lo : r.hi])))
             match["row_cum"][r.info.id] = cm
         return np.asarray(cm)
+
+    def _fold_matches(self, match: dict[str, Any], edges: np.ndarray) -> np.ndarray:
+        """Matches among all the rank's CPU events (every thread and depth) starting in each column.
+
+        The folded row draws only each thread's outermost work, but a search must still show
+        where a nested operator matches, as the unfolded threads would.
+        """
+        fc = match["fold_cum"]
+        if fc is None:
+            cpu = [np.arange(r.lo, r.hi) for r in self.rows if r.info.type == "cpu"]
+            pos = np.concatenate(cpu) if cpu else np.empty(0, dtype=np.int64)
+            pos = pos[np.argsort(self.start[pos], kind="stable")]
+            fc = (self.start[pos], np.concatenate(([0], np.cumsum(match["ev"][pos]))))
+            match["fold_cum"] = fc
+        starts, cm = fc
+        counts: np.ndarray = np.diff(cm[_sorted_search(starts, edges, "left")]).astype(np.uint32)
+        return counts
 
     def _name_colors_at(self, r: _Row, edges: np.ndarray) -> np.ndarray:
         """Name colour of the event covering each column's centre (NO_KIND where none does)."""
@@ -482,6 +500,7 @@ class RankIndex:
                     coverage_ns=cov[j],
                     kind=kind[j],
                     count=np.diff(first[j]).astype(np.uint32),
+                    matches=self._fold_matches(match, edges) if match is not None else None,
                 )
         if not with_columns:
             return _PartWindow(rows=out, summary=sum_out, fold=fold_out)
