@@ -19,7 +19,7 @@ from ..model.rank_data import RankData, RankMeta
 from . import cache as _cache
 from . import pieces
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
-from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, read_bytes, trace_format
+from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, is_compressed, read_bytes, trace_format
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 
@@ -63,7 +63,6 @@ def read_file(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> lis
 #: Files bigger than this are read piece by piece (pieces of about this size): only one
 #: piece's Python objects exist at a time, and a plain file is never held whole in memory.
 PIECE_BYTES = 4 * 2**20
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _read_kineto(tf: TraceFile, options: ReadOptions) -> list[RankData]:
@@ -77,7 +76,7 @@ def _read_kineto(tf: TraceFile, options: ReadOptions) -> list[RankData]:
             pass  # read_bytes below says why
         else:
             try:
-                whole_data_in_pieces = read_at(0, 2) == _GZIP_MAGIC
+                whole_data_in_pieces = is_compressed(tf.path, read_at(0, 2))
                 if not whole_data_in_pieces:
                     return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, size, PIECE_BYTES), **kwargs)
             except (pieces.SplitFailed, OSError):

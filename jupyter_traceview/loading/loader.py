@@ -31,7 +31,15 @@ from .ingest import (
     with_rank,
 )
 from .readers.common import NotATraceError
-from .readers.files import DEFAULT_MAX_JSON_BYTES, NSYS_SUFFIXES, TraceFile, discover, read_bytes, trace_format
+from .readers.files import (
+    DEFAULT_MAX_JSON_BYTES,
+    NSYS_SUFFIXES,
+    TraceFile,
+    discover,
+    is_compressed,
+    read_bytes,
+    trace_format,
+)
 
 __all__ = ["load"]
 
@@ -507,7 +515,7 @@ def _load_split(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> l
     tmp: Path | None = None
     try:
         with open(tf.path, "rb") as fh:
-            compressed = fh.read(2) == b"\x1f\x8b"
+            compressed = is_compressed(tf.path, fh.read(2))
         if compressed:
             data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
             tmp = _scratch_copy(data)

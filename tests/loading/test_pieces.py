@@ -245,3 +245,18 @@ def test_auto_reads_one_big_file_alone_in_process_while_no_pool_starts_cheaply(
     monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: False)
     tv.load(f, cache=False, engine="process")
     assert calls == [f, f]
+
+
+@pytest.mark.parametrize("engine", ["serial", "process"])
+def test_a_big_plain_file_with_a_gz_name_is_refused_as_a_small_one_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """Read in pieces (or split across a pool), a .gz name on plain JSON gets the whole-file read's error."""
+    f = tmp_path / "rank-0.json.gz"
+    f.write_bytes(_trace_text(_events(300)))
+    monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
+    monkeypatch.setattr(loader, "_SPLIT_BYTES", 2000)
+    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    with pytest.raises(tv.TraceFormatError, match=r"has a \.gz name but is not gzip-compressed") as exc:
+        tv.load(f, cache=False, engine=engine)
+    assert str(f) in str(exc.value)

@@ -181,13 +181,24 @@ def read_bytes(path: Path, *, max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> b
         raise TraceFormatError(
             path, "is empty (0 bytes)", "The profiler may have crashed while writing it; record the trace again"
         )
-    if data[:2] == _GZIP_MAGIC:
+    if is_compressed(path, data[:2]):
         return _gunzip(path, data, max_json_bytes)
+    return data
+
+
+def is_compressed(path: Path, head: bytes) -> bool:
+    """Whether a file whose first bytes are ``head`` is gzip-compressed (by its magic bytes).
+
+    A ``.gz`` name on plain content is refused with a :class:`TraceFormatError`, however the
+    file is then read (whole, or in byte ranges).
+    """
+    if head[:2] == _GZIP_MAGIC:
+        return True
     if str(path).lower().endswith(".gz"):
         raise TraceFormatError(
             path, "has a .gz name but is not gzip-compressed", "Rename it to .json if it is plain JSON"
         )
-    return data
+    return False
 
 
 def _gunzip(path: Path, data: bytes, limit: int) -> bytes:
