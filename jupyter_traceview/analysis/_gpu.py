@@ -9,7 +9,8 @@ hundreds of ranks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import pandas as pd
 from ..model import intervals as iv
 from ..model.schema import GPU_ACTIVITY_KINDS, GpuClass
 from ..model.trace import Trace
+from ._memo import rank_memo, read_only, sharing
 
 __all__ = ["CLASSES", "COMM", "COMPUTE", "MEMORY", "OTHER", "Activities", "activities"]
 
@@ -48,6 +50,9 @@ class Activities:
     names: pd.Index
     launch_eid: np.ndarray
     rows: np.ndarray
+    #: Unions already computed, by classes: only on the shared (read-only) activities of a
+    #: :func:`._memo.shared_rank_facts` scope, None otherwise.
+    _unions: dict[tuple[int, ...], iv.Intervals] | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -87,6 +92,15 @@ class Activities:
 
     def union(self, *classes: int) -> iv.Intervals:
         """Union of the intervals of these classes (all work classes if none given)."""
+        if self._unions is None:
+            return self._union(classes)
+        found = self._unions.get(classes)
+        if found is None:
+            s, e = self._union(classes)
+            found = self._unions[classes] = (read_only(s), read_only(e))
+        return found
+
+    def _union(self, classes: tuple[int, ...]) -> iv.Intervals:
         if len(classes) == 1:
             sel = np.flatnonzero(self.cls == classes[0])
         elif classes:
@@ -110,8 +124,25 @@ def _lookup(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
 
 def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activities:
     """The GPU activities of ``rank``, clipped to ``trace.window`` (see ``gpu_activities``);
-    with ``work_only`` only compute, communication and memory (as :meth:`Activities.work`)."""
+    with ``work_only`` only compute, communication and memory (as :meth:`Activities.work`).
+
+    Inside :func:`._memo.shared_rank_facts`, computed once per rank table, window and
+    ``work_only`` and shared (read-only arrays, unions memoised)."""
     ev = trace.rank_data(rank).events
+    window = trace.window
+    if not sharing():
+        return _activities(ev, window, work_only)
+    return rank_memo(ev, ("activities", window, work_only), lambda: _shared(_activities(ev, window, work_only)))
+
+
+def _shared(a: Activities) -> Activities:
+    fields: dict[str, Any] = {
+        k: read_only(getattr(a, k)) for k in ("ts", "end", "cls", "stream", "name", "launch_eid", "rows")
+    }
+    return Activities(**fields, names=a.names, _unions={})
+
+
+def _activities(ev: pd.DataFrame, window: tuple[int, int] | None, work_only: bool) -> Activities:
     gpu_class = ev["gpu_class"].array
     cls_lut = _lut(gpu_class, {c: i for i, c in enumerate(CLASSES)})
     wanted = _lookup(ev["kind"].array, dict.fromkeys(_ACTIVITY_KINDS, 0)) == 0
@@ -121,8 +152,8 @@ def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activitie
     idx = np.flatnonzero(wanted)
     ts = ev["ts_ns"].to_numpy()[idx]
     end = ts + ev["dur_ns"].to_numpy()[idx]
-    if trace.window is not None:
-        lo, hi = trace.window
+    if window is not None:
+        lo, hi = window
         zero = end == ts
         ts = np.maximum(ts, lo)
         end = np.minimum(end, hi)
