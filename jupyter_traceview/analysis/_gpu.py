@@ -50,9 +50,12 @@ class Activities:
     names: pd.Index
     launch_eid: np.ndarray
     rows: np.ndarray
-    #: Unions already computed, by classes: only on the shared (read-only) activities of a
-    #: :func:`._memo.shared_rank_facts` scope, None otherwise.
-    _unions: dict[tuple[int, ...], iv.Intervals] | None = field(default=None, compare=False, repr=False)
+    #: Unions already computed: only on the shared (read-only) activities of a
+    #: :func:`._memo.shared_rank_facts` scope, None otherwise. One store for both variants
+    #: of a rank (all activities, work only): a union of work classes is the same in both.
+    _unions: dict[Any, iv.Intervals] | None = field(default=None, compare=False, repr=False)
+    #: The variant, in the keys of unions that include non-work classes.
+    _variant: bool = field(default=False, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -94,10 +97,11 @@ class Activities:
         """Union of the intervals of these classes (all work classes if none given)."""
         if self._unions is None:
             return self._union(classes)
-        found = self._unions.get(classes)
+        key: Any = classes if all(0 <= c < OTHER for c in classes) else (self._variant, classes)
+        found = self._unions.get(key)
         if found is None:
             s, e = self._union(classes)
-            found = self._unions[classes] = (read_only(s), read_only(e))
+            found = self._unions[key] = (read_only(s), read_only(e))
         return found
 
     def _union(self, classes: tuple[int, ...]) -> iv.Intervals:
@@ -132,14 +136,19 @@ def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activitie
     window = trace.window
     if not sharing():
         return _activities(ev, window, work_only)
-    return rank_memo(ev, ("activities", window, work_only), lambda: _shared(_activities(ev, window, work_only)))
+    unions: dict[Any, iv.Intervals] = rank_memo(ev, ("unions", window), dict)
+    if work_only:  # the work among all the activities (the same rows, in the same order)
+        return rank_memo(
+            ev, ("activities", window, True), lambda: _shared(activities(trace, rank).work(), unions, True)
+        )
+    return rank_memo(ev, ("activities", window, False), lambda: _shared(_activities(ev, window, False), unions, False))
 
 
-def _shared(a: Activities) -> Activities:
+def _shared(a: Activities, unions: dict[Any, iv.Intervals], variant: bool) -> Activities:
     fields: dict[str, Any] = {
         k: read_only(getattr(a, k)) for k in ("ts", "end", "cls", "stream", "name", "launch_eid", "rows")
     }
-    return Activities(**fields, names=a.names, _unions={})
+    return Activities(**fields, names=a.names, _unions=unions, _variant=variant)
 
 
 def _activities(ev: pd.DataFrame, window: tuple[int, int] | None, work_only: bool) -> Activities:

@@ -166,3 +166,21 @@ def test_shared_activities_are_read_only_with_the_same_unions(dlrm: tv.Trace, wo
         assert not table.flags.writeable
     assert np.array_equal(table, lk.eid_rows(dlrm.rank_data(1).events))
     assert activities(dlrm, 1, work_only=work_only).ts.flags.writeable  # outside a scope: own arrays
+
+
+def test_both_variants_share_the_unions_of_work_only() -> None:
+    """A union of work classes is computed once for both variants of a rank; one that
+    includes sync records (class ``other``: in the full variant only) is not shared."""
+    trace = tv.load(KINETO_FOLDERS["hta_alexnet"], cache=False, progress=False)  # has sync records
+    r = trace.ranks[0]
+    with shared_rank_facts():
+        full, work = activities(trace, r), activities(trace, r, work_only=True)
+        assert full.union(COMPUTE) is work.union(COMPUTE)
+        assert full.union() is work.union()
+        other_full, other_work = full.union(OTHER), work.union(OTHER)
+        assert len(other_full[0]) > 0 and len(other_work[0]) == 0
+        assert full.union(COMPUTE, OTHER)[0].tolist() != work.union(COMPUTE, OTHER)[0].tolist()
+    for acts in (activities(trace, r), activities(trace, r, work_only=True)):
+        for classes in [(), (COMPUTE,), (OTHER,), (COMPUTE, OTHER)]:
+            keep = np.isin(acts.cls, classes) if classes else (acts.cls >= 0) & (acts.cls < OTHER)
+            assert np.array_equal(acts.union(*classes)[0], iv.union(acts.ts[keep], acts.end[keep])[0])

@@ -19,7 +19,7 @@ from .._common import distinct_ints, scoped
 from .._memo import Memo, shared_rank_facts
 from ..host_findings import host_facts
 from ..launch import kernel_launch_stats, rows_of
-from ..stragglers import kind_from_name, stragglers
+from ..stragglers import kind_from_name, straggler_views
 from ..summary import summary
 from .config import FindingRules
 from .extraction import rank_facts
@@ -90,7 +90,7 @@ class Context:
                 self._memo[key] = compute()
         return self._memo[key]
 
-    def call(self, fn: Callable[..., pd.DataFrame], key: str, **kw: Any) -> pd.DataFrame:
+    def call(self, fn: Callable[..., Any], key: str, **kw: Any) -> Any:
         return self.get(key, lambda: fn(self.trace, time_range=self.time_range, **kw))
 
     # The analyses, by name.
@@ -104,7 +104,10 @@ class Context:
     def stragglers(self, by: str) -> pd.DataFrame:
         if len(self.gpu_ranks) < 2:
             return pd.DataFrame()
-        return self.call(stragglers, f"stragglers_{by}", by=by)
+        views: dict[str, pd.DataFrame] = self.call(
+            straggler_views, "stragglers", views=("rank", "collective", "arrival")
+        )
+        return views[by]
 
     def wait_ns(self) -> dict[int, int]:
         """Per rank, time waiting for late ranks in collectives (0 where unknown)."""
