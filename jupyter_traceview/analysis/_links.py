@@ -105,9 +105,11 @@ def _eid_rows(ev: pd.DataFrame) -> np.ndarray:
 def lookup(table: np.ndarray, eids: np.ndarray) -> np.ndarray:
     """Rows of ``eids`` through an :func:`eid_rows` table (-1 for -1 or absent eids)."""
     eids = np.asarray(eids, dtype=np.int64)
-    ok = (eids >= 0) & (eids < len(table))
-    out = np.full(len(eids), -1, dtype=np.int64)
-    out[ok] = table[eids[ok]]
+    if len(table) == 0:
+        return np.full(len(eids), -1, dtype=np.int64)
+    bad = (eids < 0) | (eids >= len(table))
+    out: np.ndarray = table[np.where(bad, 0, eids)]  # one gather, then the misses set to -1
+    out[bad] = -1
     return out
 
 

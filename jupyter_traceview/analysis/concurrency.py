@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
+from ..model import intervals as iv
 from ..model.intervals import at_least, coverage_of, step_function
 from ..model.schema import GPU_CLASS_CATEGORIES
 from ..model.trace import Trace
@@ -194,11 +195,10 @@ def kernel_overlap_stats(
             idle.append(r)
             continue
         dur = acts.end - acts.ts
-        comm_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMM)
-        comp_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMPUTE)
-        names = trace.rank_data(r).events["name"]
-        codes = names.cat.codes.to_numpy()[acts.rows].astype(np.int64)
-        cats = np.append(np.asarray(names.cat.categories, dtype=object), "")  # a missing name (-1) is ""
+        comm_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMM, acts.union(COMM))
+        comp_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMPUTE, acts.union(COMPUTE))
+        codes = acts.name.astype(np.int64)  # the rows' name codes
+        cats = np.append(np.asarray(acts.names, dtype=object), "")  # a missing name (-1) is ""
         codes[codes < 0] = len(cats) - 1
         # One key per (name, class): a name always has one class, but stay exact if not.
         # Keys are small (4 x the rank's name categories): count densely, keep those seen.
@@ -244,17 +244,20 @@ def kernel_overlap_stats(
     return out[list(columns)].astype(columns).reset_index(drop=True)
 
 
-def _overlap_by_others(start: np.ndarray, end: np.ndarray, cls: np.ndarray, target: int) -> np.ndarray:
+def _overlap_by_others(
+    start: np.ndarray, end: np.ndarray, cls: np.ndarray, target: int, target_union: iv.Intervals
+) -> np.ndarray:
     """Per activity, time during which some *other* activity of class ``target`` runs.
 
-    An activity of another class is covered wherever >= 1 target activity runs; one of the
-    target class itself wherever >= 2 do (itself and another).
+    An activity of another class is covered wherever >= 1 target activity runs (the union
+    of the target class, ``target_union``); one of the target class itself wherever >= 2 do
+    (itself and another).
     """
     is_t = cls == target
     out = np.zeros(len(start), dtype=np.int64)
     if not is_t.any():
         return out
     pos, level, _ = step_function(start[is_t], end[is_t])
-    out[~is_t] = coverage_of(at_least(pos, level, 1), start[~is_t], end[~is_t])
+    out[~is_t] = coverage_of(target_union, start[~is_t], end[~is_t])
     out[is_t] = coverage_of(at_least(pos, level, 2), start[is_t], end[is_t])
     return out

@@ -15,6 +15,7 @@ from ..model.schema import EventKind, GpuClass
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import distinct_ints, empty, pct, warn_no_gpu
+from ._gpu import COMM, activities
 
 __all__ = ["straggler_views", "stragglers"]
 
@@ -286,12 +287,20 @@ def _has_gpu(trace: Trace, rank: int) -> bool:
 def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int] | None) -> pd.DataFrame:
     """The rank's communication kernels with kind, stream, metadata and arrival time."""
     ev = trace.rank_data(rank).events
-    is_kernel = lk.category_mask(ev["kind"], [EventKind.KERNEL.value])
-    is_comm = is_kernel & lk.category_mask(ev["gpu_class"], [GpuClass.COMMUNICATION.value])
-    if window is not None:
-        ts = ev["ts_ns"].to_numpy()
-        is_comm = is_comm & (ts < window[1]) & (ts + ev["dur_ns"].to_numpy() > window[0])
-    rows = np.flatnonzero(is_comm)
+    kind = ev["kind"].array
+    kind_codes = np.asarray(kind.codes)
+    kernel_kind = np.append(np.asarray(kind.categories == EventKind.KERNEL.value, dtype=bool), False)
+    if window is None and trace.window is None:
+        # The rank's communication activities (shared with the other analyses), kernels only.
+        acts = activities(trace, rank, work_only=True)
+        rows = acts.rows[acts.cls == COMM]
+        rows = rows[kernel_kind[kind_codes[rows]]]
+    else:
+        is_comm = kernel_kind[kind_codes] & lk.category_mask(ev["gpu_class"], [GpuClass.COMMUNICATION.value])
+        if window is not None:
+            ts = ev["ts_ns"].to_numpy()
+            is_comm = is_comm & (ts < window[1]) & (ts + ev["dur_ns"].to_numpy() > window[0])
+        rows = np.flatnonzero(is_comm)
     if len(rows) == 0:
         return pd.DataFrame()
     table = lk.eid_rows(ev)
@@ -306,7 +315,7 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
         pos_of_row[c_rows] = c_pos
         meta_row = pos_of_row[rows]  # metadata on the kernel itself
         launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
-        cpu_meta = c_rows[~is_kernel[c_rows]]
+        cpu_meta = c_rows[~kernel_kind[kind_codes[c_rows]]]
         inner = lk.innermost(len(rows), lk.containing_pairs(ev, cpu_meta, launch))
         use = (meta_row < 0) & (inner >= 0)
         meta_row[use] = pos_of_row[inner[use]]

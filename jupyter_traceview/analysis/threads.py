@@ -168,17 +168,25 @@ def _thread_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarra
     n = len(pid)
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    p_codes, p_uniq = pd.factorize(pid)
-    t_codes, t_uniq = pd.factorize(tid)
-    if len(p_uniq) * len(t_uniq) > 4 * n + 1024:  # many threads: pack and hash the pairs
+    p_codes, n_p = _codes(pid)
+    t_codes, n_t = _codes(tid)
+    if n_p * n_t > 4 * n + 1024:  # many threads: pack and hash the pairs
         return lk.row_ids(np.column_stack((pid, tid)))
-    key = p_codes.astype(np.int64) * len(t_uniq) + t_codes
-    first_of_key = np.full(len(p_uniq) * len(t_uniq), n, dtype=np.int64)
+    key = p_codes * n_t + t_codes
+    first_of_key = np.full(n_p * n_t, n, dtype=np.int64)
     first_of_key[key[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)  # the first row wins
     seen = np.flatnonzero(first_of_key < n)
     dense = np.empty(len(first_of_key), dtype=np.int64)
     dense[seen] = np.arange(len(seen), dtype=np.int64)
     return dense[key], first_of_key[seen]
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense int64 codes of ``values`` and how many there are (one value: no hashing)."""
+    if values[0] == values.min() == values.max():
+        return np.zeros(len(values), dtype=np.int64), 1
+    codes, uniq = pd.factorize(values)
+    return codes.astype(np.int64), len(uniq)
 
 
 def _rank_threads(trace: Trace, rank: int, window: tuple[int, int] | None, bins: int) -> pd.DataFrame | None:
