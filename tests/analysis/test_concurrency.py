@@ -138,3 +138,31 @@ def test_cpu_only_and_bad_options() -> None:
         tv.concurrency(trace, cap=0)
     with pytest.raises(tv.OptionError):
         tv.kernel_overlap_stats(trace, per="ranks")  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 12), st.integers(0, 3)),  # start, length (0 too), class
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_overlap_by_others_with_the_target_union(acts: list[tuple[int, int, int]]) -> None:
+    """Covered by >= 1 target activity, read from the target class' union (zero-length
+    activities included there), equals the level->=1 set of the step function it replaced."""
+    from jupyter_traceview.analysis.concurrency import _overlap_by_others
+    from jupyter_traceview.model import intervals as iv
+
+    start = np.array([a[0] for a in acts], dtype=np.int64)
+    end = start + np.array([a[1] for a in acts], dtype=np.int64)
+    cls = np.array([a[2] for a in acts], dtype=np.int8)
+    for target in range(4):
+        is_t = cls == target
+        want = np.zeros(len(start), dtype=np.int64)
+        if is_t.any():
+            pos, level, _ = iv.step_function(start[is_t], end[is_t])
+            want[~is_t] = iv.coverage_of(iv.at_least(pos, level, 1), start[~is_t], end[~is_t])
+            want[is_t] = iv.coverage_of(iv.at_least(pos, level, 2), start[is_t], end[is_t])
+        got = _overlap_by_others(start, end, cls, target, iv.union(start[is_t], end[is_t]))
+        assert np.array_equal(got, want)

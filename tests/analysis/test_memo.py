@@ -184,3 +184,18 @@ def test_both_variants_share_the_unions_of_work_only() -> None:
         for classes in [(), (COMPUTE,), (OTHER,), (COMPUTE, OTHER)]:
             keep = np.isin(acts.cls, classes) if classes else (acts.cls >= 0) & (acts.cls < OTHER)
             assert np.array_equal(acts.union(*classes)[0], iv.union(acts.ts[keep], acts.end[keep])[0])
+
+
+def test_lookup_as_defined() -> None:
+    """``_links.lookup`` (one gather, misses set after): the row of each eid, -1 for -1,
+    out-of-range and absent eids; through a read-only shared table too."""
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 50):
+        eids = np.sort(rng.choice(200, size=n, replace=False)).astype(np.int64)
+        ev = pd.DataFrame({"eid": eids})
+        table = lk.eid_rows(ev)
+        asked = rng.integers(-3, 260, size=300)
+        want = np.array([int(np.flatnonzero(eids == e)[0]) if e in set(eids.tolist()) else -1 for e in asked])
+        assert np.array_equal(lk.lookup(table, asked), want)
+        with shared_rank_facts():
+            assert np.array_equal(lk.lookup(lk.eid_rows(ev), asked), want)
