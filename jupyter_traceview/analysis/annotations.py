@@ -16,6 +16,7 @@ from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, pct, warn_no_gpu
 from ._gpu import activities
+from .launch import rows_of
 
 __all__ = ["user_annotation_breakdown"]
 
@@ -125,7 +126,7 @@ def user_annotation_breakdown(
     seen_any = False
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        acts = _work_activities(trace, r, window)
+        acts = _work_activities(trace, r, window, with_device=kind == "gpu")
         if not len(acts["ts_ns"]):
             no_gpu.append(r)
         is_ann = lk.category_mask(ev["kind"], [ann_kind])
@@ -161,25 +162,23 @@ def user_annotation_breakdown(
     return out.astype(ANNOTATION_COLUMNS)
 
 
-def _work_activities(trace: Trace, rank: int, window: tuple[int, int] | None) -> dict[str, np.ndarray]:
+def _work_activities(
+    trace: Trace, rank: int, window: tuple[int, int] | None, *, with_device: bool = True
+) -> dict[str, np.ndarray]:
     """The rank's GPU work (compute, communication, memory; clipped to ``trace.window``, then
     to ``window`` as :func:`._links.clip_to_window`), in start order: only the columns the
     breakdown reads, gathered from the events by row."""
     a = activities(trace, rank, work_only=True)
-    ts, end, rows = a.ts, a.end, a.rows
+    ts, end, rows, launch_eid, stream = a.ts, a.end, a.rows, a.launch_eid, a.stream
     if window is not None:
         lo, hi = window
         c_ts, c_end = np.maximum(ts, lo), np.minimum(end, hi)
         keep = np.flatnonzero((c_end > c_ts) | ((end == ts) & (ts >= lo) & (ts < hi)))
-        ts, end, rows = c_ts[keep], c_end[keep], rows[keep]
-    ev = trace.rank_data(rank).events
-    return {
-        "ts_ns": ts,
-        "end_ns": end,
-        "launch_eid": ev["launch_eid"].to_numpy()[rows],
-        "device": ev["device"].to_numpy()[rows],
-        "stream": ev["stream"].to_numpy()[rows],
-    }
+        ts, end, rows, launch_eid, stream = c_ts[keep], c_end[keep], rows[keep], launch_eid[keep], stream[keep]
+    out = {"ts_ns": ts, "end_ns": end, "launch_eid": launch_eid, "stream": stream}
+    if with_device:  # only kind="gpu" matches activities by device and stream
+        out["device"] = trace.rank_data(rank).events["device"].to_numpy()[rows]
+    return out
 
 
 def _rank_breakdown(
@@ -200,18 +199,18 @@ def _rank_breakdown(
         a_start, a_end = np.maximum(a_start, lo), np.minimum(a_end, hi)
         a_end = np.maximum(a_end, a_start)
     a_dur = a_end - a_start
-    codes = ev["name"].cat.codes.to_numpy().astype(np.int64)[ann_rows]
-    cats = np.asarray(ev["name"].cat.categories.astype(str), dtype=object)
+    codes = np.asarray(ev["name"].array.codes)[ann_rows].astype(np.int64)
 
     # Dense name ids, the names beyond top_k (by total duration) pooled into "others".
     uniq, gid = np.unique(codes, return_inverse=True)
     gid = gid.reshape(-1)
-    names = cats[uniq].astype(object)
+    # The texts of these names only (a rank has many more names than annotation names).
+    names = np.asarray(ev["name"].array.categories[uniq].astype(str), dtype=object)
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)
         # Names sort through their dense ranks: no fixed-width string array as wide as the longest name.
-        name_order = pd.factorize(pd.Series(names, dtype=object).astype(str), sort=True)[0]
+        name_order = _text_ranks(names)
         rank_of[np.lexsort((name_order, -totals))] = np.arange(len(uniq))
         kept = rank_of < top_k
         remap = np.where(kept, np.cumsum(kept) - 1, int(kept.sum()))
@@ -253,9 +252,18 @@ def _rank_breakdown(
         s, e = iv.union(acts["ts_ns"], acts["end_ns"])
         out["gpu_busy_pct"] = np.asarray(pct(out["gpu_busy_ns"], iv.length(s, e)), dtype=np.float64)
     # Sorted by total_ns descending, then name (the names' sorted ranks break ties).
-    name_rank = pd.factorize(pd.Series(names, dtype=object).astype(str), sort=True)[0]
+    name_rank = _text_ranks(names)
     o = np.lexsort((name_rank, -total_ns))
     return {c: v[o] for c, v in out.items()}
+
+
+def _text_ranks(names: np.ndarray) -> np.ndarray:
+    """Dense ranks of texts in sorted order (equal texts, equal ranks), as
+    ``pd.factorize(..., sort=True)`` numbers them: for the few names of a breakdown, Python's
+    sort (code point order, which is also UTF-8 byte order) beats building a string array."""
+    texts = [str(x) for x in names.tolist()]
+    rank_of = {t: i for i, t in enumerate(sorted(set(texts)))}
+    return np.array([rank_of[t] for t in texts], dtype=np.int64)
 
 
 def _launched_inside(
@@ -263,8 +271,7 @@ def _launched_inside(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(name id, start, end, activity index) for each activity launched inside a range of
     that name, each (name id, activity) once, in activity order."""
-    table = lk.eid_rows(ev)
-    launch = lk.lookup(table, acts["launch_eid"])
+    launch = rows_of(ev, acts["launch_eid"])
     act_i, g = _launch_groups(ev, ann_rows, gid, launch, scope)
     return g, acts["ts_ns"][act_i], acts["end_ns"][act_i], act_i
 

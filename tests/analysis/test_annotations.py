@@ -216,3 +216,17 @@ def test_launch_groups_equal_the_deduplicated_pairs(
     i, r = lk.containing_pairs(ev, ann_rows, launch, scope=scope)
     want = sorted({(int(a), int(g)) for a, g in zip(i, ev["g"].to_numpy()[r], strict=True)})
     assert list(zip(got[0].tolist(), got[1].tolist(), strict=True)) == want
+
+
+def test_text_ranks_as_pandas_sorted_factorize() -> None:
+    """annotations._text_ranks numbers texts as pd.factorize(sort=True) does (ties, accents,
+    case, astral characters, "others")."""
+    from jupyter_traceview.analysis.annotations import OTHERS, _text_ranks
+
+    rng = np.random.default_rng(5)
+    alphabet = ["a", "b", "B", "é", "É", " ", "#", "1", "\U0001f600", "z"]
+    for _ in range(200):
+        texts = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 4)))) for _ in range(int(rng.integers(1, 12)))]
+        names = np.array([*texts, OTHERS], dtype=object)
+        want = pd.factorize(pd.Series(names, dtype=object).astype(str), sort=True)[0]
+        assert np.array_equal(_text_ranks(names), want)
