@@ -78,9 +78,16 @@ def clip_to_window(frame: pd.DataFrame, window: tuple[int, int] | None) -> pd.Da
 
 def category_mask(column: pd.Series, values: Iterable[str]) -> np.ndarray:
     """Rows of a categorical column whose value is in ``values``, tested once per category."""
-    cats = column.cat.categories
-    lut = np.append(np.asarray(cats.isin(list(values)), dtype=bool), False)  # code -1 (NaN) -> False
-    out: np.ndarray = lut[column.cat.codes.to_numpy()]
+    cat = column.array
+    cats = cat.categories
+    values = list(values)
+    if len(cats) <= 256:  # few categories (kinds, classes): a set test each, no Arrow kernel
+        wanted = set(values)
+        flags = np.fromiter((c in wanted for c in cats.tolist()), dtype=bool, count=len(cats))
+    else:
+        flags = np.asarray(cats.isin(values), dtype=bool)
+    lut = np.append(flags, False)  # code -1 (NaN) -> False
+    out: np.ndarray = lut[np.asarray(cat.codes)]
     return out
 
 
