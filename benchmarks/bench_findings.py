@@ -3,6 +3,7 @@
     python benchmarks/synth.py benchmarks/.data/synth_8x100000 --ranks 8 --events 100000
     python benchmarks/bench_findings.py benchmarks/.data/synth_8x100000 [--runs 3]
     flock /work/big.lock python benchmarks/bench_findings.py benchmarks/.data/synth_64x1000000 --runs 1 --per-rule
+    python benchmarks/bench_findings.py benchmarks/.data/synth_64x1000000 --ranks 4 --only-per-rule
 
 Process CPU time rather than wall time: on a shared machine the wall clock measures the
 neighbours (the wall time is printed too, with the load average). The first ``tv.load``
@@ -36,10 +37,14 @@ CALLS: dict[str, Callable[[tv.Trace], object]] = {
 }
 
 
+#: Load only the first N ranks (``--ranks``; None: all).
+RANKS: int | None = None
+
+
 def _load(path: Path) -> tv.Trace:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. a DONE marker file next to the traces
-        return tv.load(path, progress=False)
+        return tv.load(path, progress=False, ranks=None if RANKS is None else range(RANKS))
 
 
 def _timed(fn: Callable[[], object]) -> tuple[float, float]:
@@ -87,7 +92,10 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3, help="later calls timed after the first (median)")
     p.add_argument("--per-rule", action="store_true", help="also time the findings rules one by one")
     p.add_argument("--only-per-rule", action="store_true", help="only the per-rule table (one findings run)")
+    p.add_argument("--ranks", type=int, help="load only the first N ranks (e.g. 4 of the 64 x 1M set)")
     args = p.parse_args()
+    global RANKS
+    RANKS = args.ranks
     if not args.only_per_rule:
         calls(args.paths, args.runs)
     if args.per_rule or args.only_per_rule:
