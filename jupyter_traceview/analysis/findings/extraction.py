@@ -18,7 +18,7 @@ from ...model.schema import EventKind, GpuClass
 from ...model.trace import Trace
 from .._common import distinct_ints
 from .._gpu import activities
-from ..launch import kind_mask, rows_of
+from ..launch import rows_of
 
 __all__ = ["BLOCKING_CALLS", "rank_facts"]
 
@@ -106,8 +106,12 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     names = ev["name"]
     name_codes = np.asarray(names.array.codes)  # the codes as stored (int8-32): gathered, then widened
     categories = names.cat.categories
-    host_call = kind_mask(ev, [EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value])
-    blocking = np.flatnonzero(host_call & _codes_in(name_codes, categories, BLOCKING_CALLS))
+    # Rows named as a blocking call, then those that are host calls (the kind tested there only).
+    blocking = np.flatnonzero(_codes_in(name_codes, categories, BLOCKING_CALLS))
+    kinds = ev["kind"].array
+    host_kinds = {EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value}
+    host_kind = np.array([c in host_kinds for c in kinds.categories.tolist()] + [False], dtype=bool)
+    blocking = blocking[host_kind[np.asarray(kinds.codes)[blocking]]]
     parent = ev["parent_eid"].to_numpy()
     args = trace.rank_data(r).gpu_args
     pg = args.loc[args["pageable"].to_numpy()]
@@ -163,7 +167,9 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     n_codes = len(categories)
     occ_ns = np.bincount(codes, weights=d, minlength=n_codes)
     occ_w = np.bincount(codes, weights=d * occ, minlength=n_codes)
-    out["occupancy"] = {str(categories[c]): (float(occ_ns[c]), float(occ_w[c])) for c in distinct_ints(codes).tolist()}
+    seen = distinct_ints(codes)
+    texts = np.asarray(categories[seen].astype(str), dtype=object).tolist()  # one conversion for all names
+    out["occupancy"] = {t: (float(occ_ns[c]), float(occ_w[c])) for t, c in zip(texts, seen.tolist(), strict=True)}
     return out
 
 
@@ -197,7 +203,8 @@ def _top_names(codes: np.ndarray, categories: pd.Index, rows: np.ndarray, k: int
     if len(seen) > k:  # only names counted at least as often as the k-th can be among the top
         kth = np.partition(counts[seen], len(seen) - k)[len(seen) - k]
         seen = seen[counts[seen] >= kth]
-    items = sorted(((str(categories[i]), int(counts[i])) for i in seen), key=lambda kv: (-kv[1], kv[0]))[:k]
+    texts = np.asarray(categories[seen].astype(str), dtype=object).tolist()  # one conversion, not one per name
+    items = sorted(zip(texts, counts[seen].tolist(), strict=True), key=lambda kv: (-kv[1], kv[0]))[:k]
     return [[n, m] for n, m in items]
 
 
