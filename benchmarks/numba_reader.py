@@ -12,11 +12,17 @@ with a hash table written in numba (equal bytes checked, so exact), and the read
 (values, dtypes, categories) and the metadata equal what the msgspec path gives, then times
 both paths interleaved, and the stages of the numba one.
 
-A prototype: it handles the common subset (plain ASCII text without escapes, integer pids
-and tids, complete and flow events, the usual ``args``) and raises ``Fallback`` on anything
-else (instant events, B/E pairs, memory records, string pids, exponents, escapes, ...),
-where a real reader would read that piece with the msgspec path. Its skipping of unread
-values does not validate JSON as strictly as msgspec does (a real one must, or fall back).
+A prototype: it handles the common subset (ASCII text without escapes, integer pids and
+tids, complete, instant and flow events, the usual ``args``); a piece with anything else
+(B/E pairs, memory records, Kineto's "Spans" pseudo-events, string streams, ``args.rank``,
+escapes, ...) is read by the msgspec path, as a real reader would, and the pieces of both
+kinds are merged. Floats are exact: a mantissa under 2**53 divided by an exact power of
+ten (one correctly rounded division), anything else (17-digit doubles, exponents) left to
+Python's ``float()``. Its skipping of unread values does not validate JSON as strictly as
+msgspec does (a real one must, or fall back).
+
+``--check BYTES PATH...`` reads every trace under the paths in pieces of about BYTES both
+ways and compares the tables (no timing): the mixed scanner/msgspec read must be identical.
 
 numba is not a dependency of the project; run this in a scratch environment:
 
@@ -25,11 +31,14 @@ numba is not a dependency of the project; run this in a scratch environment:
     python benchmarks/synth.py /tmp/synth1 --ranks 1 --events 100000
     /tmp/nb/bin/python benchmarks/numba_reader.py /tmp/synth1/rank-0.pt.trace.json --fresh   # times the JIT compile
     /tmp/nb/bin/python benchmarks/numba_reader.py /tmp/synth1/rank-0.pt.trace.json           # compiled code from the cache
+    /tmp/nb/bin/python benchmarks/numba_reader.py tests/data /work/shared/traces --check 65536
 """
 
 # ruff: noqa: E402  (numba is imported after its cache folder is set)
 from __future__ import annotations
 
+import collections
+import functools
 import os
 import shutil
 import sys
@@ -177,9 +186,14 @@ def _skip(b, i):
 
 @_jit
 def _num(b, i, pow10):
+    """(end, is_int, int value, float value, ok) of the JSON number at i; not ok where this fast
+    path cannot give the exact value (exponents, over 18 digits, a mantissa over 2**53) or the
+    text is not a JSON number."""
     neg = b[i] == 45
     if neg:
         i += 1
+    if b[i] == 48 and 48 <= b[i + 1] <= 57:
+        return i, False, 0, 0.0, False  # a leading zero: not JSON
     m = 0
     nd = 0
     while 48 <= b[i] <= 57:
@@ -189,17 +203,50 @@ def _num(b, i, pow10):
     frac = 0
     if b[i] == 46:
         i += 1
+        if not 48 <= b[i] <= 57:
+            return i, False, 0, 0.0, False
         while 48 <= b[i] <= 57:
             m = m * 10 + (b[i] - 48)
             nd += 1
             frac += 1
             i += 1
-    if b[i] == 101 or b[i] == 69 or nd == 0 or nd > 15:
+    if b[i] == 101 or b[i] == 69 or nd == 0 or nd > 18:
         return i, False, 0, 0.0, False
     if frac == 0:
         return i, True, -m if neg else m, 0.0, True
+    if m > 9007199254740992:  # 2**53: the division below would not be exact
+        return i, False, 0, 0.0, False
     f = m / pow10[frac]
     return i, False, 0, -f if neg else f, True
+
+
+@_jit
+def _num_end(b, i):
+    """End of the JSON number at i (the full grammar), or -1."""
+    if b[i] == 45:
+        i += 1
+    if b[i] == 48:
+        i += 1
+    elif 49 <= b[i] <= 57:
+        while 48 <= b[i] <= 57:
+            i += 1
+    else:
+        return -1
+    if b[i] == 46:
+        i += 1
+        if not 48 <= b[i] <= 57:
+            return -1
+        while 48 <= b[i] <= 57:
+            i += 1
+    if b[i] == 101 or b[i] == 69:
+        i += 1
+        if b[i] == 43 or b[i] == 45:
+            i += 1
+        if not 48 <= b[i] <= 57:
+            return -1
+        while 48 <= b[i] <= 57:
+            i += 1
+    return i
 
 
 @_jit
@@ -213,16 +260,20 @@ def _lookup(th, tk, tc, tl, h, n):
 
 
 @_jit
-def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el, at, ak, ac, al, pow10):
-    """Events of the array at i; returns (count, status) -- status 0 ok, else the byte where it gave up."""
+def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el, at, ak, ac, al, pow10, slow):
+    """Events of the array at i: (count, 0, floats left to Python), or (-1, the byte where it gave up, 0).
+
+    Floats the fast path cannot make exact are left as (row, column, start, end) in ``slow``
+    for Python's ``float()`` (correctly rounded, as msgspec is)."""
     n = 0
+    n_slow = 0
     cap = len(ph)
     while True:
         i = _ws(b, i)
         if b[i] == 93:
-            return n, 0
+            return n, 0, n_slow
         if b[i] != 123 or n >= cap:
-            return -1, i
+            return -1, i, 0
         ev_span[n, 0] = i
         i += 1
         ph[n] = 0
@@ -241,64 +292,70 @@ def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el,
                 i += 1
                 break
             if b[i] != 34:
-                return -1, i
+                return -1, i, 0
             ks = i + 1
             i, h = _str(b, i)
             if i < 0:
-                return -1, ks
+                return -1, ks, 0
             kid, col = _lookup(et, ek, ec, el, h, i - 1 - ks)
             i = _ws(b, i)
             if b[i] != 58:
-                return -1, i
+                return -1, i, 0
             i = _ws(b, i + 1)
             if kid >= 0:
                 bit = 1 << col
                 if seen & bit:
-                    return -1, i  # duplicate key
+                    return -1, i, 0  # duplicate key
                 seen |= bit
             if col == 0 and kid >= 0:  # ph
                 if b[i] != 34:
-                    return -1, i
+                    return -1, i, 0
                 if b[i + 1] == 34:
                     ph[n] = 0
                     i += 2
                 else:
                     if b[i + 2] != 34:
-                        return -1, i
+                        return -1, i, 0
                     c = b[i + 1]
                     ok = False
                     for p in PHASES:
                         if p == c:
                             ok = True
                     if not ok:
-                        return -1, i
+                        return -1, i, 0
                     ph[n] = c
                     i += 3
             elif (col == 1 or col == 2) and kid >= 0:  # cat, name
                 if b[i] != 34:
-                    return -1, i
+                    return -1, i, 0
                 e, hh = _str(b, i)
                 if e < 0:
-                    return -1, i
+                    return -1, i, 0
                 spans[n, 2 * (col - 1)] = i + 1
                 spans[n, 2 * (col - 1) + 1] = e - 1
                 hashes[n, col - 1] = hh
                 i = e
             elif (col == 3 or col == 4) and kid >= 0:  # pid, tid
                 if b[i] == 34:
-                    return -1, i
+                    return -1, i, 0
                 i, isint, iv, fv, ok = _num(b, i, pow10)
                 if not (ok and isint):
-                    return -1, i
+                    return -1, i, 0
                 pidtid[n, col - 3] = iv
             elif (col == 5 or col == 6) and kid >= 0:  # ts, dur
+                i0 = i
                 i, isint, iv, fv, ok = _num(b, i, pow10)
-                if not ok:
-                    return -1, i
-                floats[n, col - 5] = float(iv) if isint else fv
+                if ok:
+                    floats[n, col - 5] = float(iv) if isint else fv
+                else:
+                    i = _num_end(b, i0)
+                    if i < 0 or n_slow >= len(slow):
+                        return -1, i0, 0
+                    slow[n_slow, 0], slow[n_slow, 1], slow[n_slow, 2], slow[n_slow, 3] = n, col - 5, i0, i
+                    n_slow += 1
             elif col == 7 and kid >= 0:  # args
                 if b[i] != 123:
-                    return -1, i
+                    return -1, i, 0
                 i += 1
                 aseen = np.uint64(0)
                 while True:
@@ -307,42 +364,48 @@ def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el,
                         i += 1
                         break
                     if b[i] != 34:
-                        return -1, i
+                        return -1, i, 0
                     ks = i + 1
                     i, h = _str(b, i)
                     if i < 0:
-                        return -1, ks
+                        return -1, ks, 0
                     akid, acol = _lookup(at, ak, ac, al, h, i - 1 - ks)
                     i = _ws(b, i)
                     if b[i] != 58:
-                        return -1, i
+                        return -1, i, 0
                     i = _ws(b, i + 1)
                     if akid < 0:
                         i = _skip(b, i)
                         if i < 0:
-                            return -1, ks
+                            return -1, ks, 0
                     else:
                         kind = akid // 100
                         abit = np.uint64(1) << np.uint64(akid % 100)
                         if aseen & abit:
-                            return -1, i
+                            return -1, i, 0
                         aseen |= abit
                         if kind == 0 or kind == 7 or kind == 8:
                             if b[i] == 34:
-                                return -1, i
+                                return -1, i, 0
                             i, isint, iv, fv, ok = _num(b, i, pow10)
                             if not (ok and isint):
-                                return -1, i
+                                return -1, i, 0
                             if kind == 7 and (iv < -1 or iv > 32767):
-                                return -1, i
+                                return -1, i, 0
                             ints[n, acol] = iv
                         elif kind == 1:
                             if b[i] == 34 or b[i] == 110:
-                                return -1, i
+                                return -1, i, 0
+                            i0 = i
                             i, isint, iv, fv, ok = _num(b, i, pow10)
-                            if not ok:
-                                return -1, i
-                            floats[n, acol] = float(iv) if isint else fv
+                            if ok:
+                                floats[n, acol] = float(iv) if isint else fv
+                            else:
+                                i = _num_end(b, i0)
+                                if i < 0 or n_slow >= len(slow):
+                                    return -1, i0, 0
+                                slow[n_slow, 0], slow[n_slow, 1], slow[n_slow, 2], slow[n_slow, 3] = n, acol, i0, i
+                                n_slow += 1
                         elif kind == 2:
                             if b[i] == 91:
                                 i += 1
@@ -350,41 +413,41 @@ def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el,
                                     i = _ws(b, i)
                                     i, isint, iv, fv, ok = _num(b, i, pow10)
                                     if not (ok and isint):
-                                        return -1, i
+                                        return -1, i, 0
                                     ints[n, acol + k] = min(iv, 2147483647)
                                     i = _ws(b, i)
                                     if k < 2:
                                         if b[i] != 44:
-                                            return -1, i
+                                            return -1, i, 0
                                         i += 1
                                 if b[i] != 93:
-                                    return -1, i
+                                    return -1, i, 0
                                 i += 1
                             elif b[i] == 34:  # a string grid (Triton launches on CPU ops): -1s
                                 e, _ = _str(b, i)
                                 if e < 0:
-                                    return -1, i
+                                    return -1, i, 0
                                 i = e
                             elif b[i] == 110:  # null
                                 i += 4
                             else:
-                                return -1, i
+                                return -1, i, 0
                         elif kind == 3:
                             if b[i] == 110:
                                 i += 4
                             elif b[i] == 34:
                                 e, _ = _str(b, i)
                                 if e < 0:
-                                    return -1, i
+                                    return -1, i, 0
                                 spans[n, 2 * acol] = i + 1
                                 spans[n, 2 * acol + 1] = e - 1
                                 i = e
                             else:
-                                return -1, i
+                                return -1, i, 0
                         elif kind == 4:
                             e = _skip(b, i)
                             if e < 0:
-                                return -1, i
+                                return -1, i, 0
                             spans[n, 2 * acol] = i
                             spans[n, 2 * acol + 1] = e
                             i = e
@@ -392,21 +455,21 @@ def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el,
                             meta_args = True
                             i = _skip(b, i)
                             if i < 0:
-                                return -1, ks
+                                return -1, ks, 0
                         else:
-                            return -1, i
+                            return -1, i, 0
                     i = _ws(b, i)
                     if b[i] == 44:
                         i += 1
             else:
                 i = _skip(b, i)
                 if i < 0:
-                    return -1, i
+                    return -1, i, 0
             i = _ws(b, i)
             if b[i] == 44:
                 i += 1
         if meta_args and ph[n] != 77:
-            return -1, i
+            return -1, i, 0
         ev_span[n, 1] = i
         n += 1
         i = _ws(b, i)
@@ -490,6 +553,8 @@ def _texts(data: bytes, spans: np.ndarray, rows: np.ndarray, col: int) -> list[s
 
 
 def part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span, state, offset):
+    """kineto._Part of one piece from the scanner's columns; Fallback (state untouched) where the
+    piece needs what this prototype does not do."""
     phc = _PH_LUT[ph[:n]]
     if (phc < 0).any():
         raise Fallback("phase")
@@ -497,18 +562,10 @@ def part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span,
     if counts[K._PH["B"]] + counts[K._PH["E"]]:
         raise Fallback("B/E")
     n_meta = int(counts[K._PH["M"]])
-    if n_meta:
-        m_rows = np.flatnonzero(phc == K._PH["M"])
-        buf = b"[" + b",".join(data[s:e] for s, e in ev_span[m_rows].tolist()) + b"]"
-        state.meta_events += K._LIST_DECODER.decode(buf)
     is_kept = K._KEPT_LUT[phc]
     k = np.flatnonzero(is_kept)
     n_flow = int(counts[K._PH["s"]] + counts[K._PH["f"]] + counts[K._PH["t"]])
-    state.count("flow events", n_flow)
-    state.count("other phases", n - len(k) - n_meta - n_flow)
     is_instant = phc[k] != K._PH["X"]
-    if is_instant.any():
-        raise Fallback("instants")  # (args.rank, memory records: not in this experiment)
     arr = np.frombuffer(data, np.uint8)
     sk = spans[k]
     hk = hashes[k]
@@ -518,8 +575,11 @@ def part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span,
     names = _texts(data, sk, name_first, 1)
     if "Trace" in cat_values:
         raise Fallback("profiler markers")
+    if any(nm in memory.MEMORY_EVENT_NAMES for nm in names):
+        raise Fallback("memory records")
     ts = floats[k, 0]
     dur = floats[k, 1]
+    dur[is_instant & np.isnan(dur)] = 0.0
     if np.isnan(dur).any() or (dur < 0).any() or not np.isfinite(ts).all() or np.isinf(dur).any():
         raise Fallback("malformed")
     with np.errstate(invalid="ignore", over="ignore"):
@@ -528,6 +588,13 @@ def part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span,
     nk = len(k)
     if nk and float(np.abs(ts).max()) >= K._FLOAT_EXACT_US and not np.array_equal(ts, np.floor(ts)):
         raise Fallback("ns timestamps")
+    # No Fallback after this point: the file's state takes this piece.
+    if n_meta:
+        m_rows = np.flatnonzero(phc == K._PH["M"])
+        buf = b"[" + b",".join(data[s:e] for s, e in ev_span[m_rows].tolist()) + b"]"
+        state.meta_events += K._LIST_DECODER.decode(buf)
+    state.count("flow events", n_flow)
+    state.count("other phases", n - len(k) - n_meta - n_flow)
     if nk and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
         state.ts_ns_precision = True
     cat_to_code = np.array(
@@ -644,11 +711,16 @@ def part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span,
     )
 
 
-def parse_fast(path: Any, piece_bytes: int = 4 * 2**20) -> Any:
-    """The rank tables of a plain Kineto file, its pieces read by the scanner (or Fallback)."""
+def parse_fast(path: Any, piece_bytes: int = 4 * 2**20, read: Any = None) -> Any:
+    """The rank tables of a Kineto file read in pieces (``pieces.plan``): each piece by the
+    scanner, or by the msgspec path where the scanner gives up. ``read``: (read_at, size) of
+    the file's bytes (default: the plain file at ``path``). Sets ``STATS`` (pieces: scanner, all)."""
     from jupyter_traceview.loading import pieces
 
-    read_at, size, close = pieces.open_source(path)
+    if read is None:
+        read_at, size, close = pieces.open_source(path)
+    else:
+        (read_at, size), close = read, (lambda: None)
     try:
         the_plan = pieces.plan(read_at, size, piece_bytes)
         header = K._header(path, the_plan.doc, None, "raise")
@@ -656,31 +728,62 @@ def parse_fast(path: Any, piece_bytes: int = 4 * 2**20) -> Any:
         parts = []
         offset = 0
         cap = 0
+        fast = 0
         for lo, hi in the_plan.ranges:
             data = b"[" + read_at(lo, hi - lo) + b"]" + b"\0" * 64
-            if not data.isascii():
-                raise Fallback("non-ASCII")
-            arr = np.frombuffer(data, np.uint8)
-            want = len(data) // 16 + 16  # an event is longer than 16 bytes in any profiler's output
-            if want > cap:
-                cap = want
-                ph = np.empty(cap, np.uint8)
-                hashes = np.empty((cap, 2), np.uint64)
-                spans = np.empty((cap, 2 * N_SPANS), np.int64)
-                pidtid = np.empty((cap, 2), np.int64)
-                ints = np.empty((cap, N_INTS), np.int64)
-                floats = np.empty((cap, N_FLOATS), np.float64)
-                ev_span = np.empty((cap, 2), np.int64)
-            n, status = scan(arr, 1, ph, hashes, spans, pidtid, ints, floats, ev_span, *EV_TABLE, *ARG_TABLE, POW10)
-            if n < 0:
-                raise Fallback(f"scanner gave up at byte {lo + status}: {data[status - 40 : status + 40]!r}")
-            parts.append(part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span, state, offset))
+            n = -1
+            if data.isascii():
+                arr = np.frombuffer(data, np.uint8)
+                want = len(data) // 16 + 16  # an event is longer than 16 bytes in any profiler's output
+                if want > cap:
+                    cap = want
+                    ph = np.empty(cap, np.uint8)
+                    hashes = np.empty((cap, 2), np.uint64)
+                    spans = np.empty((cap, 2 * N_SPANS), np.int64)
+                    pidtid = np.empty((cap, 2), np.int64)
+                    ints = np.empty((cap, N_INTS), np.int64)
+                    floats = np.empty((cap, N_FLOATS), np.float64)
+                    ev_span = np.empty((cap, 2), np.int64)
+                    slow = np.empty((cap, 4), np.int64)
+                n, at, n_slow = scan(
+                    arr, 1, ph, hashes, spans, pidtid, ints, floats, ev_span, *EV_TABLE, *ARG_TABLE, POW10, slow
+                )
+                for row, col, lo_, hi_ in slow[:n_slow].tolist():
+                    floats[row, col] = float(data[lo_:hi_])
+                if n < 0:
+                    WHY[f"scanner: {data[max(at - 30, 0) : at + 20]!r}"] += 1
+            else:
+                WHY["not ASCII"] += 1
+            if n >= 0:
+                try:
+                    part = part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span, state, offset)
+                except Fallback as exc:
+                    WHY[str(exc)] += 1
+                    n = -1
+            if n >= 0:
+                fast += 1
+            else:  # the msgspec path, as pieces.parse_in_pieces reads a piece
+                buf, events = pieces._piece_events(read_at, lo, hi)
+                n = len(events)
+                chunk = K._Chunk(offset, events, [], ts_text=functools.partial(K._ts_list_texts, buf))
+                part = K._part(chunk, state)
+                del buf, events, chunk
+            parts.append(part)
             offset += n
+        if state.begin_end:
+            pairs = K._pair_begin_end(state.begin_end, state.skipped)
+            parts.append(K._part(K._Chunk(-1, pairs, []), state))
         state.raise_or_count(path, "raise")
         columns = K._merge(parts, state)
+        STATS[:] = [fast, len(the_plan.ranges)]
         return K._split_and_finish(path, columns, header, None)
     finally:
         close()
+
+
+STATS = [0, 0]
+#: Why pieces went to the msgspec path, with counts.
+WHY: collections.Counter[str] = collections.Counter()
 
 
 def _same(a, b) -> list[str]:
@@ -698,9 +801,36 @@ def _same(a, b) -> list[str]:
     return out
 
 
+def _check(paths: list[Any], piece_bytes: int) -> None:
+    from jupyter_traceview.loading import pieces
+    from jupyter_traceview.loading.readers.files import read_bytes
+
+    files = sorted(
+        f for p in paths for f in ([p] if p.is_file() else p.rglob("*")) if f.name.endswith((".json", ".json.gz"))
+    )
+    same = differ = skipped = fast = total = 0
+    for f in files:
+        try:
+            data = read_bytes(f)
+            read_at = pieces.bytes_source(data)
+            ref = pieces.parse_in_pieces(f, read_at, pieces.plan(read_at, len(data), piece_bytes))
+        except Exception as exc:  # noqa: BLE001 (a file the piece path leaves to the whole-file read)
+            print(f"  skipped (the msgspec piece path refuses it: {type(exc).__name__}) {f}")
+            skipped += 1
+            continue
+        got = parse_fast(f, piece_bytes, read=(read_at, len(data)))
+        diffs = [_same(x, y) for x, y in zip(got, ref, strict=True)] if len(got) == len(ref) else [["ranks"]]
+        fast, total = fast + STATS[0], total + STATS[1]
+        ok = not any(diffs)
+        same, differ = same + ok, differ + (not ok)
+        print(f"  {'identical' if ok else 'DIFFERENT ' + str(diffs)}: {STATS[0]}/{STATS[1]} pieces by the scanner, {f}")
+    print(f"{same} identical, {differ} different, {skipped} skipped; {fast}/{total} pieces by the scanner")
+    for why, count in WHY.most_common(12):
+        print(f"  {count:5d} pieces to the msgspec path: {why}")
+
+
 def main() -> None:
     import argparse
-    import collections
     import functools
     import gc
     import statistics
@@ -709,12 +839,23 @@ def main() -> None:
     from jupyter_traceview.loading import ingest, pieces
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("path", type=Path)
+    p.add_argument("path", type=Path, nargs="+")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument(
+        "--check",
+        type=int,
+        metavar="BYTES",
+        help="no timing: compare the tables with the msgspec path's for every trace under the paths, "
+        "cut into pieces of about BYTES (small, so that small files are cut too)",
+    )
     p.add_argument(
         "--fresh", action="store_true", help=f"empty numba's cache ({CACHE_DIR}) first: time the JIT compile"
     )
     a = p.parse_args()
+    if a.check:
+        _check(a.path, a.check)
+        return
+    a.path = a.path[0]
     size = a.path.stat().st_size
     print(f"import numba: {IMPORT_CPU:.3f} s CPU ({IMPORT_WALL:.3f} s wall)")
     c, w = time.process_time(), time.perf_counter()
