@@ -277,8 +277,8 @@ def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el,
         ev_span[n, 0] = i
         i += 1
         ph[n] = 0
-        hashes[n, 0] = 0
-        hashes[n, 1] = 0
+        hashes[n, 0] = FNV0  # the hash of "" (an absent cat or name reads as "", as msgspec's default)
+        hashes[n, 1] = FNV0
         spans[n, :] = 0
         pidtid[n, 0] = 0
         pidtid[n, 1] = 0
@@ -459,22 +459,34 @@ def scan(b, i, ph, hashes, spans, pidtid, ints, floats, ev_span, et, ek, ec, el,
                         else:
                             return -1, i, 0
                     i = _ws(b, i)
-                    if b[i] == 44:
-                        i += 1
+                    if b[i] == 44:  # a comma, then a key (no trailing comma)
+                        i = _ws(b, i + 1)
+                        if b[i] != 34:
+                            return -1, i, 0
+                    elif b[i] != 125:
+                        return -1, i, 0
             else:
                 i = _skip(b, i)
                 if i < 0:
                     return -1, i, 0
             i = _ws(b, i)
             if b[i] == 44:
-                i += 1
+                i = _ws(b, i + 1)
+                if b[i] != 34:
+                    return -1, i, 0
+            elif b[i] != 125:
+                return -1, i, 0
         if meta_args and ph[n] != 77:
             return -1, i, 0
         ev_span[n, 1] = i
         n += 1
         i = _ws(b, i)
         if b[i] == 44:
-            i += 1
+            i = _ws(b, i + 1)
+            if b[i] != 123:
+                return -1, i, 0
+        elif b[i] != 93:
+            return -1, i, 0
 
 
 @_jit
@@ -588,11 +600,16 @@ def part_from_columns(data, n, ph, hashes, spans, pidtid, ints, floats, ev_span,
     nk = len(k)
     if nk and float(np.abs(ts).max()) >= K._FLOAT_EXACT_US and not np.array_equal(ts, np.floor(ts)):
         raise Fallback("ns timestamps")
-    # No Fallback after this point: the file's state takes this piece.
-    if n_meta:
+    meta_events = []
+    if n_meta:  # metadata events (a few per file), by msgspec
         m_rows = np.flatnonzero(phc == K._PH["M"])
         buf = b"[" + b",".join(data[s:e] for s, e in ev_span[m_rows].tolist()) + b"]"
-        state.meta_events += K._LIST_DECODER.decode(buf)
+        try:
+            meta_events = K._LIST_DECODER.decode(buf)
+        except msgspec.DecodeError:
+            raise Fallback("metadata events") from None
+    # No Fallback after this point: the file's state takes this piece.
+    state.meta_events += meta_events
     state.count("flow events", n_flow)
     state.count("other phases", n - len(k) - n_meta - n_flow)
     if nk and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
