@@ -1,16 +1,17 @@
 """Record the small CUDA traces in ``tests/data/h200_cuda/`` on a machine with an NVIDIA GPU.
 
 Each trace is written by the product's own :class:`ProfileSession` (what ``%%traceprofile``
-runs), gzipped as ``<name>.pt.trace.json.gz``. Beside the traces, ``facts.json`` holds what
+runs), gzipped as ``<name>/<name>.pt.trace.json.gz`` (one folder per job, so that each
+loads as its own one-rank run). Beside the traces, ``facts.json`` holds what
 was measured independently of the profiler on the same machine: the device, and the time
 of each matrix product from CUDA events (mean of 20 after 3 warm-ups); and
-``<name>.key_averages.json.gz`` what ``prof.key_averages()`` said for the same steps, per
+``<name>.key_averages.json.gz`` (beside the folder: a trace folder holds traces only) what ``prof.key_averages()`` said for the same steps, per
 operator name, with device times (microseconds, as torch reports them).
 
     python scripts/record_cuda_traces.py OUT_DIR
     python scripts/record_cuda_traces.py OUT_DIR --big 40   # only the training step, 40 steps
 
-The second writes ``train_big.pt.trace.json.gz`` alone: a real trace of tens of MB for the
+The second writes ``train_big/train_big.pt.trace.json.gz`` alone (and the matrix products): a real trace of tens of MB for the
 load benchmarks (``benchmarks/README.md``), too big for ``tests/data``.
 Needs ``torch`` with CUDA and ``isal`` (the gzip writer the recorder uses).
 """
@@ -75,7 +76,8 @@ def record(name: str, fn: Any, out: Path, work: Path, **opts: Any) -> None:
         raise
     outcome = session.finish(None)
     assert outcome.trace_file is not None
-    shutil.copy(outcome.trace_file, out / f"{name}.pt.trace.json.gz")
+    (out / name).mkdir(parents=True, exist_ok=True)
+    shutil.copy(outcome.trace_file, out / name / f"{name}.pt.trace.json.gz")
     with gzip.open(out / f"{name}.key_averages.json.gz", "wt") as fh:
         json.dump(averages(prof), fh, indent=0)
     print(name, outcome.status, outcome.trace_file.stat().st_size, flush=True)

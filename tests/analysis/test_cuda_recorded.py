@@ -25,7 +25,7 @@ FACTS = json.loads((DATA / "facts.json").read_text())
 
 
 def _load(name: str) -> tv.Trace:
-    return tv.load(DATA / f"{name}.pt.trace.json.gz", cache=False)
+    return tv.load(DATA / name, cache=False)
 
 
 def _key_averages(name: str) -> pd.DataFrame:
