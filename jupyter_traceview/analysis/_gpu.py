@@ -117,7 +117,8 @@ class Activities:
 def _lut(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
     """A table mapping the codes of a categorical through ``wanted`` (others and NaN -> -1):
     index it with the codes (code -1, NaN, picks the trailing -1)."""
-    return np.array([wanted.get(str(c), -1) for c in categorical.categories] + [-1], dtype=np.int8)
+    # tolist(): one conversion of the (Arrow-backed) categories, not a lookup per category.
+    return np.array([wanted.get(str(c), -1) for c in categorical.categories.tolist()] + [-1], dtype=np.int8)
 
 
 def _lookup(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:

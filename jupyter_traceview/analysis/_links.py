@@ -226,7 +226,7 @@ def match_names(names: pd.Series, pattern: str, how: str, *, what: str = "operat
             rx = re.compile(pattern)
         except re.error as exc:
             raise OptionError(f"{what} pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        ok = np.fromiter((rx.search(c) is not None for c in cats), dtype=bool, count=len(cats))
+        ok = np.fromiter((rx.search(c) is not None for c in cats.tolist()), dtype=bool, count=len(cats))
     else:
         raise OptionError.invalid("match", how, ("exact", "substring", "regex"))
     codes = names.cat.codes.to_numpy()

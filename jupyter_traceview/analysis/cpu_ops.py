@@ -259,7 +259,7 @@ def _shapes(op_args: pd.DataFrame, eids: np.ndarray) -> np.ndarray:
         return out
     dims = op_args["input_dims"]
     # Normalised once per distinct text: JSON re-dumped with torch's ", " separators.
-    texts = np.array([_torch_shapes(str(c)) for c in dims.cat.categories] + ["[]"], dtype=object)
+    texts = np.array([_torch_shapes(str(c)) for c in dims.cat.categories.tolist()] + ["[]"], dtype=object)
     codes = dims.cat.codes.to_numpy().astype(np.int64)
     pos = pd.Index(op_args["eid"].to_numpy()).get_indexer(eids)
     ok = pos >= 0

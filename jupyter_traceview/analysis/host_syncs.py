@@ -111,8 +111,9 @@ def host_syncs(
 
 def _frame_lut(cats: pd.Index) -> tuple[np.ndarray, np.ndarray]:
     """Per name category: is it a ``file.py(line)`` frame, and is it user code."""
-    is_file = np.fromiter((_FRAME.match(c) is not None for c in cats), dtype=bool, count=len(cats))
-    is_lib = np.fromiter((_LIBRARY.search(c) is not None for c in cats), dtype=bool, count=len(cats))
+    texts = cats.tolist()  # one conversion: iterating an Arrow-backed Index costs ~5 us a name
+    is_file = np.fromiter((_FRAME.match(c) is not None for c in texts), dtype=bool, count=len(cats))
+    is_lib = np.fromiter((_LIBRARY.search(c) is not None for c in texts), dtype=bool, count=len(cats))
     return np.append(is_file, False), np.append(is_file & ~is_lib, False)
 
 

@@ -173,7 +173,7 @@ def rank_collective_kernels(trace: Trace) -> pd.DataFrame:
     own_seq = own["seq"].fillna(-1).to_numpy().astype(np.int64)
     encl_seq = encl["seq"].fillna(-1).to_numpy().astype(np.int64)
     names = k["name"].cat.remove_unused_categories()
-    per_name = np.array([kernel_collective(str(c)) for c in names.cat.categories] + ["unknown"], dtype=object)
+    per_name = np.array([kernel_collective(str(c)) for c in names.cat.categories.tolist()] + ["unknown"], dtype=object)
     codes = names.cat.codes.to_numpy()
     by_name = per_name[np.where(codes >= 0, codes, len(per_name) - 1)]
     collective = np.where(
