@@ -1,7 +1,7 @@
 """CPU time of each stage of the Kineto reader on one file (medians of several runs).
 
     python benchmarks/synth.py /tmp/synth1 --ranks 1 --events 100000
-    python benchmarks/load_stages.py /tmp/synth1/rank-0.pt.trace.json [--runs 5]
+    python benchmarks/load_stages.py /tmp/synth1/rank-0.pt.trace.json [--runs 5] [--pieces]
 
 CPU time of this process (``time.process_time``), not wall time: on a machine shared with
 busy neighbours the wall time of a run varies several-fold, its CPU time far less. The
@@ -10,16 +10,29 @@ the page cache) and, for ``.gz`` files, inflating it; "free events" is freeing t
 events once the tables are built (as ``parse_kineto`` does before it returns); the rates are MB of JSON per second
 of CPU time, with and without it. ``--runs`` runs are interleaved with nothing else: to
 compare two checkouts, run this script alternately under each (``PYTHONPATH=<checkout>``).
+
+By default the file is read whole (``parse_kineto``'s path: one typed decode of the whole
+file). ``--pieces`` reads it as ``tv.load`` reads a plain file bigger than
+``ingest.PIECE_BYTES``: in byte ranges ("pieces"), each decoded and turned into columns
+before the next is read (``pieces.parse_in_pieces``); "read + decode" is then the pieces'
+reads and decodes, "plan, header, free" the rest (finding the cuts, the header, freeing
+each piece's events).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
+import functools
 import gc
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+from jupyter_traceview.loading import ingest, pieces
 from jupyter_traceview.loading.readers import kineto
 from jupyter_traceview.loading.readers.files import read_bytes
 
@@ -58,24 +71,82 @@ def one_run(path: Path) -> dict[str, float]:
     return dict(zip(STAGES, (t0 - tr, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t6 - tr), strict=True))
 
 
+PIECE_STAGES = ("read + decode", "columns (_part)", "merge", "per-rank tables", "plan, header, free", "total")
+
+
+@contextlib.contextmanager
+def _timed(spent: dict[str, float]) -> Iterator[None]:
+    """Add the CPU time of each stage function of the piece-by-piece read to ``spent``."""
+    stages: list[tuple[Any, str, str]] = [
+        (pieces, "_piece_events", "read + decode"),
+        (kineto, "_part", "columns (_part)"),
+        (kineto, "_merge", "merge"),
+        (kineto, "_split_and_finish", "per-rank tables"),
+    ]
+    originals = [getattr(mod, name) for mod, name, _ in stages]
+
+    def wrap(f: Callable[..., Any], label: str) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.process_time()
+            try:
+                return f(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - t
+
+        return timed
+
+    for (mod, name, label), f in zip(stages, originals, strict=True):
+        setattr(mod, name, wrap(f, label))
+    try:
+        yield
+    finally:
+        for (mod, name, _), f in zip(stages, originals, strict=True):
+            setattr(mod, name, f)
+
+
+def one_run_in_pieces(path: Path) -> dict[str, float]:
+    spent: dict[str, float] = collections.defaultdict(float)
+    with _timed(spent):
+        t0 = time.process_time()
+        read_at, size, close = pieces.open_source(path)
+        try:
+            ranks = pieces.parse_in_pieces(path, read_at, pieces.plan(read_at, size, ingest.PIECE_BYTES))
+        finally:
+            close()
+        del ranks
+        total = time.process_time() - t0
+    spent["plan, header, free"] = total - sum(spent.values())
+    spent["total"] = total
+    return dict(spent)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", type=Path)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--pieces", action="store_true", help="read in pieces, as tv.load reads a big plain file")
     a = p.parse_args()
     size = len(read_bytes(a.path))
     gc.disable()
-    runs = [one_run(a.path) for _ in range(a.runs)]
+    if a.pieces:
+        runs = [one_run_in_pieces(a.path) for _ in range(a.runs)]
+        stages = PIECE_STAGES
+    else:
+        runs = [one_run(a.path) for _ in range(a.runs)]
+        stages = STAGES
     gc.enable()
     total = statistics.median(r["total"] for r in runs)
-    parse = statistics.median(r["total"] - r["read + inflate"] for r in runs)
-    print(f"{a.path} ({size / 1e6:.1f} MB of JSON), reader {kineto.__file__}")
+    parse = statistics.median(r["total"] - r.get("read + inflate", 0.0) for r in runs)
+    how = f"in pieces of {ingest.PIECE_BYTES / 2**20:g} MB" if a.pieces else "whole"
+    print(f"{a.path} ({size / 1e6:.1f} MB of JSON, read {how}), reader {kineto.__file__}")
     print(f"CPU time, median of {a.runs}:")
-    for stage in STAGES:
+    for stage in stages:
         t = statistics.median(r[stage] for r in runs)
-        print(f"  {stage:16s} {t * 1e3:7.0f} ms  {t / total * 100:5.1f}%")
+        print(f"  {stage:18s} {t * 1e3:7.0f} ms  {t / total * 100:5.1f}%")
     print(
-        f"  {'rate':16s} {size / 1e6 / total:7.0f} MB/s of CPU time ({size / 1e6 / parse:.0f} MB/s without read + inflate)"
+        f"  {'rate':18s} {size / 1e6 / total:7.0f} MB/s of CPU time"
+        + ("" if a.pieces else f" ({size / 1e6 / parse:.0f} MB/s without read + inflate)")
     )
 
 

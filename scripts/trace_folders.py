@@ -18,6 +18,7 @@ FOLDERS = {
     "hta_cpu_only": ROOT / "tests" / "data" / "hta_cpu_only",
     "hta_mi250_rocm": ROOT / "tests" / "data" / "hta_mi250_rocm",
     "hta_triton": ROOT / "tests" / "data" / "hta_triton",
+    "h200_train": ROOT / "tests" / "data" / "h200_cuda" / "train",
 }
 #: Operators for the frequent-kernel-sequence analysis, per folder.
 SEQUENCE_OPERATORS = {
@@ -26,4 +27,5 @@ SEQUENCE_OPERATORS = {
     "h100_bert_small": "aten::linear",
     "hta_alexnet": "aten::conv2d",
     "hta_mi250_rocm": "aten::linear",
+    "h200_train": "aten::linear",
 }

@@ -22,6 +22,7 @@ KINETO_FOLDERS = {
     "hta_cpu_only": DATA / "hta_cpu_only",
     "hta_mi250_rocm": DATA / "hta_mi250_rocm",
     "hta_triton": DATA / "hta_triton",
+    "h200_train": DATA / "h200_cuda" / "train",
 }
 
 

@@ -7,12 +7,15 @@ The nesting here is torch's own (``torch.autograd.profiler_util.EventList``'s
 ``_populate_cpu_children``): a range's *parent* is the innermost range of those three kinds on
 the same thread (pid, tid) that encloses it (``parent.ts <= ts`` and ``end <= parent.end``);
 of two ranges with the same start and end, the one listed first is the parent. A range's
-*self* time is its duration minus its children's durations. With these rules the sums per
-operator name equal ``prof.key_averages()``'s ``cpu_time_total`` and ``self_cpu_time_total``
-(a test checks it on traces recorded with CPU torch, ``tests/data/torch_cpu/``).
+*self* time is its duration minus its children's durations and minus the runtime and driver
+calls (``cudaLaunchKernel``, ``cuLaunchKernelEx``...) made directly in it: torch counts those
+calls as children too (they are CPU events of its ``EventList``). With these rules the sums
+per operator name equal ``prof.key_averages()``'s ``cpu_time_total`` and
+``self_cpu_time_total`` (tests check it on traces recorded with CPU torch,
+``tests/data/torch_cpu/``, and with CUDA torch on an H200, ``tests/data/h200_cuda/``).
 
-Runtime calls (``cudaLaunchKernel``) and instants are not ranges here: torch does not count
-them as children either (their time stays in the operator's self time).
+Runtime calls are not ranges here (nothing nests in them, and no breakdown reports them);
+instants are neither ranges nor children.
 
 Everything is vectorised through :func:`._links.containing_pairs` (sorted searches per
 thread; pairs are ranges x nesting depth).
@@ -38,6 +41,10 @@ HOST_KINDS: tuple[str, ...] = (
 )
 
 
+#: CPU calls that are children of the range they run in (torch's tree), without being ranges.
+_CALL_KINDS: tuple[str, ...] = (EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value)
+
+
 @dataclass(frozen=True)
 class HostRanges:
     """A rank's host ranges, clipped to a window, with their nesting.
@@ -51,7 +58,10 @@ class HostRanges:
     ts: np.ndarray
     end: np.ndarray
     dur: np.ndarray
+    #: Duration minus the children's durations and the runtime/driver calls made directly in it.
     self_ns: np.ndarray
+    #: Children per range: nested ranges plus runtime/driver calls made directly in it.
+    n_children: np.ndarray
     #: Time with none of the range's children open (``dur`` minus the union of the
     #: children): ``self_ns`` where children do not overlap, never negative.
     exclusive_ns: np.ndarray
@@ -112,6 +122,8 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     if has.any():
         np.add.at(child_sum, parent[has], dur[has])
     exclusive = dur - _children_cover(parent, r_ts, r_end)
+    n_children = np.bincount(parent[has], minlength=n).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    calls_ns = _runtime_children(ev, rows, window, n, n_children)
     # The rows are host kinds (valid codes): their texts through the categories, not per event.
     kind_cats = np.asarray(ev["kind"].cat.categories.astype(str), dtype=object).astype(str)
     kind = kind_cats[ev["kind"].cat.codes.to_numpy()[rows]] if n else np.empty(0, dtype=str)
@@ -121,13 +133,41 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
         ts=r_ts,
         end=r_end,
         dur=dur,
-        self_ns=dur - child_sum,
+        self_ns=dur - child_sum - calls_ns,
+        n_children=n_children,
         exclusive_ns=exclusive,
         parent=parent,
         kind=kind,
         name_codes=ev["name"].cat.codes.to_numpy().astype(np.int64)[rows],
         names=np.asarray(ev["name"].cat.categories, dtype=object),
     )
+
+
+def _runtime_children(
+    ev: pd.DataFrame, rows: np.ndarray, window: tuple[int, int] | None, n: int, n_children: np.ndarray
+) -> np.ndarray:
+    """Per range, the (clipped) time of the runtime/driver calls whose innermost range it is.
+
+    Adds those calls to ``n_children`` in place.
+    """
+    out = np.zeros(n, dtype=np.int64)
+    calls = np.flatnonzero(lk.category_mask(ev["kind"], _CALL_KINDS)) if n else np.zeros(0, dtype=np.int64)
+    if not len(calls):
+        return out
+    ts = ev["ts_ns"].to_numpy()[calls]
+    end = ts + ev["dur_ns"].to_numpy()[calls]
+    if window is not None:
+        ts, end = np.maximum(ts, window[0]), np.minimum(end, window[1])
+    inner = lk.innermost(len(calls), lk.containing_pairs(ev, rows, calls))
+    k = np.flatnonzero(inner >= 0)
+    if not len(k):
+        return out
+    pos_of_row = np.full(len(ev), -1, dtype=np.int64)
+    pos_of_row[rows] = np.arange(n)
+    pos = pos_of_row[inner[k]]
+    np.add.at(out, pos, np.maximum(end[k] - ts[k], 0))
+    np.add.at(n_children, pos, 1)
+    return out
 
 
 def _children_cover(parent: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:

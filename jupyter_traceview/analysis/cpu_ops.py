@@ -210,6 +210,28 @@ def _gpu_times(trace: Trace, rank: int, h: HostRanges, window: tuple[int, int] |
     return inclusive, direct
 
 
+def _merged_into(h: HostRanges) -> np.ndarray:
+    """Per range, the range it is merged into (itself if none), as torch's ``key_averages``.
+
+    Torch (``EventList._remove_dup_nodes``) merges a range into its parent when the parent
+    has the same name and no other child (nested ranges and runtime calls counted), e.g. the
+    two nested ``aten::layer_norm`` calls of an autocast region: they are one call, whose
+    duration is the outer one's. A chain of such ranges merges into its outermost.
+    """
+    n = len(h)
+    pos = np.arange(n, dtype=np.int64)
+    p = h.parent
+    has = p >= 0
+    dup = np.zeros(n, dtype=bool)
+    dup[has] = (h.name_codes[has] == h.name_codes[p[has]]) & (h.n_children[p[has]] == 1)
+    into = np.where(dup, p, pos)
+    while True:
+        nxt = into[into]
+        if np.array_equal(nxt, into):
+            return into
+        into = nxt
+
+
 def _stacks(h: HostRanges, depth: int) -> np.ndarray:
     """Per range, its ``depth`` innermost enclosing Python frames' names joined (innermost first)."""
     n = len(h)
@@ -265,7 +287,12 @@ def _rank_breakdown(
     if len(h) == 0:
         return None
     wall = wall_ns(trace, rank, h, window)
-    sel = np.flatnonzero(np.isin(h.kind, kinds))
+    into = _merged_into(h)
+    dup = into != np.arange(len(h))
+    # A merged range's self and direct GPU time go to the range it merges into.
+    self_ns = np.bincount(into, weights=h.self_ns.astype(np.float64), minlength=len(h)).round().astype(np.int64)
+    gpu_direct = np.bincount(into, weights=gpu_direct.astype(np.float64), minlength=len(h)).round().astype(np.int64)
+    sel = np.flatnonzero(np.isin(h.kind, kinds) & ~dup)
     if not len(sel):
         return None
     # Names decided once per distinct name; ProfilerStep#N annotations share one key.
@@ -279,7 +306,7 @@ def _rank_breakdown(
             "name": names,
             "kind": h.kind[sel],
             "dur": h.dur[sel],
-            "self": h.self_ns[sel],
+            "self": self_ns[sel],
             "gpu": gpu[sel],
             "gpu_direct": gpu_direct[sel],
             "eid": ev["eid"].to_numpy()[h.rows[sel]],

@@ -17,10 +17,12 @@ import numpy as np
 
 from ..errors import OptionError, TraceFormatError, TraceviewError, TraceviewWarning
 from ..model.classify import Classifier
+from ..model.frames import paused_gc
 from ..model.rank_data import RankData
 from ..model.trace import Trace
 from ..progress import Progress
 from . import cache as _cache
+from . import handoff, heap
 from .ingest import (
     ReadOptions,
     number_unranked,
@@ -284,14 +286,15 @@ def load(
         raise OptionError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
-    for i, tf in enumerate(files):
-        hit = None
-        if cache_dir is not None:
-            hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()))
-        if hit is not None:
-            results[i] = hit
-        else:
-            todo.append(i)
+    with paused_gc():  # thousands of small frames kept: see frames.paused_gc
+        for i, tf in enumerate(files):
+            hit = None
+            if cache_dir is not None:
+                hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()))
+            if hit is not None:
+                results[i] = hit
+            else:
+                todo.append(i)
 
     failures: list[tuple[TraceFile, TraceFormatError]] = []
     not_traces: list[TraceFile] = []
@@ -462,11 +465,14 @@ def _load_parallel(
     started: Callable[[], None],
 ) -> None:
     workers = max(1, min(len(todo), os.cpu_count() or 1))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+    with (
+        handoff.scratch_folder() as folder,
+        ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool,
+    ):
         # The first submit starts every worker (a fork pool starts them all at once, before
         # its own manager thread); only then may other threads (the progress bar's) start.
-        futures: dict[Future[list[RankData]], int] = {
-            pool.submit(_read_file_task, files[i], options, cache_arg): i for i in todo
+        futures: dict[Future[Any], int] = {
+            pool.submit(_read_file_task, files[i], options, cache_arg, folder): i for i in todo
         }
         started()
         pending = set(futures)
@@ -488,7 +494,7 @@ def _load_parallel(
                 for fut in done:
                     i = futures[fut]
                     try:
-                        results[i] = fut.result()
+                        results[i] = handoff.load(fut.result())
                     except TraceFormatError as exc:
                         handle_error(files[i], exc)
                     except BrokenProcessPool:
@@ -530,9 +536,13 @@ def _load_split(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> l
         if len(the_plan.ranges) < 2 or header is None:
             return None
         source = str(tmp or tf.path)
-        with ProcessPoolExecutor(max_workers=min(workers, len(the_plan.ranges)), mp_context=_pool_context()) as pool:
+        pool_size = min(workers, len(the_plan.ranges))
+        with (
+            handoff.scratch_folder() as folder,
+            ProcessPoolExecutor(max_workers=pool_size, mp_context=_pool_context()) as pool,
+        ):
             futures = [
-                pool.submit(_read_piece_task, tf.path, source, lo, hi, header.base_time_ns)
+                pool.submit(_read_piece_task, tf.path, source, lo, hi, header.base_time_ns, folder)
                 for lo, hi in the_plan.ranges
             ]
             parts: list[Any] = [None] * len(futures)
@@ -543,7 +553,7 @@ def _load_split(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> l
                         break
                     lo, hi = the_plan.ranges[k]
                     parts[k] = _read_piece(tf.path, source, lo, hi, header.base_time_ns)
-                parts = [p if p is not None else f.result() for p, f in zip(parts, futures, strict=True)]
+                parts = [p if p is not None else handoff.load(f.result()) for p, f in zip(parts, futures, strict=True)]
             except pieces.SplitFailed:
                 for f in futures:
                     f.cancel()
@@ -594,27 +604,19 @@ def _scratch_copy(data: bytes) -> Path:
     return Path(name)
 
 
-def _read_file_task(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> list[RankData]:
-    """A worker's task: one file's ranks (:func:`read_file`), the heap the previous task left given back first."""
-    _trim_heap()
-    return read_file(tf, options, cache_dir)
+def _read_file_task(tf: TraceFile, options: ReadOptions, cache_dir: str | None, folder: str | None) -> Any:
+    """A worker's task: one file's ranks (:func:`read_file`), handed back through ``folder`` (:mod:`.handoff`).
+
+    The worker's heap is kept or given back first (:mod:`.heap`).
+    """
+    heap.before_task(tf.size)
+    return handoff.dump(read_file(tf, options, cache_dir), folder)
 
 
-def _trim_heap() -> None:
-    # A worker reads file after file: Python frees each file's objects, but glibc keeps the
-    # freed heap, so every worker would hold its largest file's peak until it exits.
-    if sys.platform == "linux":
-        import contextlib
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: int) -> Any:
-    """A worker's task: :func:`_read_piece`, the heap the previous task left given back first."""
-    _trim_heap()
-    return _read_piece(path, source, lo, hi, base_time_ns)
+def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: int, folder: str | None) -> Any:
+    """A worker's task: :func:`_read_piece` handed back through ``folder`` (its heap kept or given back first)."""
+    heap.before_task(hi - lo)
+    return handoff.dump(_read_piece(path, source, lo, hi, base_time_ns), folder)
 
 
 def _read_piece(path: Path, source: str, lo: int, hi: int, base_time_ns: int) -> Any:

@@ -46,26 +46,41 @@ def _rebuild(trace: tv.Trace, frames: dict[int, pd.DataFrame]) -> tv.Trace:
     return tv.Trace(out, classifier=trace.classifier, source=trace.source, _classified=True)
 
 
-def drop_last_step(trace: tv.Trace) -> tv.Trace:
-    """HTA's ``include_last_profiler_step=False``: with >= 2 step names over all ranks, per
-    rank keep the CPU events starting before the last step's start and the GPU events
-    launched by a kept call."""
-    its = trace.iterations
-    if its["step"].nunique() < 2:
-        return trace
-    frames = {}
+def hta_kept(trace: tv.Trace) -> dict[int, np.ndarray] | None:
+    """Per rank, the rows HTA keeps with ``include_last_profiler_step=False`` (None: all).
+
+    With >= 2 step names (names containing ``ProfilerStep``, over all ranks), per rank
+    ``S`` = the latest start of an event with a step name among HTA's "CPU" events (all but
+    those with a stream and a correlation id, our GPU activities: so the GPU-side
+    ``gpu_user_annotation`` ranges of recent torch count, and ``S`` is their start when the
+    GPU runs behind), then HTA keeps those "CPU" events starting before ``S`` and the GPU
+    activities launched by a kept call.
+    """
+    names: set[str] = set()
+    for r in trace.ranks:
+        names |= {str(n) for n in trace.rank_data(r).events["name"].cat.categories if "ProfilerStep" in str(n)}
+    if len(names) < 2:
+        return None
+    kept = {}
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        starts = its.loc[its["rank"] == r, "start_ns"]
-        if starts.empty:
-            continue
-        # HTA's GPU events have a stream and a correlation id: our GPU activities. The
-        # gpu_user_annotation ranges have neither: HTA filters them as CPU events.
         device = ev["kind"].isin(GPU_ACTIVITY).to_numpy()
-        keep_cpu = ~device & (ev["ts_ns"].to_numpy() < int(starts.max()))
+        steps = ~device & ev["name"].astype(str).isin(names).to_numpy()
+        if not steps.any():
+            continue
+        last = int(ev["ts_ns"].to_numpy()[steps].max())
+        keep_cpu = ~device & (ev["ts_ns"].to_numpy() < last)
         keep_dev = device & np.isin(ev["launch_eid"].to_numpy(), ev["eid"].to_numpy()[keep_cpu])
-        frames[r] = ev.loc[keep_cpu | keep_dev]
-    return _rebuild(trace, frames)
+        kept[r] = keep_cpu | keep_dev
+    return kept
+
+
+def drop_last_step(trace: tv.Trace) -> tv.Trace:
+    """HTA's ``include_last_profiler_step=False`` (:func:`hta_kept`) applied to the trace."""
+    kept = hta_kept(trace)
+    if kept is None:
+        return trace
+    return _rebuild(trace, {r: trace.rank_data(r).events.loc[k] for r, k in kept.items()})
 
 
 def round_to_us(trace: tv.Trace) -> tv.Trace:

@@ -22,6 +22,7 @@ import pandas as pd
 
 import jupyter_traceview as tv
 from jupyter_traceview.model.rank_data import RankData, RankMeta
+from tests.analysis.hta_ops import hta_kept
 
 HTA_DIR = Path(__file__).resolve().parents[1] / "golden" / "hta"
 _GPU_KINDS = ["kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"]
@@ -43,6 +44,11 @@ class Rules:
     drop_last_step: bool = True
     #: ns-resolution traces: start rounded up, end rounded down to the microsecond.
     round_to_us: bool = True
+    #: With ``round_to_us``, an event shorter than a microsecond that starts and ends inside
+    #: one gets -1 us, which HTA keeps: its sums per kernel and its idle and temporal
+    #: breakdowns count it (the sub-us memsets of an H200 trace, ``h200_train``); its
+    #: breakdown by kernel type merges intervals, where it adds nothing (False).
+    negative_durations: bool = True
     #: Synchronisation records (Stream/Event/Context Sync) are GPU time (non-compute), as
     #: every event with a stream is to HTA's temporal breakdown.
     syncs_are_work: bool = False
@@ -101,9 +107,7 @@ def first_event_ts_ns(meta: RankMeta) -> int:
 
 def hta_view(trace: tv.Trace, rules: Rules) -> tv.Trace:
     """Our trace as HTA's analyses see it, under ``rules``."""
-    names = set()
-    for r in trace.ranks:
-        names |= {str(n) for n in trace.rank_data(r).events["name"].cat.categories if "ProfilerStep" in str(n)}
+    kept = hta_kept(trace) if rules.drop_last_step else None
     out = []
     for r in trace.ranks:
         d = trace.rank_data(r)
@@ -111,13 +115,8 @@ def hta_view(trace: tv.Trace, rules: Rules) -> tv.Trace:
         meta = d.meta
         is_gpu = ev["kind"].isin(_GPU_KINDS).to_numpy()
         keep = np.ones(len(ev), dtype=bool)
-        if rules.drop_last_step and len(names) >= 2:
-            steps = ~is_gpu & ev["name"].astype(str).isin(names).to_numpy()
-            last = ev.loc[steps, "ts_ns"].max()
-            cpu_kept = ~is_gpu & (ev["ts_ns"].to_numpy() < last)
-            kept_eids = ev["eid"].to_numpy()[cpu_kept]
-            gpu_kept = is_gpu & np.isin(ev["launch_eid"].to_numpy(), kept_eids)
-            keep = cpu_kept | gpu_kept
+        if kept is not None and r in kept:
+            keep = kept[r]
         if rules.stream_cpu_ops:
             marked = _stream_cpu_ops(meta)
             if marked:
@@ -139,7 +138,8 @@ def hta_view(trace: tv.Trace, rules: Rules) -> tv.Trace:
             start_us = -(-rel // 1000)
             end_us = end // 1000
             ev["ts_ns"] = start_us * 1000 + meta.base_time_ns
-            ev["dur_ns"] = np.maximum(end_us - start_us, 0) * 1000
+            dur_us = end_us - start_us
+            ev["dur_ns"] = (dur_us if rules.negative_durations else np.maximum(dur_us, 0)) * 1000
         ev = ev.loc[keep].reset_index(drop=True)
         out.append(RankData(meta=meta, events=ev, gpu_args=d.gpu_args, comms=d.comms))
     return tv.Trace(out, classifier=trace.classifier, source=trace.source, _classified=True)

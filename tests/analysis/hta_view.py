@@ -16,6 +16,7 @@ import pandas as pd
 
 import jupyter_traceview as tv
 from jupyter_traceview.model.rank_data import RankData
+from tests.analysis.hta_ops import hta_kept
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "hta"
 
@@ -34,27 +35,19 @@ HTA_QUEUE_NAMES = (
 
 
 def hta_selection(trace: tv.Trace) -> tv.Trace:
-    """The trace as HTA filters it: with >= 2 ProfilerStep names (over all ranks), per rank
-    keep CPU events starting before the last step's start and the GPU activities launched
-    by a kept call (events keep their eids, as ``Trace.select`` does)."""
-    its = trace.iterations
-    if its["step"].nunique() < 2:
+    """The trace as HTA filters it (:func:`tests.analysis.hta_ops.hta_kept`; events keep
+    their eids, as ``Trace.select`` does)."""
+    kept = hta_kept(trace)
+    if kept is None:
         return trace
     out = []
     for r in trace.ranks:
         d = trace.rank_data(r)
-        ev = d.events
-        starts = its.loc[its["rank"] == r, "start_ns"]
-        if starts.empty:
+        if r not in kept:
             out.append(d)
             continue
-        last_start = int(starts.max())
-        device = ev["device"].to_numpy() >= 0
-        keep_cpu = ~device & (ev["ts_ns"].to_numpy() < last_start)
-        leid = ev["launch_eid"].to_numpy()
-        kept_eids = ev["eid"].to_numpy()[keep_cpu]
-        keep_dev = device & np.isin(leid, kept_eids)
-        keep = keep_cpu | keep_dev
+        ev = d.events
+        keep = kept[r]
         eids = ev["eid"].to_numpy()[keep]
         out.append(
             RankData(
@@ -65,6 +58,60 @@ def hta_selection(trace: tv.Trace) -> tv.Trace:
             )
         )
     return tv.Trace(out, classifier=trace.classifier, source=trace.source)
+
+
+def _without(trace: tv.Trace, drop: dict[int, np.ndarray]) -> tv.Trace:
+    out = []
+    for r in trace.ranks:
+        d = trace.rank_data(r)
+        if r not in drop or not drop[r].any():
+            out.append(d)
+            continue
+        ev = d.events.loc[~drop[r]].reset_index(drop=True)
+        eids = ev["eid"].to_numpy()
+        out.append(
+            RankData(
+                meta=d.meta,
+                events=ev,
+                gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
+                comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
+            )
+        )
+    return tv.Trace(out, classifier=trace.classifier, source=trace.source)
+
+
+def hta_queue_selection(trace: tv.Trace) -> tv.Trace:
+    """:func:`hta_selection`, less the GPU activities launched by a call HTA's queue length
+    does not know (``cuLaunchKernelEx``, which cuBLAS uses on Hopper: ``h200_train``)."""
+    sel = hta_selection(trace)
+    drop = {}
+    for r in sel.ranks:
+        ev = sel.rank_data(r).events
+        names = ev["name"].astype(str).to_numpy()
+        by_eid = pd.Series(names, index=ev["eid"].to_numpy())
+        leid = ev["launch_eid"].to_numpy()
+        has = leid >= 0
+        launcher = np.full(len(ev), "", dtype=object)
+        launcher[has] = by_eid.reindex(leid[has]).fillna("").to_numpy()
+        drop[r] = has & ~np.isin(launcher, HTA_QUEUE_NAMES)
+    return _without(sel, drop)
+
+
+def hta_copy_selection(trace: tv.Trace) -> tv.Trace:
+    """:func:`hta_selection`, less the copies and sets HTA's rounding gives a negative
+    duration (shorter than a microsecond, inside one: start rounded up past the end rounded
+    down). HTA's bandwidth drops them; the sub-us memsets of ``h200_train`` are such."""
+    sel = hta_selection(trace)
+    drop = {}
+    for r in sel.ranks:
+        if trace.meta(r).ts_precision != "ns":
+            continue
+        ev = sel.rank_data(r).events
+        copy = ev["kind"].isin(["gpu_memcpy", "gpu_memset"]).to_numpy()
+        ts = ev["ts_ns"].to_numpy()
+        neg = hta_end_us(trace, r, ts + ev["dur_ns"].to_numpy()) < hta_start_us(trace, r, ts)
+        drop[r] = copy & neg
+    return _without(sel, drop)
 
 
 def _rel_ns(trace: tv.Trace, rank: int, t_ns: np.ndarray) -> np.ndarray:

@@ -21,8 +21,10 @@ from jupyter_traceview.analysis.counters import (
 from tests import kineto_builder as kb
 from tests.analysis.hta_view import (
     HTA_QUEUE_NAMES,
+    hta_copy_selection,
     hta_end_us,
     hta_min_us,
+    hta_queue_selection,
     hta_selection,
     hta_start_us,
     read_hta,
@@ -281,7 +283,7 @@ def test_queue_series_matches_hta(folder: str) -> None:
     trace = tv.load(KINETO_FOLDERS[folder], cache=False)
     hta = read_hta(folder, "queue_length_time_series")
     assert hta is not None
-    ours = tv.queue_length(hta_selection(trace))
+    ours = tv.queue_length(hta_queue_selection(trace))
     origin = hta_min_us(trace)
     after = hta.groupby(["rank", "stream", "ts"], sort=True)["queue_length"].last().reset_index()
     for (rank, stream), h in after.groupby(["rank", "stream"]):
@@ -304,7 +306,7 @@ def test_queue_summary_matches_hta(folder: str) -> None:
     trace = tv.load(KINETO_FOLDERS[folder], cache=False)
     hta = read_hta(folder, "queue_length_summary")
     assert hta is not None
-    sel = hta_selection(trace)
+    sel = hta_queue_selection(trace)
     launches = tv.kernel_launch_stats(sel)
     launches = launches[launches["launch_name"].isin(HTA_QUEUE_NAMES)]
     ours = tv.queue_length(sel, per="stream")
@@ -340,6 +342,10 @@ def _bw_in_hta_units(trace: tv.Trace, b: pd.DataFrame) -> pd.DataFrame:
         ts = g["ts_ns"].to_numpy()
         rising = np.diff(np.concatenate(([0], g["active_copies"].to_numpy()))) > 0
         us = np.where(rising, hta_start_us(trace, rank, ts), hta_end_us(trace, rank, ts))
+        # HTA gives a copy that rounds to 0 us 1 us ("to avoid -ve values"): an end at the
+        # same microsecond as the start just before it moves 1 us later.
+        zero = np.flatnonzero(~rising[1:] & rising[:-1] & (us[1:] == us[:-1])) + 1
+        us[zero] += 1
         parts.append(g.assign(ts=us))
     out = pd.concat(parts)
     out["name"] = [HTA_KIND.get(k, f"Memcpy {k}") for k in out["kind"].astype(str)]
@@ -351,7 +357,7 @@ def test_bandwidth_series_matches_hta(folder: str) -> None:
     trace = tv.load(KINETO_FOLDERS[folder], cache=False)
     hta = read_hta(folder, "memory_bw_time_series")
     assert hta is not None
-    b = tv.memory_bandwidth(hta_selection(trace))
+    b = tv.memory_bandwidth(hta_copy_selection(trace))
     if folder == "hta_mi250_rocm":
         # The copies record neither bytes nor bandwidth: HTA draws them at 0 GB/s, we leave
         # them out of the series and count them as unmeasured.
@@ -365,7 +371,14 @@ def test_bandwidth_series_matches_hta(folder: str) -> None:
     for (rank, name), h in after.groupby(["rank", "name"]):
         o = ours[(ours["rank"] == rank) & (ours["name"] == name)]
         got = _step_at(o["ts"].to_numpy() - origin, o["bandwidth_gbps"].to_numpy(), h["ts"].to_numpy())
-        np.testing.assert_allclose(got, h["memory_bw_gbps"].to_numpy(), rtol=1e-6, atol=1e-9)
+        want = h["memory_bw_gbps"].to_numpy()
+        # HTA's series goes below 0 where a copy's rounded end comes before its rounded
+        # start (shorter than 1 us, inside one: the sub-us memsets of h200_train). Ours is
+        # never negative: those copies are left out of the comparison (hta_copy_selection).
+        neg = want < 0
+        assert not neg.any() or folder == "h200_train"
+        assert (got >= 0).all()
+        np.testing.assert_allclose(got[~neg], want[~neg], rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("folder", BW_FOLDERS)
@@ -374,7 +387,7 @@ def test_bandwidth_summary_matches_hta(folder: str) -> None:
     trace = tv.load(KINETO_FOLDERS[folder], cache=False)
     hta = read_hta(folder, "memory_bw_summary")
     assert hta is not None
-    b = tv.memory_bandwidth(hta_selection(trace))
+    b = tv.memory_bandwidth(hta_copy_selection(trace))
     if b.empty:
         assert hta.empty
         return
@@ -384,7 +397,7 @@ def test_bandwidth_summary_matches_hta(folder: str) -> None:
     for col in ("count", "mean", "min", "50%", "max"):
         np.testing.assert_allclose(ours[col].to_numpy(), hta[col].to_numpy(), rtol=1e-6, err_msg=col)
     # our peak_gbps is HTA's max
-    s = tv.memory_bandwidth(hta_selection(trace), per="kind")
+    s = tv.memory_bandwidth(hta_copy_selection(trace), per="kind")
     s["name"] = [HTA_KIND.get(k, f"Memcpy {k}") for k in s["kind"].astype(str)]
     peak = s.dropna(subset=["peak_gbps"]).sort_values(["rank", "name"])["peak_gbps"].to_numpy()
     np.testing.assert_allclose(peak, hta["max"].to_numpy(), rtol=1e-6)

@@ -28,15 +28,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tv.Trace:
         ProfilerStep#1 [0, 100)
           train.py(3): step [5, 95)                       python frame
             aten::linear [10, 60)                          self 60-10 - 30 - 5 = 15
-              aten::addmm [15, 45)  launches gemm (GPU 20)  self 30
+              aten::addmm [15, 45)  launches gemm (GPU 20)  self 30 - 5 (the launch call)
               aten::t [50, 55)                             self 5
-            aten::relu [70, 80)  launches relu (GPU 4)     self 10
+            aten::relu [70, 80)  launches relu (GPU 4)     self 10 - 5
         ProfilerStep#2 [100, 200)
           aten::linear [110, 150)                          self 40 - 20 = 20
-            aten::addmm [120, 140) launches gemm (GPU 10)  self 20
+            aten::addmm [120, 140) launches gemm (GPU 10)  self 20 - 5
           aten::linear [160, 170) (no children)            self 10
 
-    A second thread runs aten::add [20, 50) (self 30), outside any step.
+    A second thread runs aten::add [20, 50) (self 30), outside any step. Each launch call
+    (``cudaLaunchKernel``) lasts 5 us and is a child of its operator, as in torch.
     """
     events = [
         kb.step(1, 0, 100),
@@ -68,7 +69,8 @@ def test_by_construction(tiny: tv.Trace) -> None:
     # GPU time launched inside (any depth) and directly (no nested operator launched it).
     assert (lin.gpu_ns, lin.self_gpu_ns) == (30 * US, 0)
     mm = rows.loc["aten::addmm"]
-    assert (mm.calls, mm.total_ns, mm.self_ns, mm.gpu_ns, mm.self_gpu_ns) == (2, 50 * US, 50 * US, 30 * US, 30 * US)
+    assert (mm.calls, mm.total_ns, mm.self_ns, mm.gpu_ns, mm.self_gpu_ns) == (2, 50 * US, 40 * US, 30 * US, 30 * US)
+    assert rows.loc["aten::relu"].self_ns == 5 * US
     assert (rows.loc["aten::relu"].gpu_ns, rows.loc["aten::relu"].self_gpu_ns) == (4 * US, 4 * US)
     # Steps are one row, as key_averages' "ProfilerStep*": self = 100 - 90 (python) + 100 - 40 - 10.
     step = rows.loc["ProfilerStep*"]
@@ -82,6 +84,48 @@ def test_by_construction(tiny: tv.Trace) -> None:
     assert (py.calls, py.total_ns, py.self_ns) == (1, 90 * US, (90 - 50 - 10) * US)
     # Sorted by self time.
     assert out["self_ns"].is_monotonic_decreasing
+
+
+def test_same_name_only_child_is_one_call(tmp_path: Path) -> None:
+    """torch's ``_remove_dup_nodes``: a range that is the only child of a same-name range merges.
+
+    Times in us::
+
+        ProfilerStep#1 [0, 100)
+          aten::layer_norm [10, 60)                  only child: the next one (autocast's pair)
+            aten::layer_norm [12, 58)                only child: the next one
+              aten::layer_norm [13, 57)
+                aten::native_layer_norm [15, 50)     launches ln (GPU 8), call [20, 25)
+          aten::add [70, 95)                         two children: not merged
+            aten::add [72, 80)
+            aten::mul [81, 85)
+
+    layer_norm is one call of 50 us, self (50 - 46) + (46 - 44) + (44 - 35) = 15, GPU 8 once;
+    add is two calls (25 + 8 us), self 25 - 8 - 4 + 8 = 21.
+    """
+    events = [
+        kb.step(1, 0, 100),
+        kb.cpu_op("aten::layer_norm", 10, 50),
+        kb.cpu_op("aten::layer_norm", 12, 46),
+        kb.cpu_op("aten::layer_norm", 13, 44),
+        kb.cpu_op("aten::native_layer_norm", 15, 35),
+        *kb.launch("ln", 20, 300, 8, corr=1),
+        kb.cpu_op("aten::add", 70, 25),
+        kb.cpu_op("aten::add", 72, 8),
+        kb.cpu_op("aten::mul", 81, 4),
+    ]
+    trace = tv.load(kb.write(tmp_path / "r.json", kb.doc(events)), cache=False)
+    rows = tv.cpu_op_breakdown(trace).set_index("name")
+    ln = rows.loc["aten::layer_norm"]
+    assert (ln.calls, ln.total_ns, ln.self_ns, ln.min_ns, ln.max_ns) == (1, 50 * US, 15 * US, 50 * US, 50 * US)
+    assert (ln.gpu_ns, ln.self_gpu_ns) == (8 * US, 0)
+    native = rows.loc["aten::native_layer_norm"]
+    assert (native.calls, native.self_ns, native.self_gpu_ns) == (1, 30 * US, 8 * US)
+    add = rows.loc["aten::add"]
+    assert (add.calls, add.total_ns, add.self_ns) == (2, 33 * US, 21 * US)
+    # By shape, the merged call keeps the outer call's shapes: still one row, one call.
+    by_shape = tv.cpu_op_breakdown(trace, by="shape")
+    assert by_shape.loc[by_shape["name"] == "aten::layer_norm", "calls"].tolist() == [1]
 
 
 def test_scope(tiny: tv.Trace) -> None:

@@ -151,7 +151,7 @@ def _key(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_folders() -> None:
-    assert "dlrm_8rank_v100" in HTA_FOLDERS and len(HTA_FOLDERS) == 6
+    assert "dlrm_8rank_v100" in HTA_FOLDERS and "h200_train" in HTA_FOLDERS and len(HTA_FOLDERS) == 7
 
 
 @pytest.mark.parametrize("folder", HTA_FOLDERS)

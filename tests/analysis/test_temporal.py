@@ -137,6 +137,7 @@ TEMPORAL_DIFFERENCES: dict[str, tuple[str, ...]] = {
     "hta_alexnet": ("syncs_are_work", "wait_event_is_compute"),
     "hta_mi250_rocm": ("round_to_us",),
     "hta_triton": ("stream_cpu_ops", "round_to_us"),
+    "h200_train": ("drop_last_step", "round_to_us"),
 }
 OVERLAP_DIFFERENCES: dict[str, tuple[str, ...]] = {
     "dlrm_8rank_v100": (),

@@ -36,7 +36,8 @@ traffic, the figure rooflines use):
     cuDNN and CPU-flash kernels' ops (``_scaled_dot_product_flash_attention``,
     ``_flash_attention_forward``, ``_scaled_dot_product_efficient_attention``,
     ``_efficient_attention_forward``, ``_scaled_dot_product_cudnn_attention``,
-    ``_scaled_dot_product_flash_attention_for_cpu``) and their ``_backward`` ops. With
+    ``_cudnn_attention_forward``, ``_scaled_dot_product_flash_attention_for_cpu``) and their
+    ``_backward`` ops. With
     ``H`` query heads, ``S_q``/``S_k`` sequence lengths and ``D``/``D_v`` head sizes,
     forward FLOPs = ``2·B·H·S_q·S_k·(D + D_v)`` (the two products ``Q·Kᵀ`` and ``P·V``;
     softmax is not counted), halved when causal. Backward = 2.5 x forward: the four products
@@ -328,7 +329,13 @@ _ATTENTION: dict[str, _AttnLayout] = {
     "aten::_scaled_dot_product_flash_attention_backward": _AttnLayout(False, 11, q=1, backward=True),
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _AttnLayout(False, 7, q=1, backward=True),
     "aten::_scaled_dot_product_efficient_attention_backward": _AttnLayout(False, 11, q=1, backward=True),
-    "aten::_scaled_dot_product_cudnn_attention_backward": _AttnLayout(False, None, q=1, backward=True),
+    # cuDNN (torch 2.5+): (grad_out, q, k, v, out, logsumexp, philox_seed, philox_offset, attn_bias,
+    # cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, scale); the forward kernel op
+    # (q, k, v, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp, dropout_p,
+    # is_causal, return_debug_mask, scale). Seen on an H200 with torch 2.11 (tests/data/h200_cuda).
+    "aten::_scaled_dot_product_cudnn_attention_backward": _AttnLayout(False, 14, q=1, backward=True),
+    "aten::_cudnn_attention_forward": _AttnLayout(False, 10),
+    "aten::_cudnn_attention_backward": _AttnLayout(False, 14, q=1, backward=True),
     "aten::_flash_attention_backward": _AttnLayout(True, 11, q=1, backward=True),
     "aten::_efficient_attention_backward": _AttnLayout(True, 14, q=1, causal_is_mask_type=True, backward=True),
 }
@@ -592,6 +599,7 @@ COMPOSITE: frozenset[str] = frozenset(
         "aten::_scaled_dot_product_cudnn_attention",
         "aten::_scaled_dot_product_flash_attention_backward",
         "aten::_scaled_dot_product_efficient_attention_backward",
+        "aten::_scaled_dot_product_cudnn_attention_backward",
         "aten::layer_norm",
         "aten::batch_norm",
         "aten::_batch_norm_impl_index",
@@ -704,6 +712,9 @@ def model_op(call: OpCall) -> Work | NotModelled | None:
         return None
     handler = _HANDLERS.get(call.name)
     if handler is None:
+        if call.name.startswith("aten::_foreach_") and "TensorList" in call.types:
+            # Optimizers' multi-tensor ops: torch records no sizes for a tensor list.
+            return NotModelled("the profiler records no sizes for tensor lists")
         return NotModelled("operator not in the model")
     try:
         out: Work | NotModelled = handler(call)
