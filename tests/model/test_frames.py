@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -101,6 +102,25 @@ def test_frame_equals_the_plain_constructor() -> None:
     assert_identical(frames.frame(odd), pd.DataFrame(odd), "lists")
     with pytest.raises(ValueError):
         frames.frame_of([np.arange(3), np.arange(4)], pd.Index(["a", "b"]), 3)
+
+
+def test_without_the_pandas_3_block_api_loads_are_identical(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """pandas 2.x has no ``create_dataframe_from_blocks``: the plain constructor builds the same
+    frames, cold and from the cache (the path pandas 2.2 users take, run here on pandas 3)."""
+    sample = tv.sample_path()
+    fast_cold = tv.load(sample, cache=False)
+    monkeypatch.setattr(frames, "_from_blocks", None)
+    n = 4
+    cols = {"eid": np.arange(n, dtype=np.int64), "name": categorical(codes=np.zeros(n, np.int8), categories=["p"])}
+    assert_identical(frames.frame(cols), pd.DataFrame(cols), "fallback frame")
+    assert_identical(frames.frame_of(list(cols.values()), pd.Index(list(cols)), n), pd.DataFrame(cols), "frame_of")
+    plain_cold = tv.load(sample, cache=False)
+    cached = (tv.load(sample, cache=tmp_path), tv.load(sample, cache=tmp_path))  # written, then read
+    assert any(tmp_path.rglob("*.arrow"))
+    for trace in (plain_cold, *cached):
+        for r in fast_cold.ranks:
+            assert_identical(trace.rank_data(r).events, fast_cold.rank_data(r).events, f"rank {r} events")
+            assert_identical(trace.rank_data(r).op_args, fast_cold.rank_data(r).op_args, f"rank {r} op_args")
 
 
 def test_paused_gc_restores_the_state() -> None:
