@@ -31,7 +31,7 @@ def main() -> None:
     a = p.parse_args()
     import jupyter_traceview as tv
     import jupyter_traceview.loading.loader
-    import jupyter_traceview.loading.readers.kineto  # noqa: F401  (imported before the clock starts)
+    import jupyter_traceview.loading.readers.kineto  # imported before the clock starts
 
     if a.threaded:
         threading.Thread(target=threading.Event().wait, daemon=True).start()
