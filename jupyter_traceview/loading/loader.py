@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import OptionError, TraceFormatError, TraceviewError, TraceviewWarning
 from ..model.classify import Classifier
+from ..model.frames import paused_gc
 from ..model.rank_data import RankData
 from ..model.trace import Trace, classified
 from ..progress import Progress
@@ -285,14 +286,15 @@ def load(
         raise OptionError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
-    for i, tf in enumerate(files):
-        hit = None
-        if cache_dir is not None:
-            hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()))
-        if hit is not None:
-            results[i] = hit
-        else:
-            todo.append(i)
+    with paused_gc():  # thousands of small frames kept: see frames.paused_gc
+        for i, tf in enumerate(files):
+            hit = None
+            if cache_dir is not None:
+                hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()))
+            if hit is not None:
+                results[i] = hit
+            else:
+                todo.append(i)
 
     failures: list[tuple[TraceFile, TraceFormatError]] = []
     not_traces: list[TraceFile] = []

@@ -158,26 +158,56 @@ class Classifier:
     def classify_column(self, name: pd.Categorical, kind: pd.Categorical) -> pd.Categorical:
         """Vectorised :meth:`classify` over categorical ``name`` and ``kind`` columns.
 
-        Work is per distinct (name, kind) pair, so it costs little even on millions of rows.
+        Work is per kind present and per distinct kernel name, so it costs little even on
+        millions of rows: only kernels' classes depend on their names.
         """
-        n = len(name)
-        out = np.full(n, -1, dtype=np.int8)
-        if n:
-            kind_codes = np.asarray(kind.codes, dtype=np.int64)
-            name_codes = np.asarray(name.codes, dtype=np.int64)
+        kind_codes = np.asarray(kind.codes)
+        out = np.full(len(name), -1, dtype=np.int8)
+        if len(out):
             kind_values = list(kind.categories)
-            n_kinds = len(kind_values)
-            pair = name_codes * n_kinds + kind_codes
-            uniq, inverse = np.unique(pair, return_inverse=True)
-            names = name.categories.tolist()
-            class_code = {c: i for i, c in enumerate(GPU_CLASS_CATEGORIES)}
-            mapped = np.full(len(uniq), -1, dtype=np.int8)
-            for i, p in enumerate(uniq.tolist()):
-                nc, kc = divmod(p, n_kinds)
-                if kc < 0 or nc < 0:
-                    continue
-                cls = self._classify(str(names[nc]), EventKind(kind_values[kc]))
-                if cls is not None:
-                    mapped[i] = class_code[cls.value]
-            out = mapped[inverse]
+            # One class code per kind category (and -1 for a missing kind, at index -1);
+            # -2 marks kernels, classified below by name.
+            per_kind = np.full(len(kind_values) + 1, -1, dtype=np.int8)
+            for kc in np.flatnonzero(np.bincount(kind_codes[kind_codes >= 0], minlength=len(kind_values))).tolist():
+                k = EventKind(kind_values[kc])
+                if k is EventKind.KERNEL:
+                    per_kind[kc] = -2
+                else:
+                    cls = self._classify("", k)
+                    if cls is not None:
+                        per_kind[kc] = _CLASS_CODE[cls]
+            name_codes = np.asarray(name.codes)
+            out = per_kind[kind_codes]
+            out[name_codes < 0] = -1  # no name, no class
+            kernels = np.flatnonzero(out == -2)
+            if len(kernels):
+                name_codes = name_codes[kernels]
+                uniq, inverse = np.unique(name_codes, return_inverse=True)
+                # Their names: all the names as an array when they are few (cheaper than a
+                # pandas take), else a take.
+                categories = name.categories
+                if len(categories) <= 4096:
+                    texts = categories.to_numpy()[uniq].tolist()
+                else:
+                    texts = categories.take(uniq).tolist()
+                memo = self._kernel_codes
+                mapped = np.empty(len(uniq), dtype=np.int8)
+                for i, text in enumerate(texts):
+                    text = str(text)
+                    code = memo.get(text)
+                    if code is None:
+                        if len(memo) >= 1 << 16:
+                            memo.clear()
+                        cls = self._classify(text, EventKind.KERNEL)
+                        code = memo[text] = -1 if cls is None else _CLASS_CODE[cls]
+                    mapped[i] = code
+                out[kernels] = mapped[inverse]
         return categorical(codes=out, categories=GPU_CLASS_CATEGORIES)
+
+    @cached_property
+    def _kernel_codes(self) -> dict[str, int]:
+        """Class codes of kernel names met so far (this classifier's, bounded)."""
+        return {}
+
+
+_CLASS_CODE = {GpuClass(c): i for i, c in enumerate(GPU_CLASS_CATEGORIES)}

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .frames import category_dtype
+
 __all__ = [
     "COMMS_COLUMNS",
     "EVENT_COLUMNS",
@@ -265,16 +267,16 @@ def categorical(
 ) -> pd.Categorical:
     """A categorical with string categories of the one dtype used throughout (pandas' ``str``).
 
-    Either ``values`` (None entries become NaN), or ``codes`` into ``categories``.
+    Either ``values`` (None entries become NaN), or ``codes`` into ``categories``. Equal lists
+    of categories share one dtype (:func:`frames.category_dtype`).
     """
-    cats = None if categories is None else pd.Index(list(categories), dtype="str")
     if codes is not None:
-        return pd.Categorical.from_codes(codes, categories=cats if cats is not None else pd.Index([], dtype="str"))
-    if cats is None:
+        dtype = category_dtype(list(categories) if categories is not None else [])
+        return pd.Categorical.from_codes(codes, dtype=dtype)
+    if categories is None:
         vals = list(values) if values is not None else []
-        cats = pd.Index(sorted({str(v) for v in vals if v is not None}), dtype="str")
-        return pd.Categorical(vals, categories=cats)
-    return pd.Categorical(list(values) if values is not None else [], categories=cats)
+        return pd.Categorical(vals, dtype=category_dtype(sorted({str(v) for v in vals if v is not None})))
+    return pd.Categorical(list(values) if values is not None else [], dtype=category_dtype(list(categories)))
 
 
 def empty_memory_table() -> pd.DataFrame:

@@ -16,6 +16,7 @@ from ..errors import OptionError, TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
 from .classify import Classifier
 from .display_hook import Headline, headline_hook, mimebundle_hook
+from .frames import paused_gc
 from .rank_data import RankData, RankMeta
 from .schema import GPU_ACTIVITY_KINDS, EventKind
 
@@ -82,7 +83,8 @@ class Trace:
             seen[d.meta.rank] = d.meta.path
         self._classifier = classifier or Classifier()
         if not _classified:
-            data = [classified(d, self._classifier) for d in data]
+            with paused_gc():
+                data = [classified(d, self._classifier) for d in data]
         self._data: dict[int, RankData] = {d.meta.rank: d for d in data}
         self._source = source
         self._window = window

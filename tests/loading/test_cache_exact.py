@@ -1,0 +1,192 @@
+"""A cached load gives exactly the tables a parse gives, on every trace we have (issue 17, wave 5).
+
+The cache reads tables through a faster path than pandas' constructors (shared categorical
+dtypes, categories wrapped as Arrow holds them, frames assembled from blocks): every column,
+dtype, categorical code width, category list and order, the categories' own dtype, the column
+index and the metadata must come out as the parse built them. Damaged files stay misses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.ipc
+import pytest
+
+import jupyter_traceview as tv
+from jupyter_traceview.loading import cache as tv_cache
+from jupyter_traceview.loading import loader
+from tests import kineto_builder as kb
+from tests.loading.readers.test_reader_golden import _odd_trace, _real_traces
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
+
+
+def _traces() -> dict[str, Path]:
+    found = dict(_real_traces())
+    found.update({f"nsys_sqlite/{p.name}": p for p in sorted((DATA / "nsys_sqlite").glob("*.sqlite"))})
+    return found
+
+
+def assert_identical(a: pd.DataFrame, b: pd.DataFrame, where: str) -> None:
+    """Same columns (names, order, index dtype), same index, and per column the same dtype and values."""
+    assert list(a.columns) == list(b.columns), where
+    assert a.columns.dtype == b.columns.dtype, where
+    pd.testing.assert_index_equal(a.index, b.index, exact=True, obj=where)
+    for col in a.columns:
+        x, y = a[col], b[col]
+        at = f"{where}.{col}"
+        assert x.dtype == y.dtype, at
+        if isinstance(x.dtype, pd.CategoricalDtype):
+            assert x.cat.ordered == y.cat.ordered, at
+            assert x.cat.codes.dtype == y.cat.codes.dtype, at
+            np.testing.assert_array_equal(x.cat.codes.to_numpy(), y.cat.codes.to_numpy(), err_msg=at)
+            assert x.cat.categories.dtype == y.cat.categories.dtype, at
+            assert type(x.cat.categories.array) is type(y.cat.categories.array), at
+            assert x.cat.categories.tolist() == y.cat.categories.tolist(), at
+        else:
+            np.testing.assert_array_equal(x.to_numpy(), y.to_numpy(), err_msg=at, strict=True)
+    pd.testing.assert_frame_equal(a, b, check_exact=True, obj=where)
+
+
+def assert_same_trace(cold: tv.Trace, hot: tv.Trace, name: str) -> None:
+    assert cold.ranks == hot.ranks, name
+    for r in cold.ranks:
+        c, h = cold.rank_data(r), hot.rank_data(r)
+        assert dataclasses.asdict(c.meta) == dataclasses.asdict(h.meta), f"{name} rank {r}: metadata"
+        for t in TABLES:
+            assert_identical(getattr(c, t), getattr(h, t), f"{name} rank {r} {t}")
+
+
+def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed: the cache missed")
+
+    monkeypatch.setattr(loader, "read_file", refuse)
+
+
+@pytest.mark.parametrize("name", sorted(_traces()))
+def test_a_cached_load_gives_exactly_the_parsed_tables(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _traces()[name]
+    cache = tmp_path / "cache"
+    cold = tv.load(path, cache=False)
+    tv.load(path, cache=cache)  # fills the cache
+    _no_parse(monkeypatch)
+    assert_same_trace(cold, tv.load(path, cache=cache), name)
+
+
+@pytest.mark.filterwarnings("ignore:.*malformed events were dropped")
+def test_odd_inputs_and_memory_mapped_files_read_back_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hand-made file of odd inputs, with every Arrow file memory-mapped (as big ones are)."""
+    path = _odd_trace(tmp_path)
+    cache = tmp_path / "cache"
+    cold = tv.load(path, cache=False, bad_events="drop")
+    tv.load(path, cache=cache, bad_events="drop")
+    monkeypatch.setattr(tv_cache, "_MAP_BYTES", 0)
+    _no_parse(monkeypatch)
+    assert_same_trace(cold, tv.load(path, cache=cache, bad_events="drop"), "odd")
+
+
+def test_the_sample_twice_from_one_cache_shares_dtypes_and_stays_exact(tmp_path: Path) -> None:
+    """A second cached load reuses the dtypes of the first: still every table exactly."""
+    cache = tmp_path / "cache"
+    cold = tv.load(tv.sample_path(), cache=False)
+    tv.load(tv.sample_path(), cache=cache)
+    first = tv.load(tv.sample_path(), cache=cache)
+    second = tv.load(tv.sample_path(), cache=cache)
+    assert_same_trace(cold, second, "sample")
+    assert first.events(0)["kind"].dtype is second.events(0)["kind"].dtype
+    for r in cold.ranks:
+        assert_identical(cold.events(r), second.events(r), f"sample rank {r} classified events")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    for r in (0, 1):
+        kb.write(
+            tmp_path / "run" / f"rank-{r}.json",
+            kb.doc([kb.step(1, 0, 1000), *kb.launch(f"gemm_{r}", 10, 20, 300 + r, corr=1)], rank=r, world_size=2),
+        )
+    return tmp_path / "run"
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.iterdir() if p.is_dir())
+
+
+def _parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    real = loader.read_file
+
+    def counting(tf, options, cache_dir):  # type: ignore[no-untyped-def]
+        seen.append(tf.path.name)
+        return real(tf, options, cache_dir)
+
+    monkeypatch.setattr(loader, "read_file", counting)
+    return seen
+
+
+def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An Arrow file whose name codes point past its categories, with meta.json's CRC made to match."""
+    cache = tmp_path / "cache"
+    cold = tv.load(folder, cache=False)
+    tv.load(folder, cache=cache)
+    for entry in _entries(cache):
+        target = entry / "r0.events.arrow"
+        batch = pa.ipc.open_file(pa.py_buffer(target.read_bytes())).get_batch(0)
+        i = batch.schema.get_field_index("name")
+        column = batch.column(i)
+        bad = pa.DictionaryArray.from_arrays(
+            pa.array(np.full(len(column), len(column.dictionary) + 3, dtype=np.int8)), column.dictionary, safe=False
+        )
+        batch = batch.set_column(i, "name", bad)
+        with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        doc = json.loads((entry / "meta.json").read_text())
+        doc["crc32"]["r0.events.arrow"] = tv_cache._crc32(target.read_bytes())
+        (entry / "meta.json").write_text(json.dumps(doc))
+    seen = _parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), "bad codes")
+    assert sorted(seen) == ["rank-0.json", "rank-1.json"]
+    seen.clear()
+    assert_same_trace(cold, tv.load(folder, cache=cache), "rewritten")
+    assert seen == []
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_a_truncated_arrow_file_is_a_miss_that_heals(
+    table: str, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cold = tv.load(folder, cache=False)
+    tv.load(folder, cache=cache)
+    for entry in _entries(cache):
+        target = entry / f"r0.{table}.arrow"
+        target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
+    seen = _parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), f"truncated {table}")
+    assert len(seen) == 2
+
+
+def test_an_entry_of_the_previous_format_is_rebuilt(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cold = tv.load(folder, cache=False)
+    tv.load(folder, cache=cache)
+    for entry in _entries(cache):
+        doc = json.loads((entry / "meta.json").read_text())
+        (entry / "meta.json").write_text(json.dumps({**doc, "format": tv_cache.ENTRY_FORMAT - 1}))
+    seen = _parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), "old format")
+    assert len(seen) == 2
