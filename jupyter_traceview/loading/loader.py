@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -485,8 +486,10 @@ def _load_parallel(
         # idle, and this process (reading from the end of the list while the pool starts)
         # takes the smallest.
         order = sorted(todo, key=lambda i: -_estimated_json_bytes([files[i]]))
+        # The patterns only (a copy without the kernel names it has memoised), for each task.
+        patterns = dataclasses.replace(classifier)
         futures: dict[Future[Any], int] = {
-            pool.submit(_read_file_task, files[i], options, cache_arg, folder, classifier): i for i in order
+            pool.submit(_read_file_task, files[i], options, cache_arg, folder, patterns): i for i in order
         }
         started()
         pending = set(futures)

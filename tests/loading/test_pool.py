@@ -187,3 +187,25 @@ def test_the_pool_takes_the_biggest_files_first(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(loader, "_pool_context", lambda **_: multiprocessing.get_context("fork"))
     tv.load(tv.sample_path(), cache=False, engine="process")
     assert submitted == sorted(sizes, key=lambda name: -sizes[name])
+
+
+def test_workers_get_the_classifier_s_patterns_not_its_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_traceview.model.classify import Classifier
+
+    clf = Classifier().extend(communication=("my_allreduce",))
+    clf._kernel_codes.update({f"kernel_{k}": 0 for k in range(5000)})  # a classifier used before
+    sent: list[Classifier] = []
+    real = loader.ProcessPoolExecutor
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            sent.append(args[-1])
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(loader, "_pool_context", lambda **_: multiprocessing.get_context("fork"))
+    pooled = tv.load(tv.sample_path(), cache=False, engine="process", classifier=clf)
+    assert len(sent) == 8 and all(c == clf and "_kernel_codes" not in vars(c) for c in sent)
+    serial = tv.load(tv.sample_path(), cache=False, engine="serial", classifier=clf)
+    for r in serial.ranks:
+        pd.testing.assert_series_equal(pooled.events(r)["gpu_class"], serial.events(r)["gpu_class"])
