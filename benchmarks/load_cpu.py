@@ -1,69 +1,39 @@
-"""Wall time against CPU time of one cold load, split between this process and its workers.
+"""CPU time of one ``tv.load`` in a fresh process, cold or cached (issue 17's per-rank fixed cost).
 
-    python benchmarks/load_cpu.py PATH [PATH ...] [--engine auto|serial|process] [--threaded]
+    python benchmarks/load_cpu.py PATH CACHE_DIR cached   # the cache filled first, outside the clock
+    python benchmarks/load_cpu.py PATH CACHE_DIR cold     # cache=False
 
-On a machine shared with other work, wall times say little; CPU times say where the work
-goes. Prints one JSON line: wall seconds; CPU seconds (user + system) of this process and of
-its pool's workers (a fork pool's; ``--threaded`` starts a thread first, as a Jupyter kernel
-has, so the workers come from a forkserver, whose CPU is not counted here); the workers'
-system time and page faults; the peak RSS above the baseline of this process and of the
-biggest worker; the load average. ``ideal`` is the total CPU over the cores: the wall time a
-perfectly parallel load would take on an otherwise idle machine. Several paths are loaded
-as one list (``tv.load([...])``).
+Prints one JSON line: CPU time of this process (``time.process_time``) and wall time of the
+call, and the package it loaded (compare two checkouts by running this alternately under
+``PYTHONPATH=<checkout>``, each with its own CACHE_DIR: cache formats differ). The loader and
+the reader are imported before the clock starts, as ``bench_load.py``'s probe does; a cached
+load timed here is the first of its process (nothing warm but the OS page cache).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import resource
-import threading
+import subprocess
+import sys
 import time
-import warnings
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+")
-    p.add_argument("--engine", default="auto")
-    p.add_argument("--threaded", action="store_true", help="start a thread first (a forkserver pool)")
-    a = p.parse_args()
+    path, cache_dir, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode not in ("cold", "cached"):
+        raise SystemExit("mode must be cold or cached")
+    if mode == "cached":  # fill the cache in another process, so that this one starts cold
+        fill = f"import jupyter_traceview as tv; tv.load({path!r}, cache={cache_dir!r}, progress=False)"
+        subprocess.run([sys.executable, "-c", fill], check=True)
     import jupyter_traceview as tv
     import jupyter_traceview.loading.loader
-    import jupyter_traceview.loading.readers.kineto  # imported before the clock starts
+    import jupyter_traceview.loading.readers.kineto
 
-    if a.threaded:
-        threading.Thread(target=threading.Event().wait, daemon=True).start()
-    path = a.paths[0] if len(a.paths) == 1 else a.paths
-    load = os.getloadavg()[0]
-    me0, ch0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tv.load(path, cache=False, engine=a.engine, progress=False)
-    wall = time.perf_counter() - t
-    me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_main = me.ru_utime + me.ru_stime - me0.ru_utime - me0.ru_stime
-    cpu_workers = ch.ru_utime + ch.ru_stime - ch0.ru_utime - ch0.ru_stime
-    cores = os.cpu_count() or 1
-    print(
-        json.dumps(
-            {
-                "paths": [os.path.basename(os.path.normpath(x)) for x in a.paths],
-                "engine": a.engine,
-                "wall_s": round(wall, 3),
-                "cpu_main_s": round(cpu_main, 3),
-                "cpu_workers_s": round(cpu_workers, 3),
-                "ideal_s": round((cpu_main + cpu_workers) / cores, 3),
-                "workers_sys_s": round(ch.ru_stime - ch0.ru_stime, 3),
-                "workers_page_faults": ch.ru_minflt - ch0.ru_minflt,
-                "main_peak_above_base_mb": round((me.ru_maxrss - me0.ru_maxrss) / 1024),
-                "worker_peak_mb": round(ch.ru_maxrss / 1024),
-                "load_average": round(load, 2),
-            }
-        )
-    )
+    cache: str | bool = cache_dir if mode == "cached" else False
+    cpu, wall = time.process_time(), time.perf_counter()
+    trace = tv.load(path, cache=cache, progress=False)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    print(json.dumps({"mode": mode, "cpu_s": cpu, "wall_s": wall, "ranks": len(trace.ranks), "package": tv.__file__}))
 
 
 if __name__ == "__main__":

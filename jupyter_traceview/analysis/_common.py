@@ -94,12 +94,14 @@ def empty(columns: Mapping[str, str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in columns.items()})
 
 
-def warn_no_gpu(analysis: str, ranks: Iterable[int]) -> None:
+def warn_no_gpu(analysis: str, ranks: Iterable[int], *, stacklevel: int = 3) -> None:
+    """Warn that ``ranks`` have no GPU activity; ``stacklevel`` 3 names the analysis' caller
+    when the analysis calls this itself."""
     ranks = list(ranks)
     warnings.warn(
         f"{analysis}: rank(s) {ranks} have no GPU activity (a CPU-only trace?); their rows are empty",
         TraceviewWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
 
 

@@ -9,7 +9,8 @@ hundreds of ranks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import pandas as pd
 from ..model import intervals as iv
 from ..model.schema import GPU_ACTIVITY_KINDS, GpuClass
 from ..model.trace import Trace
+from ._memo import rank_memo, read_only, sharing
 
 __all__ = ["CLASSES", "COMM", "COMPUTE", "MEMORY", "OTHER", "Activities", "activities"]
 
@@ -48,6 +50,12 @@ class Activities:
     names: pd.Index
     launch_eid: np.ndarray
     rows: np.ndarray
+    #: Unions already computed: only on the shared (read-only) activities of a
+    #: :func:`._memo.shared_rank_facts` scope, None otherwise. One store for both variants
+    #: of a rank (all activities, work only): a union of work classes is the same in both.
+    _unions: dict[Any, iv.Intervals] | None = field(default=None, compare=False, repr=False)
+    #: The variant, in the keys of unions that include non-work classes.
+    _variant: bool = field(default=False, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -87,6 +95,16 @@ class Activities:
 
     def union(self, *classes: int) -> iv.Intervals:
         """Union of the intervals of these classes (all work classes if none given)."""
+        if self._unions is None:
+            return self._union(classes)
+        key: Any = classes if all(0 <= c < OTHER for c in classes) else (self._variant, classes)
+        found = self._unions.get(key)
+        if found is None:
+            s, e = self._union(classes)
+            found = self._unions[key] = (read_only(s), read_only(e))
+        return found
+
+    def _union(self, classes: tuple[int, ...]) -> iv.Intervals:
         if len(classes) == 1:
             sel = np.flatnonzero(self.cls == classes[0])
         elif classes:
@@ -110,8 +128,30 @@ def _lookup(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
 
 def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activities:
     """The GPU activities of ``rank``, clipped to ``trace.window`` (see ``gpu_activities``);
-    with ``work_only`` only compute, communication and memory (as :meth:`Activities.work`)."""
+    with ``work_only`` only compute, communication and memory (as :meth:`Activities.work`).
+
+    Inside :func:`._memo.shared_rank_facts`, computed once per rank table, window and
+    ``work_only`` and shared (read-only arrays, unions memoised)."""
     ev = trace.rank_data(rank).events
+    window = trace.window
+    if not sharing():
+        return _activities(ev, window, work_only)
+    unions: dict[Any, iv.Intervals] = rank_memo(ev, ("unions", window), dict)
+    if work_only:  # the work among all the activities (the same rows, in the same order)
+        return rank_memo(
+            ev, ("activities", window, True), lambda: _shared(activities(trace, rank).work(), unions, True)
+        )
+    return rank_memo(ev, ("activities", window, False), lambda: _shared(_activities(ev, window, False), unions, False))
+
+
+def _shared(a: Activities, unions: dict[Any, iv.Intervals], variant: bool) -> Activities:
+    fields: dict[str, Any] = {
+        k: read_only(getattr(a, k)) for k in ("ts", "end", "cls", "stream", "name", "launch_eid", "rows")
+    }
+    return Activities(**fields, names=a.names, _unions=unions, _variant=variant)
+
+
+def _activities(ev: pd.DataFrame, window: tuple[int, int] | None, work_only: bool) -> Activities:
     gpu_class = ev["gpu_class"].array
     cls_lut = _lut(gpu_class, {c: i for i, c in enumerate(CLASSES)})
     wanted = _lookup(ev["kind"].array, dict.fromkeys(_ACTIVITY_KINDS, 0)) == 0
@@ -121,8 +161,8 @@ def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activitie
     idx = np.flatnonzero(wanted)
     ts = ev["ts_ns"].to_numpy()[idx]
     end = ts + ev["dur_ns"].to_numpy()[idx]
-    if trace.window is not None:
-        lo, hi = trace.window
+    if window is not None:
+        lo, hi = window
         zero = end == ts
         ts = np.maximum(ts, lo)
         end = np.minimum(end, hi)

@@ -17,6 +17,7 @@ import pandas as pd
 from ..errors import OptionError
 from ..model.trace import Trace
 from ._common import scoped
+from ._memo import rank_memo, read_only, sharing
 
 __all__ = [
     "category_mask",
@@ -84,7 +85,15 @@ def category_mask(column: pd.Series, values: Iterable[str]) -> np.ndarray:
 
 
 def eid_rows(ev: pd.DataFrame) -> np.ndarray:
-    """Lookup table eid -> row position in ``ev`` (-1 where the eid is not in the frame)."""
+    """Lookup table eid -> row position in ``ev`` (-1 where the eid is not in the frame).
+
+    Computed once per rank table inside :func:`._memo.shared_rank_facts` (then read-only)."""
+    if sharing():
+        return rank_memo(ev, "eid_rows", lambda: read_only(_eid_rows(ev)))
+    return _eid_rows(ev)
+
+
+def _eid_rows(ev: pd.DataFrame) -> np.ndarray:
     eids = ev["eid"].to_numpy()
     if len(eids) == 0:
         return np.empty(0, dtype=np.int64)

@@ -106,13 +106,17 @@ def rows_of(ev: pd.DataFrame, eids: np.ndarray) -> np.ndarray:
 
 def kind_mask(ev: pd.DataFrame, kinds: Iterable[str]) -> np.ndarray:
     """Rows of ``ev`` whose ``kind`` is one of ``kinds`` (on the categorical codes: fast)."""
-    col = ev["kind"]
-    cats = list(col.cat.categories)
-    wanted = np.array([cats.index(k) for k in kinds if k in cats], dtype=np.int64)
-    codes = col.cat.codes.to_numpy()
-    if len(wanted) == 0:
-        return np.zeros(len(codes), dtype=bool)
-    return np.isin(codes, wanted.astype(codes.dtype))
+    kind = ev["kind"].array
+    # One flag per category (and False for code -1, no kind), then one gather.
+    lut = np.append(np.asarray(kind.categories.isin(list(kinds)), dtype=bool), False)
+    out: np.ndarray = lut[np.asarray(kind.codes)]
+    return out
+
+
+def _is_kernel(ev: pd.DataFrame) -> np.ndarray:
+    """Per code of the ``kind`` column (and code -1 last), whether it is a kernel."""
+    cats = ev["kind"].array.categories
+    return np.append(np.asarray(cats == EventKind.KERNEL.value, dtype=bool), False)
 
 
 def has_gpu(ev: pd.DataFrame) -> bool:
@@ -381,7 +385,7 @@ def _launch_rank(
     return {
         "rank": r,
         "launches": n,
-        "kernels": int(ev["kind"].iloc[act].eq(EventKind.KERNEL.value).sum()),
+        "kernels": int(np.count_nonzero(_is_kernel(ev)[np.asarray(ev["kind"].array.codes)[act]])),
         "short_kernels": n_short,
         "short_kernel_pct": 100.0 * n_short / n,
         "launch_bound_pct": 100.0 * float((gpu_dur < cpu_dur).sum()) / n,

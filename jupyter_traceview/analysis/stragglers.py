@@ -16,7 +16,7 @@ from ..model.trace import Trace
 from . import _links as lk
 from ._common import distinct_ints, empty, pct, warn_no_gpu
 
-__all__ = ["stragglers"]
+__all__ = ["straggler_views", "stragglers"]
 
 ARRIVAL_COLUMNS = {
     "collective_id": "int64",
@@ -159,7 +159,45 @@ def stragglers(
         raise OptionError.invalid("arrival", arrival, ("kernel", "launch"))
     if match not in ("auto", "seq", "order"):
         raise OptionError.invalid("match", match, ("auto", "seq", "order"))
-    columns = {"rank": RANK_COLUMNS, "collective": COLLECTIVE_COLUMNS, "arrival": ARRIVAL_COLUMNS}[by]
+    return _views(trace, (by,), arrival, match, ranks, iterations, time_range)[by]
+
+
+_COLUMNS = {"rank": RANK_COLUMNS, "collective": COLLECTIVE_COLUMNS, "arrival": ARRIVAL_COLUMNS}
+
+
+def straggler_views(
+    trace: Trace,
+    *,
+    views: Iterable[str],
+    arrival: Literal["kernel", "launch"] = "kernel",
+    match: Literal["auto", "seq", "order"] = "auto",
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """``{by: stragglers(trace, by=by, ...)}`` for each ``by`` in ``views``, the collectives
+    matched once for all of them (as :func:`findings` reads three views)."""
+    views = tuple(views)
+    bad = [v for v in views if v not in _COLUMNS]
+    if bad:
+        raise OptionError.invalid("by", bad[0], tuple(_COLUMNS))
+    if arrival not in ("kernel", "launch"):
+        raise OptionError.invalid("arrival", arrival, ("kernel", "launch"))
+    if match not in ("auto", "seq", "order"):
+        raise OptionError.invalid("match", match, ("auto", "seq", "order"))
+    return _views(trace, views, arrival, match, ranks, iterations, time_range)
+
+
+def _views(
+    trace: Trace,
+    views: tuple[str, ...],
+    arrival: str,
+    match: str,
+    ranks: Iterable[int] | int | None,
+    iterations: Iterable[int] | int | None,
+    time_range: tuple[int, int] | None,
+) -> dict[str, pd.DataFrame]:
+    # Called by the public functions: warnings name their caller (stacklevel 4).
     trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
 
     parts = []
@@ -174,13 +212,13 @@ def stragglers(
         has_gpu = [r for r in no_comm if _has_gpu(trace, r)]
         cpu_only = [r for r in no_comm if r not in has_gpu]
         if cpu_only:
-            warn_no_gpu("stragglers", cpu_only)
+            warn_no_gpu("stragglers", cpu_only, stacklevel=4)
         if has_gpu:
             _warn(f"stragglers: rank(s) {has_gpu} have no communication kernels; they take part in no collective")
     if len(parts) < 2:
         if parts:
             _warn("stragglers: collectives need at least two ranks with communication kernels; the result is empty")
-        return empty(columns)
+        return {v: empty(_COLUMNS[v]) for v in views}
     kernels = pd.concat(parts, ignore_index=True)
 
     use_seq = match == "seq" or (
@@ -220,18 +258,22 @@ def stragglers(
     kernels = kernels.loc[n_ranks.to_numpy() >= 2].copy()
     if kernels.empty:
         _warn("stragglers: no collective was found on two ranks or more; the result is empty")
-        return empty(columns)
+        return {v: empty(_COLUMNS[v]) for v in views}
 
     arrivals, collectives = _match(kernels, key)
-    if by == "arrival":
-        return arrivals.astype(ARRIVAL_COLUMNS)[list(ARRIVAL_COLUMNS)]
-    if by == "collective":
-        return collectives.astype(COLLECTIVE_COLUMNS)[list(COLLECTIVE_COLUMNS)]
-    return _per_rank(arrivals, collectives, trace.ranks)
+    out = {}
+    for v in views:
+        if v == "arrival":
+            out[v] = arrivals.astype(ARRIVAL_COLUMNS)[list(ARRIVAL_COLUMNS)]
+        elif v == "collective":
+            out[v] = collectives.astype(COLLECTIVE_COLUMNS)[list(COLLECTIVE_COLUMNS)]
+        else:
+            out[v] = _per_rank(arrivals, collectives, trace.ranks)
+    return out
 
 
 def _warn(message: str) -> None:
-    warnings.warn(message, TraceviewWarning, stacklevel=3)
+    warnings.warn(message, TraceviewWarning, stacklevel=4)
 
 
 def _has_gpu(trace: Trace, rank: int) -> bool:

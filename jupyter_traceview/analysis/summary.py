@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import pandas as pd
 
 from ..model.schema import EventKind
@@ -112,11 +113,14 @@ def _summary_row(trace: Trace) -> dict[str, object]:
     else:
         trace_span = 0
     steps = ev["step"].to_numpy()
+    # Events per kind: one count per code (code -1, no kind, counted first and unused).
+    per_kind = np.bincount(np.asarray(kinds.array.codes).astype(np.int64) + 1, minlength=len(kinds.cat.categories) + 1)
+    kind_codes = {str(c): i + 1 for i, c in enumerate(kinds.cat.categories)}
     return {
         "rank": r,
         "events": len(ev),
-        "cpu_ops": int((kinds == EventKind.CPU_OP.value).sum()),
-        "kernels": int((kinds == EventKind.KERNEL.value).sum()),
+        "cpu_ops": int(per_kind[kind_codes[EventKind.CPU_OP.value]]) if EventKind.CPU_OP.value in kind_codes else 0,
+        "kernels": int(per_kind[kind_codes[EventKind.KERNEL.value]]) if EventKind.KERNEL.value in kind_codes else 0,
         "gpu_activities": len(acts),
         "iterations": len(distinct_ints(steps[steps >= 0])),
         "trace_span_ns": trace_span,

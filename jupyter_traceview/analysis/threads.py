@@ -116,9 +116,9 @@ def thread_states(
     """Per (pid, tid): the disjoint unions of its ``op``, ``dataloader`` and ``python`` states."""
     mask = lk.category_mask(ev["kind"], _HOST_KINDS)
     ts = ev["ts_ns"].to_numpy()
-    end = ts + ev["dur_ns"].to_numpy()
+    dur = ev["dur_ns"].to_numpy()
     if window is not None:
-        mask = mask & (ts < window[1]) & (end > window[0])
+        mask = mask & (ts < window[1]) & (ts + dur > window[0])
     rows = np.flatnonzero(mask)
     # Kinds and names decided once per category, not per event.
     kind_cats = np.asarray(ev["kind"].cat.categories.astype(str), dtype=object)
@@ -132,26 +132,53 @@ def thread_states(
     cats = pd.Index(ev["name"].cat.categories.astype(str))
     rx = re.compile(pattern)
     is_loader_name = np.fromiter((rx.search(c) is not None for c in cats), dtype=bool, count=len(cats))
-    codes = ev["name"].cat.codes.to_numpy()[rows]
-    loader = kind_is(EventKind.USER_ANNOTATION.value) & np.append(is_loader_name, False)[codes]
+    if is_loader_name.any():
+        codes = ev["name"].cat.codes.to_numpy()[rows]
+        loader = kind_is(EventKind.USER_ANNOTATION.value) & np.append(is_loader_name, False)[codes]
+    else:
+        loader = np.zeros(len(rows), dtype=bool)
     op = kind_is(*_OP_KINDS)
     py = kind_is(EventKind.PYTHON_FUNCTION.value)
-    s, e = ts[rows], end[rows]
+    s = ts[rows]
+    e = s + dur[rows]
     if window is not None:
         s, e = np.maximum(s, window[0]), np.minimum(e, window[1])
     pid = ev["pid"].to_numpy()[rows]
     tid = ev["tid"].to_numpy()[rows]
     out: dict[tuple[int, int], dict[str, iv.Intervals]] = {}
-    ids, first = (
-        lk.row_ids(np.column_stack((pid, tid))) if len(rows) else (np.empty(0, np.int64), np.empty(0, np.int64))
-    )
+    ids, first = _thread_ids(pid, tid)
     for t in np.argsort(first, kind="stable").tolist():  # threads in order of first event
         on = ids == t
         u_op = iv.union(s[on & op], e[on & op])
-        u_loader = iv.subtract(iv.union(s[on & loader], e[on & loader]), u_op)
-        u_py = iv.subtract(iv.subtract(iv.union(s[on & py], e[on & py]), u_op), u_loader)
+        u_loader = _minus(iv.union(s[on & loader], e[on & loader]), u_op)
+        u_py = _minus(_minus(iv.union(s[on & py], e[on & py]), u_op), u_loader)
         out[(int(pid[first[t]]), int(tid[first[t]]))] = {"op": u_op, "dataloader": u_loader, "python": u_py}
     return out
+
+
+def _minus(a: iv.Intervals, b: iv.Intervals) -> iv.Intervals:
+    """``iv.subtract(a, b)``; nothing left of nothing (most threads run no data loader)."""
+    return a if len(a[0]) == 0 else iv.subtract(a, b)
+
+
+def _thread_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A dense id per (pid, tid) and each id's first row (a rank has few threads: each
+    column is hashed on its own and the pairs counted densely; as :func:`._links.row_ids`,
+    whose ids are numbered by first row, the ids here may be numbered otherwise)."""
+    n = len(pid)
+    if n == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    p_codes, p_uniq = pd.factorize(pid)
+    t_codes, t_uniq = pd.factorize(tid)
+    if len(p_uniq) * len(t_uniq) > 4 * n + 1024:  # many threads: pack and hash the pairs
+        return lk.row_ids(np.column_stack((pid, tid)))
+    key = p_codes.astype(np.int64) * len(t_uniq) + t_codes
+    first_of_key = np.full(len(p_uniq) * len(t_uniq), n, dtype=np.int64)
+    first_of_key[key[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)  # the first row wins
+    seen = np.flatnonzero(first_of_key < n)
+    dense = np.empty(len(first_of_key), dtype=np.int64)
+    dense[seen] = np.arange(len(seen), dtype=np.int64)
+    return dense[key], first_of_key[seen]
 
 
 def _rank_threads(trace: Trace, rank: int, window: tuple[int, int] | None, bins: int) -> pd.DataFrame | None:

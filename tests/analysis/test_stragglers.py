@@ -231,3 +231,40 @@ def test_synthetic_benchmark_straggler(tmp_path: Path) -> None:
     assert (coll["seq"] >= 0).all()  # matched by sequence numbers
     assert per.sort_values("last_count").iloc[-1]["rank"] == 1
     assert np.all(per["collectives"] == len(coll))
+
+
+@pytest.mark.parametrize("folder", ["dlrm_8rank_v100", "hta_dlrm_2of128_ranks"])
+def test_straggler_views_are_the_three_calls(folder: str) -> None:
+    """straggler_views matches once for several views: each view is what stragglers(by=...) gives."""
+    from jupyter_traceview.analysis.stragglers import straggler_views
+
+    trace = tv.load(KINETO_FOLDERS[folder], cache=False)
+    t0 = trace.t0_ns
+    for kw in ({}, {"time_range": (t0 + 2_000_000, t0 + 30_000_000)}, {"arrival": "launch", "match": "order"}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tv.TraceviewWarning)  # a rank without collectives in the window
+            views = straggler_views(trace, views=("rank", "collective", "arrival"), **kw)
+            assert list(views) == ["rank", "collective", "arrival"]
+            for by, got in views.items():
+                pd.testing.assert_frame_equal(got, tv.stragglers(trace, by=by, **kw), check_exact=True)
+    with pytest.raises(ValueError, match="by"):
+        straggler_views(trace, views=("rank", "step"))
+
+
+def test_straggler_warnings_name_the_caller(tmp_path: Path) -> None:
+    """The warnings point at the line that called stragglers (or straggler_views), not inside the library."""
+    from jupyter_traceview.analysis.stragglers import straggler_views
+
+    ranks = [_rank_events(r) for r in range(4)]
+    ranks[1] = [e for e in ranks[1] if not (e.get("name") == ALLREDUCE and e["ts"] > 4000)]
+    trace = tv.load(_write(tmp_path, ranks), cache=False)
+    cpu = tv.load(KINETO_FOLDERS["hta_cpu_only"], cache=False)
+    for call in (
+        lambda: tv.stragglers(trace, by="collective"),
+        lambda: straggler_views(trace, views=("collective",)),
+        lambda: tv.stragglers(cpu),
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught and all(Path(w.filename) == Path(__file__) for w in caught), [w.filename for w in caught]

@@ -89,3 +89,78 @@ def test_recorded_cpu_traces() -> None:
     assert syncs["python_line"].iloc[0].startswith("record_cpu_traces.py(")
     plain = tv.host_syncs(tv.load(TORCH_CPU / "plain" / "plain.pt.trace.json.gz", cache=False))
     assert plain["python_line"].tolist() == [""]
+
+
+@pytest.mark.parametrize("n_pids, n_tids", [(1, 1), (1, 3), (3, 2), (50, 40)])
+def test_thread_ids_partition_as_row_ids(n_pids: int, n_tids: int) -> None:
+    """``threads._thread_ids`` (each column hashed alone, pairs counted densely; packed and
+    hashed past a bound) groups rows as ``_links.row_ids`` does, with the same first rows."""
+    import numpy as np
+
+    from jupyter_traceview.analysis import _links as lk
+    from jupyter_traceview.analysis.threads import _thread_ids
+
+    rng = np.random.default_rng(n_pids * 100 + n_tids)
+    pid = rng.choice(np.array([7, 2**40 + 3, -1, 99, 5] * 10, dtype=np.int64)[:n_pids], size=3000)
+    tid = rng.choice(rng.integers(-(2**62), 2**62, size=n_tids), size=3000)
+    ids, first = _thread_ids(pid, tid)
+    want_ids, want_first = lk.row_ids(np.column_stack((pid, tid)))
+    assert sorted(first.tolist()) == sorted(want_first.tolist())
+    # The same partition: ids map one to one through each group's first row.
+    assert np.array_equal(want_ids, want_ids[first][ids])
+    assert np.array_equal(ids, ids[want_first][want_ids])
+    empty_ids, empty_first = _thread_ids(pid[:0], tid[:0])
+    assert len(empty_ids) == 0 and len(empty_first) == 0
+
+
+@pytest.mark.parametrize(
+    "path",
+    [TORCH_CPU / f / f"{f}.pt.trace.json.gz" for f in ("plain", "shapes", "stack")] + [Path(tv.sample_path())],
+    ids=["plain", "shapes", "stack", "dlrm"],
+)
+def test_thread_states_of_recorded_traces_unchanged(path: Path) -> None:
+    """thread_states against the computation it replaced (threads by ``row_ids``, every
+    subtraction done), on the recorded CPU traces, whole and in a window."""
+    import re
+
+    import numpy as np
+
+    from jupyter_traceview.analysis import _links as lk
+    from jupyter_traceview.analysis.threads import _HOST_KINDS, _OP_KINDS, DATALOADER_PATTERN, thread_states
+    from jupyter_traceview.model import intervals as iv
+    from jupyter_traceview.model.schema import EventKind
+
+    trace = tv.load(path, cache=False, progress=False)
+    for r in trace.ranks:
+        ev = trace.rank_data(r).events
+        lo, hi = int(ev["ts_ns"].min()), int((ev["ts_ns"] + ev["dur_ns"]).max())
+        for window in (None, (lo + (hi - lo) // 3, hi - (hi - lo) // 3)):
+            mask = lk.category_mask(ev["kind"], _HOST_KINDS)
+            ts, end = ev["ts_ns"].to_numpy(), (ev["ts_ns"] + ev["dur_ns"]).to_numpy()
+            if window is not None:
+                mask &= (ts < window[1]) & (end > window[0])
+            rows = np.flatnonzero(mask)
+            kind = ev["kind"].astype(str).to_numpy()[rows]
+            name = ev["name"].astype(str).to_numpy()[rows]
+            s, e = ts[rows], end[rows]
+            if window is not None:
+                s, e = np.maximum(s, window[0]), np.minimum(e, window[1])
+            named = np.array([re.search(DATALOADER_PATTERN, n) is not None for n in name], dtype=bool)
+            loader = (kind == EventKind.USER_ANNOTATION.value) & named
+            op, py = np.isin(kind, list(_OP_KINDS)), kind == EventKind.PYTHON_FUNCTION.value
+            pid, tid = ev["pid"].to_numpy()[rows], ev["tid"].to_numpy()[rows]
+            ids, first = lk.row_ids(np.column_stack((pid, tid)))
+            want = {}
+            for t in np.argsort(first, kind="stable").tolist():
+                on = ids == t
+                u_op = iv.union(s[on & op], e[on & op])
+                u_ld = iv.subtract(iv.union(s[on & loader], e[on & loader]), u_op)
+                u_py = iv.subtract(iv.subtract(iv.union(s[on & py], e[on & py]), u_op), u_ld)
+                want[(int(pid[first[t]]), int(tid[first[t]]))] = {"op": u_op, "dataloader": u_ld, "python": u_py}
+            got = thread_states(ev, window)
+            assert list(got) == list(want)
+            for k, states in want.items():
+                for state, (ws, we) in states.items():
+                    gs, ge = got[k][state]
+                    assert np.array_equal(gs, ws) and np.array_equal(ge, we), (k, state)
+                    assert gs.dtype == ws.dtype == np.int64

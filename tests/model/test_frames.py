@@ -54,17 +54,30 @@ def test_the_shared_dtypes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert big.categories.tolist() == list("ghijklm") and ("g", "h", "i", "j", "k", "l", "m") not in frames._dtypes
 
 
+@pytest.mark.filterwarnings("ignore:Constructing a Categorical with a dtype and values containing")
 def test_categorical_matches_the_plain_constructors() -> None:
     for codes, cats in (([0, 1, -1, 1], ["x", "y"]), ([], []), ([2, 0], ["é", "\u4e2d", "a b"])):
         got = categorical(codes=np.array(codes, dtype=np.int32), categories=cats)
         want = _plain_categorical(codes, cats)
         assert got.dtype == want.dtype and got.codes.dtype == want.codes.dtype
         np.testing.assert_array_equal(got.codes, want.codes)
-    values = ["b", None, "a", "b"]
-    got = categorical(values)
-    want = pd.Categorical(values, categories=pd.Index(["a", "b"], dtype="str"))
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got.codes, want.codes)
+    cases: list[tuple[list[object], list[object] | None]] = [
+        (["b", None, "a", "b", ""], None),
+        (["b", None, "zz", "a"], ["b", "a"]),  # a value not among the categories is missing
+        ([], None),
+        ([], ["x"]),
+        ([1, None, 2, 1], None),  # not strings: pandas codes them
+        (["1", 2, None], ["1", "2"]),
+        ([float("nan"), "a"], None),
+        (["é", "\u4e2d", "é"], None),
+    ]
+    for values, cats in cases:
+        got = categorical(values, categories=cats)
+        plain = sorted({str(v) for v in values if v is not None}) if cats is None else cats
+        want = pd.Categorical(values, categories=pd.Index(plain, dtype="str"))
+        assert got.dtype == want.dtype, values
+        assert got.codes.dtype == want.codes.dtype, values
+        np.testing.assert_array_equal(got.codes, want.codes, err_msg=str(values))
     with pytest.raises(ValueError):
         categorical(codes=np.array([0, 2]), categories=["x", "y"])  # codes are still checked
 

@@ -16,9 +16,10 @@ import pandas as pd
 from ...errors import TraceviewWarning
 from ...model.trace import Trace
 from .._common import distinct_ints, scoped
+from .._memo import Memo, shared_rank_facts
 from ..host_findings import host_facts
 from ..launch import kernel_launch_stats, rows_of
-from ..stragglers import kind_from_name, stragglers
+from ..stragglers import kind_from_name, straggler_views
 from ..summary import summary
 from .config import FindingRules
 from .extraction import rank_facts
@@ -62,14 +63,13 @@ class Context:
         self.trace = scoped(trace, ranks=ranks, iterations=iterations)
         self.time_range = time_range
         self._memo: dict[str, Any] = {}
+        #: The per-rank facts the analyses share while this context computes (._memo):
+        #: each rank's GPU activities, unions and eid table once per findings call.
+        self._rank_memo: Memo = {}
         windowed = self.trace if time_range is None else self.trace.select(time_range=time_range)
-        self.facts: dict[int, dict[str, Any]] = {
-            r: f
-            for r, f in windowed.map_ranks(
-                rank_facts, int(self.common.tiny_kernel_ns), int(self.common.kernel_wait_ns)
-            ).items()
-            if f is not None
-        }
+        with shared_rank_facts(self._rank_memo):
+            facts = windowed.map_ranks(rank_facts, int(self.common.tiny_kernel_ns), int(self.common.kernel_wait_ns))
+        self.facts: dict[int, dict[str, Any]] = {r: f for r, f in facts.items() if f is not None}
         self.gpu_ranks = sorted(self.facts)
         #: The trace's origin: relative times in the findings count from it, as everywhere.
         self.t0 = int(trace.t0_ns)
@@ -84,13 +84,13 @@ class Context:
 
     def get(self, key: str, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), shared_rank_facts(self._rank_memo):
                 # The analyses warn about what they skip; a finding states its preconditions.
                 warnings.simplefilter("ignore", TraceviewWarning)
                 self._memo[key] = compute()
         return self._memo[key]
 
-    def call(self, fn: Callable[..., pd.DataFrame], key: str, **kw: Any) -> pd.DataFrame:
+    def call(self, fn: Callable[..., Any], key: str, **kw: Any) -> Any:
         return self.get(key, lambda: fn(self.trace, time_range=self.time_range, **kw))
 
     # The analyses, by name.
@@ -104,7 +104,10 @@ class Context:
     def stragglers(self, by: str) -> pd.DataFrame:
         if len(self.gpu_ranks) < 2:
             return pd.DataFrame()
-        return self.call(stragglers, f"stragglers_{by}", by=by)
+        views: dict[str, pd.DataFrame] = self.call(
+            straggler_views, "stragglers", views=("rank", "collective", "arrival")
+        )
+        return views[by]
 
     def wait_ns(self) -> dict[int, int]:
         """Per rank, time waiting for late ranks in collectives (0 where unknown)."""

@@ -104,7 +104,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
         out.update(host_wait_ns=0, host_wait_gaps=0, kernel_wait_ns=0, tiny_gap_ns=0, tiny_gaps=0)
     # --- blocking host calls and pageable copies
     names = ev["name"]
-    name_codes = names.cat.codes.to_numpy().astype(np.int64)
+    name_codes = np.asarray(names.array.codes)  # the codes as stored (int8-32): gathered, then widened
     categories = names.cat.categories
     host_call = kind_mask(ev, [EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value])
     blocking = np.flatnonzero(host_call & _codes_in(name_codes, categories, BLOCKING_CALLS))
@@ -131,7 +131,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
         "idle_ns": _idle_from_calls(ts_ev[p_call], ts_ev[p_call] + dur_ev[p_call], ga, gb),
         "operators": _top_names(name_codes, categories, rows_of(ev, parent[p_call])),
     }
-    b_codes = name_codes[blocking]
+    b_codes = name_codes[blocking].astype(np.int64)
     out["blocking"] = {
         "calls": len(blocking),
         "call_ns": int(dur_ev[blocking].sum()),
@@ -151,12 +151,14 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     has_occ = np.flatnonzero(occ_all > 0)
     k_rows = rows_of(ev, args["eid"].to_numpy()[has_occ])
     ok = k_rows >= 0
-    compute_kernel = kind_mask(ev, [EventKind.KERNEL.value]) & (
-        ev["gpu_class"].cat.codes.to_numpy() == _category_code(ev["gpu_class"], GpuClass.COMPUTE.value)
+    at = k_rows[ok]  # compute kernels among them, tested at these rows only
+    kernel_kind = np.append(np.asarray(ev["kind"].array.categories == EventKind.KERNEL.value, dtype=bool), False)
+    compute = _category_code(ev["gpu_class"], GpuClass.COMPUTE.value)
+    ok[ok] &= kernel_kind[np.asarray(ev["kind"].array.codes)[at]] & (
+        np.asarray(ev["gpu_class"].array.codes)[at] == compute
     )
-    ok[ok] &= compute_kernel[k_rows[ok]]
     k_rows, occ = k_rows[ok], occ_all[has_occ][ok]
-    codes = name_codes[k_rows]
+    codes = name_codes[k_rows].astype(np.int64)
     d = dur_ev[k_rows].astype(np.float64)
     n_codes = len(categories)
     occ_ns = np.bincount(codes, weights=d, minlength=n_codes)
@@ -186,12 +188,15 @@ def _idle_from_calls(cs: np.ndarray, ce: np.ndarray, ga: np.ndarray, gb: np.ndar
 def _top_names(codes: np.ndarray, categories: pd.Index, rows: np.ndarray, k: int = 3) -> list[list[Any]]:
     """The ``k`` most frequent names at these rows, as [name, count] (ties by name)."""
     rows = rows[rows >= 0]
-    c = codes[rows]
+    c = codes[rows].astype(np.int64)
     c = c[c >= 0]
     if len(c) == 0:
         return []
     counts = np.bincount(c)
     seen = np.flatnonzero(counts)
+    if len(seen) > k:  # only names counted at least as often as the k-th can be among the top
+        kth = np.partition(counts[seen], len(seen) - k)[len(seen) - k]
+        seen = seen[counts[seen] >= kth]
     items = sorted(((str(categories[i]), int(counts[i])) for i in seen), key=lambda kv: (-kv[1], kv[0]))[:k]
     return [[n, m] for n, m in items]
 
@@ -199,10 +204,10 @@ def _top_names(codes: np.ndarray, categories: pd.Index, rows: np.ndarray, k: int
 def _codes_in(codes: np.ndarray, categories: pd.Index, values: Iterable[str]) -> np.ndarray:
     """Rows whose categorical code is one of these values' (on the codes: fast)."""
     wanted = categories.get_indexer(list(values))
-    wanted = wanted[wanted >= 0]
-    if len(wanted) == 0:
-        return np.zeros(len(codes), dtype=bool)
-    return np.isin(codes, wanted)
+    lut = np.zeros(len(categories) + 1, dtype=bool)  # the last entry: code -1 (no name)
+    lut[wanted[wanted >= 0]] = True
+    out: np.ndarray = lut[codes]
+    return out
 
 
 def _category_code(col: pd.Series, value: str) -> int:

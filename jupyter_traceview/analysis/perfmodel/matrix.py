@@ -60,22 +60,26 @@ def _ancestor_pairs(ev: pd.DataFrame, outer_rows: np.ndarray, inner_rows: np.nda
 
 
 def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.DataFrame | None:
-    links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
-    ev = links.ev
     d = trace.rank_data(rank)
+    ev = d.events
     op_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
     n_ops = len(op_rows)
     if not n_ops:
         return None
-    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows, links.table)
+    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows, lk.eid_rows(ev))
     u = distinct.tolist()
     u_is_work = np.array([isinstance(w, Work) for w in u], dtype=bool)
     u_family = np.array([w.family if isinstance(w, Work) else "" for w in u], dtype=object)
-    is_work = u_is_work[work_code]
-    family = u_family[work_code]
-    matrix = np.flatnonzero(is_work & np.isin(family, MATRIX_FAMILIES))
+    # Decided once per distinct model result, not per operator.
+    u_matrix = u_is_work & np.isin(u_family, MATRIX_FAMILIES)
+    if not u_matrix.any():
+        return None
+    matrix = np.flatnonzero(u_matrix[work_code])
     if not len(matrix):
         return None
+    links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
+    is_work = u_is_work[work_code]
+    family = u_family[work_code]
     composite = np.isin(links.names.astype(str), list(COMPOSITE))[links.name_codes[op_rows]]
     work = np.flatnonzero(is_work)
     # The candidates enclosing each matrix product (only modelled operators can be candidates).

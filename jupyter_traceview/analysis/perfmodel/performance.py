@@ -158,12 +158,17 @@ def _work_of_ops(
     name_codes = name_col.cat.codes.to_numpy().astype(np.int64)
     if len(oa) and n:
         rows = lk.lookup(table, oa["eid"].to_numpy())
-        at = np.minimum(np.searchsorted(op_rows, rows), n - 1)
-        ok = (rows >= 0) & (op_rows[at] == rows)
-        j = np.flatnonzero(ok)
-        # Several argument rows for one operator: the last one counts (as a loop would).
-        _, last_rev = np.unique(at[j][::-1], return_index=True)
-        j = j[::-1][last_rev]
+        # Position of each argument row's operator among op_rows (-1: not an operator's).
+        op_pos = np.full(len(ev) + 1, -1, dtype=np.int64)  # the last slot: rows == -1
+        op_pos[op_rows] = np.arange(n, dtype=np.int64)
+        at = op_pos[rows]
+        j = np.flatnonzero(at >= 0)
+        # Several argument rows for one operator: the last one counts (as a loop would);
+        # in operator order. One row per operator, in order (as recorded): nothing to do.
+        aj = at[j]
+        if len(aj) > 1 and not bool((aj[1:] > aj[:-1]).all()):
+            _, last_rev = np.unique(aj[::-1], return_index=True)
+            j = j[::-1][last_rev]
         cols = [_codes_and_values(oa[c]) for c in ("input_dims", "input_type", "concrete_inputs")]
         span = float(len(names) + 1)
         for _, vals in cols:
@@ -172,7 +177,11 @@ def _work_of_ops(
             key = name_codes[rows[j]]
             for c, vals in cols:
                 key = key * (len(vals) + 1) + (c[j] + 1)
-            _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+            # Hashing, not sorting, the calls; distinct keys in sorted order as np.unique
+            # gives them, each with one of its rows (any: equal keys, equal calls).
+            inv, _ = pd.factorize(key, sort=True)
+            first = np.empty(int(inv.max()) + 1 if len(inv) else 0, dtype=np.int64)
+            first[inv] = np.arange(len(inv), dtype=np.int64)
         else:
             stacked = np.stack([name_codes[rows[j]], *(c[j] for c, _ in cols)], axis=1)
             _, first, inv = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
