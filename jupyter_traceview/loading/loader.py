@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -19,7 +20,7 @@ from ..errors import OptionError, TraceFormatError, TraceviewError, TraceviewWar
 from ..model.classify import Classifier
 from ..model.frames import paused_gc
 from ..model.rank_data import RankData
-from ..model.trace import Trace
+from ..model.trace import Trace, classified
 from ..progress import Progress
 from . import cache as _cache
 from . import handoff, heap
@@ -320,6 +321,8 @@ def load(
     )
     tqdm_bar: Any = None
     n_done = len(files) - len(todo)
+    #: Files whose ranks came back from the pool with their gpu_class column.
+    classified_files: set[int] = set()
 
     def start_progress() -> None:
         # tqdm starts a monitor thread with its first bar: the pool's workers are forked
@@ -348,7 +351,10 @@ def load(
                 handle_error(files[split], exc)
             advance()
         elif use_pool and len(todo) > 0:
-            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress)
+            # The workers also add each rank's gpu_class column (Trace does it otherwise, here,
+            # after the last file): that work is spread over the pool and overlaps the reading.
+            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress, classifier)
+            classified_files.update(results.keys() & set(todo))
         else:
             start_progress()
             for i in todo:
@@ -367,6 +373,7 @@ def load(
     _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
 
     by_rank: dict[int, RankData] = {}
+    by_rank_classified: dict[int, bool] = {}
     for i in sorted(results):
         for d in results[i]:
             r = d.meta.rank
@@ -379,6 +386,7 @@ def load(
                     "Two files claim one rank: remove one of them, or load them separately",
                 )
             by_rank[r] = d
+            by_rank_classified[r] = i in classified_files
     warn_skipped_events({r: d.meta for r, d in by_rank.items()})
     warn_reader_messages({r: d.meta for r, d in by_rank.items()})
     if not by_rank:
@@ -397,7 +405,8 @@ def load(
         raise TraceFormatError(
             source, problem, "Point tv.load() at PyTorch profiler traces or Nsight Systems SQLite exports"
         )
-    trace = Trace(by_rank.values(), classifier=classifier, source=source)
+    ranks_data = [d if by_rank_classified[r] else classified(d, classifier) for r, d in by_rank.items()]
+    trace = Trace(ranks_data, classifier=classifier, source=source, _classified=True)
     return trace
 
 
@@ -463,7 +472,9 @@ def _load_parallel(
     handle_error: Any,
     advance: Callable[[], None],
     started: Callable[[], None],
+    classifier: Classifier,
 ) -> None:
+    """Read ``files[i]`` for ``i`` in ``todo`` into ``results``, classified (:func:`~..model.trace.classified`)."""
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with (
         handoff.scratch_folder() as folder,
@@ -471,8 +482,14 @@ def _load_parallel(
     ):
         # The first submit starts every worker (a fork pool starts them all at once, before
         # its own manager thread); only then may other threads (the progress bar's) start.
+        # Biggest files first: the pool does not end on one big file with the other workers
+        # idle, and this process (reading from the end of the list while the pool starts)
+        # takes the smallest.
+        order = sorted(todo, key=lambda i: -_estimated_json_bytes([files[i]]))
+        # The patterns only (a copy without the kernel names it has memoised), for each task.
+        patterns = dataclasses.replace(classifier)
         futures: dict[Future[Any], int] = {
-            pool.submit(_read_file_task, files[i], options, cache_arg, folder): i for i in todo
+            pool.submit(_read_file_task, files[i], options, cache_arg, folder, patterns): i for i in order
         }
         started()
         pending = set(futures)
@@ -485,7 +502,7 @@ def _load_parallel(
                 pending.discard(fut)
                 i = futures[fut]
                 try:
-                    results[i] = read_file(files[i], options, cache_arg)
+                    results[i] = [classified(d, classifier) for d in read_file(files[i], options, cache_arg)]
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
                 advance()
@@ -604,13 +621,18 @@ def _scratch_copy(data: bytes) -> Path:
     return Path(name)
 
 
-def _read_file_task(tf: TraceFile, options: ReadOptions, cache_dir: str | None, folder: str | None) -> Any:
-    """A worker's task: one file's ranks (:func:`read_file`), handed back through ``folder`` (:mod:`.handoff`).
+def _read_file_task(
+    tf: TraceFile, options: ReadOptions, cache_dir: str | None, folder: str | None, classifier: Classifier
+) -> Any:
+    """A worker's task: one file's ranks (:func:`read_file`), classified, handed back through ``folder``.
+
+    (See :mod:`.handoff`; the cache gets the ranks as read, without the ``gpu_class`` column.)
 
     The worker's heap is kept or given back first (:mod:`.heap`).
     """
     heap.before_task(tf.size)
-    return handoff.dump(read_file(tf, options, cache_dir), folder)
+    ranks = [classified(d, classifier) for d in read_file(tf, options, cache_dir)]
+    return handoff.dump(ranks, folder)
 
 
 def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: int, folder: str | None) -> Any:

@@ -67,17 +67,25 @@ def category_dtype(categories: Sequence[object]) -> pd.CategoricalDtype:
     return shared_dtype(key, lambda: pd.CategoricalDtype(pd.Index(list(key), dtype="str"), ordered=False))
 
 
-def frame(columns: Mapping[str, Any]) -> pd.DataFrame:
+def frame(columns: Mapping[str, Any], order: Sequence[str] | None = None) -> pd.DataFrame:
     """A frame of these columns (1-D numpy arrays or Categoricals of one length), not copied.
 
-    What ``pd.DataFrame(columns, copy=False)`` gives, without the constructor's inference:
-    one block per column, a RangeIndex. Anything else (lists, Series, object arrays, 2-D
-    arrays, unequal lengths) goes through ``pd.DataFrame``.
+    What ``pd.DataFrame(columns, columns=order)`` gives, without the constructor's
+    inference and copies: one block per column, a RangeIndex, the columns in ``order``
+    (default: as given). Anything else (lists, Series, object arrays, 2-D arrays, unequal
+    lengths, ``order`` naming other columns, one array given twice) goes through
+    ``pd.DataFrame``. The arrays become the frame's: the caller must not write to them after.
     """
+    if order is not None:
+        if len(order) != len(columns) or not all(c in columns for c in order):
+            return pd.DataFrame(dict(columns), columns=list(order))
+        columns = {c: columns[c] for c in order}
     values = list(columns.values())
     n = len(values[0]) if values else 0
-    if _from_blocks is None or not values or not all(_plain(v, n) for v in values):
-        return pd.DataFrame(dict(columns), copy=False)
+    plain = _from_blocks is not None and values and all(_plain(v, n) for v in values)
+    # Two columns over one buffer would let a write through one change the other.
+    if not plain or len({id(v if getattr(v, "base", None) is None else v.base) for v in values}) < len(values):
+        return pd.DataFrame(dict(columns))
     return frame_of(values, pd.Index(list(columns)), n)
 
 

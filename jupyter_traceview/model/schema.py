@@ -273,10 +273,18 @@ def categorical(
     if codes is not None:
         dtype = category_dtype(list(categories) if categories is not None else [])
         return pd.Categorical.from_codes(codes, dtype=dtype)
-    if categories is None:
-        vals = list(values) if values is not None else []
-        return pd.Categorical(vals, dtype=category_dtype(sorted({str(v) for v in vals if v is not None})))
-    return pd.Categorical(list(values) if values is not None else [], dtype=category_dtype(list(categories)))
+    vals = list(values) if values is not None else []
+    cats = sorted({str(v) for v in vals if v is not None}) if categories is None else list(categories)
+    dtype = category_dtype(cats)
+    if all(type(c) is str for c in cats) and all(v is None or type(v) is str for v in vals):
+        # Strings (or None) into string categories: coded by a dict, as pandas would code
+        # them (a value not among the categories, or None, is -1), without its hash table.
+        where = {c: i for i, c in enumerate(cats)}
+        return pd.Categorical.from_codes(
+            np.fromiter((-1 if v is None else where.get(v, -1) for v in vals), dtype=np.int64, count=len(vals)),
+            dtype=dtype,
+        )
+    return pd.Categorical(vals, dtype=dtype)
 
 
 def empty_memory_table() -> pd.DataFrame:

@@ -190,3 +190,13 @@ def test_an_entry_of_the_previous_format_is_rebuilt(
     seen = _parses(monkeypatch)
     assert_same_trace(cold, tv.load(folder, cache=cache), "old format")
     assert len(seen) == 2
+
+
+@pytest.mark.parametrize("type_", [pa.int8(), pa.int16(), pa.int32()])
+def test_dictionary_indices_become_codes_with_nulls_as_minus_one(type_: pa.DataType) -> None:
+    values = [5, None, 7, 8, None, 9, 1, 2, None, 4, 0, 3]
+    for array in (pa.array(values, type_), pa.array(values, type_).slice(3), pa.array([None] * 3, type_)):
+        got = tv_cache._codes(array)
+        want = np.array([-1 if v is None else v for v in array.to_pylist()], dtype=type_.to_pandas_dtype())
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -54,17 +55,30 @@ def test_the_shared_dtypes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert big.categories.tolist() == list("ghijklm") and ("g", "h", "i", "j", "k", "l", "m") not in frames._dtypes
 
 
+@pytest.mark.filterwarnings("ignore:Constructing a Categorical with a dtype and values containing")
 def test_categorical_matches_the_plain_constructors() -> None:
     for codes, cats in (([0, 1, -1, 1], ["x", "y"]), ([], []), ([2, 0], ["é", "\u4e2d", "a b"])):
         got = categorical(codes=np.array(codes, dtype=np.int32), categories=cats)
         want = _plain_categorical(codes, cats)
         assert got.dtype == want.dtype and got.codes.dtype == want.codes.dtype
         np.testing.assert_array_equal(got.codes, want.codes)
-    values = ["b", None, "a", "b"]
-    got = categorical(values)
-    want = pd.Categorical(values, categories=pd.Index(["a", "b"], dtype="str"))
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got.codes, want.codes)
+    cases: list[tuple[list[object], list[object] | None]] = [
+        (["b", None, "a", "b", ""], None),
+        (["b", None, "zz", "a"], ["b", "a"]),  # a value not among the categories is missing
+        ([], None),
+        ([], ["x"]),
+        ([1, None, 2, 1], None),  # not strings: pandas codes them
+        (["1", 2, None], ["1", "2"]),
+        ([float("nan"), "a"], None),
+        (["é", "\u4e2d", "é"], None),
+    ]
+    for values, cats in cases:
+        got = categorical(values, categories=cats)
+        plain = sorted({str(v) for v in values if v is not None}) if cats is None else cats
+        want = pd.Categorical(values, categories=pd.Index(plain, dtype="str"))
+        assert got.dtype == want.dtype, values
+        assert got.codes.dtype == want.codes.dtype, values
+        np.testing.assert_array_equal(got.codes, want.codes, err_msg=str(values))
     with pytest.raises(ValueError):
         categorical(codes=np.array([0, 2]), categories=["x", "y"])  # codes are still checked
 
@@ -88,6 +102,25 @@ def test_frame_equals_the_plain_constructor() -> None:
     assert_identical(frames.frame(odd), pd.DataFrame(odd), "lists")
     with pytest.raises(ValueError):
         frames.frame_of([np.arange(3), np.arange(4)], pd.Index(["a", "b"]), 3)
+
+
+def test_without_the_pandas_3_block_api_loads_are_identical(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """pandas 2.x has no ``create_dataframe_from_blocks``: the plain constructor builds the same
+    frames, cold and from the cache (the path pandas 2.2 users take, run here on pandas 3)."""
+    sample = tv.sample_path()
+    fast_cold = tv.load(sample, cache=False)
+    monkeypatch.setattr(frames, "_from_blocks", None)
+    n = 4
+    cols = {"eid": np.arange(n, dtype=np.int64), "name": categorical(codes=np.zeros(n, np.int8), categories=["p"])}
+    assert_identical(frames.frame(cols), pd.DataFrame(cols), "fallback frame")
+    assert_identical(frames.frame_of(list(cols.values()), pd.Index(list(cols)), n), pd.DataFrame(cols), "frame_of")
+    plain_cold = tv.load(sample, cache=False)
+    cached = (tv.load(sample, cache=tmp_path), tv.load(sample, cache=tmp_path))  # written, then read
+    assert any(tmp_path.rglob("*.arrow"))
+    for trace in (plain_cold, *cached):
+        for r in fast_cold.ranks:
+            assert_identical(trace.rank_data(r).events, fast_cold.rank_data(r).events, f"rank {r} events")
+            assert_identical(trace.rank_data(r).op_args, fast_cold.rank_data(r).op_args, f"rank {r} op_args")
 
 
 def test_paused_gc_restores_the_state() -> None:

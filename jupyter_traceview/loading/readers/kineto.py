@@ -32,6 +32,7 @@ import pandas as pd
 from ...errors import TraceFormatError
 from ...model.classify import COPY_KINDS, copy_kind_of
 from ...model.collectives import normalize_collective
+from ...model.frames import frame
 from ...model.rank_data import RankData, RankMeta
 from ...model.schema import (
     COMMS_COLUMNS,
@@ -1413,7 +1414,7 @@ def _rank_tables(
     name_cat = categorical(codes=remap.astype(np.int32), categories=[names[i] for i in used.tolist()])
     kind_cat = categorical(codes=kind.astype(np.int8), categories=KIND_CATEGORIES)
 
-    events = pd.DataFrame(
+    events = frame(
         {
             "eid": cols["eid"],
             "ts_ns": cols["ts_ns"],
@@ -1473,7 +1474,7 @@ def _gpu_args_table(raw: _FileColumns, eid_of_row: np.ndarray, names: list[str])
             table[col.name] = raw.gpu[col.name][mine]
     table["copy_kind"] = categorical(codes=ck, categories=COPY_KINDS)
     table["pageable"] = pageable
-    return pd.DataFrame(table, columns=[c.name for c in GPU_ARGS_COLUMNS])
+    return frame(table, [c.name for c in GPU_ARGS_COLUMNS])
 
 
 def _first_dims(raw_dims: msgspec.Raw, raw_types: msgspec.Raw) -> tuple[int, str | None]:
@@ -1498,7 +1499,7 @@ def _comms_table(raw: _FileColumns, eid_of_row: np.ndarray) -> pd.DataFrame:
     mine = mine[np.argsort(eids[mine], kind="stable")]
     pick = mine.tolist()
     c = {f: [raw.comm[f][i] for i in pick] for f in _COMM_FIELDS}
-    return pd.DataFrame(
+    return frame(
         {
             "eid": eids[mine].astype(np.int64),
             "collective": categorical(c["collective"]),
@@ -1512,5 +1513,5 @@ def _comms_table(raw: _FileColumns, eid_of_row: np.ndarray) -> pd.DataFrame:
             "seq": np.array(c["seq"], dtype=np.int64),
             "source": categorical(c["source"], categories=COMMS_SOURCES),
         },
-        columns=[col.name for col in COMMS_COLUMNS],
+        [col.name for col in COMMS_COLUMNS],
     )

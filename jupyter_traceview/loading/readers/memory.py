@@ -23,6 +23,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from ...model.frames import frame
 from ...model.schema import MEMORY_ACTIONS, MEMORY_COLUMNS, categorical
 
 __all__ = ["MEMORY_EVENT_NAMES", "MemoryArgs", "MemoryRows", "device_type_name", "empty_memory_rows", "memory_rows"]
@@ -127,7 +128,7 @@ class MemoryRows:
             "total_allocated_bytes": self.ints["mem_total_allocated"][mine],
             "total_reserved_bytes": self.ints["mem_total_reserved"][mine],
         }
-        return pd.DataFrame(table, columns=[c.name for c in MEMORY_COLUMNS])
+        return frame(table, [c.name for c in MEMORY_COLUMNS])
 
 
 def empty_memory_rows() -> MemoryRows:

@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from ...model.frames import frame
 from ...model.schema import OP_ARGS_COLUMNS, categorical
 
 __all__ = ["FIELDS", "OpArgs", "collect", "empty"]
@@ -126,10 +127,10 @@ class OpArgs:
         eids = eid_of_row[self.rows] if len(self.rows) else np.empty(0, dtype=np.int64)
         mine = np.flatnonzero(eids >= 0)
         mine = mine[np.argsort(eids[mine], kind="stable")]
-        frame: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
+        table: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
         for f in FIELDS:
-            frame[f] = _compact_codes(self.codes[f][mine], self.values[f])
-        return pd.DataFrame(frame, columns=[c.name for c in OP_ARGS_COLUMNS])
+            table[f] = _compact_codes(self.codes[f][mine], self.values[f])
+        return frame(table, [c.name for c in OP_ARGS_COLUMNS])
 
 
 def empty() -> OpArgs:

@@ -1,5 +1,5 @@
-"""Pool workers hand their tables back through shared memory (loading/handoff.py) and keep
-their heap between same-sized tasks (loading/heap.py): the same objects, nothing left behind."""
+"""The process pool: workers hand their tables back through shared memory (loading/handoff.py),
+keep their heap between same-sized tasks (loading/heap.py), take the biggest files first."""
 
 from __future__ import annotations
 
@@ -170,3 +170,42 @@ def test_a_worker_keeps_its_heap_between_like_tasks_and_gives_it_back_before_a_m
     libc.calls.clear()
     heap.before_task(100)  # like the last one: kept
     assert libc.calls == []
+
+
+def test_the_pool_takes_the_biggest_files_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = {f.name: f.stat().st_size for f in Path(tv.sample_path()).glob("*.json.gz")}
+    assert len(set(sizes.values())) == len(sizes) == 8  # the sample's files differ in size
+    submitted: list[str] = []
+    real = loader.ProcessPoolExecutor
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            submitted.append(args[0].path.name)
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(loader, "_pool_context", lambda **_: multiprocessing.get_context("fork"))
+    tv.load(tv.sample_path(), cache=False, engine="process")
+    assert submitted == sorted(sizes, key=lambda name: -sizes[name])
+
+
+def test_workers_get_the_classifier_s_patterns_not_its_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_traceview.model.classify import Classifier
+
+    clf = Classifier().extend(communication=("my_allreduce",))
+    clf._kernel_codes.update({f"kernel_{k}": 0 for k in range(5000)})  # a classifier used before
+    sent: list[Classifier] = []
+    real = loader.ProcessPoolExecutor
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            sent.append(args[-1])
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(loader, "_pool_context", lambda **_: multiprocessing.get_context("fork"))
+    pooled = tv.load(tv.sample_path(), cache=False, engine="process", classifier=clf)
+    assert len(sent) == 8 and all(c == clf and "_kernel_codes" not in vars(c) for c in sent)
+    serial = tv.load(tv.sample_path(), cache=False, engine="serial", classifier=clf)
+    for r in serial.ranks:
+        pd.testing.assert_series_equal(pooled.events(r)["gpu_class"], serial.events(r)["gpu_class"])
