@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import bisect
 import functools
-import gc
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ from typing import Any
 import msgspec
 
 from ..errors import TraceFormatError
+from ..model.frames import paused_gc
 from ..model.rank_data import RankData
 from .readers import kineto
 
@@ -211,18 +210,6 @@ def _piece_events(read_at: ReadAt, lo: int, hi: int) -> tuple[bytes, list[kineto
     return buf, events
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    # As the reader does: millions of small objects freed together; the cyclic GC's scans only cost.
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def parse_in_pieces(
     path: Path,
     read_at: ReadAt,
@@ -236,7 +223,7 @@ def parse_in_pieces(
 
     Raises SplitFailed where the whole-file read must decide (it then also gives the error).
     """
-    with _no_gc():
+    with paused_gc():  # as the reader: millions of small objects freed together
         try:
             header = kineto._header(path, the_plan.doc, name_rank, bad_events)
             state = kineto._FileState(base_time_ns=header.base_time_ns)
@@ -277,7 +264,7 @@ def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int
     ``"Traces"``, ``""``) are numbered file-wide in order of appearance: :func:`finish`
     checks that each piece numbered them as the whole file does.
     """
-    with _no_gc():
+    with paused_gc():  # as the reader: millions of small objects freed together
         buf, events = _piece_events(read_at, lo, hi)
         state = kineto._FileState(base_time_ns=base_time_ns)
         chunk = kineto._Chunk(0, events, [], ts_text=functools.partial(kineto._ts_list_texts, buf))
@@ -297,7 +284,7 @@ def finish(
     pid_map: Mapping[int | str, int] | None = None,
 ) -> list[RankData]:
     """The rank tables of a file from its pieces' columns (in file order), as ``parse_kineto`` gives them."""
-    with _no_gc():
+    with paused_gc():  # as the reader: millions of small objects freed together
         try:
             header = kineto._header(path, the_plan.doc, name_rank, bad_events)
         except TraceFormatError as exc:

@@ -21,8 +21,8 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
 from jupyter_traceview.loading import loader
-from tests import kineto_builder as kb
 from tests.loading.readers.test_reader_golden import _odd_trace, _real_traces
+from tests.loading.test_cache_integrity import entries, parses
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
@@ -108,40 +108,12 @@ def test_the_sample_twice_from_one_cache_shares_dtypes_and_stays_exact(tmp_path:
         assert_identical(cold.events(r), second.events(r), f"sample rank {r} classified events")
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    for r in (0, 1):
-        kb.write(
-            tmp_path / "run" / f"rank-{r}.json",
-            kb.doc([kb.step(1, 0, 1000), *kb.launch(f"gemm_{r}", 10, 20, 300 + r, corr=1)], rank=r, world_size=2),
-        )
-    return tmp_path / "run"
-
-
-def _entries(cache: Path) -> list[Path]:
-    return sorted(p for p in cache.iterdir() if p.is_dir())
-
-
-def _parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    real = loader.read_file
-
-    def counting(tf, options, cache_dir):  # type: ignore[no-untyped-def]
-        seen.append(tf.path.name)
-        return real(tf, options, cache_dir)
-
-    monkeypatch.setattr(loader, "read_file", counting)
-    return seen
-
-
 def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
-    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
 ) -> None:
     """An Arrow file whose name codes point past its categories, with meta.json's CRC made to match."""
-    cache = tmp_path / "cache"
-    cold = tv.load(folder, cache=False)
-    tv.load(folder, cache=cache)
-    for entry in _entries(cache):
+    cache, cold = filled
+    for entry in entries(cache):
         target = entry / "r0.events.arrow"
         batch = pa.ipc.open_file(pa.py_buffer(target.read_bytes())).get_batch(0)
         i = batch.schema.get_field_index("name")
@@ -155,7 +127,7 @@ def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
         doc = json.loads((entry / "meta.json").read_text())
         doc["crc32"]["r0.events.arrow"] = tv_cache._crc32(target.read_bytes())
         (entry / "meta.json").write_text(json.dumps(doc))
-    seen = _parses(monkeypatch)
+    seen = parses(monkeypatch)
     assert_same_trace(cold, tv.load(folder, cache=cache), "bad codes")
     assert sorted(seen) == ["rank-0.json", "rank-1.json"]
     seen.clear()
@@ -165,29 +137,25 @@ def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
 
 @pytest.mark.parametrize("table", TABLES)
 def test_a_truncated_arrow_file_is_a_miss_that_heals(
-    table: str, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    table: str, folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
 ) -> None:
-    cache = tmp_path / "cache"
-    cold = tv.load(folder, cache=False)
-    tv.load(folder, cache=cache)
-    for entry in _entries(cache):
+    cache, cold = filled
+    for entry in entries(cache):
         target = entry / f"r0.{table}.arrow"
         target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
-    seen = _parses(monkeypatch)
+    seen = parses(monkeypatch)
     assert_same_trace(cold, tv.load(folder, cache=cache), f"truncated {table}")
     assert len(seen) == 2
 
 
 def test_an_entry_of_the_previous_format_is_rebuilt(
-    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
 ) -> None:
-    cache = tmp_path / "cache"
-    cold = tv.load(folder, cache=False)
-    tv.load(folder, cache=cache)
-    for entry in _entries(cache):
+    cache, cold = filled
+    for entry in entries(cache):
         doc = json.loads((entry / "meta.json").read_text())
         (entry / "meta.json").write_text(json.dumps({**doc, "format": tv_cache.ENTRY_FORMAT - 1}))
-    seen = _parses(monkeypatch)
+    seen = parses(monkeypatch)
     assert_same_trace(cold, tv.load(folder, cache=cache), "old format")
     assert len(seen) == 2
 

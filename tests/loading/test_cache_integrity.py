@@ -12,7 +12,6 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
 from jupyter_traceview.loading import ingest, loader
-from tests import kineto_builder as kb
 
 
 def frames(trace: tv.Trace) -> dict[int, pd.DataFrame]:
@@ -38,26 +37,14 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    for r in (0, 1):
-        kb.write(
-            tmp_path / "run" / f"rank-{r}.json",
-            kb.doc([kb.step(1, 0, 1000), *kb.launch(f"gemm_{r}", 10, 20, 300 + r, corr=1)], rank=r, world_size=2),
-        )
-    return tmp_path / "run"
-
-
 def entries(cache: Path) -> list[Path]:
     return sorted(p for p in cache.iterdir() if p.is_dir())
 
 
 def test_flipped_bytes_in_an_arrow_file_are_a_miss_that_heals(
-    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
 ) -> None:
-    cache = tmp_path / "cache"
-    cold = tv.load(folder, cache=False)
-    tv.load(folder, cache=cache)
+    cache, cold = filled
     for entry in entries(cache):
         target = entry / "r0.events.arrow"
         data = target.read_bytes()
@@ -88,11 +75,9 @@ def test_flipped_bytes_in_an_arrow_file_are_a_miss_that_heals(
     ],
 )
 def test_an_edited_meta_json_is_a_miss_that_heals(
-    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: object
+    folder: Path, monkeypatch: pytest.MonkeyPatch, edit: object, filled: tuple[Path, tv.Trace]
 ) -> None:
-    cache = tmp_path / "cache"
-    cold = tv.load(folder, cache=False)
-    tv.load(folder, cache=cache)
+    cache, cold = filled
     for entry in entries(cache):
         doc = json.loads((entry / "meta.json").read_text())
         (entry / "meta.json").write_text(json.dumps(edit(doc)))  # type: ignore[operator]

@@ -14,7 +14,6 @@ MTIA device events; ``B``/``E`` begin/end pairs; traces with no GPU events.
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import json
 import operator
@@ -32,7 +31,7 @@ import pandas as pd
 from ...errors import TraceFormatError
 from ...model.classify import COPY_KINDS, copy_kind_of
 from ...model.collectives import normalize_collective
-from ...model.frames import frame
+from ...model.frames import frame, paused_gc
 from ...model.rank_data import RankData, RankMeta
 from ...model.schema import (
     COMMS_COLUMNS,
@@ -268,9 +267,7 @@ def parse_kineto(
     """
     # Decoding creates millions of small objects that are freed together at the end:
     # the cyclic GC's repeated scans would only slow this down (2x measured).
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         doc, chunks = _decode(path, data)
         header = _header(path, doc, name_rank, bad_events)
         state = _FileState(base_time_ns=header.base_time_ns)
@@ -282,9 +279,6 @@ def parse_kineto(
         columns = _merge(parts, state)
         del parts
         return _split_and_finish(path, columns, header, pid_map)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 @dataclass
