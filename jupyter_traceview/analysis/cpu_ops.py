@@ -289,9 +289,12 @@ def _rank_breakdown(
     wall = wall_ns(trace, rank, h, window)
     into = _merged_into(h)
     dup = into != np.arange(len(h))
-    # A merged range's self and direct GPU time go to the range it merges into.
-    self_ns = np.bincount(into, weights=h.self_ns.astype(np.float64), minlength=len(h)).round().astype(np.int64)
-    gpu_direct = np.bincount(into, weights=gpu_direct.astype(np.float64), minlength=len(h)).round().astype(np.int64)
+    # A merged range's self and direct GPU time go to the range it merges into (exact ints).
+    self_ns = h.self_ns
+    if dup.any():
+        self_ns, gpu_direct = self_ns.copy(), gpu_direct.copy()
+        np.add.at(self_ns, into[dup], self_ns[dup])
+        np.add.at(gpu_direct, into[dup], gpu_direct[dup])
     sel = np.flatnonzero(np.isin(h.kind, kinds) & ~dup)
     if not len(sel):
         return None

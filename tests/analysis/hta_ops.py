@@ -29,7 +29,7 @@ def hta_csv(folder: str, name: str) -> pd.DataFrame | None:
     return pd.read_csv(p)
 
 
-def _rebuild(trace: tv.Trace, frames: dict[int, pd.DataFrame]) -> tv.Trace:
+def rebuild(trace: tv.Trace, frames: dict[int, pd.DataFrame]) -> tv.Trace:
     out = []
     for r in trace.ranks:
         d = trace.rank_data(r)
@@ -80,7 +80,7 @@ def drop_last_step(trace: tv.Trace) -> tv.Trace:
     kept = hta_kept(trace)
     if kept is None:
         return trace
-    return _rebuild(trace, {r: trace.rank_data(r).events.loc[k] for r, k in kept.items()})
+    return rebuild(trace, {r: trace.rank_data(r).events.loc[k] for r, k in kept.items()})
 
 
 def round_to_us(trace: tv.Trace) -> tv.Trace:
@@ -100,7 +100,7 @@ def round_to_us(trace: tv.Trace) -> tv.Trace:
         ev["dur_ns"] = np.maximum(end - start, 0)
         # Keep the schema's row order, (start, -duration), parents before children.
         frames[r] = ev.iloc[np.lexsort((ev["eid"].to_numpy(), -ev["dur_ns"].to_numpy(), ev["ts_ns"].to_numpy()))]
-    return _rebuild(trace, frames) if frames else trace
+    return rebuild(trace, frames) if frames else trace
 
 
 def hta_view(trace: tv.Trace) -> tv.Trace:

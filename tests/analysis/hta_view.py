@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 
 import jupyter_traceview as tv
-from jupyter_traceview.model.rank_data import RankData
-from tests.analysis.hta_ops import hta_kept
+from tests.analysis.hta_ops import drop_last_step, rebuild
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "hta"
 
@@ -37,47 +36,7 @@ HTA_QUEUE_NAMES = (
 def hta_selection(trace: tv.Trace) -> tv.Trace:
     """The trace as HTA filters it (:func:`tests.analysis.hta_ops.hta_kept`; events keep
     their eids, as ``Trace.select`` does)."""
-    kept = hta_kept(trace)
-    if kept is None:
-        return trace
-    out = []
-    for r in trace.ranks:
-        d = trace.rank_data(r)
-        if r not in kept:
-            out.append(d)
-            continue
-        ev = d.events
-        keep = kept[r]
-        eids = ev["eid"].to_numpy()[keep]
-        out.append(
-            RankData(
-                meta=d.meta,
-                events=ev.loc[keep].reset_index(drop=True),
-                gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
-                comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
-            )
-        )
-    return tv.Trace(out, classifier=trace.classifier, source=trace.source)
-
-
-def _without(trace: tv.Trace, drop: dict[int, np.ndarray]) -> tv.Trace:
-    out = []
-    for r in trace.ranks:
-        d = trace.rank_data(r)
-        if r not in drop or not drop[r].any():
-            out.append(d)
-            continue
-        ev = d.events.loc[~drop[r]].reset_index(drop=True)
-        eids = ev["eid"].to_numpy()
-        out.append(
-            RankData(
-                meta=d.meta,
-                events=ev,
-                gpu_args=d.gpu_args.loc[d.gpu_args["eid"].isin(eids)].reset_index(drop=True),
-                comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
-            )
-        )
-    return tv.Trace(out, classifier=trace.classifier, source=trace.source)
+    return drop_last_step(trace)
 
 
 def hta_queue_selection(trace: tv.Trace) -> tv.Trace:
@@ -94,7 +53,7 @@ def hta_queue_selection(trace: tv.Trace) -> tv.Trace:
         launcher = np.full(len(ev), "", dtype=object)
         launcher[has] = by_eid.reindex(leid[has]).fillna("").to_numpy()
         drop[r] = has & ~np.isin(launcher, HTA_QUEUE_NAMES)
-    return _without(sel, drop)
+    return rebuild(sel, {r: sel.rank_data(r).events.loc[~d] for r, d in drop.items()})
 
 
 def hta_copy_selection(trace: tv.Trace) -> tv.Trace:
@@ -111,7 +70,7 @@ def hta_copy_selection(trace: tv.Trace) -> tv.Trace:
         ts = ev["ts_ns"].to_numpy()
         neg = hta_end_us(trace, r, ts + ev["dur_ns"].to_numpy()) < hta_start_us(trace, r, ts)
         drop[r] = copy & neg
-    return _without(sel, drop)
+    return rebuild(sel, {r: sel.rank_data(r).events.loc[~d] for r, d in drop.items()})
 
 
 def _rel_ns(trace: tv.Trace, rank: int, t_ns: np.ndarray) -> np.ndarray:

@@ -429,3 +429,15 @@ def test_iterations_give_htas_view() -> None:
         pd.testing.assert_frame_equal(fn(trace, iterations=[551]), fn(hta_view))
     assert len(tv.kernel_launch_stats(trace, iterations=[551])) == 1179
     assert len(tv.kernel_launch_stats(trace)) == 2358
+
+
+def test_hta_queue_misses_the_hopper_gemm_launches() -> None:
+    """docs/semantics.md's figure: on h200_train HTA's queue counts 609 of the 743 launches of
+    its steps; the other 134 are cuBLAS's cuLaunchKernelEx (which it does not know)."""
+    trace = tv.load(KINETO_FOLDERS["h200_train"], cache=False)
+    all_launches = tv.queue_length(hta_selection(trace), per="stream")["launches"].sum()
+    hta_launches = tv.queue_length(hta_queue_selection(trace), per="stream")["launches"].sum()
+    assert (all_launches, hta_launches) == (743, 609)
+    launches = tv.kernel_launch_stats(hta_selection(trace))
+    missed = launches[~launches["launch_name"].isin(HTA_QUEUE_NAMES)]
+    assert set(missed["launch_name"]) == {"cuLaunchKernelEx"} and len(missed) == 134

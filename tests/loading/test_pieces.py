@@ -204,14 +204,19 @@ def _die(*args: Any) -> Any:
     os._exit(3)
 
 
+def _split_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A 400-event file, and the loader made to split files over 1000 bytes in 2000-byte pieces."""
+    f = tmp_path / "rank-0.json"
+    f.write_bytes(_trace_text(_events(400)))
+    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    return f
+
+
 def test_a_worker_dying_on_a_piece_fails_the_load_with_the_file_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = _trace_text(_events(400))
-    f = tmp_path / "rank-0.json"
-    f.write_bytes(data)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    f = _split_small(tmp_path, monkeypatch)
     monkeypatch.setattr(loader, "_read_piece_task", _die)
     monkeypatch.setattr(loader, "_pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
     with pytest.raises(TraceviewError, match=r"rank-0\.json"):
@@ -228,11 +233,7 @@ def test_a_worker_dying_on_a_file_fails_the_load_with_the_file_named(monkeypatch
 def test_auto_reads_one_big_file_alone_in_process_while_no_pool_starts_cheaply(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = _trace_text(_events(400))
-    f = tmp_path / "rank-0.json"
-    f.write_bytes(data)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    f = _split_small(tmp_path, monkeypatch)
     calls: list[Path] = []
     monkeypatch.setattr(loader, "_load_split", lambda tf, *a: calls.append(tf.path))
     monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: False)

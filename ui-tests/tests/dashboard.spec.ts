@@ -4,7 +4,17 @@
 // and `trace` on the last line of a cell shows the summary card that opens the dashboard.
 import { expect, test } from "@jupyterlab/galata";
 import type { Locator, Page } from "@playwright/test";
-import { addCell, cellText, newNotebook, runCell, settled, timeline, visibleRange, writeArtifact } from "./helpers";
+import {
+  addCell,
+  cellText,
+  heatmapCell,
+  newNotebook,
+  runCell,
+  settled,
+  timeline,
+  visibleRange,
+  writeArtifact,
+} from "./helpers";
 
 const TABS = [
   "overview",
@@ -115,16 +125,7 @@ test.describe("Dashboard on the 8-rank DLRM sample", () => {
     writeArtifact("heatmap-dlrm-light.png", await heatmap.screenshot());
 
     // Click a cell of rank 1 (second row), 40% into the time axis.
-    const canvas = heatmap.locator("canvas").first();
-    const box = (await canvas.boundingBox())!;
-    // Plot frame: bokeh leaves room for the axis labels on the left and the colour bar on the right.
-    const frameLeft = box.x + 70;
-    const frameRight = box.x + box.width - 90;
-    const frameTop = box.y + 30;
-    const frameBottom = box.y + box.height - 45;
-    const rowH = (frameBottom - frameTop) / 8;
-    const cellX = frameLeft + 0.4 * (frameRight - frameLeft);
-    const cellY = frameTop + 1.5 * rowH;
+    const [cellX, cellY] = await heatmapCell(heatmap, 1, 0.4, 8);
     // Hover first: the cell's interval as the heatmap labels it (times since the trace's origin).
     await page.mouse.move(cellX, cellY);
     // BokehJS draws the tooltip at the page's top level: the innermost element holding its rows.

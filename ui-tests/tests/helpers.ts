@@ -72,3 +72,18 @@ export async function settled(widget: Locator): Promise<void> {
     });
   await widget.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 }
+
+/**
+ * The page point at the centre of row `row` (0 = top) of a heatmap of `rows` rows, `frac` of the
+ * way along its time axis. The plot frame inside the canvas: bokeh leaves room for the axis
+ * labels on the left and the colour bar on the right.
+ */
+export async function heatmapCell(heatmap: Locator, row: number, frac: number, rows: number): Promise<[number, number]> {
+  const box = (await heatmap.locator("canvas").first().boundingBox())!;
+  const frameLeft = box.x + 70;
+  const frameRight = box.x + box.width - 90;
+  const frameTop = box.y + 30;
+  const frameBottom = box.y + box.height - 45;
+  const rowH = (frameBottom - frameTop) / rows;
+  return [frameLeft + frac * (frameRight - frameLeft), frameTop + (row + 0.5) * rowH];
+}

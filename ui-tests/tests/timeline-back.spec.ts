@@ -6,7 +6,7 @@
 // `?` help lists them.
 import { expect, test } from "@jupyterlab/galata";
 import type { Locator, Page } from "@playwright/test";
-import { cellText, newNotebook, runCell, settled, timeline, visibleRange, writeArtifact } from "./helpers";
+import { cellText, heatmapCell, newNotebook, runCell, settled, timeline, visibleRange, writeArtifact } from "./helpers";
 
 function dashboard(page: Page): Locator {
   return page.locator(".tvd-dashboard").last();
@@ -25,16 +25,10 @@ test.describe("Timeline back and forward after dashboard links", () => {
     await heatmap.scrollIntoViewIfNeeded();
     await dash.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 
-    // Click a cell of rank 1 (second row), 40% into the time axis (geometry as dashboard.spec.ts).
-    const canvas = heatmap.locator("canvas").first();
-    const box = (await canvas.boundingBox())!;
-    const frameLeft = box.x + 70;
-    const frameRight = box.x + box.width - 90;
-    const frameTop = box.y + 30;
-    const frameBottom = box.y + box.height - 45;
-    const rowH = (frameBottom - frameTop) / 8;
-    await page.mouse.move(frameLeft + 0.4 * (frameRight - frameLeft), frameTop + 1.5 * rowH);
-    await page.mouse.click(frameLeft + 0.4 * (frameRight - frameLeft), frameTop + 1.5 * rowH);
+    // Click a cell of rank 1 (second row), 40% into the time axis.
+    const [cellX, cellY] = await heatmapCell(heatmap, 1, 0.4, 8);
+    await page.mouse.move(cellX, cellY);
+    await page.mouse.click(cellX, cellY);
     await expect(dash).toHaveAttribute("data-tab", "timeline", { timeout: 30000 });
     const tl = timeline(page);
     await settled(tl);
