@@ -162,9 +162,9 @@ def main() -> None:
     print(f"CPU time, median of {a.runs}:")
     for stage in stages:
         t = statistics.median(r.get(stage, 0.0) for r in runs)
-        print(f"  {stage:18s} {t * 1e3:7.0f} ms  {t / total * 100:5.1f}%")
+        print(f"  {stage:24s} {t * 1e3:7.0f} ms  {t / total * 100:5.1f}%")
     print(
-        f"  {'rate':18s} {size / 1e6 / total:7.0f} MB/s of CPU time"
+        f"  {'rate':24s} {size / 1e6 / total:7.0f} MB/s of CPU time"
         + ("" if a.pieces else f" ({size / 1e6 / parse:.0f} MB/s without read + inflate)")
     )
 
