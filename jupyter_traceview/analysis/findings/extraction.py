@@ -212,11 +212,18 @@ def _top_names(codes: np.ndarray, categories: pd.Index, rows: np.ndarray, k: int
 
 
 def _codes_in(codes: np.ndarray, categories: pd.Index, values: Iterable[str]) -> np.ndarray:
-    """Rows whose categorical code is one of these values' (on the codes: fast)."""
+    """Rows whose categorical code is one of these values' (on the codes: fast; a comparison
+    per value present, as a trace has few of them, else one table gather)."""
     wanted = categories.get_indexer(list(values))
+    present = np.unique(wanted[wanted >= 0])
+    if len(present) <= 4:
+        out: np.ndarray = np.zeros(len(codes), dtype=bool)
+        for c in present.tolist():
+            out |= codes == c
+        return out
     lut = np.zeros(len(categories) + 1, dtype=bool)  # the last entry: code -1 (no name)
-    lut[wanted[wanted >= 0]] = True
-    out: np.ndarray = lut[codes]
+    lut[present] = True
+    out = lut[codes]
     return out
 
 
