@@ -222,9 +222,15 @@ def coverage_of(union: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.nd
     before = np.concatenate(([0], np.cumsum(length)[:-1]))
 
     def upto(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(first, t, side="right") - 1
-        out: np.ndarray = before[k] + np.minimum(t - first[k], length[k])
+        # In place where it can: a query array's worth of temporaries fewer (this runs on
+        # every GPU activity of a rank, several times per analysis).
+        k = np.searchsorted(first, t, side="right")
+        k -= 1
+        out: np.ndarray = t - first[k]
+        np.minimum(out, length[k], out=out)
+        out += before[k]
         return out
 
-    out: np.ndarray = upto(ends) - upto(starts)
+    out = upto(ends)
+    out -= upto(starts)
     return out

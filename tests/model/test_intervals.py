@@ -152,3 +152,15 @@ def test_union_of_sorted_starts_as_with_the_sort(pairs: list[tuple[int, int]]) -
     # Equal starts with different ends, in start order.
     got = iv.union(np.array([0, 0, 5, 5], dtype=np.int64), np.array([3, 1, 5, 9], dtype=np.int64))
     assert got[0].tolist() == [0, 5] and got[1].tolist() == [3, 9]
+
+
+@given(interval_lists, interval_lists)
+def test_coverage_of_by_brute_force(p: list[tuple[int, int]], q: list[tuple[int, int]]) -> None:
+    """``coverage_of``: the time of each query interval (any order, overlapping, empty)
+    covered by a union, cell by cell; int64."""
+    u = iv.union(*arrays(p))
+    cells = covered(p)
+    qs, qe = arrays(q)
+    got = iv.coverage_of(u, qs, qe)
+    assert got.dtype == np.int64
+    assert got.tolist() == [int(cells[a:b].sum()) for a, b in q]
