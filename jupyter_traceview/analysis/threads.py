@@ -178,12 +178,28 @@ def _minus(a: iv.Intervals, b: iv.Intervals) -> iv.Intervals:
 
 
 def _thread_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A dense id per (pid, tid) and each id's first row (a rank has few threads: each
-    column is hashed on its own and the pairs counted densely; as :func:`._links.row_ids`,
-    whose ids are numbered by first row, the ids here may be numbered otherwise)."""
+    """A dense id per (pid, tid) and each id's first row (as :func:`._links.row_ids`, whose
+    ids are numbered by first row; the ids here may be numbered otherwise).
+
+    Events in time order come in runs on one thread: the ids are found for the runs
+    (:func:`_run_thread_ids`), then repeated over each run's rows.
+    """
     n = len(pid)
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(pid[1:], pid[:-1], out=change[1:])
+    change[1:] |= tid[1:] != tid[:-1]
+    starts = np.flatnonzero(change)
+    run_ids, run_first = _run_thread_ids(pid[starts], tid[starts])
+    return np.repeat(run_ids, np.diff(np.append(starts, n))), starts[run_first]
+
+
+def _run_thread_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_thread_ids` without the runs (a rank has few threads: each column is hashed
+    on its own and the pairs counted densely)."""
+    n = len(pid)
     p_codes, n_p = _codes(pid)
     t_codes, n_t = _codes(tid)
     if n_p * n_t > 4 * n + 1024:  # many threads: pack and hash the pairs
