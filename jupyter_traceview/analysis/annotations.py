@@ -38,6 +38,28 @@ ANNOTATION_COLUMNS = {
 OTHERS = "others"
 
 
+class _Columns:
+    """A rank's events columns as numpy arrays, each read from the frame once (a pandas
+    column read costs about as much as the arithmetic on a small rank's annotations)."""
+
+    def __init__(self, ev: pd.DataFrame) -> None:
+        self.frame = ev
+        self._got: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def of(cls, ev: pd.DataFrame | _Columns) -> _Columns:
+        return ev if isinstance(ev, _Columns) else cls(ev)
+
+    def __call__(self, name: str) -> np.ndarray:
+        got = self._got.get(name)
+        if got is None:
+            got = self._got[name] = self.frame[name].to_numpy()
+        return got
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
 def user_annotation_breakdown(
     trace: Trace,
     *,
@@ -126,22 +148,23 @@ def user_annotation_breakdown(
     seen_any = False
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        acts = _work_activities(trace, r, window, with_device=kind == "gpu")
+        cols = _Columns(ev)
+        acts = _work_activities(trace, r, window, cols, with_device=kind == "gpu")
         if not len(acts["ts_ns"]):
             no_gpu.append(r)
         is_ann = lk.category_mask(ev["kind"], [ann_kind])
         if pattern is not None:
             is_ann = is_ann & lk.match_names(ev["name"], pattern, "regex", what="annotation pattern")
         if window is not None:
-            ts = ev["ts_ns"].to_numpy()
-            end = ts + ev["dur_ns"].to_numpy()
+            ts = cols("ts_ns")
+            end = ts + cols("dur_ns")
             is_ann = is_ann & (ts < window[1]) & ((end > window[0]) | (ts == window[0]))
         if not is_ann.any():
             continue
         seen_any = True
         if kind == "gpu" and not len(acts["ts_ns"]):
             continue
-        part = _rank_breakdown(ev, acts, is_ann, window, kind=kind, top_k=top_k, same_thread=same_thread)
+        part = _rank_breakdown(cols, acts, is_ann, window, kind=kind, top_k=top_k, same_thread=same_thread)
         part["rank"] = np.full(len(part["name"]), r, dtype=np.int64)
         parts.append(part)
     if no_gpu:
@@ -157,13 +180,18 @@ def user_annotation_breakdown(
         )
     if not parts:
         return empty(ANNOTATION_COLUMNS)
-    # One frame for all ranks (a frame per rank costs more than the rank's arithmetic).
-    out = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in ANNOTATION_COLUMNS})
-    return out.astype(ANNOTATION_COLUMNS)
+    # One frame for all ranks (a frame per rank costs more than the rank's arithmetic),
+    # each column built in its documented dtype (an astype of the frame costs more than the
+    # ranks' arithmetic on a small trace).
+    columns: dict[str, object] = {}
+    for c, dtype in ANNOTATION_COLUMNS.items():
+        values = np.concatenate([p[c] for p in parts])
+        columns[c] = pd.array(values.tolist(), dtype=dtype) if dtype == "str" else values.astype(dtype, copy=False)
+    return pd.DataFrame(columns)
 
 
 def _work_activities(
-    trace: Trace, rank: int, window: tuple[int, int] | None, *, with_device: bool = True
+    trace: Trace, rank: int, window: tuple[int, int] | None, cols: _Columns, *, with_device: bool = True
 ) -> dict[str, np.ndarray]:
     """The rank's GPU work (compute, communication, memory; clipped to ``trace.window``, then
     to ``window`` as :func:`._links.clip_to_window`), in start order: only the columns the
@@ -177,12 +205,12 @@ def _work_activities(
         ts, end, rows, launch_eid, stream = c_ts[keep], c_end[keep], rows[keep], launch_eid[keep], stream[keep]
     out = {"ts_ns": ts, "end_ns": end, "launch_eid": launch_eid, "stream": stream}
     if with_device:  # only kind="gpu" matches activities by device and stream
-        out["device"] = trace.rank_data(rank).events["device"].to_numpy()[rows]
+        out["device"] = cols("device")[rows]
     return out
 
 
 def _rank_breakdown(
-    ev: pd.DataFrame,
+    cols: _Columns,
     acts: dict[str, np.ndarray],
     is_ann: np.ndarray,
     window: tuple[int, int] | None,
@@ -192,20 +220,21 @@ def _rank_breakdown(
     same_thread: bool,
 ) -> dict[str, np.ndarray]:
     ann_rows = np.flatnonzero(is_ann)
-    a_start = ev["ts_ns"].to_numpy()[ann_rows]
-    a_end = a_start + ev["dur_ns"].to_numpy()[ann_rows]
+    a_start = cols("ts_ns")[ann_rows]
+    a_end = a_start + cols("dur_ns")[ann_rows]
     if window is not None:
         lo, hi = window
         a_start, a_end = np.maximum(a_start, lo), np.minimum(a_end, hi)
         a_end = np.maximum(a_end, a_start)
     a_dur = a_end - a_start
-    codes = np.asarray(ev["name"].array.codes)[ann_rows].astype(np.int64)
+    name = cols.frame["name"].array
+    codes = np.asarray(name.codes)[ann_rows].astype(np.int64)
 
     # Dense name ids, the names beyond top_k (by total duration) pooled into "others".
     uniq, gid = np.unique(codes, return_inverse=True)
     gid = gid.reshape(-1)
     # The texts of these names only (a rank has many more names than annotation names).
-    names = np.asarray(ev["name"].array.categories[uniq].astype(str), dtype=object)
+    names = np.array([str(x) for x in name.categories.take(uniq).tolist()], dtype=object)
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)
@@ -243,11 +272,11 @@ def _rank_breakdown(
     else:
         if kind == "cpu":
             pair_g, p_start, p_end, _ = _launched_inside(
-                ev, acts, ann_rows, gid, "thread" if same_thread else "process"
+                cols, acts, ann_rows, gid, "thread" if same_thread else "process"
             )
             out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed_distinct(pair_g, p_start, p_end, n)
         else:
-            pair_g, p_start, p_end, p_act = _running_inside(ev, acts, ann_rows, gid, a_start, a_end)
+            pair_g, p_start, p_end, p_act = _running_inside(cols, acts, ann_rows, gid, a_start, a_end)
             out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed(pair_g, p_start, p_end, p_act, n)
         s, e = iv.union(acts["ts_ns"], acts["end_ns"])
         out["gpu_busy_pct"] = np.asarray(pct(out["gpu_busy_ns"], iv.length(s, e)), dtype=np.float64)
@@ -267,17 +296,17 @@ def _text_ranks(names: np.ndarray) -> np.ndarray:
 
 
 def _launched_inside(
-    ev: pd.DataFrame, acts: dict[str, np.ndarray], ann_rows: np.ndarray, gid: np.ndarray, scope: str
+    cols: _Columns, acts: dict[str, np.ndarray], ann_rows: np.ndarray, gid: np.ndarray, scope: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(name id, start, end, activity index) for each activity launched inside a range of
     that name, each (name id, activity) once, in activity order."""
-    launch = rows_of(ev, acts["launch_eid"])
-    act_i, g = _launch_groups(ev, ann_rows, gid, launch, scope)
+    launch = rows_of(cols.frame, acts["launch_eid"])
+    act_i, g = _launch_groups(cols, ann_rows, gid, launch, scope)
     return g, acts["ts_ns"][act_i], acts["end_ns"][act_i], act_i
 
 
 def _launch_groups(
-    ev: pd.DataFrame, ann_rows: np.ndarray, gid: np.ndarray, launch: np.ndarray, scope: str
+    ev: pd.DataFrame | _Columns, ann_rows: np.ndarray, gid: np.ndarray, launch: np.ndarray, scope: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every distinct (point index, name id) where a range of that name encloses the point
     (:func:`._links.containing_pairs`' test: same process, or thread, ``range.ts <= point.ts``
@@ -292,17 +321,17 @@ def _launch_groups(
     encloses too) take :func:`._links.containing_pairs`. Cost: O(points log ranges + pairs),
     without sorting the pairs.
     """
-    ts = ev["ts_ns"].to_numpy()
-    end = ts + ev["dur_ns"].to_numpy()
-    key_cols = [ev["pid"].to_numpy()] + ([ev["tid"].to_numpy()] if scope == "thread" else [])
+    cols = _Columns.of(ev)
+    ts, dur = cols("ts_ns"), cols("dur_ns")  # ends only of the rows needed, not of every event
+    key_cols = [cols("pid")] + ([cols("tid")] if scope == "thread" else [])
     out_p: list[np.ndarray] = []
     out_g: list[np.ndarray] = []
     valid = np.flatnonzero(launch >= 0)
     p_rows = launch[valid]
-    zero = end[p_rows] == ts[p_rows]
+    zero = dur[p_rows] == 0
     if zero.any():
-        i, r = lk.containing_pairs(ev, ann_rows, np.where(zero, p_rows, -1), scope=scope)
-        g_of = np.full(len(ev), -1, dtype=np.int64)
+        i, r = lk.containing_pairs(cols.frame, ann_rows, np.where(zero, p_rows, -1), scope=scope)
+        g_of = np.full(len(cols), -1, dtype=np.int64)
         g_of[ann_rows] = gid
         key = np.unique(valid[i] * (int(gid.max()) + 1) + g_of[r])
         out_p.append(key // (int(gid.max()) + 1))
@@ -316,7 +345,8 @@ def _launch_groups(
         pts = np.flatnonzero(p_key == k)
         if not len(pts):
             continue
-        r_s, r_e = ts[rr], end[rr]
+        r_s = ts[rr]
+        r_e = r_s + dur[rr]
         bounds = np.unique(np.concatenate((r_s, r_e)))
         lo = np.searchsorted(bounds, r_s)
         hi = np.searchsorted(bounds, r_e)
@@ -336,13 +366,20 @@ def _launch_groups(
         offs = np.searchsorted(s_seg, np.arange(len(bounds) + 1))
         # Each point's segment, then its (segment, name) entries.
         q_rows = p_rows[pts]
-        p_seg = np.searchsorted(bounds, ts[q_rows], side="right") - 1
-        inside = (p_seg >= 0) & (p_seg < len(bounds) - 1)
+        q_ts = ts[q_rows]
+        p_seg = np.searchsorted(bounds, q_ts, side="right") - 1
+        inside = np.flatnonzero((p_seg >= 0) & (p_seg < len(bounds) - 1))
         pts, q_rows, p_seg = pts[inside], q_rows[inside], p_seg[inside]
-        c = offs[p_seg + 1] - offs[p_seg]
-        ent = np.arange(int(c.sum()), dtype=np.int64) + np.repeat(offs[p_seg] - np.cumsum(c) + c, c)
-        p_of = np.repeat(pts, c)
-        ok = np.repeat(end[q_rows], c) <= sg_e[ent]
+        q_end = q_ts[inside] + dur[q_rows]
+        first = offs[p_seg]
+        c = offs[p_seg + 1] - first
+        if len(c) and c.max() <= 1:  # no segment covered by two names: one entry per point at most
+            one = np.flatnonzero(c)
+            ent, p_of, e_of = first[one], pts[one], q_end[one]
+        else:
+            ent = np.arange(int(c.sum()), dtype=np.int64) + np.repeat(first - np.cumsum(c) + c, c)
+            p_of, e_of = np.repeat(pts, c), np.repeat(q_end, c)
+        ok = e_of <= sg_e[ent]
         out_p.append(valid[p_of[ok]])
         out_g.append(s_g[ent[ok]])
     if not out_p:
@@ -363,7 +400,7 @@ def row_key(cols: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
 
 
 def _running_inside(
-    ev: pd.DataFrame,
+    cols: _Columns,
     acts: dict[str, np.ndarray],
     ann_rows: np.ndarray,
     gid: np.ndarray,
@@ -381,7 +418,7 @@ def _running_inside(
     k_end = acts["end_ns"][order]
     # Running max of ends within each lane (activities on a stream rarely overlap, but may).
     run_end = pd.Series(k_end).groupby(k_lane).cummax().to_numpy()
-    a_lane = ev["device"].to_numpy().astype(np.int64)[ann_rows] * (1 << 40) + ev["stream"].to_numpy()[ann_rows]
+    a_lane = cols("device")[ann_rows].astype(np.int64) * (1 << 40) + cols("stream")[ann_rows]
     lane_lo = np.searchsorted(k_lane, a_lane, side="left")
     lane_hi = np.searchsorted(k_lane, a_lane, side="right")
     # Within the lane: candidates from the first activity whose running end passes the
