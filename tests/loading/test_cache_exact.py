@@ -168,3 +168,55 @@ def test_dictionary_indices_become_codes_with_nulls_as_minus_one(type_: pa.DataT
         want = np.array([-1 if v is None else v for v in array.to_pylist()], dtype=type_.to_pandas_dtype())
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------ the classes kept (issue 17, wave 6)
+def test_an_equal_classifier_takes_the_stored_classes(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """A cached load with the classifier that wrote the entry (or an equal one) classifies
+    nothing: the gpu_class column is the stored one, exactly the parsed trace's."""
+    cache, cold = filled
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("classified again")
+
+    _no_parse(monkeypatch)
+    monkeypatch.setattr(tv.Classifier, "classify_column", refuse)
+    assert_same_trace(cold, tv.load(folder, cache=cache, classifier=tv.Classifier()), "equal classifier")
+
+
+def test_another_classifier_classifies_again_from_the_same_entry(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """Other patterns: the entry is still a hit (not parsed), its classes are computed anew and
+    equal a parse with those patterns; the entry keeps the first classifier's classes."""
+    cache, cold_default = filled
+    other = tv.Classifier().extend(communication=["gemm_1"])
+    cold = tv.load(folder, cache=False, classifier=other)
+    assert (cold.events(1)["gpu_class"] == "communication").sum() == 1  # the patterns matter here
+    seen = parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache, classifier=other), "other classifier")
+    assert_same_trace(cold_default, tv.load(folder, cache=cache), "default again")
+    assert seen == []
+
+
+def test_classes_that_meta_json_does_not_account_for_are_a_miss(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """meta.json says the entry holds no classes while its events hold a gpu_class column (CRC
+    made to match): a miss, parsed and rewritten."""
+    cache, cold = filled
+    for entry in entries(cache):
+        doc = json.loads((entry / "meta.json").read_text())
+        assert doc["classes"] is not None
+        (entry / "meta.json").write_text(json.dumps({**doc, "classes": None}))
+    seen = parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), "classes dropped")
+    assert sorted(seen) == ["rank-0.json", "rank-1.json"]
+
+
+def test_write_wants_the_classifier_of_classified_ranks(tmp_path: Path) -> None:
+    trace = tv.load(tv.sample_path(), cache=False, ranks=[0])
+    with pytest.raises(ValueError, match="classifier"):
+        tv_cache.write(tmp_path, "k", [trace.rank_data(0)], classifier=None)
