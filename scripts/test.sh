@@ -29,8 +29,8 @@ jlpm install --immutable
 jlpm build
 
 echo "== ruff"
-ruff check jupyter_traceview tests benchmarks scripts
-ruff format --check jupyter_traceview tests benchmarks scripts
+ruff check jupyter_traceview tests benchmarks scripts hatch_build.py
+ruff format --check jupyter_traceview tests benchmarks scripts hatch_build.py
 
 echo "== mypy"
 mypy
