@@ -33,10 +33,11 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc
 
 from ..model.classify import Classifier, rules_key
-from ..model.frames import STR_DTYPE, category_dtype, frame_of, paused_gc, shared_dtype
+from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, frame_of, paused_gc, shared_dtype
 from ..model.rank_data import RankData, RankMeta
 from ..model.schema import READER_VERSION, SCHEMA_VERSION
 from ..model.trace import classified
@@ -182,10 +183,12 @@ def _build_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
     if isinstance(STR_DTYPE, pd.StringDtype) and STR_DTYPE.storage == "pyarrow":
         from pandas.arrays import ArrowStringArray
 
-        # The categories as pandas holds str values: an Arrow large_string array, not copied;
-        # CategoricalDtype checks them (no nulls, no duplicates) as for any other list.
+        # The categories as pandas holds str values: an Arrow large_string array, not copied.
+        # No nulls (checked by the caller); no duplicates, counted by Arrow's hash (a file
+        # that passed its CRC but repeats a category is a miss: pandas' check raises).
         categories = pd.Index(ArrowStringArray(dictionary, dtype=STR_DTYPE), copy=False)
-        return pd.CategoricalDtype(categories, ordered=False)
+        unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
+        return checked_dtype(categories, unique)
     return category_dtype(dictionary.to_pylist())
 
 

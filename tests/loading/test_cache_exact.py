@@ -135,6 +135,30 @@ def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
     assert seen == []
 
 
+def test_a_repeated_category_behind_a_valid_crc_is_a_miss(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """A names dictionary that repeats a category (meta.json's CRC made to match): a miss,
+    parsed and rewritten, not a dtype with duplicate categories."""
+    cache, cold = filled
+    for entry in entries(cache):
+        target = entry / "r0.events.arrow"
+        batch = pa.ipc.open_file(pa.py_buffer(target.read_bytes())).get_batch(0)
+        i = batch.schema.get_field_index("name")
+        column = batch.column(i)
+        names = column.dictionary.to_pylist()
+        doubled = pa.array([*names, names[0]], type=pa.large_string())
+        batch = batch.set_column(i, "name", pa.DictionaryArray.from_arrays(column.indices, doubled))
+        with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        doc = json.loads((entry / "meta.json").read_text())
+        doc["crc32"]["r0.events.arrow"] = tv_cache._crc32(target.read_bytes())
+        (entry / "meta.json").write_text(json.dumps(doc))
+    seen = parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), "repeated category")
+    assert sorted(seen) == ["rank-0.json", "rank-1.json"]
+
+
 @pytest.mark.parametrize("table", TABLES)
 def test_a_truncated_arrow_file_is_a_miss_that_heals(
     table: str, folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
