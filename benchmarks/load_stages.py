@@ -13,10 +13,13 @@ compare two checkouts, run this script alternately under each (``PYTHONPATH=<che
 
 By default the file is read whole (``parse_kineto``'s path: one typed decode of the whole
 file). ``--pieces`` reads it as ``tv.load`` reads a plain file bigger than
-``ingest.PIECE_BYTES``: in byte ranges ("pieces"), each decoded and turned into columns
-before the next is read (``pieces.parse_in_pieces``); "read + decode" is then the pieces'
-reads and decodes, "plan, header, free" the rest (finding the cuts, the header, freeing
-each piece's events).
+``ingest.PIECE_BYTES``: in byte ranges ("pieces"), each turned into columns before the
+next is read (``pieces.parse_in_pieces``): by the C scanner ("native scan + columns",
+``readers/native.py``) where it is built and reads the piece, else decoded by msgspec
+("msgspec decode") and turned into columns by ``kineto._part``; "read, plan, header, free"
+is the rest (reading the pieces, finding the cuts, the header, freeing each piece's
+events). A ``.gz`` file is inflated first ("read + inflate"), as ``tv.load`` does.
+``TRACEVIEW_NATIVE=0`` times the msgspec path alone.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_traceview.loading import ingest, pieces
-from jupyter_traceview.loading.readers import kineto
+from jupyter_traceview.loading.readers import kineto, native
 from jupyter_traceview.loading.readers.files import read_bytes
 
 STAGES = (
@@ -71,14 +74,24 @@ def one_run(path: Path) -> dict[str, float]:
     return dict(zip(STAGES, (t0 - tr, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t6 - tr), strict=True))
 
 
-PIECE_STAGES = ("read + decode", "columns (_part)", "merge", "per-rank tables", "plan, header, free", "total")
+PIECE_STAGES = (
+    "read + inflate",
+    "native scan + columns",
+    "msgspec decode",
+    "columns (_part)",
+    "merge",
+    "per-rank tables",
+    "read, plan, header, free",
+    "total",
+)
 
 
 @contextlib.contextmanager
 def _timed(spent: dict[str, float]) -> Iterator[None]:
     """Add the CPU time of each stage function of the piece-by-piece read to ``spent``."""
     stages: list[tuple[Any, str, str]] = [
-        (pieces, "_piece_events", "read + decode"),
+        (native, "piece_part", "native scan + columns"),
+        (pieces, "_piece_events", "msgspec decode"),
         (kineto, "_part", "columns (_part)"),
         (kineto, "_merge", "merge"),
         (kineto, "_split_and_finish", "per-rank tables"),
@@ -109,14 +122,19 @@ def one_run_in_pieces(path: Path) -> dict[str, float]:
     spent: dict[str, float] = collections.defaultdict(float)
     with _timed(spent):
         t0 = time.process_time()
-        read_at, size, close = pieces.open_source(path)
+        if path.name.endswith(".gz"):  # inflated whole first, as tv.load reads it
+            data = read_bytes(path)
+            spent["read + inflate"] = time.process_time() - t0
+            read_at, size, close = pieces.bytes_source(data), len(data), lambda: None
+        else:
+            read_at, size, close = pieces.open_source(path)
         try:
             ranks = pieces.parse_in_pieces(path, read_at, pieces.plan(read_at, size, ingest.PIECE_BYTES))
         finally:
             close()
         del ranks
         total = time.process_time() - t0
-    spent["plan, header, free"] = total - sum(spent.values())
+    spent["read, plan, header, free"] = total - sum(spent.values())
     spent["total"] = total
     return dict(spent)
 
@@ -139,13 +157,14 @@ def main() -> None:
     total = statistics.median(r["total"] for r in runs)
     parse = statistics.median(r["total"] - r.get("read + inflate", 0.0) for r in runs)
     how = f"in pieces of {ingest.PIECE_BYTES / 2**20:g} MB" if a.pieces else "whole"
-    print(f"{a.path} ({size / 1e6:.1f} MB of JSON, read {how}), reader {kineto.__file__}")
+    scanner = "C scanner + msgspec" if native.AVAILABLE else "msgspec only"
+    print(f"{a.path} ({size / 1e6:.1f} MB of JSON, read {how}, {scanner}), reader {kineto.__file__}")
     print(f"CPU time, median of {a.runs}:")
     for stage in stages:
-        t = statistics.median(r[stage] for r in runs)
-        print(f"  {stage:18s} {t * 1e3:7.0f} ms  {t / total * 100:5.1f}%")
+        t = statistics.median(r.get(stage, 0.0) for r in runs)
+        print(f"  {stage:24s} {t * 1e3:7.0f} ms  {t / total * 100:5.1f}%")
     print(
-        f"  {'rate':18s} {size / 1e6 / total:7.0f} MB/s of CPU time"
+        f"  {'rate':24s} {size / 1e6 / total:7.0f} MB/s of CPU time"
         + ("" if a.pieces else f" ({size / 1e6 / parse:.0f} MB/s without read + inflate)")
     )
 

@@ -104,6 +104,9 @@ def _eid_rows(ev: pd.DataFrame) -> np.ndarray:
     eids = ev["eid"].to_numpy()
     if len(eids) == 0:
         return np.empty(0, dtype=np.int64)
+    n = len(eids)
+    if eids[0] == 0 and eids[-1] == n - 1:  # a rank's full table (sorted by eid): eid is the row
+        return np.arange(n, dtype=np.int64)
     table = np.full(int(eids.max()) + 1, -1, dtype=np.int64)
     table[eids] = np.arange(len(eids), dtype=np.int64)
     return table

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..errors import OptionError
 from ..model import intervals as iv
-from ..model.intervals import at_least, coverage_of, step_function
+from ..model.intervals import at_least_two, coverage_of, step_function
 from ..model.schema import GPU_CLASS_CATEGORIES
 from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
@@ -257,7 +257,6 @@ def _overlap_by_others(
     out = np.zeros(len(start), dtype=np.int64)
     if not is_t.any():
         return out
-    pos, level, _ = step_function(start[is_t], end[is_t])
     out[~is_t] = coverage_of(target_union, start[~is_t], end[~is_t])
-    out[is_t] = coverage_of(at_least(pos, level, 2), start[is_t], end[is_t])
+    out[is_t] = coverage_of(at_least_two(start[is_t], end[is_t]), start[is_t], end[is_t])
     return out

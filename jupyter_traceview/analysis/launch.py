@@ -180,6 +180,11 @@ def _q(x: np.ndarray, q: float) -> int:
     return round(float(np.percentile(x, q)))
 
 
+def _qs(x: np.ndarray, *q: float) -> list[int]:
+    """``[_q(x, p) for p in q]`` with one partition of ``x`` for all of them (same values)."""
+    return [round(v) for v in np.percentile(x, list(q)).tolist()]
+
+
 def kernel_launch_stats(
     trace: Trace,
     *,
@@ -343,12 +348,11 @@ def _launch_rank(
     ts = ev["ts_ns"].to_numpy()
     dur = ev["dur_ns"].to_numpy()
     cpu_ts, cpu_dur = ts[call], dur[call]
-    order = np.lexsort((ts[act], cpu_ts))
-    act, call, cpu_ts, cpu_dur = act[order], call[order], cpu_ts[order], cpu_dur[order]
+    if per == "launch":  # rows in launch order; the summary row's figures do not depend on it
+        order = np.lexsort((ts[act], cpu_ts))
+        act, call, cpu_ts, cpu_dur = act[order], call[order], cpu_ts[order], cpu_dur[order]
     gpu_ts, gpu_dur = ts[act], dur[act]
     delay = np.maximum(0, gpu_ts - (cpu_ts + cpu_dur))
-    op_eid = ev["parent_eid"].to_numpy()[call]
-    op_rows = rows_of(ev, op_eid)
     if outlier_rule == "tukey":
         runtime_cut = _tukey_fence(cpu_dur, tukey_k)
         delay_cut = _tukey_fence(delay, tukey_k)
@@ -358,6 +362,8 @@ def _launch_rank(
     rt_out = cpu_dur > runtime_cut
     dl_out = delay > delay_cut
     if per == "launch":
+        op_eid = ev["parent_eid"].to_numpy()[call]
+        op_rows = rows_of(ev, op_eid)
         return {
             "rank": np.full(len(act), r, dtype=np.int64),
             "eid": ev["eid"].to_numpy()[act],
@@ -382,6 +388,8 @@ def _launch_rank(
         }
     n = len(act)
     n_short = int(short.sum())
+    cpu_p50, cpu_p99 = _qs(cpu_dur, 50, 99)
+    delay_p50, delay_p90, delay_p99 = _qs(delay, 50, 90, 99)
     return {
         "rank": r,
         "launches": n,
@@ -393,16 +401,16 @@ def _launch_rank(
         "launch_delay_outliers": int(dl_out.sum()),
         "cpu_dur_total_ns": int(cpu_dur.sum()),
         "cpu_dur_mean_ns": round(float(cpu_dur.mean())),
-        "cpu_dur_p50_ns": _q(cpu_dur, 50),
-        "cpu_dur_p99_ns": _q(cpu_dur, 99),
+        "cpu_dur_p50_ns": cpu_p50,
+        "cpu_dur_p99_ns": cpu_p99,
         "cpu_dur_max_ns": int(cpu_dur.max()),
         "gpu_dur_total_ns": int(gpu_dur.sum()),
         "gpu_dur_mean_ns": round(float(gpu_dur.mean())),
         "gpu_dur_p50_ns": _q(gpu_dur, 50),
         "launch_delay_mean_ns": round(float(delay.mean())),
-        "launch_delay_p50_ns": _q(delay, 50),
-        "launch_delay_p90_ns": _q(delay, 90),
-        "launch_delay_p99_ns": _q(delay, 99),
+        "launch_delay_p50_ns": delay_p50,
+        "launch_delay_p90_ns": delay_p90,
+        "launch_delay_p99_ns": delay_p99,
         "launch_delay_max_ns": int(delay.max()),
         "runtime_outlier_cutoff_ns": runtime_cut,
         "launch_delay_outlier_cutoff_ns": delay_cut,

@@ -39,7 +39,7 @@ import msgspec
 from ..errors import TraceFormatError
 from ..model.frames import paused_gc
 from ..model.rank_data import RankData
-from .readers import kineto
+from .readers import kineto, native
 
 __all__ = ["Plan", "SplitFailed", "finish", "open_source", "parse_in_pieces", "parse_piece", "plan"]
 
@@ -200,14 +200,28 @@ def _end_candidate(
     return None
 
 
-def _piece_events(read_at: ReadAt, lo: int, hi: int) -> tuple[bytes, list[kineto._Event]]:
-    buf = b"[" + read_at(lo, hi - lo) + b"]"
+def _piece_events(buf: bytes, lo: int, hi: int) -> list[kineto._Event]:
+    """The events of one piece (``buf``: ``b"[" + bytes lo:hi + b"]"``), decoded by msgspec."""
     try:
         kineto._check_surrogates(Path(), buf)
-        events = kineto._LIST_DECODER.decode(buf)
+        return kineto._LIST_DECODER.decode(buf)
     except _DECODE_ERRORS as exc:
         raise SplitFailed(f"the piece at bytes {lo:,}-{hi:,} does not decode alone: {exc}") from None
-    return buf, events
+
+
+def _piece_columns(
+    read_at: ReadAt, lo: int, hi: int, state: kineto._FileState, offset: int, scratch: native.Scratch | None
+) -> tuple[kineto._Part, int]:
+    """The columns of one piece and its number of events: by the C scanner where it can
+    (``native``: identical columns), else from msgspec's decoded events."""
+    buf = b"[" + read_at(lo, hi - lo) + b"]"
+    if scratch is not None:
+        got = native.piece_part(buf, state, offset, scratch)
+        if got is not None:
+            return got
+    events = _piece_events(buf, lo, hi)
+    chunk = kineto._Chunk(offset, events, [], ts_text=functools.partial(kineto._ts_list_texts, buf))
+    return kineto._part(chunk, state), len(events)
 
 
 def parse_in_pieces(
@@ -229,12 +243,12 @@ def parse_in_pieces(
             state = kineto._FileState(base_time_ns=header.base_time_ns)
             parts = []
             offset = 0
+            scratch = native.Scratch() if native.AVAILABLE else None
             for lo, hi in the_plan.ranges:
-                buf, events = _piece_events(read_at, lo, hi)
-                chunk = kineto._Chunk(offset, events, [], ts_text=functools.partial(kineto._ts_list_texts, buf))
-                parts.append(kineto._part(chunk, state))
-                offset += len(events)
-                del buf, events, chunk
+                part, n = _piece_columns(read_at, lo, hi, state, offset, scratch)
+                parts.append(part)
+                offset += n
+            del scratch
             if state.begin_end:
                 pairs = kineto._pair_begin_end(state.begin_end, state.skipped)
                 parts.append(kineto._part(kineto._Chunk(-1, pairs, []), state))
@@ -265,10 +279,8 @@ def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int
     checks that each piece numbered them as the whole file does.
     """
     with paused_gc():  # as the reader: millions of small objects freed together
-        buf, events = _piece_events(read_at, lo, hi)
         state = kineto._FileState(base_time_ns=base_time_ns)
-        chunk = kineto._Chunk(0, events, [], ts_text=functools.partial(kineto._ts_list_texts, buf))
-        part = kineto._part(chunk, state)
+        part, _ = _piece_columns(read_at, lo, hi, state, 0, native.Scratch() if native.AVAILABLE else None)
     if state.problems or state.unreadable or state.begin_end:
         raise SplitFailed("the piece needs the whole-file read")
     return Piece(part=part, state=state)

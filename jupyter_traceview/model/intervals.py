@@ -12,6 +12,7 @@ import numpy as np
 
 __all__ = [
     "at_least",
+    "at_least_two",
     "binned_coverage",
     "clip",
     "coverage_of",
@@ -169,6 +170,27 @@ def at_least(pos: np.ndarray, level: np.ndarray, k: int) -> Intervals:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     keep = level[:-1] >= k
     return union(pos[:-1][keep], pos[1:][keep])
+
+
+def at_least_two(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """The union of the time where at least two of these intervals run:
+    ``at_least(*step_function(starts, ends)[:2], 2)`` without the step function.
+
+    In start order, interval ``i`` runs alongside an earlier one exactly over
+    ``[s_i, min(e_i, max(e_j for j < i)))``, and any time covered twice is covered so by
+    the later-starting of two intervals: the union of those pieces is the set (zero-length
+    intervals cover nothing, as in :func:`step_function`).
+    """
+    s, e = _as_i64(starts), _as_i64(ends)
+    if len(s) < 2:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if not bool((s[1:] >= s[:-1]).all()):
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+    before = np.maximum.accumulate(e)[:-1]  # the latest end among the earlier intervals
+    s, e = s[1:], np.minimum(e[1:], before)
+    keep = e > s
+    return union(s[keep], e[keep])
 
 
 def coverage_of(union: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

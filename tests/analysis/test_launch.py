@@ -206,3 +206,49 @@ def test_we_count_launches_hta_does_not() -> None:
         assert len(tv.kernel_launch_stats(trace)) == ours_n
         hta = read_hta(folder, "kernel_launch_stats")
         assert hta is not None and len(hta) == hta_n
+
+
+@pytest.mark.parametrize("rule", ["fixed", "tukey"])
+@pytest.mark.parametrize("folder", ["dlrm_8rank_v100", "hta_alexnet", "hta_dlrm_2of128_ranks", "hta_mi250_rocm"])
+def test_per_rank_row_from_the_launch_rows(folder: str, rule: str) -> None:
+    """The summary row (computed on the launches unsorted, each array partitioned once for
+    its percentiles) equals the figures the per-launch rows give, as the summary computed
+    them before: on the launches in launch order, one ``np.percentile`` per figure."""
+    from jupyter_traceview.analysis.launch import _tukey_fence
+
+    trace = tv.load(KINETO_FOLDERS[folder], cache=False, progress=False)
+    for scope in ({}, {"iterations": trace.iterations["step"].unique().tolist()[1:]} if len(trace.iterations) else {}):
+        rows = tv.kernel_launch_stats(trace, per="rank", outlier_rule=rule, **scope)
+        launches = tv.kernel_launch_stats(trace, outlier_rule=rule, **scope)
+        assert len(rows) == launches["rank"].nunique() and (len(rows) > 0 or scope)
+        for r, grp in launches.groupby("rank"):
+            row = rows.set_index("rank").loc[r]
+            cpu, gpu, delay = (grp[c].to_numpy() for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns"))
+
+            def q(x: np.ndarray, p: float) -> int:
+                return round(float(np.percentile(x, p)))
+
+            want = {
+                "launches": len(grp),
+                "short_kernels": int(grp["short_kernel"].sum()),
+                "launch_bound_pct": 100.0 * float((gpu < cpu).sum()) / len(grp),
+                "runtime_outliers": int(grp["runtime_outlier"].sum()),
+                "launch_delay_outliers": int(grp["launch_delay_outlier"].sum()),
+                "cpu_dur_total_ns": int(cpu.sum()),
+                "cpu_dur_mean_ns": round(float(cpu.mean())),
+                "cpu_dur_p50_ns": q(cpu, 50),
+                "cpu_dur_p99_ns": q(cpu, 99),
+                "cpu_dur_max_ns": int(cpu.max()),
+                "gpu_dur_total_ns": int(gpu.sum()),
+                "gpu_dur_mean_ns": round(float(gpu.mean())),
+                "gpu_dur_p50_ns": q(gpu, 50),
+                "launch_delay_mean_ns": round(float(delay.mean())),
+                "launch_delay_p50_ns": q(delay, 50),
+                "launch_delay_p90_ns": q(delay, 90),
+                "launch_delay_p99_ns": q(delay, 99),
+                "launch_delay_max_ns": int(delay.max()),
+            }
+            if rule == "tukey":
+                want["runtime_outlier_cutoff_ns"] = _tukey_fence(cpu, 3.0)
+                want["launch_delay_outlier_cutoff_ns"] = _tukey_fence(delay, 3.0)
+            assert {k: row[k] for k in want} == want, (folder, r)

@@ -199,3 +199,24 @@ def test_lookup_as_defined() -> None:
         assert np.array_equal(lk.lookup(table, asked), want)
         with shared_rank_facts():
             assert np.array_equal(lk.lookup(lk.eid_rows(ev), asked), want)
+
+
+def test_eid_rows_of_a_full_table_and_of_a_selection() -> None:
+    """``eid_rows`` of a rank's full table (eid = row: the identity, without the scatter) and
+    of narrowed tables (a window's rows, eids not from 0) against the table built by scattering."""
+
+    def scattered(eids: np.ndarray) -> np.ndarray:
+        table = np.full(int(eids.max()) + 1 if len(eids) else 0, -1, dtype=np.int64)
+        table[eids] = np.arange(len(eids), dtype=np.int64)
+        return table
+
+    dlrm = tv.load(tv.sample_path(), progress=False)
+    ev = dlrm.rank_data(1).events
+    lo, hi = int(ev["ts_ns"].min()), int(ev["ts_ns"].max())
+    narrowed = dlrm.select(time_range=(lo + (hi - lo) // 3, hi - (hi - lo) // 3)).rank_data(1).events
+    for frame in (ev, narrowed, pd.DataFrame({"eid": np.array([2, 3, 4], dtype=np.int64)}), ev.iloc[:0]):
+        eids = frame["eid"].to_numpy()
+        want = scattered(eids)
+        got = lk.eid_rows(frame)
+        assert got.dtype == np.int64 and np.array_equal(got, want)
+    assert len(narrowed) < len(ev) and len(scattered(narrowed["eid"].to_numpy())) > len(narrowed)

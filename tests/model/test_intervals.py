@@ -104,3 +104,22 @@ def test_empty_inputs() -> None:
     assert len(s) == 0 and iv.length(s, e) == 0
     assert iv.segments()[0].size == 0
     assert iv.binned_coverage(empty, empty, np.array([0, 10, 20])).tolist() == [0, 0]
+
+
+@given(interval_lists)
+def test_at_least_two_is_the_step_function_at_two(pairs: list[tuple[int, int]]) -> None:
+    """``at_least_two`` (prefix maxima in start order) against the step function it replaces,
+    on intervals in start order and shuffled, zero-length and equal starts included."""
+    s, e = arrays(pairs)
+    order = np.argsort(s, kind="stable")
+    for a, b in ((s[order], e[order]), (s, e)):
+        pos, level, _ = iv.step_function(a, b)
+        ws, we = iv.at_least(pos, level, 2)
+        gs, ge = iv.at_least_two(a, b)
+        assert np.array_equal(gs, ws) and np.array_equal(ge, we)
+        assert gs.dtype == ge.dtype == np.int64
+    # And against brute force: cells covered by two or more intervals.
+    twice = np.zeros(GRID, dtype=np.int64)
+    for lo, hi in pairs:
+        twice[lo:hi] += 1
+    assert np.array_equal(cells_of(*iv.at_least_two(s, e)), twice >= 2)

@@ -1,0 +1,885 @@
+/*
+ * _kscan: a column-writing scanner for the events of a Kineto JSON trace (issue 17).
+ *
+ * scan() reads one piece of a file's ``traceEvents`` array (``[`` + whole events + ``]``, as
+ * ``pieces.plan`` cuts it) once, and writes per event: the phase, pid, tid, ts, dur, the
+ * ``args`` the reader keeps (ids, device, stream, launch and copy arguments, collective and
+ * memory-record fields) as numbers, and the byte ranges of category, name and the raw JSON
+ * texts of the recorded operator arguments. ``loading/readers/native.py`` builds the
+ * reader's per-piece columns from them.
+ *
+ * It handles a subset and validates what it reads as strictly as msgspec does (RFC 8259):
+ * anything outside the subset, or anything it cannot prove valid, makes it give up on the
+ * piece (it returns -1), and the caller reads that piece with the msgspec path, which then
+ * gives the tables or the error it always gave. So giving up is always safe; accepting is
+ * only done where the outcome equals msgspec's. Given up on: non-ASCII bytes, escapes in
+ * keys and in the strings it reads (cat, name, collective name, dtype), lone-surrogate
+ * escapes anywhere, duplicate known keys (msgspec keeps the last one), values of another
+ * JSON type than the reader's types accept without conversion (msgspec's non-strict mode
+ * would convert "12" to 12), integers over 18 digits, string pids/tids/streams, ``args.rank``,
+ * string ``Device Type``, grid/block lists that are not three ints, nesting over 64 levels.
+ *
+ * Numbers are exact: integers up to 18 digits exactly; a float is m * 10**e or m / 10**e with
+ * m < 2**53 and |e| <= 22 (both exact doubles: one correctly rounded operation, Clinger's fast
+ * path); any other float is left to the caller (``slow``: row, column, byte range) to convert
+ * with Python's float(), correctly rounded like msgspec.
+ *
+ * Every byte read is bounds-checked (AT() reads 0 past the end, and 0 is valid nowhere in
+ * JSON), so any input, however hostile, ends in a result or -1. The GIL is released while
+ * scanning. Plain C99; no compiler builtins.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __FAST_MATH__
+#error "_kscan.c needs IEEE arithmetic (one correctly rounded operation per float): no -ffast-math"
+#endif
+/* The float fast path needs each double operation rounded once (no x87 extended precision). */
+#if defined(FLT_EVAL_METHOD)
+#define KSCAN_FAST_FLOATS (FLT_EVAL_METHOD == 0)
+#elif defined(_M_X64) || defined(_M_ARM64)
+#define KSCAN_FAST_FLOATS 1
+#else
+#define KSCAN_FAST_FLOATS 0
+#endif
+
+/* Columns of ints[] (int64, -1 where absent except BYTES: 0). */
+enum {
+    I_EXTERNAL_ID, I_CORRELATION, I_DEVICE, I_STREAM, I_REGISTERS, I_SHARED_MEMORY, I_BYTES,
+    I_IN_NELEMS, I_OUT_NELEMS, I_GROUP_SIZE, I_SEQ, I_WAIT_STREAM, I_WAIT_CORR,
+    I_GRID, /* 3 */ I_BLOCK = I_GRID + 3, /* 3 */
+    I_MEM_RESERVED = I_BLOCK + 3, I_MEM_ALLOCATED, I_MEM_BYTES, I_MEM_ADDR, I_MEM_DEVICE_ID,
+    I_MEM_DEVICE_TYPE, N_INTS
+};
+/* Columns of floats[] (NaN where absent). */
+enum { F_TS, F_DUR, F_BLOCKS_PER_SM, F_WARPS_PER_SM, F_OCCUPANCY, F_BANDWIDTH, N_FLOATS };
+/* Byte ranges of spans[] (pairs [lo, hi); 0, 0 where absent). */
+enum {
+    S_CAT, S_NAME, S_COLLECTIVE, S_DTYPE, S_PG_NAME, S_PG_DESC, S_INPUT_DIMS, S_INPUT_TYPE,
+    S_INPUT_STRIDES, S_CONCRETE_INPUTS, N_SPANS
+};
+
+/* How an args value is read. */
+enum {
+    K_INT,        /* an integer token -> ints[col] */
+    K_DEVICE,     /* an integer in [-1, 32767] -> ints[col] */
+    K_FLOAT,      /* a number -> floats[col] */
+    K_TRIPLE,     /* [int, int, int] -> ints[col..col+2]; a string or null: absent */
+    K_STR,        /* a string without escapes -> spans[col]; null: absent */
+    K_RAW,        /* any JSON value -> spans[col] (its exact text) */
+    K_OPT_STR,    /* a string or null, not kept (metadata events' name and labels) */
+    K_FAIL        /* give up (args.rank: read by the msgspec path) */
+};
+
+typedef struct {
+    const char *key;
+    int kind;
+    int col;
+} ArgKey;
+
+/* The args keys the reader's _Args struct decodes (kineto._Args, memory.MemoryArgs); a test
+ * checks that this list and the struct name the same keys. Any other key is skipped. */
+static const ArgKey ARG_KEYS[] = {
+    {"External id", K_INT, I_EXTERNAL_ID},
+    {"correlation", K_INT, I_CORRELATION},
+    {"device", K_DEVICE, I_DEVICE},
+    {"stream", K_INT, I_STREAM},
+    {"registers per thread", K_INT, I_REGISTERS},
+    {"shared memory", K_INT, I_SHARED_MEMORY},
+    {"bytes", K_INT, I_BYTES},
+    {"In msg nelems", K_INT, I_IN_NELEMS},
+    {"Out msg nelems", K_INT, I_OUT_NELEMS},
+    {"Group size", K_INT, I_GROUP_SIZE},
+    {"Seq", K_INT, I_SEQ},
+    {"wait_on_stream", K_INT, I_WAIT_STREAM},
+    {"wait_on_cuda_event_record_corr_id", K_INT, I_WAIT_CORR},
+    {"grid", K_TRIPLE, I_GRID},
+    {"block", K_TRIPLE, I_BLOCK},
+    {"blocks per SM", K_FLOAT, F_BLOCKS_PER_SM},
+    {"warps per SM", K_FLOAT, F_WARPS_PER_SM},
+    {"est. achieved occupancy %", K_FLOAT, F_OCCUPANCY},
+    {"memory bandwidth (GB/s)", K_FLOAT, F_BANDWIDTH},
+    {"Collective name", K_STR, S_COLLECTIVE},
+    {"dtype", K_STR, S_DTYPE},
+    {"Process Group Name", K_RAW, S_PG_NAME},
+    {"Process Group Description", K_RAW, S_PG_DESC},
+    {"Input Dims", K_RAW, S_INPUT_DIMS},
+    {"Input type", K_RAW, S_INPUT_TYPE},
+    {"Input Strides", K_RAW, S_INPUT_STRIDES},
+    {"Concrete Inputs", K_RAW, S_CONCRETE_INPUTS},
+    {"Total Reserved", K_INT, I_MEM_RESERVED},
+    {"Total Allocated", K_INT, I_MEM_ALLOCATED},
+    {"Bytes", K_INT, I_MEM_BYTES},
+    {"Addr", K_INT, I_MEM_ADDR},
+    {"Device Id", K_DEVICE, I_MEM_DEVICE_ID},
+    {"Device Type", K_INT, I_MEM_DEVICE_TYPE},
+    {"rank", K_FAIL, 0},
+    {"name", K_OPT_STR, 0},
+    {"labels", K_OPT_STR, 0},
+};
+#define N_ARG_KEYS ((int)(sizeof(ARG_KEYS) / sizeof(ARG_KEYS[0])))
+
+/* The event keys the reader's _Event struct decodes. */
+enum { E_PH, E_CAT, E_NAME, E_PID, E_TID, E_TS, E_DUR, E_ARGS, N_EVENT_KEYS };
+static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"};
+
+/* The phases of kineto._Phase (an absent ph reads as ""; code 0 here). */
+static const char PHASES[] = "XBEiICbnestfPONDMVvRc()";
+
+#define MAX_DEPTH 64
+#define MAX_EXACT_DIGITS 18 /* 10**18 - 1 < 2**63 */
+#define TWO_POW_53 9007199254740992ULL
+
+typedef struct {
+    const unsigned char *b;
+    Py_ssize_t n;
+} Src;
+
+/* The byte at i (i >= 0), or 0 past the end: 0 is valid nowhere in JSON. A function, not a
+ * macro: its argument is evaluated once (AT(s, ++i)). */
+static unsigned char AT(const Src *s, Py_ssize_t i) { return i < s->n ? s->b[i] : 0; }
+
+static Py_ssize_t ws(const Src *s, Py_ssize_t i) {
+    for (;;) {
+        unsigned char c = AT(s, i);
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return i;
+        i++;
+    }
+}
+
+/* A string without escapes, control characters or non-ASCII bytes; i at its opening quote.
+ * Returns the index after the closing quote, or -1. */
+static Py_ssize_t plain_string(const Src *s, Py_ssize_t i) {
+    i++;
+    for (;;) {
+        unsigned char c = AT(s, i);
+        if (c == '"') return i + 1;
+        if (c < 0x20 || c >= 0x80 || c == '\\') return -1;
+        i++;
+    }
+}
+
+static int hex_value(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Any valid JSON string of ASCII text (escapes allowed, except UTF-16 surrogates). */
+static Py_ssize_t any_string(const Src *s, Py_ssize_t i) {
+    i++;
+    for (;;) {
+        unsigned char c = AT(s, i);
+        if (c == '"') return i + 1;
+        if (c < 0x20 || c >= 0x80) return -1;
+        if (c == '\\') {
+            unsigned char e = AT(s, i + 1);
+            if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                i += 2;
+                continue;
+            }
+            if (e != 'u') return -1;
+            {
+                int k, v = 0;
+                for (k = 2; k < 6; k++) {
+                    int h = hex_value(AT(s, i + k));
+                    if (h < 0) return -1;
+                    v = v * 16 + h;
+                }
+                if (v >= 0xD800 && v <= 0xDFFF) return -1; /* surrogates: the msgspec path */
+            }
+            i += 6;
+            continue;
+        }
+        i++;
+    }
+}
+
+/* Num.exact: */
+#define EXACT 1     /* iv (for an integer) and fv are exact */
+#define EXACT_INT 2 /* an integer: iv is exact, fv is not */
+
+typedef struct {
+    int is_int; /* no fraction and no exponent */
+    int exact;  /* 0 (neither is exact), EXACT or EXACT_INT */
+    int64_t iv;
+    double fv;
+} Num;
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A JSON number at i (the full grammar); returns its end, or -1 if it is not one. */
+static Py_ssize_t number(const Src *s, Py_ssize_t i, Num *out) {
+    int neg = 0, nd = 0, frac = 0, has_frac = 0, has_exp = 0;
+    uint64_t m = 0;
+    long e = 0;
+    unsigned char c = AT(s, i);
+    if (c == '-') {
+        neg = 1;
+        c = AT(s, ++i);
+    }
+    if (c == '0') {
+        nd = 1;
+        c = AT(s, ++i);
+        if (c >= '0' && c <= '9') return -1; /* a leading zero */
+    } else if (c >= '1' && c <= '9') {
+        while (c >= '0' && c <= '9') {
+            if (nd < MAX_EXACT_DIGITS) m = m * 10 + (uint64_t)(c - '0');
+            nd++;
+            c = AT(s, ++i);
+        }
+    } else {
+        return -1;
+    }
+    if (c == '.') {
+        has_frac = 1;
+        c = AT(s, ++i);
+        if (!(c >= '0' && c <= '9')) return -1;
+        while (c >= '0' && c <= '9') {
+            if (nd < MAX_EXACT_DIGITS) m = m * 10 + (uint64_t)(c - '0');
+            nd++;
+            frac++;
+            c = AT(s, ++i);
+        }
+    }
+    if (c == 'e' || c == 'E') {
+        int eneg = 0;
+        has_exp = 1;
+        c = AT(s, ++i);
+        if (c == '+' || c == '-') {
+            eneg = c == '-';
+            c = AT(s, ++i);
+        }
+        if (!(c >= '0' && c <= '9')) return -1;
+        while (c >= '0' && c <= '9') {
+            if (e < 100000) e = e * 10 + (c - '0');
+            c = AT(s, ++i);
+        }
+        if (eneg) e = -e;
+    }
+    out->is_int = !has_frac && !has_exp;
+    out->exact = 0;
+    out->iv = 0;
+    out->fv = 0.0;
+    if (nd > MAX_EXACT_DIGITS) return i; /* the caller: Python's float(), or give up */
+    if (out->is_int) {
+        out->iv = neg ? -(int64_t)m : (int64_t)m;
+        /* "-0" is the integer 0, so +0.0 as a float, as msgspec reads it */
+        out->exact = m <= TWO_POW_53 ? EXACT : EXACT_INT;
+        out->fv = (double)out->iv;
+        return i;
+    }
+#if KSCAN_FAST_FLOATS
+    {
+        long e10 = e - frac;
+        if (m <= TWO_POW_53 && e10 >= -22 && e10 <= 22) {
+            double v = (double)m;
+            v = e10 >= 0 ? v * POW10[e10] : v / POW10[-e10];
+            out->fv = neg ? -v : v;
+            out->exact = EXACT;
+        }
+    }
+#else
+    (void)e;
+    (void)frac;
+    (void)neg;
+#endif
+    return i;
+}
+
+/* Skip any JSON value at i (validated as msgspec does, ASCII only); returns its end or -1. */
+static Py_ssize_t skip_value(const Src *s, Py_ssize_t i) {
+    unsigned char stack[MAX_DEPTH];
+    int depth = 0;
+    Num num;
+    for (;;) {
+        unsigned char c;
+        i = ws(s, i);
+        c = AT(s, i);
+        if (c == '{') {
+            i = ws(s, i + 1);
+            if (AT(s, i) == '}') {
+                i++;
+                goto after_value;
+            }
+            if (depth == MAX_DEPTH) return -1;
+            stack[depth++] = '{';
+            goto key;
+        } else if (c == '[') {
+            i = ws(s, i + 1);
+            if (AT(s, i) == ']') {
+                i++;
+                goto after_value;
+            }
+            if (depth == MAX_DEPTH) return -1;
+            stack[depth++] = '[';
+            continue;
+        } else if (c == '"') {
+            i = any_string(s, i);
+        } else if (c == 't') {
+            if (AT(s, i + 1) != 'r' || AT(s, i + 2) != 'u' || AT(s, i + 3) != 'e') return -1;
+            i += 4;
+        } else if (c == 'f') {
+            if (AT(s, i + 1) != 'a' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 's' || AT(s, i + 4) != 'e') return -1;
+            i += 5;
+        } else if (c == 'n') {
+            if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
+            i += 4;
+        } else {
+            i = number(s, i, &num);
+        }
+        if (i < 0) return -1;
+    after_value:
+        if (depth == 0) return i;
+        i = ws(s, i);
+        c = AT(s, i);
+        if (c == ',') {
+            i = ws(s, i + 1);
+            if (stack[depth - 1] == '[') continue;
+            goto key;
+        }
+        if (c != (stack[depth - 1] == '{' ? '}' : ']')) return -1;
+        depth--;
+        i++;
+        goto after_value;
+    key:
+        if (AT(s, i) != '"') return -1;
+        i = any_string(s, i);
+        if (i < 0) return -1;
+        i = ws(s, i);
+        if (AT(s, i) != ':') return -1;
+        i++;
+    }
+}
+
+static int key_is(const Src *s, Py_ssize_t lo, Py_ssize_t len, const char *key) {
+    return (Py_ssize_t)strlen(key) == len && memcmp(s->b + lo, key, (size_t)len) == 0;
+}
+
+/* The index of the key in b[lo:lo+len] among keys[0:n], or -1. */
+static int find_event_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
+    int k;
+    if (len < 2 || len > 4) return -1;
+    for (k = 0; k < N_EVENT_KEYS; k++)
+        if (key_is(s, lo, len, EVENT_KEYS[k])) return k;
+    return -1;
+}
+
+static int find_arg_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
+    int k;
+    unsigned char c0 = s->b[lo];
+    for (k = 0; k < N_ARG_KEYS; k++)
+        if ((unsigned char)ARG_KEYS[k].key[0] == c0 && key_is(s, lo, len, ARG_KEYS[k].key)) return k;
+    return -1;
+}
+
+typedef struct {
+    unsigned char *ph;  /* [cap] */
+    int64_t *spans;     /* [cap][2 * N_SPANS] */
+    int64_t *pidtid;    /* [cap][2] */
+    int64_t *ints;      /* [cap][N_INTS] */
+    double *floats;     /* [cap][N_FLOATS] */
+    int64_t *ev_span;   /* [cap][2] */
+    int64_t *slow;      /* [cap][4]: row, float column, lo, hi */
+    Py_ssize_t cap;
+    Py_ssize_t n_slow;
+} Out;
+
+/* Record a number for a float column: exact here, or left to the caller. */
+static int put_float(Out *o, Py_ssize_t row, int col, const Num *num, Py_ssize_t lo, Py_ssize_t hi) {
+    if (num->exact == EXACT) {
+        o->floats[row * N_FLOATS + col] = num->fv;
+        return 0;
+    }
+    if (o->n_slow >= o->cap) return -1;
+    o->slow[o->n_slow * 4 + 0] = row;
+    o->slow[o->n_slow * 4 + 1] = col;
+    o->slow[o->n_slow * 4 + 2] = lo;
+    o->slow[o->n_slow * 4 + 3] = hi;
+    o->n_slow++;
+    return 0;
+}
+
+/* An integer token that fits int64 exactly (not a string, not a float form). */
+static Py_ssize_t int_token(const Src *s, Py_ssize_t i, int64_t *v) {
+    Num num;
+    Py_ssize_t e = number(s, i, &num);
+    if (e < 0 || !num.is_int || num.exact == 0) return -1;
+    *v = num.iv;
+    return e;
+}
+
+/* The args object at i of event row; returns its end or -1. */
+static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) {
+    uint64_t seen = 0;
+    int64_t *ints = o->ints + row * N_INTS;
+    int64_t *spans = o->spans + row * 2 * N_SPANS;
+    if (AT(s, i) != '{') return -1;
+    i = ws(s, i + 1);
+    if (AT(s, i) == '}') return i + 1;
+    for (;;) {
+        Py_ssize_t ks, ke;
+        int k;
+        if (AT(s, i) != '"') return -1;
+        ks = i + 1;
+        i = plain_string(s, i);
+        if (i < 0) return -1;
+        ke = i - 1;
+        k = find_arg_key(s, ks, ke - ks);
+        i = ws(s, i);
+        if (AT(s, i) != ':') return -1;
+        i = ws(s, i + 1);
+        if (k < 0) {
+            i = skip_value(s, i);
+            if (i < 0) return -1;
+        } else {
+            const ArgKey *a = &ARG_KEYS[k];
+            unsigned char c = AT(s, i);
+            if (seen & ((uint64_t)1 << k)) return -1; /* a duplicate: msgspec keeps the last */
+            seen |= (uint64_t)1 << k;
+            switch (a->kind) {
+            case K_INT:
+            case K_DEVICE: {
+                int64_t v;
+                i = int_token(s, i, &v);
+                if (i < 0) return -1;
+                if (a->kind == K_DEVICE && (v < -1 || v > 32767)) return -1;
+                ints[a->col] = v;
+                break;
+            }
+            case K_FLOAT: {
+                Num num;
+                Py_ssize_t lo = i;
+                i = number(s, i, &num);
+                if (i < 0) return -1;
+                if (put_float(o, row, a->col, &num, lo, i) < 0) return -1;
+                break;
+            }
+            case K_TRIPLE:
+                if (c == '[') {
+                    int j;
+                    i++;
+                    for (j = 0; j < 3; j++) {
+                        int64_t v;
+                        i = ws(s, i);
+                        i = int_token(s, i, &v);
+                        if (i < 0) return -1;
+                        ints[a->col + j] = v > 2147483647 ? 2147483647 : v;
+                        i = ws(s, i);
+                        if (AT(s, i) != (j < 2 ? ',' : ']')) return -1;
+                        i++;
+                    }
+                } else if (c == '"') {
+                    i = any_string(s, i); /* a Triton launch's string grid: absent */
+                } else if (c == 'n') {
+                    if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
+                    i += 4;
+                } else {
+                    return -1;
+                }
+                if (i < 0) return -1;
+                break;
+            case K_STR:
+                if (c == '"') {
+                    Py_ssize_t e = plain_string(s, i);
+                    if (e < 0) return -1;
+                    spans[2 * a->col] = i + 1;
+                    spans[2 * a->col + 1] = e - 1;
+                    i = e;
+                } else if (c == 'n') {
+                    if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
+                    i += 4;
+                } else {
+                    return -1;
+                }
+                break;
+            case K_RAW: {
+                Py_ssize_t e = skip_value(s, i);
+                if (e < 0) return -1;
+                spans[2 * a->col] = i;
+                spans[2 * a->col + 1] = e;
+                i = e;
+                break;
+            }
+            case K_OPT_STR:
+                if (c == '"') {
+                    i = any_string(s, i);
+                } else if (c == 'n') {
+                    if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
+                    i += 4;
+                } else {
+                    return -1;
+                }
+                if (i < 0) return -1;
+                break;
+            default:
+                return -1;
+            }
+        }
+        i = ws(s, i);
+        if (AT(s, i) == '}') return i + 1;
+        if (AT(s, i) != ',') return -1;
+        i = ws(s, i + 1);
+    }
+}
+
+/* The events of the array at b[0] (the whole buffer: "[" events "]"); returns their count,
+ * or -1 with *at the byte where it gave up. */
+static Py_ssize_t scan_events(const Src *s, Out *o, Py_ssize_t *at) {
+    Py_ssize_t i = ws(s, 0), n = 0;
+    if (AT(s, i) != '[') goto fail;
+    i = ws(s, i + 1);
+    if (AT(s, i) == ']') goto end;
+    for (;;) {
+        unsigned seen = 0;
+        Py_ssize_t r;
+        int64_t *spans, *ints;
+        double *floats;
+        if (AT(s, i) != '{' || n >= o->cap) goto fail;
+        o->ev_span[2 * n] = i;
+        o->ph[n] = 0;
+        spans = o->spans + n * 2 * N_SPANS;
+        ints = o->ints + n * N_INTS;
+        floats = o->floats + n * N_FLOATS;
+        for (r = 0; r < 2 * N_SPANS; r++) spans[r] = 0;
+        for (r = 0; r < N_INTS; r++) ints[r] = -1;
+        ints[I_MEM_BYTES] = 0; /* MemoryArgs' default */
+        for (r = 0; r < N_FLOATS; r++) floats[r] = Py_NAN;
+        o->pidtid[2 * n] = 0;
+        o->pidtid[2 * n + 1] = 0;
+        i = ws(s, i + 1);
+        if (AT(s, i) != '}') {
+            for (;;) {
+                Py_ssize_t ks, ke;
+                int k;
+                unsigned char c;
+                if (AT(s, i) != '"') goto fail;
+                ks = i + 1;
+                i = plain_string(s, i);
+                if (i < 0) {
+                    i = ks;
+                    goto fail;
+                }
+                ke = i - 1;
+                k = find_event_key(s, ks, ke - ks);
+                i = ws(s, i);
+                if (AT(s, i) != ':') goto fail;
+                i = ws(s, i + 1);
+                c = AT(s, i);
+                if (k >= 0) {
+                    if (seen & (1u << k)) goto fail; /* a duplicate: msgspec keeps the last */
+                    seen |= 1u << k;
+                }
+                switch (k) {
+                case E_PH:
+                    if (c != '"') goto fail;
+                    if (AT(s, i + 1) == '"') {
+                        i += 2;
+                    } else {
+                        unsigned char p = AT(s, i + 1);
+                        if (p == 0 || AT(s, i + 2) != '"' || strchr(PHASES, (int)p) == NULL) goto fail;
+                        o->ph[n] = p;
+                        i += 3;
+                    }
+                    break;
+                case E_CAT:
+                case E_NAME: {
+                    Py_ssize_t e;
+                    int col = k == E_CAT ? S_CAT : S_NAME;
+                    if (c != '"') goto fail;
+                    e = plain_string(s, i);
+                    if (e < 0) goto fail;
+                    spans[2 * col] = i + 1;
+                    spans[2 * col + 1] = e - 1;
+                    i = e;
+                    break;
+                }
+                case E_PID:
+                case E_TID: {
+                    Py_ssize_t e = int_token(s, i, &o->pidtid[2 * n + (k == E_TID)]);
+                    if (e < 0) goto fail;
+                    i = e;
+                    break;
+                }
+                case E_TS:
+                case E_DUR: {
+                    Num num;
+                    Py_ssize_t e = number(s, i, &num);
+                    if (e < 0) goto fail;
+                    if (put_float(o, n, k == E_TS ? F_TS : F_DUR, &num, i, e) < 0) goto fail;
+                    i = e;
+                    break;
+                }
+                case E_ARGS: {
+                    Py_ssize_t e = scan_args(s, i, o, n);
+                    if (e < 0) goto fail;
+                    i = e;
+                    break;
+                }
+                default: {
+                    Py_ssize_t e = skip_value(s, i);
+                    if (e < 0) goto fail;
+                    i = e;
+                    break;
+                }
+                }
+                i = ws(s, i);
+                if (AT(s, i) == '}') break;
+                if (AT(s, i) != ',') goto fail;
+                i = ws(s, i + 1);
+            }
+        }
+        i++; /* the closing brace */
+        o->ev_span[2 * n + 1] = i;
+        n++;
+        i = ws(s, i);
+        if (AT(s, i) == ']') goto end;
+        if (AT(s, i) != ',') goto fail;
+        i = ws(s, i + 1);
+    }
+end:
+    /* Nothing may follow the array (the caller's buffer is exactly "[" piece "]"). */
+    if (ws(s, i + 1) != s->n) goto fail;
+    return n;
+fail:
+    *at = i;
+    return -1;
+}
+
+/* A writable C-contiguous buffer of at least need bytes. */
+static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->len < need) {
+        PyErr_Format(PyExc_ValueError, "%s: a buffer of %zd bytes, %zd needed", what, view->len, need);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(scan_doc,
+             "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow) -> (n, at, n_slow)\n\n"
+             "Scan the events of data (b'[' + events + b']') into the caller's writable buffers, sized for\n"
+             "cap = len(ph) events: ph uint8[cap], spans int64[cap, 2*N_SPANS], pidtid int64[cap, 2],\n"
+             "ints int64[cap, N_INTS], floats float64[cap, N_FLOATS], ev_span int64[cap, 2],\n"
+             "slow int64[cap, 4]. n = -1 where the scanner gave up (at: the byte where).");
+
+static PyObject *kscan_scan(PyObject *self, PyObject *args) {
+    PyObject *objs[8];
+    Py_buffer v[8];
+    int k, got = 0;
+    Py_ssize_t cap, n, at = 0;
+    Src src;
+    Out o;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:scan", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7]))
+        return NULL;
+    if (PyObject_GetBuffer(objs[0], &v[0], PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    got = 1;
+    if (PyObject_GetBuffer(objs[1], &v[1], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto error;
+    got = 2;
+    cap = v[1].len;
+    {
+        const Py_ssize_t widths[8] = {0, 1, 16 * N_SPANS, 16, 8 * N_INTS, 8 * N_FLOATS, 16, 32};
+        static const char *const names[8] = {"data", "ph", "spans", "pidtid", "ints", "floats", "ev_span", "slow"};
+        for (k = 2; k < 8; k++) {
+            if (cap > PY_SSIZE_T_MAX / widths[k]) {
+                PyErr_SetString(PyExc_ValueError, "too many events");
+                goto error;
+            }
+            if (get_out(objs[k], &v[k], cap * widths[k], names[k]) < 0) goto error;
+            got = k + 1;
+        }
+    }
+    src.b = (const unsigned char *)v[0].buf;
+    src.n = v[0].len;
+    o.ph = (unsigned char *)v[1].buf;
+    o.spans = (int64_t *)v[2].buf;
+    o.pidtid = (int64_t *)v[3].buf;
+    o.ints = (int64_t *)v[4].buf;
+    o.floats = (double *)v[5].buf;
+    o.ev_span = (int64_t *)v[6].buf;
+    o.slow = (int64_t *)v[7].buf;
+    o.cap = cap;
+    o.n_slow = 0;
+    Py_BEGIN_ALLOW_THREADS
+    n = scan_events(&src, &o, &at);
+    Py_END_ALLOW_THREADS
+    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return Py_BuildValue("nnn", n, n < 0 ? at : (Py_ssize_t)0, n < 0 ? (Py_ssize_t)0 : o.n_slow);
+error:
+    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* First-seen codes of byte strings                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const unsigned char *p, Py_ssize_t len) {
+    uint64_t h = 14695981039346656037ULL;
+    Py_ssize_t j;
+    for (j = 0; j < len; j++) h = (h ^ p[j]) * 1099511628211ULL;
+    return h;
+}
+
+/* codes[i]: the first-seen number of b[lo[i]:hi[i]] among the rows; firsts[c]: the first row
+ * with code c. Returns the number of distinct strings, -1 for a bad range, -2 out of memory. */
+static Py_ssize_t code_spans(const unsigned char *b, Py_ssize_t nb, const int64_t *lo, const int64_t *hi,
+                             Py_ssize_t n, int64_t *codes, int64_t *firsts) {
+    size_t size = 16, mask, s;
+    Py_ssize_t i, m = 0;
+    int64_t *slot_row;
+    uint64_t *slot_hash;
+    for (i = 0; i < n; i++)
+        if (lo[i] < 0 || hi[i] < lo[i] || hi[i] > nb) return -1;
+    while (size < (size_t)n * 2 + 2) size *= 2;
+    mask = size - 1;
+    slot_row = (int64_t *)PyMem_RawMalloc(size * sizeof(int64_t));
+    slot_hash = (uint64_t *)PyMem_RawMalloc(size * sizeof(uint64_t));
+    if (slot_row == NULL || slot_hash == NULL) {
+        PyMem_RawFree(slot_row);
+        PyMem_RawFree(slot_hash);
+        return -2;
+    }
+    for (s = 0; s < size; s++) slot_row[s] = -1;
+    for (i = 0; i < n; i++) {
+        Py_ssize_t len = (Py_ssize_t)(hi[i] - lo[i]);
+        const unsigned char *p = b + lo[i];
+        uint64_t h = fnv1a(p, len);
+        s = (size_t)(h & mask);
+        for (;;) {
+            int64_t r = slot_row[s];
+            if (r < 0) {
+                slot_row[s] = i;
+                slot_hash[s] = h;
+                firsts[m] = i;
+                codes[i] = m++;
+                break;
+            }
+            if (slot_hash[s] == h && hi[r] - lo[r] == len && memcmp(b + lo[r], p, (size_t)len) == 0) {
+                codes[i] = codes[r];
+                break;
+            }
+            s = (s + 1) & mask;
+        }
+    }
+    PyMem_RawFree(slot_row);
+    PyMem_RawFree(slot_hash);
+    return m;
+}
+
+PyDoc_STRVAR(code_doc,
+             "code(data, lo, hi, codes, firsts) -> m\n\n"
+             "First-seen codes of the byte strings data[lo[i]:hi[i]] (lo, hi: int64 buffers of n items) into\n"
+             "codes (int64[n]); firsts[c] (int64[n]) is the first row with code c; m distinct strings.\n"
+             "Equal bytes, equal code (compared, not only hashed).");
+
+static PyObject *kscan_code(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    Py_buffer v[5];
+    int k, got = 0;
+    Py_ssize_t n, m;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOO:code", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    for (k = 0; k < 5; k++) {
+        int flags = k >= 3 ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
+        if (PyObject_GetBuffer(objs[k], &v[k], flags) < 0) goto error;
+        got = k + 1;
+    }
+    n = v[1].len / 8;
+    if (v[1].len % 8 || v[2].len != v[1].len || v[3].len < v[1].len || v[4].len < v[1].len) {
+        PyErr_SetString(PyExc_ValueError, "code: lo, hi, codes and firsts must be int64 buffers of n items");
+        goto error;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    m = code_spans((const unsigned char *)v[0].buf, v[0].len, (const int64_t *)v[1].buf, (const int64_t *)v[2].buf,
+                   n, (int64_t *)v[3].buf, (int64_t *)v[4].buf);
+    Py_END_ALLOW_THREADS
+    if (m == -1) {
+        PyErr_SetString(PyExc_ValueError, "code: a byte range outside the data");
+        goto error;
+    }
+    if (m == -2) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return PyLong_FromSsize_t(m);
+error:
+    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return NULL;
+}
+
+static PyMethodDef kscan_methods[] = {
+    {"scan", kscan_scan, METH_VARARGS, scan_doc},
+    {"code", kscan_code, METH_VARARGS, code_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int kscan_exec(PyObject *m) {
+    PyObject *keys;
+    int k;
+    if (PyModule_AddIntConstant(m, "N_INTS", N_INTS) < 0 || PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
+        PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0)
+        return -1;
+#ifdef TRACEVIEW_SOURCE_SHA256
+    /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", TRACEVIEW_SOURCE_SHA256) < 0) return -1;
+#endif
+    keys = PyTuple_New(N_ARG_KEYS);
+    if (keys == NULL) return -1;
+    for (k = 0; k < N_ARG_KEYS; k++) {
+        PyObject *key = PyUnicode_FromString(ARG_KEYS[k].key);
+        if (key == NULL) {
+            Py_DECREF(keys);
+            return -1;
+        }
+        PyTuple_SET_ITEM(keys, k, key);
+    }
+    if (PyModule_AddObject(m, "ARG_KEYS", keys) < 0) {
+        Py_DECREF(keys);
+        return -1;
+    }
+    keys = PyTuple_New(N_EVENT_KEYS);
+    if (keys == NULL) return -1;
+    for (k = 0; k < N_EVENT_KEYS; k++) {
+        PyObject *key = PyUnicode_FromString(EVENT_KEYS[k]);
+        if (key == NULL) {
+            Py_DECREF(keys);
+            return -1;
+        }
+        PyTuple_SET_ITEM(keys, k, key);
+    }
+    if (PyModule_AddObject(m, "EVENT_KEYS", keys) < 0) {
+        Py_DECREF(keys);
+        return -1;
+    }
+    return 0;
+}
+
+static PyModuleDef_Slot kscan_slots[] = {
+    {Py_mod_exec, (void *)kscan_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef kscan_module = {
+    PyModuleDef_HEAD_INIT,
+    "_kscan",
+    "A column-writing scanner for Kineto JSON events (see loading/readers/native.py).",
+    0,
+    kscan_methods,
+    kscan_slots,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__kscan(void) { return PyModuleDef_Init(&kscan_module); }

@@ -1,0 +1,334 @@
+"""The native path of the Kineto reader: a piece's columns written by a C scanner (issue 17).
+
+``_kscan.scan`` (``_kscan.c``, compiled by ``pip install``) reads one piece of a file's
+event array (``b"[" + events + b"]"``, the byte ranges of :mod:`..pieces`) once and writes
+numbers and byte ranges, without making a Python object per event or field;
+:func:`piece_part` builds from them the reader's per-piece columns (``kineto._Part``),
+exactly as ``kineto._part`` builds them from msgspec's decoded events (the tests compare the
+tables of every real trace both ways, piece by piece).
+
+The scanner handles the common subset (complete, instant, flow and metadata events with
+ASCII text, integer pids and tids, the usual ``args`` and memory records) and validates the
+JSON it reads as strictly as msgspec: where a piece holds anything else (B/E pairs, Kineto's
+``Spans`` pseudo-events, string pids or streams, escapes in names, non-ASCII text,
+malformed events, ...) or is not valid JSON, :func:`piece_part` returns None and the caller
+reads that piece with the msgspec path, which gives the same columns or the error it always
+gave. ``TRACEVIEW_NATIVE=0`` in the environment turns the native path off; without the
+compiled module it is off too, silently.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from ...model.collectives import normalize_collective
+from ...model.schema import EventKind
+from . import kineto as K
+from . import memory, op_args
+
+__all__ = ["AVAILABLE", "Scratch", "piece_part"]
+
+try:
+    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
+        raise ImportError("TRACEVIEW_NATIVE=0")
+    from . import _kscan  # type: ignore[attr-defined]
+except ImportError:
+    _kscan = None
+
+#: Whether pieces are read by the C scanner (the module is built and not turned off).
+AVAILABLE = _kscan is not None
+
+# Columns of the scanner's ints, floats and spans (see the enums in _kscan.c).
+(
+    _EXTERNAL_ID,
+    _CORRELATION,
+    _DEVICE,
+    _STREAM,
+    _REGISTERS,
+    _SHARED_MEMORY,
+    _BYTES,
+    _IN_NELEMS,
+    _OUT_NELEMS,
+    _GROUP_SIZE,
+    _SEQ,
+    _WAIT_STREAM,
+    _WAIT_CORR,
+) = range(13)
+_GRID, _BLOCK = 13, 16
+_MEM_COLUMNS = {
+    "mem_total_reserved": 19,
+    "mem_total_allocated": 20,
+    "mem_bytes": 21,
+    "mem_addr": 22,
+    "mem_device_id": 23,
+}
+_MEM_DEVICE_TYPE = 24
+_N_INTS = 25
+_TS, _DUR, _BLOCKS_PER_SM, _WARPS_PER_SM, _OCCUPANCY, _BANDWIDTH = range(6)
+_N_FLOATS = 6
+_CAT, _NAME, _COLLECTIVE, _DTYPE, _PG_NAME, _PG_DESC, _DIMS = range(7)
+_N_SPANS = 10
+_OP_SPANS = {f: _DIMS + j for j, f in enumerate(op_args.FIELDS)}
+if _kscan is not None and (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS) != (_N_INTS, _N_FLOATS, _N_SPANS):
+    _kscan = None  # a module of another version: never misread its columns
+    AVAILABLE = False
+
+#: A Kineto event is longer than this many bytes in any profiler's output; a piece with
+#: more events than its size allows at this length is left to the msgspec path.
+_MIN_EVENT_BYTES = 16
+
+_PH_LUT = np.full(256, -1, np.int8)
+for _p, _c in K._PHASE_CODE.items():
+    _PH_LUT[ord(_p) if _p else 0] = _c
+_I32_MAX = np.iinfo(np.int32).max
+
+
+class _GiveUp(Exception):
+    """The piece needs the msgspec path (raised before the file's state is touched)."""
+
+
+class Scratch:
+    """The scanner's output buffers, reused from piece to piece of a file."""
+
+    def __init__(self) -> None:
+        self.cap = 0
+
+    def ensure(self, cap: int) -> None:
+        if cap <= self.cap:
+            return
+        self.cap = cap
+        self.ph = np.empty(cap, np.uint8)
+        self.spans = np.empty((cap, 2 * _N_SPANS), np.int64)
+        self.pidtid = np.empty((cap, 2), np.int64)
+        self.ints = np.empty((cap, _N_INTS), np.int64)
+        self.floats = np.empty((cap, _N_FLOATS), np.float64)
+        self.ev_span = np.empty((cap, 2), np.int64)
+        self.slow = np.empty((cap, 4), np.int64)
+
+
+def piece_part(data: bytes, state: K._FileState, offset: int, scratch: Scratch | None = None) -> tuple[Any, int] | None:
+    """``(kineto._Part, number of events)`` of one piece (``b"[" + events + b"]"``), or None
+    where the msgspec path must read it (``state`` is then untouched). ``offset``: the index
+    in the file of the piece's first event."""
+    if _kscan is None:
+        return None
+    s = scratch if scratch is not None else Scratch()
+    s.ensure(len(data) // _MIN_EVENT_BYTES + 16)
+    n, _at, n_slow = _kscan.scan(data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+    if n < 0:
+        return None
+    for row, col, lo, hi in s.slow[:n_slow].tolist():
+        value = float(data[lo:hi])
+        if value in (np.inf, -np.inf):  # msgspec refuses a number out of a double's range
+            return None
+        s.floats[row, col] = value
+    try:
+        return _part(data, n, s, state, offset), n
+    except _GiveUp:
+        return None
+
+
+def _code(data: bytes, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First-seen codes of the byte strings ``data[lo[i]:hi[i]]``, and each code's first row."""
+    lo = np.ascontiguousarray(lo, dtype=np.int64)
+    hi = np.ascontiguousarray(hi, dtype=np.int64)
+    codes = np.empty(len(lo), np.int64)
+    firsts = np.empty(len(lo), np.int64)
+    m = _kscan.code(data, lo, hi, codes, firsts)
+    return codes, firsts[:m]
+
+
+def _texts(data: bytes, lo: np.ndarray, hi: np.ndarray) -> list[str]:
+    return [data[a:b].decode() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+
+
+def _raw(data: bytes, lo: int, hi: int) -> msgspec.Raw:
+    return msgspec.Raw(data[lo:hi])
+
+
+def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> Any:
+    """kineto._Part of the scanned piece, as kineto._part makes it from decoded events."""
+    phc = _PH_LUT[s.ph[:n]]
+    if (phc < 0).any():
+        raise _GiveUp
+    counts = np.bincount(phc, minlength=len(K._PHASES))
+    if counts[K._PH["B"]] + counts[K._PH["E"]]:
+        raise _GiveUp  # B/E pairs are matched across the file from decoded events
+    n_meta = int(counts[K._PH["M"]])
+    k = np.flatnonzero(K._KEPT_LUT[phc])
+    nk = len(k)
+    n_flow = int(counts[K._PH["s"]] + counts[K._PH["f"]] + counts[K._PH["t"]])
+    is_instant = phc[k] != K._PH["X"]
+    sk = s.spans[k]
+    cat_codes, cat_first = _code(data, sk[:, 2 * _CAT], sk[:, 2 * _CAT + 1])
+    cat_values = _texts(data, sk[cat_first, 2 * _CAT], sk[cat_first, 2 * _CAT + 1])
+    if "Trace" in cat_values:
+        raise _GiveUp  # Kineto's profiler span and iteration markers
+    name_codes, name_first = _code(data, sk[:, 2 * _NAME], sk[:, 2 * _NAME + 1])
+    names = _texts(data, sk[name_first, 2 * _NAME], sk[name_first, 2 * _NAME + 1])
+    fk = s.floats[k]
+    ts = fk[:, _TS].copy()
+    dur = fk[:, _DUR].copy()
+    dur[is_instant & np.isnan(dur)] = 0.0
+    if np.isnan(dur).any() or (dur < 0).any() or not np.isfinite(ts).all() or np.isinf(dur).any():
+        raise _GiveUp  # malformed events: the msgspec path reports them by index
+    with np.errstate(invalid="ignore", over="ignore"):
+        if (~(np.abs(ts * 1000.0 + state.base_time_ns) < K._MAX_NS)).any() or (dur * 1000.0 >= K._MAX_NS).any():
+            raise _GiveUp
+    if nk and float(np.abs(ts).max()) >= K._FLOAT_EXACT_US and not np.array_equal(ts, np.floor(ts)):
+        raise _GiveUp  # nanoseconds read from the text (kineto._ns_of_text)
+    meta_events: list[Any] = []
+    if n_meta:  # a few per file: decoded by msgspec, as the reader keeps them
+        spans = s.ev_span[np.flatnonzero(phc == K._PH["M"])].tolist()
+        try:
+            meta_events = K._LIST_DECODER.decode(b"[" + b",".join(data[a:b] for a, b in spans) + b"]")
+        except msgspec.DecodeError:
+            raise _GiveUp from None
+    # No _GiveUp after this point: the file's state takes this piece.
+    state.meta_events += meta_events
+    state.count("flow events", n_flow)
+    state.count("other phases", n - nk - n_meta - n_flow)
+    if nk and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
+        state.ts_ns_precision = True
+    cat_to_code = np.array([K._CODE[K._CAT_TO_KIND.get(c.lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8)
+    kind = cat_to_code[cat_codes] if nk else np.empty(0, np.int8)
+    pid = s.pidtid[k, 0]
+    tid = s.pidtid[k, 1]
+    ik = s.ints[k]
+    device = np.full(nk, -1, dtype=np.int16)
+    stream = np.full(nk, -1, dtype=np.int64)
+    dev_rows = np.flatnonzero(np.isin(kind, K._DEVICE_CODES))
+    if len(dev_rows):
+        d = ik[dev_rows, _DEVICE]
+        st = ik[dev_rows, _STREAM]
+        device[dev_rows] = np.where(d >= 0, d, pid[dev_rows]).astype(np.int16)
+        stream[dev_rows] = np.where(st >= 0, st, tid[dev_rows])
+    has_gpu_args = np.isin(kind, K._ARGS_CODES)
+    sync_rows = np.flatnonzero(kind == K._CODE[EventKind.CUDA_SYNC])
+    if len(sync_rows):
+        waits = (ik[sync_rows, _WAIT_STREAM] >= 0) | (ik[sync_rows, _WAIT_CORR] >= 0)
+        has_gpu_args[sync_rows[waits]] = True
+    gpu_rows = np.flatnonzero(has_gpu_args)
+    g = ik[gpu_rows]
+    gf = fk[gpu_rows]
+    grid = np.clip(g[:, _GRID : _GRID + 3], -1, _I32_MAX).astype(np.int32)
+    block = np.clip(g[:, _BLOCK : _BLOCK + 3], -1, _I32_MAX).astype(np.int32)
+    gpu = {
+        "grid_x": grid[:, 0].copy(),
+        "grid_y": grid[:, 1].copy(),
+        "grid_z": grid[:, 2].copy(),
+        "block_x": block[:, 0].copy(),
+        "block_y": block[:, 1].copy(),
+        "block_z": block[:, 2].copy(),
+        "registers_per_thread": g[:, _REGISTERS].clip(-1, 2**31 - 1).astype(np.int32),
+        "shared_memory_bytes": g[:, _SHARED_MEMORY].copy(),
+        "blocks_per_sm": gf[:, _BLOCKS_PER_SM].astype(np.float32),
+        "warps_per_sm": gf[:, _WARPS_PER_SM].astype(np.float32),
+        "occupancy_pct": gf[:, _OCCUPANCY].astype(np.float32),
+        "bytes": g[:, _BYTES].copy(),
+        "bandwidth_gbps": gf[:, _BANDWIDTH].astype(np.float32),
+        "wait_on_stream": g[:, _WAIT_STREAM].copy(),
+        "wait_on_record_correlation": g[:, _WAIT_CORR].copy(),
+    }
+    comm_rows, comm = _comm(data, sk, ik, kind, name_codes, names)
+    return K._Part(
+        ts_us=ts,
+        ts_ns=None,
+        dur_us=dur,
+        instant=is_instant,
+        arg_rank=np.full(nk, -1, dtype=np.int64),
+        name_codes=name_codes.astype(np.int32),
+        names=names,
+        kind=kind,
+        pid=pid,
+        tid=tid,
+        device=device,
+        stream=stream,
+        correlation=ik[:, _CORRELATION].copy(),
+        external_id=ik[:, _EXTERNAL_ID].copy(),
+        gpu_rows=gpu_rows,
+        gpu=gpu,
+        comm_rows=comm_rows,
+        comm=comm,
+        mem=_memory(ik, name_codes, names),
+        op=_op_args(data, sk, kind),
+    )
+
+
+def _comm(
+    data: bytes, sk: np.ndarray, ik: np.ndarray, kind: np.ndarray, name_codes: np.ndarray, names: list[str]
+) -> tuple[np.ndarray, dict[str, list[Any]]]:
+    """Rows carrying collective metadata, as kineto._comm_rows reads them."""
+    comm: dict[str, list[Any]] = {f: [] for f in K._COMM_FIELDS}
+    with_meta = np.flatnonzero(sk[:, 2 * _COLLECTIVE + 1] > 0)
+    annot_codes = [i for i, nm in enumerate(names) if nm.startswith("nccl:")]
+    annotated = (
+        np.flatnonzero((kind == K._CODE[EventKind.USER_ANNOTATION]) & np.isin(name_codes, annot_codes))
+        if annot_codes
+        else np.empty(0, np.int64)
+    )
+    comm_rows = np.union1d(with_meta, annotated).astype(np.int64)
+    kernel = K._CODE[EventKind.KERNEL]
+    for i in comm_rows.tolist():
+        row = sk[i].tolist()
+        if row[2 * _COLLECTIVE + 1] > 0:
+            values = (
+                normalize_collective(data[row[2 * _COLLECTIVE] : row[2 * _COLLECTIVE + 1]].decode()),
+                data[row[2 * _DTYPE] : row[2 * _DTYPE + 1]].decode() if row[2 * _DTYPE + 1] > 0 else None,
+                int(ik[i, _IN_NELEMS]),
+                int(ik[i, _OUT_NELEMS]),
+                int(ik[i, _GROUP_SIZE]),
+                K._raw_str(_raw(data, row[2 * _PG_NAME], row[2 * _PG_NAME + 1])),
+                K._raw_str(_raw(data, row[2 * _PG_DESC], row[2 * _PG_DESC + 1])),
+                int(ik[i, _SEQ]),
+                "kernel" if kind[i] == kernel else "record_param_comms",
+            )
+        else:
+            dims, types = _OP_SPANS["input_dims"], _OP_SPANS["input_type"]
+            nelems, dtype = K._first_dims(
+                _raw(data, row[2 * dims], row[2 * dims + 1]), _raw(data, row[2 * types], row[2 * types + 1])
+            )
+            label = names[int(name_codes[i])].split(":", 1)[1]
+            values = (normalize_collective(label), dtype, nelems, -1, -1, None, None, -1, "annotation")
+        for f, v in zip(K._COMM_FIELDS, values, strict=True):
+            comm[f].append(v)
+    return comm_rows, comm
+
+
+def _op_args(data: bytes, sk: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
+    """CPU operators with Input Dims and their four argument texts, as op_args.collect reads them."""
+    cpu = np.flatnonzero(kind == K._CODE[EventKind.CPU_OP])
+    dims = _OP_SPANS["input_dims"]
+    has_dims = sk[cpu, 2 * dims + 1] > 0
+    rows = cpu[has_dims]
+    cs = sk[rows]
+    codes, values = {}, {}
+    zero = np.zeros(1, np.int64)
+    for f in op_args.FIELDS:
+        j = _OP_SPANS[f]
+        lo, hi = cs[:, 2 * j], cs[:, 2 * j + 1]
+        # Code 0: not recorded (an empty range), as op_args._coded numbers b"" first.
+        c, firsts = _code(data, np.concatenate([zero, lo]), np.concatenate([zero, hi]))
+        codes[f] = (c[1:] - 1).astype(np.int32)
+        values[f] = [data[lo[i - 1] : hi[i - 1]].decode() for i in firsts[1:].tolist()]
+    return op_args.OpArgs(rows=rows.astype(np.int64), codes=codes, values=values)
+
+
+def _memory(ik: np.ndarray, name_codes: np.ndarray, names: list[str]) -> memory.MemoryRows:
+    """Memory records, as memory.memory_rows reads them."""
+    codes = [i for i, nm in enumerate(names) if nm in memory.MEMORY_EVENT_NAMES]
+    if not codes:
+        return memory.empty_memory_rows()
+    rows = np.flatnonzero(np.isin(name_codes, codes))
+    oom_codes = [i for i in codes if names[i] == "[OutOfMemory]"]
+    picked = ik[rows]
+    return memory.MemoryRows(
+        rows=rows.astype(np.int64),
+        oom=np.isin(name_codes[rows], oom_codes),
+        ints={f: picked[:, col].copy() for f, col in _MEM_COLUMNS.items()},
+        device_type=[memory.device_type_name(v) for v in picked[:, _MEM_DEVICE_TYPE].tolist()],
+    )

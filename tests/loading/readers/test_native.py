@@ -1,0 +1,504 @@
+"""The native path (``readers/native.py`` over the C scanner ``_kscan.c``) gives exactly the
+msgspec path's tables and errors, piece by piece, and gives up on what it does not handle.
+
+Every comparison reads the same bytes twice: with the scanner (pieces it gives up on are read
+by msgspec and merged) and with msgspec only (the scanner switched off); tables, dtypes,
+categories and metadata must be identical, or both reads must fail with the same error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jupyter_traceview as tv
+from jupyter_traceview.loading import pieces
+from jupyter_traceview.loading.readers import kineto, native
+from jupyter_traceview.loading.readers.files import read_bytes
+from jupyter_traceview.model.rank_data import RankData
+from tests import kineto_builder as kb
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "tests" / "data"
+#: The shared collection of real traces: next to the clone in CI, or this machine's copy.
+SHARED = next((p for p in (ROOT.parent / "shared" / "traces", Path("/work/shared/traces")) if p.is_dir()), None)
+OFF = os.environ.get("TRACEVIEW_NATIVE") == "0"
+needs_native = pytest.mark.skipif(OFF, reason="TRACEVIEW_NATIVE=0: the msgspec path only")
+
+
+def _traces(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.json*") if p.name.endswith((".json", ".json.gz")))
+
+
+LOCAL = _traces(DATA) + sorted(Path(tv.sample_path()).glob("*.json.gz"))
+#: Traces of the common kind (CUDA or CPU, no ROCm string streams, no B/E pairs): the
+#: scanner must read most of their pieces itself.
+COMMON = {
+    "train.pt.trace.json.gz",
+    "gaunernst_bert-small-uncased__1016001.json.gz",
+    "rank-0.json.gz",
+    "rank-1.json.gz",
+    "alexnet_trace.json.gz",
+    "worker0_step_12.1694128201545.pt.trace.json.gz",
+}
+
+
+@contextmanager
+def _msgspec_only() -> Iterator[None]:
+    saved = native._kscan
+    native._kscan = None
+    try:
+        yield
+    finally:
+        native._kscan = saved
+
+
+@contextmanager
+def _counting() -> Iterator[list[int]]:
+    """[pieces read by the scanner, pieces offered to it] while the block runs."""
+    counts = [0, 0]
+    original = native.piece_part
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        got = original(*args, **kwargs)
+        counts[0] += got is not None
+        counts[1] += 1
+        return got
+
+    native.piece_part = counted  # type: ignore[assignment]
+    try:
+        yield counts
+    finally:
+        native.piece_part = original  # type: ignore[assignment]
+
+
+def _outcome(read: Callable[[], list[RankData]]) -> tuple[Any, ...]:
+    try:
+        return ("tables", read())
+    except Exception as exc:  # noqa: BLE001 (the outcome compared is the error itself)
+        return ("error", type(exc).__name__, str(exc))
+
+
+def _assert_same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
+    if a[0] == "error" or b[0] == "error":
+        assert a == b
+        return
+    x_ranks, y_ranks = a[1], b[1]
+    assert len(x_ranks) == len(y_ranks)
+    for x, y in zip(x_ranks, y_ranks, strict=True):
+        assert dataclasses.asdict(x.meta) == dataclasses.asdict(y.meta)
+        for name in ("events", "gpu_args", "comms", "memory", "op_args"):
+            fx, fy = getattr(x, name), getattr(y, name)
+            pd.testing.assert_frame_equal(fx, fy, check_exact=True, obj=name)
+            for column in fx.columns:
+                if isinstance(fx[column].dtype, pd.CategoricalDtype):
+                    assert list(fx[column].cat.categories) == list(fy[column].cat.categories), (name, column)
+
+
+def _in_pieces(path: Path, data: bytes, piece_bytes: int) -> list[RankData]:
+    read_at = pieces.bytes_source(data)
+    return pieces.parse_in_pieces(path, read_at, pieces.plan(read_at, len(data), piece_bytes))
+
+
+def _load(path: Path, data: bytes, piece_bytes: int) -> list[RankData]:
+    """What the reader gives for the bytes (ingest's order: in pieces, else whole)."""
+    try:
+        return _in_pieces(path, data, piece_bytes)
+    except pieces.SplitFailed:
+        return kineto.parse_kineto(path, data)
+
+
+def _both(path: Path, data: bytes, piece_bytes: int, read: Callable[..., list[RankData]] = _load) -> list[int]:
+    """Read both ways, assert the same outcome; return the scanner's piece counts."""
+    with _counting() as counts:
+        got = _outcome(lambda: read(path, data, piece_bytes))
+    with _msgspec_only():
+        want = _outcome(lambda: read(path, data, piece_bytes))
+    _assert_same(got, want)
+    return counts
+
+
+# --------------------------------------------------------------------------------------
+# The build and the scanner's contract
+# --------------------------------------------------------------------------------------
+def test_the_native_path_is_on_unless_turned_off() -> None:
+    """CI must not skip the native path silently: the module is built wherever tests run."""
+    if OFF:
+        assert not native.AVAILABLE
+    else:
+        assert native.AVAILABLE, (
+            "jupyter_traceview.loading.readers._kscan is not built: `pip install -e .` or "
+            "`python hatch_build.py` compiles it (TRACEVIEW_NATIVE=0 runs the tests without it)"
+        )
+
+
+@needs_native
+def test_the_scanner_reads_the_keys_the_reader_decodes() -> None:
+    """A field added to the reader's structs must be added to the scanner (else it would skip it)."""
+    assert native._kscan is not None
+    assert set(native._kscan.EVENT_KEYS) == set(kineto._Event.__struct_encode_fields__)
+    assert set(native._kscan.ARG_KEYS) == set(kineto._Args.__struct_encode_fields__)
+
+
+@needs_native
+def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
+    k = native._kscan
+    s = native.Scratch()
+    s.ensure(8)
+    with pytest.raises(ValueError, match="spans"):
+        k.scan(b"[]", s.ph, s.spans[:1], s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+    with pytest.raises((TypeError, BufferError)):
+        k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+    codes = np.empty(1, np.int64)
+    with pytest.raises(ValueError, match="outside"):
+        k.code(b"abc", np.array([1]), np.array([9]), codes, codes.copy())
+    with pytest.raises(ValueError, match="outside"):
+        k.code(b"abc", np.array([2]), np.array([1]), codes, codes.copy())
+    codes = np.empty(3, np.int64)
+    assert k.code(b"abab", np.array([0, 2, 1]), np.array([2, 4, 3]), codes, np.empty(3, np.int64)) == 2
+    assert codes.tolist() == [0, 0, 1]
+
+
+# --------------------------------------------------------------------------------------
+# (a) Every real trace, at several piece sizes: identical tables
+# --------------------------------------------------------------------------------------
+@needs_native
+@pytest.mark.parametrize("path", LOCAL, ids=lambda p: p.parent.name + "/" + p.name[:32])
+@pytest.mark.parametrize("piece_bytes", [1 << 14, 1 << 16, 1 << 22])
+def test_real_traces_read_identically(path: Path, piece_bytes: int) -> None:
+    data = read_bytes(path)
+    counts = _both(path, data, piece_bytes, read=_in_pieces if _splits(path, data) else _load)
+    if path.name in COMMON and piece_bytes < len(data) // 4:
+        assert counts[1] > 1
+        assert counts[0] >= 0.8 * counts[1], f"the scanner read only {counts[0]} of {counts[1]} pieces"
+
+
+def _splits(path: Path, data: bytes) -> bool:
+    try:
+        with _msgspec_only():
+            _in_pieces(path, data, 1 << 16)
+    except pieces.SplitFailed:
+        return False
+    return True
+
+
+@needs_native
+@pytest.mark.skipif(SHARED is None, reason="the shared trace collection (../shared/traces) is not here")
+def test_the_shared_traces_read_identically() -> None:
+    assert SHARED is not None
+    total = [0, 0]
+    for path in _traces(SHARED):
+        data = read_bytes(path)
+        for piece_bytes in (1 << 14, 1 << 20):
+            counts = _both(path, data, piece_bytes)
+            total = [total[0] + counts[0], total[1] + counts[1]]
+    assert total[0] >= 0.8 * total[1], f"the scanner read only {total[0]} of {total[1]} pieces"
+
+
+# --------------------------------------------------------------------------------------
+# (b) Mutated real traces: the same tables, or the same error
+# --------------------------------------------------------------------------------------
+def _seed(path: Path, n_bytes: int) -> bytes:
+    """The first events of a real trace (whole events, a valid document)."""
+    data = read_bytes(path)
+    read_at = pieces.bytes_source(data)
+    the_plan = pieces.plan(read_at, len(data), n_bytes)
+    lo, hi = the_plan.ranges[0]
+    return data[:lo] + data[lo:hi] + data[the_plan.ranges[-1][1] :]
+
+
+SEEDS = [
+    _seed(DATA / "h200_cuda" / "train" / "train.pt.trace.json.gz", 24_000),
+    _seed(DATA / "hta_dlrm_2of128_ranks" / "rank-0.json.gz", 24_000),
+    _seed(DATA / "cpu_memory" / "mlp_train" / "rank-0.pt.trace.json.gz", 24_000),
+]
+TOKENS = [
+    b"0",
+    b"-",
+    b"-0",
+    b"01",
+    b"1e400",
+    b"-1e400",
+    b"1e-400",
+    b"1.",
+    b".5",
+    b"9223372036854775808",
+    b"12345678901234567890",
+    b"0.30000000000000004",
+    b"1E5",
+    b"NaN",
+    b"Infinity",
+    b"null",
+    b"nul",
+    b"true",
+    b"tru",
+    b"false",
+    b'"',
+    b"\\",
+    b'"\\ud800"',
+    b'"\\u00e9"',
+    b'"\\x"',
+    b"\\n",
+    b"\x00",
+    b"\x1f",
+    b"\x7f",
+    b"\xc3\xa9",
+    b"\xff",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b" ",
+    b"\t",
+    b"\x0c",
+    b'"ph": "B"',
+    b'"ph": "E"',
+    b'"pid": "Spans"',
+    b'"rank": 3',
+    b'"ts": 1',
+    b'"dur": -1',
+    b"[" * 80,
+]
+
+
+@st.composite
+def _mutated(draw: st.DrawFn) -> bytes:
+    data = bytearray(draw(st.sampled_from(SEEDS)))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(data) - 1))
+        how = draw(st.sampled_from(["replace", "insert", "delete", "truncate", "byte"]))
+        token = draw(st.sampled_from(TOKENS))
+        if how == "replace":
+            data[at : at + len(token)] = token
+        elif how == "insert":
+            data[at:at] = token
+        elif how == "delete":
+            del data[at : at + draw(st.integers(1, 8))]
+        elif how == "truncate":
+            del data[at:]
+        else:
+            data[at] = draw(st.integers(0, 255))
+        if not data:
+            data = bytearray(b"{}")
+    return bytes(data)
+
+
+@needs_native
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(data=_mutated(), piece_bytes=st.sampled_from([1 << 11, 1 << 13]))
+def test_mutated_traces_read_identically(data: bytes, piece_bytes: int) -> None:
+    _both(Path("mutated.json"), data, piece_bytes)
+
+
+# --------------------------------------------------------------------------------------
+# (c) Hand-written malformed and edge-case inputs
+# --------------------------------------------------------------------------------------
+def _doc(events: list[bytes], n_plain: int = 40) -> bytes:
+    """A trace whose event array holds plain kernels and CPU ops, then ``events``."""
+    plain = []
+    for i in range(n_plain):
+        plain.append(
+            b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": %d.5, "dur": 3.25, '
+            b'"args": {"External id": %d, "Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"]}}'
+            % (100 + i * 10, i)
+        )
+    return b'{"schemaVersion": 1, "traceEvents": [\n' + b",\n".join(plain + events) + b'\n], "traceName": "t"}'
+
+
+def _event(**fields: bytes) -> bytes:
+    base = {
+        b"ph": b'"X"',
+        b"cat": b'"kernel"',
+        b"name": b'"k"',
+        b"pid": b"0",
+        b"tid": b"7",
+        b"ts": b"900.0",
+        b"dur": b"2",
+    }
+    base.update({k.encode(): v for k, v in fields.items()})
+    return b"{" + b", ".join(b'"%s": %s' % kv for kv in base.items() if kv[1] != b"") + b"}"
+
+
+EDGE_VALUES = {
+    "ts": [
+        b"-0",
+        b"-0.0",
+        b"1e-400",
+        b"1e400",
+        b"-1e400",
+        b"1E2",
+        b"123456789012345678901",
+        b"01",
+        b"1.",
+        b"NaN",
+        b'"12"',
+        b"null",
+        b"true",
+        b"0.1e1",
+        b"2.5e-3",
+        b"9007199254740993",
+        b"0.30000000000000004",
+        b"4.9e-324",
+    ],
+    "dur": [b"-1", b"-0", b"0", b"1e308", b"1.7976931348623159e308", b"null", b'"3"', b"[]"],
+    "pid": [
+        b"1.0",
+        b"-5",
+        b'"Spans"',
+        b'"7"',
+        b"9223372036854775807",
+        b"9223372036854775808",
+        b"123456789012345678",
+        b"true",
+        b"null",
+        b"{}",
+    ],
+    "ph": [b'"B"', b'"E"', b'""', b'"XX"', b'"Z"', b'"\\u0058"', b"1", b'"i"', b'"M"'],
+    "cat": [b'"Trace"', b'"gpu_memcpy"', b'"a\\"b"', b'"\\u00e9"', b'"\xc3\xa9"', b'"\x01"', b"5", b"null", b'""'],
+    "name": [b'"\\ud800"', b'"\\ud83d\\ude00"', b'"nccl:all_reduce"', b'"[memory]"', b'"a\tb"', b'"a\\tb"'],
+    "args": [
+        b'{"correlation": 1, "correlation": 2}',
+        b'{"device": 40000}',
+        b'{"device": -2}',
+        b'{"stream": "7"}',
+        b'{"grid": [1, 2]}',
+        b'{"grid": [1, 2, 3, 4]}',
+        b'{"grid": [1, 2, 3000000000]}',
+        b'{"grid": [-7, 2, 3]}',
+        b'{"grid": "(1,1,1)"}',
+        b'{"grid": [1.5, 2, 3]}',
+        b'{"External id": 9223372036854775808}',
+        b'{"External id": "5"}',
+        b'{"rank": 3}',
+        b'{"Collective name": "allreduce", "dtype": "Float", "In msg nelems": 10, "Group size": 2}',
+        b'{"Collective name": null}',
+        b'{"Process Group Name": {"a": [1, {"b": null}]}}',
+        b'{"Input Dims": [[1,]]}',
+        b'{"Input Dims": [[1]] ]}',
+        b'{"deep": ' + b"[" * 70 + b"]" * 70 + b"}",
+        b'{"deep": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b'{"x": tru}',
+        b'{"x": nul}',
+        b'{"x": "\\q"}',
+        b'{"x": "\\u12G4"}',
+        b'{"name": 5}',
+        b'{"Bytes": 1024, "Addr": 140000000000, "Device Id": 0, "Device Type": 1, "Total Allocated": 5}',
+        b'{"Device Type": "cuda"}',
+        b'{"blocks per SM": 1e400}',
+        b'{"est. achieved occupancy %": 100}',
+        b"null",
+        b"[]",
+        b"{}",
+        b"{,}",
+        b'{"a" 1}',
+        b'{"a": 1,}',
+    ],
+}
+CASES = [(field, value) for field, values in EDGE_VALUES.items() for value in values]
+
+
+@needs_native
+@pytest.mark.parametrize(("field", "value"), CASES, ids=[f"{f}={v[:24]!r}" for f, v in CASES])
+def test_edge_values_read_identically(field: str, value: bytes) -> None:
+    name = b'"[memory]"' if b"Bytes" in value or b"Device Type" in value else b'"k"'
+    data = _doc([_event(**{field: value, **({"name": name} if field == "args" else {})})])
+    _both(Path("edge.json"), data, 1 << 10)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"[{}]]",
+        b"[{}] x",
+        b"[{},]",
+        b"[,{}]",
+        b"[{}{}]",
+        b'[{"a":1}',
+        b'[{"a":"',
+        b"[",
+        b"",
+        b'[{"ts": 1e',
+        b'[{"ts": -}]',
+        b'[{"x": ' + b'{"a":' * 100 + b"1" + b"}" * 100 + b"}]",
+    ],
+)
+def test_the_scanner_gives_up_on_invalid_json(text: bytes) -> None:
+    assert native.piece_part(text, kineto._FileState(), 0) is None
+
+
+@needs_native
+def test_the_scanner_reads_valid_edge_cases_itself() -> None:
+    """Not only giving up: these pieces are read by the scanner, with msgspec's values."""
+    ok = [
+        _event(ts=b"-0"),
+        _event(ts=b"1e-400", cat=b'"cpu_op"'),
+        _event(ts=b"0.30000000000000004"),
+        _event(ts=b"12345.678e-2"),
+        _event(dur=b"90071992547409.93"),
+        _event(
+            args=b'{"est. achieved occupancy %": 9007199254740993, "memory bandwidth (GB/s)": 12345678901.2345678901e-3}'
+        ),
+        _event(args=b'{"x": "a\\"b\\u00e9\\n", "y": [true, false, null, -0, 1.5e+3, {}], "grid": [1, 2, 3000000000]}'),
+        _event(args=b'{"name": null, "labels": "x"}'),
+    ]
+    data = _doc(ok, n_plain=2)
+    counts = _both(Path("edge.json"), data, 1 << 20, read=_in_pieces)
+    assert counts == [1, 1]
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    mantissa=st.integers(0, 10**25),
+    frac=st.integers(0, 25),
+    exp=st.one_of(st.none(), st.integers(-340, 320)),
+    neg=st.booleans(),
+)
+def test_numbers_convert_as_msgspec_converts_them(mantissa: int, frac: int, exp: int | None, neg: bool) -> None:
+    digits = str(mantissa).rjust(frac + 1, "0")
+    text = ("-" if neg else "") + (digits[: len(digits) - frac] + ("." + digits[len(digits) - frac :] if frac else ""))
+    if exp is not None:
+        text += f"e{exp}"
+    events = [
+        _event(ts=b"100", dur=text.encode(), cat=b'"cpu_op"'),
+        _event(ts=text.encode(), cat=b'"cpu_op"', dur=b"1"),
+    ]
+    _both(Path("numbers.json"), _doc(events, n_plain=1), 1 << 20, read=_load)
+
+
+@needs_native
+def test_random_bytes_never_crash_the_scanner() -> None:
+    rng = np.random.default_rng(17)
+    alphabet = np.frombuffer(b'{}[]",:0123456789-.eE \ntrufalsn\\u"phcatsidur', np.uint8)
+    s = native.Scratch()
+    for _ in range(3000):
+        n = int(rng.integers(0, 200))
+        body = alphabet[rng.integers(0, len(alphabet), n)].tobytes()
+        text = b"[" + body + b"]" if rng.random() < 0.7 else body
+        s.ensure(len(text) // 16 + 16)
+        n_events, _, _ = native._kscan.scan(text, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+        assert n_events >= -1
+
+
+@needs_native
+def test_a_built_trace_with_every_field_reads_identically(tmp_path: Path) -> None:
+    """The test-suite's trace builder's events (steps, launches, collectives) both ways."""
+    doc = kb.doc([kb.step(1, 0, 1000), *kb.launch("gemm", 10, 20, 300, corr=1)], rank=0, world_size=2)
+    path = tmp_path / "rank-0.json"
+    kb.write(path, doc)
+    data = path.read_bytes() if not path.name.endswith(".gz") else gzip.decompress(path.read_bytes())
+    _both(path, data, 1 << 20)
