@@ -9,9 +9,9 @@
  * reader's per-piece columns from them.
  *
  * It handles a subset and validates what it reads as strictly as msgspec does (RFC 8259):
- * anything outside the subset, or anything it cannot prove valid, makes it give up on the
- * piece (it returns -1), and the caller reads that piece with the msgspec path, which then
- * gives the tables or the error it always gave. So giving up is always safe; accepting is
+ * anything outside the subset, or anything it cannot prove valid, makes it give up (it says
+ * where, and how many events before that it read whole), and the caller reads from that
+ * event on with the msgspec path, which then gives the tables or the error it always gave. So giving up is always safe; accepting is
  * only done where the outcome equals msgspec's. Given up on: non-ASCII bytes, escapes in
  * keys and in the strings it reads (cat, name, collective name, dtype), lone-surrogate
  * escapes anywhere, duplicate known keys (msgspec keeps the last one), values of another
@@ -34,6 +34,7 @@
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef __FAST_MATH__
 #error "_kscan.c needs IEEE arithmetic (one correctly rounded operation per float): no -ffast-math"
@@ -143,24 +144,30 @@ typedef struct {
  * macro: its argument is evaluated once (AT(s, ++i)). */
 static unsigned char AT(const Src *s, Py_ssize_t i) { return i < s->n ? s->b[i] : 0; }
 
+/* Byte classes (filled once by init_tables): JSON whitespace; a byte that may stand as itself
+ * in a string the scanner reads (printable ASCII other than the quote and the backslash). */
+#define C_WS 1
+#define C_PLAIN 2
+static unsigned char CLS[256];
+
+static void init_tables(void) {
+    int c;
+    for (c = 0; c < 256; c++) CLS[c] = (unsigned char)((c >= 0x20 && c < 0x80 && c != '"' && c != '\\') ? C_PLAIN : 0);
+    CLS[' '] = CLS['\n'] = CLS['\r'] = CLS['\t'] = C_WS;
+    CLS[' '] |= C_PLAIN;
+}
+
 static Py_ssize_t ws(const Src *s, Py_ssize_t i) {
-    for (;;) {
-        unsigned char c = AT(s, i);
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return i;
-        i++;
-    }
+    while (i < s->n && (CLS[s->b[i]] & C_WS)) i++;
+    return i;
 }
 
 /* A string without escapes, control characters or non-ASCII bytes; i at its opening quote.
  * Returns the index after the closing quote, or -1. */
 static Py_ssize_t plain_string(const Src *s, Py_ssize_t i) {
     i++;
-    for (;;) {
-        unsigned char c = AT(s, i);
-        if (c == '"') return i + 1;
-        if (c < 0x20 || c >= 0x80 || c == '\\') return -1;
-        i++;
-    }
+    while (i < s->n && (CLS[s->b[i]] & C_PLAIN)) i++;
+    return AT(s, i) == '"' ? i + 1 : -1;
 }
 
 static int hex_value(unsigned char c) {
@@ -174,9 +181,10 @@ static int hex_value(unsigned char c) {
 static Py_ssize_t any_string(const Src *s, Py_ssize_t i) {
     i++;
     for (;;) {
-        unsigned char c = AT(s, i);
+        unsigned char c;
+        while (i < s->n && (CLS[s->b[i]] & C_PLAIN)) i++;
+        c = AT(s, i);
         if (c == '"') return i + 1;
-        if (c < 0x20 || c >= 0x80) return -1;
         if (c == '\\') {
             unsigned char e = AT(s, i + 1);
             if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
@@ -196,7 +204,7 @@ static Py_ssize_t any_string(const Src *s, Py_ssize_t i) {
             i += 6;
             continue;
         }
-        i++;
+        return -1; /* a control character, a non-ASCII byte or the end */
     }
 }
 
@@ -358,8 +366,13 @@ static Py_ssize_t skip_value(const Src *s, Py_ssize_t i) {
     }
 }
 
-static int key_is(const Src *s, Py_ssize_t lo, Py_ssize_t len, const char *key) {
-    return (Py_ssize_t)strlen(key) == len && memcmp(s->b + lo, key, (size_t)len) == 0;
+static Py_ssize_t EVENT_KEY_LEN[N_EVENT_KEYS];
+static Py_ssize_t ARG_KEY_LEN[N_ARG_KEYS];
+
+static void init_key_lengths(void) {
+    int k;
+    for (k = 0; k < N_EVENT_KEYS; k++) EVENT_KEY_LEN[k] = (Py_ssize_t)strlen(EVENT_KEYS[k]);
+    for (k = 0; k < N_ARG_KEYS; k++) ARG_KEY_LEN[k] = (Py_ssize_t)strlen(ARG_KEYS[k].key);
 }
 
 /* The index of the key in b[lo:lo+len] among keys[0:n], or -1. */
@@ -367,15 +380,14 @@ static int find_event_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
     int k;
     if (len < 2 || len > 4) return -1;
     for (k = 0; k < N_EVENT_KEYS; k++)
-        if (key_is(s, lo, len, EVENT_KEYS[k])) return k;
+        if (EVENT_KEY_LEN[k] == len && memcmp(s->b + lo, EVENT_KEYS[k], (size_t)len) == 0) return k;
     return -1;
 }
 
 static int find_arg_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
     int k;
-    unsigned char c0 = s->b[lo];
     for (k = 0; k < N_ARG_KEYS; k++)
-        if ((unsigned char)ARG_KEYS[k].key[0] == c0 && key_is(s, lo, len, ARG_KEYS[k].key)) return k;
+        if (ARG_KEY_LEN[k] == len && memcmp(s->b + lo, ARG_KEYS[k].key, (size_t)len) == 0) return k;
     return -1;
 }
 
@@ -529,9 +541,10 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
     }
 }
 
-/* The events of the array at b[0] (the whole buffer: "[" events "]"); returns their count,
- * or -1 with *at the byte where it gave up. */
-static Py_ssize_t scan_events(const Src *s, Out *o, Py_ssize_t *at) {
+/* The events of the array at b[0] (the whole buffer: "[" events "]"): returns 1 if it read
+ * them all, else 0 with *at the byte where it gave up; *n_done: the events read whole (those
+ * before the one it gave up on: their columns are complete). */
+static int scan_events(const Src *s, Out *o, Py_ssize_t *at, Py_ssize_t *n_done) {
     Py_ssize_t i = ws(s, 0), n = 0;
     if (AT(s, i) != '[') goto fail;
     i = ws(s, i + 1);
@@ -645,11 +658,13 @@ static Py_ssize_t scan_events(const Src *s, Out *o, Py_ssize_t *at) {
     }
 end:
     /* Nothing may follow the array (the caller's buffer is exactly "[" piece "]"). */
+    *n_done = n;
     if (ws(s, i + 1) != s->n) goto fail;
-    return n;
+    return 1;
 fail:
     *at = i;
-    return -1;
+    *n_done = n;
+    return 0;
 }
 
 /* A writable C-contiguous buffer of at least need bytes. */
@@ -664,17 +679,19 @@ static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *
 }
 
 PyDoc_STRVAR(scan_doc,
-             "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow) -> (n, at, n_slow)\n\n"
+             "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow) -> (ok, n, at, n_slow)\n\n"
              "Scan the events of data (b'[' + events + b']') into the caller's writable buffers, sized for\n"
              "cap = len(ph) events: ph uint8[cap], spans int64[cap, 2*N_SPANS], pidtid int64[cap, 2],\n"
              "ints int64[cap, N_INTS], floats float64[cap, N_FLOATS], ev_span int64[cap, 2],\n"
-             "slow int64[cap, 4]. n = -1 where the scanner gave up (at: the byte where).");
+             "slow int64[cap, 4]. ok: 1 if it read every event, else 0 and at: the byte where it gave up;\n"
+             "n: the events read whole (all, or those before the one it gave up on); n_slow: rows of slow.");
 
 static PyObject *kscan_scan(PyObject *self, PyObject *args) {
     PyObject *objs[8];
     Py_buffer v[8];
     int k, got = 0;
-    Py_ssize_t cap, n, at = 0;
+    Py_ssize_t cap, n = 0, at = 0;
+    int ok;
     Src src;
     Out o;
     (void)self;
@@ -710,10 +727,10 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
     o.cap = cap;
     o.n_slow = 0;
     Py_BEGIN_ALLOW_THREADS
-    n = scan_events(&src, &o, &at);
+    ok = scan_events(&src, &o, &at, &n);
     Py_END_ALLOW_THREADS
     for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
-    return Py_BuildValue("nnn", n, n < 0 ? at : (Py_ssize_t)0, n < 0 ? (Py_ssize_t)0 : o.n_slow);
+    return Py_BuildValue("innn", ok, n, at, o.n_slow);
 error:
     for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return NULL;
@@ -723,10 +740,38 @@ error:
 /* First-seen codes of byte strings                                                           */
 /* ---------------------------------------------------------------------------------------- */
 
-static uint64_t fnv1a(const unsigned char *p, Py_ssize_t len) {
-    uint64_t h = 14695981039346656037ULL;
-    Py_ssize_t j;
-    for (j = 0; j < len; j++) h = (h ^ p[j]) * 1099511628211ULL;
+/* Set once per process from addresses and the clock (ASLR): crafted names cannot be chosen
+ * to collide in advance. Codes do not depend on it (first-seen order, equal bytes compared). */
+static uint64_t HASH_SEED;
+
+static void init_seed(void) {
+    uint64_t x = (uint64_t)(uintptr_t)&HASH_SEED ^ ((uint64_t)(uintptr_t)&init_seed << 17) ^ (uint64_t)time(NULL);
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDULL;
+    x ^= x >> 33;
+    HASH_SEED = x;
+}
+
+/* A hash of len bytes, eight at a time (memcpy: no unaligned reads). */
+static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t len) {
+    uint64_t h = HASH_SEED ^ ((uint64_t)len * 0x9E3779B97F4A7C15ULL);
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+        p += 8;
+        len -= 8;
+    }
+    if (len > 0) {
+        uint64_t w = 0;
+        memcpy(&w, p, (size_t)len);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    h ^= h >> 29;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 32;
     return h;
 }
 
@@ -753,7 +798,7 @@ static Py_ssize_t code_spans(const unsigned char *b, Py_ssize_t nb, const int64_
     for (i = 0; i < n; i++) {
         Py_ssize_t len = (Py_ssize_t)(hi[i] - lo[i]);
         const unsigned char *p = b + lo[i];
-        uint64_t h = fnv1a(p, len);
+        uint64_t h = hash_bytes(p, len);
         s = (size_t)(h & mask);
         for (;;) {
             int64_t r = slot_row[s];
@@ -827,6 +872,9 @@ static PyMethodDef kscan_methods[] = {
 static int kscan_exec(PyObject *m) {
     PyObject *keys;
     int k;
+    init_tables();
+    init_key_lengths();
+    init_seed();
     if (PyModule_AddIntConstant(m, "N_INTS", N_INTS) < 0 || PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
         PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0)
         return -1;

@@ -11,9 +11,9 @@ The scanner handles the common subset (complete, instant, flow and metadata even
 ASCII text, integer pids and tids, the usual ``args`` and memory records) and validates the
 JSON it reads as strictly as msgspec: where a piece holds anything else (B/E pairs, Kineto's
 ``Spans`` pseudo-events, string pids or streams, escapes in names, non-ASCII text,
-malformed events, ...) or is not valid JSON, :func:`piece_part` returns None and the caller
-reads that piece with the msgspec path, which gives the same columns or the error it always
-gave. ``TRACEVIEW_NATIVE=0`` in the environment turns the native path off; without the
+malformed events, ...) or is not valid JSON, the scanner gives up there and the caller
+(``pieces._piece_columns``) has msgspec read from that event on (the next 64 KB, after which
+the scanner resumes), which gives the same columns or the error it always gave. ``TRACEVIEW_NATIVE=0`` in the environment turns the native path off; without the
 compiled module it is off too, silently.
 """
 
@@ -30,7 +30,7 @@ from ...model.schema import EventKind
 from . import kineto as K
 from . import memory, op_args
 
-__all__ = ["AVAILABLE", "Scratch", "piece_part"]
+__all__ = ["AVAILABLE", "Scratch", "part", "piece_part", "scan", "scratch"]
 
 try:
     if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
@@ -110,26 +110,49 @@ class Scratch:
         self.slow = np.empty((cap, 4), np.int64)
 
 
+def scratch() -> Scratch | None:
+    """Buffers for :func:`scan`, or None where the native path is off (msgspec reads everything)."""
+    return None if _kscan is None else Scratch()
+
+
+def scan(data: bytes, s: Scratch) -> tuple[bool, int, int]:
+    """Scan a piece (``b"[" + events + b"]"``) into ``s``: ``(ok, n, at)``. ``ok``: every event
+    was read; else ``at`` is the byte where the scanner gave up. ``n``: the events read whole
+    (all of them, or those before the one it gave up on), whose columns :func:`part` can use."""
+    assert _kscan is not None
+    s.ensure(len(data) // _MIN_EVENT_BYTES + 16)
+    ok, n, at, n_slow = _kscan.scan(data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+    for row, col, lo, hi in s.slow[:n_slow].tolist():
+        if row >= n:
+            break  # the event it gave up on
+        value = float(data[lo:hi])
+        if value in (np.inf, -np.inf):  # msgspec refuses a number out of a double's range
+            return False, row, int(s.ev_span[row, 0])
+        s.floats[row, col] = value
+    return bool(ok), n, at
+
+
+def part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> Any:
+    """``kineto._Part`` of the first ``n`` scanned events of ``data``, or None where the msgspec
+    path must read them (``state`` is then untouched). ``offset``: the index in the file of
+    the first event."""
+    try:
+        return _part(data, n, s, state, offset)
+    except _GiveUp:
+        return None
+
+
 def piece_part(data: bytes, state: K._FileState, offset: int, scratch: Scratch | None = None) -> tuple[Any, int] | None:
-    """``(kineto._Part, number of events)`` of one piece (``b"[" + events + b"]"``), or None
-    where the msgspec path must read it (``state`` is then untouched). ``offset``: the index
-    in the file of the piece's first event."""
+    """``(kineto._Part, number of events)`` of one whole piece (``b"[" + events + b"]"``), or
+    None where the msgspec path must read it (``state`` is then untouched)."""
     if _kscan is None:
         return None
     s = scratch if scratch is not None else Scratch()
-    s.ensure(len(data) // _MIN_EVENT_BYTES + 16)
-    n, _at, n_slow = _kscan.scan(data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
-    if n < 0:
+    ok, n, _at = scan(data, s)
+    if not ok:
         return None
-    for row, col, lo, hi in s.slow[:n_slow].tolist():
-        value = float(data[lo:hi])
-        if value in (np.inf, -np.inf):  # msgspec refuses a number out of a double's range
-            return None
-        s.floats[row, col] = value
-    try:
-        return _part(data, n, s, state, offset), n
-    except _GiveUp:
-        return None
+    got = part(data, n, s, state, offset)
+    return None if got is None else (got, n)
 
 
 def _code(data: bytes, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -326,9 +349,12 @@ def _memory(ik: np.ndarray, name_codes: np.ndarray, names: list[str]) -> memory.
     rows = np.flatnonzero(np.isin(name_codes, codes))
     oom_codes = [i for i in codes if names[i] == "[OutOfMemory]"]
     picked = ik[rows]
+    # Device Type: a c10 number per record (the scanner gives up on strings), named once per value.
+    types, codes_of_type = np.unique(picked[:, _MEM_DEVICE_TYPE], return_inverse=True)
+    type_names = [memory.device_type_name(v) for v in types.tolist()]
     return memory.MemoryRows(
         rows=rows.astype(np.int64),
         oom=np.isin(name_codes[rows], oom_codes),
         ints={f: picked[:, col].copy() for f, col in _MEM_COLUMNS.items()},
-        device_type=[memory.device_type_name(v) for v in picked[:, _MEM_DEVICE_TYPE].tolist()],
+        device_type=[type_names[c] for c in codes_of_type.tolist()],
     )
