@@ -73,7 +73,16 @@ _N_FLOATS = 6
 _CAT, _NAME, _COLLECTIVE, _DTYPE, _PG_NAME, _PG_DESC, _DIMS = range(7)
 _N_SPANS = 10
 _OP_SPANS = {f: _DIMS + j for j, f in enumerate(op_args.FIELDS)}
-if _kscan is not None and (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS) != (_N_INTS, _N_FLOATS, _N_SPANS):
+# Columns the scanner numbers (first-seen among the kept events): cat, name, the op arguments.
+_CAT_CODES, _NAME_CODES = 0, 1
+_OP_CODES = {f: 2 + j for j, f in enumerate(op_args.FIELDS)}
+_N_CODED = 6
+if _kscan is not None and (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS, _kscan.N_CODED) != (
+    _N_INTS,
+    _N_FLOATS,
+    _N_SPANS,
+    _N_CODED,
+):
     _kscan = None  # a module of another version: never misread its columns
     AVAILABLE = False
 
@@ -108,6 +117,9 @@ class Scratch:
         self.floats = np.empty((cap, _N_FLOATS), np.float64)
         self.ev_span = np.empty((cap, 2), np.int64)
         self.slow = np.empty((cap, 4), np.int64)
+        self.codes = np.empty((cap, _N_CODED), np.int32)
+        self.firsts = np.empty((_N_CODED, cap), np.int64)
+        self.counts: tuple[int, ...] = (0,) * _N_CODED
 
 
 def scratch() -> Scratch | None:
@@ -121,7 +133,9 @@ def scan(data: bytes, s: Scratch) -> tuple[bool, int, int]:
     (all of them, or those before the one it gave up on), whose columns :func:`part` can use."""
     assert _kscan is not None
     s.ensure(len(data) // _MIN_EVENT_BYTES + 16)
-    ok, n, at, n_slow = _kscan.scan(data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+    ok, n, at, n_slow, s.counts = _kscan.scan(
+        data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts
+    )
     for row, col, lo, hi in s.slow[:n_slow].tolist():
         if row >= n:
             break  # the event it gave up on
@@ -155,17 +169,13 @@ def piece_part(data: bytes, state: K._FileState, offset: int, scratch: Scratch |
     return None if got is None else (got, n)
 
 
-def _code(data: bytes, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First-seen codes of the byte strings ``data[lo[i]:hi[i]]``, and each code's first row."""
-    lo = np.ascontiguousarray(lo, dtype=np.int64)
-    hi = np.ascontiguousarray(hi, dtype=np.int64)
-    codes = np.empty(len(lo), np.int64)
-    firsts = np.empty(len(lo), np.int64)
-    m = _kscan.code(data, lo, hi, codes, firsts)
-    return codes, firsts[:m]
-
-
-def _texts(data: bytes, lo: np.ndarray, hi: np.ndarray) -> list[str]:
+def _first_texts(data: bytes, s: Scratch, coded: int, span: int, order: np.ndarray | None = None) -> list[str]:
+    """The distinct texts of a numbered column, by number (or in ``order``): each from the
+    span (column ``span``) of the first row the scanner met it in."""
+    rows = s.firsts[coded, : s.counts[coded]]
+    if order is not None:
+        rows = rows[order]
+    lo, hi = s.spans[rows, 2 * span], s.spans[rows, 2 * span + 1]
     return [data[a:b].decode() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
 
 
@@ -187,12 +197,13 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     n_flow = int(counts[K._PH["s"]] + counts[K._PH["f"]] + counts[K._PH["t"]])
     is_instant = phc[k] != K._PH["X"]
     sk = s.spans[k]
-    cat_codes, cat_first = _code(data, sk[:, 2 * _CAT], sk[:, 2 * _CAT + 1])
-    cat_values = _texts(data, sk[cat_first, 2 * _CAT], sk[cat_first, 2 * _CAT + 1])
+    ck = s.codes[k]
+    cat_codes = ck[:, _CAT_CODES]
+    cat_values = _first_texts(data, s, _CAT_CODES, _CAT)
     if "Trace" in cat_values:
         raise _GiveUp  # Kineto's profiler span and iteration markers
-    name_codes, name_first = _code(data, sk[:, 2 * _NAME], sk[:, 2 * _NAME + 1])
-    names = _texts(data, sk[name_first, 2 * _NAME], sk[name_first, 2 * _NAME + 1])
+    name_codes = ck[:, _NAME_CODES]
+    names = _first_texts(data, s, _NAME_CODES, _NAME)
     fk = s.floats[k]
     ts = fk[:, _TS].copy()
     dur = fk[:, _DUR].copy()
@@ -278,7 +289,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
         comm_rows=comm_rows,
         comm=comm,
         mem=_memory(ik, name_codes, names),
-        op=_op_args(data, sk, kind),
+        op=_op_args(data, s, ck, kind),
     )
 
 
@@ -322,22 +333,26 @@ def _comm(
     return comm_rows, comm
 
 
-def _op_args(data: bytes, sk: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
+def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
     """CPU operators with Input Dims and their four argument texts, as op_args.collect reads them."""
     cpu = np.flatnonzero(kind == K._CODE[EventKind.CPU_OP])
-    dims = _OP_SPANS["input_dims"]
-    has_dims = sk[cpu, 2 * dims + 1] > 0
-    rows = cpu[has_dims]
-    cs = sk[rows]
-    codes, values = {}, {}
-    zero = np.zeros(1, np.int64)
+    rows = cpu[ck[cpu, _OP_CODES["input_dims"]] >= 0]
+    codes: dict[str, np.ndarray] = {}
+    values: dict[str, list[str]] = {}
     for f in op_args.FIELDS:
-        j = _OP_SPANS[f]
-        lo, hi = cs[:, 2 * j], cs[:, 2 * j + 1]
-        # Code 0: not recorded (an empty range), as op_args._coded numbers b"" first.
-        c, firsts = _code(data, np.concatenate([zero, lo]), np.concatenate([zero, hi]))
-        codes[f] = (c[1:] - 1).astype(np.int32)
-        values[f] = [data[lo[i - 1] : hi[i - 1]].decode() for i in firsts[1:].tolist()]
+        # The scanner numbered the texts among all kept events: renumber them in order of
+        # first appearance among these rows (op_args._coded's numbers; -1: not recorded).
+        c = ck[rows, _OP_CODES[f]]
+        present = c >= 0
+        if not present.any():
+            codes[f], values[f] = np.full(len(rows), -1, np.int32), []
+            continue
+        used, first_at = np.unique(c[present], return_index=True)
+        order = used[np.argsort(first_at, kind="stable")]
+        lut = np.full(int(used[-1]) + 1, -1, np.int32)
+        lut[order] = np.arange(len(order), dtype=np.int32)
+        codes[f] = np.where(present, lut[np.maximum(c, 0)], -1).astype(np.int32)
+        values[f] = _first_texts(data, s, _OP_CODES[f], _OP_SPANS[f], order)
     return op_args.OpArgs(rows=rows.astype(np.int64), codes=codes, values=values)
 
 

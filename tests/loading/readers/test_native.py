@@ -164,17 +164,11 @@ def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
     s = native.Scratch()
     s.ensure(8)
     with pytest.raises(ValueError, match="spans"):
-        k.scan(b"[]", s.ph, s.spans[:1], s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+        k.scan(b"[]", s.ph, s.spans[:1], s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
+    with pytest.raises(ValueError, match="firsts"):
+        k.scan(b"[]", s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts[:1])
     with pytest.raises((TypeError, BufferError)):
-        k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
-    codes = np.empty(1, np.int64)
-    with pytest.raises(ValueError, match="outside"):
-        k.code(b"abc", np.array([1]), np.array([9]), codes, codes.copy())
-    with pytest.raises(ValueError, match="outside"):
-        k.code(b"abc", np.array([2]), np.array([1]), codes, codes.copy())
-    codes = np.empty(3, np.int64)
-    assert k.code(b"abab", np.array([0, 2, 1]), np.array([2, 4, 3]), codes, np.empty(3, np.int64)) == 2
-    assert codes.tolist() == [0, 0, 1]
+        k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
 
 
 # --------------------------------------------------------------------------------------
@@ -522,7 +516,7 @@ def test_random_bytes_never_crash_the_scanner() -> None:
         body = alphabet[rng.integers(0, len(alphabet), n)].tobytes()
         text = b"[" + body + b"]" if rng.random() < 0.7 else body
         s.ensure(len(text) // 16 + 16)
-        ok, n_events, at, _ = native._kscan.scan(text, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+        ok, n_events, at = native.scan(text, s)
         assert 0 <= n_events <= len(text) and 0 <= at <= len(text)
         if ok:
             assert n_events == len(kineto._LIST_DECODER.decode(text))  # valid JSON, as msgspec says
@@ -536,3 +530,18 @@ def test_a_built_trace_with_every_field_reads_identically(tmp_path: Path) -> Non
     kb.write(path, doc)
     data = path.read_bytes() if not path.name.endswith(".gz") else gzip.decompress(path.read_bytes())
     _both(path, data, 1 << 20)
+
+
+@needs_native
+def test_many_distinct_names_and_arguments_in_one_piece() -> None:
+    """The scanner's tables grow (thousands of distinct names, categories, argument texts)."""
+    events = [
+        _event(
+            name=b'"n%d"' % (i % 3001),
+            cat=b'"cpu_op"' if i % 2 else b'"c%d"' % (i % 1500),
+            args=b'{"Input Dims": [[%d]], "Input type": ["t%d"], "Concrete Inputs": ["%d"]}' % (i % 2500, i % 7, i),
+        )
+        for i in range(6000)
+    ]
+    counts = _both(Path("many.json"), _doc(events), 1 << 22, read=_in_pieces)
+    assert counts == [1, 1]
