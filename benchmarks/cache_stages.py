@@ -65,7 +65,7 @@ def main() -> None:
             tables[name] = timed("five frames from Arrow", lambda batch=batch: cache._from_arrow(batch))
         d = RankData(meta=RankMeta.from_json(doc["ranks"][0]), **tables)
         timed("classified (gpu_class, in Trace)", lambda d=d: classified(d, clf))
-        timed("whole cache.read", lambda: cache.read(a.cache_dir, key))
+        timed("whole cache.read", lambda: cache.read(a.cache_dir, key, classifier=clf))
     print(f"{a.path}: one cached rank, CPU time per read, median of {a.reps}")
     for stage, ts in times.items():
         per = [sum(ts[i :: a.reps]) for i in range(a.reps)] if len(ts) > a.reps else ts

@@ -91,6 +91,15 @@ def category_mask(column: pd.Series, values: Iterable[str]) -> np.ndarray:
     return out
 
 
+def kind_any(ev: pd.DataFrame, kinds: Iterable[str]) -> bool:
+    """Whether any row's ``kind`` is one of ``kinds``: ``category_mask(ev["kind"], kinds).any()``,
+    one comparison of the stored codes per kind (no table gather, no mask of the rows)."""
+    cat = ev["kind"].array
+    codes = np.asarray(cat.codes)
+    cats = cat.categories.tolist()
+    return any(bool((codes == cats.index(k)).any()) for k in set(kinds) if k in cats)
+
+
 def eid_rows(ev: pd.DataFrame) -> np.ndarray:
     """Lookup table eid -> row position in ``ev`` (-1 where the eid is not in the frame).
 

@@ -11,11 +11,12 @@ import pandas as pd
 
 from ..errors import OptionError, TraceviewWarning
 from ..model import intervals as iv
-from ..model.schema import EventKind
+from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, pct, warn_no_gpu
-from ._gpu import activities
+from ._gpu import CLASSES, OTHER, activities
+from ._memo import sharing
 from .launch import rows_of
 
 __all__ = ["user_annotation_breakdown"]
@@ -36,6 +37,40 @@ ANNOTATION_COLUMNS = {
 }
 
 OTHERS = "others"
+#: The GPU activity kinds and the work classes (compute, communication, memory): what
+#: ``activities(trace, rank, work_only=True)`` selects.
+_ACTIVITY_KINDS = frozenset(k.value for k in GPU_ACTIVITY_KINDS)
+_WORK_CLASSES = frozenset(CLASSES[:OTHER])
+
+
+class _Columns:
+    """A rank's events columns as numpy arrays, each read from the frame once (a pandas
+    column read costs about as much as the arithmetic on a small rank's annotations)."""
+
+    def __init__(self, ev: pd.DataFrame) -> None:
+        self.frame = ev
+        self._got: dict[str, np.ndarray] = {}
+        self._cat: dict[str, pd.Categorical] = {}
+
+    @classmethod
+    def of(cls, ev: pd.DataFrame | _Columns) -> _Columns:
+        return ev if isinstance(ev, _Columns) else cls(ev)
+
+    def __call__(self, name: str) -> np.ndarray:
+        got = self._got.get(name)
+        if got is None:
+            got = self._got[name] = self.frame[name].to_numpy()
+        return got
+
+    def array(self, name: str) -> pd.Categorical:
+        """A categorical column's array (codes and categories), read once."""
+        got = self._cat.get(name)
+        if got is None:
+            got = self._cat[name] = self.frame[name].array
+        return got
+
+    def __len__(self) -> int:
+        return len(self.frame)
 
 
 def user_annotation_breakdown(
@@ -126,22 +161,23 @@ def user_annotation_breakdown(
     seen_any = False
     for r in trace.ranks:
         ev = trace.rank_data(r).events
-        acts = _work_activities(trace, r, window, with_device=kind == "gpu")
+        cols = _Columns(ev)
+        acts = _work_activities(trace, r, window, cols, with_device=kind == "gpu")
         if not len(acts["ts_ns"]):
             no_gpu.append(r)
-        is_ann = lk.category_mask(ev["kind"], [ann_kind])
+        is_ann = _flags(cols.array("kind"), {ann_kind})
         if pattern is not None:
             is_ann = is_ann & lk.match_names(ev["name"], pattern, "regex", what="annotation pattern")
         if window is not None:
-            ts = ev["ts_ns"].to_numpy()
-            end = ts + ev["dur_ns"].to_numpy()
+            ts = cols("ts_ns")
+            end = ts + cols("dur_ns")
             is_ann = is_ann & (ts < window[1]) & ((end > window[0]) | (ts == window[0]))
         if not is_ann.any():
             continue
         seen_any = True
         if kind == "gpu" and not len(acts["ts_ns"]):
             continue
-        part = _rank_breakdown(ev, acts, is_ann, window, kind=kind, top_k=top_k, same_thread=same_thread)
+        part = _rank_breakdown(cols, acts, is_ann, window, kind=kind, top_k=top_k, same_thread=same_thread)
         part["rank"] = np.full(len(part["name"]), r, dtype=np.int64)
         parts.append(part)
     if no_gpu:
@@ -157,32 +193,66 @@ def user_annotation_breakdown(
         )
     if not parts:
         return empty(ANNOTATION_COLUMNS)
-    # One frame for all ranks (a frame per rank costs more than the rank's arithmetic).
-    out = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in ANNOTATION_COLUMNS})
-    return out.astype(ANNOTATION_COLUMNS)
+    # One frame for all ranks (a frame per rank costs more than the rank's arithmetic),
+    # each column built in its documented dtype (an astype of the frame costs more than the
+    # ranks' arithmetic on a small trace).
+    columns: dict[str, object] = {}
+    for c, dtype in ANNOTATION_COLUMNS.items():
+        values = np.concatenate([p[c] for p in parts])
+        columns[c] = pd.array(values.tolist(), dtype=dtype) if dtype == "str" else values.astype(dtype, copy=False)
+    return pd.DataFrame(columns)
 
 
 def _work_activities(
-    trace: Trace, rank: int, window: tuple[int, int] | None, *, with_device: bool = True
+    trace: Trace, rank: int, window: tuple[int, int] | None, cols: _Columns, *, with_device: bool = True
 ) -> dict[str, np.ndarray]:
     """The rank's GPU work (compute, communication, memory; clipped to ``trace.window``, then
     to ``window`` as :func:`._links.clip_to_window`), in start order: only the columns the
     breakdown reads, gathered from the events by row."""
-    a = activities(trace, rank, work_only=True)
-    ts, end, rows, launch_eid, stream = a.ts, a.end, a.rows, a.launch_eid, a.stream
+    if sharing():  # computed once per rank for every analysis of the scope (findings)
+        a = activities(trace, rank, work_only=True)
+        ts, end, rows = a.ts, a.end, a.rows
+    else:  # alone: only the rows and the times (no class, name or stream columns)
+        rows, ts, end = _work_rows(cols, trace.window)
     if window is not None:
         lo, hi = window
         c_ts, c_end = np.maximum(ts, lo), np.minimum(end, hi)
         keep = np.flatnonzero((c_end > c_ts) | ((end == ts) & (ts >= lo) & (ts < hi)))
-        ts, end, rows, launch_eid, stream = c_ts[keep], c_end[keep], rows[keep], launch_eid[keep], stream[keep]
-    out = {"ts_ns": ts, "end_ns": end, "launch_eid": launch_eid, "stream": stream}
+        ts, end, rows = c_ts[keep], c_end[keep], rows[keep]
+    out = {"ts_ns": ts, "end_ns": end, "launch_eid": cols("launch_eid")[rows]}
     if with_device:  # only kind="gpu" matches activities by device and stream
-        out["device"] = trace.rank_data(rank).events["device"].to_numpy()[rows]
+        out["device"] = cols("device")[rows]
+        out["stream"] = cols("stream")[rows]
     return out
 
 
+def _flags(column: pd.Categorical, values: frozenset[str] | set[str]) -> np.ndarray:
+    """Rows of a categorical column whose value is in ``values`` (:func:`._links.category_mask`
+    for the few categories of kinds and classes): one flag per category, then one gather."""
+    lut = np.array([c in values for c in column.categories.tolist()] + [False], dtype=bool)  # code -1: False
+    out: np.ndarray = lut[np.asarray(column.codes)]
+    return out
+
+
+def _work_rows(cols: _Columns, window: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, starts and ends of the GPU work that ``activities(..., work_only=True)`` selects
+    (clipped to ``window`` as it clips to the trace's window), without its other columns."""
+    wanted = _flags(cols.array("kind"), _ACTIVITY_KINDS)
+    wanted &= _flags(cols.array("gpu_class"), _WORK_CLASSES)
+    rows = np.flatnonzero(wanted)
+    ts = cols("ts_ns")[rows]
+    end = ts + cols("dur_ns")[rows]
+    if window is not None:
+        lo, hi = window
+        zero = end == ts
+        ts, end = np.maximum(ts, lo), np.minimum(end, hi)
+        keep = np.flatnonzero((end > ts) | (zero & (ts >= lo) & (ts < hi)))
+        rows, ts, end = rows[keep], ts[keep], end[keep]
+    return rows, ts, end
+
+
 def _rank_breakdown(
-    ev: pd.DataFrame,
+    cols: _Columns,
     acts: dict[str, np.ndarray],
     is_ann: np.ndarray,
     window: tuple[int, int] | None,
@@ -192,20 +262,21 @@ def _rank_breakdown(
     same_thread: bool,
 ) -> dict[str, np.ndarray]:
     ann_rows = np.flatnonzero(is_ann)
-    a_start = ev["ts_ns"].to_numpy()[ann_rows]
-    a_end = a_start + ev["dur_ns"].to_numpy()[ann_rows]
+    a_start = cols("ts_ns")[ann_rows]
+    a_end = a_start + cols("dur_ns")[ann_rows]
     if window is not None:
         lo, hi = window
         a_start, a_end = np.maximum(a_start, lo), np.minimum(a_end, hi)
         a_end = np.maximum(a_end, a_start)
     a_dur = a_end - a_start
-    codes = np.asarray(ev["name"].array.codes)[ann_rows].astype(np.int64)
+    name = cols.array("name")
+    codes = np.asarray(name.codes)[ann_rows].astype(np.int64)
 
     # Dense name ids, the names beyond top_k (by total duration) pooled into "others".
     uniq, gid = np.unique(codes, return_inverse=True)
     gid = gid.reshape(-1)
     # The texts of these names only (a rank has many more names than annotation names).
-    names = np.asarray(ev["name"].array.categories[uniq].astype(str), dtype=object)
+    names = np.array([str(x) for x in name.categories.take(uniq).tolist()], dtype=object)
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)
@@ -243,18 +314,32 @@ def _rank_breakdown(
     else:
         if kind == "cpu":
             pair_g, p_start, p_end, _ = _launched_inside(
-                ev, acts, ann_rows, gid, "thread" if same_thread else "process"
+                cols, acts, ann_rows, gid, "thread" if same_thread else "process"
             )
             out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed_distinct(pair_g, p_start, p_end, n)
         else:
-            pair_g, p_start, p_end, p_act = _running_inside(ev, acts, ann_rows, gid, a_start, a_end)
+            pair_g, p_start, p_end, p_act = _running_inside(cols, acts, ann_rows, gid, a_start, a_end)
             out["kernels"], out["kernel_ns"], out["gpu_busy_ns"] = _attributed(pair_g, p_start, p_end, p_act, n)
-        s, e = iv.union(acts["ts_ns"], acts["end_ns"])
-        out["gpu_busy_pct"] = np.asarray(pct(out["gpu_busy_ns"], iv.length(s, e)), dtype=np.float64)
+        out["gpu_busy_pct"] = np.asarray(pct(out["gpu_busy_ns"], _union_length(acts)), dtype=np.float64)
     # Sorted by total_ns descending, then name (the names' sorted ranks break ties).
     name_rank = _text_ranks(names)
     o = np.lexsort((name_rank, -total_ns))
     return {c: v[o] for c, v in out.items()}
+
+
+def _union_length(acts: dict[str, np.ndarray]) -> int:
+    """Length of the union of the activities (:func:`~..model.intervals.union`): in one pass
+    when they come in start order, as they do."""
+    ts, end = acts["ts_ns"], acts["end_ns"]
+    if len(ts) < 2 or (ts[1:] < ts[:-1]).any():
+        return iv.length(*iv.union(ts, end))
+    run = np.maximum.accumulate(end)
+    new = np.empty(len(ts), dtype=bool)
+    new[0] = True
+    np.greater(ts[1:], run[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(ts) - 1)
+    return int(run[last].sum() - ts[first].sum())
 
 
 def _text_ranks(names: np.ndarray) -> np.ndarray:
@@ -267,17 +352,17 @@ def _text_ranks(names: np.ndarray) -> np.ndarray:
 
 
 def _launched_inside(
-    ev: pd.DataFrame, acts: dict[str, np.ndarray], ann_rows: np.ndarray, gid: np.ndarray, scope: str
+    cols: _Columns, acts: dict[str, np.ndarray], ann_rows: np.ndarray, gid: np.ndarray, scope: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(name id, start, end, activity index) for each activity launched inside a range of
     that name, each (name id, activity) once, in activity order."""
-    launch = rows_of(ev, acts["launch_eid"])
-    act_i, g = _launch_groups(ev, ann_rows, gid, launch, scope)
+    launch = rows_of(cols.frame, acts["launch_eid"])
+    act_i, g = _launch_groups(cols, ann_rows, gid, launch, scope)
     return g, acts["ts_ns"][act_i], acts["end_ns"][act_i], act_i
 
 
 def _launch_groups(
-    ev: pd.DataFrame, ann_rows: np.ndarray, gid: np.ndarray, launch: np.ndarray, scope: str
+    ev: pd.DataFrame | _Columns, ann_rows: np.ndarray, gid: np.ndarray, launch: np.ndarray, scope: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every distinct (point index, name id) where a range of that name encloses the point
     (:func:`._links.containing_pairs`' test: same process, or thread, ``range.ts <= point.ts``
@@ -292,31 +377,46 @@ def _launch_groups(
     encloses too) take :func:`._links.containing_pairs`. Cost: O(points log ranges + pairs),
     without sorting the pairs.
     """
-    ts = ev["ts_ns"].to_numpy()
-    end = ts + ev["dur_ns"].to_numpy()
-    key_cols = [ev["pid"].to_numpy()] + ([ev["tid"].to_numpy()] if scope == "thread" else [])
+    cols = _Columns.of(ev)
+    ts, dur = cols("ts_ns"), cols("dur_ns")  # ends only of the rows needed, not of every event
+    key_cols = [cols("pid")] + ([cols("tid")] if scope == "thread" else [])
     out_p: list[np.ndarray] = []
     out_g: list[np.ndarray] = []
-    valid = np.flatnonzero(launch >= 0)
-    p_rows = launch[valid]
-    zero = end[p_rows] == ts[p_rows]
+    # Index arrays are built only where a step drops points: on a big rank each one is a
+    # fresh allocation of the points' size (the call's time goes mostly to such passes).
+    valid: np.ndarray | None = None  # positions in `launch` of the points still in play; None: all
+    p_rows = launch
+    if len(launch) and launch.min() < 0:
+        valid = np.flatnonzero(launch >= 0)
+        p_rows = launch[valid]
+    p_dur = dur[p_rows]
+    zero = p_dur == 0
     if zero.any():
-        i, r = lk.containing_pairs(ev, ann_rows, np.where(zero, p_rows, -1), scope=scope)
-        g_of = np.full(len(ev), -1, dtype=np.int64)
+        pos = np.arange(len(launch), dtype=np.int64) if valid is None else valid
+        i, r = lk.containing_pairs(cols.frame, ann_rows, np.where(zero, p_rows, -1), scope=scope)
+        g_of = np.full(len(cols), -1, dtype=np.int64)
         g_of[ann_rows] = gid
-        key = np.unique(valid[i] * (int(gid.max()) + 1) + g_of[r])
+        key = np.unique(pos[i] * (int(gid.max()) + 1) + g_of[r])
         out_p.append(key // (int(gid.max()) + 1))
         out_g.append(key % (int(gid.max()) + 1))
-        valid, p_rows = valid[~zero], p_rows[~zero]
-    both = row_key(key_cols, np.concatenate((ann_rows, p_rows)))
-    r_key, p_key = both[: len(ann_rows)], both[len(ann_rows) :]
-    for k in np.unique(r_key).tolist():  # one step per process (thread) with ranges
-        rr = ann_rows[r_key == k]
-        rg = gid[r_key == k]
-        pts = np.flatnonzero(p_key == k)
-        if not len(pts):
+        keep = np.flatnonzero(~zero)
+        valid, p_rows, p_dur = pos[keep], p_rows[keep], p_dur[keep]
+    groups: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+    if all(len(c) and c.min() == c.max() for c in key_cols):  # one process (thread): every point in it
+        groups.append((ann_rows, gid, None))
+    else:
+        both = row_key(key_cols, np.concatenate((ann_rows, p_rows)))
+        r_key, p_key = both[: len(ann_rows)], both[len(ann_rows) :]
+        # One step per process (thread) with ranges.
+        groups += [
+            (ann_rows[r_key == k], gid[r_key == k], np.flatnonzero(p_key == k)) for k in np.unique(r_key).tolist()
+        ]
+    n_g = int(gid.max()) + 1
+    for rr, rg, pts in groups:
+        if pts is not None and not len(pts):
             continue
-        r_s, r_e = ts[rr], end[rr]
+        r_s = ts[rr]
+        r_e = r_s + dur[rr]
         bounds = np.unique(np.concatenate((r_s, r_e)))
         lo = np.searchsorted(bounds, r_s)
         hi = np.searchsorted(bounds, r_e)
@@ -324,7 +424,6 @@ def _launch_groups(
         if not cnt.any():  # zero-length ranges only: they enclose no point of positive duration
             continue
         seg = np.arange(int(cnt.sum()), dtype=np.int64) + np.repeat(lo - np.cumsum(cnt) + cnt, cnt)
-        n_g = int(gid.max()) + 1
         # Per (segment, name): the latest end of that name's ranges covering the segment.
         sg = seg * n_g + np.repeat(rg, cnt)
         sg_e = np.repeat(r_e, cnt)
@@ -334,17 +433,38 @@ def _launch_groups(
         sg, sg_e = sg[last], sg_e[last]
         s_seg, s_g = sg // n_g, sg % n_g
         offs = np.searchsorted(s_seg, np.arange(len(bounds) + 1))
-        # Each point's segment, then its (segment, name) entries.
-        q_rows = p_rows[pts]
-        p_seg = np.searchsorted(bounds, ts[q_rows], side="right") - 1
-        inside = (p_seg >= 0) & (p_seg < len(bounds) - 1)
-        pts, q_rows, p_seg = pts[inside], q_rows[inside], p_seg[inside]
-        c = offs[p_seg + 1] - offs[p_seg]
-        ent = np.arange(int(c.sum()), dtype=np.int64) + np.repeat(offs[p_seg] - np.cumsum(c) + c, c)
-        p_of = np.repeat(pts, c)
-        ok = np.repeat(end[q_rows], c) <= sg_e[ent]
-        out_p.append(valid[p_of[ok]])
-        out_g.append(s_g[ent[ok]])
+        # By a point's searchsorted(bounds, ts, "right") j (its segment is j - 1; none for
+        # j = 0 or j = len(bounds)): the first of its (segment, name) entries and their number.
+        first_at = np.concatenate(([0], offs[:-1]))
+        count_at = np.concatenate(([0], np.diff(offs)[:-1], [0]))
+        q_rows = p_rows if pts is None else p_rows[pts]
+        q_ts = ts[q_rows]
+        q_dur = p_dur if pts is None else p_dur[pts]
+        j = np.searchsorted(bounds, q_ts, side="right")
+        c = count_at[j]
+        first = first_at[j]
+        p_of: np.ndarray | None  # indices into q_rows; None: each once, in order
+        if len(c) and c.max() <= 1:  # no segment covered by two names: one entry per point at most
+            if c.min() == 1:
+                ent, p_of, e_of = first, None, q_ts + q_dur
+            else:
+                p_of = np.flatnonzero(c)
+                ent, e_of = first[p_of], q_ts[p_of] + q_dur[p_of]
+        else:
+            ent = np.arange(int(c.sum()), dtype=np.int64) + np.repeat(first - np.cumsum(c) + c, c)
+            p_of = np.repeat(np.arange(len(c), dtype=np.int64), c)
+            e_of = np.repeat(q_ts + q_dur, c)
+        ok = e_of <= sg_e[ent]
+        if not ok.all():
+            sel = np.flatnonzero(ok)
+            ent = ent[sel]
+            p_of = sel if p_of is None else p_of[sel]
+        # Back to positions in `launch`: through pts (this process's points), then valid.
+        at = p_of if pts is None else (pts if p_of is None else pts[p_of])
+        if at is None:
+            at = np.arange(len(q_rows), dtype=np.int64)
+        out_p.append(at if valid is None else valid[at])
+        out_g.append(s_g[ent])
     if not out_p:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty.copy()
@@ -363,7 +483,7 @@ def row_key(cols: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
 
 
 def _running_inside(
-    ev: pd.DataFrame,
+    cols: _Columns,
     acts: dict[str, np.ndarray],
     ann_rows: np.ndarray,
     gid: np.ndarray,
@@ -381,7 +501,7 @@ def _running_inside(
     k_end = acts["end_ns"][order]
     # Running max of ends within each lane (activities on a stream rarely overlap, but may).
     run_end = pd.Series(k_end).groupby(k_lane).cummax().to_numpy()
-    a_lane = ev["device"].to_numpy().astype(np.int64)[ann_rows] * (1 << 40) + ev["stream"].to_numpy()[ann_rows]
+    a_lane = cols("device")[ann_rows].astype(np.int64) * (1 << 40) + cols("stream")[ann_rows]
     lane_lo = np.searchsorted(k_lane, a_lane, side="left")
     lane_hi = np.searchsorted(k_lane, a_lane, side="right")
     # Within the lane: candidates from the first activity whose running end passes the
@@ -436,8 +556,9 @@ def _attributed_distinct(
     # Group by name keeping the start order (a stable sort of small integers is a radix
     # sort), then one running maximum over all groups: each group's times are shifted into
     # its own band, above every earlier group's, so the groups' unions do not mix.
-    o = np.argsort(g.astype(np.uint16) if n < 2**16 else g, kind="stable")
-    g, start, end = g[o], start[o], end[o]
+    if (g[1:] < g[:-1]).any():  # (not when each name's activities follow the previous name's)
+        o = np.argsort(g.astype(np.uint16) if n < 2**16 else g, kind="stable")
+        g, start, end = g[o], start[o], end[o]
     lo = int(start.min())
     band = int(end.max()) - lo + 1
     if band * n < 2**62:

@@ -65,9 +65,9 @@ def host_facts(
         wall = iv.length(*scope)
         if wall <= 0:
             continue
-        op = iv.length(*iv.intersect(st["op"], scope))
-        dl = iv.length(*iv.intersect(st["dataloader"], scope))
-        py = iv.length(*iv.intersect(st["python"], scope))
+        op = iv.overlap_length(st["op"], scope)
+        dl = iv.overlap_length(st["dataloader"], scope)
+        py = iv.overlap_length(st["python"], scope)
         names = {(p, t): n for p, t, n in trace.meta(r).thread_names}
         facts: dict[str, Any] = {
             "thread": names.get(main, f"thread {main[1]}"),
@@ -104,9 +104,10 @@ def _has_frames(trace: Trace, rank: int, time_range: tuple[int, int] | None) -> 
     would have rows (a frame overlapping the window, as :func:`._host.host_ranges` keeps)."""
     _, window = lk.scope_linked(trace, ranks=None, iterations=None, time_range=time_range)
     ev = trace.rank_data(rank).events
+    has = lk.kind_any(ev, [EventKind.PYTHON_FUNCTION.value])
+    if window is None or not has:
+        return has
     rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.PYTHON_FUNCTION.value]))
-    if window is None or not len(rows):
-        return bool(len(rows))
     ts = ev["ts_ns"].to_numpy()[rows]
     end = ts + ev["dur_ns"].to_numpy()[rows]
     lo, hi = window

@@ -21,6 +21,7 @@ from pandas.api.types import union_categoricals
 from ..errors import OptionError
 from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
+from . import _links as lk
 from ._common import empty, scoped, warn_no_gpu
 
 __all__ = ["kernel_launch_stats"]
@@ -121,7 +122,7 @@ def _is_kernel(ev: pd.DataFrame) -> np.ndarray:
 
 def has_gpu(ev: pd.DataFrame) -> bool:
     """Whether a rank's events include any GPU activity."""
-    return bool(kind_mask(ev, _ACTIVITY_KINDS).any())
+    return lk.kind_any(ev, _ACTIVITY_KINDS)
 
 
 def ranks_without_gpu(trace: Trace, ranks: Iterable[int] | int | None) -> list[int]:

@@ -311,14 +311,12 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
         present = c_rows >= 0
         c_pos = np.flatnonzero(present)
         c_rows = c_rows[present]
-        pos_of_row = np.full(len(ev), -1, dtype=np.int64)
-        pos_of_row[c_rows] = c_pos
-        meta_row = pos_of_row[rows]  # metadata on the kernel itself
+        meta_row = _pos_of_rows(c_rows, c_pos, rows)  # metadata on the kernel itself
         launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
         cpu_meta = c_rows[~kernel_kind[kind_codes[c_rows]]]
         inner = lk.innermost(len(rows), lk.containing_pairs(ev, cpu_meta, launch))
         use = (meta_row < 0) & (inner >= 0)
-        meta_row[use] = pos_of_row[inner[use]]
+        meta_row[use] = _pos_of_rows(c_rows, c_pos, inner[use])
     # Kinds from names: one regular expression per distinct name, not per kernel.
     codes = ev["name"].cat.codes.to_numpy()[rows]
     distinct = distinct_ints(codes)
@@ -362,56 +360,78 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
     )
 
 
+def _pos_of_rows(c_rows: np.ndarray, c_pos: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each event row in ``at``, the ``c_pos`` of the last ``c_rows`` entry naming it (-1:
+    none): what a table as long as the events filled in order (``table[c_rows] = c_pos``)
+    gives, by binary search among the few metadata rows instead."""
+    if len(c_rows) == 0:
+        return np.full(len(at), -1, dtype=np.int64)
+    by_row = np.argsort(c_rows, kind="stable")
+    sorted_rows = c_rows[by_row]
+    i = np.maximum(np.searchsorted(sorted_rows, at, side="right") - 1, 0)
+    out: np.ndarray = np.where(sorted_rows[i] == at, c_pos[by_row[i]], -1).astype(np.int64)
+    return out
+
+
 def _match(kernels: pd.DataFrame, key: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    g = kernels.groupby(key, sort=False)
-    first = g["arrival_ns"].transform("min").to_numpy()
-    last = g["arrival_ns"].transform("max").to_numpy()
-    k = kernels.assign(_first=first, _last=last)
-    coll = (
-        k.groupby(key, sort=False)
-        .agg(
-            collective=("collective", "first"),
-            pg_name=("pg", "first"),
-            seq=("seq", "first"),
-            stream=("stream", "first"),
-            ordinal=("ordinal", "first"),
-            ranks=("rank", "size"),
-            first_arrival_ns=("arrival_ns", "min"),
-            last_arrival_ns=("arrival_ns", "max"),
-        )
-        .reset_index(drop=True)
+    """Arrivals and collectives of ``kernels`` (sorted by ``key`` then rank, one row per
+    (collective, rank), two ranks or more per collective), with numpy reductions over the
+    groups of equal keys (contiguous rows)."""
+    n = len(kernels)
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for c in key:
+        v = kernels[c].to_numpy()
+        new[1:] |= v[1:] != v[:-1]
+    starts = np.flatnonzero(new)
+    gid = np.cumsum(new) - 1
+    arrival = kernels["arrival_ns"].to_numpy().astype(np.int64)
+    rank = kernels["rank"].to_numpy().astype(np.int64)
+    first = np.minimum.reduceat(arrival, starts)
+    last = np.maximum.reduceat(arrival, starts)
+    size = np.diff(np.append(starts, n))
+    # Last rank (lowest rank on a tie) and second-last arrival, per collective: rows sorted by
+    # group, arrival (latest first), rank; a group keeps its block of rows.
+    srt = np.lexsort((rank, -arrival, gid))
+    last_rank = rank[srt[starts]]
+    second = arrival[srt[starts + 1]]
+    wait = last[gid] - arrival
+    coll = pd.DataFrame(
+        {
+            "collective": kernels["collective"].to_numpy()[starts],
+            "pg_name": kernels["pg"].to_numpy()[starts],
+            "seq": kernels["seq"].to_numpy()[starts],
+            "stream": kernels["stream"].to_numpy()[starts],
+            "ordinal": kernels["ordinal"].to_numpy()[starts],
+            "ranks": size.astype(np.int64),
+            "first_arrival_ns": first,
+            "last_arrival_ns": last,
+            "last_rank": last_rank,
+            "lateness_ns": last - second,
+            "spread_ns": last - first,
+            "wait_ns": np.add.reduceat(wait, starts),
+        }
     )
-    # Last rank (lowest rank on a tie) and second-last arrival, per collective.
-    k = k.assign(_gid=g.ngroup().to_numpy())
-    srt = k.sort_values(["_gid", "arrival_ns", "rank"], ascending=[True, False, True], kind="stable")
-    top = srt.groupby("_gid", sort=True).head(2)
-    last_rank = top.groupby("_gid").nth(0).set_index("_gid")["rank"]
-    second = top.groupby("_gid").nth(1).set_index("_gid")["arrival_ns"]
-    coll["last_rank"] = last_rank.reindex(range(len(coll))).to_numpy()
-    coll["lateness_ns"] = coll["last_arrival_ns"].to_numpy() - second.reindex(range(len(coll))).to_numpy()
-    coll["spread_ns"] = coll["last_arrival_ns"] - coll["first_arrival_ns"]
-    k["_wait"] = k["_last"] - k["arrival_ns"]
-    coll["wait_ns"] = k.groupby("_gid")["_wait"].sum().reindex(range(len(coll))).to_numpy()
     # Number collectives by first arrival.
-    order = np.lexsort((np.arange(len(coll)), coll["first_arrival_ns"].to_numpy()))
+    order = np.lexsort((np.arange(len(coll)), first))
     cid = np.empty(len(coll), dtype=np.int64)
     cid[order] = np.arange(len(coll))
     coll.insert(0, "collective_id", cid)
     coll = coll.iloc[order].reset_index(drop=True)
-    last_of = dict(zip(cid.tolist(), last_rank.reindex(range(len(cid))).tolist(), strict=True))
+    k_cid = cid[gid]
+    by = np.lexsort((rank, k_cid))
     arrivals = pd.DataFrame(
         {
-            "collective_id": cid[k["_gid"].to_numpy()],
-            "rank": k["rank"].to_numpy(),
-            "collective": k["collective"].to_numpy(),
-            "arrival_ns": k["arrival_ns"].to_numpy(),
-            "delay_ns": k["arrival_ns"].to_numpy() - k["_first"].to_numpy(),
-            "wait_ns": k["_wait"].to_numpy(),
-            "eid": k["eid"].to_numpy(),
+            "collective_id": k_cid[by],
+            "rank": rank[by],
+            "collective": kernels["collective"].to_numpy()[by],
+            "arrival_ns": arrival[by],
+            "delay_ns": (arrival - first[gid])[by],
+            "wait_ns": wait[by],
+            "eid": kernels["eid"].to_numpy()[by],
+            "is_last": (rank == last_rank[gid])[by],
         }
     )
-    arrivals["is_last"] = arrivals["rank"].to_numpy() == arrivals["collective_id"].map(last_of).to_numpy()
-    arrivals = arrivals.sort_values(["collective_id", "rank"]).reset_index(drop=True)
     return arrivals, coll
 
 

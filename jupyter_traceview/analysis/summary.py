@@ -112,17 +112,20 @@ def _summary_row(trace: Trace) -> dict[str, object]:
         trace_span = int((ts + ev["dur_ns"].to_numpy()).max() - ts.min())
     else:
         trace_span = 0
-    steps = ev["step"].to_numpy()
-    # Events per kind: one count per code (code -1, no kind, counted first and unused).
-    per_kind = np.bincount(np.asarray(kinds.array.codes).astype(np.int64) + 1, minlength=len(kinds.cat.categories) + 1)
-    kind_codes = {str(c): i + 1 for i, c in enumerate(kinds.cat.categories)}
+    # Events of the two kinds counted, on the codes (int8-16 as stored: no widening pass).
+    kind_code = np.asarray(kinds.array.codes)
+    cats = kinds.cat.categories.tolist()
+
+    def count(kind: str) -> int:
+        return int(np.count_nonzero(kind_code == cats.index(kind))) if kind in cats else 0
+
     return {
         "rank": r,
         "events": len(ev),
-        "cpu_ops": int(per_kind[kind_codes[EventKind.CPU_OP.value]]) if EventKind.CPU_OP.value in kind_codes else 0,
-        "kernels": int(per_kind[kind_codes[EventKind.KERNEL.value]]) if EventKind.KERNEL.value in kind_codes else 0,
+        "cpu_ops": count(EventKind.CPU_OP.value),
+        "kernels": count(EventKind.KERNEL.value),
         "gpu_activities": len(acts),
-        "iterations": len(distinct_ints(steps[steps >= 0])),
+        "iterations": _count_steps(ev["step"].to_numpy()),
         "trace_span_ns": trace_span,
         "gpu_start_ns": line.start_ns if line else -1,
         "gpu_end_ns": line.start_ns + line.span_ns if line else -1,
@@ -137,3 +140,18 @@ def _summary_row(trace: Trace) -> dict[str, object]:
         "exposed_comm_ns": comm - overlap,
         "exposed_comm_pct": float(pct(comm - overlap, gpu_span)),
     }
+
+
+def _count_steps(steps: np.ndarray) -> int:
+    """How many distinct steps >= 0 (``len(distinct_ints(steps[steps >= 0]))``): a flag per
+    value in one scatter, where steps are small integers from -1 up (no step: -1)."""
+    if len(steps) == 0:
+        return 0
+    lo, hi = int(steps.min()), int(steps.max())
+    if hi < 0:
+        return 0
+    if lo < -1 or hi > 4 * len(steps) + 4096:
+        return len(distinct_ints(steps[steps >= 0]))
+    seen = np.zeros(hi + 2, dtype=bool)
+    seen[steps] = True  # -1 flags the last slot, past every step
+    return int(np.count_nonzero(seen[: hi + 1]))

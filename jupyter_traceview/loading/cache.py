@@ -4,7 +4,9 @@ An entry is keyed by the trace file's real path, size and modification time, a c
 fingerprint (a hash of its first and last 64 KiB: a file replaced by another of the same size
 and modification time, as restored backups, ``touch -r`` or ``rsync -t`` leave it, misses), the
 reader and schema versions and the reader options; a changed file or a new reader version
-simply misses. Entries live outside the trace folder, in the user cache directory by default
+simply misses. An entry also keeps each rank's ``gpu_class`` column with the key of the
+classifier that made it (:func:`~..model.classify.rules_key`): a load with an equal
+classifier takes the column as stored, another one classifies again. Entries live outside the trace folder, in the user cache directory by default
 (``~/.cache/jupyter_traceview`` on Linux).
 
 Integrity: ``meta.json`` records a CRC-32 of every Arrow file of the entry and of the ranks'
@@ -31,11 +33,14 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc
 
-from ..model.frames import STR_DTYPE, category_dtype, frame_of, paused_gc, shared_dtype
+from ..model.classify import Classifier, rules_key
+from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, frame_of, paused_gc, shared_dtype
 from ..model.rank_data import RankData, RankMeta
 from ..model.schema import READER_VERSION, SCHEMA_VERSION
+from ..model.trace import classified
 from .readers.files import TraceFile
 
 __all__ = ["clear_cache", "default_cache_dir", "prune"]
@@ -44,8 +49,9 @@ __all__ = ["clear_cache", "default_cache_dir", "prune"]
 MAX_BYTES = 20 * 2**30
 
 _TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
-#: Format of meta.json; entries of other formats are misses.
-ENTRY_FORMAT = 3
+#: Format of meta.json; entries of other formats are misses. (4: the classes kept, with the
+#: classifier's key.)
+ENTRY_FORMAT = 4
 #: Bytes hashed at each end of a trace file for its content fingerprint.
 FINGERPRINT_BYTES = 64 * 1024
 
@@ -177,10 +183,12 @@ def _build_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
     if isinstance(STR_DTYPE, pd.StringDtype) and STR_DTYPE.storage == "pyarrow":
         from pandas.arrays import ArrowStringArray
 
-        # The categories as pandas holds str values: an Arrow large_string array, not copied;
-        # CategoricalDtype checks them (no nulls, no duplicates) as for any other list.
+        # The categories as pandas holds str values: an Arrow large_string array, not copied.
+        # No nulls (checked by the caller); no duplicates, counted by Arrow's hash (a file
+        # that passed its CRC but repeats a category is a miss: pandas' check raises).
         categories = pd.Index(ArrowStringArray(dictionary, dtype=STR_DTYPE), copy=False)
-        return pd.CategoricalDtype(categories, ordered=False)
+        unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
+        return checked_dtype(categories, unique)
     return category_dtype(dictionary.to_pylist())
 
 
@@ -201,8 +209,13 @@ def _decode_meta(text: bytes) -> Any:
         return json.loads(text)
 
 
-def read(cache_dir: Path, key: str) -> list[RankData] | None:
-    """The cached ranks of an entry, or None if it is missing, unreadable or damaged (then deleted)."""
+def read(cache_dir: Path, key: str, *, classifier: Classifier) -> list[RankData] | None:
+    """The cached ranks of an entry, classified by ``classifier`` (:func:`~..model.trace.classified`),
+    or None if it is missing, unreadable or damaged (then deleted).
+
+    The ``gpu_class`` columns are the stored ones when the entry was written by an equal
+    classifier, else computed here.
+    """
     entry = os.path.join(cache_dir, key)
     meta_path = os.path.join(entry, "meta.json")
     try:
@@ -212,7 +225,7 @@ def read(cache_dir: Path, key: str) -> list[RankData] | None:
         return None  # no entry (or no readable one: the parse that follows rewrites it)
     try:
         with paused_gc():
-            return _read_entry(entry, meta_path, text)
+            return _read_entry(entry, meta_path, text, classifier)
     except (
         OSError,
         ValueError,
@@ -227,7 +240,7 @@ def read(cache_dir: Path, key: str) -> list[RankData] | None:
         return None
 
 
-def _read_entry(entry: str, meta_path: str, text: bytes) -> list[RankData]:
+def _read_entry(entry: str, meta_path: str, text: bytes, classifier: Classifier) -> list[RankData]:
     doc = _decode_meta(text)
     if not isinstance(doc, dict) or doc.get("format") != ENTRY_FORMAT:
         raise _Damaged("not an entry of this format")
@@ -236,6 +249,8 @@ def _read_entry(entry: str, meta_path: str, text: bytes) -> list[RankData]:
         raise _Damaged("no ranks")
     if doc["ranks_crc32"] != _ranks_crc(metas):
         raise _Damaged("meta.json was changed")
+    stored = doc["classes"]
+    kept = stored is not None and stored == rules_key(classifier)
     out = []
     for i, meta in enumerate(metas):
         tables = {}
@@ -248,7 +263,10 @@ def _read_entry(entry: str, meta_path: str, text: bytes) -> list[RankData]:
             if reader.num_record_batches != 1:
                 raise _Damaged(f"{file_name} holds {reader.num_record_batches} record batches")
             tables[name] = _from_arrow(reader.get_batch(0))
-        out.append(RankData(meta=RankMeta.from_json(meta), **tables))
+        if (stored is not None) != ("gpu_class" in tables["events"].columns):
+            raise _Damaged(f"r{i}.events.arrow: the gpu_class column does not match meta.json")
+        d = RankData(meta=RankMeta.from_json(meta), **tables)
+        out.append(d if kept else classified(d, classifier))
     os.utime(meta_path)  # last use, for pruning
     return out
 
@@ -269,8 +287,14 @@ def _file_buffer(path: str) -> pa.Buffer:
         return source.read_buffer()
 
 
-def write(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
-    """Store an entry atomically (written aside, then renamed). Failures are silent misses."""
+def write(cache_dir: Path, key: str, ranks: Sequence[RankData], *, classifier: Classifier | None) -> None:
+    """Store an entry atomically (written aside, then renamed). Failures are silent misses.
+
+    ``classifier``: the one that made the ranks' ``gpu_class`` columns (kept with its key),
+    or None for ranks without them.
+    """
+    if any(("gpu_class" in d.events.columns) != (classifier is not None) for d in ranks):
+        raise ValueError("cache.write: ranks with gpu_class columns come with the classifier that made them")
     entry = cache_dir / key
     tmp = cache_dir / f".{key}.{uuid.uuid4().hex}.tmp"
     try:
@@ -289,7 +313,13 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
                     crcs[file_name] = _crc32(memoryview(written.read_buffer()))
         # The metadata as it will be read back (JSON round trip), so that its CRC matches.
         metas = json.loads(json.dumps([d.meta.to_json() for d in ranks]))
-        doc = {"format": ENTRY_FORMAT, "ranks": metas, "ranks_crc32": _ranks_crc(metas), "crc32": crcs}
+        doc = {
+            "format": ENTRY_FORMAT,
+            "ranks": metas,
+            "ranks_crc32": _ranks_crc(metas),
+            "crc32": crcs,
+            "classes": None if classifier is None else rules_key(classifier),
+        }
         (tmp / "meta.json").write_text(json.dumps(doc))
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..errors import TraceFormatError, TraceSelectionError, TraceviewError
 from ..model.classify import Classifier
 from ..model.rank_data import RankData, RankMeta
-from ..model.trace import Trace, classified
+from ..model.trace import Trace
 from . import cache as _cache
 from .ingest import number_unranked, read_file, report_failures, warn_reader_messages, warn_skipped_events, with_rank
 from .readers.files import TraceFile
@@ -81,12 +81,14 @@ def _read_on_worker(
     try:
         ranks = None
         if cache_dir is not None:
-            ranks = _cache.read(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()))
+            ranks = _cache.read(
+                Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), classifier=classifier
+            )
         if ranks is None:
-            ranks = read_file(tf, options, cache_dir)
+            ranks = read_file(tf, options, cache_dir, classifier)
     except TraceFormatError as exc:
         return exc
-    return [classified(d, classifier) for d in ranks]
+    return ranks
 
 
 def _metas(result: list[RankData] | TraceFormatError) -> list[RankMeta] | TraceFormatError:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceFormatError, TraceviewWarning
+from ..model.classify import Classifier
 from ..model.rank_data import RankData, RankMeta
+from ..model.trace import classified
 from . import cache as _cache
 from . import pieces
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
@@ -49,14 +51,19 @@ class ReadOptions:
         return {"bad_events": self.bad_events, "pid_map": self.pid_map}
 
 
-def read_file(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> list[RankData]:
-    """Parse one file (and store it in the cache). Runs in a worker process or inline."""
+def read_file(
+    tf: TraceFile, options: ReadOptions, cache_dir: str | None, classifier: Classifier | None = None
+) -> list[RankData]:
+    """Parse one file, classified by ``classifier`` if given (:func:`~..model.trace.classified`),
+    and store it in the cache (the classes with it). Runs in a worker process or inline."""
     if trace_format(tf.path) == "nsys":
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     else:
         ranks = _read_kineto(tf, options)
+    if classifier is not None:
+        ranks = [classified(d, classifier) for d in ranks]
     if cache_dir is not None:
-        _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
+        _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks, classifier=classifier)
     return ranks
 
 

@@ -291,7 +291,7 @@ def load(
         for i, tf in enumerate(files):
             hit = None
             if cache_dir is not None:
-                hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()))
+                hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()), classifier=classifier)
             if hit is not None:
                 results[i] = hit
             else:
@@ -321,8 +321,6 @@ def load(
     )
     tqdm_bar: Any = None
     n_done = len(files) - len(todo)
-    #: Files whose ranks came back from the pool with their gpu_class column.
-    classified_files: set[int] = set()
 
     def start_progress() -> None:
         # tqdm starts a monitor thread with its first bar: the pool's workers are forked
@@ -345,21 +343,20 @@ def load(
             # One big file: its byte ranges read by worker processes (None: it must be read whole).
             start_progress()
             try:
-                read = _load_split(files[split], options, cache_arg)
-                results[split] = read if read is not None else read_file(files[split], options, cache_arg)
+                read = _load_split(files[split], options, cache_arg, classifier)
+                results[split] = read if read is not None else read_file(files[split], options, cache_arg, classifier)
             except TraceFormatError as exc:
                 handle_error(files[split], exc)
             advance()
         elif use_pool and len(todo) > 0:
-            # The workers also add each rank's gpu_class column (Trace does it otherwise, here,
-            # after the last file): that work is spread over the pool and overlaps the reading.
+            # The workers also add each rank's gpu_class column: that work is spread over the
+            # pool and overlaps the reading.
             _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress, classifier)
-            classified_files.update(results.keys() & set(todo))
         else:
             start_progress()
             for i in todo:
                 try:
-                    results[i] = read_file(files[i], options, cache_arg)
+                    results[i] = read_file(files[i], options, cache_arg, classifier)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
                 advance()
@@ -372,8 +369,8 @@ def load(
     report_failures(not_traces, failures)
     _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
 
+    # Every rank comes classified by `classifier`: from the cache, read_file or the pool.
     by_rank: dict[int, RankData] = {}
-    by_rank_classified: dict[int, bool] = {}
     for i in sorted(results):
         for d in results[i]:
             r = d.meta.rank
@@ -386,7 +383,6 @@ def load(
                     "Two files claim one rank: remove one of them, or load them separately",
                 )
             by_rank[r] = d
-            by_rank_classified[r] = i in classified_files
     warn_skipped_events({r: d.meta for r, d in by_rank.items()})
     warn_reader_messages({r: d.meta for r, d in by_rank.items()})
     if not by_rank:
@@ -405,8 +401,7 @@ def load(
         raise TraceFormatError(
             source, problem, "Point tv.load() at PyTorch profiler traces or Nsight Systems SQLite exports"
         )
-    ranks_data = [d if by_rank_classified[r] else classified(d, classifier) for r, d in by_rank.items()]
-    trace = Trace(ranks_data, classifier=classifier, source=source, _classified=True)
+    trace = Trace(list(by_rank.values()), classifier=classifier, source=source, _classified=True)
     return trace
 
 
@@ -502,7 +497,7 @@ def _load_parallel(
                 pending.discard(fut)
                 i = futures[fut]
                 try:
-                    results[i] = [classified(d, classifier) for d in read_file(files[i], options, cache_arg)]
+                    results[i] = read_file(files[i], options, cache_arg, classifier)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
                 advance()
@@ -526,8 +521,11 @@ def _load_parallel(
             raise
 
 
-def _load_split(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> list[RankData] | None:
-    """One Kineto file read in byte ranges by a pool of worker processes; None if it must be read whole.
+def _load_split(
+    tf: TraceFile, options: ReadOptions, cache_dir: str | None, classifier: Classifier
+) -> list[RankData] | None:
+    """One Kineto file read in byte ranges by a pool of worker processes, classified by
+    ``classifier``; None if it must be read whole.
 
     A plain file is read by the workers themselves (``pread``); a compressed one is inflated
     here into a temporary file (in ``/dev/shm`` where there is one) that they read.
@@ -591,8 +589,9 @@ def _load_split(tf: TraceFile, options: ReadOptions, cache_dir: str | None) -> l
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
+    ranks = [classified(d, classifier) for d in ranks]
     if cache_dir is not None:
-        _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks)
+        _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks, classifier=classifier)
     return ranks
 
 
@@ -626,13 +625,12 @@ def _read_file_task(
 ) -> Any:
     """A worker's task: one file's ranks (:func:`read_file`), classified, handed back through ``folder``.
 
-    (See :mod:`.handoff`; the cache gets the ranks as read, without the ``gpu_class`` column.)
+    (See :mod:`.handoff`; the cache gets them classified, with the classifier's key.)
 
     The worker's heap is kept or given back first (:mod:`.heap`).
     """
     heap.before_task(tf.size)
-    ranks = [classified(d, classifier) for d in read_file(tf, options, cache_dir)]
-    return handoff.dump(ranks, folder)
+    return handoff.dump(read_file(tf, options, cache_dir, classifier), folder)
 
 
 def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: int, folder: str | None) -> Any:

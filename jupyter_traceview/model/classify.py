@@ -211,3 +211,18 @@ class Classifier:
 
 
 _CLASS_CODE = {GpuClass(c): i for i, c in enumerate(GPU_CLASS_CATEGORIES)}
+
+#: Version of the rules above: part of :func:`rules_key`. Bump it when a classifier with the
+#: same patterns classifies differently (the cache keeps the classes a classifier gave).
+RULES_VERSION = 1
+
+
+@lru_cache(maxsize=16)
+def rules_key(classifier: Classifier) -> str:
+    """A key that is equal for two classifiers exactly when they classify alike: the rules'
+    version, the classes' categories and the patterns (for the classes the cache keeps)."""
+    import hashlib
+    import json
+
+    what = [RULES_VERSION, list(GPU_CLASS_CATEGORIES), classifier.communication, classifier.memory, classifier.other]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]

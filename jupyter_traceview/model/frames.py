@@ -19,12 +19,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["STR_DTYPE", "category_dtype", "frame", "frame_of", "paused_gc", "shared_dtype"]
+__all__ = ["STR_DTYPE", "category_dtype", "checked_dtype", "frame", "frame_of", "paused_gc", "shared_dtype"]
 
 try:  # pandas >= 3.0
     from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
 except ImportError:  # pragma: no cover - pandas 2.x builds frames the plain way
     _from_blocks = None
+#: pandas' constructor of a dtype whose categories are known good (private: checked by the
+#: tests on the pandas in use, and replaced by the checking constructor where it is missing).
+_from_fastpath: Callable[..., pd.CategoricalDtype] | None = getattr(pd.CategoricalDtype, "_from_fastpath", None)
 
 #: The categories' dtype throughout: pandas' ``str`` (Arrow-backed strings on pandas 3).
 STR_DTYPE = pd.Index([], dtype="str").dtype
@@ -64,7 +67,24 @@ def category_dtype(categories: Sequence[object]) -> pd.CategoricalDtype:
     key = tuple(categories)
     if not all(type(c) is str for c in key):  # 1 == True == 1.0 as keys: only exact str lists are shared
         return pd.CategoricalDtype(pd.Index(list(key), dtype="str"), ordered=False)
-    return shared_dtype(key, lambda: pd.CategoricalDtype(pd.Index(list(key), dtype="str"), ordered=False))
+    # Strings only: a set finds duplicates (their hashes are cached) without pandas' check,
+    # which hashes the categories again in a table built for each new dtype.
+    return shared_dtype(key, lambda: checked_dtype(pd.Index(list(key), dtype="str"), len(set(key)) == len(key)))
+
+
+def checked_dtype(categories: pd.Index, unique: bool) -> pd.CategoricalDtype:
+    """The unordered categorical dtype of ``categories`` (no missing values: the caller checked),
+    ``unique`` as the caller found (pandas' own check raises ValueError where it is False).
+
+    pandas checks a new dtype's categories by building their hash table (for Arrow-backed
+    strings, from a Python object per category): the most a dtype costs. Where the caller
+    has checked them more cheaply, the dtype is built without it; the table is then built
+    on first use, where one needs it (a lookup by value).
+    """
+    if unique and _from_fastpath is not None:
+        dtype: pd.CategoricalDtype = _from_fastpath(categories, ordered=False)
+        return dtype
+    return pd.CategoricalDtype(categories, ordered=False)
 
 
 def frame(columns: Mapping[str, Any], order: Sequence[str] | None = None) -> pd.DataFrame:

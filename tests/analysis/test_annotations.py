@@ -230,3 +230,84 @@ def test_text_ranks_as_pandas_sorted_factorize() -> None:
         names = np.array([*texts, OTHERS], dtype=object)
         want = pd.factorize(pd.Series(names, dtype=object).astype(str), sort=True)[0]
         assert np.array_equal(_text_ranks(names), want)
+
+
+# ------------------------------------------------------------ the fast paths (issue 17, wave 6)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12)), min_size=1, max_size=8),
+    points=st.lists(st.tuples(st.integers(0, 140), st.integers(0, 6)), min_size=1, max_size=25),
+    nested=st.booleans(),
+)
+def test_launch_groups_in_one_process(
+    spans: list[tuple[int, int]], points: list[tuple[int, int]], nested: bool
+) -> None:
+    """One process and thread (no per-process split), ranges side by side (each segment under
+    one name at most: no expansion) or nested, every point with a launch row: the paths that
+    skip index arrays give the pairs of the plain enumeration."""
+    ranges, at = [], 0
+    for i, (gap, dur) in enumerate(spans):
+        ranges.append((at + gap, dur, i))
+        at += gap + dur
+    if nested:  # one range over all of them
+        ranges.append((0, at + 1, len(spans)))
+    rows = [(0, 0, s, d, g) for s, d, g in ranges] + [(0, 0, s, d, -1) for s, d in points]
+    rows.sort(key=lambda r: (r[2], -r[3]))
+    ev = pd.DataFrame(rows, columns=["pid", "tid", "ts_ns", "dur_ns", "g"])
+    ann_rows = np.flatnonzero(ev["g"].to_numpy() >= 0)
+    gid = ev["g"].to_numpy()[ann_rows]
+    launch = np.flatnonzero(ev["g"].to_numpy() < 0)
+    for scope in ("process", "thread"):
+        got = _launch_groups(ev, ann_rows, gid, launch, scope)
+        i, r = lk.containing_pairs(ev, ann_rows, launch, scope=scope)
+        want = sorted({(int(a), int(g)) for a, g in zip(i, ev["g"].to_numpy()[r], strict=True)})
+        assert list(zip(got[0].tolist(), got[1].tolist(), strict=True)) == want
+
+
+@pytest.mark.parametrize("folder", sorted(KINETO_FOLDERS))
+def test_work_rows_are_the_work_activities(folder: str) -> None:
+    """The breakdown's own selection of a rank's GPU work is activities(work_only=True)'s,
+    whole and clipped to a window."""
+    from jupyter_traceview.analysis._gpu import activities
+    from jupyter_traceview.analysis.annotations import _Columns, _work_rows
+
+    trace = tv.load(KINETO_FOLDERS[folder], cache=False)
+    for r in trace.ranks:
+        ev = trace.rank_data(r).events
+        t0, t1 = int(ev["ts_ns"].min()), int((ev["ts_ns"] + ev["dur_ns"]).max())
+        for window in (None, (t0 + (t1 - t0) // 3, t0 + 2 * (t1 - t0) // 3)):
+            scoped = trace.select(ranks=r) if window is None else trace.select(ranks=r, time_range=window, _clip=False)
+            a = activities(scoped, r, work_only=True)
+            rows, ts, end = _work_rows(_Columns(scoped.rank_data(r).events), scoped.window)
+            for got, want in ((rows, a.rows), (ts, a.ts), (end, a.end)):
+                np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_union_length_of_sorted_and_unsorted_activities() -> None:
+    from jupyter_traceview.analysis.annotations import _union_length
+    from jupyter_traceview.model import intervals as iv
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(0, 30))
+        ts = np.sort(rng.integers(0, 100, n)).astype(np.int64)
+        end = ts + rng.integers(0, 20, n)
+        for s, e in ((ts, end), (ts[::-1].copy(), end[::-1].copy())):
+            assert _union_length({"ts_ns": s, "end_ns": e}) == iv.length(*iv.union(s, e))
+
+
+def test_breakdown_alone_equals_inside_a_shared_scope(dlrm: tv.Trace) -> None:
+    """Alone the breakdown selects the GPU work itself; inside shared_rank_facts (findings) it
+    takes the shared activities: the same frame either way."""
+    from jupyter_traceview.analysis._memo import shared_rank_facts
+
+    for kind in ("cpu", "gpu"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tv.TraceviewWarning)
+            alone = tv.user_annotation_breakdown(dlrm, kind=kind)
+            with shared_rank_facts():
+                shared = tv.user_annotation_breakdown(dlrm, kind=kind)
+        pd.testing.assert_frame_equal(alone, shared, check_exact=True)
+        assert dict(alone.dtypes.astype(str)) == {
+            c: ("str" if d == "str" else d) for c, d in ANNOTATION_COLUMNS.items()
+        }

@@ -37,3 +37,27 @@ def test_codes_in_as_isin() -> None:
     for values in (["b", "e"], ["x"], [], ["a", "x", "d"]):
         want = np.isin(codes, categories.get_indexer(values)[categories.get_indexer(values) >= 0])
         assert np.array_equal(_codes_in(codes, categories, values), want)
+
+
+def test_rank_facts_do_not_depend_on_the_activities_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rank_facts reads activities in start order as they come (no sort, no gathers) and
+    sorts them otherwise: the same facts for the activities shuffled, on the sample."""
+    import jupyter_traceview as tv
+    from jupyter_traceview.analysis import _gpu
+    from jupyter_traceview.analysis.findings import extraction
+
+    trace = tv.load(tv.sample_path(), cache=False, progress=False)
+    rng = np.random.default_rng(11)
+    for r in trace.ranks[:3]:
+        one = trace.select(ranks=r)
+        want = extraction.rank_facts(one, 10_000, 50_000)
+        acts = _gpu.activities(one, r, work_only=True)
+        assert bool((acts.ts[1:] >= acts.ts[:-1]).all())  # the path taken: as they come
+        perm = rng.permutation(len(acts))
+        fields = ("ts", "end", "cls", "stream", "name", "launch_eid", "rows")
+        shuffled = _gpu.Activities(**{f: getattr(acts, f)[perm] for f in fields}, names=acts.names)
+        assert not bool((shuffled.ts[1:] >= shuffled.ts[:-1]).all())
+        monkeypatch.setattr(extraction, "activities", lambda *a, shuffled=shuffled, **k: shuffled)
+        got = extraction.rank_facts(one, 10_000, 50_000)
+        monkeypatch.undo()
+        assert got == want and want is not None and want["host_wait_gaps"] > 0

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jupyter_traceview.analysis._links import category_mask
+from jupyter_traceview.analysis._links import category_mask, kind_any
 from jupyter_traceview.analysis.launch import kind_mask
 
 
@@ -21,3 +21,8 @@ def test_category_and_kind_masks_as_isin(n_categories: int) -> None:
         assert np.array_equal(category_mask(col, wanted), want)
         assert np.array_equal(category_mask(col, iter(wanted)), want)
         assert np.array_equal(kind_mask(pd.DataFrame({"kind": col}), wanted), want)
+        assert kind_any(pd.DataFrame({"kind": col}), wanted) is bool(want.any())
+    # A wanted category no row has, and rows with no value only.
+    assert kind_any(pd.DataFrame({"kind": col.iloc[:0]}), categories) is False
+    nothing = pd.Series(pd.Categorical([None, None], categories=categories))
+    assert kind_any(pd.DataFrame({"kind": nothing}), categories) is False

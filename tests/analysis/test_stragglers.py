@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import jupyter_traceview as tv
 from jupyter_traceview.analysis.stragglers import ARRIVAL_COLUMNS, COLLECTIVE_COLUMNS, RANK_COLUMNS, kind_from_name
@@ -268,3 +270,121 @@ def test_straggler_warnings_name_the_caller(tmp_path: Path) -> None:
             warnings.simplefilter("always")
             call()
         assert caught and all(Path(w.filename) == Path(__file__) for w in caught), [w.filename for w in caught]
+
+
+@given(
+    st.lists(st.integers(0, 60), max_size=40),
+    st.lists(st.integers(0, 60), max_size=40),
+)
+def test_pos_of_rows_as_a_filled_table(c_rows: list[int], at: list[int]) -> None:
+    """``_pos_of_rows`` (binary search among the metadata rows) against the table as long as
+    the events that it replaces, repeated rows included (the last entry wins)."""
+    from jupyter_traceview.analysis.stragglers import _pos_of_rows
+
+    rows = np.array(c_rows, dtype=np.int64)
+    pos = np.arange(len(rows), dtype=np.int64) * 3 + 1  # positions in comms, not 0..n-1
+    table = np.full(61, -1, dtype=np.int64)
+    for r, p in zip(rows.tolist(), pos.tolist(), strict=True):
+        table[r] = p
+    asked = np.array(at, dtype=np.int64)
+    got = _pos_of_rows(rows, pos, asked)
+    assert got.dtype == np.int64 and np.array_equal(got, table[asked])
+
+
+def _match_with_groupby(kernels: pd.DataFrame, key: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``stragglers._match`` as it was (pandas groupby, transform, head, nth): the reference."""
+    g = kernels.groupby(key, sort=False)
+    first = g["arrival_ns"].transform("min").to_numpy()
+    last = g["arrival_ns"].transform("max").to_numpy()
+    k = kernels.assign(_first=first, _last=last)
+    coll = (
+        k.groupby(key, sort=False)
+        .agg(
+            collective=("collective", "first"),
+            pg_name=("pg", "first"),
+            seq=("seq", "first"),
+            stream=("stream", "first"),
+            ordinal=("ordinal", "first"),
+            ranks=("rank", "size"),
+            first_arrival_ns=("arrival_ns", "min"),
+            last_arrival_ns=("arrival_ns", "max"),
+        )
+        .reset_index(drop=True)
+    )
+    # Last rank (lowest rank on a tie) and second-last arrival, per collective.
+    k = k.assign(_gid=g.ngroup().to_numpy())
+    srt = k.sort_values(["_gid", "arrival_ns", "rank"], ascending=[True, False, True], kind="stable")
+    top = srt.groupby("_gid", sort=True).head(2)
+    last_rank = top.groupby("_gid").nth(0).set_index("_gid")["rank"]
+    second = top.groupby("_gid").nth(1).set_index("_gid")["arrival_ns"]
+    coll["last_rank"] = last_rank.reindex(range(len(coll))).to_numpy()
+    coll["lateness_ns"] = coll["last_arrival_ns"].to_numpy() - second.reindex(range(len(coll))).to_numpy()
+    coll["spread_ns"] = coll["last_arrival_ns"] - coll["first_arrival_ns"]
+    k["_wait"] = k["_last"] - k["arrival_ns"]
+    coll["wait_ns"] = k.groupby("_gid")["_wait"].sum().reindex(range(len(coll))).to_numpy()
+    # Number collectives by first arrival.
+    order = np.lexsort((np.arange(len(coll)), coll["first_arrival_ns"].to_numpy()))
+    cid = np.empty(len(coll), dtype=np.int64)
+    cid[order] = np.arange(len(coll))
+    coll.insert(0, "collective_id", cid)
+    coll = coll.iloc[order].reset_index(drop=True)
+    last_of = dict(zip(cid.tolist(), last_rank.reindex(range(len(cid))).tolist(), strict=True))
+    arrivals = pd.DataFrame(
+        {
+            "collective_id": cid[k["_gid"].to_numpy()],
+            "rank": k["rank"].to_numpy(),
+            "collective": k["collective"].to_numpy(),
+            "arrival_ns": k["arrival_ns"].to_numpy(),
+            "delay_ns": k["arrival_ns"].to_numpy() - k["_first"].to_numpy(),
+            "wait_ns": k["_wait"].to_numpy(),
+            "eid": k["eid"].to_numpy(),
+        }
+    )
+    arrivals["is_last"] = arrivals["rank"].to_numpy() == arrivals["collective_id"].map(last_of).to_numpy()
+    arrivals = arrivals.sort_values(["collective_id", "rank"]).reset_index(drop=True)
+    return arrivals, coll
+
+
+@pytest.mark.parametrize("folder", ["dlrm_8rank_v100", "hta_dlrm_2of128_ranks", "h100_bert_small"])
+def test_match_as_with_groupby(folder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every view matched with numpy reductions over the contiguous groups equals the views
+    the groupby version gave, by sequence number and by order, by kernel and launch arrival,
+    whole and in a window; and synthetic ties (equal arrivals: the lowest rank is last)."""
+    import importlib
+
+    sg = importlib.import_module("jupyter_traceview.analysis.stragglers")  # the module, not the function
+    trace = tv.load(KINETO_FOLDERS[folder], cache=False, progress=False)
+    t0 = trace.t0_ns
+    scopes = ({}, {"match": "order"}, {"arrival": "launch"}, {"time_range": (t0 + 2_000_000, t0 + 30_000_000)})
+    compared = 0
+    for kw in scopes:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tv.TraceviewWarning)
+            got = sg.straggler_views(trace, views=("rank", "collective", "arrival"), **kw)
+            monkeypatch.setattr(sg, "_match", _match_with_groupby)
+            want = sg.straggler_views(trace, views=("rank", "collective", "arrival"), **kw)
+            monkeypatch.undo()
+        for v in want:
+            pd.testing.assert_frame_equal(got[v], want[v], check_exact=True)
+            compared += len(want[v])
+    assert compared > 0 or folder == "h100_bert_small"
+    # Ties and several groups, by hand: three collectives on four ranks.
+    kernels = pd.DataFrame(
+        {
+            "pg": ["a"] * 4 + ["a"] * 3 + ["b"] * 2,
+            "seq": [1, 1, 1, 1, 2, 2, 2, 1, 1],
+            "rank": [0, 1, 2, 3, 0, 2, 3, 1, 2],
+            "arrival_ns": [10, 40, 40, 5, 70, 60, 90, 0, 0],
+            "eid": np.arange(9) * 7,
+            "collective": ["allreduce"] * 7 + ["allgather"] * 2,
+            "stream": -1,
+            "ordinal": -1,
+        }
+    )
+    new, new_coll = sg._match(kernels, ["pg", "seq"])
+    old, old_coll = _match_with_groupby(kernels, ["pg", "seq"])
+    pd.testing.assert_frame_equal(new.astype(ARRIVAL_COLUMNS), old.astype(ARRIVAL_COLUMNS), check_exact=True)
+    pd.testing.assert_frame_equal(
+        new_coll.astype(COLLECTIVE_COLUMNS), old_coll.astype(COLLECTIVE_COLUMNS), check_exact=True
+    )
+    assert new_coll["last_rank"].tolist() == [1, 1, 3]  # by first arrival: b#1 (0), a#1 (5), a#2 (60)

@@ -81,3 +81,21 @@ def test_cli_table_shows_the_headline_figures(capsys: pytest.CaptureFixture[str]
     assert lines[11] == "" and lines[10].split()[0] == "7"  # one line per rank, then the headline
     rank0 = lines[3].split()
     assert rank0[0] == "0" and rank0[-3:] == ["7.9%", "42.6%", "4.5%"]
+
+
+def test_count_steps_as_distinct_ints() -> None:
+    """``summary._count_steps`` (a flag per value) against ``len(distinct_ints(steps[steps >= 0]))``,
+    with -1 (no step), sparse and negative values, int32 and int64."""
+    from jupyter_traceview.analysis._common import distinct_ints
+    from jupyter_traceview.analysis.summary import _count_steps
+
+    rng = np.random.default_rng(5)
+    cases = [np.array([], dtype=np.int32), np.array([-1, -1], dtype=np.int32), np.array([0], dtype=np.int64)]
+    for _ in range(60):
+        n = int(rng.integers(1, 400))
+        values = rng.integers(-1, int(rng.choice([3, 50, 10**7])), size=n)
+        if rng.random() < 0.2:
+            values[0] = -5  # below -1: the general path
+        cases.append(values.astype(rng.choice([np.int32, np.int64])))
+    for steps in cases:
+        assert _count_steps(steps) == len(distinct_ints(steps[steps >= 0])), steps

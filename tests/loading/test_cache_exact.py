@@ -135,6 +135,30 @@ def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
     assert seen == []
 
 
+def test_a_repeated_category_behind_a_valid_crc_is_a_miss(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """A names dictionary that repeats a category (meta.json's CRC made to match): a miss,
+    parsed and rewritten, not a dtype with duplicate categories."""
+    cache, cold = filled
+    for entry in entries(cache):
+        target = entry / "r0.events.arrow"
+        batch = pa.ipc.open_file(pa.py_buffer(target.read_bytes())).get_batch(0)
+        i = batch.schema.get_field_index("name")
+        column = batch.column(i)
+        names = column.dictionary.to_pylist()
+        doubled = pa.array([*names, names[0]], type=pa.large_string())
+        batch = batch.set_column(i, "name", pa.DictionaryArray.from_arrays(column.indices, doubled))
+        with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        doc = json.loads((entry / "meta.json").read_text())
+        doc["crc32"]["r0.events.arrow"] = tv_cache._crc32(target.read_bytes())
+        (entry / "meta.json").write_text(json.dumps(doc))
+    seen = parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), "repeated category")
+    assert sorted(seen) == ["rank-0.json", "rank-1.json"]
+
+
 @pytest.mark.parametrize("table", TABLES)
 def test_a_truncated_arrow_file_is_a_miss_that_heals(
     table: str, folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
@@ -168,3 +192,55 @@ def test_dictionary_indices_become_codes_with_nulls_as_minus_one(type_: pa.DataT
         want = np.array([-1 if v is None else v for v in array.to_pylist()], dtype=type_.to_pandas_dtype())
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------ the classes kept (issue 17, wave 6)
+def test_an_equal_classifier_takes_the_stored_classes(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """A cached load with the classifier that wrote the entry (or an equal one) classifies
+    nothing: the gpu_class column is the stored one, exactly the parsed trace's."""
+    cache, cold = filled
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("classified again")
+
+    _no_parse(monkeypatch)
+    monkeypatch.setattr(tv.Classifier, "classify_column", refuse)
+    assert_same_trace(cold, tv.load(folder, cache=cache, classifier=tv.Classifier()), "equal classifier")
+
+
+def test_another_classifier_classifies_again_from_the_same_entry(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """Other patterns: the entry is still a hit (not parsed), its classes are computed anew and
+    equal a parse with those patterns; the entry keeps the first classifier's classes."""
+    cache, cold_default = filled
+    other = tv.Classifier().extend(communication=["gemm_1"])
+    cold = tv.load(folder, cache=False, classifier=other)
+    assert (cold.events(1)["gpu_class"] == "communication").sum() == 1  # the patterns matter here
+    seen = parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache, classifier=other), "other classifier")
+    assert_same_trace(cold_default, tv.load(folder, cache=cache), "default again")
+    assert seen == []
+
+
+def test_classes_that_meta_json_does_not_account_for_are_a_miss(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """meta.json says the entry holds no classes while its events hold a gpu_class column (CRC
+    made to match): a miss, parsed and rewritten."""
+    cache, cold = filled
+    for entry in entries(cache):
+        doc = json.loads((entry / "meta.json").read_text())
+        assert doc["classes"] is not None
+        (entry / "meta.json").write_text(json.dumps({**doc, "classes": None}))
+    seen = parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), "classes dropped")
+    assert sorted(seen) == ["rank-0.json", "rank-1.json"]
+
+
+def test_write_wants_the_classifier_of_classified_ranks(tmp_path: Path) -> None:
+    trace = tv.load(tv.sample_path(), cache=False, ranks=[0])
+    with pytest.raises(ValueError, match="classifier"):
+        tv_cache.write(tmp_path, "k", [trace.rank_data(0)], classifier=None)

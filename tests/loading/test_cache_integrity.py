@@ -29,9 +29,9 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = ingest.read_file
 
-    def counting(tf, options, cache_dir):  # type: ignore[no-untyped-def]
+    def counting(tf, options, cache_dir, classifier=None):  # type: ignore[no-untyped-def]
         seen.append(tf.path.name)
-        return real(tf, options, cache_dir)
+        return real(tf, options, cache_dir, classifier)
 
     monkeypatch.setattr(loader, "read_file", counting)
     return seen

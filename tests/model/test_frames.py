@@ -42,6 +42,25 @@ def test_category_dtype_refuses_what_pandas_refuses(bad: list[object]) -> None:
         frames.category_dtype(bad)
 
 
+@pytest.mark.parametrize("fastpath", [True, False])
+def test_checked_dtypes_equal_the_plain_ones(fastpath: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dtype whose categories the caller checked (pandas' private constructor, or the plain
+    one where it is missing) equals pandas' and looks categories up by value."""
+    if not fastpath:
+        monkeypatch.setattr(frames, "_from_fastpath", None)
+    monkeypatch.setattr(frames, "_dtypes", {})
+    cats = ["b", "a", "é", "\u4e2d", ""]
+    for dtype in (frames.category_dtype(cats), frames.checked_dtype(pd.Index(cats, dtype="str"), True)):
+        want = pd.CategoricalDtype(pd.Index(cats, dtype="str"), ordered=False)
+        assert dtype == want and hash(dtype) == hash(want)
+        assert dtype.categories.dtype == want.categories.dtype and dtype.ordered is False
+        assert dtype.categories.is_unique and dtype.categories.get_loc("é") == 2
+        values = pd.Categorical(["a", "x", "é"], dtype=dtype)
+        assert values.codes.tolist() == [1, -1, 2]
+    with pytest.raises(ValueError, match="unique"):
+        frames.checked_dtype(pd.Index(["a", "a"], dtype="str"), False)
+
+
 def test_the_shared_dtypes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(frames, "_dtypes", {})
     monkeypatch.setattr(frames, "_held", 0)

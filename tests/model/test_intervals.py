@@ -123,3 +123,13 @@ def test_at_least_two_is_the_step_function_at_two(pairs: list[tuple[int, int]]) 
     for lo, hi in pairs:
         twice[lo:hi] += 1
     assert np.array_equal(cells_of(*iv.at_least_two(s, e)), twice >= 2)
+
+
+@given(interval_lists, interval_lists)
+def test_overlap_length_is_the_intersections_length(p: list[tuple[int, int]], q: list[tuple[int, int]]) -> None:
+    """``overlap_length`` (coverage of one union summed over the other's intervals) against
+    the length of the intersection it replaces, and brute force."""
+    a, b = iv.union(*arrays(p)), iv.union(*arrays(q))
+    got = iv.overlap_length(a, b)
+    assert got == iv.length(*iv.intersect(a, b)) == int((covered(p) & covered(q)).sum())
+    assert isinstance(got, int)

@@ -71,10 +71,13 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     ts_ev = ev["ts_ns"].to_numpy()
     lrow = rows_of(ev, acts.launch_eid)
     launch_ts = np.where(lrow >= 0, ts_ev[np.maximum(lrow, 0)], np.iinfo(np.int64).min)
-    order = np.argsort(acts.ts, kind="stable")
-    a_ts, a_launch = acts.ts[order], launch_ts[order]
-    a_tiny = ((acts.end - acts.ts) < tiny_kernel_ns)[order] & (lrow[order] >= 0)
-    a_name = acts.name[order]
+    a_tiny = ((acts.end - acts.ts) < tiny_kernel_ns) & (lrow >= 0)
+    if bool((acts.ts[1:] >= acts.ts[:-1]).all()):  # in start order already (as activities are)
+        order = None
+        a_ts, a_launch, a_name = acts.ts, launch_ts, acts.name
+    else:
+        order = np.argsort(acts.ts, kind="stable")
+        a_ts, a_launch, a_tiny, a_name = acts.ts[order], launch_ts[order], a_tiny[order], acts.name[order]
     if len(ga):
         lo = np.searchsorted(a_ts, gb, side="left")
         hi = np.searchsorted(a_ts, gb, side="right")
@@ -98,7 +101,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
                 "gap_ns": int(gap[i]),
                 "start_ns": int(ga[i]),
                 "next_activity": str(acts.names[a_name[lo[i]]]) if a_name[lo[i]] >= 0 else "",
-                "stream": int(acts.stream[order][lo[i]]),
+                "stream": int(acts.stream[lo[i] if order is None else order[lo[i]]]),
             }
     else:
         out.update(host_wait_ns=0, host_wait_gaps=0, kernel_wait_ns=0, tiny_gap_ns=0, tiny_gaps=0)

@@ -155,52 +155,67 @@ def _work_of_ops(
     code = np.zeros(n, dtype=np.int64)
     name_col = ev["name"]
     names = np.asarray(name_col.cat.categories, dtype=object)
-    name_codes = name_col.cat.codes.to_numpy().astype(np.int64)
+    name_codes = np.asarray(name_col.array.codes)  # as stored (int8-32): gathered, then widened
     if len(oa) and n:
         rows = lk.lookup(table, oa["eid"].to_numpy())
-        # Position of each argument row's operator among op_rows (-1: not an operator's).
-        op_pos = np.full(len(ev) + 1, -1, dtype=np.int64)  # the last slot: rows == -1
-        op_pos[op_rows] = np.arange(n, dtype=np.int64)
-        at = op_pos[rows]
-        j = np.flatnonzero(at >= 0)
-        # Several argument rows for one operator: the last one counts (as a loop would);
-        # in operator order. One row per operator, in order (as recorded): nothing to do.
-        aj = at[j]
-        if len(aj) > 1 and not bool((aj[1:] > aj[:-1]).all()):
-            _, last_rev = np.unique(aj[::-1], return_index=True)
-            j = j[::-1][last_rev]
+        j: np.ndarray | None
+        if len(rows) == n and np.array_equal(rows, op_rows):
+            # One argument row per operator, in operator order (as recorded): row k is
+            # operator k's, nothing to look up or deduplicate.
+            j = None
+        else:
+            # Position of each argument row's operator among op_rows (-1: not an operator's).
+            op_pos = np.full(len(ev) + 1, -1, dtype=np.int64)  # the last slot: rows == -1
+            op_pos[op_rows] = np.arange(n, dtype=np.int64)
+            at = op_pos[rows]
+            j = np.flatnonzero(at >= 0)
+            # Several argument rows for one operator: the last one counts (as a loop would);
+            # in operator order.
+            aj = at[j]
+            if len(aj) > 1 and not bool((aj[1:] > aj[:-1]).all()):
+                _, last_rev = np.unique(aj[::-1], return_index=True)
+                j = j[::-1][last_rev]
+
+        def picked(a: np.ndarray) -> np.ndarray:
+            return a if j is None else a[j]
+
         cols = [_codes_and_values(oa[c]) for c in ("input_dims", "input_type", "concrete_inputs")]
         span = float(len(names) + 1)
         for _, vals in cols:
             span *= len(vals) + 1
+        call_codes = name_codes[picked(rows)].astype(np.int64)
         if span < 2.0**62:  # one integer per distinct call (codes + 1: 0 is "no text")
-            key = name_codes[rows[j]]
+            key = call_codes
             for c, vals in cols:
-                key = key * (len(vals) + 1) + (c[j] + 1)
+                key = key * (len(vals) + 1) + (picked(c) + 1)
             # Hashing, not sorting, the calls; distinct keys in sorted order as np.unique
             # gives them, each with one of its rows (any: equal keys, equal calls).
             inv, _ = pd.factorize(key, sort=True)
             first = np.empty(int(inv.max()) + 1 if len(inv) else 0, dtype=np.int64)
             first[inv] = np.arange(len(inv), dtype=np.int64)
         else:
-            stacked = np.stack([name_codes[rows[j]], *(c[j] for c, _ in cols)], axis=1)
+            stacked = np.stack([call_codes, *(picked(c) for c, _ in cols)], axis=1)
             _, first, inv = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
-        for k in first.tolist():
-            r = int(rows[j[k]])
+        jf = first if j is None else j[first]  # argument rows of the distinct calls
+        for k in jf.tolist():
+            r = int(rows[k])
             distinct.append(
                 _model_key(
                     str(names[name_codes[r]]),
-                    *(vals[int(c[j[k]])] if c[j[k]] >= 0 else None for c, vals in cols),
+                    *(vals[int(c[k])] if c[k] >= 0 else None for c, vals in cols),
                 )
             )
-        code[at[j]] = 1 + inv.reshape(-1)
+        if j is None:
+            code[:] = 1 + inv.reshape(-1)
+        else:
+            code[at[j]] = 1 + inv.reshape(-1)
     # Operators without shapes that would do no work anyway (the probe depends on the name).
     no_shapes = np.array(
         [isinstance(w, NotModelled) and w.reason.startswith("no shapes") for w in distinct], dtype=bool
     )
     flagged = no_shapes[code]
     if flagged.any():
-        codes = name_codes[op_rows[flagged]]
+        codes = name_codes[op_rows[flagged]].astype(np.int64)
         uc, inv_c = np.unique(codes, return_inverse=True)
         idle = np.array([model_op(OpCall(str(names[c]), (), ())) is None for c in uc.tolist()], dtype=bool)
         code[np.flatnonzero(flagged)[idle[inv_c.reshape(-1)]]] = len(distinct)
