@@ -21,6 +21,10 @@ Two uses:
   time, and a plain file is never held whole in memory (each piece is read with ``pread``).
 * :func:`parse_piece` + :func:`finish`: the pieces of one file read by different worker
   processes (each returns its columns), then merged and turned into rank tables here.
+
+Either way a piece's columns come from the C scanner (``readers/native.py``) where it is
+built and reads the events, and from msgspec's decoding (``kineto._part``) for the events
+it gives up on (``_piece_columns``); ``TRACEVIEW_NATIVE=0`` turns the scanner off.
 """
 
 from __future__ import annotations

@@ -89,6 +89,9 @@ if _kscan is not None and (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS, _ksca
 #: A Kineto event is longer than this many bytes in any profiler's output; a piece with
 #: more events than its size allows at this length is left to the msgspec path.
 _MIN_EVENT_BYTES = 16
+#: The most events one scan writes (a piece far bigger than the 4 MB the reader cuts, with no
+#: cut found in it, is read this many events at a time: the scanner stops there and resumes).
+_MAX_ROWS = 1 << 20
 
 _PH_LUT = np.full(256, -1, np.int8)
 for _p, _c in K._PHASE_CODE.items():
@@ -132,7 +135,7 @@ def scan(data: bytes, s: Scratch) -> tuple[bool, int, int]:
     was read; else ``at`` is the byte where the scanner gave up. ``n``: the events read whole
     (all of them, or those before the one it gave up on), whose columns :func:`part` can use."""
     assert _kscan is not None
-    s.ensure(len(data) // _MIN_EVENT_BYTES + 16)
+    s.ensure(min(len(data) // _MIN_EVENT_BYTES + 16, _MAX_ROWS))
     ok, n, at, n_slow, s.counts = _kscan.scan(
         data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts
     )

@@ -545,3 +545,12 @@ def test_many_distinct_names_and_arguments_in_one_piece() -> None:
     ]
     counts = _both(Path("many.json"), _doc(events), 1 << 22, read=_in_pieces)
     assert counts == [1, 1]
+
+
+@needs_native
+def test_a_piece_with_more_events_than_one_scan_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scanner stops at its row limit; msgspec reads the next 64 KB and the scanner resumes."""
+    monkeypatch.setattr(native, "_MAX_ROWS", 1000)
+    events = [_event(ts=b"%d" % (1000 + i), name=b'"k%d"' % (i % 11)) for i in range(5000)]
+    counts = _both(Path("rows.json"), _doc(events), 1 << 22, read=_in_pieces)
+    assert counts[0] >= 2 and counts[1] > counts[0]
