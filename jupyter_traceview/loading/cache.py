@@ -179,15 +179,23 @@ def _dictionary_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
     return shared_dtype(key, lambda: _build_dtype(dictionary))
 
 
+#: Dictionaries of up to this many categories are checked for duplicates by a Python set.
+_SET_CHECKED = 4096
+
+
 def _build_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
     if isinstance(STR_DTYPE, pd.StringDtype) and STR_DTYPE.storage == "pyarrow":
         from pandas.arrays import ArrowStringArray
 
         # The categories as pandas holds str values: an Arrow large_string array, not copied.
-        # No nulls (checked by the caller); no duplicates, counted by Arrow's hash (a file
-        # that passed its CRC but repeats a category is a miss: pandas' check raises).
+        # No nulls (checked by the caller); no duplicates, counted by a set (few categories:
+        # cheaper than the first call of an Arrow kernel in a process) or by Arrow's hash (a
+        # file that passed its CRC but repeats a category is a miss: pandas' check raises).
         categories = pd.Index(ArrowStringArray(dictionary, dtype=STR_DTYPE), copy=False)
-        unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
+        if len(dictionary) <= _SET_CHECKED:
+            unique = len(set(dictionary.to_pylist())) == len(dictionary)
+        else:
+            unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
         return checked_dtype(categories, unique)
     return category_dtype(dictionary.to_pylist())
 
