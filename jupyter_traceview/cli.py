@@ -228,7 +228,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="traceview",
         description="Understand the GPU performance of (distributed) PyTorch jobs from profiler traces.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and the Kineto reader in use, then exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks (for bug reports)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -273,6 +273,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_report)
     return parser
+
+
+class _Version(argparse.Action):
+    """--version: the package's version and which Kineto reader this install runs.
+
+    The reader is imported only here, so that --help stays quick."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from .loading.readers import native
+
+        print(f"{parser.prog} {__version__}\nKineto reader: {native.describe()}")
+        raise SystemExit(0)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,19 @@ def test_quiet_and_json_turn_the_loaders_progress_bar_off(monkeypatch: pytest.Mo
     main(["report", "--sample", "-o", str(tmp_path / "r.html"), "-q"])
     main(["summary", "--sample", "--json"])
     assert seen == [False, False]
+
+
+def test_version_names_the_reader_in_use() -> None:
+    env = {**os.environ, "TRACEVIEW_NATIVE": "0"}
+    off = subprocess.run(
+        [sys.executable, "-m", "jupyter_traceview.cli", "--version"], capture_output=True, text=True, env=env
+    )
+    assert off.returncode == 0, off.stderr
+    assert off.stdout.startswith("traceview ")
+    assert "Kineto reader: msgspec only (TRACEVIEW_NATIVE=0" in off.stdout
+    from jupyter_traceview.loading.readers import native
+
+    on = subprocess.run([sys.executable, "-m", "jupyter_traceview.cli", "--version"], capture_output=True, text=True)
+    assert on.returncode == 0, on.stderr
+    assert f"Kineto reader: {native.describe()}" in on.stdout
+    assert ("C scanner (compiled)" in on.stdout) == native.AVAILABLE

@@ -332,3 +332,19 @@ def _memory(ik: np.ndarray, name_codes: np.ndarray, names: list[str]) -> memory.
         ints={f: picked[:, col].copy() for f, col in _MEM_COLUMNS.items()},
         device_type=[memory.device_type_name(v) for v in picked[:, _MEM_DEVICE_TYPE].tolist()],
     )
+
+
+def describe() -> str:
+    """Which reader this install runs, and why, in words (``traceview --version``)."""
+    if AVAILABLE:
+        return "the C scanner (compiled), with msgspec for what it does not read; identical tables"
+    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
+        return "msgspec only (TRACEVIEW_NATIVE=0 turns the C scanner off)"
+    try:
+        from . import _kscan  # type: ignore[attr-defined]  # noqa: F401
+    except ImportError:
+        return (
+            "msgspec only: the C scanner is not built (install a C compiler and Python's headers, "
+            "then reinstall; large traces read about 2x faster with it)"
+        )
+    return "msgspec only: the compiled C scanner is from another version of the package (reinstall)"
