@@ -14,9 +14,10 @@ compare two checkouts, run this script alternately under each (``PYTHONPATH=<che
 By default the file is read whole (``parse_kineto``'s path: one typed decode of the whole
 file). ``--pieces`` reads it as ``tv.load`` reads a plain file bigger than
 ``ingest.PIECE_BYTES``: in byte ranges ("pieces"), each turned into columns before the
-next is read (``pieces.parse_in_pieces``): by the C scanner ("native scan + columns",
-``readers/native.py``) where it is built and reads the piece, else decoded by msgspec
-("msgspec decode") and turned into columns by ``kineto._part``; "read, plan, header, free"
+next is read (``pieces.parse_in_pieces``): scanned by the C scanner ("native scan") and
+turned into columns from its output ("native columns", ``readers/native.py``) where it is
+built and reads the events, else decoded by msgspec ("msgspec decode") and turned into
+columns by ``kineto._part``; "read, plan, header, free"
 is the rest (reading the pieces, finding the cuts, the header, freeing each piece's
 events). A ``.gz`` file is inflated first ("read + inflate"), as ``tv.load`` does.
 ``TRACEVIEW_NATIVE=0`` times the msgspec path alone.
@@ -76,7 +77,8 @@ def one_run(path: Path) -> dict[str, float]:
 
 PIECE_STAGES = (
     "read + inflate",
-    "native scan + columns",
+    "native scan",
+    "native columns",
     "msgspec decode",
     "columns (_part)",
     "merge",
@@ -90,7 +92,8 @@ PIECE_STAGES = (
 def _timed(spent: dict[str, float]) -> Iterator[None]:
     """Add the CPU time of each stage function of the piece-by-piece read to ``spent``."""
     stages: list[tuple[Any, str, str]] = [
-        (native, "piece_part", "native scan + columns"),
+        (native, "scan", "native scan"),
+        (native, "part", "native columns"),
         (pieces, "_piece_events", "msgspec decode"),
         (kineto, "_part", "columns (_part)"),
         (kineto, "_merge", "merge"),

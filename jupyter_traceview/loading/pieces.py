@@ -21,6 +21,10 @@ Two uses:
   time, and a plain file is never held whole in memory (each piece is read with ``pread``).
 * :func:`parse_piece` + :func:`finish`: the pieces of one file read by different worker
   processes (each returns its columns), then merged and turned into rank tables here.
+
+Either way a piece's columns come from the C scanner (``readers/native.py``) where it is
+built and reads the events, and from msgspec's decoding (``kineto._part``) for the events
+it gives up on (``_piece_columns``); ``TRACEVIEW_NATIVE=0`` turns the scanner off.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r]*\n[ \t\r\n]*\{")
 _CUT_ONE_LINE = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
 _WHITESPACE = b" \t\r\n"
+_SPACES = re.compile(rb"[ \t\r\n]*")
 
 
 class SplitFailed(Exception):
@@ -209,16 +214,58 @@ def _piece_events(buf: bytes, lo: int, hi: int) -> list[kineto._Event]:
         raise SplitFailed(f"the piece at bytes {lo:,}-{hi:,} does not decode alone: {exc}") from None
 
 
+#: Where the C scanner gives up on an event, msgspec reads from that event to the first
+#: element boundary this many bytes further on, and the scanner resumes there; unless it read
+#: less than this (or a quarter of a smaller piece) before giving up, when msgspec reads the
+#: rest of the piece (events it gives up on are rare, e.g. Kineto's pseudo-events at the end
+#: of a file; where they are not, as in ROCm traces, this bounds the work thrown away).
+_GIVE_UP_BYTES = 1 << 16
+
+
 def _piece_columns(
     read_at: ReadAt, lo: int, hi: int, state: kineto._FileState, offset: int, scratch: native.Scratch | None
-) -> tuple[kineto._Part, int]:
-    """The columns of one piece and its number of events: by the C scanner where it can
-    (``native``: identical columns), else from msgspec's decoded events."""
+) -> list[tuple[kineto._Part, int]]:
+    """The columns of one piece, as (columns, number of events) in file order: by the C scanner
+    where it can (``native``: identical columns), else from msgspec's decoded events."""
     buf = b"[" + read_at(lo, hi - lo) + b"]"
-    if scratch is not None:
-        got = native.piece_part(buf, state, offset, scratch)
-        if got is not None:
-            return got
+    if scratch is None:
+        return [_decoded_columns(buf, lo, hi, state, offset)]
+    out: list[tuple[kineto._Part, int]] = []
+    data = buf
+    while True:
+        ok, n, at = native.scan(data, scratch)
+        # (native.part takes the events into ``state`` when it returns columns: decide first.)
+        if ok or (n and scratch.ev_span[n - 1, 1] >= min(_GIVE_UP_BYTES, len(data) // 4)):
+            part = native.part(data, n, scratch, state, offset)
+        else:
+            part = None  # nothing, or too little, read by the scanner
+        if ok and part is not None:
+            out.append((part, n))
+            return out
+        if part is None:  # msgspec reads the rest of the piece
+            out.append(_decoded_columns(data, lo, hi, state, offset))
+            return out
+        out.append((part, n))
+        offset += n
+        # The events the scanner read are done: msgspec reads from the next event (after the
+        # comma) to the first element boundary _GIVE_UP_BYTES further, the scanner the rest.
+        done = int(scratch.ev_span[n - 1, 1])
+        comma = _SPACES.match(data, done).end()  # type: ignore[union-attr]
+        m = _CUT.search(data, max(at, comma) + _GIVE_UP_BYTES, len(data) - 1)
+        if data[comma : comma + 1] != b"," or m is None:
+            # (No comma: not valid JSON, and msgspec says where.)
+            rest = data[comma + 1 :] if data[comma : comma + 1] == b"," else data[done:]
+            out.append(_decoded_columns(b"[" + rest, lo, hi, state, offset))
+            return out
+        cut = m.start(1)
+        middle = _decoded_columns(b"[" + data[comma + 1 : cut] + b"]", lo, hi, state, offset)
+        out.append(middle)
+        offset += middle[1]
+        data = b"[" + data[cut + 1 :]
+
+
+def _decoded_columns(buf: bytes, lo: int, hi: int, state: kineto._FileState, offset: int) -> tuple[kineto._Part, int]:
+    """The columns of the events in ``buf`` (``b"[" + events + b"]"``) from msgspec's decoding."""
     events = _piece_events(buf, lo, hi)
     chunk = kineto._Chunk(offset, events, [], ts_text=functools.partial(kineto._ts_list_texts, buf))
     return kineto._part(chunk, state), len(events)
@@ -243,11 +290,11 @@ def parse_in_pieces(
             state = kineto._FileState(base_time_ns=header.base_time_ns)
             parts = []
             offset = 0
-            scratch = native.Scratch() if native.AVAILABLE else None
+            scratch = native.scratch()
             for lo, hi in the_plan.ranges:
-                part, n = _piece_columns(read_at, lo, hi, state, offset, scratch)
-                parts.append(part)
-                offset += n
+                for part, n in _piece_columns(read_at, lo, hi, state, offset, scratch):
+                    parts.append(part)
+                    offset += n
             del scratch
             if state.begin_end:
                 pairs = kineto._pair_begin_end(state.begin_end, state.skipped)
@@ -265,7 +312,9 @@ def parse_in_pieces(
 class Piece:
     """One piece's columns and what its reader state gathered (see :func:`finish`)."""
 
-    part: Any  # kineto._Part
+    #: The piece's columns (kineto._Part), in file order: one, or several where the C scanner
+    #: and msgspec each read part of it.
+    parts: list[Any]
     state: Any  # kineto._FileState
 
 
@@ -280,10 +329,10 @@ def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int
     """
     with paused_gc():  # as the reader: millions of small objects freed together
         state = kineto._FileState(base_time_ns=base_time_ns)
-        part, _ = _piece_columns(read_at, lo, hi, state, 0, native.Scratch() if native.AVAILABLE else None)
+        columns = _piece_columns(read_at, lo, hi, state, 0, native.scratch())
     if state.problems or state.unreadable or state.begin_end:
         raise SplitFailed("the piece needs the whole-file read")
-    return Piece(part=part, state=state)
+    return Piece(parts=[part for part, _ in columns], state=state)
 
 
 def finish(
@@ -321,5 +370,5 @@ def finish(
             for number, text in s.pid_text.items():
                 state.pid_text.setdefault(number, text)
         state.raise_or_count(path, bad_events)
-        columns = kineto._merge([p.part for p in pieces], state)
+        columns = kineto._merge([part for p in pieces for part in p.parts], state)
         return kineto._split_and_finish(path, columns, header, pid_map)

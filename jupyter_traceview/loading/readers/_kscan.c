@@ -9,9 +9,9 @@
  * reader's per-piece columns from them.
  *
  * It handles a subset and validates what it reads as strictly as msgspec does (RFC 8259):
- * anything outside the subset, or anything it cannot prove valid, makes it give up on the
- * piece (it returns -1), and the caller reads that piece with the msgspec path, which then
- * gives the tables or the error it always gave. So giving up is always safe; accepting is
+ * anything outside the subset, or anything it cannot prove valid, makes it give up (it says
+ * where, and how many events before that it read whole), and the caller reads from that
+ * event on with the msgspec path, which then gives the tables or the error it always gave. So giving up is always safe; accepting is
  * only done where the outcome equals msgspec's. Given up on: non-ASCII bytes, escapes in
  * keys and in the strings it reads (cat, name, collective name, dtype), lone-surrogate
  * escapes anywhere, duplicate known keys (msgspec keeps the last one), values of another
@@ -34,6 +34,7 @@
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef __FAST_MATH__
 #error "_kscan.c needs IEEE arithmetic (one correctly rounded operation per float): no -ffast-math"
@@ -143,24 +144,30 @@ typedef struct {
  * macro: its argument is evaluated once (AT(s, ++i)). */
 static unsigned char AT(const Src *s, Py_ssize_t i) { return i < s->n ? s->b[i] : 0; }
 
+/* Byte classes (filled once by init_tables): JSON whitespace; a byte that may stand as itself
+ * in a string the scanner reads (printable ASCII other than the quote and the backslash). */
+#define C_WS 1
+#define C_PLAIN 2
+static unsigned char CLS[256];
+
+static void init_tables(void) {
+    int c;
+    for (c = 0; c < 256; c++) CLS[c] = (unsigned char)((c >= 0x20 && c < 0x80 && c != '"' && c != '\\') ? C_PLAIN : 0);
+    CLS[' '] = CLS['\n'] = CLS['\r'] = CLS['\t'] = C_WS;
+    CLS[' '] |= C_PLAIN;
+}
+
 static Py_ssize_t ws(const Src *s, Py_ssize_t i) {
-    for (;;) {
-        unsigned char c = AT(s, i);
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return i;
-        i++;
-    }
+    while (i < s->n && (CLS[s->b[i]] & C_WS)) i++;
+    return i;
 }
 
 /* A string without escapes, control characters or non-ASCII bytes; i at its opening quote.
  * Returns the index after the closing quote, or -1. */
 static Py_ssize_t plain_string(const Src *s, Py_ssize_t i) {
     i++;
-    for (;;) {
-        unsigned char c = AT(s, i);
-        if (c == '"') return i + 1;
-        if (c < 0x20 || c >= 0x80 || c == '\\') return -1;
-        i++;
-    }
+    while (i < s->n && (CLS[s->b[i]] & C_PLAIN)) i++;
+    return AT(s, i) == '"' ? i + 1 : -1;
 }
 
 static int hex_value(unsigned char c) {
@@ -174,9 +181,10 @@ static int hex_value(unsigned char c) {
 static Py_ssize_t any_string(const Src *s, Py_ssize_t i) {
     i++;
     for (;;) {
-        unsigned char c = AT(s, i);
+        unsigned char c;
+        while (i < s->n && (CLS[s->b[i]] & C_PLAIN)) i++;
+        c = AT(s, i);
         if (c == '"') return i + 1;
-        if (c < 0x20 || c >= 0x80) return -1;
         if (c == '\\') {
             unsigned char e = AT(s, i + 1);
             if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
@@ -196,7 +204,7 @@ static Py_ssize_t any_string(const Src *s, Py_ssize_t i) {
             i += 6;
             continue;
         }
-        i++;
+        return -1; /* a control character, a non-ASCII byte or the end */
     }
 }
 
@@ -358,8 +366,26 @@ static Py_ssize_t skip_value(const Src *s, Py_ssize_t i) {
     }
 }
 
-static int key_is(const Src *s, Py_ssize_t lo, Py_ssize_t len, const char *key) {
-    return (Py_ssize_t)strlen(key) == len && memcmp(s->b + lo, key, (size_t)len) == 0;
+static Py_ssize_t EVENT_KEY_LEN[N_EVENT_KEYS];
+/* The args keys by length: ARGS_BY_LEN[len] lists their indices, -1 terminated. */
+#define MAX_KEY_LEN 40
+#define MAX_SAME_LEN 8
+static int ARGS_BY_LEN[MAX_KEY_LEN + 1][MAX_SAME_LEN + 1];
+
+static int init_key_lengths(void) {
+    int k, len;
+    for (k = 0; k < N_EVENT_KEYS; k++) EVENT_KEY_LEN[k] = (Py_ssize_t)strlen(EVENT_KEYS[k]);
+    for (len = 0; len <= MAX_KEY_LEN; len++) ARGS_BY_LEN[len][0] = -1;
+    for (k = 0; k < N_ARG_KEYS; k++) {
+        int j = 0;
+        len = (int)strlen(ARG_KEYS[k].key);
+        if (len > MAX_KEY_LEN) return -1;
+        while (ARGS_BY_LEN[len][j] >= 0) j++;
+        if (j >= MAX_SAME_LEN) return -1;
+        ARGS_BY_LEN[len][j] = k;
+        ARGS_BY_LEN[len][j + 1] = -1;
+    }
+    return 0;
 }
 
 /* The index of the key in b[lo:lo+len] among keys[0:n], or -1. */
@@ -367,17 +393,109 @@ static int find_event_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
     int k;
     if (len < 2 || len > 4) return -1;
     for (k = 0; k < N_EVENT_KEYS; k++)
-        if (key_is(s, lo, len, EVENT_KEYS[k])) return k;
+        if (EVENT_KEY_LEN[k] == len && memcmp(s->b + lo, EVENT_KEYS[k], (size_t)len) == 0) return k;
     return -1;
 }
 
 static int find_arg_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
-    int k;
-    unsigned char c0 = s->b[lo];
-    for (k = 0; k < N_ARG_KEYS; k++)
-        if ((unsigned char)ARG_KEYS[k].key[0] == c0 && key_is(s, lo, len, ARG_KEYS[k].key)) return k;
+    const int *k;
+    if (len > MAX_KEY_LEN) return -1;
+    for (k = ARGS_BY_LEN[len]; *k >= 0; k++)
+        if (ARG_KEYS[*k].key[0] == (char)s->b[lo] && memcmp(s->b + lo, ARG_KEYS[*k].key, (size_t)len) == 0) return *k;
     return -1;
 }
+
+/* Set once per process from addresses and the clock (ASLR): crafted names cannot be chosen
+ * to collide in advance. Codes do not depend on it (first-seen order, equal bytes compared). */
+static uint64_t HASH_SEED;
+
+static void init_seed(void) {
+    uint64_t x = (uint64_t)(uintptr_t)&HASH_SEED ^ ((uint64_t)(uintptr_t)&init_seed << 17) ^ (uint64_t)time(NULL);
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDULL;
+    x ^= x >> 33;
+    HASH_SEED = x;
+}
+
+/* A hash of len bytes, eight at a time (memcpy: no unaligned reads). */
+static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t len) {
+    uint64_t h = HASH_SEED ^ ((uint64_t)len * 0x9E3779B97F4A7C15ULL);
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+        p += 8;
+        len -= 8;
+    }
+    if (len > 0) {
+        uint64_t w = 0;
+        memcpy(&w, p, (size_t)len);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    h ^= h >> 29;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 32;
+    return h;
+}
+
+/* Byte strings numbered in order of first appearance (a growable open-addressing table):
+ * each distinct string is kept as the first row whose span (in column col) holds it. */
+typedef struct {
+    uint64_t *hash;
+    int64_t *row; /* -1: an empty slot */
+    int32_t *code;
+    size_t size, count;
+} Dict;
+
+static void dict_free(Dict *d) {
+    PyMem_RawFree(d->hash);
+    PyMem_RawFree(d->row);
+    PyMem_RawFree(d->code);
+    d->hash = NULL;
+    d->row = NULL;
+    d->code = NULL;
+}
+
+static int dict_alloc(Dict *d, size_t size) {
+    size_t k;
+    d->hash = (uint64_t *)PyMem_RawMalloc(size * sizeof(uint64_t));
+    d->row = (int64_t *)PyMem_RawMalloc(size * sizeof(int64_t));
+    d->code = (int32_t *)PyMem_RawMalloc(size * sizeof(int32_t));
+    if (d->hash == NULL || d->row == NULL || d->code == NULL) {
+        dict_free(d);
+        return -1;
+    }
+    for (k = 0; k < size; k++) d->row[k] = -1;
+    d->size = size;
+    return 0;
+}
+
+static int dict_grow(Dict *d) {
+    Dict old = *d;
+    size_t k;
+    if (old.size > ((size_t)-1) / 4 || dict_alloc(d, old.size * 2) < 0) {
+        *d = old;
+        return -1;
+    }
+    d->count = old.count;
+    for (k = 0; k < old.size; k++) {
+        if (old.row[k] >= 0) {
+            size_t slot = (size_t)old.hash[k] & (d->size - 1);
+            while (d->row[slot] >= 0) slot = (slot + 1) & (d->size - 1);
+            d->hash[slot] = old.hash[k];
+            d->row[slot] = old.row[k];
+            d->code[slot] = old.code[k];
+        }
+    }
+    dict_free(&old);
+    return 0;
+}
+
+/* Ranks of the columns the scanner numbers (cat, name, and the four operator arguments). */
+#define N_CODED 6
+static const int CODED_SPANS[N_CODED] = {S_CAT, S_NAME, S_INPUT_DIMS, S_INPUT_TYPE, S_INPUT_STRIDES, S_CONCRETE_INPUTS};
 
 typedef struct {
     unsigned char *ph;  /* [cap] */
@@ -387,9 +505,59 @@ typedef struct {
     double *floats;     /* [cap][N_FLOATS] */
     int64_t *ev_span;   /* [cap][2] */
     int64_t *slow;      /* [cap][4]: row, float column, lo, hi */
+    int32_t *codes;     /* [cap][N_CODED]: first-seen numbers among the kept events, -1 for others */
+    int64_t *firsts;    /* [N_CODED][cap]: the first row of each number */
+    Dict dicts[N_CODED];
     Py_ssize_t cap;
     Py_ssize_t n_slow;
 } Out;
+
+/* The first-seen numbers of event row's cat, name and (where recorded) operator arguments,
+ * for a kept event (X, i, I: what the reader numbers); -1 for any other. Returns -1 out of memory. */
+static int number_event(const Src *s, Out *o, Py_ssize_t row) {
+    const int64_t *spans = o->spans + row * 2 * N_SPANS;
+    int32_t *codes = o->codes + row * N_CODED;
+    unsigned char ph = o->ph[row];
+    int c;
+    if (ph != 'X' && ph != 'i' && ph != 'I') {
+        for (c = 0; c < N_CODED; c++) codes[c] = -1;
+        return 0;
+    }
+    for (c = 0; c < N_CODED; c++) {
+        int col = CODED_SPANS[c];
+        int64_t lo = spans[2 * col], hi = spans[2 * col + 1];
+        Dict *d = &o->dicts[c];
+        uint64_t h;
+        size_t slot;
+        if (hi == 0 && c >= 2) { /* an operator argument not recorded (cat and name: "") */
+            codes[c] = -1;
+            continue;
+        }
+        if (2 * (d->count + 1) > d->size && dict_grow(d) < 0) return -1;
+        h = hash_bytes(s->b + lo, (Py_ssize_t)(hi - lo));
+        slot = (size_t)h & (d->size - 1);
+        for (;;) {
+            int64_t r = d->row[slot];
+            if (r < 0) {
+                d->row[slot] = row;
+                d->hash[slot] = h;
+                d->code[slot] = (int32_t)d->count;
+                o->firsts[(Py_ssize_t)c * o->cap + (Py_ssize_t)d->count] = row;
+                codes[c] = (int32_t)d->count++;
+                break;
+            }
+            if (d->hash[slot] == h) {
+                const int64_t *first = o->spans + r * 2 * N_SPANS + 2 * col;
+                if (first[1] - first[0] == hi - lo && memcmp(s->b + first[0], s->b + lo, (size_t)(hi - lo)) == 0) {
+                    codes[c] = d->code[slot];
+                    break;
+                }
+            }
+            slot = (slot + 1) & (d->size - 1);
+        }
+    }
+    return 0;
+}
 
 /* Record a number for a float column: exact here, or left to the caller. */
 static int put_float(Out *o, Py_ssize_t row, int col, const Num *num, Py_ssize_t lo, Py_ssize_t hi) {
@@ -529,9 +697,11 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
     }
 }
 
-/* The events of the array at b[0] (the whole buffer: "[" events "]"); returns their count,
- * or -1 with *at the byte where it gave up. */
-static Py_ssize_t scan_events(const Src *s, Out *o, Py_ssize_t *at) {
+/* The events of the array at b[0] (the whole buffer: "[" events "]"): returns 1 if it read
+ * them all, else 0 with *at the byte where it gave up (-1: out of memory); *n_done: the
+ * events read whole (those before the one it gave up on: their columns are complete). */
+static int scan_events(const Src *s, Out *o, Py_ssize_t *at, Py_ssize_t *n_done) {
+    /* (returns -1 out of memory) */
     Py_ssize_t i = ws(s, 0), n = 0;
     if (AT(s, i) != '[') goto fail;
     i = ws(s, i + 1);
@@ -637,6 +807,10 @@ static Py_ssize_t scan_events(const Src *s, Out *o, Py_ssize_t *at) {
         }
         i++; /* the closing brace */
         o->ev_span[2 * n + 1] = i;
+        if (number_event(s, o, n) < 0) {
+            *n_done = n;
+            return -1;
+        }
         n++;
         i = ws(s, i);
         if (AT(s, i) == ']') goto end;
@@ -645,11 +819,13 @@ static Py_ssize_t scan_events(const Src *s, Out *o, Py_ssize_t *at) {
     }
 end:
     /* Nothing may follow the array (the caller's buffer is exactly "[" piece "]"). */
+    *n_done = n;
     if (ws(s, i + 1) != s->n) goto fail;
-    return n;
+    return 1;
 fail:
     *at = i;
-    return -1;
+    *n_done = n;
+    return 0;
 }
 
 /* A writable C-contiguous buffer of at least need bytes. */
@@ -664,22 +840,28 @@ static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *
 }
 
 PyDoc_STRVAR(scan_doc,
-             "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow) -> (n, at, n_slow)\n\n"
+             "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow, codes, firsts) -> (ok, n, at, n_slow, counts)\n\n"
              "Scan the events of data (b'[' + events + b']') into the caller's writable buffers, sized for\n"
              "cap = len(ph) events: ph uint8[cap], spans int64[cap, 2*N_SPANS], pidtid int64[cap, 2],\n"
              "ints int64[cap, N_INTS], floats float64[cap, N_FLOATS], ev_span int64[cap, 2],\n"
-             "slow int64[cap, 4]. n = -1 where the scanner gave up (at: the byte where).");
+             "slow int64[cap, 4], codes int32[cap, N_CODED], firsts int64[N_CODED, cap].\n"
+             "ok: 1 if it read every event, else 0 and at: the byte where it gave up;\n"
+             "n: the events read whole (all, or those before the one it gave up on); n_slow: rows of slow;\n"
+             "counts: the distinct strings of each numbered column (cat, name, Input Dims, Input type,\n"
+             "Input Strides, Concrete Inputs: codes in first-seen order among the kept events, X, i, I).");
 
 static PyObject *kscan_scan(PyObject *self, PyObject *args) {
-    PyObject *objs[8];
-    Py_buffer v[8];
+    PyObject *objs[10];
+    Py_buffer v[10];
     int k, got = 0;
-    Py_ssize_t cap, n, at = 0;
+    Py_ssize_t cap, n = 0, at = 0;
+    int ok;
+    PyObject *counts;
     Src src;
     Out o;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:scan", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:scan", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8], &objs[9]))
         return NULL;
     if (PyObject_GetBuffer(objs[0], &v[0], PyBUF_C_CONTIGUOUS) < 0) return NULL;
     got = 1;
@@ -687,9 +869,10 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
     got = 2;
     cap = v[1].len;
     {
-        const Py_ssize_t widths[8] = {0, 1, 16 * N_SPANS, 16, 8 * N_INTS, 8 * N_FLOATS, 16, 32};
-        static const char *const names[8] = {"data", "ph", "spans", "pidtid", "ints", "floats", "ev_span", "slow"};
-        for (k = 2; k < 8; k++) {
+        const Py_ssize_t widths[10] = {0, 1, 16 * N_SPANS, 16, 8 * N_INTS, 8 * N_FLOATS, 16, 32, 4 * N_CODED, 8 * N_CODED};
+        static const char *const names[10] = {"data",    "ph",   "spans", "pidtid", "ints",
+                                              "floats", "ev_span", "slow", "codes",  "firsts"};
+        for (k = 2; k < 10; k++) {
             if (cap > PY_SSIZE_T_MAX / widths[k]) {
                 PyErr_SetString(PyExc_ValueError, "too many events");
                 goto error;
@@ -707,112 +890,39 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
     o.floats = (double *)v[5].buf;
     o.ev_span = (int64_t *)v[6].buf;
     o.slow = (int64_t *)v[7].buf;
+    o.codes = (int32_t *)v[8].buf;
+    o.firsts = (int64_t *)v[9].buf;
     o.cap = cap;
     o.n_slow = 0;
-    Py_BEGIN_ALLOW_THREADS
-    n = scan_events(&src, &o, &at);
-    Py_END_ALLOW_THREADS
-    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
-    return Py_BuildValue("nnn", n, n < 0 ? at : (Py_ssize_t)0, n < 0 ? (Py_ssize_t)0 : o.n_slow);
-error:
-    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
-    return NULL;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* First-seen codes of byte strings                                                           */
-/* ---------------------------------------------------------------------------------------- */
-
-static uint64_t fnv1a(const unsigned char *p, Py_ssize_t len) {
-    uint64_t h = 14695981039346656037ULL;
-    Py_ssize_t j;
-    for (j = 0; j < len; j++) h = (h ^ p[j]) * 1099511628211ULL;
-    return h;
-}
-
-/* codes[i]: the first-seen number of b[lo[i]:hi[i]] among the rows; firsts[c]: the first row
- * with code c. Returns the number of distinct strings, -1 for a bad range, -2 out of memory. */
-static Py_ssize_t code_spans(const unsigned char *b, Py_ssize_t nb, const int64_t *lo, const int64_t *hi,
-                             Py_ssize_t n, int64_t *codes, int64_t *firsts) {
-    size_t size = 16, mask, s;
-    Py_ssize_t i, m = 0;
-    int64_t *slot_row;
-    uint64_t *slot_hash;
-    for (i = 0; i < n; i++)
-        if (lo[i] < 0 || hi[i] < lo[i] || hi[i] > nb) return -1;
-    while (size < (size_t)n * 2 + 2) size *= 2;
-    mask = size - 1;
-    slot_row = (int64_t *)PyMem_RawMalloc(size * sizeof(int64_t));
-    slot_hash = (uint64_t *)PyMem_RawMalloc(size * sizeof(uint64_t));
-    if (slot_row == NULL || slot_hash == NULL) {
-        PyMem_RawFree(slot_row);
-        PyMem_RawFree(slot_hash);
-        return -2;
-    }
-    for (s = 0; s < size; s++) slot_row[s] = -1;
-    for (i = 0; i < n; i++) {
-        Py_ssize_t len = (Py_ssize_t)(hi[i] - lo[i]);
-        const unsigned char *p = b + lo[i];
-        uint64_t h = fnv1a(p, len);
-        s = (size_t)(h & mask);
-        for (;;) {
-            int64_t r = slot_row[s];
-            if (r < 0) {
-                slot_row[s] = i;
-                slot_hash[s] = h;
-                firsts[m] = i;
-                codes[i] = m++;
-                break;
-            }
-            if (slot_hash[s] == h && hi[r] - lo[r] == len && memcmp(b + lo[r], p, (size_t)len) == 0) {
-                codes[i] = codes[r];
-                break;
-            }
-            s = (s + 1) & mask;
+    memset(o.dicts, 0, sizeof(o.dicts));
+    for (k = 0; k < N_CODED; k++) {
+        if (dict_alloc(&o.dicts[k], 1024) < 0) {
+            while (k-- > 0) dict_free(&o.dicts[k]);
+            PyErr_NoMemory();
+            goto error;
         }
     }
-    PyMem_RawFree(slot_row);
-    PyMem_RawFree(slot_hash);
-    return m;
-}
-
-PyDoc_STRVAR(code_doc,
-             "code(data, lo, hi, codes, firsts) -> m\n\n"
-             "First-seen codes of the byte strings data[lo[i]:hi[i]] (lo, hi: int64 buffers of n items) into\n"
-             "codes (int64[n]); firsts[c] (int64[n]) is the first row with code c; m distinct strings.\n"
-             "Equal bytes, equal code (compared, not only hashed).");
-
-static PyObject *kscan_code(PyObject *self, PyObject *args) {
-    PyObject *objs[5];
-    Py_buffer v[5];
-    int k, got = 0;
-    Py_ssize_t n, m;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOO:code", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
-    for (k = 0; k < 5; k++) {
-        int flags = k >= 3 ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
-        if (PyObject_GetBuffer(objs[k], &v[k], flags) < 0) goto error;
-        got = k + 1;
-    }
-    n = v[1].len / 8;
-    if (v[1].len % 8 || v[2].len != v[1].len || v[3].len < v[1].len || v[4].len < v[1].len) {
-        PyErr_SetString(PyExc_ValueError, "code: lo, hi, codes and firsts must be int64 buffers of n items");
-        goto error;
-    }
     Py_BEGIN_ALLOW_THREADS
-    m = code_spans((const unsigned char *)v[0].buf, v[0].len, (const int64_t *)v[1].buf, (const int64_t *)v[2].buf,
-                   n, (int64_t *)v[3].buf, (int64_t *)v[4].buf);
+    ok = scan_events(&src, &o, &at, &n);
     Py_END_ALLOW_THREADS
-    if (m == -1) {
-        PyErr_SetString(PyExc_ValueError, "code: a byte range outside the data");
-        goto error;
-    }
-    if (m == -2) {
-        PyErr_NoMemory();
-        goto error;
-    }
     for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
-    return PyLong_FromSsize_t(m);
+    counts = PyTuple_New(N_CODED);
+    for (k = 0; k < N_CODED; k++) {
+        if (counts != NULL) PyTuple_SET_ITEM(counts, k, PyLong_FromSize_t(o.dicts[k].count));
+        dict_free(&o.dicts[k]);
+    }
+    if (counts == NULL) return NULL;
+    for (k = 0; k < N_CODED; k++) {
+        if (PyTuple_GET_ITEM(counts, k) == NULL) {
+            Py_DECREF(counts);
+            return NULL;
+        }
+    }
+    if (ok < 0) {
+        Py_DECREF(counts);
+        return PyErr_NoMemory();
+    }
+    return Py_BuildValue("innnN", ok, n, at, o.n_slow, counts);
 error:
     for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return NULL;
@@ -820,15 +930,20 @@ error:
 
 static PyMethodDef kscan_methods[] = {
     {"scan", kscan_scan, METH_VARARGS, scan_doc},
-    {"code", kscan_code, METH_VARARGS, code_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static int kscan_exec(PyObject *m) {
     PyObject *keys;
     int k;
+    init_tables();
+    if (init_key_lengths() < 0) {
+        PyErr_SetString(PyExc_SystemError, "_kscan: an args key too long, or too many of one length");
+        return -1;
+    }
+    init_seed();
     if (PyModule_AddIntConstant(m, "N_INTS", N_INTS) < 0 || PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
-        PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0)
+        PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0 || PyModule_AddIntConstant(m, "N_CODED", N_CODED) < 0)
         return -1;
 #ifdef TRACEVIEW_SOURCE_SHA256
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */

@@ -9,6 +9,11 @@ Handled shapes: ``{"traceEvents": [...], ...}`` objects and bare top-level event
 float-microsecond (ns-resolution) and integer-microsecond timestamps; ``baseTimeNanoseconds``;
 2021-era capitalised categories; ROCm/HIP traces (string stream ids on runtime events);
 MTIA device events; ``B``/``E`` begin/end pairs; traces with no GPU events.
+
+Big files are read in byte ranges (``loading/pieces.py``), and there a C scanner
+(``native.py``, ``_kscan.c``) writes most pieces' columns (``_Part``) without decoding
+events into Python objects; what it does not read comes through ``_part`` below, and the
+tables are identical either way.
 """
 
 from __future__ import annotations

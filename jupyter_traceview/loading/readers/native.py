@@ -11,9 +11,9 @@ The scanner handles the common subset (complete, instant, flow and metadata even
 ASCII text, integer pids and tids, the usual ``args`` and memory records) and validates the
 JSON it reads as strictly as msgspec: where a piece holds anything else (B/E pairs, Kineto's
 ``Spans`` pseudo-events, string pids or streams, escapes in names, non-ASCII text,
-malformed events, ...) or is not valid JSON, :func:`piece_part` returns None and the caller
-reads that piece with the msgspec path, which gives the same columns or the error it always
-gave. ``TRACEVIEW_NATIVE=0`` in the environment turns the native path off; without the
+malformed events, ...) or is not valid JSON, the scanner gives up there and the caller
+(``pieces._piece_columns``) has msgspec read from that event on (the next 64 KB, after which
+the scanner resumes), which gives the same columns or the error it always gave. ``TRACEVIEW_NATIVE=0`` in the environment turns the native path off; without the
 compiled module it is off too, silently.
 """
 
@@ -30,7 +30,7 @@ from ...model.schema import EventKind
 from . import kineto as K
 from . import memory, op_args
 
-__all__ = ["AVAILABLE", "Scratch", "piece_part"]
+__all__ = ["AVAILABLE", "Scratch", "part", "piece_part", "scan", "scratch"]
 
 try:
     if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
@@ -73,13 +73,25 @@ _N_FLOATS = 6
 _CAT, _NAME, _COLLECTIVE, _DTYPE, _PG_NAME, _PG_DESC, _DIMS = range(7)
 _N_SPANS = 10
 _OP_SPANS = {f: _DIMS + j for j, f in enumerate(op_args.FIELDS)}
-if _kscan is not None and (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS) != (_N_INTS, _N_FLOATS, _N_SPANS):
+# Columns the scanner numbers (first-seen among the kept events): cat, name, the op arguments.
+_CAT_CODES, _NAME_CODES = 0, 1
+_OP_CODES = {f: 2 + j for j, f in enumerate(op_args.FIELDS)}
+_N_CODED = 6
+if _kscan is not None and (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS, _kscan.N_CODED) != (
+    _N_INTS,
+    _N_FLOATS,
+    _N_SPANS,
+    _N_CODED,
+):
     _kscan = None  # a module of another version: never misread its columns
     AVAILABLE = False
 
 #: A Kineto event is longer than this many bytes in any profiler's output; a piece with
 #: more events than its size allows at this length is left to the msgspec path.
 _MIN_EVENT_BYTES = 16
+#: The most events one scan writes (a piece far bigger than the 4 MB the reader cuts, with no
+#: cut found in it, is read this many events at a time: the scanner stops there and resumes).
+_MAX_ROWS = 1 << 20
 
 _PH_LUT = np.full(256, -1, np.int8)
 for _p, _c in K._PHASE_CODE.items():
@@ -108,41 +120,65 @@ class Scratch:
         self.floats = np.empty((cap, _N_FLOATS), np.float64)
         self.ev_span = np.empty((cap, 2), np.int64)
         self.slow = np.empty((cap, 4), np.int64)
+        self.codes = np.empty((cap, _N_CODED), np.int32)
+        self.firsts = np.empty((_N_CODED, cap), np.int64)
+        self.counts: tuple[int, ...] = (0,) * _N_CODED
 
 
-def piece_part(data: bytes, state: K._FileState, offset: int, scratch: Scratch | None = None) -> tuple[Any, int] | None:
-    """``(kineto._Part, number of events)`` of one piece (``b"[" + events + b"]"``), or None
-    where the msgspec path must read it (``state`` is then untouched). ``offset``: the index
-    in the file of the piece's first event."""
-    if _kscan is None:
-        return None
-    s = scratch if scratch is not None else Scratch()
-    s.ensure(len(data) // _MIN_EVENT_BYTES + 16)
-    n, _at, n_slow = _kscan.scan(data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
-    if n < 0:
-        return None
+def scratch() -> Scratch | None:
+    """Buffers for :func:`scan`, or None where the native path is off (msgspec reads everything)."""
+    return None if _kscan is None else Scratch()
+
+
+def scan(data: bytes, s: Scratch) -> tuple[bool, int, int]:
+    """Scan a piece (``b"[" + events + b"]"``) into ``s``: ``(ok, n, at)``. ``ok``: every event
+    was read; else ``at`` is the byte where the scanner gave up. ``n``: the events read whole
+    (all of them, or those before the one it gave up on), whose columns :func:`part` can use."""
+    assert _kscan is not None
+    s.ensure(min(len(data) // _MIN_EVENT_BYTES + 16, _MAX_ROWS))
+    ok, n, at, n_slow, s.counts = _kscan.scan(
+        data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts
+    )
     for row, col, lo, hi in s.slow[:n_slow].tolist():
+        if row >= n:
+            break  # the event it gave up on
         value = float(data[lo:hi])
         if value in (np.inf, -np.inf):  # msgspec refuses a number out of a double's range
-            return None
+            return False, row, int(s.ev_span[row, 0])
         s.floats[row, col] = value
+    return bool(ok), n, at
+
+
+def part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> Any:
+    """``kineto._Part`` of the first ``n`` scanned events of ``data``, or None where the msgspec
+    path must read them (``state`` is then untouched). ``offset``: the index in the file of
+    the first event."""
     try:
-        return _part(data, n, s, state, offset), n
+        return _part(data, n, s, state, offset)
     except _GiveUp:
         return None
 
 
-def _code(data: bytes, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First-seen codes of the byte strings ``data[lo[i]:hi[i]]``, and each code's first row."""
-    lo = np.ascontiguousarray(lo, dtype=np.int64)
-    hi = np.ascontiguousarray(hi, dtype=np.int64)
-    codes = np.empty(len(lo), np.int64)
-    firsts = np.empty(len(lo), np.int64)
-    m = _kscan.code(data, lo, hi, codes, firsts)
-    return codes, firsts[:m]
+def piece_part(data: bytes, state: K._FileState, offset: int, scratch: Scratch | None = None) -> tuple[Any, int] | None:
+    """``(kineto._Part, number of events)`` of one whole piece (``b"[" + events + b"]"``), or
+    None where the msgspec path must read it (``state`` is then untouched)."""
+    if _kscan is None:
+        return None
+    s = scratch if scratch is not None else Scratch()
+    ok, n, _at = scan(data, s)
+    if not ok:
+        return None
+    got = part(data, n, s, state, offset)
+    return None if got is None else (got, n)
 
 
-def _texts(data: bytes, lo: np.ndarray, hi: np.ndarray) -> list[str]:
+def _first_texts(data: bytes, s: Scratch, coded: int, span: int, order: np.ndarray | None = None) -> list[str]:
+    """The distinct texts of a numbered column, by number (or in ``order``): each from the
+    span (column ``span``) of the first row the scanner met it in."""
+    rows = s.firsts[coded, : s.counts[coded]]
+    if order is not None:
+        rows = rows[order]
+    lo, hi = s.spans[rows, 2 * span], s.spans[rows, 2 * span + 1]
     return [data[a:b].decode() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
 
 
@@ -164,12 +200,13 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     n_flow = int(counts[K._PH["s"]] + counts[K._PH["f"]] + counts[K._PH["t"]])
     is_instant = phc[k] != K._PH["X"]
     sk = s.spans[k]
-    cat_codes, cat_first = _code(data, sk[:, 2 * _CAT], sk[:, 2 * _CAT + 1])
-    cat_values = _texts(data, sk[cat_first, 2 * _CAT], sk[cat_first, 2 * _CAT + 1])
+    ck = s.codes[k]
+    cat_codes = ck[:, _CAT_CODES]
+    cat_values = _first_texts(data, s, _CAT_CODES, _CAT)
     if "Trace" in cat_values:
         raise _GiveUp  # Kineto's profiler span and iteration markers
-    name_codes, name_first = _code(data, sk[:, 2 * _NAME], sk[:, 2 * _NAME + 1])
-    names = _texts(data, sk[name_first, 2 * _NAME], sk[name_first, 2 * _NAME + 1])
+    name_codes = ck[:, _NAME_CODES]
+    names = _first_texts(data, s, _NAME_CODES, _NAME)
     fk = s.floats[k]
     ts = fk[:, _TS].copy()
     dur = fk[:, _DUR].copy()
@@ -255,7 +292,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
         comm_rows=comm_rows,
         comm=comm,
         mem=_memory(ik, name_codes, names),
-        op=_op_args(data, sk, kind),
+        op=_op_args(data, s, ck, kind),
     )
 
 
@@ -299,22 +336,26 @@ def _comm(
     return comm_rows, comm
 
 
-def _op_args(data: bytes, sk: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
+def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
     """CPU operators with Input Dims and their four argument texts, as op_args.collect reads them."""
     cpu = np.flatnonzero(kind == K._CODE[EventKind.CPU_OP])
-    dims = _OP_SPANS["input_dims"]
-    has_dims = sk[cpu, 2 * dims + 1] > 0
-    rows = cpu[has_dims]
-    cs = sk[rows]
-    codes, values = {}, {}
-    zero = np.zeros(1, np.int64)
+    rows = cpu[ck[cpu, _OP_CODES["input_dims"]] >= 0]
+    codes: dict[str, np.ndarray] = {}
+    values: dict[str, list[str]] = {}
     for f in op_args.FIELDS:
-        j = _OP_SPANS[f]
-        lo, hi = cs[:, 2 * j], cs[:, 2 * j + 1]
-        # Code 0: not recorded (an empty range), as op_args._coded numbers b"" first.
-        c, firsts = _code(data, np.concatenate([zero, lo]), np.concatenate([zero, hi]))
-        codes[f] = (c[1:] - 1).astype(np.int32)
-        values[f] = [data[lo[i - 1] : hi[i - 1]].decode() for i in firsts[1:].tolist()]
+        # The scanner numbered the texts among all kept events: renumber them in order of
+        # first appearance among these rows (op_args._coded's numbers; -1: not recorded).
+        c = ck[rows, _OP_CODES[f]]
+        present = c >= 0
+        if not present.any():
+            codes[f], values[f] = np.full(len(rows), -1, np.int32), []
+            continue
+        used, first_at = np.unique(c[present], return_index=True)
+        order = used[np.argsort(first_at, kind="stable")]
+        lut = np.full(int(used[-1]) + 1, -1, np.int32)
+        lut[order] = np.arange(len(order), dtype=np.int32)
+        codes[f] = np.where(present, lut[np.maximum(c, 0)], -1).astype(np.int32)
+        values[f] = _first_texts(data, s, _OP_CODES[f], _OP_SPANS[f], order)
     return op_args.OpArgs(rows=rows.astype(np.int64), codes=codes, values=values)
 
 
@@ -326,11 +367,14 @@ def _memory(ik: np.ndarray, name_codes: np.ndarray, names: list[str]) -> memory.
     rows = np.flatnonzero(np.isin(name_codes, codes))
     oom_codes = [i for i in codes if names[i] == "[OutOfMemory]"]
     picked = ik[rows]
+    # Device Type: a c10 number per record (the scanner gives up on strings), named once per value.
+    types, codes_of_type = np.unique(picked[:, _MEM_DEVICE_TYPE], return_inverse=True)
+    type_names = [memory.device_type_name(v) for v in types.tolist()]
     return memory.MemoryRows(
         rows=rows.astype(np.int64),
         oom=np.isin(name_codes[rows], oom_codes),
         ints={f: picked[:, col].copy() for f, col in _MEM_COLUMNS.items()},
-        device_type=[memory.device_type_name(v) for v in picked[:, _MEM_DEVICE_TYPE].tolist()],
+        device_type=[type_names[c] for c in codes_of_type.tolist()],
     )
 
 

@@ -66,21 +66,28 @@ def _msgspec_only() -> Iterator[None]:
 
 @contextmanager
 def _counting() -> Iterator[list[int]]:
-    """[pieces read by the scanner, pieces offered to it] while the block runs."""
+    """[parts read by the scanner, all parts] while the block runs (a piece is one part, or
+    several where the scanner gave up on some events and msgspec read them)."""
     counts = [0, 0]
-    original = native.piece_part
+    original_native, original_decoded = native.part, pieces._decoded_columns
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        got = original(*args, **kwargs)
+    def by_native(*args: Any, **kwargs: Any) -> Any:
+        got = original_native(*args, **kwargs)
         counts[0] += got is not None
-        counts[1] += 1
+        counts[1] += got is not None
         return got
 
-    native.piece_part = counted  # type: ignore[assignment]
+    def by_msgspec(*args: Any, **kwargs: Any) -> Any:
+        counts[1] += 1
+        return original_decoded(*args, **kwargs)
+
+    native.part = by_native  # type: ignore[assignment]
+    pieces._decoded_columns = by_msgspec  # type: ignore[assignment]
     try:
         yield counts
     finally:
-        native.piece_part = original  # type: ignore[assignment]
+        native.part = original_native  # type: ignore[assignment]
+        pieces._decoded_columns = original_decoded  # type: ignore[assignment]
 
 
 def _outcome(read: Callable[[], list[RankData]]) -> tuple[Any, ...]:
@@ -157,17 +164,11 @@ def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
     s = native.Scratch()
     s.ensure(8)
     with pytest.raises(ValueError, match="spans"):
-        k.scan(b"[]", s.ph, s.spans[:1], s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
+        k.scan(b"[]", s.ph, s.spans[:1], s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
+    with pytest.raises(ValueError, match="firsts"):
+        k.scan(b"[]", s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts[:1])
     with pytest.raises((TypeError, BufferError)):
-        k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
-    codes = np.empty(1, np.int64)
-    with pytest.raises(ValueError, match="outside"):
-        k.code(b"abc", np.array([1]), np.array([9]), codes, codes.copy())
-    with pytest.raises(ValueError, match="outside"):
-        k.code(b"abc", np.array([2]), np.array([1]), codes, codes.copy())
-    codes = np.empty(3, np.int64)
-    assert k.code(b"abab", np.array([0, 2, 1]), np.array([2, 4, 3]), codes, np.empty(3, np.int64)) == 2
-    assert codes.tolist() == [0, 0, 1]
+        k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
 
 
 # --------------------------------------------------------------------------------------
@@ -461,6 +462,31 @@ def test_the_scanner_reads_valid_edge_cases_itself() -> None:
 
 
 @needs_native
+@pytest.mark.parametrize(
+    "odd",
+    [
+        _event(pid=b'"7"'),  # a string pid: numbered by the msgspec path's labels
+        _event(cat=b'"a\\"b"'),  # an escape in a category
+        _event(args=b'{"rank": 1}'),
+        _event(ph=b'"B"'),  # read by the scanner, but not its part: msgspec reads the piece
+        _event(ts=b"1e400"),  # refused by msgspec: the whole-file read reports it
+    ],
+)
+def test_the_scanner_resumes_after_events_it_gives_up_on(odd: bytes) -> None:
+    """In a big piece, msgspec reads from the odd event to the next boundary 64 KB on, the
+    scanner the events before and after: identical tables."""
+    events = [_event(ts=b"%d" % (1000 + i), name=b'"k%d"' % (i % 7)) for i in range(4000)]
+    # Events are about 94 bytes: the scanner reads over 64 KB before each odd event, and
+    # msgspec the 64 KB after it.
+    events.insert(1000, odd)
+    events.insert(2500, odd)
+    data = _doc(events)
+    counts = _both(Path("resume.json"), data, 1 << 22)
+    if odd.count(b'"B"') == 0 and b"1e400" not in odd:
+        assert counts == [3, 5]  # scanner, msgspec, scanner, msgspec, scanner
+
+
+@needs_native
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(
     mantissa=st.integers(0, 10**25),
@@ -490,8 +516,10 @@ def test_random_bytes_never_crash_the_scanner() -> None:
         body = alphabet[rng.integers(0, len(alphabet), n)].tobytes()
         text = b"[" + body + b"]" if rng.random() < 0.7 else body
         s.ensure(len(text) // 16 + 16)
-        n_events, _, _ = native._kscan.scan(text, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow)
-        assert n_events >= -1
+        ok, n_events, at = native.scan(text, s)
+        assert 0 <= n_events <= len(text) and 0 <= at <= len(text)
+        if ok:
+            assert n_events == len(kineto._LIST_DECODER.decode(text))  # valid JSON, as msgspec says
 
 
 @needs_native
@@ -502,3 +530,27 @@ def test_a_built_trace_with_every_field_reads_identically(tmp_path: Path) -> Non
     kb.write(path, doc)
     data = path.read_bytes() if not path.name.endswith(".gz") else gzip.decompress(path.read_bytes())
     _both(path, data, 1 << 20)
+
+
+@needs_native
+def test_many_distinct_names_and_arguments_in_one_piece() -> None:
+    """The scanner's tables grow (thousands of distinct names, categories, argument texts)."""
+    events = [
+        _event(
+            name=b'"n%d"' % (i % 3001),
+            cat=b'"cpu_op"' if i % 2 else b'"c%d"' % (i % 1500),
+            args=b'{"Input Dims": [[%d]], "Input type": ["t%d"], "Concrete Inputs": ["%d"]}' % (i % 2500, i % 7, i),
+        )
+        for i in range(6000)
+    ]
+    counts = _both(Path("many.json"), _doc(events), 1 << 22, read=_in_pieces)
+    assert counts == [1, 1]
+
+
+@needs_native
+def test_a_piece_with_more_events_than_one_scan_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scanner stops at its row limit; msgspec reads the next 64 KB and the scanner resumes."""
+    monkeypatch.setattr(native, "_MAX_ROWS", 1000)
+    events = [_event(ts=b"%d" % (1000 + i), name=b'"k%d"' % (i % 11)) for i in range(5000)]
+    counts = _both(Path("rows.json"), _doc(events), 1 << 22, read=_in_pieces)
+    assert counts[0] >= 2 and counts[1] > counts[0]
