@@ -554,3 +554,12 @@ def test_a_piece_with_more_events_than_one_scan_holds(monkeypatch: pytest.Monkey
     events = [_event(ts=b"%d" % (1000 + i), name=b'"k%d"' % (i % 11)) for i in range(5000)]
     counts = _both(Path("rows.json"), _doc(events), 1 << 22, read=_in_pieces)
     assert counts[0] >= 2 and counts[1] > counts[0]
+
+
+@needs_native
+def test_small_events_make_the_scanner_take_more_rows() -> None:
+    """Rows are sized for events of a few hundred bytes; a piece of small ones is scanned again
+    with more rows, still by the scanner alone."""
+    events = [b'{"ph": "i", "s": "t", "name": "m", "pid": 1, "tid": 2, "ts": %d}' % i for i in range(40_000)]
+    counts = _both(Path("small.json"), _doc(events, n_plain=0), 1 << 22, read=_in_pieces)
+    assert counts == [1, 1]
