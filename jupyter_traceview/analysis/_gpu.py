@@ -121,12 +121,6 @@ def _lut(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
     return np.array([wanted.get(str(c), -1) for c in categorical.categories.tolist()] + [-1], dtype=np.int8)
 
 
-def _lookup(categorical: pd.Categorical, wanted: dict[str, int]) -> np.ndarray:
-    """Codes of a categorical column mapped through ``wanted`` (others and NaN -> -1)."""
-    out: np.ndarray = _lut(categorical, wanted)[np.asarray(categorical.codes)]
-    return out
-
-
 def activities(trace: Trace, rank: int, *, work_only: bool = False) -> Activities:
     """The GPU activities of ``rank``, clipped to ``trace.window`` (see ``gpu_activities``);
     with ``work_only`` only compute, communication and memory (as :meth:`Activities.work`).
@@ -155,7 +149,10 @@ def _shared(a: Activities, unions: dict[Any, iv.Intervals], variant: bool) -> Ac
 def _activities(ev: pd.DataFrame, window: tuple[int, int] | None, work_only: bool) -> Activities:
     gpu_class = ev["gpu_class"].array
     cls_lut = _lut(gpu_class, {c: i for i, c in enumerate(CLASSES)})
-    wanted = _lookup(ev["kind"].array, dict.fromkeys(_ACTIVITY_KINDS, 0)) == 0
+    kind = ev["kind"].array
+    # A flag per kind category (code -1, no kind: the trailing False), one gather.
+    is_activity = np.array([str(c) in _ACTIVITY_KINDS for c in kind.categories.tolist()] + [False], dtype=bool)
+    wanted = is_activity[np.asarray(kind.codes)]
     if work_only:
         cls_all = cls_lut[np.asarray(gpu_class.codes)]
         wanted &= (cls_all >= 0) & (cls_all < OTHER)

@@ -23,6 +23,8 @@ from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, scoped, warn_no_gpu
+from ._gpu import activities
+from ._memo import sharing
 
 __all__ = ["kernel_launch_stats"]
 
@@ -341,18 +343,32 @@ def _launch_rank(
     """One rank's launches (``per="launch"``: columns) or summary row; None without launches."""
     (r,) = trace.ranks
     ev = trace.rank_data(r).events
-    act, call = launched(ev)
-    keep = call >= 0
-    act, call = act[keep], call[keep]
-    if len(act) == 0:
-        return None
     ts = ev["ts_ns"].to_numpy()
     dur = ev["dur_ns"].to_numpy()
-    cpu_ts, cpu_dur = ts[call], dur[call]
-    if per == "launch":  # rows in launch order; the summary row's figures do not depend on it
-        order = np.lexsort((ts[act], cpu_ts))
-        act, call, cpu_ts, cpu_dur = act[order], call[order], cpu_ts[order], cpu_dur[order]
-    gpu_ts, gpu_dur = ts[act], dur[act]
+    if per == "rank" and trace.window is None and sharing():
+        # From the rank's GPU activities (shared, unclipped without a window): the same rows
+        # as ``launched``, their times at hand, the kinds tested at those rows only.
+        acts = activities(trace, r)
+        launched_kind = np.append(np.asarray(ev["kind"].array.categories.isin(LAUNCHED_KINDS), dtype=bool), False)
+        sel = np.flatnonzero(launched_kind[np.asarray(ev["kind"].array.codes)[acts.rows]] & (acts.launch_eid >= 0))
+        call = rows_of(ev, acts.launch_eid[sel])
+        keep = call >= 0
+        sel, call = sel[keep], call[keep]
+        act, gpu_ts, gpu_dur = acts.rows[sel], acts.ts[sel], acts.end[sel] - acts.ts[sel]
+        if len(act) == 0:
+            return None
+        cpu_ts, cpu_dur = ts[call], dur[call]
+    else:
+        act, call = launched(ev)
+        keep = call >= 0
+        act, call = act[keep], call[keep]
+        if len(act) == 0:
+            return None
+        cpu_ts, cpu_dur = ts[call], dur[call]
+        if per == "launch":  # rows in launch order; the summary row's figures do not depend on it
+            order = np.lexsort((ts[act], cpu_ts))
+            act, call, cpu_ts, cpu_dur = act[order], call[order], cpu_ts[order], cpu_dur[order]
+        gpu_ts, gpu_dur = ts[act], dur[act]
     delay = np.maximum(0, gpu_ts - (cpu_ts + cpu_dur))
     if outlier_rule == "tukey":
         runtime_cut = _tukey_fence(cpu_dur, tukey_k)

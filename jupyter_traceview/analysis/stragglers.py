@@ -205,7 +205,7 @@ def _views(
     no_comm: list[int] = []
     for r in trace.ranks:
         k = _comm_kernels(trace, r, arrival, window)
-        if k.empty:
+        if k is None:
             no_comm.append(r)
         else:
             parts.append(k)
@@ -220,7 +220,15 @@ def _views(
         if parts:
             _warn("stragglers: collectives need at least two ranks with communication kernels; the result is empty")
         return {v: empty(_COLUMNS[v]) for v in views}
-    kernels = pd.concat(parts, ignore_index=True)
+    # One frame for all ranks (texts as Python strings: converted once, in the views).
+    kernels = pd.DataFrame(
+        {
+            c: pd.array(np.concatenate([p[c] for p in parts]), dtype=object)
+            if c in ("collective", "pg_name")
+            else np.concatenate([p[c] for p in parts])
+            for c in parts[0]
+        }
+    )
 
     use_seq = match == "seq" or (
         match == "auto" and bool((kernels["seq"] >= 0).all()) and bool(kernels["pg_name"].notna().all())
@@ -251,12 +259,7 @@ def _views(
                 "stragglers: matched by order, but ranks launched different numbers of some collectives "
                 f"({shown}); the k-th of each were matched, check the trace covers the same steps on every rank"
             )
-    # One arrival per (collective, rank): the rank's first kernel of it.
-    kernels = kernels.sort_values([*key, "rank", "arrival_ns", "eid"], kind="stable")
-    kernels = kernels.drop_duplicates([*key, "rank"], keep="first")
-    kernels = kernels.loc[kernels["arrival_ns"] >= 0]
-    n_ranks = kernels.groupby(key)["rank"].transform("size")
-    kernels = kernels.loc[n_ranks.to_numpy() >= 2].copy()
+    kernels = _arrivals_per_rank(kernels, key)
     if kernels.empty:
         _warn("stragglers: no collective was found on two ranks or more; the result is empty")
         return {v: empty(_COLUMNS[v]) for v in views}
@@ -284,8 +287,11 @@ def _has_gpu(trace: Trace, rank: int) -> bool:
     )
 
 
-def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int] | None) -> pd.DataFrame:
-    """The rank's communication kernels with kind, stream, metadata and arrival time."""
+def _comm_kernels(
+    trace: Trace, rank: int, arrival: str, window: tuple[int, int] | None
+) -> dict[str, np.ndarray] | None:
+    """The rank's communication kernels with kind, stream, metadata and arrival time, as
+    columns (None without any)."""
     ev = trace.rank_data(rank).events
     kind = ev["kind"].array
     kind_codes = np.asarray(kind.codes)
@@ -302,7 +308,7 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
             is_comm = is_comm & (ts < window[1]) & (ts + ev["dur_ns"].to_numpy() > window[0])
         rows = np.flatnonzero(is_comm)
     if len(rows) == 0:
-        return pd.DataFrame()
+        return None
     table = lk.eid_rows(ev)
     comms = trace.rank_data(rank).comms
     meta_row = np.full(len(rows), -1, dtype=np.int64)  # row in ``comms``
@@ -345,19 +351,58 @@ def _comm_kernels(trace: Trace, rank: int, arrival: str, window: tuple[int, int]
     else:
         launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
         arr = np.where(launch >= 0, ts[np.maximum(launch, 0)], -1)
-    return pd.DataFrame(
-        {
-            "rank": rank,
-            "eid": ev["eid"].to_numpy()[rows],
-            "ts_ns": ts[rows],
-            "end_ns": ts[rows] + ev["dur_ns"].to_numpy()[rows],
-            "stream": ev["stream"].to_numpy()[rows],
-            "collective": collective.astype(str),
-            "seq": seq.astype(np.int64),
-            "pg_name": pd.array(pg, dtype=object),
-            "arrival_ns": arr.astype(np.int64),
-        }
-    )
+    return {
+        "rank": np.full(len(rows), rank, dtype=np.int64),
+        "eid": ev["eid"].to_numpy()[rows],
+        "ts_ns": ts[rows],
+        "end_ns": ts[rows] + ev["dur_ns"].to_numpy()[rows],
+        "stream": ev["stream"].to_numpy()[rows],
+        "collective": collective,  # Python strings (kind names and the metadata's texts)
+        "seq": seq.astype(np.int64),
+        "pg_name": pg,
+        "arrival_ns": arr.astype(np.int64),
+    }
+
+
+def _arrivals_per_rank(kernels: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """One arrival per (collective, rank), the rank's first kernel of it (then by eid), of
+    the collectives two ranks or more arrive at, sorted by ``key`` then rank.
+
+    ``sort_values([*key, "rank", "arrival_ns", "eid"])``, ``drop_duplicates([*key, "rank"])``,
+    arrivals >= 0, groups of two or more, with one sort of integer codes (text keys coded
+    in sorted order) and one take of the rows.
+    """
+    codes = []
+    for c in key:
+        col = kernels[c]
+        if pd.api.types.is_numeric_dtype(col.dtype):
+            codes.append(col.to_numpy())
+        else:
+            codes.append(pd.factorize(col, sort=True)[0])  # codes in the values' sort order
+    rank = kernels["rank"].to_numpy()
+    arrival = kernels["arrival_ns"].to_numpy()
+    order = np.lexsort((kernels["eid"].to_numpy(), arrival, rank, *codes[::-1]))
+    n = len(order)
+    same_key = np.ones(max(n - 1, 0), dtype=bool)  # row i + 1 has row i's key
+    for cc in codes:
+        v = cc[order]
+        same_key &= v[1:] == v[:-1]
+    r = rank[order]
+    first_of_rank = np.ones(n, dtype=bool)
+    first_of_rank[1:] = ~(same_key & (r[1:] == r[:-1]))
+    keep = first_of_rank & (arrival[order] >= 0)
+    rows = order[keep]
+    # Groups of equal keys among the kept rows: contiguous; sizes from their boundaries.
+    starts_mask = np.zeros(len(rows), dtype=bool)
+    if len(rows):
+        starts_mask[0] = True
+        for cc in codes:
+            v = cc[rows]
+            starts_mask[1:] |= v[1:] != v[:-1]
+    starts = np.flatnonzero(starts_mask)
+    size = np.diff(np.append(starts, len(rows)))
+    rows = rows[np.repeat(size >= 2, size)]
+    return kernels.take(rows).reset_index(drop=True)
 
 
 def _pos_of_rows(c_rows: np.ndarray, c_pos: np.ndarray, at: np.ndarray) -> np.ndarray:

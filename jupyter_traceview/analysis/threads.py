@@ -114,48 +114,51 @@ def thread_states(
     ev: pd.DataFrame, window: tuple[int, int] | None, pattern: str = DATALOADER_PATTERN
 ) -> dict[tuple[int, int], dict[str, iv.Intervals]]:
     """Per (pid, tid): the disjoint unions of its ``op``, ``dataloader`` and ``python`` states."""
-    mask = lk.category_mask(ev["kind"], _HOST_KINDS)
     ts = ev["ts_ns"].to_numpy()
     dur = ev["dur_ns"].to_numpy()
-    if window is not None:
-        mask = mask & (ts < window[1]) & (ts + dur > window[0])
-    rows = np.flatnonzero(mask)
     # Kinds and names decided once per category, not per event. Each row's state: 0 op,
-    # 1 data loader, 2 Python, 3 none (the kinds of the three are disjoint).
+    # 1 data loader, 2 Python, 3 another annotation, 4 not a host event (the kinds of the
+    # states are disjoint); the host rows are those in states 0-3.
     kind_cats = ev["kind"].cat.categories.astype(str).tolist()
     op_kinds = set(_OP_KINDS)
     kind_state = np.array(
-        [0 if k in op_kinds else 2 if k == EventKind.PYTHON_FUNCTION.value else 3 for k in kind_cats] + [3],
-        dtype=np.int64,
+        [
+            0 if k in op_kinds else 2 if k == EventKind.PYTHON_FUNCTION.value else 3 if k in _HOST_KINDS else 4
+            for k in kind_cats
+        ]
+        + [4],
+        dtype=np.int8,
     )
-    kind_codes = np.asarray(ev["kind"].array.codes)[rows]
-    state = kind_state[kind_codes]
+    state_all = kind_state[np.asarray(ev["kind"].array.codes)]
+    mask = state_all < 4
+    if window is not None:
+        mask &= (ts < window[1]) & (ts + dur > window[0])
+    rows = np.flatnonzero(mask)
+    state = state_all[rows]
     cats = pd.Index(ev["name"].cat.categories.astype(str))
     rx = re.compile(pattern)
     # Over a list: iterating the (Arrow-backed) Index costs ~5 us a name.
     is_loader_name = np.fromiter((rx.search(c) is not None for c in cats.tolist()), dtype=bool, count=len(cats))
     if is_loader_name.any():
         codes = ev["name"].cat.codes.to_numpy()[rows]
-        is_annotation = np.append(
-            np.array([k == EventKind.USER_ANNOTATION.value for k in kind_cats], dtype=bool), False
-        )
-        state[is_annotation[kind_codes] & np.append(is_loader_name, False)[codes]] = 1
-    s = ts[rows]
-    e = s + dur[rows]
-    if window is not None:
-        s, e = np.maximum(s, window[0]), np.minimum(e, window[1])
+        state[(state == 3) & np.append(is_loader_name, False)[codes]] = 1
     pid = ev["pid"].to_numpy()[rows]
     tid = ev["tid"].to_numpy()[rows]
     out: dict[tuple[int, int], dict[str, iv.Intervals]] = {}
     ids, first = _thread_ids(pid, tid)
     # The rows of each (thread, state), in row order (a stable sort by the pair): the rows a
     # mask per thread and state would select, found in one pass instead of one per thread.
-    key = ids * 4 + state
+    key = ids * 4
+    key += state
     n_keys = 4 * len(first)
     order = np.argsort(key.astype(np.int16) if n_keys <= 2**15 else key, kind="stable")
     bounds = np.zeros(n_keys + 1, dtype=np.int64)
     np.cumsum(np.bincount(key, minlength=n_keys), out=bounds[1:])
-    s, e = s[order], e[order]
+    at = rows[order]
+    s = ts[at]
+    e = s + dur[at]
+    if window is not None:
+        s, e = np.maximum(s, window[0]), np.minimum(e, window[1])
 
     def union_of(t: int, st: int) -> iv.Intervals:
         a, b = int(bounds[4 * t + st]), int(bounds[4 * t + st + 1])
@@ -175,12 +178,28 @@ def _minus(a: iv.Intervals, b: iv.Intervals) -> iv.Intervals:
 
 
 def _thread_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A dense id per (pid, tid) and each id's first row (a rank has few threads: each
-    column is hashed on its own and the pairs counted densely; as :func:`._links.row_ids`,
-    whose ids are numbered by first row, the ids here may be numbered otherwise)."""
+    """A dense id per (pid, tid) and each id's first row (as :func:`._links.row_ids`, whose
+    ids are numbered by first row; the ids here may be numbered otherwise).
+
+    Events in time order come in runs on one thread: the ids are found for the runs
+    (:func:`_run_thread_ids`), then repeated over each run's rows.
+    """
     n = len(pid)
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(pid[1:], pid[:-1], out=change[1:])
+    change[1:] |= tid[1:] != tid[:-1]
+    starts = np.flatnonzero(change)
+    run_ids, run_first = _run_thread_ids(pid[starts], tid[starts])
+    return np.repeat(run_ids, np.diff(np.append(starts, n))), starts[run_first]
+
+
+def _run_thread_ids(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_thread_ids` without the runs (a rank has few threads: each column is hashed
+    on its own and the pairs counted densely)."""
+    n = len(pid)
     p_codes, n_p = _codes(pid)
     t_codes, n_t = _codes(tid)
     if n_p * n_t > 4 * n + 1024:  # many threads: pack and hash the pairs

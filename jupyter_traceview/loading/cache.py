@@ -18,7 +18,6 @@ to catch damage, not tampering by someone who can write to the cache folder.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -37,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc
 
 from ..model.classify import Classifier, rules_key
-from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, frame_of, paused_gc, shared_dtype
+from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, columns_index, frame_of, paused_gc, shared_dtype
 from ..model.rank_data import RankData, RankMeta
 from ..model.schema import READER_VERSION, SCHEMA_VERSION
 from ..model.trace import classified
@@ -143,7 +142,7 @@ def _from_arrow(batch: pa.RecordBatch) -> pd.DataFrame:
             columns.append(pd.Categorical.from_codes(codes, dtype=_dictionary_dtype(array.dictionary)))
         else:
             columns.append(array.to_numpy(zero_copy_only=False))
-    return frame_of(columns, _columns_index(tuple(batch.schema.names)), batch.num_rows)
+    return frame_of(columns, columns_index(tuple(batch.schema.names)), batch.num_rows)
 
 
 def _codes(indices: pa.Array) -> np.ndarray:
@@ -157,11 +156,6 @@ def _codes(indices: pa.Array) -> np.ndarray:
         valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
         codes = np.where(valid.view(bool), codes, np.array(-1, dtype))
     return codes
-
-
-@functools.lru_cache(maxsize=64)
-def _columns_index(names: tuple[str, ...]) -> pd.Index:
-    return pd.Index(list(names))
 
 
 def _dictionary_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
@@ -179,15 +173,23 @@ def _dictionary_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
     return shared_dtype(key, lambda: _build_dtype(dictionary))
 
 
+#: Dictionaries of up to this many categories are checked for duplicates by a Python set.
+_SET_CHECKED = 4096
+
+
 def _build_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
     if isinstance(STR_DTYPE, pd.StringDtype) and STR_DTYPE.storage == "pyarrow":
         from pandas.arrays import ArrowStringArray
 
         # The categories as pandas holds str values: an Arrow large_string array, not copied.
-        # No nulls (checked by the caller); no duplicates, counted by Arrow's hash (a file
-        # that passed its CRC but repeats a category is a miss: pandas' check raises).
+        # No nulls (checked by the caller); no duplicates, counted by a set (few categories:
+        # cheaper than the first call of an Arrow kernel in a process) or by Arrow's hash (a
+        # file that passed its CRC but repeats a category is a miss: pandas' check raises).
         categories = pd.Index(ArrowStringArray(dictionary, dtype=STR_DTYPE), copy=False)
-        unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
+        if len(dictionary) <= _SET_CHECKED:
+            unique = len(set(dictionary.to_pylist())) == len(dictionary)
+        else:
+            unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
         return checked_dtype(categories, unique)
     return category_dtype(dictionary.to_pylist())
 

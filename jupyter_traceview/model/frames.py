@@ -11,6 +11,7 @@ and a frame is assembled from its columns as they are, one block per column.
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,7 +20,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["STR_DTYPE", "category_dtype", "checked_dtype", "frame", "frame_of", "paused_gc", "shared_dtype"]
+__all__ = [
+    "STR_DTYPE",
+    "category_dtype",
+    "checked_dtype",
+    "columns_index",
+    "frame",
+    "frame_of",
+    "paused_gc",
+    "shared_dtype",
+]
 
 try:  # pandas >= 3.0
     from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
@@ -106,7 +116,14 @@ def frame(columns: Mapping[str, Any], order: Sequence[str] | None = None) -> pd.
     # Two columns over one buffer would let a write through one change the other.
     if not plain or len({id(v if getattr(v, "base", None) is None else v.base) for v in values}) < len(values):
         return pd.DataFrame(dict(columns))
-    return frame_of(values, pd.Index(list(columns)), n)
+    return frame_of(values, columns_index(tuple(columns)), n)
+
+
+@functools.lru_cache(maxsize=256)
+def columns_index(names: tuple[str, ...]) -> pd.Index:
+    """The column index of these names, built once (a frame's column index is immutable; on
+    pandas 3 building one converts the names to an Arrow string array: ~30 us a frame)."""
+    return pd.Index(list(names))
 
 
 def frame_of(values: Sequence[Any], columns: pd.Index, n: int) -> pd.DataFrame:

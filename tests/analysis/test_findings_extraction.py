@@ -34,7 +34,7 @@ def test_codes_in_as_isin() -> None:
     rng = np.random.default_rng(1)
     categories = pd.Index(["a", "b", "c", "d", "e"])
     codes = rng.integers(-1, 5, size=1000).astype(np.int8)
-    for values in (["b", "e"], ["x"], [], ["a", "x", "d"]):
+    for values in (["b", "e"], ["x"], [], ["a", "x", "d"], ["e", "d", "c", "b", "a"], ["a", "a", "b", "c", "d"]):
         want = np.isin(codes, categories.get_indexer(values)[categories.get_indexer(values) >= 0])
         assert np.array_equal(_codes_in(codes, categories, values), want)
 

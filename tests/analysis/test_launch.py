@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -252,3 +253,24 @@ def test_per_rank_row_from_the_launch_rows(folder: str, rule: str) -> None:
                 want["runtime_outlier_cutoff_ns"] = _tukey_fence(cpu, 3.0)
                 want["launch_delay_outlier_cutoff_ns"] = _tukey_fence(delay, 3.0)
             assert {k: row[k] for k in want} == want, (folder, r)
+
+
+@pytest.mark.parametrize("folder", ["dlrm_8rank_v100", "hta_alexnet", "hta_mi250_rocm", "h100_bert_small"])
+def test_per_rank_from_the_shared_activities(folder: str) -> None:
+    """Inside a findings scope (shared activities), the summary rows come from the rank's
+    GPU activities instead of a pass over every event: the same rows as outside, whole, in
+    a window (which keeps the pass over the events) and for some ranks."""
+    from jupyter_traceview.analysis._memo import shared_rank_facts
+
+    trace = tv.load(KINETO_FOLDERS[folder], cache=False, progress=False)
+    t0 = trace.t0_ns
+    for kw in ({}, {"time_range": (t0 + 1_000_000, t0 + 20_000_000)}, {"ranks": trace.ranks[-1]}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tv.TraceviewWarning)
+            want = tv.kernel_launch_stats(trace, per="rank", short_kernel_ns=5_000, **kw)
+            with shared_rank_facts():
+                got = tv.kernel_launch_stats(trace, per="rank", short_kernel_ns=5_000, **kw)
+                again = tv.kernel_launch_stats(trace, per="rank", short_kernel_ns=5_000, **kw)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+        pd.testing.assert_frame_equal(again, want, check_exact=True)
+    assert len(want) > 0

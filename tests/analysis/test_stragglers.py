@@ -347,8 +347,8 @@ def _match_with_groupby(kernels: pd.DataFrame, key: list[str]) -> tuple[pd.DataF
 
 @pytest.mark.parametrize("folder", ["dlrm_8rank_v100", "hta_dlrm_2of128_ranks", "h100_bert_small"])
 def test_match_as_with_groupby(folder: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every view matched with numpy reductions over the contiguous groups equals the views
-    the groupby version gave, by sequence number and by order, by kernel and launch arrival,
+    """Every view matched with numpy reductions over the contiguous groups (arrivals from one
+    integer sort) equals the views the pandas version gave, by sequence number and by order, by kernel and launch arrival,
     whole and in a window; and synthetic ties (equal arrivals: the lowest rank is last)."""
     import importlib
 
@@ -362,6 +362,7 @@ def test_match_as_with_groupby(folder: str, monkeypatch: pytest.MonkeyPatch) -> 
             warnings.simplefilter("ignore", tv.TraceviewWarning)
             got = sg.straggler_views(trace, views=("rank", "collective", "arrival"), **kw)
             monkeypatch.setattr(sg, "_match", _match_with_groupby)
+            monkeypatch.setattr(sg, "_arrivals_per_rank", _arrivals_before)
             want = sg.straggler_views(trace, views=("rank", "collective", "arrival"), **kw)
             monkeypatch.undo()
         for v in want:
@@ -388,3 +389,40 @@ def test_match_as_with_groupby(folder: str, monkeypatch: pytest.MonkeyPatch) -> 
         new_coll.astype(COLLECTIVE_COLUMNS), old_coll.astype(COLLECTIVE_COLUMNS), check_exact=True
     )
     assert new_coll["last_rank"].tolist() == [1, 1, 3]  # by first arrival: b#1 (0), a#1 (5), a#2 (60)
+
+
+def _arrivals_before(kernels: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """``_views``' steps that ``_arrivals_per_rank`` replaces (pandas sort, drop_duplicates,
+    groupby transform): the reference."""
+    kernels = kernels.sort_values([*key, "rank", "arrival_ns", "eid"], kind="stable")
+    kernels = kernels.drop_duplicates([*key, "rank"], keep="first")
+    kernels = kernels.loc[kernels["arrival_ns"] >= 0]
+    n_ranks = kernels.groupby(key)["rank"].transform("size")
+    return kernels.loc[n_ranks.to_numpy() >= 2].copy().reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_arrivals_per_rank_as_sort_and_drop_duplicates(seed: int) -> None:
+    """One arrival per (collective, rank) from one integer sort, against the pandas steps it
+    replaces: text keys that sort unlike numbers ("10" < "9"), duplicate and negative
+    arrivals, ties broken by eid, collectives on one rank only; both matching keys."""
+    from jupyter_traceview.analysis.stragglers import _arrivals_per_rank
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    kernels = pd.DataFrame(
+        {
+            "rank": rng.integers(0, 5, size=n),
+            "eid": rng.permutation(n * 3)[:n],
+            "arrival_ns": rng.integers(-2, 40, size=n),
+            "collective": pd.array(rng.choice(["allreduce", "all_gather", "Broadcast"], size=n), dtype="str"),
+            "pg": pd.array(rng.choice(["0", "10", "9", "pg b"], size=n), dtype="str"),
+            "seq": rng.integers(0, 6, size=n),
+            "stream": rng.choice([7, 20], size=n),
+            "ordinal": rng.integers(0, 4, size=n),
+        }
+    )
+    for key in (["pg", "seq"], ["collective", "stream", "ordinal"]):
+        want = _arrivals_before(kernels, key)
+        got = _arrivals_per_rank(kernels, key)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)

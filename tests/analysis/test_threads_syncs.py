@@ -111,6 +111,14 @@ def test_thread_ids_partition_as_row_ids(n_pids: int, n_tids: int) -> None:
     assert np.array_equal(ids, ids[want_first][want_ids])
     empty_ids, empty_first = _thread_ids(pid[:0], tid[:0])
     assert len(empty_ids) == 0 and len(empty_first) == 0
+    # Rows in runs on one thread (events in time order): the ids are found per run.
+    runs = rng.integers(1, 60, size=200)
+    r_pid, r_tid = np.repeat(pid[:200], runs), np.repeat(tid[:200], runs)
+    ids, first = _thread_ids(r_pid, r_tid)
+    want_ids, want_first = lk.row_ids(np.column_stack((r_pid, r_tid)))
+    assert ids.dtype == first.dtype == np.int64
+    assert sorted(first.tolist()) == sorted(want_first.tolist())
+    assert np.array_equal(want_ids, want_ids[first][ids]) and np.array_equal(ids, ids[want_first][want_ids])
 
 
 @pytest.mark.parametrize(

@@ -55,8 +55,8 @@ def test_checked_dtypes_equal_the_plain_ones(fastpath: bool, monkeypatch: pytest
         assert dtype == want and hash(dtype) == hash(want)
         assert dtype.categories.dtype == want.categories.dtype and dtype.ordered is False
         assert dtype.categories.is_unique and dtype.categories.get_loc("é") == 2
-        values = pd.Categorical(["a", "x", "é"], dtype=dtype)
-        assert values.codes.tolist() == [1, -1, 2]
+        assert dtype.categories.get_indexer(["a", "x", "é"]).tolist() == [1, -1, 2]
+        assert pd.Categorical(["a", "é", "a"], dtype=dtype).codes.tolist() == [1, 2, 1]
     with pytest.raises(ValueError, match="unique"):
         frames.checked_dtype(pd.Index(["a", "a"], dtype="str"), False)
 
@@ -116,6 +116,14 @@ def test_frame_equals_the_plain_constructor() -> None:
     assert got["eid"].to_numpy().base is not None or np.shares_memory(got["eid"].to_numpy(), cols["eid"])
     empty = {k: v[:0] for k, v in cols.items()}
     assert_identical(frames.frame(empty), pd.DataFrame(empty), "empty frame")
+    # The column index is built once per list of names, shared, and immutable.
+    again = frames.frame({k: v.copy() for k, v in cols.items()})
+    assert (
+        again.columns is got.columns
+        and frames.frame(cols, ["depth", "eid", "f", "flag", "name"]).columns is not got.columns
+    )
+    again["extra"] = 1
+    assert "extra" not in got.columns and list(frames.frame(cols).columns) == list(cols)
     # Anything else takes pandas' constructor.
     odd = {"a": [1, 2], "b": np.array(["x", "y"], dtype=object)}
     assert_identical(frames.frame(odd), pd.DataFrame(odd), "lists")

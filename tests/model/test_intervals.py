@@ -133,3 +133,34 @@ def test_overlap_length_is_the_intersections_length(p: list[tuple[int, int]], q:
     got = iv.overlap_length(a, b)
     assert got == iv.length(*iv.intersect(a, b)) == int((covered(p) & covered(q)).sum())
     assert isinstance(got, int)
+
+
+@given(interval_lists)
+def test_union_of_sorted_starts_as_with_the_sort(pairs: list[tuple[int, int]]) -> None:
+    """``union`` skips the sort when the starts come in order: the same union as sorting
+    first (stable, as before), for sorted, reversed and unsorted inputs, and the inputs
+    are left as they were."""
+    s, e = arrays(pairs)
+    order = np.argsort(s, kind="stable")
+    want = iv.union(s[order], e[order])  # sorted input: the path without the sort
+    for a, b in ((s, e), (s[::-1].copy(), e[::-1].copy()), (s[order], e[order])):
+        before = (a.copy(), b.copy())
+        got = iv.union(a, b)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        assert got[0].dtype == got[1].dtype == np.int64
+        assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
+    # Equal starts with different ends, in start order.
+    got = iv.union(np.array([0, 0, 5, 5], dtype=np.int64), np.array([3, 1, 5, 9], dtype=np.int64))
+    assert got[0].tolist() == [0, 5] and got[1].tolist() == [3, 9]
+
+
+@given(interval_lists, interval_lists)
+def test_coverage_of_by_brute_force(p: list[tuple[int, int]], q: list[tuple[int, int]]) -> None:
+    """``coverage_of``: the time of each query interval (any order, overlapping, empty)
+    covered by a union, cell by cell; int64."""
+    u = iv.union(*arrays(p))
+    cells = covered(p)
+    qs, qe = arrays(q)
+    got = iv.coverage_of(u, qs, qe)
+    assert got.dtype == np.int64
+    assert got.tolist() == [int(cells[a:b].sum()) for a, b in q]

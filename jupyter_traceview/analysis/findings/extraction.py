@@ -117,17 +117,18 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     blocking = blocking[host_kind[np.asarray(kinds.codes)[blocking]]]
     parent = ev["parent_eid"].to_numpy()
     args = trace.rank_data(r).gpu_args
-    pg = args.loc[args["pageable"].to_numpy()]
-    p_rows = rows_of(ev, pg["eid"].to_numpy())
+    # The pageable copies' argument rows (positions in ``args``; no copy of its other columns).
+    pageable = np.flatnonzero(args["pageable"].to_numpy())
+    p_rows = rows_of(ev, args["eid"].to_numpy()[pageable])
     p_ok = p_rows >= 0
-    p_rows, pg = p_rows[p_ok], pg.loc[p_ok]
+    p_rows, pageable = p_rows[p_ok], pageable[p_ok]
     p_call = rows_of(ev, ev["launch_eid"].to_numpy()[p_rows])
     p_call = p_call[p_call >= 0]
     # A pageable copy's own call is counted with the copies, not again as a blocking call.
     blocking = np.setdiff1d(blocking, p_call)
     dur_ev = ev["dur_ns"].to_numpy()
-    byt = pg["bytes"].to_numpy()
-    kinds_copy = pg["copy_kind"].astype(str).to_numpy()
+    byt = args["bytes"].to_numpy()[pageable]
+    kinds_copy = args["copy_kind"].iloc[pageable].astype(str).to_numpy()
     out["pageable"] = {
         "copies": len(p_rows),
         "bytes": int(byt[byt >= 0].sum()),
@@ -164,7 +165,8 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     ok[ok] &= kernel_kind[np.asarray(ev["kind"].array.codes)[at]] & (
         np.asarray(ev["gpu_class"].array.codes)[at] == compute
     )
-    k_rows, occ = k_rows[ok], occ_all[has_occ][ok]
+    keep = np.flatnonzero(ok)
+    k_rows, occ = k_rows[keep], occ_all[has_occ[keep]]
     codes = name_codes[k_rows].astype(np.int64)
     d = dur_ev[k_rows].astype(np.float64)
     n_codes = len(categories)
@@ -212,11 +214,18 @@ def _top_names(codes: np.ndarray, categories: pd.Index, rows: np.ndarray, k: int
 
 
 def _codes_in(codes: np.ndarray, categories: pd.Index, values: Iterable[str]) -> np.ndarray:
-    """Rows whose categorical code is one of these values' (on the codes: fast)."""
+    """Rows whose categorical code is one of these values' (on the codes: fast; a comparison
+    per value present, as a trace has few of them, else one table gather)."""
     wanted = categories.get_indexer(list(values))
+    present = np.unique(wanted[wanted >= 0])
+    if len(present) <= 4:
+        out: np.ndarray = np.zeros(len(codes), dtype=bool)
+        for c in present.tolist():
+            out |= codes == c
+        return out
     lut = np.zeros(len(categories) + 1, dtype=bool)  # the last entry: code -1 (no name)
-    lut[wanted[wanted >= 0]] = True
-    out: np.ndarray = lut[codes]
+    lut[present] = True
+    out = lut[codes]
     return out
 
 

@@ -185,9 +185,11 @@ def _work_of_ops(
             span *= len(vals) + 1
         call_codes = name_codes[picked(rows)].astype(np.int64)
         if span < 2.0**62:  # one integer per distinct call (codes + 1: 0 is "no text")
-            key = call_codes
+            key = call_codes  # a new array: built in place (no temporaries the size of the calls)
             for c, vals in cols:
-                key = key * (len(vals) + 1) + (picked(c) + 1)
+                key *= len(vals) + 1
+                key += picked(c)
+                key += 1
             # Hashing, not sorting, the calls; distinct keys in sorted order as np.unique
             # gives them, each with one of its rows (any: equal keys, equal calls).
             inv, _ = pd.factorize(key, sort=True)
