@@ -834,11 +834,16 @@ fail:
     return 0;
 }
 
-/* A writable C-contiguous buffer of at least need bytes. */
+/* A writable C-contiguous buffer of at least need bytes, aligned for 8-byte items. */
 static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return -1;
     if (view->len < need) {
         PyErr_Format(PyExc_ValueError, "%s: a buffer of %zd bytes, %zd needed", what, view->len, need);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    if ((uintptr_t)view->buf % 8 != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: a buffer not aligned to 8 bytes", what);
         PyBuffer_Release(view);
         return -1;
     }

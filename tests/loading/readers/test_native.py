@@ -167,6 +167,19 @@ def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
         k.scan(b"[]", s.ph, s.spans[:1], s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
     with pytest.raises(ValueError, match="firsts"):
         k.scan(b"[]", s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts[:1])
+    with pytest.raises(ValueError, match="aligned"):
+        k.scan(
+            b"[]",
+            s.ph,
+            s.spans,
+            np.zeros(8 * 16 + 1, np.uint8)[1:],
+            s.ints,
+            s.floats,
+            s.ev_span,
+            s.slow,
+            s.codes,
+            s.firsts,
+        )
     with pytest.raises((TypeError, BufferError)):
         k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
 
