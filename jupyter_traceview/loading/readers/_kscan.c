@@ -944,9 +944,30 @@ static PyMethodDef kscan_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static int kscan_exec(PyObject *m) {
-    PyObject *keys;
+static const char *arg_key(int k) { return ARG_KEYS[k].key; }
+static const char *event_key(int k) { return EVENT_KEYS[k]; }
+
+/* m.<attr> = a tuple of the n keys (a test compares them with the reader's structs). */
+static int add_key_tuple(PyObject *m, const char *attr, const char *(*key)(int), int n) {
     int k;
+    PyObject *keys = PyTuple_New(n);
+    if (keys == NULL) return -1;
+    for (k = 0; k < n; k++) {
+        PyObject *text = PyUnicode_FromString(key(k));
+        if (text == NULL) {
+            Py_DECREF(keys);
+            return -1;
+        }
+        PyTuple_SET_ITEM(keys, k, text);
+    }
+    if (PyModule_AddObject(m, attr, keys) < 0) {
+        Py_DECREF(keys);
+        return -1;
+    }
+    return 0;
+}
+
+static int kscan_exec(PyObject *m) {
     init_tables();
     if (init_key_lengths() < 0) {
         PyErr_SetString(PyExc_SystemError, "_kscan: an args key too long, or too many of one length");
@@ -960,34 +981,8 @@ static int kscan_exec(PyObject *m) {
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", TRACEVIEW_SOURCE_SHA256) < 0) return -1;
 #endif
-    keys = PyTuple_New(N_ARG_KEYS);
-    if (keys == NULL) return -1;
-    for (k = 0; k < N_ARG_KEYS; k++) {
-        PyObject *key = PyUnicode_FromString(ARG_KEYS[k].key);
-        if (key == NULL) {
-            Py_DECREF(keys);
-            return -1;
-        }
-        PyTuple_SET_ITEM(keys, k, key);
-    }
-    if (PyModule_AddObject(m, "ARG_KEYS", keys) < 0) {
-        Py_DECREF(keys);
-        return -1;
-    }
-    keys = PyTuple_New(N_EVENT_KEYS);
-    if (keys == NULL) return -1;
-    for (k = 0; k < N_EVENT_KEYS; k++) {
-        PyObject *key = PyUnicode_FromString(EVENT_KEYS[k]);
-        if (key == NULL) {
-            Py_DECREF(keys);
-            return -1;
-        }
-        PyTuple_SET_ITEM(keys, k, key);
-    }
-    if (PyModule_AddObject(m, "EVENT_KEYS", keys) < 0) {
-        Py_DECREF(keys);
-        return -1;
-    }
+    if (add_key_tuple(m, "ARG_KEYS", arg_key, N_ARG_KEYS) < 0) return -1;
+    if (add_key_tuple(m, "EVENT_KEYS", event_key, N_EVENT_KEYS) < 0) return -1;
     return 0;
 }
 
