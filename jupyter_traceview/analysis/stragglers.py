@@ -220,10 +220,11 @@ def _views(
         if parts:
             _warn("stragglers: collectives need at least two ranks with communication kernels; the result is empty")
         return {v: empty(_COLUMNS[v]) for v in views}
-    # One frame for all ranks (texts as Python strings: converted once, in the views).
+    # One frame for all ranks, the texts kept as Python strings (an object Series: a text
+    # column would convert every value to Arrow, ~1 us each; the views convert what they show).
     kernels = pd.DataFrame(
         {
-            c: pd.array(np.concatenate([p[c] for p in parts]), dtype=object)
+            c: pd.Series(np.concatenate([p[c] for p in parts]), dtype=object)
             if c in ("collective", "pg_name")
             else np.concatenate([p[c] for p in parts])
             for c in parts[0]

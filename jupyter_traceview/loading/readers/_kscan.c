@@ -698,8 +698,9 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
 }
 
 /* The events of the array at b[0] (the whole buffer: "[" events "]"): returns 1 if it read
- * them all, else 0 with *at the byte where it gave up (-1: out of memory); *n_done: the
- * events read whole (those before the one it gave up on: their columns are complete). */
+ * them all, else 0 with *at the byte where it gave up (2: where its rows ran out; -1: out of
+ * memory); *n_done: the events read whole (those before the one it gave up on: their columns
+ * are complete). */
 static int scan_events(const Src *s, Out *o, Py_ssize_t *at, Py_ssize_t *n_done) {
     /* (returns -1 out of memory) */
     Py_ssize_t i = ws(s, 0), n = 0;
@@ -711,7 +712,12 @@ static int scan_events(const Src *s, Out *o, Py_ssize_t *at, Py_ssize_t *n_done)
         Py_ssize_t r;
         int64_t *spans, *ints;
         double *floats;
-        if (AT(s, i) != '{' || n >= o->cap) goto fail;
+        if (AT(s, i) != '{') goto fail;
+        if (n >= o->cap) {
+            *at = i;
+            *n_done = n;
+            return 2; /* out of rows: the caller may give more and scan again */
+        }
         o->ev_span[2 * n] = i;
         o->ph[n] = 0;
         spans = o->spans + n * 2 * N_SPANS;
@@ -828,11 +834,16 @@ fail:
     return 0;
 }
 
-/* A writable C-contiguous buffer of at least need bytes. */
+/* A writable C-contiguous buffer of at least need bytes, aligned for 8-byte items. */
 static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return -1;
     if (view->len < need) {
         PyErr_Format(PyExc_ValueError, "%s: a buffer of %zd bytes, %zd needed", what, view->len, need);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    if ((uintptr_t)view->buf % 8 != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: a buffer not aligned to 8 bytes", what);
         PyBuffer_Release(view);
         return -1;
     }
@@ -845,7 +856,7 @@ PyDoc_STRVAR(scan_doc,
              "cap = len(ph) events: ph uint8[cap], spans int64[cap, 2*N_SPANS], pidtid int64[cap, 2],\n"
              "ints int64[cap, N_INTS], floats float64[cap, N_FLOATS], ev_span int64[cap, 2],\n"
              "slow int64[cap, 4], codes int32[cap, N_CODED], firsts int64[N_CODED, cap].\n"
-             "ok: 1 if it read every event, else 0 and at: the byte where it gave up;\n"
+             "ok: 1 if it read every event, else 0 and at: the byte where it gave up (2: where the rows ran out);\n"
              "n: the events read whole (all, or those before the one it gave up on); n_slow: rows of slow;\n"
              "counts: the distinct strings of each numbered column (cat, name, Input Dims, Input type,\n"
              "Input Strides, Concrete Inputs: codes in first-seen order among the kept events, X, i, I).");

@@ -167,6 +167,19 @@ def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
         k.scan(b"[]", s.ph, s.spans[:1], s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
     with pytest.raises(ValueError, match="firsts"):
         k.scan(b"[]", s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts[:1])
+    with pytest.raises(ValueError, match="aligned"):
+        k.scan(
+            b"[]",
+            s.ph,
+            s.spans,
+            np.zeros(8 * 16 + 1, np.uint8)[1:],
+            s.ints,
+            s.floats,
+            s.ev_span,
+            s.slow,
+            s.codes,
+            s.firsts,
+        )
     with pytest.raises((TypeError, BufferError)):
         k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
 
@@ -554,3 +567,12 @@ def test_a_piece_with_more_events_than_one_scan_holds(monkeypatch: pytest.Monkey
     events = [_event(ts=b"%d" % (1000 + i), name=b'"k%d"' % (i % 11)) for i in range(5000)]
     counts = _both(Path("rows.json"), _doc(events), 1 << 22, read=_in_pieces)
     assert counts[0] >= 2 and counts[1] > counts[0]
+
+
+@needs_native
+def test_small_events_make_the_scanner_take_more_rows() -> None:
+    """Rows are sized for events of a few hundred bytes; a piece of small ones is scanned again
+    with more rows, still by the scanner alone."""
+    events = [b'{"ph": "i", "s": "t", "name": "m", "pid": 1, "tid": 2, "ts": %d}' % i for i in range(40_000)]
+    counts = _both(Path("small.json"), _doc(events, n_plain=0), 1 << 22, read=_in_pieces)
+    assert counts == [1, 1]
