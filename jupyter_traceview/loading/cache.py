@@ -95,9 +95,15 @@ def fingerprint(path: str | os.PathLike[str], size: int) -> str:
     return h.hexdigest()[:32]
 
 
-def entry_key(tf: TraceFile, options: dict[str, Any]) -> str:
+def entry_key(tf: TraceFile, options: dict[str, Any], real_dirs: dict[str, str] | None = None) -> str:
+    """The entry of a trace file read with these reader options.
+
+    ``real_dirs``: real paths of folders already resolved during this load (folder ->
+    real path), filled here: the files of one folder resolve their folder once (a real path
+    costs an lstat per component) and themselves by one lstat.
+    """
     ident = [
-        os.path.realpath(tf.path),
+        _real_path(str(tf.path), real_dirs),
         tf.size,
         tf.mtime_ns,
         fingerprint(tf.path, tf.size),
@@ -106,6 +112,17 @@ def entry_key(tf: TraceFile, options: dict[str, Any]) -> str:
         sorted(options.items()),
     ]
     return hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:32]
+
+
+def _real_path(path: str, real_dirs: dict[str, str] | None) -> str:
+    """``os.path.realpath(path)``, through the real path of its folder when it is not a link itself."""
+    folder, name = os.path.split(path)
+    if real_dirs is None or not folder or name in ("", ".", "..") or os.path.islink(path):
+        return os.path.realpath(path)
+    real = real_dirs.get(folder)
+    if real is None:
+        real = real_dirs[folder] = os.path.realpath(folder)
+    return os.path.join(real, name)
 
 
 def _to_arrow(df: pd.DataFrame) -> pa.RecordBatch:

@@ -287,11 +287,13 @@ def load(
         raise OptionError("client= is for engine='dask'")
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
+    real_dirs: dict[str, str] = {}  # each folder's real path, resolved once for its files
     with paused_gc():  # thousands of small frames kept: see frames.paused_gc
         for i, tf in enumerate(files):
             hit = None
             if cache_dir is not None:
-                hit = _cache.read(cache_dir, _cache.entry_key(tf, options.cache_key_fields()), classifier=classifier)
+                key = _cache.entry_key(tf, options.cache_key_fields(), real_dirs)
+                hit = _cache.read(cache_dir, key, classifier=classifier)
             if hit is not None:
                 results[i] = hit
             else:

@@ -120,3 +120,34 @@ def test_the_fingerprint_reads_only_the_ends(tmp_path: Path) -> None:
         fh.write(b"b")
     assert tv_cache.fingerprint(big, size) != first
     assert tv_cache.fingerprint(tmp_path / "missing.json", 10) == ""
+
+
+def test_entry_keys_resolve_links_as_realpath_does(tmp_path: Path) -> None:
+    """Keys computed with each folder resolved once equal keys from the file's own real path:
+    plain files, a file that is a link, files reached through a linked folder."""
+    from jupyter_traceview.loading.readers.files import TraceFile
+
+    real = tmp_path / "real"
+    real.mkdir()
+    for name in ("a.json", "b.json"):
+        (real / name).write_text('{"traceEvents": []}')
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    (real / "c.json").symlink_to(real / "a.json")
+    options = {"bad_events": "raise", "pid_map": None}
+    paths = [
+        real / "a.json",
+        real / "b.json",
+        real / "c.json",
+        tmp_path / "linked" / "b.json",
+        tmp_path / "linked" / "c.json",
+    ]
+    memo: dict[str, str] = {}
+    for p in paths:
+        st = p.stat()
+        tf = TraceFile(p, st.st_size, st.st_mtime_ns, None)
+        assert tv_cache.entry_key(tf, options, memo) == tv_cache.entry_key(tf, options)
+        assert tv_cache._real_path(str(p), memo) == os.path.realpath(p)
+    # A link is its target's entry (same real path, size, time and content).
+    assert tv_cache.entry_key(TraceFile(paths[2], 1, 0, None), options, {}) == tv_cache.entry_key(
+        TraceFile(paths[0], 1, 0, None), options, {}
+    )
