@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -212,17 +213,23 @@ class Classifier:
 
 _CLASS_CODE = {GpuClass(c): i for i, c in enumerate(GPU_CLASS_CATEGORIES)}
 
-#: Version of the rules above: part of :func:`rules_key`. Bump it when a classifier with the
-#: same patterns classifies differently (the cache keeps the classes a classifier gave).
-RULES_VERSION = 1
+
+@lru_cache(maxsize=1)
+def _rules_digest() -> str:
+    """The SHA-256 of this module's source: the rules are its code, so any edit to it gives
+    another :func:`rules_key` (and the cache classifies again) without a version to bump."""
+    import hashlib
+
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 @lru_cache(maxsize=16)
 def rules_key(classifier: Classifier) -> str:
     """A key that is equal for two classifiers exactly when they classify alike: the rules'
-    version, the classes' categories and the patterns (for the classes the cache keeps)."""
+    code (this module's source), the classes' categories and the patterns (for the classes
+    the cache keeps)."""
     import hashlib
     import json
 
-    what = [RULES_VERSION, list(GPU_CLASS_CATEGORIES), classifier.communication, classifier.memory, classifier.other]
+    what = [_rules_digest(), list(GPU_CLASS_CATEGORIES), classifier.communication, classifier.memory, classifier.other]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]
