@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -108,25 +109,32 @@ def test_the_sample_twice_from_one_cache_shares_dtypes_and_stays_exact(tmp_path:
         assert_identical(cold.events(r), second.events(r), f"sample rank {r} classified events")
 
 
-def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
-    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
-) -> None:
-    """An Arrow file whose name codes point past its categories, with meta.json's CRC made to match."""
-    cache, cold = filled
+def _rewrite_names(cache: Path, change: Callable[[pa.DictionaryArray], pa.DictionaryArray]) -> None:
+    """Replace rank 0's name column in every cache entry by ``change(column)``, with meta.json's
+    CRC made to match (so only the cache's own checks of the codes and categories stand)."""
     for entry in entries(cache):
         target = entry / "r0.events.arrow"
         batch = pa.ipc.open_file(pa.py_buffer(target.read_bytes())).get_batch(0)
         i = batch.schema.get_field_index("name")
-        column = batch.column(i)
-        bad = pa.DictionaryArray.from_arrays(
-            pa.array(np.full(len(column), len(column.dictionary) + 3, dtype=np.int8)), column.dictionary, safe=False
-        )
-        batch = batch.set_column(i, "name", bad)
+        batch = batch.set_column(i, "name", change(batch.column(i)))
         with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
             writer.write_batch(batch)
         doc = json.loads((entry / "meta.json").read_text())
         doc["crc32"]["r0.events.arrow"] = tv_cache._crc32(target.read_bytes())
         (entry / "meta.json").write_text(json.dumps(doc))
+
+
+def test_codes_out_of_range_behind_a_valid_crc_are_a_miss_not_a_crash(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """An Arrow file whose name codes point past its categories, with meta.json's CRC made to match."""
+    cache, cold = filled
+    _rewrite_names(
+        cache,
+        lambda column: pa.DictionaryArray.from_arrays(
+            pa.array(np.full(len(column), len(column.dictionary) + 3, dtype=np.int8)), column.dictionary, safe=False
+        ),
+    )
     seen = parses(monkeypatch)
     assert_same_trace(cold, tv.load(folder, cache=cache), "bad codes")
     assert sorted(seen) == ["rank-0.json", "rank-1.json"]
@@ -145,19 +153,12 @@ def test_a_repeated_category_behind_a_valid_crc_is_a_miss(
     cache, cold = filled
     if not by_set:
         monkeypatch.setattr(tv_cache, "_SET_CHECKED", 0)
-    for entry in entries(cache):
-        target = entry / "r0.events.arrow"
-        batch = pa.ipc.open_file(pa.py_buffer(target.read_bytes())).get_batch(0)
-        i = batch.schema.get_field_index("name")
-        column = batch.column(i)
+
+    def doubled(column: pa.DictionaryArray) -> pa.DictionaryArray:
         names = column.dictionary.to_pylist()
-        doubled = pa.array([*names, names[0]], type=pa.large_string())
-        batch = batch.set_column(i, "name", pa.DictionaryArray.from_arrays(column.indices, doubled))
-        with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
-            writer.write_batch(batch)
-        doc = json.loads((entry / "meta.json").read_text())
-        doc["crc32"]["r0.events.arrow"] = tv_cache._crc32(target.read_bytes())
-        (entry / "meta.json").write_text(json.dumps(doc))
+        return pa.DictionaryArray.from_arrays(column.indices, pa.array([*names, names[0]], type=pa.large_string()))
+
+    _rewrite_names(cache, doubled)
     seen = parses(monkeypatch)
     assert_same_trace(cold, tv.load(folder, cache=cache), "repeated category")
     assert sorted(seen) == ["rank-0.json", "rank-1.json"]
