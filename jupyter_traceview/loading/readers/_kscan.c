@@ -157,6 +157,14 @@ static void init_tables(void) {
     CLS[' '] |= C_PLAIN;
 }
 
+/* The literal word (true, false, null) at i: the index after it, or -1 (bounds-checked by AT). */
+static Py_ssize_t literal(const Src *s, Py_ssize_t i, const char *word) {
+    Py_ssize_t k;
+    for (k = 0; word[k] != 0; k++)
+        if (AT(s, i + k) != (unsigned char)word[k]) return -1;
+    return i + k;
+}
+
 static Py_ssize_t ws(const Src *s, Py_ssize_t i) {
     while (i < s->n && (CLS[s->b[i]] & C_WS)) i++;
     return i;
@@ -331,14 +339,11 @@ static Py_ssize_t skip_value(const Src *s, Py_ssize_t i) {
         } else if (c == '"') {
             i = any_string(s, i);
         } else if (c == 't') {
-            if (AT(s, i + 1) != 'r' || AT(s, i + 2) != 'u' || AT(s, i + 3) != 'e') return -1;
-            i += 4;
+            i = literal(s, i, "true");
         } else if (c == 'f') {
-            if (AT(s, i + 1) != 'a' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 's' || AT(s, i + 4) != 'e') return -1;
-            i += 5;
+            i = literal(s, i, "false");
         } else if (c == 'n') {
-            if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
-            i += 4;
+            i = literal(s, i, "null");
         } else {
             i = number(s, i, &num);
         }
@@ -646,8 +651,7 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
                 } else if (c == '"') {
                     i = any_string(s, i); /* a Triton launch's string grid: absent */
                 } else if (c == 'n') {
-                    if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
-                    i += 4;
+                    i = literal(s, i, "null");
                 } else {
                     return -1;
                 }
@@ -661,11 +665,11 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
                     spans[2 * a->col + 1] = e - 1;
                     i = e;
                 } else if (c == 'n') {
-                    if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
-                    i += 4;
+                    i = literal(s, i, "null");
                 } else {
                     return -1;
                 }
+                if (i < 0) return -1;
                 break;
             case K_RAW: {
                 Py_ssize_t e = skip_value(s, i);
@@ -679,8 +683,7 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
                 if (c == '"') {
                     i = any_string(s, i);
                 } else if (c == 'n') {
-                    if (AT(s, i + 1) != 'u' || AT(s, i + 2) != 'l' || AT(s, i + 3) != 'l') return -1;
-                    i += 4;
+                    i = literal(s, i, "null");
                 } else {
                     return -1;
                 }
