@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal, get_args
 import msgspec
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ...errors import TraceFormatError
 from ...model.classify import COPY_KINDS, copy_kind_of
@@ -1077,14 +1078,34 @@ def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:
     grid, block, regs, smem, bps, wps, occ, nbytes, bw, w_stream, w_corr = (
         list(map(get, args)) for get in _GET_GPU_ARGS
     )
-    g, b = _xyz(grid), _xyz(block)
+    return gpu_columns(_xyz(grid), _xyz(block), regs, smem, bps, wps, occ, nbytes, bw, w_stream, w_corr)
+
+
+def gpu_columns(
+    grid: np.ndarray,
+    block: np.ndarray,
+    regs: ArrayLike,
+    smem: ArrayLike,
+    bps: ArrayLike,
+    wps: ArrayLike,
+    occ: ArrayLike,
+    nbytes: ArrayLike,
+    bw: ArrayLike,
+    w_stream: ArrayLike,
+    w_corr: ArrayLike,
+) -> dict[str, np.ndarray]:
+    """The launch and copy argument columns of a piece, in their dtypes: the one list of them
+    for the msgspec path (values as lists) and the C scanner's (``native.py``: array slices).
+
+    ``grid`` and ``block``: int32 triples (-1 where absent); the other values: one per row.
+    """
     return {
-        "grid_x": g[:, 0],
-        "grid_y": g[:, 1],
-        "grid_z": g[:, 2],
-        "block_x": b[:, 0],
-        "block_y": b[:, 1],
-        "block_z": b[:, 2],
+        "grid_x": grid[:, 0].copy(),
+        "grid_y": grid[:, 1].copy(),
+        "grid_z": grid[:, 2].copy(),
+        "block_x": block[:, 0].copy(),
+        "block_y": block[:, 1].copy(),
+        "block_z": block[:, 2].copy(),
         "registers_per_thread": np.array(regs, dtype=np.int64).clip(-1, 2**31 - 1).astype(np.int32),
         "shared_memory_bytes": np.array(smem, dtype=np.int64),
         "blocks_per_sm": np.array(bps, dtype=np.float32),

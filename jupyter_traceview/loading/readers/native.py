@@ -261,23 +261,19 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     gf = fk[gpu_rows]
     grid = np.clip(g[:, _GRID : _GRID + 3], -1, _I32_MAX).astype(np.int32)
     block = np.clip(g[:, _BLOCK : _BLOCK + 3], -1, _I32_MAX).astype(np.int32)
-    gpu = {
-        "grid_x": grid[:, 0].copy(),
-        "grid_y": grid[:, 1].copy(),
-        "grid_z": grid[:, 2].copy(),
-        "block_x": block[:, 0].copy(),
-        "block_y": block[:, 1].copy(),
-        "block_z": block[:, 2].copy(),
-        "registers_per_thread": g[:, _REGISTERS].clip(-1, 2**31 - 1).astype(np.int32),
-        "shared_memory_bytes": g[:, _SHARED_MEMORY].copy(),
-        "blocks_per_sm": gf[:, _BLOCKS_PER_SM].astype(np.float32),
-        "warps_per_sm": gf[:, _WARPS_PER_SM].astype(np.float32),
-        "occupancy_pct": gf[:, _OCCUPANCY].astype(np.float32),
-        "bytes": g[:, _BYTES].copy(),
-        "bandwidth_gbps": gf[:, _BANDWIDTH].astype(np.float32),
-        "wait_on_stream": g[:, _WAIT_STREAM].copy(),
-        "wait_on_record_correlation": g[:, _WAIT_CORR].copy(),
-    }
+    gpu = K.gpu_columns(
+        grid,
+        block,
+        g[:, _REGISTERS],
+        g[:, _SHARED_MEMORY],
+        gf[:, _BLOCKS_PER_SM],
+        gf[:, _WARPS_PER_SM],
+        gf[:, _OCCUPANCY],
+        g[:, _BYTES],
+        gf[:, _BANDWIDTH],
+        g[:, _WAIT_STREAM],
+        g[:, _WAIT_CORR],
+    )
     comm_rows, comm = _comm(data, sk, ik, kind, name_codes, names)
     return K._Part(
         ts_us=ts,
