@@ -303,8 +303,9 @@ def parse_in_pieces(
             columns = kineto._merge(parts, state)
             del parts
             return kineto._split_and_finish(path, columns, header, pid_map)
-        except TraceFormatError as exc:
-            # The whole-file read reports errors (in its order: decoding before the header).
+        except (TraceFormatError, ValueError, RecursionError) as exc:
+            # The whole-file read reports errors (in its order: decoding before the header),
+            # also those of header fields that are not UTF-8 (UnicodeDecodeError).
             raise SplitFailed(str(exc)) from None
 
 
@@ -329,7 +330,10 @@ def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int
     """
     with paused_gc():  # as the reader: millions of small objects freed together
         state = kineto._FileState(base_time_ns=base_time_ns)
-        columns = _piece_columns(read_at, lo, hi, state, 0, native.scratch())
+        try:
+            columns = _piece_columns(read_at, lo, hi, state, 0, native.scratch())
+        except UnicodeDecodeError as exc:  # raw text in args that is not UTF-8: the whole read says where
+            raise SplitFailed(str(exc)) from None
     if state.problems or state.unreadable or state.begin_end:
         raise SplitFailed("the piece needs the whole-file read")
     return Piece(parts=[part for part, _ in columns], state=state)
@@ -348,7 +352,7 @@ def finish(
     with paused_gc():  # as the reader: millions of small objects freed together
         try:
             header = kineto._header(path, the_plan.doc, name_rank, bad_events)
-        except TraceFormatError as exc:
+        except (TraceFormatError, ValueError, RecursionError) as exc:
             raise SplitFailed(str(exc)) from None
         state = kineto._FileState(base_time_ns=header.base_time_ns)
         for piece in pieces:

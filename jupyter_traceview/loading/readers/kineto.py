@@ -277,7 +277,10 @@ def parse_kineto(
         doc, chunks = _decode(path, data)
         header = _header(path, doc, name_rank, bad_events)
         state = _FileState(base_time_ns=header.base_time_ns)
-        parts = [_part(chunk, state) for chunk in chunks]
+        try:
+            parts = [_part(chunk, state) for chunk in chunks]
+        except UnicodeDecodeError:  # raw text in args (the decoder leaves it unchecked)
+            raise _not_utf8(path, data) from None
         if state.begin_end:
             parts.append(_part(_Chunk(-1, _pair_begin_end(state.begin_end, state.skipped), []), state))
         del data, chunks
@@ -601,11 +604,23 @@ def _rank_problem(value: object) -> str | None:
 _MAX_RANK = 2**31 - 1
 
 
+def _header_field(path: Path, doc: _Doc, name: str) -> Any:
+    """A raw header field's value (the decoder leaves raw text unchecked: checked here)."""
+    try:
+        return _load_raw(getattr(doc, name))
+    except UnicodeDecodeError:
+        raise TraceFormatError(
+            path,
+            f"is not valid UTF-8 text (in its {name} field)",
+            "JSON traces are UTF-8; the file is damaged or was re-encoded: record or export the trace again",
+        ) from None
+
+
 def _header(path: Path, doc: _Doc, name_rank: int | None, bad_events: str = "raise") -> _Header:
-    dist = _load_raw(doc.distributedInfo)
+    dist = _header_field(path, doc, "distributedInfo")
     if not isinstance(dist, dict):
         dist = {}
-    props = _load_raw(doc.deviceProperties)
+    props = _header_field(path, doc, "deviceProperties")
     if not isinstance(props, list):
         props = []
     rank_value = dist.get("rank")
@@ -630,7 +645,7 @@ def _header(path: Path, doc: _Doc, name_rank: int | None, bad_events: str = "rai
     world = dist.get("world_size")
     extra = {}
     for f in _EXTRA_FIELDS:
-        value = _load_raw(getattr(doc, f))
+        value = _header_field(path, doc, f)
         if value is not None:
             extra[f] = value
     fields = {
