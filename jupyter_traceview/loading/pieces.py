@@ -53,6 +53,8 @@ ReadAt = Callable[[int, int], bytes]
 #: The header fields before ``traceEvents`` must lie within this many bytes of the start,
 #: and those after the array within this many bytes of the end (Kineto writes a few KB).
 _HEAD_BYTES = 1 << 20
+#: The array's start is looked for in this many bytes first (a small file is not copied whole).
+_FIRST_HEAD_BYTES = 1 << 16
 _TAIL_BYTES = 1 << 16
 #: How far past its target a cut is looked for (an element longer than this: no cut there).
 _CUT_WINDOW = 1 << 20
@@ -114,7 +116,9 @@ def bytes_source(data: bytes) -> ReadAt:
 
 def plan(read_at: ReadAt, size: int, piece_bytes: int) -> Plan:
     """Find the event array and cut it into pieces of about ``piece_bytes``; or raise SplitFailed."""
-    head = read_at(0, min(size, _HEAD_BYTES))
+    head = read_at(0, min(size, _FIRST_HEAD_BYTES))
+    if size > len(head) and _KEY.search(head) is None:  # (a bigger header: Kineto's are a few KB)
+        head = read_at(0, min(size, _HEAD_BYTES))
     first = kineto._first_byte(head)
     if first == ord("{"):
         m = _KEY.search(head)
@@ -227,7 +231,10 @@ def _piece_columns(
 ) -> list[tuple[kineto._Part, int]]:
     """The columns of one piece, as (columns, number of events) in file order: by the C scanner
     where it can (``native``: identical columns), else from msgspec's decoded events."""
-    buf = b"[" + read_at(lo, hi - lo) + b"]"
+    if lo > 0 and read_at(lo - 1, 1) == b"[" and read_at(hi, 1) == b"]":
+        buf = read_at(lo - 1, hi - lo + 2)  # the whole array (one piece): one copy, not two
+    else:
+        buf = b"[" + read_at(lo, hi - lo) + b"]"
     if scratch is None:
         return [_decoded_columns(buf, lo, hi, state, offset)]
     out: list[tuple[kineto._Part, int]] = []
