@@ -19,7 +19,8 @@ turned into columns from its output ("native columns", ``readers/native.py``) wh
 built and reads the events, else decoded by msgspec ("msgspec decode") and turned into
 columns by ``kineto._part``; "read, plan, header, free"
 is the rest (reading the pieces, finding the cuts, the header, freeing each piece's
-events). A ``.gz`` file is inflated first ("read + inflate"), as ``tv.load`` does.
+events). A ``.gz`` file is inflated as it is read, piece by piece ("read + inflate":
+reading and inflating; ``pieces.parse_streamed``), as ``tv.load`` does.
 ``TRACEVIEW_NATIVE=0`` times the msgspec path alone.
 """
 
@@ -38,7 +39,7 @@ from typing import Any
 
 from jupyter_traceview.loading import ingest, pieces
 from jupyter_traceview.loading.readers import kineto, native
-from jupyter_traceview.loading.readers.files import read_bytes
+from jupyter_traceview.loading.readers.files import inflate_chunks, read_bytes
 
 STAGES = (
     "read + inflate",
@@ -121,20 +122,31 @@ def _timed(spent: dict[str, float]) -> Iterator[None]:
             setattr(mod, name, f)
 
 
+def _timed_chunks(path: Path, spent: dict[str, float]) -> Iterator[bytes]:
+    """``inflate_chunks(path)``, adding the CPU time of reading and inflating to ``spent``."""
+    chunks = inflate_chunks(path)
+    while True:
+        t = time.process_time()
+        chunk = next(chunks, None)
+        spent["read + inflate"] += time.process_time() - t
+        if chunk is None:
+            return
+        yield chunk
+
+
 def one_run_in_pieces(path: Path) -> dict[str, float]:
     spent: dict[str, float] = collections.defaultdict(float)
     with _timed(spent):
         t0 = time.process_time()
-        if path.name.endswith(".gz"):  # inflated whole first, as tv.load reads it
-            data = read_bytes(path)
-            spent["read + inflate"] = time.process_time() - t0
-            read_at, size, close = pieces.bytes_source(data), len(data), lambda: None
+        if path.name.endswith(".gz"):  # inflated as it is read, as tv.load reads it
+            ranks = pieces.parse_streamed(path, functools.partial(_timed_chunks, path, spent), ingest.PIECE_BYTES)
+            assert not isinstance(ranks, bytes), "a small file: read it whole (without --pieces)"
         else:
             read_at, size, close = pieces.open_source(path)
-        try:
-            ranks = pieces.parse_in_pieces(path, read_at, pieces.plan(read_at, size, ingest.PIECE_BYTES))
-        finally:
-            close()
+            try:
+                ranks = pieces.parse_in_pieces(path, read_at, pieces.plan(read_at, size, ingest.PIECE_BYTES))
+            finally:
+                close()
         del ranks
         total = time.process_time() - t0
     spent["read, plan, header, free"] = total - sum(spent.values())

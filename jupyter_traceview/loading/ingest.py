@@ -8,6 +8,7 @@ ranks that readers could not number, and report what was skipped, with the funct
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from . import cache as _cache
 from . import pieces
 from .readers import native
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
-from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, is_compressed, read_bytes, trace_format
+from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, inflate_chunks, is_compressed, read_bytes, trace_format
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 
@@ -68,33 +69,43 @@ def read_file(
     return ranks
 
 
-#: Files bigger than this are read piece by piece (pieces of about this size): only one
-#: piece's Python objects exist at a time, and a plain file is never held whole in memory.
+#: Files bigger than this (as JSON) are read piece by piece (pieces of about this size):
+#: only one piece's Python objects exist at a time, and a file is never held whole in
+#: memory (a plain one is read in byte ranges, a compressed one inflated as it is read).
 PIECE_BYTES = 4 * 2**20
 
 
 def _read_kineto(tf: TraceFile, options: ReadOptions) -> list[RankData]:
     pid_map = dict(options.pid_map) if options.pid_map else None
     kwargs: dict[str, Any] = {"name_rank": tf.name_rank, "bad_events": options.bad_events, "pid_map": pid_map}
-    whole_data_in_pieces = True  # for a compressed file (or a small one)
-    if tf.size > PIECE_BYTES:
+    data = None
+    small = False  # a file of at most one piece, read whole
+    try:
+        read_at, size, close = pieces.open_source(tf.path)
+    except OSError:
+        pass  # read_bytes below says why
+    else:
         try:
-            read_at, size, close = pieces.open_source(tf.path)
-        except OSError:
-            pass  # read_bytes below says why
-        else:
-            try:
-                whole_data_in_pieces = is_compressed(tf.path, read_at(0, 2))
-                if not whole_data_in_pieces:
-                    return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, size, PIECE_BYTES), **kwargs)
-            except (pieces.SplitFailed, OSError):
-                pass  # read whole below: the same tables, or the error that says what is wrong
-            finally:
-                close()
-    data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
-    # A small file is one piece: the C scanner reads it where it is built (a few ms less
-    # per file than msgspec's decode and the per-event Python of ``parse_kineto``).
-    if whole_data_in_pieces and (len(data) > PIECE_BYTES or native.AVAILABLE):
+            if size and is_compressed(tf.path, read_at(0, 2)):
+                # Inflated as it is read, piece by piece (or whole where it is small).
+                chunks = functools.partial(inflate_chunks, tf.path, max_json_bytes=options.max_json_bytes)
+                read = pieces.parse_streamed(tf.path, chunks, PIECE_BYTES, **kwargs)
+                if not isinstance(read, bytes):
+                    return read
+                data, small = read, True
+            elif size > PIECE_BYTES:
+                return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, size, PIECE_BYTES), **kwargs)
+            else:
+                small = True
+        except (pieces.SplitFailed, OSError):
+            pass  # read whole below: the same tables, or the error that says what is wrong
+        finally:
+            close()
+    if data is None:
+        data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
+    if small and native.AVAILABLE:
+        # A small file is one piece: the C scanner reads it where it is built (a few ms less
+        # per file than msgspec's decode and the per-event Python of ``parse_kineto``).
         try:
             read_at = pieces.bytes_source(data)
             return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, len(data), PIECE_BYTES), **kwargs)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
 import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -39,8 +40,8 @@ from .readers.files import (
     NSYS_SUFFIXES,
     TraceFile,
     discover,
+    inflate_chunks,
     is_compressed,
-    read_bytes,
     trace_format,
 )
 
@@ -288,11 +289,12 @@ def load(
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
     real_dirs: dict[str, str] = {}  # each folder's real path, resolved once for its files
+    keys: dict[int, str] = {}  # file -> its cache entry
     with paused_gc():  # thousands of small frames kept: see frames.paused_gc
         for i, tf in enumerate(files):
             hit = None
             if cache_dir is not None:
-                key = _cache.entry_key(tf, options.cache_key_fields(), real_dirs)
+                key = keys[i] = _cache.entry_key(tf, options.cache_key_fields(), real_dirs)
                 hit = _cache.read(cache_dir, key, classifier=classifier)
             if hit is not None:
                 results[i] = hit
@@ -369,6 +371,10 @@ def load(
     if cache_dir is not None and todo:
         _cache.prune(cache_dir)
     report_failures(not_traces, failures)
+    if cache_dir is not None:
+        # Each rank read through the cache keeps derived per-rank results with its entry.
+        for i, key in keys.items():
+            _cache.attach_facts(cache_dir, key, results.get(i, ()))
     _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
 
     # Every rank comes classified by `classifier`: from the cache, read_file or the pool.
@@ -540,9 +546,7 @@ def _load_split(
         with open(tf.path, "rb") as fh:
             compressed = is_compressed(tf.path, fh.read(2))
         if compressed:
-            data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
-            tmp = _scratch_copy(data)
-            del data
+            tmp = _scratch_copy(inflate_chunks(tf.path, max_json_bytes=options.max_json_bytes))
         read_at, size, close = pieces.open_source(tmp or tf.path)
         try:
             n = workers * max(1, -(-size // (workers * _SPLIT_PIECE_BYTES)))
@@ -607,16 +611,18 @@ def _kineto_header(tf: TraceFile, the_plan: Any, options: ReadOptions) -> Any:
         return None
 
 
-def _scratch_copy(data: bytes) -> Path:
-    """``data`` in a temporary file that worker processes can read (in memory where /dev/shm exists)."""
+def _scratch_copy(chunks: Generator[bytes, None, None]) -> Path:
+    """The bytes of ``chunks`` in a temporary file that worker processes can read (in memory
+    where /dev/shm exists), written as they come (never all in this process's memory)."""
     import tempfile
 
     where = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     fd, name = tempfile.mkstemp(prefix="traceview-", suffix=".json", dir=where)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-    except OSError:
+        with os.fdopen(fd, "wb") as fh, contextlib.closing(chunks):
+            for chunk in chunks:
+                fh.write(chunk)
+    except BaseException:
         Path(name).unlink(missing_ok=True)
         raise
     return Path(name)

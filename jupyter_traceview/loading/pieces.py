@@ -30,10 +30,11 @@ it gives up on (``_piece_columns``); ``TRACEVIEW_NATIVE=0`` turns the scanner of
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,16 @@ from ..model.frames import paused_gc
 from ..model.rank_data import RankData
 from .readers import kineto, native
 
-__all__ = ["Plan", "SplitFailed", "finish", "open_source", "parse_in_pieces", "parse_piece", "plan"]
+__all__ = [
+    "Plan",
+    "SplitFailed",
+    "finish",
+    "open_source",
+    "parse_in_pieces",
+    "parse_piece",
+    "parse_streamed",
+    "plan",
+]
 
 #: ``read_at(offset, size)``: bytes of the JSON document (a plain file, or inflated bytes).
 ReadAt = Callable[[int, int], bytes]
@@ -58,6 +68,9 @@ _FIRST_HEAD_BYTES = 1 << 16
 _TAIL_BYTES = 1 << 16
 #: How far past its target a cut is looked for (an element longer than this: no cut there).
 _CUT_WINDOW = 1 << 20
+#: A document read forward (:func:`parse_streamed`) is cut at the first element boundary
+#: within this many bytes of a piece's target size, else within the next as many, and so on.
+_STREAM_WINDOW = 1 << 16
 #: At most this many candidate closing brackets are tried at the end of the file.
 _END_CANDIDATES = 256
 
@@ -119,21 +132,8 @@ def plan(read_at: ReadAt, size: int, piece_bytes: int) -> Plan:
     head = read_at(0, min(size, _FIRST_HEAD_BYTES))
     if size > len(head) and _KEY.search(head) is None:  # (a bigger header: Kineto's are a few KB)
         head = read_at(0, min(size, _HEAD_BYTES))
-    first = kineto._first_byte(head)
-    if first == ord("{"):
-        m = _KEY.search(head)
-        # A match right after a backslash is inside a string (or not JSON): no cut.
-        if m is None or (m.start() > 0 and head[m.start() - 1] == ord("\\")):
-            raise SplitFailed("no traceEvents array near the start")
-        start = m.end()
-    elif first == ord("["):
-        start = head.index(b"[") + 1
-    else:
-        raise SplitFailed("not a JSON object or array")
-    prefix = head[: start - 1]
-    if prefix.count(b'"traceEvents"') > (1 if first == ord("{") else 0):
-        raise SplitFailed("traceEvents appears more than once")
-    doc, end = _find_end(read_at, size, start, prefix, is_object=first == ord("{"))
+    start, prefix, is_object = _array_start(head)
+    doc, end = _find_end(read_at, size, start, prefix, is_object=is_object)
     if end - start < 2:
         raise SplitFailed("no events")
     ranges = []
@@ -152,6 +152,26 @@ def plan(read_at: ReadAt, size: int, piece_bytes: int) -> Plan:
         lo = cut + 1
     ranges.append((lo, end))
     return Plan(doc=doc, ranges=tuple(ranges))
+
+
+def _array_start(head: bytes) -> tuple[int, bytes, bool]:
+    """Where the event array's elements start in a file beginning with ``head`` (right after its
+    ``[``), what precedes its ``[``, and whether the document is an object (else a bare array)."""
+    first = kineto._first_byte(head)
+    if first == ord("{"):
+        m = _KEY.search(head)
+        # A match right after a backslash is inside a string (or not JSON): no cut.
+        if m is None or (m.start() > 0 and head[m.start() - 1] == ord("\\")):
+            raise SplitFailed("no traceEvents array near the start")
+        start = m.end()
+    elif first == ord("["):
+        start = head.index(b"[") + 1
+    else:
+        raise SplitFailed("not a JSON object or array")
+    prefix = head[: start - 1]
+    if prefix.count(b'"traceEvents"') > (1 if first == ord("{") else 0):
+        raise SplitFailed("traceEvents appears more than once")
+    return start, prefix, first == ord("{")
 
 
 def _find_end(read_at: ReadAt, size: int, start: int, prefix: bytes, *, is_object: bool) -> tuple[kineto._Doc, int]:
@@ -227,14 +247,24 @@ _GIVE_UP_BYTES = 1 << 16
 
 
 def _piece_columns(
-    read_at: ReadAt, lo: int, hi: int, state: kineto._FileState, offset: int, scratch: native.Scratch | None
+    read_at: ReadAt,
+    lo: int,
+    hi: int,
+    state: kineto._FileState,
+    offset: int,
+    scratch: native.Scratch | None,
+    piece: bytes | None = None,
 ) -> list[tuple[kineto._Part, int]]:
     """The columns of one piece, as (columns, number of events) in file order: by the C scanner
-    where it can (``native``: identical columns), else from msgspec's decoded events."""
-    if lo > 0 and read_at(lo - 1, 1) == b"[" and read_at(hi, 1) == b"]":
+    where it can (``native``: identical columns), else from msgspec's decoded events.
+    ``piece``: ``b"[" + bytes lo:hi + b"]"`` where the caller has it, else read with ``read_at``."""
+    if piece is not None:
+        buf = piece
+    elif lo > 0 and read_at(lo - 1, 1) == b"[" and read_at(hi, 1) == b"]":
         buf = read_at(lo - 1, hi - lo + 2)  # the whole array (one piece): one copy, not two
     else:
         buf = b"[" + read_at(lo, hi - lo) + b"]"
+    del piece
     if scratch is None:
         return [_decoded_columns(buf, lo, hi, state, offset)]
     out: list[tuple[kineto._Part, int]] = []
@@ -303,17 +333,171 @@ def parse_in_pieces(
                     parts.append(part)
                     offset += n
             del scratch
-            if state.begin_end:
-                pairs = kineto._pair_begin_end(state.begin_end, state.skipped)
-                parts.append(kineto._part(kineto._Chunk(-1, pairs, []), state))
-            state.raise_or_count(path, bad_events)
-            columns = kineto._merge(parts, state)
-            del parts
-            return kineto._split_and_finish(path, columns, header, pid_map)
+            return _finish_file(path, header, state, parts, bad_events, pid_map)
         except (TraceFormatError, ValueError, RecursionError) as exc:
             # The whole-file read reports errors (in its order: decoding before the header),
-            # also those of header fields that are not UTF-8 (UnicodeDecodeError).
+            # also those of argument texts that are not UTF-8 (UnicodeDecodeError).
             raise SplitFailed(str(exc)) from None
+
+
+def _finish_file(
+    path: Path,
+    header: Any,
+    state: kineto._FileState,
+    parts: list[kineto._Part],
+    bad_events: str,
+    pid_map: Mapping[int | str, int] | None,
+) -> list[RankData]:
+    """The rank tables from every piece's columns (``parts``, emptied), read with one ``state``."""
+    if state.begin_end:
+        pairs = kineto._pair_begin_end(state.begin_end, state.skipped)
+        parts.append(kineto._part(kineto._Chunk(-1, pairs, []), state))
+    state.raise_or_count(path, bad_events)
+    columns = kineto._merge(parts, state)
+    parts.clear()
+    return kineto._split_and_finish(path, columns, header, pid_map)
+
+
+class _Rebase(Exception):
+    """The pieces were read with a guessed ``base_time_ns`` that the header contradicts."""
+
+    def __init__(self, base_time_ns: int) -> None:
+        super().__init__(base_time_ns)
+        self.base_time_ns = base_time_ns
+
+
+def parse_streamed(
+    path: Path,
+    chunks: Callable[[], Iterator[bytes]],
+    piece_bytes: int,
+    *,
+    name_rank: int | None = None,
+    bad_events: str = "raise",
+    pid_map: Mapping[int | str, int] | None = None,
+) -> list[RankData] | bytes:
+    """What ``parse_kineto`` gives for a document read forward once, in ``chunks`` (e.g. as it
+    is inflated: :func:`~.readers.files.inflate_chunks`), piece by piece; or the whole document
+    (``bytes``) where it is not longer than ``piece_bytes``.
+
+    Only about one piece of the document is in memory at a time: a piece is cut (by
+    :func:`plan`'s rule) and read as soon as enough follows it to know that it lies before the
+    array's end (the last ``_TAIL_BYTES``, where :func:`plan` looks for the end). The pieces
+    are read with the ``base_time_ns`` of the fields before the array (recent Kineto writes
+    it there; older versions after the array); where the fields after it decide another, that
+    changes nothing unless a timestamp comes near the range where the base decides whether it
+    is valid (``_FileState.ts_bound``): then the document is read a second time (``chunks()``
+    again). Raises SplitFailed where the whole-file read must decide, and the
+    errors of ``chunks``.
+    """
+    try:
+        return _parse_streamed(path, chunks, piece_bytes, None, name_rank, bad_events, pid_map)
+    except _Rebase as exc:
+        return _parse_streamed(path, chunks, piece_bytes, exc.base_time_ns, name_rank, bad_events, pid_map)
+
+
+def _parse_streamed(
+    path: Path,
+    chunks: Callable[[], Iterator[bytes]],
+    piece_bytes: int,
+    base_time_ns: int | None,
+    name_rank: int | None,
+    bad_events: str,
+    pid_map: Mapping[int | str, int] | None,
+) -> list[RankData] | bytes:
+    buf = bytearray()  # the document's bytes [at, at + len(buf)): the piece being cut, and what follows
+    at = 0
+    source = chunks()
+
+    def fill(upto: int) -> bool:
+        """Read until ``buf`` reaches offset ``upto``; False if the document ends before it."""
+        while at + len(buf) < upto:
+            chunk = next(source, None)
+            if chunk is None:
+                return False
+            buf.extend(chunk)
+        return True
+
+    def read_at(offset: int, n: int, brackets: tuple[bytes, bytes] = (b"", b"")) -> bytes:
+        if offset < at or offset + n > at + len(buf):
+            raise SplitFailed(f"bytes {offset:,}-{offset + n:,} are no longer in memory")
+        with memoryview(buf) as view:  # (one copy; released before buf is resized)
+            return b"".join((brackets[0], view[offset - at : offset - at + n], brackets[1]))
+
+    with _closing(source), paused_gc():  # (see parse_in_pieces)
+        if not fill(max(piece_bytes, _HEAD_BYTES) + 1) and len(buf) <= piece_bytes:
+            return bytes(buf)
+        start, prefix, is_object = _array_start(bytes(buf[:_HEAD_BYTES]))
+        guess = base_time_ns if base_time_ns is not None else _base_before(path, prefix, is_object)
+        state = kineto._FileState(base_time_ns=guess)
+        parts: list[kineto._Part] = []
+        offset = 0
+        scratch = native.scratch()
+        try:
+            lo = target = start
+            while True:
+                target = max(target, lo + piece_bytes)
+                window_end = target + _STREAM_WINDOW
+                # The cut must lie before the array's end, which lies in the last _TAIL_BYTES.
+                if not fill(window_end + _TAIL_BYTES):
+                    break
+                m = _CUT.search(buf, target - at, window_end - at) or _CUT_ONE_LINE.search(
+                    buf, target - at, window_end - at
+                )
+                if m is None:  # an element longer than the window: look further
+                    target = window_end
+                    continue
+                cut = at + m.start(1)  # the comma
+                piece = read_at(lo, cut - lo, (b"[", b"]"))
+                for part, n in _piece_columns(read_at, lo, cut, state, offset, scratch, piece):
+                    parts.append(part)
+                    offset += n
+                del piece
+                lo = cut + 1
+                del buf[: lo - at]
+                at = lo
+            size = at + len(buf)
+            doc, end = _find_end(read_at, size, start, prefix, is_object=is_object)
+            if end - start < 2:
+                raise SplitFailed("no events")
+            header = kineto._header(path, doc, name_rank, bad_events)
+            if header.base_time_ns != guess:
+                # The pieces read are those of the right base where no timestamp comes near
+                # the range where the base decides whether it is valid (real traces: far).
+                if not max(abs(guess), abs(header.base_time_ns)) + state.ts_bound * 1000.0 < kineto._MAX_NS / 2:
+                    raise _Rebase(header.base_time_ns)
+                state.base_time_ns = header.base_time_ns
+            piece = read_at(lo, end - lo, (b"[", b"]"))
+            del buf[:]
+            for part, n in _piece_columns(read_at, lo, end, state, offset, scratch, piece):
+                parts.append(part)
+                offset += n
+            del piece, scratch
+            return _finish_file(path, header, state, parts, bad_events, pid_map)
+        except (TraceFormatError, ValueError, RecursionError) as exc:  # (ValueError: see parse_in_pieces)
+            raise SplitFailed(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _closing(it: Iterator[bytes]) -> Iterator[None]:
+    """Close ``it`` (a generator reading a file) on the way out, read to its end or not."""
+    try:
+        yield
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+
+
+def _base_before(path: Path, prefix: bytes, is_object: bool) -> int:
+    """``baseTimeNanoseconds`` as the fields before the event array give it (0 where they do not decode)."""
+    if not is_object:
+        return 0
+    try:
+        header = prefix + b"[]}"
+        kineto._check_surrogates(path, header)
+        return int(_HEADER_DECODER.decode(header).baseTimeNanoseconds or 0)
+    except (*_DECODE_ERRORS, TypeError, ValueError, OverflowError):
+        return 0
 
 
 @dataclass

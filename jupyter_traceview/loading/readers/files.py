@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import re
 import zlib
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ...errors import TraceFormatError
 from ...format import size as format_size
@@ -23,11 +24,24 @@ try:  # ISA-L inflates gzip about 4x faster than zlib; fall back to zlib without
 except ImportError:  # pragma: no cover - isal is a dependency; this guards odd installs
     pass
 
-__all__ = ["DEFAULT_MAX_JSON_BYTES", "TraceFile", "discover", "rank_from_name", "read_bytes", "trace_format"]
+__all__ = [
+    "DEFAULT_MAX_JSON_BYTES",
+    "INFLATE_CHUNK_BYTES",
+    "TraceFile",
+    "discover",
+    "inflate_chunks",
+    "rank_from_name",
+    "read_bytes",
+    "trace_format",
+]
 
 #: The most JSON a compressed trace may inflate to before reading stops (``max_json_bytes``):
 #: a guard against gzip bombs (a few MB that inflate to many GB), far above real traces.
 DEFAULT_MAX_JSON_BYTES = 4 * 2**30
+#: :func:`inflate_chunks` gives the inflated content in chunks of at most this many bytes,
+#: reading the compressed file in blocks of ``_READ_BLOCK`` bytes.
+INFLATE_CHUNK_BYTES = 1 << 18
+_READ_BLOCK = 1 << 18
 
 #: File name endings read as Kineto JSON traces.
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
@@ -162,28 +176,78 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
     return files, skipped
 
 
+def _open(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except PermissionError:
+        raise TraceFormatError(path, "cannot be read (permission denied)", "Check the file's permissions") from None
+    except IsADirectoryError:
+        raise TraceFormatError(path, "is a folder, not a file", "Pass the folder itself to tv.load()") from None
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: Path, exc: OSError) -> TraceFormatError:
+    return TraceFormatError(path, f"cannot be read ({exc.strerror or exc})", "Check the file and the disk")
+
+
+def _empty(path: Path) -> TraceFormatError:
+    return TraceFormatError(
+        path, "is empty (0 bytes)", "The profiler may have crashed while writing it; record the trace again"
+    )
+
+
 def read_bytes(path: Path, *, max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> bytes:
     """The file's content, gunzipped if it is gzip-compressed (detected by magic bytes).
 
     Compressed content that inflates to more than ``max_json_bytes`` is refused with a
     :class:`TraceFormatError` before more memory is spent on it.
     """
-    try:
-        with open(path, "rb") as fh:
+    with _open(path) as fh:
+        try:
             data = fh.read()
-    except PermissionError:
-        raise TraceFormatError(path, "cannot be read (permission denied)", "Check the file's permissions") from None
-    except IsADirectoryError:
-        raise TraceFormatError(path, "is a folder, not a file", "Pass the folder itself to tv.load()") from None
-    except OSError as exc:
-        raise TraceFormatError(path, f"cannot be read ({exc.strerror or exc})", "Check the file and the disk") from None
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
     if not data:
-        raise TraceFormatError(
-            path, "is empty (0 bytes)", "The profiler may have crashed while writing it; record the trace again"
-        )
+        raise _empty(path)
     if is_compressed(path, data[:2]):
-        return _gunzip(path, data, max_json_bytes)
+        # One output chunk (no copy) for a single gzip member.
+        out = list(_inflate(path, iter((data,)), len(data), max_json_bytes, max_json_bytes + 1))
+        return out[0] if len(out) == 1 else b"".join(out)
     return data
+
+
+def inflate_chunks(
+    path: Path, *, max_json_bytes: int = DEFAULT_MAX_JSON_BYTES, chunk_bytes: int | None = None
+) -> Generator[bytes, None, None]:
+    """The inflated content of a gzip-compressed file, in order, in chunks of at most ``chunk_bytes``.
+
+    The file is read forward in blocks and inflated as the chunks are asked for: neither
+    the compressed file nor its inflated content is ever held whole in memory (default
+    ``chunk_bytes``: :data:`INFLATE_CHUNK_BYTES`). The errors
+    are :func:`read_bytes`'s (raised when the chunk they concern is asked for: a truncated
+    file after all its whole chunks). Close the iterator (``contextlib.closing``) if it is
+    not read to the end, to close the file at once.
+    """
+    with _open(path) as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
+        if not size:
+            raise _empty(path)
+
+        def blocks() -> Iterator[bytes]:
+            while True:
+                try:
+                    block = fh.read(_READ_BLOCK)
+                except OSError as exc:
+                    raise _unreadable(path, exc) from None
+                if not block:
+                    return
+                yield block
+
+        yield from _inflate(path, blocks(), size, max_json_bytes, chunk_bytes or INFLATE_CHUNK_BYTES)
 
 
 def is_compressed(path: Path, head: bytes) -> bool:
@@ -201,41 +265,59 @@ def is_compressed(path: Path, head: bytes) -> bool:
     return False
 
 
-def _gunzip(path: Path, data: bytes, limit: int) -> bytes:
-    """Inflate every gzip member of ``data``, refusing more than ``limit`` bytes of output."""
-    out: list[bytes] = []
+class _TooBig(Exception):
+    pass
+
+
+def _inflate(path: Path, blocks: Iterator[bytes], compressed: int, limit: int, chunk: int) -> Iterator[bytes]:
+    """Inflate every gzip member of the compressed ``blocks`` (``compressed`` bytes in all), in
+    chunks of at most ``chunk`` bytes, refusing more than ``limit`` bytes of output."""
     total = 0
-    rest = memoryview(data)
+    pending = b""  # compressed bytes not given to an inflater yet
+    first = True
     try:
         while True:
+            if not first:
+                # Concatenated gzip members are one stream (gzip's own rule); trailing zero
+                # padding (tape blocks, preallocated files) is ignored, as gzip does.
+                while len(pending) < 2 and (more := next(blocks, None)) is not None:
+                    pending += more
+                if pending[:2] != _GZIP_MAGIC:
+                    return
+            first = False
             inflater = _zlib.decompressobj(31)  # 31: a gzip header and trailer (CRC, size)
-            part = inflater.decompress(rest, limit + 1 - total)
-            total += len(part)
-            out.append(part)
-            if total > limit:
-                break
-            if not inflater.eof:
-                raise EOFError("truncated")
-            rest = memoryview(inflater.unused_data)
-            # Concatenated gzip members are one stream (gzip's own rule); trailing zero
-            # padding (tape blocks, preallocated files) is ignored, as gzip does.
-            if bytes(rest[:2]) != _GZIP_MAGIC:
-                break
+            data = pending
+            while True:
+                n = min(chunk, limit + 1 - total)
+                part = inflater.decompress(data, n)
+                total += len(part)
+                if total > limit:
+                    raise _TooBig
+                if part:
+                    yield part
+                if inflater.eof:
+                    pending = inflater.unused_data
+                    break
+                data = inflater.unconsumed_tail
+                if not data and len(part) < n:  # (a full chunk: the inflater may hold more output)
+                    more = next(blocks, None)
+                    if more is None:
+                        raise EOFError("truncated")
+                    data = more
     except _INFLATE_ERRORS as exc:
         truncated = isinstance(exc, EOFError) or "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower()
         problem = (
-            f"the gzip data is truncated ({len(data):,} compressed bytes)"
+            f"the gzip data is truncated ({compressed:,} compressed bytes)"
             if truncated
             else f"is not valid gzip (the compressed data is corrupt: {exc})"
         )
         raise TraceFormatError(
             path, problem, "The file was damaged or cut short while being written or copied; copy or record it again"
         ) from None
-    if total > limit:
+    except _TooBig:
         raise TraceFormatError(
             path,
-            f"inflates to more than {format_size(limit)} of JSON ({len(data):,} compressed bytes): "
+            f"inflates to more than {format_size(limit)} of JSON ({compressed:,} compressed bytes): "
             "a gzip bomb, or a trace larger than the limit",
             "If the trace is genuine, raise the limit: tv.load(..., max_json_bytes=...)",
-        )
-    return out[0] if len(out) == 1 else b"".join(out)
+        ) from None

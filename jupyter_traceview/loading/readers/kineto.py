@@ -690,6 +690,16 @@ class _FileState:
     pid_text: dict[int, str] = field(default_factory=dict)
     #: The file's baseTimeNanoseconds (timestamps that would overflow with it are malformed).
     base_time_ns: int = 0
+    #: The largest ``|ts|`` (us) checked against ``base_time_ns`` (NaN if any was NaN): where
+    #: ``ts_bound * 1000 + |base|`` stays far below ``_MAX_NS`` for two bases, every check
+    #: gave what it gives with either (``pieces.parse_streamed`` reads with a guessed base).
+    ts_bound: float = 0.0
+
+    def bound_ts(self, ts: np.ndarray) -> None:
+        if len(ts):
+            self.ts_bound = max(self.ts_bound, float(np.abs(ts).max()))
+            if np.isnan(ts).any():
+                self.ts_bound = float("nan")
 
     def count(self, key: str, n: int) -> None:
         if n:
@@ -918,6 +928,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     args_t = list(map(_GET_ARGS, kept))
     ts = np.fromiter(map(_GET_TS, kept), dtype=np.float64, count=n_all)
     dur = np.fromiter(map(_GET_DUR, kept), dtype=np.float64, count=n_all)
+    state.bound_ts(ts)
 
     # Kineto's own pseudo-events (pids "Spans"/"Traces"): the profiler span, iteration markers.
     trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]

@@ -227,6 +227,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     dur[is_instant & np.isnan(dur)] = 0.0
     if np.isnan(dur).any() or (dur < 0).any() or not np.isfinite(ts).all() or np.isinf(dur).any():
         raise _GiveUp  # malformed events: the msgspec path reports them by index
+    state.bound_ts(ts)
     with np.errstate(invalid="ignore", over="ignore"):
         if (~(np.abs(ts * 1000.0 + state.base_time_ns) < K._MAX_NS)).any() or (dur * 1000.0 >= K._MAX_NS).any():
             raise _GiveUp
