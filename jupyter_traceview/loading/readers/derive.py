@@ -97,6 +97,7 @@ def nesting(
     order = np.lexsort((lane_b, lane_a, lane_c.astype(np.int64)))  # stable: time order kept per lane
     ka, kb, kc = lane_a[order], lane_b[order], lane_c[order]
     change = np.flatnonzero((ka[1:] != ka[:-1]) | (kb[1:] != kb[:-1]) | (kc[1:] != kc[:-1])) + 1
+    del ka, kb, kc  # (peak memory: the lanes are walked from here)
     bounds = np.concatenate(([0], change, [n]))
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         rows = order[lo:hi]
