@@ -14,19 +14,34 @@ id is never reused while the scope lives. Its memory is bounded by the scope: th
 caller owns the dict, and it is dropped with the scope (:class:`findings.Context` keeps
 one for a findings call). Shared arrays are made read-only, so that a caller changing one
 in place fails loudly instead of corrupting the next analysis' input.
+
+Inside a scope, :func:`per_rank` also keeps the results of an analysis' per-rank function
+with the rank's cache entry (:mod:`..model.facts`), for the next process that loads the
+trace from the cache: keyed by the function, its arguments, the rank, the classifier and
+the SHA-256 of the analysis and model code (any edit recomputes them), and only for a
+trace not narrowed to a window (a narrowed rank has new tables, without a store). The
+value is what the same function computes: :func:`per_rank` is ``trace.map_ranks`` with a
+cache in front. :func:`save_facts` writes what was added (``findings`` calls it at its end).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Memo", "rank_memo", "read_only", "shared_rank_facts", "sharing"]
+from ..model import facts as _facts
+from ..model.classify import rules_key
+from ..model.trace import Trace
+
+__all__ = ["Memo", "code_key", "per_rank", "rank_memo", "read_only", "save_facts", "shared_rank_facts", "sharing"]
 
 T = TypeVar("T")
 
@@ -79,3 +94,62 @@ def read_only(a: np.ndarray) -> np.ndarray:
     """``a`` marked read-only (in place), for arrays a memo shares."""
     a.flags.writeable = False
     return a
+
+
+@lru_cache(maxsize=1)
+def code_key() -> str:
+    """SHA-256 of the source of the analysis and model packages (what persisted facts depend on)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for sub in ("analysis", "model"):
+        for path in sorted((root / sub).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(b"\0")
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def per_rank(trace: Trace, fn: Callable[..., T], /, *args: Any, keep: bool = True) -> dict[int, T]:
+    """``trace.map_ranks(fn, *args)``, the results kept with the ranks' cache entries while a
+    scope is open (see the module docstring). ``fn`` must be a module-level function of a
+    one-rank trace whose result depends on that rank's tables, classes and ``args`` only, and
+    ``args`` plain values (their ``repr`` is part of the key). ``keep=False``: ``trace.map_ranks``
+    (for results asked for one window among many, not worth keeping)."""
+    if not keep or _MEMO.get() is None or trace.window is not None or trace.client is not None:
+        return trace.map_ranks(fn, *args)
+    out: dict[int, T] = {}
+    missing: list[int] = []
+    stores: dict[int, tuple[_facts.RankFacts, str]] = {}
+    version = what = ""
+    for r in trace.ranks:
+        store = _facts.store_of(trace.rank_data(r).events)
+        if store is None:
+            missing.append(r)
+            continue
+        if not version:
+            version = code_key()
+            what = f"{fn.__module__}.{fn.__qualname__}{args!r}|{rules_key(trace.classifier)}"
+        key = f"{what}|rank {r}"
+        found, value = store.get(version, key)
+        if found:
+            out[r] = value
+        else:
+            missing.append(r)
+            stores[r] = (store, key)
+    if missing:
+        computed = trace.map_ranks(fn, *args) if len(missing) == len(trace.ranks) else _some(trace, missing, fn, args)
+        for r, value in computed.items():
+            out[r] = value
+            if r in stores:
+                store, key = stores[r]
+                store.put(version, key, value)
+    return {r: out[r] for r in trace.ranks}
+
+
+def _some(trace: Trace, ranks: list[int], fn: Callable[..., T], args: tuple[Any, ...]) -> dict[int, T]:
+    return trace.select(ranks=ranks).map_ranks(fn, *args)
+
+
+def save_facts() -> None:
+    """Write the per-rank results :func:`per_rank` added to the cache entries."""
+    _facts.flush()

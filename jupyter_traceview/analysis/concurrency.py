@@ -15,6 +15,7 @@ from ..model.schema import GPU_CLASS_CATEGORIES
 from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import COMM, COMPUTE, activities
+from ._memo import per_rank
 
 __all__ = ["concurrency", "kernel_overlap_stats"]
 
@@ -189,37 +190,11 @@ def kernel_overlap_stats(
         raise OptionError.invalid("per", per, ("job", "rank"))
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     parts, idle = [], []
-    for r in trace.ranks:
-        acts = activities(trace, r, work_only=True)
-        if len(acts) == 0:
+    for r, part in per_rank(trace, _rank_overlap).items():
+        if part is None:
             idle.append(r)
-            continue
-        dur = acts.end - acts.ts
-        comm_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMM, acts.union(COMM))
-        comp_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMPUTE, acts.union(COMPUTE))
-        codes = acts.name.astype(np.int64)  # the rows' name codes
-        cats = np.append(np.asarray(acts.names, dtype=object), "")  # a missing name (-1) is ""
-        codes[codes < 0] = len(cats) - 1
-        # One key per (name, class): a name always has one class, but stay exact if not.
-        # Keys are small (4 x the rank's name categories): count densely, keep those seen.
-        nc = len(GPU_CLASS_CATEGORIES)
-        key = codes * nc + acts.cls
-        size = len(cats) * nc
-        count = np.bincount(key, minlength=size)
-        seen = np.flatnonzero(count)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "rank": np.full(len(seen), r, dtype=np.int64),
-                    "name": cats[seen // nc],
-                    "gpu_class": np.asarray(GPU_CLASS_CATEGORIES, dtype=object)[seen % nc],
-                    "count": count[seen].astype(np.int64),
-                    "total_ns": np.bincount(key, weights=dur, minlength=size)[seen].astype(np.int64),
-                    "comm_overlap_ns": np.bincount(key, weights=comm_cov, minlength=size)[seen].astype(np.int64),
-                    "compute_overlap_ns": np.bincount(key, weights=comp_cov, minlength=size)[seen].astype(np.int64),
-                }
-            )
-        )
+        else:
+            parts.append(part)
     if idle:
         warn_no_gpu("kernel_overlap_stats", idle)
     columns = dict(OVERLAP_COLUMNS)
@@ -242,6 +217,38 @@ def kernel_overlap_stats(
         for col in ("comm_overlap", "compute_overlap", "exposed"):
             out[f"{col}_pct"] = np.where(total > 0, 100.0 * out[f"{col}_ns"].to_numpy() / total, np.nan)
     return out[list(columns)].astype(columns).reset_index(drop=True)
+
+
+def _rank_overlap(trace: Trace) -> pd.DataFrame | None:
+    """One rank's sums per (name, class) (the columns before the ratios); None without GPU work."""
+    (r,) = trace.ranks
+    acts = activities(trace, r, work_only=True)
+    if len(acts) == 0:
+        return None
+    dur = acts.end - acts.ts
+    comm_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMM, acts.union(COMM))
+    comp_cov = _overlap_by_others(acts.ts, acts.end, acts.cls, COMPUTE, acts.union(COMPUTE))
+    codes = acts.name.astype(np.int64)  # the rows' name codes
+    cats = np.append(np.asarray(acts.names, dtype=object), "")  # a missing name (-1) is ""
+    codes[codes < 0] = len(cats) - 1
+    # One key per (name, class): a name always has one class, but stay exact if not.
+    # Keys are small (4 x the rank's name categories): count densely, keep those seen.
+    nc = len(GPU_CLASS_CATEGORIES)
+    key = codes * nc + acts.cls
+    size = len(cats) * nc
+    count = np.bincount(key, minlength=size)
+    seen = np.flatnonzero(count)
+    return pd.DataFrame(
+        {
+            "rank": np.full(len(seen), r, dtype=np.int64),
+            "name": cats[seen // nc],
+            "gpu_class": np.asarray(GPU_CLASS_CATEGORIES, dtype=object)[seen % nc],
+            "count": count[seen].astype(np.int64),
+            "total_ns": np.bincount(key, weights=dur, minlength=size)[seen].astype(np.int64),
+            "comm_overlap_ns": np.bincount(key, weights=comm_cov, minlength=size)[seen].astype(np.int64),
+            "compute_overlap_ns": np.bincount(key, weights=comp_cov, minlength=size)[seen].astype(np.int64),
+        }
+    )
 
 
 def _overlap_by_others(

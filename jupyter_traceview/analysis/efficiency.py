@@ -18,6 +18,7 @@ from ..model.intervals import coverage_of
 from ..model.trace import Trace
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import COMM, COMPUTE, Activities, activities
+from ._memo import per_rank
 
 __all__ = ["efficiency", "iteration_stats"]
 
@@ -271,49 +272,77 @@ def efficiency(
         raise OptionError.invalid("per", per, tuple(EFFICIENCY_COLUMNS))
     columns = EFFICIENCY_COLUMNS[per]
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
+    if per != "iteration":
+        return _efficiency_of(_work_ranks(trace, "efficiency"), per, columns)
     acts = _gpu_ranks(trace, "efficiency")
     if not acts:
         return empty(columns)
-    rank_ids = np.array(list(acts), dtype=np.int64)
+    win = _step_windows(trace, acts)
+    if win.empty:
+        _warn_no_steps("efficiency", trace)
+        return empty(columns)
+    useful = np.zeros(len(win), dtype=np.int64)
+    busy = np.zeros(len(win), dtype=np.int64)
+    wr = win["rank"].to_numpy()
+    for r, a in acts.items():
+        sel = np.flatnonzero(wr == r)
+        if len(sel) == 0:
+            continue
+        s, e = win["start_ns"].to_numpy()[sel], win["end_ns"].to_numpy()[sel]
+        useful[sel] = coverage_of(a.union(COMPUTE), s, e)
+        busy[sel] = coverage_of(a.union(), s, e)
+    win = win.assign(useful=useful, busy=busy)
+    g = win.groupby("step", sort=True)
+    umax_row = win.loc[g["useful"].idxmax(), ["step", "rank"]].set_index("step")["rank"]
+    out = pd.DataFrame(
+        {
+            "ranks": g.size(),
+            "window_start_ns": g["start_ns"].min(),
+            "window_end_ns": g["end_ns"].max(),
+            "useful_mean_ns": g["useful"].mean(),
+            "useful_max_ns": g["useful"].max(),
+            "useful_max_rank": umax_row,
+            "busy_max_ns": g["busy"].max(),
+        }
+    ).reset_index()
+    out["elapsed_ns"] = out["window_end_ns"] - out["window_start_ns"]
+    _add_ratios(out)
+    return out[list(columns)].astype(columns)
 
-    if per == "iteration":
-        win = _step_windows(trace, acts)
-        if win.empty:
-            _warn_no_steps("efficiency", trace)
-            return empty(columns)
-        useful = np.zeros(len(win), dtype=np.int64)
-        busy = np.zeros(len(win), dtype=np.int64)
-        wr = win["rank"].to_numpy()
-        for r, a in acts.items():
-            sel = np.flatnonzero(wr == r)
-            if len(sel) == 0:
-                continue
-            s, e = win["start_ns"].to_numpy()[sel], win["end_ns"].to_numpy()[sel]
-            useful[sel] = coverage_of(a.union(COMPUTE), s, e)
-            busy[sel] = coverage_of(a.union(), s, e)
-        win = win.assign(useful=useful, busy=busy)
-        g = win.groupby("step", sort=True)
-        umax_row = win.loc[g["useful"].idxmax(), ["step", "rank"]].set_index("step")["rank"]
-        out = pd.DataFrame(
-            {
-                "ranks": g.size(),
-                "window_start_ns": g["start_ns"].min(),
-                "window_end_ns": g["end_ns"].max(),
-                "useful_mean_ns": g["useful"].mean(),
-                "useful_max_ns": g["useful"].max(),
-                "useful_max_rank": umax_row,
-                "busy_max_ns": g["busy"].max(),
-            }
-        ).reset_index()
-        out["elapsed_ns"] = out["window_end_ns"] - out["window_start_ns"]
-        _add_ratios(out)
-        return out[list(columns)].astype(columns)
 
-    useful = np.array([iv.length(*a.union(COMPUTE)) for a in acts.values()], dtype=np.int64)
-    busy_u = [a.union() for a in acts.values()]
-    busy = np.array([iv.length(*u) for u in busy_u], dtype=np.int64)
-    w0 = min(int(u[0][0]) for u in busy_u)
-    w1 = max(int(u[1][-1]) for u in busy_u)
+def _work_ranks(trace: Trace, analysis: str) -> dict[int, tuple[int, int, int, int]]:
+    """Per rank with GPU work, :func:`_rank_work`; warns about the ranks without (as :func:`_gpu_ranks`)."""
+    out, idle = {}, []
+    for r, w in per_rank(trace, _rank_work).items():
+        if w is None:
+            idle.append(r)
+        else:
+            out[r] = w
+    if idle:
+        warn_no_gpu(analysis, idle)
+    return out
+
+
+def _rank_work(trace: Trace) -> tuple[int, int, int, int] | None:
+    """One rank's ``U`` (compute union), ``M`` (busy union), first and last busy instant; None
+    without GPU work."""
+    (r,) = trace.ranks
+    a = activities(trace, r, work_only=True)
+    if not len(a):
+        return None
+    busy = a.union()
+    return iv.length(*a.union(COMPUTE)), iv.length(*busy), int(busy[0][0]), int(busy[1][-1])
+
+
+def _efficiency_of(work: dict[int, tuple[int, int, int, int]], per: str, columns: dict[str, str]) -> pd.DataFrame:
+    """:func:`efficiency` ``per="job"`` or ``"rank"`` from the ranks' :func:`_rank_work`."""
+    if not work:
+        return empty(columns)
+    rank_ids = np.array(list(work), dtype=np.int64)
+    useful = np.array([w[0] for w in work.values()], dtype=np.int64)
+    busy = np.array([w[1] for w in work.values()], dtype=np.int64)
+    w0 = min(w[2] for w in work.values())
+    w1 = max(w[3] for w in work.values())
     if per == "job":
         umax_i = int(np.argmax(useful))
         out = pd.DataFrame(
@@ -419,23 +448,24 @@ def iteration_stats(
         raise OptionError.invalid("per", per, tuple(ITERATION_COLUMNS))
     columns = ITERATION_COLUMNS[per]
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    acts = _gpu_ranks(trace, "iteration_stats")
-    if not acts:
+    parts, idle = [], []
+    for r, part in per_rank(trace, _rank_step_times).items():
+        if part is None:
+            idle.append(r)
+        else:
+            parts.append(part)
+    if idle:
+        warn_no_gpu("iteration_stats", idle)
+    if not parts:
         return empty(columns)
-    win = _step_windows(trace, acts)
+    win = pd.concat(parts, ignore_index=True)
     if win.empty:
         _warn_no_steps("iteration_stats", trace)
         return empty(columns)
-    times = {c: np.zeros(len(win), dtype=np.int64) for c in _STEP_RANK_COLUMNS if c.endswith("_ns")}
-    wr = win["rank"].to_numpy()
-    for r, a in acts.items():
-        sel = np.flatnonzero(wr == r)
-        for c, v in _window_times(a, win["start_ns"].to_numpy()[sel], win["end_ns"].to_numpy()[sel]).items():
-            times[c][sel] = v
     sr = win[["step", "rank", "start_ns", "end_ns"]].copy()
     sr["duration_ns"] = sr["end_ns"] - sr["start_ns"]
     for c in ("gpu_busy_ns", "compute_ns", "communication_ns", "exposed_comm_ns"):
-        sr[c] = times[c]
+        sr[c] = win[c].to_numpy()
     sr["idle_ns"] = sr["duration_ns"] - sr["gpu_busy_ns"]
     d = sr["duration_ns"].to_numpy()
     sr["gpu_busy_pct"] = _pct(sr["gpu_busy_ns"].to_numpy(), d)
@@ -500,3 +530,17 @@ def iteration_stats(
         "fastest_step": int(st["step"].to_numpy()[np.argmin(steps)]),
     }
     return pd.DataFrame([job], columns=list(columns)).astype(columns)
+
+
+def _rank_step_times(trace: Trace) -> pd.DataFrame | None:
+    """One rank's step windows (:func:`_step_windows`) with their busy, compute, communication and
+    exposed-communication times (:func:`_window_times`): ``step, rank, start_ns, end_ns`` and those
+    ``*_ns`` columns, in start order; None without GPU work (no rows without steps)."""
+    (r,) = trace.ranks
+    a = activities(trace, r, work_only=True)
+    if not len(a):
+        return None
+    win = _step_windows(trace, [r])
+    for c, v in _window_times(a, win["start_ns"].to_numpy(), win["end_ns"].to_numpy()).items():
+        win[c] = np.asarray(v, dtype=np.int64)
+    return win

@@ -18,6 +18,7 @@ from ..model import intervals as iv
 from ..model.schema import EventKind
 from ..model.trace import Trace
 from . import _links as lk
+from ._memo import per_rank
 from .cpu_ops import cpu_op_breakdown
 from .host_syncs import host_syncs
 from .threads import thread_states
@@ -44,59 +45,66 @@ def host_facts(
     Python frames (``syncs`` is ``[]`` and ``sync_ns`` 0 on the others): the other keys are
     the same.
     """
-    out: dict[int, dict[str, Any]] = {}
+    # Kept with the cache entries for the whole trace only (not one entry per window asked for).
+    facts = per_rank(trace, _rank_host_facts, time_range, top, operators, keep=time_range is None)
+    return {r: f for r, f in facts.items() if f is not None}
+
+
+def _rank_host_facts(
+    trace: Trace, time_range: tuple[int, int] | None, top: int, operators: bool
+) -> dict[str, Any] | None:
+    """:func:`host_facts` of a one-rank trace: the rank's dict, or None (no host thread, no wall time)."""
+    (r,) = trace.ranks
     its = trace.iterations
-    for r in trace.ranks:
-        ev = trace.rank_data(r).events
-        states = thread_states(ev, time_range)
-        if not states:
-            continue
-        main = max(states, key=lambda k: (iv.length(*states[k]["op"]), -k[1]))
-        st = states[main]
-        steps = its.loc[its["rank"] == r]
-        if len(steps):
-            scope = iv.union(steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
-        else:
-            lo = min(int(u[0][0]) for u in st.values() if len(u[0]))
-            hi = max(int(u[1][-1]) for u in st.values() if len(u[1]))
-            scope = (np.array([lo]), np.array([hi]))
-        if time_range is not None:
-            scope = iv.clip(scope[0], scope[1], int(time_range[0]), int(time_range[1]))
-        wall = iv.length(*scope)
-        if wall <= 0:
-            continue
-        op = iv.overlap_length(st["op"], scope)
-        dl = iv.overlap_length(st["dataloader"], scope)
-        py = iv.overlap_length(st["python"], scope)
-        names = {(p, t): n for p, t, n in trace.meta(r).thread_names}
-        facts: dict[str, Any] = {
-            "thread": names.get(main, f"thread {main[1]}"),
-            "tid": main[1],
-            "wall_ns": wall,
-            "op_ns": op,
-            "dataloader_ns": dl,
-            "python_ns": py,
-            "outside_ops_ns": max(wall - op - dl, 0),
-        }
-        if operators:
-            ops = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["cpu_op"])
-            frames = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["python_function"])
-            facts["has_python"] = bool(len(frames))
-            facts["top_ops"] = _top(ops, top)
-            facts["op_self_ns"] = int(ops["self_ns"].sum()) if len(ops) else 0
-            facts["top_frames"] = _top(frames, top)
-        else:
-            facts["has_python"] = _has_frames(trace, r, time_range)
-        if operators or facts["has_python"]:
-            syncs = host_syncs(trace, ranks=r, time_range=time_range)
-            facts["syncs"] = [
-                [str(s.name), str(s.python_line), int(s.calls), int(s.total_ns)] for s in syncs.head(top).itertuples()
-            ]
-            facts["sync_ns"] = int(syncs["total_ns"].sum()) if len(syncs) else 0
-        else:
-            facts["syncs"], facts["sync_ns"] = [], 0
-        out[r] = facts
-    return out
+    ev = trace.rank_data(r).events
+    states = thread_states(ev, time_range)
+    if not states:
+        return None
+    main = max(states, key=lambda k: (iv.length(*states[k]["op"]), -k[1]))
+    st = states[main]
+    steps = its.loc[its["rank"] == r]
+    if len(steps):
+        scope = iv.union(steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
+    else:
+        lo = min(int(u[0][0]) for u in st.values() if len(u[0]))
+        hi = max(int(u[1][-1]) for u in st.values() if len(u[1]))
+        scope = (np.array([lo]), np.array([hi]))
+    if time_range is not None:
+        scope = iv.clip(scope[0], scope[1], int(time_range[0]), int(time_range[1]))
+    wall = iv.length(*scope)
+    if wall <= 0:
+        return None
+    op = iv.overlap_length(st["op"], scope)
+    dl = iv.overlap_length(st["dataloader"], scope)
+    py = iv.overlap_length(st["python"], scope)
+    names = {(p, t): n for p, t, n in trace.meta(r).thread_names}
+    facts: dict[str, Any] = {
+        "thread": names.get(main, f"thread {main[1]}"),
+        "tid": main[1],
+        "wall_ns": wall,
+        "op_ns": op,
+        "dataloader_ns": dl,
+        "python_ns": py,
+        "outside_ops_ns": max(wall - op - dl, 0),
+    }
+    if operators:
+        ops = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["cpu_op"])
+        frames = cpu_op_breakdown(trace, ranks=r, time_range=time_range, kinds=["python_function"])
+        facts["has_python"] = bool(len(frames))
+        facts["top_ops"] = _top(ops, top)
+        facts["op_self_ns"] = int(ops["self_ns"].sum()) if len(ops) else 0
+        facts["top_frames"] = _top(frames, top)
+    else:
+        facts["has_python"] = _has_frames(trace, r, time_range)
+    if operators or facts["has_python"]:
+        syncs = host_syncs(trace, ranks=r, time_range=time_range)
+        facts["syncs"] = [
+            [str(s.name), str(s.python_line), int(s.calls), int(s.total_ns)] for s in syncs.head(top).itertuples()
+        ]
+        facts["sync_ns"] = int(syncs["total_ns"].sum()) if len(syncs) else 0
+    else:
+        facts["syncs"], facts["sync_ns"] = [], 0
+    return facts
 
 
 def _has_frames(trace: Trace, rank: int, time_range: tuple[int, int] | None) -> bool:

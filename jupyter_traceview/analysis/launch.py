@@ -24,7 +24,7 @@ from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, scoped, warn_no_gpu
 from ._gpu import activities
-from ._memo import sharing
+from ._memo import per_rank, sharing
 
 __all__ = ["kernel_launch_stats"]
 
@@ -133,7 +133,7 @@ def ranks_without_gpu(trace: Trace, ranks: Iterable[int] | int | None) -> list[i
     Decided on the trace as given, before iterations or a time range narrow it: an empty
     window is an empty result, not a CPU-only trace.
     """
-    return [r for r, has in scoped(trace, ranks=ranks).map_ranks(_has_gpu_rank).items() if not has]
+    return [r for r, has in per_rank(scoped(trace, ranks=ranks), _has_gpu_rank).items() if not has]
 
 
 def _has_gpu_rank(trace: Trace) -> bool:
@@ -321,7 +321,9 @@ def kernel_launch_stats(
     no_gpu = ranks_without_gpu(trace, ranks)
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range, clip=False)
     options = (per, short_kernel_ns, runtime_outlier_ns, launch_delay_outlier_ns, outlier_rule, tukey_k)
-    parts = [p for p in trace.map_ranks(_launch_rank, *options).values() if p is not None]
+    # One summary row per rank is kept with the cache entry (per_rank); the launches are not.
+    by_rank = per_rank(trace, _launch_rank, *options) if per == "rank" else trace.map_ranks(_launch_rank, *options)
+    parts = [p for p in by_rank.values() if p is not None]
     if no_gpu:
         warn_no_gpu("kernel_launch_stats", no_gpu)
     if per == "rank":

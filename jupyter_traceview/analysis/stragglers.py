@@ -16,6 +16,7 @@ from ..model.trace import Trace
 from . import _links as lk
 from ._common import distinct_ints, empty, pct, warn_no_gpu
 from ._gpu import COMM, activities
+from ._memo import per_rank
 
 __all__ = ["straggler_views", "stragglers"]
 
@@ -203,8 +204,8 @@ def _views(
 
     parts = []
     no_comm: list[int] = []
-    for r in trace.ranks:
-        k = _comm_kernels(trace, r, arrival, window)
+    # Kept with the cache entries for the whole trace only (not one entry per window asked for).
+    for r, k in per_rank(trace, _one_rank_comm_kernels, arrival, window, keep=window is None).items():
         if k is None:
             no_comm.append(r)
         else:
@@ -286,6 +287,12 @@ def _has_gpu(trace: Trace, rank: int) -> bool:
     return bool(
         lk.category_mask(kinds, [EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value]).any()
     )
+
+
+def _one_rank_comm_kernels(trace: Trace, arrival: str, window: tuple[int, int] | None) -> dict[str, np.ndarray] | None:
+    """:func:`_comm_kernels` of a one-rank trace."""
+    (r,) = trace.ranks
+    return _comm_kernels(trace, r, arrival, window)
 
 
 def _comm_kernels(

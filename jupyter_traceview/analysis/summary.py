@@ -11,6 +11,7 @@ from ..model.schema import EventKind
 from ..model.trace import Trace
 from ._common import distinct_ints, pct, scoped
 from ._gpu import activities
+from ._memo import per_rank
 from .temporal import rank_timeline
 
 __all__ = ["summary"]
@@ -91,7 +92,7 @@ def summary(
         -1 without GPU work.
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    rows = list(trace.map_ranks(_summary_row).values())
+    rows = list(per_rank(trace, _summary_row).values())
     out = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return out.astype(SUMMARY_COLUMNS)
 

@@ -36,13 +36,14 @@ import pyarrow.compute as pc
 import pyarrow.ipc
 
 from ..model.classify import Classifier, rules_key
+from ..model.facts import RankFacts, attach
 from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, columns_index, frame_of, paused_gc, shared_dtype
 from ..model.rank_data import RankData, RankMeta
 from ..model.schema import READER_VERSION, SCHEMA_VERSION
 from ..model.trace import classified
 from .readers.files import TraceFile
 
-__all__ = ["clear_cache", "default_cache_dir", "prune"]
+__all__ = ["attach_facts", "clear_cache", "default_cache_dir", "prune"]
 
 #: The cache is pruned back under this size (least recently used entries go first).
 MAX_BYTES = 20 * 2**30
@@ -348,6 +349,14 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData], *, classifier: C
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def attach_facts(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
+    """Give each rank of the entry ``key`` its store of derived results (:mod:`..model.facts`):
+    the file ``r<i>.facts`` in the entry, next to its tables (not in ``meta.json``: a missing or
+    damaged one is only a miss, see :class:`~..model.facts.RankFacts`)."""
+    for i, d in enumerate(ranks):
+        attach(d.events, RankFacts(os.path.join(cache_dir, key, f"r{i}.facts")))
 
 
 def _entry_size(entry: Path) -> int:

@@ -289,11 +289,12 @@ def load(
     results: dict[int, list[RankData]] = {}
     todo: list[int] = []
     real_dirs: dict[str, str] = {}  # each folder's real path, resolved once for its files
+    keys: dict[int, str] = {}  # file -> its cache entry
     with paused_gc():  # thousands of small frames kept: see frames.paused_gc
         for i, tf in enumerate(files):
             hit = None
             if cache_dir is not None:
-                key = _cache.entry_key(tf, options.cache_key_fields(), real_dirs)
+                key = keys[i] = _cache.entry_key(tf, options.cache_key_fields(), real_dirs)
                 hit = _cache.read(cache_dir, key, classifier=classifier)
             if hit is not None:
                 results[i] = hit
@@ -370,6 +371,10 @@ def load(
     if cache_dir is not None and todo:
         _cache.prune(cache_dir)
     report_failures(not_traces, failures)
+    if cache_dir is not None:
+        # Each rank read through the cache keeps derived per-rank results with its entry.
+        for i, key in keys.items():
+            _cache.attach_facts(cache_dir, key, results.get(i, ()))
     _renumber(results, number_unranked([[d.meta for d in results[i]] for i in sorted(results)], peeked))
 
     # Every rank comes classified by `classifier`: from the cache, read_file or the pool.

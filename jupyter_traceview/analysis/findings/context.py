@@ -16,7 +16,7 @@ import pandas as pd
 from ...errors import TraceviewWarning
 from ...model.trace import Trace
 from .._common import distinct_ints, scoped
-from .._memo import Memo, shared_rank_facts
+from .._memo import Memo, per_rank, shared_rank_facts
 from ..host_findings import host_facts
 from ..launch import kernel_launch_stats, rows_of
 from ..stragglers import kind_from_name, straggler_views
@@ -68,7 +68,7 @@ class Context:
         self._rank_memo: Memo = {}
         windowed = self.trace if time_range is None else self.trace.select(time_range=time_range)
         with shared_rank_facts(self._rank_memo):
-            facts = windowed.map_ranks(rank_facts, int(self.common.tiny_kernel_ns), int(self.common.kernel_wait_ns))
+            facts = per_rank(windowed, rank_facts, int(self.common.tiny_kernel_ns), int(self.common.kernel_wait_ns))
         self.facts: dict[int, dict[str, Any]] = {r: f for r, f in facts.items() if f is not None}
         self.gpu_ranks = sorted(self.facts)
         #: The trace's origin: relative times in the findings count from it, as everywhere.

@@ -10,6 +10,7 @@ import pandas as pd
 from ...errors import OptionError, TraceviewWarning
 from ...model.trace import Trace
 from .._common import empty
+from .._memo import save_facts
 from .config import FindingRules
 from .context import Context, Finding
 from .registry import all_rules
@@ -154,6 +155,7 @@ def findings(
     found: list[Finding] = []
     for rule in all_rules():
         found.extend(rule.run(ctx, rules.of(rule.id)))
+    save_facts()  # the per-rank results computed here, kept with the ranks' cache entries
     return _frame(found, ctx)
 
 

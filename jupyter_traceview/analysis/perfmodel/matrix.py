@@ -25,6 +25,7 @@ from ...model.schema import EventKind
 from ...model.trace import Trace
 from .. import _links as lk
 from .._common import empty
+from .._memo import per_rank
 from ..operators import GPU_WORK_KINDS, _RankLinks
 from .model import COMPOSITE, Work
 from .performance import (
@@ -44,7 +45,8 @@ def matrix_shapes(trace: Trace, *, time_range: tuple[int, int] | None = None) ->
     status ``modelled``, a family in :data:`MATRIX_FAMILIES` and ``gpu_ns > 0`` (same columns)."""
     trace, window = lk.scope_linked(trace, ranks=None, iterations=None, time_range=time_range)
     device_peaks_of = _resolve_peaks(trace, None)
-    frames = [f for f in (_rank_matrix(trace, r, window) for r in trace.ranks) if f is not None and len(f)]
+    per = per_rank(trace, _one_rank_matrix, window, keep=window is None)  # kept for the whole trace only
+    frames = [f for f in per.values() if f is not None and len(f)]
     if not frames:
         return empty(SHAPE_COLUMNS)
     out = _by_shape(pd.concat(frames, ignore_index=True), device_peaks_of, False)
@@ -57,6 +59,12 @@ def _ancestor_pairs(ev: pd.DataFrame, outer_rows: np.ndarray, inner_rows: np.nda
     inner, outer_row = lk.containing_pairs(ev, outer_rows, inner_rows)
     anc = outer_row < inner_rows[inner] if len(inner) else np.zeros(0, dtype=bool)
     return inner[anc], outer_row[anc]
+
+
+def _one_rank_matrix(trace: Trace, window: tuple[int, int] | None) -> pd.DataFrame | None:
+    """:func:`_rank_matrix` of a one-rank trace."""
+    (r,) = trace.ranks
+    return _rank_matrix(trace, r, window)
 
 
 def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.DataFrame | None:

@@ -1,0 +1,127 @@
+"""Per-rank results kept with a rank's cache entry, so that a later process need not recompute them.
+
+The loader attaches a :class:`RankFacts` store to each rank it read through the cache
+(:func:`attach`, keyed by the rank's ``events`` frame object: a trace narrowed to a window or
+to iterations has new tables, hence no store). The analysis layer decides what goes in
+(:func:`jupyter_traceview.analysis._memo.per_rank`: results of its own per-rank functions,
+keyed by the function, its arguments, the rank, the classifier and a hash of the analysis
+code); this module only keeps bytes: a file ``r<i>.facts`` next to the rank's Arrow files,
+holding a version (the code hash), a CRC-32 and a pickled dict of pickled values.
+
+A store is only a cache: a missing, unreadable, damaged or outdated file reads as empty and
+is replaced by the next :func:`flush`; failures to write are silent. Values are handed out
+as fresh copies (unpickled on every read), so that a caller changing one cannot change the
+next one's. The file is read by this user's processes from this user's cache folder, like
+the Arrow files next to it: the CRC catches damage, not tampering.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import uuid
+import weakref
+import zlib
+from collections.abc import Hashable
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["RankFacts", "attach", "flush", "store_of"]
+
+#: Format of a facts file (its first element).
+FORMAT = 1
+
+
+class RankFacts:
+    """The persisted per-rank results of one rank of a cache entry (file ``path``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._version: str | None = None
+        self._values: dict[Hashable, bytes] | None = None
+        self._dirty = False
+
+    def _load(self, version: str) -> dict[Hashable, bytes]:
+        if self._values is not None and self._version == version:
+            return self._values
+        values: dict[Hashable, bytes] = {}
+        try:
+            with open(self.path, "rb") as fh:
+                doc = pickle.loads(fh.read())
+            fmt, stored_version, crc, body = doc
+            if fmt == FORMAT and stored_version == version and zlib.crc32(body) == crc:
+                loaded = pickle.loads(body)
+                if isinstance(loaded, dict):
+                    values = loaded
+        except FileNotFoundError:
+            pass
+        except Exception:  # noqa: BLE001 - a damaged or foreign file is a miss, rewritten by flush
+            values = {}
+        self._version, self._values = version, values
+        return values
+
+    def get(self, version: str, key: Hashable) -> tuple[bool, Any]:
+        """``(True, a copy of the value)`` if stored under ``key`` by code of ``version``, else ``(False, None)``."""
+        data = self._load(version).get(key)
+        if data is None:
+            return False, None
+        return True, pickle.loads(data)
+
+    def put(self, version: str, key: Hashable, value: Any) -> None:
+        """Keep ``value`` under ``key`` (written by the next :func:`flush`)."""
+        values = self._load(version)
+        values[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        self._dirty = True
+        _DIRTY.add(self)
+
+    def flush(self) -> None:
+        """Write the values if some were added (atomically: aside, then renamed); silent on failure."""
+        if not self._dirty or self._values is None:
+            return
+        self._dirty = False
+        body = pickle.dumps(self._values, protocol=pickle.HIGHEST_PROTOCOL)
+        doc = pickle.dumps((FORMAT, self._version, zlib.crc32(body), body), protocol=pickle.HIGHEST_PROTOCOL)
+        folder = os.path.dirname(self.path)
+        if not os.path.isdir(folder):
+            return  # the entry is gone (pruned, or never written): nothing to keep the facts with
+        tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(doc)
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+#: id of an events frame -> (a weak reference to it, its store).
+_STORES: dict[int, tuple[weakref.ref[pd.DataFrame], RankFacts]] = {}
+#: Stores with values not yet written.
+_DIRTY: weakref.WeakSet[RankFacts] = weakref.WeakSet()
+
+
+def attach(events: pd.DataFrame, store: RankFacts) -> None:
+    """Keep ``store`` as the persisted facts of the rank whose events frame is ``events``."""
+    key = id(events)
+
+    def forget(_: object, key: int = key) -> None:
+        _STORES.pop(key, None)
+
+    _STORES[key] = (weakref.ref(events, forget), store)
+
+
+def store_of(events: pd.DataFrame) -> RankFacts | None:
+    """The store attached to this events frame (the very object), or None."""
+    hit = _STORES.get(id(events))
+    if hit is None or hit[0]() is not events:
+        return None
+    return hit[1]
+
+
+def flush() -> None:
+    """Write every store with new values."""
+    for store in list(_DIRTY):
+        store.flush()
+    _DIRTY.clear()
