@@ -30,6 +30,7 @@ it gives up on (``_piece_columns``); ``TRACEVIEW_NATIVE=0`` turns the scanner of
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import functools
 import os
@@ -395,6 +396,49 @@ def parse_streamed(
         return _parse_streamed(path, chunks, piece_bytes, exc.base_time_ns, name_rank, bad_events, pid_map)
 
 
+class _Stream:
+    """The part of a document read forward that is still needed: its chunks as they came
+    (never copied into one growing buffer: only the bytes asked for are joined)."""
+
+    def __init__(self, source: Iterator[bytes]) -> None:
+        self.source = source
+        self.chunks: collections.deque[bytes] = collections.deque()
+        self.at = 0  # offset of the first byte of chunks[0]
+        self.end = 0  # offset after the last byte read
+
+    def fill(self, upto: int) -> bool:
+        """Read until offset ``upto``; False if the document ends before it."""
+        while self.end < upto:
+            chunk = next(self.source, None)
+            if chunk is None:
+                return False
+            self.chunks.append(chunk)
+            self.end += len(chunk)
+        return True
+
+    def read_at(self, offset: int, n: int, brackets: tuple[bytes, bytes] = (b"", b"")) -> bytes:
+        """Bytes ``[offset, offset + n)`` between ``brackets``: one copy."""
+        if offset < self.at or offset + n > self.end:
+            raise SplitFailed(f"bytes {offset:,}-{offset + n:,} are no longer in memory")
+        out: list[bytes | memoryview] = [brackets[0]]
+        lo, hi = offset - self.at, offset + n - self.at
+        pos = 0
+        for chunk in self.chunks:
+            if pos >= hi:
+                break
+            k = len(chunk)
+            if pos + k > lo:
+                out.append(memoryview(chunk)[max(lo - pos, 0) : min(hi - pos, k)])
+            pos += k
+        out.append(brackets[1])
+        return b"".join(out)
+
+    def drop_before(self, offset: int) -> None:
+        """Forget the chunks that end at or before ``offset``."""
+        while self.chunks and self.at + len(self.chunks[0]) <= offset:
+            self.at += len(self.chunks.popleft())
+
+
 def _parse_streamed(
     path: Path,
     chunks: Callable[[], Iterator[bytes]],
@@ -404,29 +448,13 @@ def _parse_streamed(
     bad_events: str,
     pid_map: Mapping[int | str, int] | None,
 ) -> list[RankData] | bytes:
-    buf = bytearray()  # the document's bytes [at, at + len(buf)): the piece being cut, and what follows
-    at = 0
     source = chunks()
-
-    def fill(upto: int) -> bool:
-        """Read until ``buf`` reaches offset ``upto``; False if the document ends before it."""
-        while at + len(buf) < upto:
-            chunk = next(source, None)
-            if chunk is None:
-                return False
-            buf.extend(chunk)
-        return True
-
-    def read_at(offset: int, n: int, brackets: tuple[bytes, bytes] = (b"", b"")) -> bytes:
-        if offset < at or offset + n > at + len(buf):
-            raise SplitFailed(f"bytes {offset:,}-{offset + n:,} are no longer in memory")
-        with memoryview(buf) as view:  # (one copy; released before buf is resized)
-            return b"".join((brackets[0], view[offset - at : offset - at + n], brackets[1]))
-
     with _closing(source), paused_gc():  # (see parse_in_pieces)
-        if not fill(max(piece_bytes, _HEAD_BYTES) + 1) and len(buf) <= piece_bytes:
-            return bytes(buf)
-        start, prefix, is_object = _array_start(bytes(buf[:_HEAD_BYTES]))
+        doc_bytes = _Stream(source)
+        read_at = doc_bytes.read_at
+        if not doc_bytes.fill(max(piece_bytes, _HEAD_BYTES) + 1) and doc_bytes.end <= piece_bytes:
+            return read_at(0, doc_bytes.end)
+        start, prefix, is_object = _array_start(read_at(0, min(_HEAD_BYTES, doc_bytes.end)))
         guess = base_time_ns if base_time_ns is not None else _base_before(path, prefix, is_object)
         state = kineto._FileState(base_time_ns=guess)
         parts: list[kineto._Part] = []
@@ -438,24 +466,22 @@ def _parse_streamed(
                 target = max(target, lo + piece_bytes)
                 window_end = target + _STREAM_WINDOW
                 # The cut must lie before the array's end, which lies in the last _TAIL_BYTES.
-                if not fill(window_end + _TAIL_BYTES):
+                if not doc_bytes.fill(window_end + _TAIL_BYTES):
                     break
-                m = _CUT.search(buf, target - at, window_end - at) or _CUT_ONE_LINE.search(
-                    buf, target - at, window_end - at
-                )
+                window = read_at(target, _STREAM_WINDOW)
+                m = _CUT.search(window) or _CUT_ONE_LINE.search(window)
                 if m is None:  # an element longer than the window: look further
                     target = window_end
                     continue
-                cut = at + m.start(1)  # the comma
+                cut = target + m.start(1)  # the comma
                 piece = read_at(lo, cut - lo, (b"[", b"]"))
                 for part, n in _piece_columns(read_at, lo, cut, state, offset, scratch, piece):
                     parts.append(part)
                     offset += n
                 del piece
                 lo = cut + 1
-                del buf[: lo - at]
-                at = lo
-            size = at + len(buf)
+                doc_bytes.drop_before(lo)
+            size = doc_bytes.end
             doc, end = _find_end(read_at, size, start, prefix, is_object=is_object)
             if end - start < 2:
                 raise SplitFailed("no events")
@@ -467,7 +493,7 @@ def _parse_streamed(
                     raise _Rebase(header.base_time_ns)
                 state.base_time_ns = header.base_time_ns
             piece = read_at(lo, end - lo, (b"[", b"]"))
-            del buf[:]
+            doc_bytes.drop_before(size)
             for part, n in _piece_columns(read_at, lo, end, state, offset, scratch, piece):
                 parts.append(part)
                 offset += n

@@ -105,6 +105,29 @@ def _lane_nesting(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.nd
     return depth, parent
 
 
+#: Ranks of up to this many events have every lane's nesting computed in one pass (a small
+#: rank's fixed cost); a bigger rank's lanes are walked one by one (its peak memory).
+_ONE_PASS_ROWS = 1 << 16
+
+
+def _all_lanes(start: np.ndarray, dur: np.ndarray, change: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_lane_nesting` of every lane at once (rows grouped by lane, lanes starting at
+    ``change``, each in time order), or None where the shifted times could overflow.
+
+    Lane k's times are shifted by k * width, so that lanes follow one another in time and
+    never overlap: an event's depth and parent come out as within its lane alone (earlier
+    lanes count both as earlier and as closed, and an event of depth d has an earlier event
+    of depth d - 1 in its own lane, which is the latest of that depth before it).
+    """
+    lo = int(start.min())
+    width = int((start + dur).max()) - lo + 1  # longer than any lane's span
+    if width <= 0 or (len(change) + 1) * width >= 1 << 62:
+        return None
+    lane = np.zeros(len(start), dtype=np.int64)
+    lane[change] = 1
+    return _lane_nesting((start - lo) + np.cumsum(lane) * width, dur)
+
+
 def nesting(
     ts: np.ndarray, dur: np.ndarray, lane_a: np.ndarray, lane_b: np.ndarray, lane_c: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -117,19 +140,10 @@ def nesting(
     order = np.lexsort((lane_b, lane_a, lane_c.astype(np.int64)))  # stable: time order kept per lane
     ka, kb, kc = lane_a[order], lane_b[order], lane_c[order]
     change = np.flatnonzero((ka[1:] != ka[:-1]) | (kb[1:] != kb[:-1]) | (kc[1:] != kc[:-1])) + 1
-    start, length = ts[order], dur[order]
-    lo_t = int(start.min())
-    width = int((start + length).max()) - lo_t + 1  # longer than any lane's span
-    if len(change) and width > 0 and (len(change) + 1) * width < 1 << 62:
-        # Every lane at once: lane k's times shifted by k * width, so that lanes follow one
-        # another in time and never overlap. An event's depth and parent then come out as
-        # within its lane alone (earlier lanes count both as earlier and as closed, and an
-        # event of depth d has an earlier event of depth d - 1 in its own lane, which is the
-        # latest of that depth before it): one pass instead of one per lane.
-        lane = np.zeros(n, dtype=np.int64)
-        lane[change] = 1
-        shifted = (start - lo_t) + np.cumsum(lane) * width
-        d, p = _lane_nesting(shifted, length)
+    del ka, kb, kc  # (peak memory: the lanes are walked from here)
+    one_pass = _all_lanes(ts[order], dur[order], change) if len(change) and n <= _ONE_PASS_ROWS else None
+    if one_pass is not None:
+        d, p = one_pass
         depth[order] = d
         has = p >= 0
         parent[order[has]] = order[p[has]]

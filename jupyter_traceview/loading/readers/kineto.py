@@ -1381,6 +1381,10 @@ def _split_and_finish(
     groups: list[tuple[int, str, np.ndarray | None]]
     if row_ranks is None:
         groups = [(header.rank, header.rank_source, None)]
+        # One rank: each of the file's columns is gathered once (in _rank_tables), then
+        # dropped: the file's and the rank's columns are not all in memory at once.
+        raw.ts_us = raw.dur_us = raw.arg_rank = raw.instant = _GONE
+        raw.ts_ns = None
     else:
         groups = [(int(r), source, np.flatnonzero(row_ranks == r)) for r in np.unique(row_ranks) if r >= 0]
     out = []
@@ -1404,21 +1408,30 @@ def _split_and_finish(
             skipped=dict(raw.skipped),
             **meta_fields,
         )
-        out.append(_rank_tables(raw, ts_ns, dur_ns, rows, meta))
+        out.append(_rank_tables(raw, ts_ns, dur_ns, rows, meta, last_use=row_ranks is None))
     return out
 
 
+#: What replaces a file column that :func:`_split_and_finish` no longer needs.
+_GONE = np.empty(0)
+
+
 def _rank_tables(
-    raw: _FileColumns, ts_ns: np.ndarray, dur_ns: np.ndarray, rows: np.ndarray | None, meta: RankMeta
+    raw: _FileColumns,
+    ts_ns: np.ndarray,
+    dur_ns: np.ndarray,
+    rows: np.ndarray | None,
+    meta: RankMeta,
+    *,
+    last_use: bool = False,
 ) -> RankData:
+    """One rank's tables from the file's columns (its ``rows``; None: all). ``last_use``: the
+    file's event columns are not read again (one rank): each is dropped once gathered."""
     if rows is None:
         rows = np.arange(len(ts_ns))
     # Sort by start, longer first at equal starts (parents before children), stably.
     order = rows[derive.start_order(ts_ns[rows], dur_ns[rows])]
     n = len(order)
-    # eid of every file row in this rank (-1 for rows of other ranks).
-    eid_of_row = np.full(len(ts_ns), -1, dtype=np.int64)
-    eid_of_row[order] = np.arange(n, dtype=np.int64)
     cols: dict[str, np.ndarray] = {
         "eid": np.arange(n, dtype=np.int64),
         "ts_ns": ts_ns[order],
@@ -1428,6 +1441,8 @@ def _rank_tables(
     name_codes = raw.name_codes[order]
     for col in ("pid", "tid", "device", "stream", "correlation", "external_id"):
         cols[col] = getattr(raw, col)[order]
+        if last_use:
+            setattr(raw, col, _GONE)
 
     launch_kind = derive.in_codes(kind, _LAUNCH_CODES)
     activity = derive.in_codes(kind, _ACTIVITY_CODES)
@@ -1437,6 +1452,7 @@ def _rank_tables(
     lane_a = np.where(device_side, cols["device"].astype(np.int64), cols["pid"])
     lane_b = np.where(device_side, cols["stream"], cols["tid"])
     depth, parent = derive.nesting(cols["ts_ns"], cols["dur_ns"], lane_a, lane_b, device_side)
+    del lane_a, lane_b
     parent[device_side] = -1
     cols["parent_eid"] = parent
     cols["depth"] = depth
@@ -1482,6 +1498,9 @@ def _rank_tables(
             "step": cols["step"].astype(np.int32),
         }
     )
+    # eid of every file row in this rank (-1 for rows of other ranks).
+    eid_of_row = np.full(len(ts_ns), -1, dtype=np.int64)
+    eid_of_row[order] = cols["eid"]
     return RankData(
         meta=meta,
         events=events,
