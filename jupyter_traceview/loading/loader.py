@@ -536,7 +536,8 @@ def _load_split(
     ``classifier``; None if it must be read whole.
 
     A plain file is read by the workers themselves (``pread``); a compressed one is inflated
-    here into a temporary file (in ``/dev/shm`` where there is one) that they read.
+    here, as it is read, into a temporary file (in ``/dev/shm`` where there is one) that they
+    read (the inflated JSON is never all in this process's memory).
     """
     from . import pieces
 
