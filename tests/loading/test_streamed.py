@@ -292,3 +292,33 @@ def test_an_abandoned_stream_closes_its_file(tmp_path: Path) -> None:
     fh = frame.f_locals["fh"]
     chunks.close()
     assert fh.closed
+
+
+def test_a_read_error_while_streaming_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = _write_gz(tmp_path / "rank-0.json.gz", _trace_text(_events(3000)))
+    _small_pieces(monkeypatch)
+    real_open = files._open
+
+    class Failing:
+        def __init__(self, fh: Any) -> None:
+            self.fh, self.reads = fh, 0
+
+        def __enter__(self) -> Failing:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def fileno(self) -> int:
+            return int(self.fh.fileno())
+
+        def read(self, n: int) -> bytes:
+            self.reads += 1
+            if self.reads > 20:
+                raise OSError(5, "Input/output error")
+            return bytes(self.fh.read(n))
+
+    monkeypatch.setattr(files, "_open", lambda path: Failing(real_open(path)))
+    with pytest.raises(TraceFormatError) as exc:
+        b"".join(inflate_chunks(f))
+    _check(exc, f, "cannot be read (Input/output error)")
