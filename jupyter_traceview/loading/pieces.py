@@ -14,13 +14,16 @@ quote their index, B/E pairs, odd value types, ...), raises :class:`SplitFailed`
 then reads the file whole with :func:`~.readers.kineto.parse_kineto`, which gives the same
 tables and the same errors it always did.
 
-Two uses:
+Three uses:
 
 * :func:`parse_in_pieces`: one process reads a big file piece by piece, sharing one reader
   state, as the reader's own chunked path does; only one piece's Python objects exist at a
   time, and a plain file is never held whole in memory (each piece is read with ``pread``).
 * :func:`parse_piece` + :func:`finish`: the pieces of one file read by different worker
   processes (each returns its columns), then merged and turned into rank tables here.
+* :func:`parse_streamed`: a document that can only be read forward (a gzip-compressed file,
+  inflated as it is read) cut into pieces as it comes, each read at once as in
+  :func:`parse_in_pieces`: only about one piece of it is in memory at a time.
 
 Either way a piece's columns come from the C scanner (``readers/native.py``) where it is
 built and reads the events, and from msgspec's decoding (``kineto._part``) for the events
@@ -376,8 +379,9 @@ def parse_streamed(
     it there; older versions after the array); where the fields after it decide another, that
     changes nothing unless a timestamp comes near the range where the base decides whether it
     is valid (``_FileState.ts_bound``): then the document is read a second time (``chunks()``
-    again). Raises SplitFailed where the whole-file read must decide, and the
-    errors of ``chunks``.
+    again). Raises SplitFailed where the whole-file read must decide (an error of ``chunks``
+    too, once the pieces are being read: the whole-file read gives it again), else the errors
+    of ``chunks``.
     """
     try:
         return _parse_streamed(path, chunks, piece_bytes, None, name_rank, bad_events, pid_map)
