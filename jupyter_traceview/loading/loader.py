@@ -658,7 +658,7 @@ def _kineto_header(tf: TraceFile, doc: Any, options: ReadOptions) -> Any:
 
     try:
         return kineto._header(tf.path, doc, tf.name_rank, options.bad_events)
-    except TraceFormatError:
+    except (TraceFormatError, ValueError, RecursionError):  # (ValueError: a header field not UTF-8)
         return None
 
 
