@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import jupyter_traceview as tv
 from jupyter_traceview.model import frames
@@ -208,3 +210,18 @@ def test_classify_column_on_missing_names_and_kinds() -> None:
     assert _as_list(Classifier().classify_column(name[[1, 1]], kind[[3, 5]])) == [None, None]
     empty = Classifier().classify_column(name[:0], kind[:0])
     assert len(empty) == 0 and empty.categories.tolist() == ["compute", "communication", "memory", "other"]
+
+
+@given(st.lists(st.text(), max_size=30))
+def test_str_index_is_the_plain_index(texts: list[str]) -> None:
+    try:
+        want = pd.Index(texts, dtype="str")
+    except UnicodeEncodeError:  # lone surrogates: refused both ways
+        with pytest.raises(UnicodeEncodeError):
+            frames.str_index(texts)
+        return
+    got = frames.str_index(texts)
+    pd.testing.assert_index_equal(got, want, exact=True)
+    assert type(got.array) is type(want.array) and got.dtype == want.dtype
+    if hasattr(want.array, "_pa_array"):
+        assert got.array._pa_array.type == want.array._pa_array.type
