@@ -83,7 +83,7 @@ def category_dtype(categories: Sequence[object]) -> pd.CategoricalDtype:
     return shared_dtype(key, lambda: checked_dtype(str_index(key), len(set(key)) == len(key)))
 
 
-def str_index(texts: Sequence[str]) -> pd.Index:
+def str_index(texts: Sequence[object]) -> pd.Index:
     """``pd.Index(texts, dtype="str")``: on pandas' Arrow-backed strings, converted by Arrow
     directly (pandas' own conversion checks each value first: ~2x slower warm, and several
     times slower on a process's first calls), else pandas' way."""
