@@ -607,7 +607,7 @@ def _kineto_header(tf: TraceFile, the_plan: Any, options: ReadOptions) -> Any:
 
     try:
         return kineto._header(tf.path, the_plan.doc, tf.name_rank, options.bad_events)
-    except TraceFormatError:
+    except (TraceFormatError, ValueError, RecursionError):  # (ValueError: a header field not UTF-8)
         return None
 
 

@@ -64,6 +64,8 @@ ReadAt = Callable[[int, int], bytes]
 #: The header fields before ``traceEvents`` must lie within this many bytes of the start,
 #: and those after the array within this many bytes of the end (Kineto writes a few KB).
 _HEAD_BYTES = 1 << 20
+#: The array's start is looked for in this many bytes first (a small file is not copied whole).
+_FIRST_HEAD_BYTES = 1 << 16
 _TAIL_BYTES = 1 << 16
 #: How far past its target a cut is looked for (an element longer than this: no cut there).
 _CUT_WINDOW = 1 << 20
@@ -128,7 +130,10 @@ def bytes_source(data: bytes) -> ReadAt:
 
 def plan(read_at: ReadAt, size: int, piece_bytes: int) -> Plan:
     """Find the event array and cut it into pieces of about ``piece_bytes``; or raise SplitFailed."""
-    start, prefix, is_object = _array_start(read_at(0, min(size, _HEAD_BYTES)))
+    head = read_at(0, min(size, _FIRST_HEAD_BYTES))
+    if size > len(head) and _KEY.search(head) is None:  # (a bigger header: Kineto's are a few KB)
+        head = read_at(0, min(size, _HEAD_BYTES))
+    start, prefix, is_object = _array_start(head)
     doc, end = _find_end(read_at, size, start, prefix, is_object=is_object)
     if end - start < 2:
         raise SplitFailed("no events")
@@ -254,7 +259,12 @@ def _piece_columns(
     """The columns of one piece, as (columns, number of events) in file order: by the C scanner
     where it can (``native``: identical columns), else from msgspec's decoded events.
     ``piece``: ``b"[" + bytes lo:hi + b"]"`` where the caller has it, else read with ``read_at``."""
-    buf = piece if piece is not None else b"[" + read_at(lo, hi - lo) + b"]"
+    if piece is not None:
+        buf = piece
+    elif lo > 0 and read_at(lo - 1, 1) == b"[" and read_at(hi, 1) == b"]":
+        buf = read_at(lo - 1, hi - lo + 2)  # the whole array (one piece): one copy, not two
+    else:
+        buf = b"[" + read_at(lo, hi - lo) + b"]"
     del piece
     if scratch is None:
         return [_decoded_columns(buf, lo, hi, state, offset)]
@@ -325,8 +335,9 @@ def parse_in_pieces(
                     offset += n
             del scratch
             return _finish_file(path, header, state, parts, bad_events, pid_map)
-        except TraceFormatError as exc:
-            # The whole-file read reports errors (in its order: decoding before the header).
+        except (TraceFormatError, ValueError, RecursionError) as exc:
+            # The whole-file read reports errors (in its order: decoding before the header),
+            # also those of argument texts that are not UTF-8 (UnicodeDecodeError).
             raise SplitFailed(str(exc)) from None
 
 
@@ -488,7 +499,7 @@ def _parse_streamed(
                 offset += n
             del piece, scratch
             return _finish_file(path, header, state, parts, bad_events, pid_map)
-        except TraceFormatError as exc:
+        except (TraceFormatError, ValueError, RecursionError) as exc:  # (ValueError: see parse_in_pieces)
             raise SplitFailed(str(exc)) from None
 
 
@@ -536,7 +547,10 @@ def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int
     """
     with paused_gc():  # as the reader: millions of small objects freed together
         state = kineto._FileState(base_time_ns=base_time_ns)
-        columns = _piece_columns(read_at, lo, hi, state, 0, native.scratch())
+        try:
+            columns = _piece_columns(read_at, lo, hi, state, 0, native.scratch())
+        except UnicodeDecodeError as exc:  # raw text in args that is not UTF-8: the whole read says where
+            raise SplitFailed(str(exc)) from None
     if state.problems or state.unreadable or state.begin_end:
         raise SplitFailed("the piece needs the whole-file read")
     return Piece(parts=[part for part, _ in columns], state=state)
@@ -555,7 +569,7 @@ def finish(
     with paused_gc():  # as the reader: millions of small objects freed together
         try:
             header = kineto._header(path, the_plan.doc, name_rank, bad_events)
-        except TraceFormatError as exc:
+        except (TraceFormatError, ValueError, RecursionError) as exc:
             raise SplitFailed(str(exc)) from None
         state = kineto._FileState(base_time_ns=header.base_time_ns)
         for piece in pieces:

@@ -164,13 +164,13 @@ def test_clear_cache(tmp_path: Path) -> None:
 
 def test_rank_selection_parses_only_those_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parsed: list[str] = []
-    real = ingest.parse_kineto
+    real = ingest._read_kineto  # (whole or in pieces, by the C scanner or msgspec)
 
-    def spy(path: Path, *a: object, **k: object):
-        parsed.append(path.name)
-        return real(path, *a, **k)
+    def spy(tf: ingest.TraceFile, *a: object, **k: object):
+        parsed.append(tf.path.name)
+        return real(tf, *a, **k)
 
-    monkeypatch.setattr(ingest, "parse_kineto", spy)
+    monkeypatch.setattr(ingest, "_read_kineto", spy)
     trace = tv.load(tv.sample_path(), ranks=[2, 5], cache=False)
     assert trace.ranks == (2, 5)
     assert sorted(parsed) == sorted(p for p in parsed if p.startswith(("worker2", "worker5")))

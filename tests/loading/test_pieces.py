@@ -147,6 +147,7 @@ def _whole_load(path: Path, **kw: Any) -> list[RankData]:
     """tv.load reading every file whole, in this process (the reference)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ingest, "PIECE_BYTES", 1 << 62)
+        mp.setattr(ingest.native, "AVAILABLE", False)  # small files too: read whole by msgspec
         mp.setattr(loader, "_SPLIT_BYTES", 1 << 62)
         return _ranks(tv.load(path, cache=False, engine="serial", **kw))
 

@@ -277,7 +277,10 @@ def parse_kineto(
         doc, chunks = _decode(path, data)
         header = _header(path, doc, name_rank, bad_events)
         state = _FileState(base_time_ns=header.base_time_ns)
-        parts = [_part(chunk, state) for chunk in chunks]
+        try:
+            parts = [_part(chunk, state) for chunk in chunks]
+        except UnicodeDecodeError:  # raw text in args (the decoder leaves it unchecked)
+            raise _not_utf8(path, data) from None
         if state.begin_end:
             parts.append(_part(_Chunk(-1, _pair_begin_end(state.begin_end, state.skipped), []), state))
         del data, chunks
@@ -601,11 +604,23 @@ def _rank_problem(value: object) -> str | None:
 _MAX_RANK = 2**31 - 1
 
 
+def _header_field(path: Path, doc: _Doc, name: str) -> Any:
+    """A raw header field's value (the decoder leaves raw text unchecked: checked here)."""
+    try:
+        return _load_raw(getattr(doc, name))
+    except UnicodeDecodeError:
+        raise TraceFormatError(
+            path,
+            f"is not valid UTF-8 text (in its {name} field)",
+            "JSON traces are UTF-8; the file is damaged or was re-encoded: record or export the trace again",
+        ) from None
+
+
 def _header(path: Path, doc: _Doc, name_rank: int | None, bad_events: str = "raise") -> _Header:
-    dist = _load_raw(doc.distributedInfo)
+    dist = _header_field(path, doc, "distributedInfo")
     if not isinstance(dist, dict):
         dist = {}
-    props = _load_raw(doc.deviceProperties)
+    props = _header_field(path, doc, "deviceProperties")
     if not isinstance(props, list):
         props = []
     rank_value = dist.get("rank")
@@ -630,7 +645,7 @@ def _header(path: Path, doc: _Doc, name_rank: int | None, bad_events: str = "rai
     world = dist.get("world_size")
     extra = {}
     for f in _EXTRA_FIELDS:
-        value = _load_raw(getattr(doc, f))
+        value = _header_field(path, doc, f)
         if value is not None:
             extra[f] = value
     fields = {
@@ -920,8 +935,8 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     pseudo_pid = [i for i, p in enumerate(pid_values) if isinstance(p, str) and p in _KINETO_PSEUDO_PIDS]
     keep = np.ones(len(kept), dtype=bool)
     if trace_cat or pseudo_pid:
-        is_trace = np.isin(cat_codes, trace_cat)
-        pseudo = is_trace | np.isin(pid_codes, pseudo_pid)
+        is_trace = derive.in_codes(cat_codes, trace_cat)
+        pseudo = is_trace | derive.in_codes(pid_codes, pseudo_pid)
         span_rows = is_trace & ~is_instant & (np.abs(ts) * 1000.0 + state.base_time_ns < _MAX_NS)
         span_rows &= (dur >= 0) & (dur * 1000.0 < _MAX_NS)
         if span_rows.any():
@@ -1010,7 +1025,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
 
     device = np.full(n, -1, dtype=np.int16)
     stream = np.full(n, -1, dtype=np.int64)
-    dev_rows = np.flatnonzero(np.isin(kind, _DEVICE_CODES))
+    dev_rows = np.flatnonzero(derive.in_codes(kind, _DEVICE_CODES))
     if len(dev_rows):
         dev_args = [args_t[i] for i in dev_rows.tolist()]
         d = np.fromiter(map(_GET_DEVICE, dev_args), dtype=np.int64, count=len(dev_args))
@@ -1022,7 +1037,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
             s = _int_column(np.array(s_vals, dtype=object), {})
         stream[dev_rows] = np.where(s >= 0, s, tid[dev_rows])
 
-    has_gpu_args = np.isin(kind, _ARGS_CODES)
+    has_gpu_args = derive.in_codes(kind, _ARGS_CODES)
     sync_rows = np.flatnonzero(kind == _CODE[EventKind.CUDA_SYNC])
     if len(sync_rows):
         # cuda_sync records that name the CUDA event they wait on get a gpu_args row too.
@@ -1056,6 +1071,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
 
 
 _NO_TRIPLE = (-1, -1, -1)
+_I32_MAX = int(np.iinfo(np.int32).max)
 
 
 def _pad3(v: object) -> tuple[int, ...] | list[int]:
@@ -1068,6 +1084,8 @@ def _pad3(v: object) -> tuple[int, ...] | list[int]:
 
 def _xyz(values: list[object]) -> np.ndarray:
     """Grid or block values as int32 triples: -1 where absent or not an int, clipped to int32."""
+    if not values:
+        return np.empty((0, 3), dtype=np.int32)
     # The common case, in C: lists of three ints (typed by the decoder) and absent values
     # (memcpy and memset rows carry no grid); anything else takes the per-value path.
     is_list = np.fromiter(map(operator.is_, map(type, values), itertools.repeat(list)), dtype=bool, count=len(values))
@@ -1077,11 +1095,11 @@ def _xyz(values: list[object]) -> np.ndarray:
         flat = list(itertools.chain.from_iterable(lists))
         if set(map(type, flat)) <= {int}:
             xyz[is_list] = np.array(flat, dtype=np.int64).reshape(len(lists), 3)
-            return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
+            return np.clip(xyz, -1, _I32_MAX).astype(np.int32)
     if values:
         rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
         xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3)
-    return np.clip(xyz, -1, np.iinfo(np.int32).max).astype(np.int32)
+    return np.clip(xyz, -1, _I32_MAX).astype(np.int32)
 
 
 def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:
@@ -1144,7 +1162,7 @@ def _comm_rows(
     ).tolist()
     annot_codes = [i for i, nm in enumerate(names) if nm.startswith("nccl:")]
     annotated = (
-        np.flatnonzero((kind == _CODE[EventKind.USER_ANNOTATION]) & np.isin(name_codes, annot_codes)).tolist()
+        np.flatnonzero((kind == _CODE[EventKind.USER_ANNOTATION]) & derive.in_codes(name_codes, annot_codes)).tolist()
         if annot_codes
         else []
     )
@@ -1426,10 +1444,10 @@ def _rank_tables(
         if last_use:
             setattr(raw, col, _GONE)
 
-    launch_kind = np.isin(kind, _LAUNCH_CODES)
-    activity = np.isin(kind, _ACTIVITY_CODES)
+    launch_kind = derive.in_codes(kind, _LAUNCH_CODES)
+    activity = derive.in_codes(kind, _ACTIVITY_CODES)
     cols["launch_eid"] = derive.launch_links(cols["correlation"], launch_kind, activity)
-    device_side = np.isin(kind, _DEVICE_CODES)
+    device_side = derive.in_codes(kind, _DEVICE_CODES)
     # Nesting: CPU events per (pid, tid); device events per (device, stream).
     lane_a = np.where(device_side, cols["device"].astype(np.int64), cols["pid"])
     lane_b = np.where(device_side, cols["stream"], cols["tid"])
@@ -1517,7 +1535,7 @@ def _gpu_args_table(raw: _FileColumns, eid_of_row: np.ndarray, names: list[str])
     pageable = np.array([p for _, p in per_name], dtype=bool)[inverse] if m else np.empty(0, bool)
     k = raw.kind[rows]
     ck = np.where((ck < 0) & (k == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
-    pageable &= np.isin(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
+    pageable &= derive.in_codes(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
     table: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
     for col in GPU_ARGS_COLUMNS[1:]:
         if col.name in raw.gpu:

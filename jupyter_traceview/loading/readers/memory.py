@@ -25,6 +25,7 @@ import pandas as pd
 
 from ...model.frames import frame
 from ...model.schema import MEMORY_ACTIONS, MEMORY_COLUMNS, categorical
+from .derive import in_codes
 
 __all__ = ["MEMORY_EVENT_NAMES", "MemoryArgs", "MemoryRows", "device_type_name", "empty_memory_rows", "memory_rows"]
 
@@ -153,12 +154,12 @@ def memory_rows(args: Sequence[MemoryArgs], name_codes: np.ndarray, names: Seque
     codes = [i for i, nm in enumerate(names) if nm in MEMORY_EVENT_NAMES]
     if not codes:
         return empty_memory_rows()
-    rows = np.flatnonzero(np.isin(name_codes, codes))
+    rows = np.flatnonzero(in_codes(name_codes, codes))
     oom_codes = [i for i in codes if names[i] == "[OutOfMemory]"]
     picked = [args[i] for i in rows.tolist()]
     return MemoryRows(
         rows=rows.astype(np.int64),
-        oom=np.isin(name_codes[rows], oom_codes),
+        oom=in_codes(name_codes[rows], oom_codes),
         ints={f: _int64([getattr(a, f) for a in picked]) for f in _INT_FIELDS},
         device_type=[device_type_name(a.mem_device_type) for a in picked],
     )

@@ -15,6 +15,7 @@ distinct texts: a text is decoded, sorted and compacted once, not once per opera
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import operator
@@ -166,8 +167,12 @@ def _no_floats(value: str) -> Any:
 _INT_JSON = msgspec.json.Decoder(float_hook=_no_floats)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _compact_text(text: str) -> str:
-    """The text as compact JSON (``json.dumps`` with no spaces); itself if it is not JSON."""
+    """The text as compact JSON (``json.dumps`` with no spaces); itself if it is not JSON.
+
+    Memoised: the ranks of one job record the same shapes (a pure function of the text).
+    """
     if text.isascii() and "\\" not in text:
         # msgspec writes what json.dumps writes for JSON of ints, ASCII strings without
         # escapes, lists, objects, booleans and null (floats are sent to the json path).
@@ -191,6 +196,5 @@ def _compact_codes(codes: np.ndarray, values: list[str]) -> pd.Categorical:
     order = sorted(used.tolist(), key=values.__getitem__)
     index: dict[str, int] = {}
     lut = np.full(len(values) + 1, -1, dtype=np.int64)
-    for c in order:
-        lut[c] = index.setdefault(_compact_text(values[c]), len(index))
+    lut[order] = [index.setdefault(t, len(index)) for t in map(_compact_text, map(values.__getitem__, order))]
     return categorical(codes=lut[codes].astype(np.int32), categories=list(index))

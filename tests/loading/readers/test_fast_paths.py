@@ -18,9 +18,11 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import jupyter_traceview as tv
-from jupyter_traceview.loading.readers import kineto, op_args
+from jupyter_traceview.loading.readers import derive, kineto, op_args
 from jupyter_traceview.loading.readers.files import read_bytes
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -193,3 +195,51 @@ def test_compact_text_on_every_recorded_argument_of_the_real_traces(path: Path) 
                     texts.add(json.dumps(args[key], ensure_ascii=False))  # as Kineto writes them
     for text in texts:
         assert op_args._compact_text(text) == _compact_reference(text), text
+
+
+@given(
+    st.lists(st.integers(-3, 300), max_size=60),
+    st.lists(st.integers(-3, 300), max_size=8),
+    st.sampled_from([np.int8, np.int16, np.int32, np.int64, np.uint8, np.float64]),
+)
+def test_in_codes_is_isin(values: list[int], codes: list[int], dtype: type) -> None:
+    array = np.array([v for v in values if np.can_cast(np.min_scalar_type(v), dtype)], dtype=dtype)
+    got = derive.in_codes(array, codes)
+    assert got.dtype == bool
+    np.testing.assert_array_equal(got, np.isin(array, codes))
+    np.testing.assert_array_equal(derive.in_codes(array, np.array(codes, dtype=np.int64)), np.isin(array, codes))
+
+
+def _nesting_lane_by_lane(
+    ts: np.ndarray, dur: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """derive.nesting's reference: each lane alone (its rows in time order)."""
+    depth = np.zeros(len(ts), dtype=np.int64)
+    parent = np.full(len(ts), -1, dtype=np.int64)
+    for key in set(zip(a.tolist(), b.tolist(), c.tolist(), strict=True)):
+        rows = np.flatnonzero((a == key[0]) & (b == key[1]) & (c == key[2]))
+        d, p = derive._lane_nesting(ts[rows], dur[rows])
+        depth[rows] = d
+        parent[rows[p >= 0]] = rows[p[p >= 0]]
+    return np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16), parent
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 12), st.integers(0, 2), st.integers(0, 2), st.booleans()),
+        max_size=60,
+    ),
+    st.sampled_from([0, 1_700_000_000_000_000_000]),
+)
+def test_nesting_of_all_lanes_at_once_is_lane_by_lane(events: list[tuple[int, int, int, int, bool]], base: int) -> None:
+    ts = np.array([e[0] for e in events], dtype=np.int64) + base
+    dur = np.array([e[1] for e in events], dtype=np.int64)
+    order = derive.start_order(ts, dur)
+    ts, dur = ts[order], dur[order]
+    a, b = np.array([e[2] for e in events], np.int64)[order], np.array([e[3] for e in events], np.int64)[order]
+    c = np.array([e[4] for e in events], bool)[order]
+    depth, parent = derive.nesting(ts, dur, a, b, c)
+    want_depth, want_parent = _nesting_lane_by_lane(ts, dur, a, b, c)
+    np.testing.assert_array_equal(depth, want_depth)
+    np.testing.assert_array_equal(parent, want_parent)
+    assert depth.dtype == np.int16

@@ -1,0 +1,145 @@
+"""Small Kineto files (under ``ingest.PIECE_BYTES``) are read as one piece by the C scanner
+where it is built (issue 17: the 8-rank sample's fixed costs), with exactly the tables and
+errors of the whole-file read (``kineto.parse_kineto``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import jupyter_traceview as tv
+from jupyter_traceview.errors import TraceFormatError
+from jupyter_traceview.loading import ingest, loader, pieces
+from jupyter_traceview.loading.readers import kineto, native
+from jupyter_traceview.loading.readers.files import TraceFile, read_bytes
+from jupyter_traceview.model.rank_data import RankData
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SMALL = (
+    sorted(p for p in DATA.glob("**/*.json.gz") if "key_averages" not in p.name)
+    + sorted(Path(tv.sample_path()).glob("*.json.gz"))[:2]
+)
+OPTIONS = ingest.ReadOptions("raise", None)
+
+
+def _same(a: list[RankData], b: list[RankData]) -> None:
+    assert len(a) == len(b) > 0
+    for x, y in zip(a, b, strict=True):
+        assert dataclasses.asdict(x.meta) == dataclasses.asdict(y.meta)
+        for name in ("events", "gpu_args", "comms", "memory", "op_args"):
+            pd.testing.assert_frame_equal(getattr(x, name), getattr(y, name), check_exact=True, obj=name)
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the files read in pieces (the scanner's path) by ingest."""
+    calls: list[int] = []
+    real = pieces.parse_in_pieces
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pieces, "parse_in_pieces", spy)
+    return calls
+
+
+@pytest.mark.parametrize("path", SMALL, ids=lambda p: p.parent.name + "/" + p.name[:30])
+def test_a_small_file_read_by_the_scanner_gives_the_whole_file_tables(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = read_bytes(path)
+    calls = _spy(monkeypatch)
+    got = ingest.read_file(TraceFile(path, path.stat().st_size, 0, None), OPTIONS, None)
+    if len(data) <= ingest.PIECE_BYTES:  # (a few are bigger: inflated and read piece by piece)
+        assert calls == ([1] if native.AVAILABLE else [])
+    _same(kineto.parse_kineto(path, data), got)
+
+
+def test_without_the_scanner_a_small_file_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = sorted(Path(tv.sample_path()).glob("*.json.gz"))[0]
+    monkeypatch.setattr(native, "AVAILABLE", False)
+    calls = _spy(monkeypatch)
+    got = ingest.read_file(TraceFile(path, path.stat().st_size, 0, None), OPTIONS, None)
+    assert calls == []
+    _same(kineto.parse_kineto(path, read_bytes(path)), got)
+
+
+def _with_bad_header(tmp_path: Path, n_events: int) -> tuple[Path, bytes]:
+    """A trace whose deviceProperties hold a byte that is not UTF-8 (a damaged header)."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i % 7}", "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
+        for i in range(n_events)
+    ]
+    text = (
+        b'{"deviceProperties": [{"name": "GPU \xf0("}],\n"traceEvents": [\n'
+        + b",\n".join(json.dumps(e).encode() for e in events)
+        + b'\n],\n"traceName": "t"\n}\n'
+    )
+    path = tmp_path / "rank-0.json"
+    path.write_bytes(text)
+    return path, text
+
+
+def test_a_header_field_that_is_not_utf8_fails_alike_whole_or_in_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (The header's raw fields were decoded outside the reader's error handling: a
+    # UnicodeDecodeError escaped tv.load.)
+    path, text = _with_bad_header(tmp_path, 400)
+    with pytest.raises(TraceFormatError) as whole:
+        kineto.parse_kineto(path, text)
+    assert "not valid UTF-8 text (in its deviceProperties field)" in str(whole.value)
+    with pytest.raises(TraceFormatError) as small:
+        tv.load(path, cache=False)
+    assert str(small.value) == str(whole.value)
+    # A file over the piece size, read in pieces in this process and across a pool.
+    monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
+    with pytest.raises(TraceFormatError) as big:
+        tv.load(path, cache=False, engine="serial")
+    assert str(big.value) == str(whole.value)
+    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    with pytest.raises(TraceFormatError) as split:
+        tv.load(path, cache=False, engine="process")
+    assert str(split.value) == str(whole.value)
+    gz = tmp_path / "rank-1.json.gz"
+    gz.write_bytes(gzip.compress(text))
+    with pytest.raises(TraceFormatError, match="not valid UTF-8"):
+        tv.load(gz, cache=False, engine="serial")
+
+
+def test_an_argument_that_is_not_utf8_fails_alike_whole_or_in_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Raw argument texts (process group names, shapes, args.rank) are left unchecked by the
+    # decoder; decoding them later raised a UnicodeDecodeError out of tv.load.
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i % 7}", "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
+        for i in range(400)
+    ]
+    events[300]["args"] = {"Collective name": "allreduce", "Process Group Name": "PG"}
+    text = json.dumps({"traceEvents": events}).replace('"PG"', '"P\\u0047"').encode()
+    text = text.replace(b"P\\u0047", b"P\xf0(")
+    path = tmp_path / "rank-0.json"
+    path.write_bytes(text)
+    with pytest.raises(TraceFormatError) as whole:
+        kineto.parse_kineto(path, text)
+    assert "is not valid UTF-8 text at line 1" in str(whole.value)
+    with pytest.raises(TraceFormatError) as small:
+        tv.load(path, cache=False)
+    assert str(small.value) == str(whole.value)
+    monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
+    with pytest.raises(TraceFormatError) as big:
+        tv.load(path, cache=False, engine="serial")
+    assert str(big.value) == str(whole.value)
+    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    with pytest.raises(TraceFormatError) as split:
+        tv.load(path, cache=False, engine="process")
+    assert str(split.value) == str(whole.value)
