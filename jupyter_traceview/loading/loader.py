@@ -9,8 +9,8 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Literal
@@ -536,96 +536,130 @@ def _load_split(
     ``classifier``; None if it must be read whole.
 
     A plain file is read by the workers themselves (``pread``); a compressed one is inflated
-    here into a temporary file (in ``/dev/shm`` where there is one) that they read.
+    here as it is read, and each piece is handed to a worker as soon as it is cut
+    (:func:`_split_streamed`): the inflated JSON is never all in memory.
     """
     from . import pieces
 
-    workers = max(1, os.cpu_count() or 1)
-    tmp: Path | None = None
     try:
         with open(tf.path, "rb") as fh:
             compressed = is_compressed(tf.path, fh.read(2))
-        if compressed:
-            tmp = _scratch_copy(inflate_chunks(tf.path, max_json_bytes=options.max_json_bytes))
-        read_at, size, close = pieces.open_source(tmp or tf.path)
-        try:
-            n = workers * max(1, -(-size // (workers * _SPLIT_PIECE_BYTES)))
-            the_plan = pieces.plan(read_at, size, -(-size // n))
-            header = _kineto_header(tf, the_plan, options)
-        finally:
-            close()
-        if len(the_plan.ranges) < 2 or header is None:
+        got = _split_streamed(tf, options) if compressed else _split_plain(tf, options)
+        if got is None:
             return None
-        source = str(tmp or tf.path)
-        pool_size = min(workers, len(the_plan.ranges))
-        with (
-            handoff.scratch_folder() as folder,
-            ProcessPoolExecutor(max_workers=pool_size, mp_context=_pool_context()) as pool,
-        ):
-            futures = [
-                pool.submit(_read_piece_task, tf.path, source, lo, hi, header.base_time_ns, folder)
-                for lo, hi in the_plan.ranges
-            ]
-            parts: list[Any] = [None] * len(futures)
-            try:
-                # This process reads pieces too, from the end, until a worker's first result.
-                for k in reversed(range(len(futures))):
-                    if any(f.done() for f in futures) or not futures[k].cancel():
-                        break
-                    lo, hi = the_plan.ranges[k]
-                    parts[k] = _read_piece(tf.path, source, lo, hi, header.base_time_ns)
-                parts = [p if p is not None else handoff.load(f.result()) for p, f in zip(parts, futures, strict=True)]
-            except pieces.SplitFailed:
-                for f in futures:
-                    f.cancel()
-                return None
-            except BrokenProcessPool:
-                raise TraceviewError(
-                    f"a worker process died while reading {tf.path} (out of memory?); try tv.load(..., engine='serial')"
-                ) from None
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-            tmp = None
+        the_plan, parts = got
         pid_map = dict(options.pid_map) if options.pid_map else None
         ranks = pieces.finish(
             tf.path, the_plan, parts, name_rank=tf.name_rank, bad_events=options.bad_events, pid_map=pid_map
         )
     except (pieces.SplitFailed, OSError):
         return None
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
     ranks = [classified(d, classifier) for d in ranks]
     if cache_dir is not None:
         _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks, classifier=classifier)
     return ranks
 
 
-def _kineto_header(tf: TraceFile, the_plan: Any, options: ReadOptions) -> Any:
+def _split_plain(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]] | None:
+    """The plan and the pieces' columns of a plain file, its byte ranges read by a pool (None: read it whole)."""
+    from . import pieces
+
+    workers = max(1, os.cpu_count() or 1)
+    read_at, size, close = pieces.open_source(tf.path)
+    try:
+        n = workers * max(1, -(-size // (workers * _SPLIT_PIECE_BYTES)))
+        the_plan = pieces.plan(read_at, size, -(-size // n))
+        header = _kineto_header(tf, the_plan.doc, options)
+    finally:
+        close()
+    if len(the_plan.ranges) < 2 or header is None:
+        return None
+    source = str(tf.path)
+    pool_size = min(workers, len(the_plan.ranges))
+    with (
+        handoff.scratch_folder() as folder,
+        ProcessPoolExecutor(max_workers=pool_size, mp_context=_pool_context()) as pool,
+    ):
+        futures = [
+            pool.submit(_read_piece_task, tf.path, source, lo, hi, header.base_time_ns, folder)
+            for lo, hi in the_plan.ranges
+        ]
+        parts: list[Any] = [None] * len(futures)
+        try:
+            # This process reads pieces too, from the end, until a worker's first result.
+            for k in reversed(range(len(futures))):
+                if any(f.done() for f in futures) or not futures[k].cancel():
+                    break
+                lo, hi = the_plan.ranges[k]
+                parts[k] = _read_piece(tf.path, source, lo, hi, header.base_time_ns)
+            parts = [p if p is not None else handoff.load(f.result()) for p, f in zip(parts, futures, strict=True)]
+        except pieces.SplitFailed:
+            for f in futures:
+                f.cancel()
+            return None
+        except BrokenProcessPool:
+            raise _died(tf) from None
+    return the_plan, parts
+
+
+def _split_streamed(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]] | None:
+    """The plan and the pieces' columns of a compressed file: inflated here as it is read,
+    each piece handed to a worker as soon as it is cut, at most one more than there are
+    workers in flight (None: read it whole)."""
+    from . import pieces
+
+    workers = max(1, os.cpu_count() or 1)
+    source = inflate_chunks(tf.path, max_json_bytes=options.max_json_bytes)
+    with contextlib.closing(source):
+        cutter = pieces.Cutter(tf.path, source, _SPLIT_PIECE_BYTES)
+        if cutter.whole is not None:
+            return None
+        with (
+            handoff.scratch_folder() as folder,
+            ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool,
+        ):
+            futures: list[Future[Any]] = []
+            ranges = []
+            try:
+                for lo, hi, piece in cutter.pieces():
+                    futures.append(
+                        pool.submit(_read_piece_bytes_task, tf.path, piece, lo, hi, cutter.base_time_ns, folder)
+                    )
+                    ranges.append((lo, hi))
+                    del piece
+                    while len(running := [f for f in futures if not f.done()]) > workers:
+                        wait(running, return_when=FIRST_COMPLETED)
+                parts = [handoff.load(f.result()) for f in futures]
+            except pieces.SplitFailed:
+                for f in futures:
+                    f.cancel()
+                return None
+            except BrokenProcessPool:
+                raise _died(tf) from None
+    assert cutter.doc is not None
+    header = _kineto_header(tf, cutter.doc, options)
+    if len(parts) < 2 or header is None:
+        return None
+    bound = max(p.state.ts_bound for p in parts)
+    if not pieces.base_agrees(cutter.base_time_ns, header.base_time_ns, bound):
+        return None  # (read in this process, which reads it again with the file's time base)
+    return pieces.Plan(doc=cutter.doc, ranges=tuple(ranges)), parts
+
+
+def _died(tf: TraceFile) -> TraceviewError:
+    return TraceviewError(
+        f"a worker process died while reading {tf.path} (out of memory?); try tv.load(..., engine='serial')"
+    )
+
+
+def _kineto_header(tf: TraceFile, doc: Any, options: ReadOptions) -> Any:
     """The file's header as the reader reads it, or None where it would raise (the whole read says why)."""
     from .readers import kineto
 
     try:
-        return kineto._header(tf.path, the_plan.doc, tf.name_rank, options.bad_events)
+        return kineto._header(tf.path, doc, tf.name_rank, options.bad_events)
     except (TraceFormatError, ValueError, RecursionError):  # (ValueError: a header field not UTF-8)
         return None
-
-
-def _scratch_copy(chunks: Generator[bytes, None, None]) -> Path:
-    """The bytes of ``chunks`` in a temporary file that worker processes can read (in memory
-    where /dev/shm exists), written as they come (never all in this process's memory)."""
-    import tempfile
-
-    where = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    fd, name = tempfile.mkstemp(prefix="traceview-", suffix=".json", dir=where)
-    try:
-        with os.fdopen(fd, "wb") as fh, contextlib.closing(chunks):
-            for chunk in chunks:
-                fh.write(chunk)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
-    return Path(name)
 
 
 def _read_file_task(
@@ -645,6 +679,16 @@ def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: in
     """A worker's task: :func:`_read_piece` handed back through ``folder`` (its heap kept or given back first)."""
     heap.before_task(hi - lo)
     return handoff.dump(_read_piece(path, source, lo, hi, base_time_ns), folder)
+
+
+def _read_piece_bytes_task(path: Path, piece: bytes, lo: int, hi: int, base_time_ns: int, folder: str | None) -> Any:
+    """A worker's task: the columns of bytes ``[lo, hi)`` of a document, given as ``piece``
+    (``b"[" + those bytes + b"]"``; see pieces.parse_piece), handed back through ``folder``
+    (its heap kept or given back first)."""
+    from . import pieces
+
+    heap.before_task(len(piece))
+    return handoff.dump(pieces.parse_piece(path, pieces.bytes_source(b""), lo, hi, base_time_ns, piece), folder)
 
 
 def _read_piece(path: Path, source: str, lo: int, hi: int, base_time_ns: int) -> Any:

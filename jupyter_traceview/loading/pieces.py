@@ -14,13 +14,16 @@ quote their index, B/E pairs, odd value types, ...), raises :class:`SplitFailed`
 then reads the file whole with :func:`~.readers.kineto.parse_kineto`, which gives the same
 tables and the same errors it always did.
 
-Two uses:
+Three uses:
 
 * :func:`parse_in_pieces`: one process reads a big file piece by piece, sharing one reader
   state, as the reader's own chunked path does; only one piece's Python objects exist at a
   time, and a plain file is never held whole in memory (each piece is read with ``pread``).
 * :func:`parse_piece` + :func:`finish`: the pieces of one file read by different worker
   processes (each returns its columns), then merged and turned into rank tables here.
+* :func:`parse_streamed`: a document that can only be read forward (a gzip-compressed file,
+  inflated as it is read) cut into pieces as it comes, each read at once as in
+  :func:`parse_in_pieces`: only about one piece of it is in memory at a time.
 
 Either way a piece's columns come from the C scanner (``readers/native.py``) where it is
 built and reads the events, and from msgspec's decoding (``kineto._part``) for the events
@@ -48,8 +51,10 @@ from ..model.rank_data import RankData
 from .readers import kineto, native
 
 __all__ = [
+    "Cutter",
     "Plan",
     "SplitFailed",
+    "base_agrees",
     "finish",
     "open_source",
     "parse_in_pieces",
@@ -387,8 +392,9 @@ def parse_streamed(
     it there; older versions after the array); where the fields after it decide another, that
     changes nothing unless a timestamp comes near the range where the base decides whether it
     is valid (``_FileState.ts_bound``): then the document is read a second time (``chunks()``
-    again). Raises SplitFailed where the whole-file read must decide, and the
-    errors of ``chunks``.
+    again). Raises SplitFailed where the whole-file read must decide (an error of ``chunks``
+    too, once the pieces are being read: the whole-file read gives it again), else the errors
+    of ``chunks``.
     """
     try:
         return _parse_streamed(path, chunks, piece_bytes, None, name_rank, bad_events, pid_map)
@@ -439,6 +445,69 @@ class _Stream:
             self.at += len(self.chunks.popleft())
 
 
+class Cutter:
+    """A document read forward (``source``: its chunks, in order), cut into pieces as it comes.
+
+    ``whole``: the document, where it is not longer than ``piece_bytes`` (not cut); else
+    :meth:`pieces` gives the pieces, each as soon as enough follows it to know that it lies
+    before the array's end (the last ``_TAIL_BYTES``, where :func:`plan` looks for the end),
+    then sets ``doc``. ``base_time_ns``: the time base to read the pieces with (given, else
+    that of the fields before the array, see :func:`base_agrees`). Raises SplitFailed where
+    the document must be read whole, and the errors of ``source``.
+    """
+
+    def __init__(self, path: Path, source: Iterator[bytes], piece_bytes: int, base_time_ns: int | None = None) -> None:
+        self.stream = _Stream(source)
+        self.read_at = self.stream.read_at
+        self.piece_bytes = piece_bytes
+        self.whole: bytes | None = None
+        self.doc: kineto._Doc | None = None
+        self.base_time_ns = 0
+        if not self.stream.fill(max(piece_bytes, _HEAD_BYTES) + 1) and self.stream.end <= piece_bytes:
+            self.whole = self.read_at(0, self.stream.end)
+            return
+        self.start, self.prefix, self.is_object = _array_start(self.read_at(0, min(_HEAD_BYTES, self.stream.end)))
+        if base_time_ns is None:
+            base_time_ns = _base_before(path, self.prefix, self.is_object)
+        self.base_time_ns = base_time_ns
+
+    def pieces(self) -> Iterator[tuple[int, int, bytes]]:
+        """``(lo, hi, b"[" + bytes lo:hi + b"]")`` of each piece, in order."""
+        stream, read_at = self.stream, self.read_at
+        lo = target = self.start
+        while True:
+            target = max(target, lo + self.piece_bytes)
+            window_end = target + _STREAM_WINDOW
+            # The cut must lie before the array's end, which lies in the last _TAIL_BYTES.
+            if not stream.fill(window_end + _TAIL_BYTES):
+                break
+            window = read_at(target, _STREAM_WINDOW)
+            m = _CUT.search(window) or _CUT_ONE_LINE.search(window)
+            if m is None:  # an element longer than the window: look further
+                target = window_end
+                continue
+            cut = target + m.start(1)  # the comma
+            yield lo, cut, read_at(lo, cut - lo, (b"[", b"]"))
+            lo = cut + 1
+            stream.drop_before(lo)
+        size = stream.end
+        doc, end = _find_end(read_at, size, self.start, self.prefix, is_object=self.is_object)
+        if end - self.start < 2:
+            raise SplitFailed("no events")
+        piece = read_at(lo, end - lo, (b"[", b"]"))
+        stream.drop_before(size)
+        yield lo, end, piece
+        self.doc = doc
+
+
+def base_agrees(read_with: int, header_base: int, ts_bound: float) -> bool:
+    """Whether pieces read with the time base ``read_with`` are those of ``header_base`` (the
+    file's): the same unless one of their timestamps (at most ``ts_bound`` us, see
+    ``kineto._FileState.ts_bound``) comes near the range where the base decides whether it
+    is valid (real traces: far from it)."""
+    return read_with == header_base or max(abs(read_with), abs(header_base)) + ts_bound * 1000.0 < kineto._MAX_NS / 2
+
+
 def _parse_streamed(
     path: Path,
     chunks: Callable[[], Iterator[bytes]],
@@ -450,54 +519,25 @@ def _parse_streamed(
 ) -> list[RankData] | bytes:
     source = chunks()
     with _closing(source), paused_gc():  # (see parse_in_pieces)
-        doc_bytes = _Stream(source)
-        read_at = doc_bytes.read_at
-        if not doc_bytes.fill(max(piece_bytes, _HEAD_BYTES) + 1) and doc_bytes.end <= piece_bytes:
-            return read_at(0, doc_bytes.end)
-        start, prefix, is_object = _array_start(read_at(0, min(_HEAD_BYTES, doc_bytes.end)))
-        guess = base_time_ns if base_time_ns is not None else _base_before(path, prefix, is_object)
-        state = kineto._FileState(base_time_ns=guess)
+        cutter = Cutter(path, source, piece_bytes, base_time_ns)
+        if cutter.whole is not None:
+            return cutter.whole
+        state = kineto._FileState(base_time_ns=cutter.base_time_ns)
         parts: list[kineto._Part] = []
         offset = 0
         scratch = native.scratch()
         try:
-            lo = target = start
-            while True:
-                target = max(target, lo + piece_bytes)
-                window_end = target + _STREAM_WINDOW
-                # The cut must lie before the array's end, which lies in the last _TAIL_BYTES.
-                if not doc_bytes.fill(window_end + _TAIL_BYTES):
-                    break
-                window = read_at(target, _STREAM_WINDOW)
-                m = _CUT.search(window) or _CUT_ONE_LINE.search(window)
-                if m is None:  # an element longer than the window: look further
-                    target = window_end
-                    continue
-                cut = target + m.start(1)  # the comma
-                piece = read_at(lo, cut - lo, (b"[", b"]"))
-                for part, n in _piece_columns(read_at, lo, cut, state, offset, scratch, piece):
+            for lo, hi, piece in cutter.pieces():
+                for part, n in _piece_columns(cutter.read_at, lo, hi, state, offset, scratch, piece):
                     parts.append(part)
                     offset += n
                 del piece
-                lo = cut + 1
-                doc_bytes.drop_before(lo)
-            size = doc_bytes.end
-            doc, end = _find_end(read_at, size, start, prefix, is_object=is_object)
-            if end - start < 2:
-                raise SplitFailed("no events")
-            header = kineto._header(path, doc, name_rank, bad_events)
-            if header.base_time_ns != guess:
-                # The pieces read are those of the right base where no timestamp comes near
-                # the range where the base decides whether it is valid (real traces: far).
-                if not max(abs(guess), abs(header.base_time_ns)) + state.ts_bound * 1000.0 < kineto._MAX_NS / 2:
-                    raise _Rebase(header.base_time_ns)
-                state.base_time_ns = header.base_time_ns
-            piece = read_at(lo, end - lo, (b"[", b"]"))
-            doc_bytes.drop_before(size)
-            for part, n in _piece_columns(read_at, lo, end, state, offset, scratch, piece):
-                parts.append(part)
-                offset += n
-            del piece, scratch
+            del scratch
+            assert cutter.doc is not None
+            header = kineto._header(path, cutter.doc, name_rank, bad_events)
+            if not base_agrees(cutter.base_time_ns, header.base_time_ns, state.ts_bound):
+                raise _Rebase(header.base_time_ns)
+            state.base_time_ns = header.base_time_ns  # (for B/E pairs, read at the end)
             return _finish_file(path, header, state, parts, bad_events, pid_map)
         except (TraceFormatError, ValueError, RecursionError) as exc:  # (ValueError: see parse_in_pieces)
             raise SplitFailed(str(exc)) from None
@@ -536,9 +576,10 @@ class Piece:
     state: Any  # kineto._FileState
 
 
-def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int) -> Piece:
+def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int, piece: bytes | None = None) -> Piece:
     """Columns of the events in bytes ``[lo, hi)``, for :func:`finish` (runs in a worker process).
 
+    ``piece``: ``b"[" + bytes lo:hi + b"]"`` where the caller has it (else read with ``read_at``).
     Raises SplitFailed for what only a whole-file read reports exactly: malformed or
     unreadable events (their messages name the event's index in the file) and B/E pairs
     (matched across the file). Pids and tids named without a number (Kineto's ``"Spans"``,
@@ -548,7 +589,7 @@ def parse_piece(path: Path, read_at: ReadAt, lo: int, hi: int, base_time_ns: int
     with paused_gc():  # as the reader: millions of small objects freed together
         state = kineto._FileState(base_time_ns=base_time_ns)
         try:
-            columns = _piece_columns(read_at, lo, hi, state, 0, native.scratch())
+            columns = _piece_columns(read_at, lo, hi, state, 0, native.scratch(), piece)
         except UnicodeDecodeError as exc:  # raw text in args that is not UTF-8: the whole read says where
             raise SplitFailed(str(exc)) from None
     if state.problems or state.unreadable or state.begin_end:

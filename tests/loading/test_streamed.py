@@ -149,8 +149,9 @@ def _passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return passes
 
 
+@pytest.mark.parametrize("engine", ["serial", "process"])
 def test_a_late_time_base_that_decides_validity_reads_the_file_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:
     # Timestamps of 1e17 ns: valid with either base, but near enough to 2**62 ns that the base could decide.
     events = _events(400)
@@ -159,9 +160,15 @@ def test_a_late_time_base_that_decides_validity_reads_the_file_again(
     f = _write_gz(tmp_path / "rank-0.json.gz", _late_base(events, 3 * 10**18))
     reference = _whole_load(f)
     _small_pieces(monkeypatch)
+    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 3000)
     passes = _passes(monkeypatch)
-    _same(reference, _ranks(tv.load(f, cache=False, engine="serial")))
-    assert len(passes) == 2
+    split: list[bool] = []
+    real_split = loader._split_streamed
+    monkeypatch.setattr(loader, "_split_streamed", lambda *a: split.append(True) or real_split(*a))
+    _same(reference, _ranks(tv.load(f, cache=False, engine=engine)))
+    # In this process: read again with the file's time base. Through the pool: the pieces the
+    # workers read are dropped, and this process reads the file (twice) instead.
+    assert len(passes) == 2 and split == ([True] if engine == "process" else [])
     # Beyond 2**62 ns with the late base only: the whole-file read's error, not a table.
     for e in events:
         e["ts"] += 2e15
@@ -169,7 +176,7 @@ def test_a_late_time_base_that_decides_validity_reads_the_file_again(
     with pytest.raises(TraceFormatError) as whole_error:
         _whole_load(f)
     with pytest.raises(TraceFormatError) as streamed_error:
-        tv.load(f, cache=False, engine="serial")
+        tv.load(f, cache=False, engine=engine)
     assert str(streamed_error.value) == str(whole_error.value)
     assert "out of range" in str(streamed_error.value)
 
@@ -221,7 +228,7 @@ def test_gzip_truncated_mid_piece_names_the_file(tmp_path: Path, monkeypatch: py
     assert "copy or record it again" in exc.value.hint
     if engine == "serial":
         assert len(seen) > 10  # pieces were read before the end was found missing
-    assert set(Path("/dev/shm").glob("traceview-*")) <= before  # no inflated copy left behind
+    assert set(Path("/dev/shm").glob("traceview-*")) <= before  # no scratch file left behind
 
 
 @pytest.mark.parametrize("engine", ["serial", "process"])
@@ -292,3 +299,33 @@ def test_an_abandoned_stream_closes_its_file(tmp_path: Path) -> None:
     fh = frame.f_locals["fh"]
     chunks.close()
     assert fh.closed
+
+
+def test_a_read_error_while_streaming_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = _write_gz(tmp_path / "rank-0.json.gz", _trace_text(_events(3000)))
+    _small_pieces(monkeypatch)
+    real_open = files._open
+
+    class Failing:
+        def __init__(self, fh: Any) -> None:
+            self.fh, self.reads = fh, 0
+
+        def __enter__(self) -> Failing:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def fileno(self) -> int:
+            return int(self.fh.fileno())
+
+        def read(self, n: int) -> bytes:
+            self.reads += 1
+            if self.reads > 20:
+                raise OSError(5, "Input/output error")
+            return bytes(self.fh.read(n))
+
+    monkeypatch.setattr(files, "_open", lambda path: Failing(real_open(path)))
+    with pytest.raises(TraceFormatError) as exc:
+        b"".join(inflate_chunks(f))
+    _check(exc, f, "cannot be read (Input/output error)")

@@ -83,14 +83,16 @@ def _lane_nesting(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.nd
     """
     m = len(start)
     idx = np.arange(m)
-    end = start + dur
-    closed = np.searchsorted(np.sort(end), start, side="right")
+    closed = np.searchsorted(np.sort(start + dur), start, side="right")
     # Zero-length intervals at the same start, at or after position i, count as closed
-    # above but do not precede i: take them back out.
+    # above but do not precede i: take them back out. (Each temporary is dropped as soon
+    # as it is used: a lane can hold most of a rank's events.)
     zero = np.concatenate(([0], np.cumsum(dur == 0)))
-    same_start_end = np.searchsorted(start, start, side="right")
-    correction = zero[same_start_end] - zero[idx]
-    depth = idx - (closed - correction)
+    closed -= zero[np.searchsorted(start, start, side="right")]
+    closed += zero[:m]
+    del zero
+    depth = idx - closed
+    del closed
     parent = np.full(m, -1, dtype=np.int64)
     if m and depth.max() > 0:
         by_level = np.lexsort((idx, depth))

@@ -304,6 +304,8 @@ def _inflate(path: Path, blocks: Iterator[bytes], compressed: int, limit: int, c
                     if more is None:
                         raise EOFError("truncated")
                     data = more
+    except TraceFormatError:
+        raise  # (a read error of the blocks, already said: a ValueError, not a gzip error)
     except _INFLATE_ERRORS as exc:
         truncated = isinstance(exc, EOFError) or "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower()
         problem = (
