@@ -15,7 +15,6 @@ distinct texts: a text is decoded, sorted and compacted once, not once per opera
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import operator
@@ -167,12 +166,28 @@ def _no_floats(value: str) -> Any:
 _INT_JSON = msgspec.json.Decoder(float_hook=_no_floats)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _compact_text(text: str) -> str:
-    """The text as compact JSON (``json.dumps`` with no spaces); itself if it is not JSON.
+#: Compact forms of texts met before (the ranks of one job record the same shapes), for texts
+#: of up to _MEMO_CHARS characters; emptied when it holds _MEMO_SIZE (at most ~40 MB).
+_memo: dict[str, str] = {}
+_MEMO_SIZE = 1 << 14
+_MEMO_CHARS = 1024
 
-    Memoised: the ranks of one job record the same shapes (a pure function of the text).
-    """
+
+def _compact_text(text: str) -> str:
+    """The text as compact JSON (``json.dumps`` with no spaces); itself if it is not JSON."""
+    done = _memo.get(text)
+    if done is not None:
+        return done
+    out = _compact(text)
+    if len(text) <= _MEMO_CHARS:
+        if len(_memo) >= _MEMO_SIZE:
+            _memo.clear()
+        _memo[text] = out
+    return out
+
+
+def _compact(text: str) -> str:
+    """:func:`_compact_text`, computed."""
     if text.isascii() and "\\" not in text:
         # msgspec writes what json.dumps writes for JSON of ints, ASCII strings without
         # escapes, lists, objects, booleans and null (floats are sent to the json path).

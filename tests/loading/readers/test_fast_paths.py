@@ -243,3 +243,15 @@ def test_nesting_of_all_lanes_at_once_is_lane_by_lane(events: list[tuple[int, in
     np.testing.assert_array_equal(depth, want_depth)
     np.testing.assert_array_equal(parent, want_parent)
     assert depth.dtype == np.int16
+
+
+def test_the_compact_text_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(op_args, "_memo", {})
+    monkeypatch.setattr(op_args, "_MEMO_SIZE", 8)
+    texts = [f"[[{i}, {i + 1}], []]" for i in range(20)]
+    for _ in range(2):  # computed, then (some) from the memo: the same either way
+        assert [op_args._compact_text(t) for t in texts] == [_compact_reference(t) for t in texts]
+    assert 0 < len(op_args._memo) <= 8
+    long = "[" + ", ".join(["1"] * 1000) + "]"
+    assert op_args._compact_text(long) == _compact_reference(long)
+    assert long not in op_args._memo
