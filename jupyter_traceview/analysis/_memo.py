@@ -27,6 +27,7 @@ cache in front. :func:`save_facts` writes what was added (``findings`` calls it 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -98,14 +99,21 @@ def read_only(a: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def code_key() -> str:
-    """SHA-256 of the source of the analysis and model packages (what persisted facts depend on)."""
+    """SHA-256 of the package version and the source of the analysis and model packages (what
+    persisted facts depend on). If a source cannot be read, a key of this process only: what
+    it keeps is never read by another (better recomputed than read from other code)."""
+    from .._version import __version__
+
     root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for sub in ("analysis", "model"):
-        for path in sorted((root / sub).rglob("*.py")):
-            h.update(str(path.relative_to(root)).encode())
-            h.update(b"\0")
-            h.update(path.read_bytes())
+    h = hashlib.sha256(__version__.encode())
+    try:
+        for sub in ("analysis", "model"):
+            for path in sorted((root / sub).rglob("*.py")):
+                h.update(str(path.relative_to(root)).encode())
+                h.update(b"\0")
+                h.update(path.read_bytes())
+    except OSError:
+        h.update(os.urandom(16))
     return h.hexdigest()
 
 

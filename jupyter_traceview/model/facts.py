@@ -30,6 +30,11 @@ import pandas as pd
 
 __all__ = ["RankFacts", "attach", "flush", "store_of"]
 
+try:  # ISA-L's CRC-32 (the same values, ~4x faster; isal is a dependency), as loading/cache.py
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - odd installs
+    _crc32 = zlib.crc32
+
 #: Format of a facts file (its first element).
 FORMAT = 1
 
@@ -51,7 +56,7 @@ class RankFacts:
             with open(self.path, "rb") as fh:
                 doc = pickle.loads(fh.read())
             fmt, stored_version, crc, body = doc
-            if fmt == FORMAT and stored_version == version and zlib.crc32(body) == crc:
+            if fmt == FORMAT and stored_version == version and _crc32(body) == crc:
                 loaded = pickle.loads(body)
                 if isinstance(loaded, dict):
                     values = loaded
@@ -82,7 +87,7 @@ class RankFacts:
             return
         self._dirty = False
         body = pickle.dumps(self._values, protocol=pickle.HIGHEST_PROTOCOL)
-        doc = pickle.dumps((FORMAT, self._version, zlib.crc32(body), body), protocol=pickle.HIGHEST_PROTOCOL)
+        doc = pickle.dumps((FORMAT, self._version, _crc32(body), body), protocol=pickle.HIGHEST_PROTOCOL)
         folder = os.path.dirname(self.path)
         if not os.path.isdir(folder):
             return  # the entry is gone (pruned, or never written): nothing to keep the facts with

@@ -176,11 +176,30 @@ def test_another_code_version_recomputes(tmp_path: Path, dlrm_path: Path, monkey
         assert stored == {"another version of the analyses"}
 
 
-def test_the_code_key_follows_the_source() -> None:
+def test_the_code_key_follows_the_source(monkeypatch: pytest.MonkeyPatch) -> None:
     key = _memo.code_key()
     assert len(key) == 64 and key == _memo.code_key()
     root = Path(_memo.__file__).resolve().parent.parent
     assert (root / "analysis" / "efficiency.py").is_file() and (root / "model" / "intervals.py").is_file()
+    # A source that cannot be read: a key of this process only, never another's.
+    original = Path.read_bytes
+
+    def unreadable(self: Path) -> bytes:
+        if self.name == "efficiency.py":
+            raise PermissionError(13, "Permission denied", str(self))
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", unreadable)
+    try:
+        _memo.code_key.cache_clear()
+        first = _memo.code_key()
+        _memo.code_key.cache_clear()
+        second = _memo.code_key()
+        assert len({key, first, second}) == 3
+    finally:
+        monkeypatch.undo()
+        _memo.code_key.cache_clear()
+    assert _memo.code_key() == key
 
 
 def test_no_store_without_the_cache_or_for_narrowed_tables(tmp_path: Path, dlrm_path: Path) -> None:

@@ -199,7 +199,7 @@ def test_one_big_file_is_read_by_a_pool_with_the_same_tables(tmp_path: Path, mon
     for f in (plain, packed):
         _same(_whole_load(f), _ranks(tv.load(f, cache=False)))
     assert calls == [True, True]
-    assert _scratch_in_shm() <= before  # the inflated copy is gone
+    assert _scratch_in_shm() <= before  # no scratch file is left behind
 
 
 def _scratch_in_shm() -> set[Path]:
