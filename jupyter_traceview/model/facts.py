@@ -11,15 +11,24 @@ holding a version (the code hash), a CRC-32 and a pickled dict of pickled values
 A store is only a cache: a missing, unreadable, damaged or outdated file reads as empty and
 is replaced by the next :func:`flush`; failures to write are silent. Values are handed out
 as fresh copies (unpickled on every read), so that a caller changing one cannot change the
-next one's. The file is read by this user's processes from this user's cache folder, like
-the Arrow files next to it: the CRC catches damage, not tampering.
+next one's.
+
+A cache folder may be shared (``tv.load(..., cache="/team/cache")``), and unpickling runs
+code, so a file is only unpickled if this user could have written it and nobody else could
+have: a regular file (not a link) owned by this user and writable by no one else (on POSIX;
+files are written with mode 0600), and then only with the classes in :data:`ALLOWED`
+(numpy and pandas arrays and frames, Arrow string arrays: what the analyses' per-rank
+results are made of). Anything else reads as a miss and is recomputed. The CRC catches
+damage.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pickle
+import stat
 import uuid
 import weakref
 import zlib
@@ -38,6 +47,62 @@ except ImportError:  # pragma: no cover - odd installs
 #: Format of a facts file (its first element).
 FORMAT = 1
 
+#: The only globals a facts file may name (module, name): what the per-rank results the
+#: analyses keep are made of. Anything else (a function that runs code, a class not listed)
+#: makes the value a miss. ``tests/analysis/test_persisted_facts.py`` checks that the results
+#: findings keeps on the test traces unpickle with these alone.
+ALLOWED = frozenset(
+    {
+        ("builtins", "slice"),
+        ("numpy", "dtype"),
+        ("numpy", "ndarray"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("pandas", "DataFrame"),
+        ("pandas", "Series"),
+        ("pandas", "Index"),
+        ("pandas", "RangeIndex"),
+        ("pandas", "StringDtype"),
+        ("pandas", "CategoricalDtype"),
+        ("pandas", "Categorical"),
+        ("pandas._libs.internals", "_unpickle_block"),
+        ("pandas.arrays", "ArrowStringArray"),
+        ("pandas.core.indexes.base", "_new_Index"),
+        ("pandas.core.internals.managers", "BlockManager"),
+        ("pandas.core.internals.managers", "SingleBlockManager"),
+        ("pyarrow.lib", "_restore_array"),
+        ("pyarrow.lib", "py_buffer"),
+        ("pyarrow.lib", "type_for_alias"),
+    }
+)
+
+
+class _Unpickler(pickle.Unpickler):
+    """An unpickler that resolves only the globals in :data:`ALLOWED`."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in ALLOWED:
+            raise pickle.UnpicklingError(f"a facts file may not name {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _loads(data: bytes) -> Any:
+    return _Unpickler(io.BytesIO(data)).load()
+
+
+def _read_own(path: str) -> bytes:
+    """The bytes of ``path`` if only this user could have written it (see the module
+    docstring); OSError (a miss) otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
+            raise OSError(f"{path} is not this user's alone")
+        return fh.read()
+
 
 class RankFacts:
     """The persisted per-rank results of one rank of a cache entry (file ``path``)."""
@@ -53,11 +118,9 @@ class RankFacts:
             return self._values
         values: dict[Hashable, bytes] = {}
         try:
-            with open(self.path, "rb") as fh:
-                doc = pickle.loads(fh.read())
-            fmt, stored_version, crc, body = doc
+            fmt, stored_version, crc, body = _loads(_read_own(self.path))
             if fmt == FORMAT and stored_version == version and _crc32(body) == crc:
-                loaded = pickle.loads(body)
+                loaded = _loads(body)
                 if isinstance(loaded, dict):
                     values = loaded
         except FileNotFoundError:
@@ -72,7 +135,10 @@ class RankFacts:
         data = self._load(version).get(key)
         if data is None:
             return False, None
-        return True, pickle.loads(data)
+        try:
+            return True, _loads(data)
+        except Exception:  # noqa: BLE001 - a class not allowed, or damage: a miss, recomputed
+            return False, None
 
     def put(self, version: str, key: Hashable, value: Any) -> None:
         """Keep ``value`` under ``key`` (written by the next :func:`flush`)."""
@@ -93,7 +159,8 @@ class RankFacts:
             return  # the entry is gone (pruned, or never written): nothing to keep the facts with
         tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
         try:
-            with open(tmp, "wb") as fh:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+            with os.fdopen(fd, "wb") as fh:
                 fh.write(doc)
             os.replace(tmp, self.path)
         except OSError:

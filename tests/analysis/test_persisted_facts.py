@@ -10,6 +10,7 @@ code version, ``cache=False``, a window and iterations all fall back to computin
 
 from __future__ import annotations
 
+import os
 import pickle
 import warnings
 from collections.abc import Callable
@@ -268,3 +269,80 @@ def test_a_store_hands_out_copies_and_fails_silently(tmp_path: Path) -> None:
     again = facts.RankFacts(store.path)
     assert again.get("v1", "k") == (True, {"a": [1, 2]}) and again.get("v1", "k2") == (True, 5)
     assert again.get("v2", "k") == (False, None)  # another version: empty
+
+
+def _kept(tmp_path: Path) -> tuple[tv.Trace, list[Path]]:
+    """The sample loaded through the cache at ``tmp_path`` after a findings call kept its facts."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        tv.findings(tv.load(tv.sample_path(), cache=tmp_path, progress=False))
+    files = sorted(tmp_path.glob("*/r*.facts"))
+    assert files
+    return tv.load(tv.sample_path(), cache=tmp_path, progress=False), files
+
+
+def test_facts_files_are_written_for_this_user_alone(tmp_path: Path) -> None:
+    _, files = _kept(tmp_path)
+    for f in files:
+        assert f.stat().st_mode & 0o077 == 0, oct(f.stat().st_mode)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX owners and modes")
+def test_a_facts_file_others_could_write_is_not_read(tmp_path: Path) -> None:
+    trace, files = _kept(tmp_path)
+    assert not set(_outputs_calls(trace)) & KEPT  # read back
+    for f in files:
+        f.chmod(0o666)  # group and others may write it: anybody could have
+    again = tv.load(tv.sample_path(), cache=tmp_path, progress=False)
+    assert set(_outputs_calls(again)) & KEPT  # computed again, not unpickled
+
+
+def test_a_linked_facts_file_is_not_read(tmp_path: Path) -> None:
+    _, files = _kept(tmp_path)
+    for f in files:
+        aside = f.with_name(f.name + ".real")
+        f.rename(aside)
+        f.symlink_to(aside)
+    again = tv.load(tv.sample_path(), cache=tmp_path, progress=False)
+    assert set(_outputs_calls(again)) & KEPT
+
+
+class _Runs:
+    """A pickle that would call ``os.system`` when loaded (what a planted file would do)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_facts_file_naming_other_code_runs_nothing(tmp_path: Path) -> None:
+    """A well-formed facts file (right format, version and CRC, this user's) whose values or
+    whole body name a function outside :data:`facts.ALLOWED`: a miss, and nothing runs."""
+    _, files = _kept(tmp_path)
+    marker = tmp_path / "ran"
+    for i, f in enumerate(files):
+        fmt, version, _, body = pickle.loads(f.read_bytes())
+        values = pickle.loads(body)
+        if i % 2:  # every value replaced
+            planted = pickle.dumps({k: pickle.dumps(_Runs(marker)) for k in values})
+        else:  # the body itself
+            planted = pickle.dumps(_Runs(marker))
+        f.write_bytes(pickle.dumps((fmt, version, facts._crc32(planted), planted)))
+        f.chmod(0o600)
+    again = tv.load(tv.sample_path(), cache=tmp_path, progress=False)
+    outputs = _outputs_calls(again)
+    assert not marker.exists()
+    assert set(outputs) & KEPT  # recomputed
+    # The next flush replaced the planted files with good ones: read back again.
+    third = tv.load(tv.sample_path(), cache=tmp_path, progress=False)
+    assert not set(_outputs_calls(third)) & KEPT
+    assert not marker.exists()
+
+
+def test_the_outer_document_names_no_global(tmp_path: Path) -> None:
+    """The allowed list is what values need; the file's envelope needs none."""
+    _, files = _kept(tmp_path)
+    fmt, version, crc, body = facts._loads(files[0].read_bytes())
+    assert (fmt, type(version), type(crc), type(body)) == (facts.FORMAT, str, int, bytes)
