@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,20 @@ KINETO_FOLDERS = {
     "hta_triton": DATA / "hta_triton",
     "h200_train": DATA / "h200_cuda" / "train",
 }
+
+
+def analysis_scopes(trace: tv.Trace) -> list[dict[str, Any]]:
+    """Keyword arguments that narrow ``trace`` for an analysis: none, the middle half of its
+    time, its iterations after the first and its ranks after the first (where it has two)."""
+    lo = trace.t0_ns
+    hi = max(int((e["ts_ns"] + e["dur_ns"]).max()) for e in (trace.events(r) for r in trace.ranks))
+    steps = sorted(set(trace.iterations["step"].tolist())) if len(trace.iterations) else []
+    out: list[dict[str, Any]] = [{}, {"time_range": (lo + (hi - lo) // 4, lo + 3 * (hi - lo) // 4)}]
+    if len(steps) >= 2:
+        out.append({"iterations": steps[1:]})
+    if len(trace.ranks) >= 2:
+        out.append({"ranks": list(trace.ranks)[1:]})
+    return out
 
 
 @pytest.fixture(autouse=True)

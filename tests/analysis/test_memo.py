@@ -24,7 +24,7 @@ from jupyter_traceview.analysis._memo import rank_memo, shared_rank_facts, shari
 from jupyter_traceview.analysis.findings.extraction import rank_facts
 from jupyter_traceview.analysis.perfmodel.matrix import matrix_shapes
 from jupyter_traceview.model import intervals as iv
-from tests.conftest import KINETO_FOLDERS
+from tests.conftest import KINETO_FOLDERS, analysis_scopes
 
 ANALYSES: dict[str, Callable[..., Any]] = {
     "summary": tv.summary,
@@ -53,18 +53,6 @@ def _rank_facts(trace: tv.Trace) -> dict[int, Any]:
     return {r: rank_facts(trace.select(ranks=[r]), 10_000, 50_000) for r in trace.ranks}
 
 
-def _scopes(trace: tv.Trace) -> list[dict[str, Any]]:
-    lo = trace.t0_ns
-    hi = max(int((e["ts_ns"] + e["dur_ns"]).max()) for e in (trace.events(r) for r in trace.ranks))
-    steps = sorted(set(trace.iterations["step"].tolist())) if len(trace.iterations) else []
-    out: list[dict[str, Any]] = [{}, {"time_range": (lo + (hi - lo) // 4, lo + 3 * (hi - lo) // 4)}]
-    if len(steps) >= 2:
-        out.append({"iterations": steps[1:]})
-    if len(trace.ranks) >= 2:
-        out.append({"ranks": list(trace.ranks)[1:]})
-    return out
-
-
 def _same(a: object, b: object) -> None:
     if isinstance(a, pd.DataFrame):
         assert isinstance(b, pd.DataFrame)
@@ -78,7 +66,7 @@ def test_analyses_inside_a_shared_scope_are_unchanged(folder: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tv.TraceviewWarning)
         trace = tv.load(KINETO_FOLDERS[folder], cache=False, progress=False)
-        scopes = _scopes(trace)
+        scopes = analysis_scopes(trace)
         alone = {(name, i): fn(trace, **kw) for name, fn in ANALYSES.items() for i, kw in enumerate(scopes)}
         with shared_rank_facts() as memo:
             # Scopes interleaved: each analysis meets facts memoised for the other scopes.

@@ -28,7 +28,7 @@ from jupyter_traceview.analysis.perfmodel.matrix import matrix_shapes
 from jupyter_traceview.analysis.stragglers import straggler_views
 from jupyter_traceview.model import facts
 from jupyter_traceview.model.trace import Trace
-from tests.conftest import KINETO_FOLDERS
+from tests.conftest import KINETO_FOLDERS, analysis_scopes
 
 ANALYSES: dict[str, Callable[..., Any]] = {
     "summary": tv.summary,
@@ -61,18 +61,6 @@ KEPT = {
 }
 
 
-def _scopes(trace: tv.Trace) -> list[dict[str, Any]]:
-    lo = trace.t0_ns
-    hi = max(int((e["ts_ns"] + e["dur_ns"]).max()) for e in (trace.events(r) for r in trace.ranks))
-    steps = sorted(set(trace.iterations["step"].tolist())) if len(trace.iterations) else []
-    out: list[dict[str, Any]] = [{}, {"time_range": (lo + (hi - lo) // 4, lo + 3 * (hi - lo) // 4)}]
-    if len(steps) >= 2:
-        out.append({"iterations": steps[1:]})
-    if len(trace.ranks) >= 2:
-        out.append({"ranks": list(trace.ranks)[1:]})
-    return out
-
-
 def _same(a: object, b: object) -> None:
     if isinstance(a, dict) and a and all(isinstance(v, pd.DataFrame) for v in a.values()):
         assert isinstance(b, dict) and a.keys() == b.keys()
@@ -87,7 +75,7 @@ def _same(a: object, b: object) -> None:
 
 def _outputs(trace: tv.Trace, shared: bool) -> dict[tuple[str, int], Any]:
     out = {}
-    for i, kw in enumerate(_scopes(trace)):
+    for i, kw in enumerate(analysis_scopes(trace)):
         for name, fn in ANALYSES.items():
             if shared and name != "findings":
                 with shared_rank_facts():

@@ -70,6 +70,23 @@ def test_without_the_scanner_a_small_file_is_read_whole(monkeypatch: pytest.Monk
     _same(kineto.parse_kineto(path, read_bytes(path)), got)
 
 
+def _fails_alike(path: Path, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tv.load(path)`` fails with ``message`` (the whole-file read's) whether the file is
+    read as one piece, in pieces in this process or in pieces across a pool."""
+    with pytest.raises(TraceFormatError) as small:
+        tv.load(path, cache=False)
+    assert str(small.value) == message
+    monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
+    with pytest.raises(TraceFormatError) as big:
+        tv.load(path, cache=False, engine="serial")
+    assert str(big.value) == message
+    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    with pytest.raises(TraceFormatError) as split:
+        tv.load(path, cache=False, engine="process")
+    assert str(split.value) == message
+
+
 def _with_bad_header(tmp_path: Path, n_events: int) -> tuple[Path, bytes]:
     """A trace whose deviceProperties hold a byte that is not UTF-8 (a damaged header)."""
     events = [
@@ -95,19 +112,7 @@ def test_a_header_field_that_is_not_utf8_fails_alike_whole_or_in_pieces(
     with pytest.raises(TraceFormatError) as whole:
         kineto.parse_kineto(path, text)
     assert "not valid UTF-8 text (in its deviceProperties field)" in str(whole.value)
-    with pytest.raises(TraceFormatError) as small:
-        tv.load(path, cache=False)
-    assert str(small.value) == str(whole.value)
-    # A file over the piece size, read in pieces in this process and across a pool.
-    monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
-    with pytest.raises(TraceFormatError) as big:
-        tv.load(path, cache=False, engine="serial")
-    assert str(big.value) == str(whole.value)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
-    with pytest.raises(TraceFormatError) as split:
-        tv.load(path, cache=False, engine="process")
-    assert str(split.value) == str(whole.value)
+    _fails_alike(path, str(whole.value), monkeypatch)
     gz = tmp_path / "rank-1.json.gz"
     gz.write_bytes(gzip.compress(text))
     with pytest.raises(TraceFormatError, match="not valid UTF-8"):
@@ -131,15 +136,4 @@ def test_an_argument_that_is_not_utf8_fails_alike_whole_or_in_pieces(
     with pytest.raises(TraceFormatError) as whole:
         kineto.parse_kineto(path, text)
     assert "is not valid UTF-8 text at line 1" in str(whole.value)
-    with pytest.raises(TraceFormatError) as small:
-        tv.load(path, cache=False)
-    assert str(small.value) == str(whole.value)
-    monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
-    with pytest.raises(TraceFormatError) as big:
-        tv.load(path, cache=False, engine="serial")
-    assert str(big.value) == str(whole.value)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
-    with pytest.raises(TraceFormatError) as split:
-        tv.load(path, cache=False, engine="process")
-    assert str(split.value) == str(whole.value)
+    _fails_alike(path, str(whole.value), monkeypatch)
