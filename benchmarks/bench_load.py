@@ -12,7 +12,9 @@ same sum before the call. The sum uses PSS (proportional set size), so that page
 by forked workers count once. The sampler waits at least five times as long as a sample
 took, so it never takes more than a sixth of a core (reading the PSS of a multi-GB process
 is not free); its own CPU is reported apart. CPU time of the load: this process, its
-workers and its forkserver, the sampler's CPU taken out. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
+workers and its forkserver, the sampler's CPU taken out. ``--no-memory`` times the
+loads without the sampler (it holds the interpreter lock while it reads the PSS, which
+shows on loads of a tenth of a second: the bundled sample), for both tools alike. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
 of uncompressed JSON per second and per core used.
 
 Tools:
@@ -46,7 +48,7 @@ HTA_PYTHON = HERE / ".venv-hta" / "bin" / "python"
 PROBE = r"""
 import json, os, resource, sys, threading, time
 import psutil
-path, tool, cache, engine = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+path, tool, cache, engine, memory = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
 
 def tree_rss():
     # This process and every descendant (worker pools, forkservers), summed at one instant.
@@ -98,7 +100,8 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 base_tree = tree_rss()
 cpu0 = tree_cpu()
 sampler = threading.Thread(target=sample, daemon=True)
-sampler.start()
+if memory:
+    sampler.start()
 t = time.perf_counter()
 if tool == "hta":
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -109,9 +112,10 @@ else:
     n_ranks = len(trace.ranks)
 elapsed = time.perf_counter() - t
 stop.set()
-sampler.join()
+if memory:
+    sampler.join()
 cpu = tree_cpu() - cpu0 - sampler_cpu[0]
-peak_tree[0] = max(peak_tree[0], tree_rss())
+peak_tree[0] = max(peak_tree[0], tree_rss()) if memory else 0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"seconds": elapsed, "rss_base_kb": base, "rss_peak_kb": peak, "child_peak_kb": child,
@@ -150,12 +154,12 @@ def json_bytes(folder: Path) -> int:
 
 
 def run_probe(
-    python: Path | str, path: Path, tool: str, cache: str, timeout: float, engine: str = "auto"
+    python: Path | str, path: Path, tool: str, cache: str, timeout: float, engine: str = "auto", memory: bool = True
 ) -> dict | None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     try:
         proc = subprocess.run(
-            [str(python), "-c", PROBE, str(path), tool, cache, engine],
+            [str(python), "-c", PROBE, str(path), tool, cache, engine, "1" if memory else "0"],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -183,6 +187,12 @@ def main() -> None:
     p.add_argument("--hta-timeout", type=float, default=900)
     p.add_argument("--engine", default="auto", help="tv.load's engine for our tools (auto, serial, process)")
     p.add_argument("--out", type=Path, default=HERE / "results" / "load.json")
+    p.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="time only: no memory sampler beside the load (it holds the interpreter lock while it reads "
+        "the processes' PSS, ~50 ms more on the 0.08 s load of the bundled sample); the memory columns are then empty",
+    )
     a = p.parse_args()
     if "hta" in a.tools and not HTA_PYTHON.exists():
         sys.exit("HTA is not installed: run `bash benchmarks/hta_env.sh` first (or pass --tools ours-cold ours-cached)")
@@ -214,7 +224,7 @@ def main() -> None:
                 timeout = a.hta_timeout if tool == "hta" else 3600
                 runs = []
                 for i in range(a.runs):
-                    r = run_probe(python, path, tool, cache, timeout, a.engine)
+                    r = run_probe(python, path, tool, cache, timeout, a.engine, memory=not a.no_memory)
                     print(f"{spec} {tool} run {i + 1}: {r}", file=sys.stderr, flush=True)
                     if r is None or "error" in r:
                         row[tool] = {"error": (r or {}).get("error", "failed")}
@@ -233,6 +243,7 @@ def main() -> None:
                         "cpu_seconds": median_of(runs, "cpu_seconds"),
                         "sampler_cpu_seconds": median_of(runs, "sampler_cpu_seconds"),
                         "load_average": [r["load_average"] for r in runs],
+                        "memory": not a.no_memory,
                     }
         results.append(row)
         a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -261,9 +272,13 @@ def table(results: list[dict]) -> str:
             per_core = f"{speed / row['cores_used']:.0f}" if tool == "ours-cold" else ""
             lines.append(
                 f"| {row['set']} | {mb:.0f} MB | {tool} | {r['seconds']:.3f} s | {ratio} | {speed:.0f} | {per_core} "
-                f"| {r.get('cpu_seconds', float('nan')):.3f} s | {r['rss_above_base_mb']:.0f} MB | {r['tree_above_base_mb']:.0f} MB |"
+                f"| {r.get('cpu_seconds', float('nan')):.3f} s | {_mb(r, 'rss_above_base_mb')} | {_mb(r, 'tree_above_base_mb')} |"
             )
     return "\n".join(lines)
+
+
+def _mb(r: dict, key: str) -> str:
+    return f"{r[key]:.0f} MB" if r.get("memory", True) else "(not measured)"
 
 
 if __name__ == "__main__":
