@@ -13,8 +13,8 @@ by forked workers count once. The sampler waits at least five times as long as a
 took, so it never takes more than a sixth of a core (reading the PSS of a multi-GB process
 is not free); its own CPU is reported apart. CPU time of the load: this process, its
 workers and its forkserver, the sampler's CPU taken out. ``--no-memory`` times the
-loads without the sampler (it holds the interpreter lock while it reads the PSS, which
-shows on loads of a tenth of a second: the bundled sample), for both tools alike. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
+loads without the sampler (a thread of this process: beside a load of a tenth of a
+second, the bundled sample's, it adds ~50 ms), for both tools alike. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
 of uncompressed JSON per second and per core used.
 
 Tools:
@@ -190,8 +190,8 @@ def main() -> None:
     p.add_argument(
         "--no-memory",
         action="store_true",
-        help="time only: no memory sampler beside the load (it holds the interpreter lock while it reads "
-        "the processes' PSS, ~50 ms more on the 0.08 s load of the bundled sample); the memory columns are then empty",
+        help="time only: no memory sampler beside the load (a thread of the probe reading the processes' "
+        "PSS: ~50 ms more on the 0.08 s load of the bundled sample); the memory columns are then empty",
     )
     a = p.parse_args()
     if "hta" in a.tools and not HTA_PYTHON.exists():
