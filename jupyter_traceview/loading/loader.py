@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -576,29 +576,19 @@ def _split_plain(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]] |
         return None
     source = str(tf.path)
     pool_size = min(workers, len(the_plan.ranges))
-    with (
-        handoff.scratch_folder() as folder,
-        ProcessPoolExecutor(max_workers=pool_size, mp_context=_pool_context()) as pool,
-    ):
+    with _piece_pool(tf, pool_size) as (pool, folder):
         futures = [
             pool.submit(_read_piece_task, tf.path, source, lo, hi, header.base_time_ns, folder)
             for lo, hi in the_plan.ranges
         ]
         parts: list[Any] = [None] * len(futures)
-        try:
-            # This process reads pieces too, from the end, until a worker's first result.
-            for k in reversed(range(len(futures))):
-                if any(f.done() for f in futures) or not futures[k].cancel():
-                    break
-                lo, hi = the_plan.ranges[k]
-                parts[k] = _read_piece(tf.path, source, lo, hi, header.base_time_ns)
-            parts = [p if p is not None else handoff.load(f.result()) for p, f in zip(parts, futures, strict=True)]
-        except pieces.SplitFailed:
-            for f in futures:
-                f.cancel()
-            return None
-        except BrokenProcessPool:
-            raise _died(tf) from None
+        # This process reads pieces too, from the end, until a worker's first result.
+        for k in reversed(range(len(futures))):
+            if any(f.done() for f in futures) or not futures[k].cancel():
+                break
+            lo, hi = the_plan.ranges[k]
+            parts[k] = _read_piece(tf.path, source, lo, hi, header.base_time_ns)
+        parts = [p if p is not None else handoff.load(f.result()) for p, f in zip(parts, futures, strict=True)]
     return the_plan, parts
 
 
@@ -614,28 +604,16 @@ def _split_streamed(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]
         cutter = pieces.Cutter(tf.path, source, _SPLIT_PIECE_BYTES)
         if cutter.whole is not None:
             return None
-        with (
-            handoff.scratch_folder() as folder,
-            ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool,
-        ):
+        with _piece_pool(tf, workers) as (pool, folder):
             futures: list[Future[Any]] = []
             ranges = []
-            try:
-                for lo, hi, piece in cutter.pieces():
-                    futures.append(
-                        pool.submit(_read_piece_bytes_task, tf.path, piece, lo, hi, cutter.base_time_ns, folder)
-                    )
-                    ranges.append((lo, hi))
-                    del piece
-                    while len(running := [f for f in futures if not f.done()]) > workers:
-                        wait(running, return_when=FIRST_COMPLETED)
-                parts = [handoff.load(f.result()) for f in futures]
-            except pieces.SplitFailed:
-                for f in futures:
-                    f.cancel()
-                return None
-            except BrokenProcessPool:
-                raise _died(tf) from None
+            for lo, hi, piece in cutter.pieces():
+                futures.append(pool.submit(_read_piece_bytes_task, tf.path, piece, lo, hi, cutter.base_time_ns, folder))
+                ranges.append((lo, hi))
+                del piece
+                while len(running := [f for f in futures if not f.done()]) > workers:
+                    wait(running, return_when=FIRST_COMPLETED)
+            parts = [handoff.load(f.result()) for f in futures]
     assert cutter.doc is not None
     header = _kineto_header(tf, cutter.doc, options)
     if len(parts) < 2 or header is None:
@@ -646,10 +624,26 @@ def _split_streamed(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]
     return pieces.Plan(doc=cutter.doc, ranges=tuple(ranges)), parts
 
 
-def _died(tf: TraceFile) -> TraceviewError:
-    return TraceviewError(
-        f"a worker process died while reading {tf.path} (out of memory?); try tv.load(..., engine='serial')"
-    )
+@contextlib.contextmanager
+def _piece_pool(tf: TraceFile, workers: int) -> Iterator[tuple[ProcessPoolExecutor, str | None]]:
+    """A pool of ``workers`` processes reading pieces of ``tf``, and the folder their columns
+    come back through. On SplitFailed (the file must be read whole) the pieces not started
+    are cancelled before it propagates; a worker that died is a TraceviewError naming the file."""
+    from . import pieces
+
+    with (
+        handoff.scratch_folder() as folder,
+        ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool,
+    ):
+        try:
+            yield pool, folder
+        except pieces.SplitFailed:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        except BrokenProcessPool:
+            raise TraceviewError(
+                f"a worker process died while reading {tf.path} (out of memory?); try tv.load(..., engine='serial')"
+            ) from None
 
 
 def _kineto_header(tf: TraceFile, doc: Any, options: ReadOptions) -> Any:
