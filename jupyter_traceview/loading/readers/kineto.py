@@ -1096,10 +1096,8 @@ def _xyz(values: list[object]) -> np.ndarray:
         if set(map(type, flat)) <= {int}:
             xyz[is_list] = np.array(flat, dtype=np.int64).reshape(len(lists), 3)
             return np.clip(xyz, -1, _I32_MAX).astype(np.int32)
-    if values:
-        rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
-        xyz = np.array(rows, dtype=np.int64).reshape(len(values), 3)
-    return np.clip(xyz, -1, _I32_MAX).astype(np.int32)
+    rows = [v if type(v) is list and len(v) == 3 else _pad3(v) for v in values]
+    return np.clip(np.array(rows, dtype=np.int64).reshape(len(values), 3), -1, _I32_MAX).astype(np.int32)
 
 
 def _gpu_arrays(args: list[_Args]) -> dict[str, np.ndarray]:

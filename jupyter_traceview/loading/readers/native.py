@@ -186,14 +186,13 @@ def _first_texts(data: bytes, s: Scratch, coded: int, span: int, order: np.ndarr
     if order is not None:
         rows = rows[order]
     lo, hi = s.spans[rows, 2 * span], s.spans[rows, 2 * span + 1]
-    if len(rows) < 2:
-        return [data[a:b].decode() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
-    # One join, one decode and one split, in C (a NUL byte never occurs in JSON text: the
-    # scanner refuses control characters), instead of a slice and a decode per text.
-    texts = b"\x00".join(map(data.__getitem__, map(slice, lo.tolist(), hi.tolist()))).decode().split("\x00")
-    if len(texts) != len(rows):  # never for text the scanner read
-        return [data[a:b].decode() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
-    return texts
+    if len(rows) >= 2:
+        # One join, one decode and one split, in C (a NUL byte never occurs in JSON text: the
+        # scanner refuses control characters), instead of a slice and a decode per text.
+        texts = b"\x00".join(map(data.__getitem__, map(slice, lo.tolist(), hi.tolist()))).decode().split("\x00")
+        if len(texts) == len(rows):  # (always, for text the scanner read)
+            return texts
+    return [data[a:b].decode() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
 
 
 def _raw(data: bytes, lo: int, hi: int) -> msgspec.Raw:
