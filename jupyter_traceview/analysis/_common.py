@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,19 @@ def warn_no_gpu(analysis: str, ranks: Iterable[int], *, stacklevel: int = 3) -> 
         TraceviewWarning,
         stacklevel=stacklevel,
     )
+
+
+_T = TypeVar("_T")
+
+
+def with_gpu(results: Mapping[int, _T | None], analysis: str) -> dict[int, _T]:
+    """The per-rank ``results`` of the ranks with GPU work (a result of None: the rank has
+    none), warning about the others (:func:`warn_no_gpu`, naming the analysis' caller when
+    the analysis calls this itself)."""
+    idle = [r for r, v in results.items() if v is None]
+    if idle:
+        warn_no_gpu(analysis, idle, stacklevel=4)
+    return {r: v for r, v in results.items() if v is not None}
 
 
 def pct(part: np.ndarray | float, whole: np.ndarray | float) -> np.ndarray | float:

@@ -13,7 +13,7 @@ from ..model import intervals as iv
 from ..model.intervals import at_least_two, coverage_of, step_function
 from ..model.schema import GPU_CLASS_CATEGORIES
 from ..model.trace import Trace
-from ._common import empty, scoped, warn_no_gpu
+from ._common import empty, scoped, warn_no_gpu, with_gpu
 from ._gpu import COMM, COMPUTE, activities
 from ._memo import per_rank
 
@@ -189,14 +189,7 @@ def kernel_overlap_stats(
     if per not in ("job", "rank"):
         raise OptionError.invalid("per", per, ("job", "rank"))
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    parts, idle = [], []
-    for r, part in per_rank(trace, _rank_overlap).items():
-        if part is None:
-            idle.append(r)
-        else:
-            parts.append(part)
-    if idle:
-        warn_no_gpu("kernel_overlap_stats", idle)
+    parts = list(with_gpu(per_rank(trace, _rank_overlap), "kernel_overlap_stats").values())
     columns = dict(OVERLAP_COLUMNS)
     if per == "job":
         del columns["rank"]

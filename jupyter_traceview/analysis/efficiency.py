@@ -16,7 +16,7 @@ from ..errors import OptionError, TraceviewWarning
 from ..model import intervals as iv
 from ..model.intervals import coverage_of
 from ..model.trace import Trace
-from ._common import empty, scoped, warn_no_gpu
+from ._common import empty, scoped, warn_no_gpu, with_gpu
 from ._gpu import COMM, COMPUTE, Activities, activities
 from ._memo import per_rank
 
@@ -273,7 +273,7 @@ def efficiency(
     columns = EFFICIENCY_COLUMNS[per]
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     if per != "iteration":
-        return _efficiency_of(_work_ranks(trace, "efficiency"), per, columns)
+        return _efficiency_of(with_gpu(per_rank(trace, _rank_work), "efficiency"), per, columns)
     acts = _gpu_ranks(trace, "efficiency")
     if not acts:
         return empty(columns)
@@ -308,19 +308,6 @@ def efficiency(
     out["elapsed_ns"] = out["window_end_ns"] - out["window_start_ns"]
     _add_ratios(out)
     return out[list(columns)].astype(columns)
-
-
-def _work_ranks(trace: Trace, analysis: str) -> dict[int, tuple[int, int, int, int]]:
-    """Per rank with GPU work, :func:`_rank_work`; warns about the ranks without (as :func:`_gpu_ranks`)."""
-    out, idle = {}, []
-    for r, w in per_rank(trace, _rank_work).items():
-        if w is None:
-            idle.append(r)
-        else:
-            out[r] = w
-    if idle:
-        warn_no_gpu(analysis, idle)
-    return out
 
 
 def _rank_work(trace: Trace) -> tuple[int, int, int, int] | None:
@@ -448,14 +435,7 @@ def iteration_stats(
         raise OptionError.invalid("per", per, tuple(ITERATION_COLUMNS))
     columns = ITERATION_COLUMNS[per]
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    parts, idle = [], []
-    for r, part in per_rank(trace, _rank_step_times).items():
-        if part is None:
-            idle.append(r)
-        else:
-            parts.append(part)
-    if idle:
-        warn_no_gpu("iteration_stats", idle)
+    parts = list(with_gpu(per_rank(trace, _rank_step_times), "iteration_stats").values())
     if not parts:
         return empty(columns)
     win = pd.concat(parts, ignore_index=True)
