@@ -110,13 +110,12 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     import warnings
 
     from . import format as fmt
-    from .analysis import headline
+    from .analysis.headline import headline_with_ranks
 
     trace = _load(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        h = headline(trace)
-        per_rank = headline(trace, per_rank=True)
+        h, per_rank = headline_with_ranks(trace)  # headline(trace) and headline(trace, per_rank=True)
     if args.json:
         out = {
             "source": trace.source,
