@@ -163,9 +163,9 @@ def test_a_serial_load_scans_every_file_into_one_set_of_buffers(monkeypatch: pyt
     seen: list[native.Scratch] = []  # (the buffers kept alive: ids of freed ones are reused)
     real = native.scan
 
-    def spy(data: bytes, s: native.Scratch) -> Any:
+    def spy(data: bytes, s: native.Scratch, *args: Any) -> Any:
         seen.append(s)
-        return real(data, s)
+        return real(data, s, *args)
 
     monkeypatch.setattr(native, "scan", spy)
     trace = tv.load(tv.sample_path(), cache=False, progress=False, engine="serial")

@@ -157,21 +157,24 @@ def shared_scratch() -> Iterator[None]:
         _shared.scratch = before
 
 
-def scan(data: bytes, s: Scratch) -> tuple[bool, int, int]:
-    """Scan a piece (``b"[" + events + b"]"``) into ``s``: ``(ok, n, at)``. ``ok``: every event
-    was read; else ``at`` is the byte where the scanner gave up. ``n``: the events read whole
-    (all of them, or those before the one it gave up on), whose columns :func:`part` can use."""
+def scan(data: bytes, s: Scratch, start: int = 0, end: int | None = None) -> tuple[bool, int, int]:
+    """Scan a piece (``b"[" + events + b"]"``: ``data[start:end]``, all of it by default) into
+    ``s``: ``(ok, n, at)``. ``ok``: every event was read; else ``at`` is the byte where the
+    scanner gave up. ``n``: the events read whole (all of them, or those before the one it gave
+    up on), whose columns :func:`part` can use. Byte offsets (``at``, the spans) count from
+    ``data``'s start: :func:`part` is given ``data`` itself."""
     assert _kscan is not None
+    size = (len(data) if end is None else end) - start
     # Rows for events of a typical size (a few hundred bytes) first: the buffers' touched
     # pages are the memory this costs. Out of rows (ok == 2), four times more, scanned again.
-    s.ensure(min(len(data) // _TYPICAL_EVENT_BYTES + 1024, _MAX_ROWS))
+    s.ensure(min(size // _TYPICAL_EVENT_BYTES + 1024, _MAX_ROWS))
     while True:
         ok, n, at, n_slow, s.counts = _kscan.scan(
-            data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts
+            data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts, start, start + size
         )
-        if ok != 2 or s.cap >= min(len(data) // _MIN_EVENT_BYTES + 16, _MAX_ROWS):
+        if ok != 2 or s.cap >= min(size // _MIN_EVENT_BYTES + 16, _MAX_ROWS):
             break
-        s.ensure(min(4 * s.cap, len(data) // _MIN_EVENT_BYTES + 16, _MAX_ROWS))
+        s.ensure(min(4 * s.cap, size // _MIN_EVENT_BYTES + 16, _MAX_ROWS))
     for row, col, lo, hi in s.slow[:n_slow].tolist():
         if row >= n:
             break  # the event it gave up on
