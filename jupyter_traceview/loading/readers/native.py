@@ -80,11 +80,9 @@ _OP_SPANS = {f: _DIMS + j for j, f in enumerate(op_args.FIELDS)}
 _CAT_CODES, _NAME_CODES = 0, 1
 _OP_CODES = {f: 2 + j for j, f in enumerate(op_args.FIELDS)}
 _N_CODED = 6
-if _kscan is not None and (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS, _kscan.N_CODED) != (
-    _N_INTS,
-    _N_FLOATS,
-    _N_SPANS,
-    _N_CODED,
+if _kscan is not None and (
+    (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS, _kscan.N_CODED) != (_N_INTS, _N_FLOATS, _N_SPANS, _N_CODED)
+    or not getattr(_kscan, "SCANS_RANGES", 0)  # (built before scan took start and end)
 ):
     _kscan = None  # a module of another version: never misread its columns
     AVAILABLE = False
