@@ -985,7 +985,9 @@ static int kscan_exec(PyObject *m) {
     }
     init_seed();
     if (PyModule_AddIntConstant(m, "N_INTS", N_INTS) < 0 || PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
-        PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0 || PyModule_AddIntConstant(m, "N_CODED", N_CODED) < 0)
+        PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0 || PyModule_AddIntConstant(m, "N_CODED", N_CODED) < 0 ||
+        /* scan() takes start and end (a module without this constant does not) */
+        PyModule_AddIntConstant(m, "SCANS_RANGES", 1) < 0)
         return -1;
 #ifdef TRACEVIEW_SOURCE_SHA256
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
