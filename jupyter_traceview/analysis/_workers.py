@@ -256,6 +256,7 @@ def _compute(
 
 def _serve(conn: Connection) -> None:
     """A worker's loop: tasks (:func:`_compute`'s arguments) in, answers out, until None."""
+    _keep_freed_memory()
     while True:
         try:
             task = conn.recv()
@@ -270,3 +271,20 @@ def _serve(conn: Connection) -> None:
             conn.send([(r, None, []) for r, _, _ in answers])  # a warning that would not pickle
         except (BrokenPipeError, OSError):
             return
+
+
+def _keep_freed_memory() -> None:
+    """glibc: keep freed memory in this process instead of giving it back to the system at once
+    (the analyses allocate and free arrays of a few MB each, again and again: given back, each
+    is faulted in again, a quarter of a worker's CPU time on the 64 x 1M set; kept, ~20 % less
+    CPU). A worker's own setting, for its short life; elsewhere (another C library) nothing."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: trim the heap's top only beyond 1 GiB free
+    mallopt(-2, 1 << 28)  # M_TOP_PAD: grow the heap 256 MiB at a time
+    mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: blocks up to 32 MiB from the heap (glibc's maximum)
