@@ -34,6 +34,7 @@ from .ingest import (
     warn_skipped_events,
     with_rank,
 )
+from .readers import native
 from .readers.common import NotATraceError
 from .readers.files import (
     DEFAULT_MAX_JSON_BYTES,
@@ -358,12 +359,13 @@ def load(
             _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress, classifier)
         else:
             start_progress()
-            for i in todo:
-                try:
-                    results[i] = read_file(files[i], options, cache_arg, classifier)
-                except TraceFormatError as exc:
-                    handle_error(files[i], exc)
-                advance()
+            with native.shared_scratch():  # one set of scanner buffers for all the files
+                for i in todo:
+                    try:
+                        results[i] = read_file(files[i], options, cache_arg, classifier)
+                    except TraceFormatError as exc:
+                        handle_error(files[i], exc)
+                    advance()
     finally:
         if tqdm_bar is not None:
             tqdm_bar.close()

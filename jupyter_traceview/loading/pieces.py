@@ -128,9 +128,20 @@ def open_source(path: Path) -> tuple[ReadAt, int, Callable[[], None]]:
     return read_at, size, functools.partial(os.close, fd)
 
 
+class _BytesSource:
+    """``read_at`` over bytes in memory; ``data``: the bytes themselves (a whole piece is then
+    scanned where it lies, not copied: see :func:`_piece_columns`)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._view = memoryview(data)
+
+    def __call__(self, offset: int, n: int) -> bytes:
+        return bytes(self._view[offset : offset + n])
+
+
 def bytes_source(data: bytes) -> ReadAt:
-    view = memoryview(data)
-    return lambda offset, n: bytes(view[offset : offset + n])
+    return _BytesSource(data)
 
 
 def plan(read_at: ReadAt, size: int, piece_bytes: int) -> Plan:
@@ -264,21 +275,26 @@ def _piece_columns(
     """The columns of one piece, as (columns, number of events) in file order: by the C scanner
     where it can (``native``: identical columns), else from msgspec's decoded events.
     ``piece``: ``b"[" + bytes lo:hi + b"]"`` where the caller has it, else read with ``read_at``."""
+    # The piece is data[start:end] (b"[" + bytes lo:hi + b"]"); offsets count from data's start.
+    start = 0
     if piece is not None:
-        buf = piece
+        data = piece
     elif lo > 0 and read_at(lo - 1, 1) == b"[" and read_at(hi, 1) == b"]":
-        buf = read_at(lo - 1, hi - lo + 2)  # the whole array (one piece): one copy, not two
+        if scratch is not None and isinstance(read_at, _BytesSource):
+            data, start = read_at.data, lo - 1  # the whole array, scanned where it lies: no copy
+        else:
+            data = read_at(lo - 1, hi - lo + 2)  # the whole array (one piece): one copy, not two
     else:
-        buf = b"[" + read_at(lo, hi - lo) + b"]"
+        data = b"[" + read_at(lo, hi - lo) + b"]"
     del piece
+    end = hi + 1 if start else len(data)
     if scratch is None:
-        return [_decoded_columns(buf, lo, hi, state, offset)]
+        return [_decoded_columns(data, lo, hi, state, offset)]
     out: list[tuple[kineto._Part, int]] = []
-    data = buf
     while True:
-        ok, n, at = native.scan(data, scratch)
+        ok, n, at = native.scan(data, scratch, start, end)
         # (native.part takes the events into ``state`` when it returns columns: decide first.)
-        if ok or (n and scratch.ev_span[n - 1, 1] >= min(_GIVE_UP_BYTES, len(data) // 4)):
+        if ok or (n and scratch.ev_span[n - 1, 1] - start >= min(_GIVE_UP_BYTES, (end - start) // 4)):
             part = native.part(data, n, scratch, state, offset)
         else:
             part = None  # nothing, or too little, read by the scanner
@@ -286,7 +302,7 @@ def _piece_columns(
             out.append((part, n))
             return out
         if part is None:  # msgspec reads the rest of the piece
-            out.append(_decoded_columns(data, lo, hi, state, offset))
+            out.append(_decoded_columns(data[start:end] if start else data, lo, hi, state, offset))
             return out
         out.append((part, n))
         offset += n
@@ -294,17 +310,18 @@ def _piece_columns(
         # comma) to the first element boundary _GIVE_UP_BYTES further, the scanner the rest.
         done = int(scratch.ev_span[n - 1, 1])
         comma = _SPACES.match(data, done).end()  # type: ignore[union-attr]
-        m = _CUT.search(data, max(at, comma) + _GIVE_UP_BYTES, len(data) - 1)
+        m = _CUT.search(data, max(at, comma) + _GIVE_UP_BYTES, end - 1)
         if data[comma : comma + 1] != b"," or m is None:
             # (No comma: not valid JSON, and msgspec says where.)
-            rest = data[comma + 1 :] if data[comma : comma + 1] == b"," else data[done:]
+            rest = data[comma + 1 : end] if data[comma : comma + 1] == b"," else data[done:end]
             out.append(_decoded_columns(b"[" + rest, lo, hi, state, offset))
             return out
         cut = m.start(1)
         middle = _decoded_columns(b"[" + data[comma + 1 : cut] + b"]", lo, hi, state, offset)
         out.append(middle)
         offset += middle[1]
-        data = b"[" + data[cut + 1 :]
+        data = b"[" + data[cut + 1 : end]
+        start, end = 0, len(data)
 
 
 def _decoded_columns(buf: bytes, lo: int, hi: int, state: kineto._FileState, offset: int) -> tuple[kineto._Part, int]:

@@ -4,6 +4,7 @@ errors of the whole-file read (``kineto.parse_kineto``)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import json
@@ -137,3 +138,42 @@ def test_an_argument_that_is_not_utf8_fails_alike_whole_or_in_pieces(
         kineto.parse_kineto(path, text)
     assert "is not valid UTF-8 text at line 1" in str(whole.value)
     _fails_alike(path, str(whole.value), monkeypatch)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the C scanner is not built")
+def test_files_read_one_after_another_with_shared_scanner_buffers_give_each_file_its_own_tables() -> None:
+    # The biggest file first: later, smaller files are scanned into buffers that still hold
+    # the rows of bigger ones (stale rows past a file's own must never be read).
+    paths = sorted(SMALL, key=lambda p: -len(read_bytes(p)))
+    assert native.scratch() is not native.scratch()  # outside: new buffers each time
+    with native.shared_scratch():
+        shared = native.scratch()
+        assert shared is not None and native.scratch() is shared
+        with native.shared_scratch():  # nested: the same buffers
+            assert native.scratch() is shared
+        got = [ingest.read_file(TraceFile(p, p.stat().st_size, 0, None), OPTIONS, None) for p in paths + paths[::-1]]
+        assert native.scratch() is shared
+    assert native.scratch() is not shared
+    for path, ranks in zip(paths + paths[::-1], got, strict=True):
+        _same(kineto.parse_kineto(path, read_bytes(path)), ranks)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the C scanner is not built")
+def test_a_serial_load_scans_every_file_into_one_set_of_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[native.Scratch] = []  # (the buffers kept alive: ids of freed ones are reused)
+    real = native.scan
+
+    def spy(data: bytes, s: native.Scratch, *args: Any) -> Any:
+        seen.append(s)
+        return real(data, s, *args)
+
+    monkeypatch.setattr(native, "scan", spy)
+    trace = tv.load(tv.sample_path(), cache=False, progress=False, engine="serial")
+    assert len(trace.ranks) == 8 and len(seen) >= 8 and len({id(s) for s in seen}) == 1
+    monkeypatch.undo()
+    # The same load with new buffers for each file (as before shared_scratch) is identical.
+    monkeypatch.setattr(native, "shared_scratch", contextlib.nullcontext)
+    expected = tv.load(tv.sample_path(), cache=False, progress=False, engine="serial")
+    assert expected.ranks == trace.ranks
+    for r in expected.ranks:
+        _same([expected.rank_data(r)], [trace.rank_data(r)])

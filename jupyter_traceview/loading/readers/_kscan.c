@@ -704,9 +704,9 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
  * them all, else 0 with *at the byte where it gave up (2: where its rows ran out; -1: out of
  * memory); *n_done: the events read whole (those before the one it gave up on: their columns
  * are complete). */
-static int scan_events(const Src *s, Out *o, Py_ssize_t *at, Py_ssize_t *n_done) {
-    /* (returns -1 out of memory) */
-    Py_ssize_t i = ws(s, 0), n = 0;
+static int scan_events(const Src *s, Py_ssize_t start, Out *o, Py_ssize_t *at, Py_ssize_t *n_done) {
+    /* (returns -1 out of memory; the events are at s->b[start:s->n], every offset is from s->b) */
+    Py_ssize_t i = ws(s, start), n = 0;
     if (AT(s, i) != '[') goto fail;
     i = ws(s, i + 1);
     if (AT(s, i) == ']') goto end;
@@ -827,7 +827,7 @@ static int scan_events(const Src *s, Out *o, Py_ssize_t *at, Py_ssize_t *n_done)
         i = ws(s, i + 1);
     }
 end:
-    /* Nothing may follow the array (the caller's buffer is exactly "[" piece "]"). */
+    /* Nothing may follow the array before end (the caller's range is exactly "[" piece "]"). */
     *n_done = n;
     if (ws(s, i + 1) != s->n) goto fail;
     return 1;
@@ -854,8 +854,10 @@ static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *
 }
 
 PyDoc_STRVAR(scan_doc,
-             "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow, codes, firsts) -> (ok, n, at, n_slow, counts)\n\n"
-             "Scan the events of data (b'[' + events + b']') into the caller's writable buffers, sized for\n"
+             "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow, codes, firsts[, start, end])\n"
+             "    -> (ok, n, at, n_slow, counts)\n\n"
+             "Scan the events of data[start:end] (b'[' + events + b']'; default: all of data) into the caller's\n"
+             "writable buffers (every byte offset written or returned counts from data's start), sized for\n"
              "cap = len(ph) events: ph uint8[cap], spans int64[cap, 2*N_SPANS], pidtid int64[cap, 2],\n"
              "ints int64[cap, N_INTS], floats float64[cap, N_FLOATS], ev_span int64[cap, 2],\n"
              "slow int64[cap, 4], codes int32[cap, N_CODED], firsts int64[N_CODED, cap].\n"
@@ -868,17 +870,22 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
     PyObject *objs[10];
     Py_buffer v[10];
     int k, got = 0;
-    Py_ssize_t cap, n = 0, at = 0;
+    Py_ssize_t cap, n = 0, at = 0, start = 0, end = -1;
     int ok;
     PyObject *counts;
     Src src;
     Out o;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:scan", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &objs[8], &objs[9]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|nn:scan", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8], &objs[9], &start, &end))
         return NULL;
     if (PyObject_GetBuffer(objs[0], &v[0], PyBUF_C_CONTIGUOUS) < 0) return NULL;
     got = 1;
+    if (end < 0) end = v[0].len;
+    if (start < 0 || start > end || end > v[0].len) {
+        PyErr_Format(PyExc_ValueError, "start %zd and end %zd: not a range of %zd bytes", start, end, v[0].len);
+        goto error;
+    }
     if (PyObject_GetBuffer(objs[1], &v[1], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) goto error;
     got = 2;
     cap = v[1].len;
@@ -896,7 +903,7 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
         }
     }
     src.b = (const unsigned char *)v[0].buf;
-    src.n = v[0].len;
+    src.n = end;
     o.ph = (unsigned char *)v[1].buf;
     o.spans = (int64_t *)v[2].buf;
     o.pidtid = (int64_t *)v[3].buf;
@@ -917,7 +924,7 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    ok = scan_events(&src, &o, &at, &n);
+    ok = scan_events(&src, start, &o, &at, &n);
     Py_END_ALLOW_THREADS
     for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     counts = PyTuple_New(N_CODED);
@@ -978,7 +985,9 @@ static int kscan_exec(PyObject *m) {
     }
     init_seed();
     if (PyModule_AddIntConstant(m, "N_INTS", N_INTS) < 0 || PyModule_AddIntConstant(m, "N_FLOATS", N_FLOATS) < 0 ||
-        PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0 || PyModule_AddIntConstant(m, "N_CODED", N_CODED) < 0)
+        PyModule_AddIntConstant(m, "N_SPANS", N_SPANS) < 0 || PyModule_AddIntConstant(m, "N_CODED", N_CODED) < 0 ||
+        /* scan() takes start and end (a module without this constant does not) */
+        PyModule_AddIntConstant(m, "SCANS_RANGES", 1) < 0)
         return -1;
 #ifdef TRACEVIEW_SOURCE_SHA256
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */

@@ -576,3 +576,42 @@ def test_small_events_make_the_scanner_take_more_rows() -> None:
     events = [b'{"ph": "i", "s": "t", "name": "m", "pid": 1, "tid": 2, "ts": %d}' % i for i in range(40_000)]
     counts = _both(Path("small.json"), _doc(events, n_plain=0), 1 << 22, read=_in_pieces)
     assert counts == [1, 1]
+
+
+# --------------------------------------------------------------------------------------
+# (d) A one-piece file scanned where it lies in memory (start and end, no copy)
+# --------------------------------------------------------------------------------------
+@needs_native
+def test_the_scanner_reads_a_range_of_a_buffer_as_it_reads_a_copy_of_it() -> None:
+    events = b'[{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 2}, {"ph": "i", "name": "m", "pid": 1, "tid": 1, "ts": 9}]'
+    head, tail = b'{"traceEvents": ', b', "traceName": "x"}'
+    whole = head + events + tail
+    a, b = native.Scratch(), native.Scratch()
+    ok, n, _ = native.scan(events, a)
+    ok2, n2, _ = native.scan(whole, b, len(head), len(head) + len(events))
+    assert (ok, n) == (ok2, n2) == (True, 2)
+    # Offsets count from the buffer's start: the copy's, shifted by where the range starts.
+    assert (b.ev_span[:2] - len(head)).tolist() == a.ev_span[:2].tolist()
+    assert (b.spans[:2] - np.where(b.spans[:2] > 0, len(head), 0)).tolist() == a.spans[:2].tolist()
+    assert a.ints[:2].tolist() == b.ints[:2].tolist() and a.codes[:2].tolist() == b.codes[:2].tolist()
+    # Whatever follows the range is not read; a range that is not "[" events "]" is refused.
+    assert not native.scan(whole, b, len(head), len(head) + len(events) - 1)[0]
+    assert not native.scan(whole, b, len(head) - 2, len(head) + len(events))[0]  # (from the colon)
+    k = native._kscan
+    for start, end in ((-1, 5), (6, 5), (0, len(whole) + 1)):
+        with pytest.raises(ValueError, match="not a range"):
+            k.scan(whole, b.ph, b.spans, b.pidtid, b.ints, b.floats, b.ev_span, b.slow, b.codes, b.firsts, start, end)
+
+
+@needs_native
+@pytest.mark.parametrize("at", [0, 30, 1500, 2999])
+@pytest.mark.parametrize("odd", [b'"n\\u00e9"', b'"Spans"'])
+def test_a_one_piece_file_scanned_in_place_reads_as_msgspec_reads_it(at: int, odd: bytes) -> None:
+    """An event the scanner gives up on near the start, in the middle (msgspec reads the next
+    64 KB, the scanner the rest) or at the end of a one-piece file read from memory."""
+    field = "name" if b"\\u" in odd else "pid"
+    data = _doc([_event(ts=b"%d" % (900 + i)) for i in range(at)] + [_event(**{field: odd})], n_plain=3000 - at)
+    assert len(data) < 4 << 20
+    # Read in pieces only (no fallback to the whole-file read that could hide a wrong piece).
+    counts = _both(Path("one_piece.json"), data, 8 << 20, read=_in_pieces)
+    assert counts[1] >= 2 and counts[0] >= (1 if at else 0)
