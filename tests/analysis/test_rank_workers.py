@@ -9,7 +9,9 @@ are emitted here; below the threshold no process starts.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,12 +29,15 @@ from jupyter_traceview.model import facts
 from jupyter_traceview.model.trace import Trace
 from tests.conftest import KINETO_FOLDERS
 
-#: This process (the tests' functions behave differently in a worker).
-_HERE = os.getpid()
+
+def _in_worker() -> bool:
+    """Whether this runs in a worker process (forked from here, or from a forkserver, which
+    imports this module anew: a pid kept at import would be the worker's own)."""
+    return multiprocessing.parent_process() is not None
 
 
 def _dies_in_worker(trace: Trace) -> dict[str, object]:
-    if os.getpid() != _HERE:
+    if _in_worker():
         os._exit(3)
     return _summary_row(trace)
 
@@ -42,19 +47,19 @@ def _raises(trace: Trace) -> None:
 
 
 def _raises_in_worker(trace: Trace) -> dict[str, object]:
-    if os.getpid() != _HERE:
+    if _in_worker():
         raise ValueError("only in a worker")
     return _summary_row(trace)
 
 
 def _warns(trace: Trace) -> int:
-    where = "here" if os.getpid() == _HERE else "worker"
+    where = "worker" if _in_worker() else "here"
     warnings.warn(f"rank {trace.ranks[0]} in process {where}", UserWarning, stacklevel=2)
     return int(trace.ranks[0])
 
 
 def _where(trace: Trace) -> bool:
-    return os.getpid() == _HERE
+    return not _in_worker()
 
 
 @pytest.fixture
@@ -191,3 +196,21 @@ def test_no_worker_below_the_threshold_or_without_a_cache(cached: tv.Trace, tmp_
     with shared_rank_facts(workers=pool):
         assert per_rank(plain, _where) == dict.fromkeys(plain.ranks, True)  # no tables to read elsewhere
     assert pool._procs == []  # none started
+
+
+def test_a_threaded_process_gets_its_workers_from_a_forkserver(cached: tv.Trace, forced: None) -> None:
+    # A thread of ours running (as in a Jupyter kernel): no fork from here (see the loader's pool).
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    pool = RankWorkers(1)
+    try:
+        with shared_rank_facts(workers=pool):
+            here = per_rank(cached, _where)
+            summary = tv.summary(cached)
+        assert pool._procs[0].proc._popen.method == "forkserver"  # type: ignore[attr-defined]
+    finally:
+        pool.close()
+        stop.set()
+    assert here == {r: r % 2 == 0 for r in cached.ranks}
+    _same(summary, tv.summary(cached))
