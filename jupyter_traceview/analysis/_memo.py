@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -45,11 +45,9 @@ from ..model import facts as _facts
 from ..model.classify import rules_key
 from ..model.trace import Trace
 
-if TYPE_CHECKING:
-    from ._workers import RankWorkers
-
 __all__ = [
     "Memo",
+    "Workers",
     "code_key",
     "per_rank",
     "rank_memo",
@@ -66,11 +64,25 @@ T = TypeVar("T")
 Memo = dict[tuple[int, Hashable], tuple[pd.DataFrame, Any]]
 
 _MEMO: ContextVar[Memo | None] = ContextVar("jupyter_traceview_rank_memo", default=None)
-_WORKERS: ContextVar[RankWorkers | None] = ContextVar("jupyter_traceview_rank_workers", default=None)
+
+
+class Workers(Protocol):
+    """What :func:`per_rank` asks of worker processes (:class:`._workers.RankWorkers`)."""
+
+    def far(self, trace: Trace, ranks: list[int], tables: dict[int, tuple[str, int]]) -> list[int]: ...
+
+    def submit(
+        self, trace: Trace, fn: Callable[..., Any], args: tuple[Any, ...], far: dict[int, tuple[str, int]]
+    ) -> Any: ...
+
+    def collect(self, handles: Any) -> tuple[dict[int, bytes], list[int]]: ...
+
+
+_WORKERS: ContextVar[Workers | None] = ContextVar("jupyter_traceview_rank_workers", default=None)
 
 
 @contextmanager
-def shared_rank_facts(memo: Memo | None = None, *, workers: RankWorkers | None = None) -> Iterator[Memo]:
+def shared_rank_facts(memo: Memo | None = None, *, workers: Workers | None = None) -> Iterator[Memo]:
     """Share per-rank facts between the analyses called inside (see the module docstring).
 
     ``memo`` is the store to use (a new one if None); pass the same dict again to reuse

@@ -31,7 +31,7 @@ import dataclasses
 import os
 import pickle
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as mp_wait
 from typing import Any
@@ -40,6 +40,7 @@ from ..errors import TraceviewWarning
 from ..model.classify import Classifier
 from ..model.rank_data import RankMeta
 from ..model.trace import Trace
+from ._memo import worker_scope
 
 __all__ = ["MIN_EVENTS", "RankWorkers"]
 
@@ -70,7 +71,7 @@ class RankWorkers:
         self._procs: list[_Worker] = []
         self._broken = False
 
-    def far(self, trace: Trace, ranks: Sequence[int], tables: dict[int, tuple[str, int]]) -> list[int]:
+    def far(self, trace: Trace, ranks: list[int], tables: dict[int, tuple[str, int]]) -> list[int]:
         """The ranks among ``ranks`` (those with ``tables``) that workers should compute: none
         unless their events reach ``min_events``, or if a worker died."""
         if self._broken or self.workers < 1:
@@ -235,8 +236,6 @@ def _compute(
 ) -> list[Answer]:
     """A worker's task: ``fn(one_rank_trace, *args)`` pickled for each rank of ``items`` (None
     where the rank's tables cannot be read or ``fn`` raises: computed by the caller instead)."""
-    from ._memo import worker_scope
-
     out: list[Answer] = []
     for item in items:
         try:
