@@ -76,7 +76,7 @@ def category_dtype(categories: Sequence[object]) -> pd.CategoricalDtype:
     Raises ValueError for duplicate or missing (None, NaN) categories, as pandas does.
     """
     key = tuple(categories)
-    if not all(type(c) is str for c in key):  # 1 == True == 1.0 as keys: only exact str lists are shared
+    if not set(map(type, key)) <= {str}:  # 1 == True == 1.0 as keys: only exact str lists are shared
         return pd.CategoricalDtype(pd.Index(list(key), dtype="str"), ordered=False)
     # Strings only: a set finds duplicates (their hashes are cached) without pandas' check,
     # which hashes the categories again in a table built for each new dtype.

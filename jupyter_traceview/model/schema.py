@@ -276,7 +276,7 @@ def categorical(
     vals = list(values) if values is not None else []
     cats = sorted({str(v) for v in vals if v is not None}) if categories is None else list(categories)
     dtype = category_dtype(cats)
-    if all(type(c) is str for c in cats) and all(v is None or type(v) is str for v in vals):
+    if set(map(type, cats)) <= {str} and set(map(type, vals)) <= {str, type(None)}:
         # Strings (or None) into string categories: coded by a dict, as pandas would code
         # them (a value not among the categories, or None, is -1), without its hash table.
         where = {c: i for i, c in enumerate(cats)}

@@ -209,7 +209,12 @@ def _compact_codes(codes: np.ndarray, values: list[str]) -> pd.Categorical:
     """
     used = np.unique(codes[codes >= 0])
     order = sorted(used.tolist(), key=values.__getitem__)
-    index: dict[str, int] = {}
+    texts = list(map(values.__getitem__, order))
+    # Compact forms met before looked up in C (the memo), the others computed.
+    compact = list(map(_memo.get, texts))
+    if None in compact:
+        compact = [_compact_text(t) if c is None else c for t, c in zip(texts, compact, strict=True)]
+    index = {c: i for i, c in enumerate(dict.fromkeys(compact))}  # in order of first appearance
     lut = np.full(len(values) + 1, -1, dtype=np.int64)
-    lut[order] = [index.setdefault(t, len(index)) for t in map(_compact_text, map(values.__getitem__, order))]
+    lut[order] = list(map(index.__getitem__, compact))
     return categorical(codes=lut[codes].astype(np.int32), categories=list(index))
