@@ -210,24 +210,59 @@ def _read_entry(entry: str, meta_path: str, text: bytes, classifier: Classifier)
         raise _Damaged("meta.json was changed")
     stored = doc["classes"]
     kept = stored is not None and stored == rules_key(classifier)
-    out = []
-    for i, meta in enumerate(metas):
-        tables = {}
-        for name in _TABLES:
-            file_name = f"r{i}.{name}.arrow"
-            buffer = _file_buffer(os.path.join(entry, file_name))
-            if _crc32(memoryview(buffer)) != crcs[file_name]:
-                raise _Damaged(f"{file_name} was changed")
-            reader = pa.ipc.open_file(buffer)
-            if reader.num_record_batches != 1:
-                raise _Damaged(f"{file_name} holds {reader.num_record_batches} record batches")
-            tables[name] = _from_arrow(reader.get_batch(0))
-        if (stored is not None) != ("gpu_class" in tables["events"].columns):
-            raise _Damaged(f"r{i}.events.arrow: the gpu_class column does not match meta.json")
-        d = RankData(meta=RankMeta.from_json(meta), **tables)
-        out.append(d if kept else classified(d, classifier))
+    out = [
+        _read_rank(entry, i, RankMeta.from_json(meta), crcs, stored, kept, classifier) for i, meta in enumerate(metas)
+    ]
     os.utime(meta_path)  # last use, for pruning
     return out
+
+
+def _read_rank(
+    entry: str, i: int, meta: RankMeta, crcs: dict[str, int], stored: Any, kept: bool, classifier: Classifier
+) -> RankData:
+    """Rank ``i`` of an entry (its files checked against ``crcs``), with ``meta``, classified by
+    ``classifier`` (unless ``kept``: the stored ``gpu_class`` column is that classifier's)."""
+    tables = {}
+    for name in _TABLES:
+        file_name = f"r{i}.{name}.arrow"
+        buffer = _file_buffer(os.path.join(entry, file_name))
+        if _crc32(memoryview(buffer)) != crcs[file_name]:
+            raise _Damaged(f"{file_name} was changed")
+        reader = pa.ipc.open_file(buffer)
+        if reader.num_record_batches != 1:
+            raise _Damaged(f"{file_name} holds {reader.num_record_batches} record batches")
+        tables[name] = _from_arrow(reader.get_batch(0))
+    if (stored is not None) != ("gpu_class" in tables["events"].columns):
+        raise _Damaged(f"r{i}.events.arrow: the gpu_class column does not match meta.json")
+    d = RankData(meta=meta, **tables)
+    return d if kept else classified(d, classifier)
+
+
+def read_rank(entry: str, i: int, meta: RankMeta, *, classifier: Classifier) -> RankData | None:
+    """Rank ``i`` of the entry in folder ``entry`` as :func:`read` gives it, with ``meta`` (the
+    loader may have renumbered the rank), or None if the entry is missing, unreadable or
+    damaged (left as it is: unlike :func:`read`, for a process other than the loader's, e.g.
+    a worker computing per-rank results, which then get computed elsewhere)."""
+    try:
+        with open(os.path.join(entry, "meta.json"), "rb") as fh:
+            doc = _decode_meta(fh.read())
+        with paused_gc():
+            if not isinstance(doc, dict) or doc.get("format") != ENTRY_FORMAT:
+                return None
+            stored = doc["classes"]
+            kept = stored is not None and stored == rules_key(classifier)
+            return _read_rank(entry, i, meta, doc["crc32"], stored, kept, classifier)
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+        msgspec.DecodeError,
+        pa.ArrowException,
+    ):
+        return None
 
 
 #: Arrow files up to this size are read into memory; bigger ones are memory-mapped (their
@@ -294,8 +329,9 @@ def attach_facts(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
     """Give each rank of the entry ``key`` its store of derived results (:mod:`..model.facts`):
     the file ``r<i>.facts`` in the entry, next to its tables (not in ``meta.json``: a missing or
     damaged one is only a miss, see :class:`~..model.facts.RankFacts`)."""
+    entry = os.path.join(cache_dir, key)
     for i, d in enumerate(ranks):
-        attach(d.events, RankFacts(os.path.join(cache_dir, key, f"r{i}.facts")))
+        attach(d.events, RankFacts(os.path.join(entry, f"r{i}.facts"), tables=(entry, i)))
 
 
 def _entry_size(entry: Path) -> int:

@@ -93,8 +93,11 @@ def _loads(data: bytes) -> Any:
 class RankFacts:
     """The persisted per-rank results of one rank of a cache entry (file ``path``)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, tables: tuple[str, int] | None = None) -> None:
         self.path = path
+        #: Where the rank's tables are (the entry's folder, the rank's index in it), for a
+        #: process that computes the values from them (``analysis/_workers.py``); None if unknown.
+        self.tables = tables
         self._version: str | None = None
         self._values: dict[Hashable, bytes] | None = None
         self._dirty = False
@@ -128,8 +131,12 @@ class RankFacts:
 
     def put(self, version: str, key: Hashable, value: Any) -> None:
         """Keep ``value`` under ``key`` (written by the next :func:`flush`)."""
+        self.put_pickled(version, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_pickled(self, version: str, key: Hashable, data: bytes) -> None:
+        """:meth:`put` of a value already pickled (``pickle.HIGHEST_PROTOCOL``), e.g. by a worker process."""
         values = self._load(version)
-        values[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        values[key] = data
         self._dirty = True
         _DIRTY.add(self)
 
