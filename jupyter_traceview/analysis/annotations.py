@@ -226,22 +226,35 @@ def _work_activities(
     return out
 
 
-def _flags(column: pd.Categorical, values: frozenset[str] | set[str]) -> np.ndarray:
+def _flags(
+    column: pd.Categorical, values: frozenset[str] | set[str], codes: np.ndarray | None = None
+) -> np.ndarray:
     """Rows of a categorical column whose value is in ``values`` (:func:`._links.category_mask`
-    for the few categories of kinds and classes): one flag per category, then one gather."""
+    for the few categories of kinds and classes): one flag per category, then one gather.
+    ``codes``: of some rows of the column only (default: every row's)."""
     lut = np.array([c in values for c in column.categories.tolist()] + [False], dtype=bool)  # code -1: False
-    out: np.ndarray = lut[np.asarray(column.codes)]
-    return out
+    if codes is None:
+        codes = np.asarray(column.codes)
+    one = np.flatnonzero(lut)
+    if len(one) == 1:  # one value (an annotation kind): one comparison of the codes
+        out: np.ndarray = codes == one[0]
+        return out
+    # (a take with the codes' own dtype: no index array of the rows' size)
+    return lut.take(codes)
 
 
 def _work_rows(cols: _Columns, window: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows, starts and ends of the GPU work that ``activities(..., work_only=True)`` selects
     (clipped to ``window`` as it clips to the trace's window), without its other columns."""
-    wanted = _flags(cols.array("kind"), _ACTIVITY_KINDS)
-    wanted &= _flags(cols.array("gpu_class"), _WORK_CLASSES)
-    rows = np.flatnonzero(wanted)
+    # The work classes first (the rarer rows), then the kinds of those rows only.
+    rows = np.flatnonzero(_flags(cols.array("gpu_class"), _WORK_CLASSES))
+    kinds = cols.array("kind")
+    of_kind = _flags(kinds, _ACTIVITY_KINDS, np.asarray(kinds.codes)[rows])
+    if not of_kind.all():
+        rows = rows[of_kind]
     ts = cols("ts_ns")[rows]
-    end = ts + cols("dur_ns")[rows]
+    end = cols("dur_ns")[rows]
+    end += ts
     if window is not None:
         lo, hi = window
         zero = end == ts
@@ -276,7 +289,7 @@ def _rank_breakdown(
     uniq, gid = np.unique(codes, return_inverse=True)
     gid = gid.reshape(-1)
     # The texts of these names only (a rank has many more names than annotation names).
-    names = np.array([str(x) for x in name.categories.take(uniq).tolist()], dtype=object)
+    names = np.array([str(x) for x in name.categories.array.take(uniq).tolist()], dtype=object)
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)
@@ -406,11 +419,14 @@ def _launch_groups(
         groups.append((ann_rows, gid, None))
     else:
         both = row_key(key_cols, np.concatenate((ann_rows, p_rows)))
-        r_key, p_key = both[: len(ann_rows)], both[len(ann_rows) :]
-        # One step per process (thread) with ranges.
-        groups += [
-            (ann_rows[r_key == k], gid[r_key == k], np.flatnonzero(p_key == k)) for k in np.unique(r_key).tolist()
-        ]
+        if both.min() == both.max():  # the ranges and the points in one process (thread)
+            groups.append((ann_rows, gid, None))
+        else:
+            r_key, p_key = both[: len(ann_rows)], both[len(ann_rows) :]
+            # One step per process (thread) with ranges.
+            groups += [
+                (ann_rows[r_key == k], gid[r_key == k], np.flatnonzero(p_key == k)) for k in np.unique(r_key).tolist()
+            ]
     n_g = int(gid.max()) + 1
     for rr, rg, pts in groups:
         if pts is not None and not len(pts):
