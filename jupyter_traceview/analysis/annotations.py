@@ -226,9 +226,7 @@ def _work_activities(
     return out
 
 
-def _flags(
-    column: pd.Categorical, values: frozenset[str] | set[str], codes: np.ndarray | None = None
-) -> np.ndarray:
+def _flags(column: pd.Categorical, values: frozenset[str] | set[str], codes: np.ndarray | None = None) -> np.ndarray:
     """Rows of a categorical column whose value is in ``values`` (:func:`._links.category_mask`
     for the few categories of kinds and classes): one flag per category, then one gather.
     ``codes``: of some rows of the column only (default: every row's)."""
