@@ -273,7 +273,7 @@ def test_work_rows_are_the_work_activities(folder: str) -> None:
     """The breakdown's own selection of a rank's GPU work is activities(work_only=True)'s,
     whole and clipped to a window."""
     from jupyter_traceview.analysis._gpu import activities
-    from jupyter_traceview.analysis.annotations import _Columns, _work_rows
+    from jupyter_traceview.analysis.annotations import _Columns, _has_work, _work_activities, _work_rows
 
     trace = tv.load(KINETO_FOLDERS[folder], cache=False)
     for r in trace.ranks:
@@ -285,6 +285,12 @@ def test_work_rows_are_the_work_activities(folder: str) -> None:
             rows, ts, end = _work_rows(_Columns(scoped.rank_data(r).events), scoped.window)
             for got, want in ((rows, a.rows), (ts, a.ts), (end, a.end)):
                 np.testing.assert_array_equal(got, want, strict=True)
+            # Whether the rank has GPU work (the breakdown's test for ranks without annotations).
+            cols = _Columns(scoped.rank_data(r).events)
+            assert _has_work(scoped, r, None, cols) == (len(a.ts) > 0)
+            if window is None:  # and with the call's own window: the clipped activities
+                acts = _work_activities(scoped, r, (t0 + 1, t0 + 2), cols)
+                assert _has_work(scoped, r, (t0 + 1, t0 + 2), cols) == (len(acts["ts_ns"]) > 0)
 
 
 def test_union_length_of_sorted_and_unsorted_activities() -> None:
@@ -318,10 +324,18 @@ def test_breakdown_alone_equals_inside_a_shared_scope(dlrm: tv.Trace) -> None:
 
 
 @pytest.mark.parametrize("column", ["kind", "gpu_class"])
-def test_flags_are_the_values_lookup(dlrm: tv.Trace, column: str) -> None:
-    """annotations._flags (one comparison for one value, a lookup for several; of every row or of
-    some rows' codes) against pandas' isin, on the sample's categorical columns."""
+@pytest.mark.parametrize("block", [None, 7])
+def test_flags_are_the_values_lookup(
+    dlrm: tv.Trace, column: str, block: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """annotations._flags (one comparison for one value, a lookup for several, block by block;
+    of every row or of some rows' codes) against pandas' isin, on the sample's categorical
+    columns (``block``: blocks of 7 rows, so that every boundary case is met)."""
+    from jupyter_traceview.analysis import annotations
     from jupyter_traceview.analysis.annotations import _flags
+
+    if block is not None:
+        monkeypatch.setattr(annotations, "_BLOCK", block)
 
     ev = dlrm.rank_data(0).events
     values = ev[column].array
