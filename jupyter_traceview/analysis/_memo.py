@@ -22,18 +22,21 @@ the SHA-256 of the analysis and model code (any edit recomputes them), and only 
 trace not narrowed to a window (a narrowed rank has new tables, without a store). The
 value is what the same function computes: :func:`per_rank` is ``trace.map_ranks`` with a
 cache in front. :func:`save_facts` writes what was added (``findings`` calls it at its end).
+A scope given :class:`._workers.RankWorkers` shares the ranks to compute with worker
+processes (see there); the values are the same.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -42,7 +45,18 @@ from ..model import facts as _facts
 from ..model.classify import rules_key
 from ..model.trace import Trace
 
-__all__ = ["Memo", "code_key", "per_rank", "rank_memo", "read_only", "save_facts", "shared_rank_facts", "sharing"]
+__all__ = [
+    "Memo",
+    "Workers",
+    "code_key",
+    "per_rank",
+    "rank_memo",
+    "read_only",
+    "save_facts",
+    "shared_rank_facts",
+    "sharing",
+    "worker_scope",
+]
 
 T = TypeVar("T")
 
@@ -52,12 +66,29 @@ Memo = dict[tuple[int, Hashable], tuple[pd.DataFrame, Any]]
 _MEMO: ContextVar[Memo | None] = ContextVar("jupyter_traceview_rank_memo", default=None)
 
 
+class Workers(Protocol):
+    """What :func:`per_rank` asks of worker processes (:class:`._workers.RankWorkers`)."""
+
+    def far(self, trace: Trace, ranks: list[int], tables: dict[int, tuple[str, int]]) -> list[int]: ...
+
+    def submit(
+        self, trace: Trace, fn: Callable[..., Any], args: tuple[Any, ...], far: dict[int, tuple[str, int]]
+    ) -> Any: ...
+
+    def collect(self, handles: Any) -> tuple[dict[int, bytes], list[int]]: ...
+
+
+_WORKERS: ContextVar[Workers | None] = ContextVar("jupyter_traceview_rank_workers", default=None)
+
+
 @contextmanager
-def shared_rank_facts(memo: Memo | None = None) -> Iterator[Memo]:
+def shared_rank_facts(memo: Memo | None = None, *, workers: Workers | None = None) -> Iterator[Memo]:
     """Share per-rank facts between the analyses called inside (see the module docstring).
 
     ``memo`` is the store to use (a new one if None); pass the same dict again to reuse
-    what an earlier scope computed. Nested scopes keep the outermost store.
+    what an earlier scope computed. ``workers``: processes that :func:`per_rank` may share
+    the ranks to compute with (:mod:`._workers`). Nested scopes keep the outermost store
+    and workers.
     """
     outer = _MEMO.get()
     if outer is not None:
@@ -65,9 +96,24 @@ def shared_rank_facts(memo: Memo | None = None) -> Iterator[Memo]:
         return
     store: Memo = {} if memo is None else memo
     token = _MEMO.set(store)
+    w_token = _WORKERS.set(workers)
     try:
         yield store
     finally:
+        _WORKERS.reset(w_token)
+        _MEMO.reset(token)
+
+
+@contextmanager
+def worker_scope(memo: Memo) -> Iterator[Memo]:
+    """A worker process's scope (:mod:`._workers`): ``memo`` shared, no workers of its own,
+    whatever scope the process inherited when it was forked."""
+    token = _MEMO.set(memo)
+    w_token = _WORKERS.set(None)
+    try:
+        yield memo
+    finally:
+        _WORKERS.reset(w_token)
         _MEMO.reset(token)
 
 
@@ -125,7 +171,7 @@ def per_rank(trace: Trace, fn: Callable[..., T], /, *args: Any, keep: bool = Tru
     (for results asked for one window among many, not worth keeping)."""
     if not keep or _MEMO.get() is None or trace.window is not None or trace.client is not None:
         return trace.map_ranks(fn, *args)
-    out: dict[int, T] = {}
+    out: dict[int, Any] = {}
     missing: list[int] = []
     stores: dict[int, tuple[_facts.RankFacts, str]] = {}
     version = what = ""
@@ -145,7 +191,23 @@ def per_rank(trace: Trace, fn: Callable[..., T], /, *args: Any, keep: bool = Tru
             missing.append(r)
             stores[r] = (store, key)
     if missing:
-        computed = trace.map_ranks(fn, *args) if len(missing) == len(trace.ranks) else _some(trace, missing, fn, args)
+        workers = _WORKERS.get()
+        tables = {r: t for r, (store, _) in stores.items() if (t := store.tables) is not None}
+        far = workers.far(trace, missing, tables) if workers is not None else []
+        if workers is not None and far:
+            # The workers' share first, then this process's, while they compute.
+            handles = workers.submit(trace, fn, args, {r: tables[r] for r in far})
+            computed = _some(trace, [r for r in missing if r not in set(far)], fn, args)
+            pickled, failed = workers.collect(handles)
+            computed.update(_some(trace, failed, fn, args))
+            for r, data in pickled.items():
+                out[r] = pickle.loads(data)
+                store, key = stores[r]
+                store.put_pickled(version, key, data)
+        elif len(missing) == len(trace.ranks):
+            computed = trace.map_ranks(fn, *args)
+        else:
+            computed = _some(trace, missing, fn, args)
         for r, value in computed.items():
             out[r] = value
             if r in stores:
@@ -155,6 +217,8 @@ def per_rank(trace: Trace, fn: Callable[..., T], /, *args: Any, keep: bool = Tru
 
 
 def _some(trace: Trace, ranks: list[int], fn: Callable[..., T], args: tuple[Any, ...]) -> dict[int, T]:
+    if not ranks:
+        return {}
     return trace.select(ranks=ranks).map_ranks(fn, *args)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypedDict
 
@@ -17,6 +18,7 @@ from ...errors import TraceviewWarning
 from ...model.trace import Trace
 from .._common import distinct_ints, scoped
 from .._memo import Memo, per_rank, shared_rank_facts
+from .._workers import RankWorkers
 from ..host_findings import host_facts
 from ..launch import kernel_launch_stats, rows_of
 from ..stragglers import kind_from_name, straggler_views
@@ -66,8 +68,12 @@ class Context:
         #: The per-rank facts the analyses share while this context computes (._memo):
         #: each rank's GPU activities, unions and eid table once per findings call.
         self._rank_memo: Memo = {}
+        #: Worker processes that compute a share of the per-rank results not kept yet (a
+        #: big cached trace's first findings call; see .._workers). Stopped by close().
+        self._workers = RankWorkers()
+        weakref.finalize(self, self._workers.close)
         windowed = self.trace if time_range is None else self.trace.select(time_range=time_range)
-        with shared_rank_facts(self._rank_memo):
+        with shared_rank_facts(self._rank_memo, workers=self._workers):
             facts = per_rank(windowed, rank_facts, int(self.common.tiny_kernel_ns), int(self.common.kernel_wait_ns))
         self.facts: dict[int, dict[str, Any]] = {r: f for r, f in facts.items() if f is not None}
         self.gpu_ranks = sorted(self.facts)
@@ -84,11 +90,15 @@ class Context:
 
     def get(self, key: str, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
-            with warnings.catch_warnings(), shared_rank_facts(self._rank_memo):
+            with warnings.catch_warnings(), shared_rank_facts(self._rank_memo, workers=self._workers):
                 # The analyses warn about what they skip; a finding states its preconditions.
                 warnings.simplefilter("ignore", TraceviewWarning)
                 self._memo[key] = compute()
         return self._memo[key]
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (the memos stay)."""
+        self._workers.close()
 
     def call(self, fn: Callable[..., Any], key: str, **kw: Any) -> Any:
         return self.get(key, lambda: fn(self.trace, time_range=self.time_range, **kw))

@@ -140,6 +140,15 @@ def findings(
     elif not isinstance(rules, FindingRules):
         raise OptionError(f"rules must be a FindingRules, got {type(rules).__name__}")
     ctx = Context(trace, rules, ranks=ranks, iterations=iterations, time_range=time_range)
+    try:
+        found = _run(ctx)
+    finally:
+        ctx.close()
+    return _frame(found, ctx)
+
+
+def _run(ctx: Context) -> list[Finding]:
+    """The findings of every rule (after warning about ranks without GPU work)."""
     idle = [r for r in ctx.trace.ranks if r not in ctx.facts]
     if idle:
         warnings.warn(
@@ -150,13 +159,13 @@ def findings(
                 else "the findings are about the other ranks"
             ),
             TraceviewWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     found: list[Finding] = []
     for rule in all_rules():
-        found.extend(rule.run(ctx, rules.of(rule.id)))
+        found.extend(rule.run(ctx, ctx.rules.of(rule.id)))
     save_facts()  # the per-rank results computed here, kept with the ranks' cache entries
-    return _frame(found, ctx)
+    return found
 
 
 def _frame(found: list[Finding], ctx: Context) -> pd.DataFrame:

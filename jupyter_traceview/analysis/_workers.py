@@ -1,0 +1,289 @@
+"""Per-rank results computed by worker processes, for the first findings call on a big cached trace.
+
+:func:`._memo.per_rank` keeps an analysis' per-rank results with the ranks' cache entries;
+the first call after a load (or after the analysis code changed) computes them, one rank
+after another, on one core. Inside a scope given a :class:`RankWorkers` (``findings`` opens
+one), the ranks to compute are shared between this process and worker processes: a rank
+goes to process ``rank % (workers + 1)``, 0 being this one, so that a rank is always
+computed by the same process and its shared per-rank facts (:mod:`._memo`: GPU activities,
+unions, eid tables) are computed once per findings call, as in one process.
+
+A worker reads its ranks' tables from the cache entry itself (:func:`..loading.cache.read_rank`:
+memory-mapped Arrow files, checked against their CRC-32s) instead of receiving pickled
+frames, keeps them (and their shared facts) for the scope's later calls, runs the same
+module-level function on the same one-rank trace as :meth:`Trace.map_ranks` would, and
+sends back the pickled result, which :func:`._memo.per_rank` keeps as it is and unpickles
+for the caller: the values are those of the in-process computation, as a later call reads
+them back. Warnings a worker's computation emits are emitted again here.
+
+Used only where it pays: ranks read through the cache (they have tables a worker can
+read), at least :data:`MIN_EVENTS` events to compute in the workers' share, more than one
+core. Anything a worker cannot do (an unreadable entry, an exception, a result that does
+not pickle) is computed here instead, where the same exception is raised; a worker that
+dies (out of memory) makes this scope compute everything here from then on, with a
+:class:`TraceviewWarning`. ``RankWorkers.close`` stops the processes (their memory with them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import pickle
+import warnings
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as mp_wait
+from typing import Any
+
+from ..errors import TraceviewWarning
+from ..model.classify import Classifier
+from ..model.rank_data import RankMeta
+from ..model.trace import Trace
+from ._memo import worker_scope
+
+__all__ = ["MIN_EVENTS", "RankWorkers"]
+
+#: Below this many events in the workers' share of a call, the ranks are computed here
+#: (a worker's start and its reading of the ranks cost more than it saves).
+MIN_EVENTS = 2_000_000
+
+#: One rank for a worker: (rank, the entry's folder, the rank's index there, its metadata).
+Item = tuple[int, str, int, RankMeta]
+#: A worker's answer for one rank: (rank, the pickled result or None if it could not,
+#: the warnings emitted as (category, message)).
+Answer = tuple[int, bytes | None, list[tuple[type[Warning], str]]]
+
+
+class RankWorkers:
+    """Worker processes computing per-rank results for one scope (see the module docstring).
+
+    ``workers``: how many (default: one fewer than the cores, so none on one core; this
+    process computes a share too). ``min_events``: the threshold of :data:`MIN_EVENTS`.
+    The processes start together at the first call that uses them (forked from here, or
+    from a forkserver in a threaded process, as the loader's pool); :meth:`close` stops them.
+    """
+
+    def __init__(self, workers: int | None = None, *, min_events: int | None = None) -> None:
+        cores = os.cpu_count() or 1
+        self.workers = cores - 1 if workers is None else max(0, int(workers))
+        self.min_events = MIN_EVENTS if min_events is None else int(min_events)
+        self._procs: list[_Worker] = []
+        self._broken = False
+
+    def far(self, trace: Trace, ranks: list[int], tables: dict[int, tuple[str, int]]) -> list[int]:
+        """The ranks among ``ranks`` (those with ``tables``) that workers should compute: none
+        unless their events reach ``min_events``, or if a worker died."""
+        if self._broken or self.workers < 1:
+            return []
+        far = [r for r in ranks if r in tables and r % (self.workers + 1) != 0]
+        if sum(len(trace.rank_data(r).events) for r in far) < self.min_events:
+            return []
+        return far
+
+    def submit(
+        self, trace: Trace, fn: Callable[..., Any], args: tuple[Any, ...], far: dict[int, tuple[str, int]]
+    ) -> list[tuple[int, list[int]]]:
+        """Start computing ``fn(one_rank_trace, *args)`` for the ranks of ``far`` (rank -> where its
+        tables are) in the workers; :meth:`collect` gets the results."""
+        classifier = dataclasses.replace(trace.classifier)  # the patterns only (as the loader's pool)
+        origin = trace.t0_ns  # as trace.select(ranks=...) gives its one-rank traces
+        by_worker: dict[int, list[Item]] = {}
+        for r, (entry, index) in far.items():
+            by_worker.setdefault(r % (self.workers + 1) - 1, []).append((r, entry, index, trace.meta(r)))
+        sent: list[tuple[int, list[int]]] = []
+        unsent: list[int] = []
+        if not self._broken:
+            try:
+                self._start()
+            except OSError:
+                self._broke()
+        for w, items in sorted(by_worker.items()):
+            ranks = [it[0] for it in items]
+            try:
+                if self._broken:
+                    raise _Died
+                self._procs[w].send((fn, args, items, classifier, trace.source, origin))
+                sent.append((w, ranks))
+            except (_Died, OSError, pickle.PicklingError, AttributeError, TypeError):
+                unsent.extend(ranks)
+        if unsent:
+            sent.append((-1, unsent))
+        return sent
+
+    def collect(self, handles: list[tuple[int, list[int]]]) -> tuple[dict[int, bytes], list[int]]:
+        """The pickled results of :meth:`submit`'s ranks, and the ranks to compute here instead."""
+        done: dict[int, bytes] = {}
+        failed: list[int] = []
+        for w, ranks in handles:
+            if w < 0:
+                failed.extend(ranks)
+                continue
+            try:
+                answers: list[Answer] = self._procs[w].receive()
+            except _Died:
+                self._broke()
+                failed.extend(ranks)
+                continue
+            for r, data, caught in answers:
+                if data is None:
+                    failed.append(r)
+                    continue
+                for category, message in caught:
+                    warnings.warn(message, category, stacklevel=2)
+                done[r] = data
+        return done, sorted(failed)
+
+    def _start(self) -> None:
+        if self._procs:
+            return
+        from ..loading.loader import _pool_context  # fork, or forkserver in a threaded process
+
+        ctx = _pool_context()
+        # All at once: a process forked after another one's pipes exist still works, but
+        # none is forked once a thread of ours runs (there is none).
+        self._procs = [_Worker(ctx) for _ in range(self.workers)]
+
+    def _broke(self) -> None:
+        if not self._broken:
+            self._broken = True
+            warnings.warn(
+                "a worker process computing per-rank results died (out of memory?); "
+                "the rest is computed in this process",
+                TraceviewWarning,
+                stacklevel=4,
+            )
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (idempotent)."""
+        procs, self._procs = self._procs, []
+        for p in procs:
+            p.stop()
+
+
+class _Died(Exception):
+    """A worker process ended (or its pipe broke) before answering."""
+
+
+class _Worker:
+    """One worker process and its pipe; a task is sent, then its answer received."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="traceview-rank-worker")
+        self.proc.start()
+        child.close()
+
+    def send(self, task: tuple[Any, ...]) -> None:
+        if not self.proc.is_alive():
+            raise _Died
+        try:
+            self.conn.send(task)
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            raise _Died from None
+
+    def receive(self) -> Any:
+        # Whichever comes first: the answer, or the end of the process (then no answer).
+        ready = mp_wait([self.conn, self.proc.sentinel])
+        if self.conn not in ready and not self.conn.poll():
+            raise _Died
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            raise _Died from None
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+# --------------------------------------------------------------------------- in the worker
+#: The ranks this worker has read: (entry, index, rank) -> the one-rank trace.
+_RANKS: dict[tuple[str, int, int], Trace | None] = {}
+#: The worker's shared per-rank facts (:mod:`._memo`), for all its ranks and calls.
+_MEMO: dict[Any, Any] = {}
+
+
+def _one_rank(item: Item, classifier: Classifier, source: str | None, origin: int | None) -> Trace | None:
+    """The one-rank trace ``Trace.map_ranks`` would pass for this rank, from its cache entry."""
+    from ..loading.cache import read_rank
+
+    rank, entry, index, meta = item
+    key = (entry, index, rank)
+    if key not in _RANKS:
+        d = read_rank(entry, index, meta, classifier=classifier)
+        one = None
+        if d is not None:
+            one = Trace([d], classifier=classifier, source=source, _classified=True)
+            one._origin = origin
+        _RANKS[key] = one
+    return _RANKS[key]
+
+
+def _compute(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    items: list[Item],
+    classifier: Classifier,
+    source: str | None,
+    origin: int | None,
+) -> list[Answer]:
+    """A worker's task: ``fn(one_rank_trace, *args)`` pickled for each rank of ``items`` (None
+    where the rank's tables cannot be read or ``fn`` raises: computed by the caller instead)."""
+    out: list[Answer] = []
+    for item in items:
+        try:
+            one = _one_rank(item, classifier, source, origin)
+            if one is None:
+                out.append((item[0], None, []))
+                continue
+            with warnings.catch_warnings(record=True) as caught, worker_scope(_MEMO):
+                warnings.simplefilter("always")
+                value = fn(one, *args)
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            out.append((item[0], data, [(w.category, str(w.message)) for w in caught]))
+        except Exception:  # noqa: BLE001 - the caller computes it, and raises what it raises
+            out.append((item[0], None, []))
+    return out
+
+
+def _serve(conn: Connection) -> None:
+    """A worker's loop: tasks (:func:`_compute`'s arguments) in, answers out, until None."""
+    _keep_freed_memory()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return  # the caller went away
+        if task is None:
+            return
+        answers = _compute(*task)
+        try:
+            conn.send(answers)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            conn.send([(r, None, []) for r, _, _ in answers])  # a warning that would not pickle
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _keep_freed_memory() -> None:
+    """glibc: keep freed memory in this process instead of giving it back to the system at once
+    (the analyses allocate and free arrays of a few MB each, again and again: given back, each
+    is faulted in again, a quarter of a worker's CPU time on the 64 x 1M set; kept, ~20 % less
+    CPU). A worker's own setting, for its short life; elsewhere (another C library) nothing."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return
+    mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: trim the heap's top only beyond 1 GiB free
+    mallopt(-2, 1 << 28)  # M_TOP_PAD: grow the heap 256 MiB at a time
+    mallopt(-3, 1 << 25)  # M_MMAP_THRESHOLD: blocks up to 32 MiB from the heap (glibc's maximum)
