@@ -121,9 +121,27 @@ def main() -> None:
     p.add_argument("--per-rule", action="store_true", help="also time the findings rules one by one")
     p.add_argument("--only-per-rule", action="store_true", help="only the per-rule table (one findings run)")
     p.add_argument("--ranks", type=int, help="load only the first N ranks (e.g. 4 of the 64 x 1M set)")
+    p.add_argument(
+        "--first-call",
+        action="store_true",
+        help="time a first call whatever was kept: the per-rank results are keyed by a code key of this run only "
+        "(what it keeps is outdated for the next run, which computes again)",
+    )
+    p.add_argument(
+        "--one-process", action="store_true", help="no worker processes (the first call's per-rank work in this one)"
+    )
     args = p.parse_args()
     global RANKS
     RANKS = args.ranks
+    if args.first_call:
+        from jupyter_traceview.analysis import _memo
+
+        key = f"bench_findings {os.getpid()} {time.time()}"
+        _memo.code_key = lambda: key  # type: ignore[assignment]
+    if args.one_process:
+        from jupyter_traceview.analysis import _workers
+
+        _workers.MIN_EVENTS = 2**62
     if not args.only_per_rule:
         calls(args.paths, args.runs)
     if args.per_rule or args.only_per_rule:
