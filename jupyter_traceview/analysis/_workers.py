@@ -174,6 +174,8 @@ class _Worker:
         self.proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="traceview-rank-worker")
         self.proc.start()
         child.close()
+        #: A task was sent and its answer not received (e.g. the caller was interrupted).
+        self.busy = False
 
     def send(self, task: tuple[Any, ...]) -> None:
         if not self.proc.is_alive():
@@ -182,6 +184,7 @@ class _Worker:
             self.conn.send(task)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             raise _Died from None
+        self.busy = True
 
     def receive(self) -> Any:
         # Whichever comes first: the answer, or the end of the process (then no answer).
@@ -189,14 +192,18 @@ class _Worker:
         if self.conn not in ready and not self.conn.poll():
             raise _Died
         try:
-            return self.conn.recv()
+            answer = self.conn.recv()
         except (EOFError, OSError):
             raise _Died from None
+        self.busy = False
+        return answer
 
     def stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(None)
-        self.proc.join(timeout=5)
+        """End the process: asked to when idle, killed when still computing (nobody wants its answer)."""
+        if not self.busy:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+            self.proc.join(timeout=5)
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join()
