@@ -134,7 +134,14 @@ class RankWorkers:
                 done[r] = data
         return done, sorted(failed)
 
+    def abandon(self) -> None:
+        """Forget what was submitted (the caller failed or was interrupted): the processes are
+        stopped (killed if computing), and the next call starts new ones."""
+        self.close()
+
     def _start(self) -> None:
+        if any(p.busy for p in self._procs):
+            self.close()  # an answer nobody collected must not answer the next task
         if self._procs:
             return
         from ..loading.loader import _pool_context  # fork, or forkserver in a threaded process

@@ -241,3 +241,21 @@ def _tables(trace: tv.Trace, rank: int) -> tuple[str, int]:
     store = facts.store_of(trace.rank_data(rank).events)
     assert store is not None and store.tables is not None
     return store.tables
+
+
+def _fails_here(trace: Trace) -> int:
+    if not _in_worker() and trace.ranks[0] == 0:
+        raise KeyboardInterrupt  # as if the user interrupted while this process computed its share
+    return int(trace.ranks[0])
+
+
+def test_a_call_that_fails_here_leaves_no_answer_for_the_next(cached: tv.Trace, forced: None) -> None:
+    pool = RankWorkers(1)
+    try:
+        with shared_rank_facts(workers=pool):
+            with pytest.raises(KeyboardInterrupt):
+                per_rank(cached, _fails_here)
+            # The workers' answers to the failed call are gone: this call gets its own.
+            assert per_rank(cached, _where) == {r: r % 2 == 0 for r in cached.ranks}
+    finally:
+        pool.close()
