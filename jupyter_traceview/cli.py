@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -100,23 +101,134 @@ def _load(args: argparse.Namespace) -> Any:
     return load(path, progress=_progress(args), **_load_options(args))
 
 
+#: The warning lines printed on stderr in this run (kept with a summary, printed again with it).
+_WARNED: list[str] = []
+#: The modules a command's output depends on (besides the analysis, model and loading
+#: packages), relative to the package folder: part of :func:`_code_key`.
+_CODE_FILES = ("__init__.py", "_version.py", "cli.py", "errors.py", "format.py", "progress.py", "samples/__init__.py")
+#: The packages whose versions are part of :func:`_code_key`.
+_CODE_PACKAGES = ("numpy", "pandas", "pyarrow", "msgspec", "isal", "platformdirs")
+
+
+def _kept(args: argparse.Namespace, command: str) -> Any:
+    """Where ``command``'s output for this trace and these options is kept (a
+    :class:`~.loading.kept.Kept`), or None: ``--no-cache``, ``--pid-map`` (not kept), a path
+    that is not there (the load reports it), code whose sources cannot be read."""
+    if args.no_cache or args.pid_map is not None:
+        return None
+    from .errors import TraceviewError
+    from .loading.cache_key import default_cache_dir
+    from .loading.kept import Kept
+    from .loading.readers.files import discover
+    from .samples import sample_path
+
+    try:
+        path = sample_path() if args.sample else args.path
+        if path is None:
+            return None
+        files, skipped = discover(path)
+        code = _code_key()
+        if code is None or not files:
+            return None
+        options = _load_options(args)
+        key = json.dumps(
+            {
+                "command": command,
+                "json": bool(getattr(args, "json", False)),
+                "source": str(path),  # what the load names the trace (its ``source``)
+                "ranks": options.get("ranks"),
+                "on_error": options["on_error"],
+                "code": code,
+            }
+        )
+        # The reader options of the cache's keys (ReadOptions.cache_key_fields() for a CLI load).
+        return Kept(default_cache_dir(), files, {"bad_events": "raise", "pid_map": None}, command, key, skipped)
+    except (OSError, ValueError, TraceviewError, _UsageError):
+        return None  # the command itself reports what is wrong
+
+
+def _code_key() -> str | None:
+    """SHA-256 of the code a command's output depends on: the sources of the analysis, model
+    and loading packages and of :data:`_CODE_FILES`, the compiled scanner, the package's and
+    Python's versions, and the files of :data:`_CODE_PACKAGES` that carry their versions.
+    None if a source cannot be read (nothing is kept then)."""
+    import hashlib
+
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(f"{__version__}|{sys.version}|{sys.platform}".encode())
+    found: list[str] = [os.path.join(root, name) for name in _CODE_FILES]
+    for sub in ("analysis", "model", "loading"):
+        for folder, dirs, names in os.walk(os.path.join(root, sub)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            found += [os.path.join(folder, n) for n in names if n.endswith((".py", ".so", ".pyd"))]
+    try:
+        for path in sorted(found):
+            with open(path, "rb") as fh:
+                data = fh.read()
+            h.update(f"{os.path.relpath(path, root)}\0{len(data)}\0".encode())
+            h.update(data)
+    except OSError:
+        return None
+    for name in _CODE_PACKAGES:  # a package's version: its dist-info folder's name, where it was found
+        h.update(f"{name}={_installed(name)}\0".encode())
+    return h.hexdigest()
+
+
+def _installed(package: str) -> str:
+    """Where ``package`` would be imported from and its version, without importing it: the
+    first folder of ``sys.path`` holding it, and the dist-info folders there of its name."""
+    for entry in sys.path:
+        folder = os.path.join(entry or ".", package)
+        if os.path.isdir(folder) or os.path.isfile(folder + ".py"):
+            try:
+                infos = sorted(n for n in os.listdir(entry or ".") if n.lower().startswith(f"{package.lower()}-"))
+            except OSError:
+                infos = []
+            st = os.stat(folder)
+            return f"{os.path.abspath(folder)}|{st.st_mtime_ns}|{'|'.join(infos)}"
+    return "-"
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def _progress(args: argparse.Namespace) -> bool | None:
     """The loader's progress bar: off for --json and --quiet (stderr then holds only errors)."""
     return False if getattr(args, "json", False) or getattr(args, "quiet", False) else None
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
+    # The output of an earlier run on the same files, options and code, kept beside the
+    # trace's cache entry, is printed as it was, without loading the trace (nor pandas).
+    kept = _kept(args, "summary")
+    doc = kept.read() if kept is not None else None
+    if isinstance(doc, dict) and isinstance(doc.get("stdout"), str) and _is_texts(doc.get("stderr")):
+        for line in doc["stderr"]:
+            print(line, file=sys.stderr)
+        sys.stdout.write(doc["stdout"])
+        return 0
+    _WARNED.clear()
+    text = _summary_text(args)
+    sys.stdout.write(text)
+    if kept is not None:
+        after = _kept(args, "summary")  # the files as they are now: kept only if none changed during the load
+        if after is not None and after.digest == kept.digest:
+            after.write({"stdout": text, "stderr": list(_WARNED)})
+    return 0
+
+
+def _summary_text(args: argparse.Namespace) -> str:
+    """What ``traceview summary`` prints (stdout)."""
     import math
-    import warnings
 
     from . import format as fmt
-    from .analysis import headline
+    from .analysis.headline import headline_with_ranks
 
     trace = _load(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        h = headline(trace)
-        per_rank = headline(trace, per_rank=True)
+        h, per_rank = headline_with_ranks(trace)  # headline(trace) and headline(trace, per_rank=True)
     if args.json:
         out = {
             "source": trace.source,
@@ -126,8 +238,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
                 for row in per_rank.to_dict(orient="records")
             ],
         }
-        print(json.dumps(out, indent=2, default=int))
-        return 0
+        return json.dumps(out, indent=2, default=int) + "\n"
 
     rows = [
         {
@@ -144,8 +255,8 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         }
         for row in per_rank.to_dict(orient="records")
     ]
-    print(f"{trace.source}: {len(trace.ranks)} rank(s)")
-    print(
+    lines = [f"{trace.source}: {len(trace.ranks)} rank(s)"]
+    lines.append(
         _table(
             rows,
             [
@@ -162,11 +273,11 @@ def _cmd_summary(args: argparse.Namespace) -> int:
             ],
         )
     )
-    print()
+    lines.append("")
     width = max(len(label) for label, _, _ in fmt.headline_items(h))
     for label, value, hint in fmt.headline_items(h):
-        print(f"{label.ljust(width)}  {value}" + (f"  ({hint})" if hint else ""))
-    return 0
+        lines.append(f"{label.ljust(width)}  {value}" + (f"  ({hint})" if hint else ""))
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _cmd_findings(args: argparse.Namespace) -> int:
@@ -339,7 +450,9 @@ def _one_line(text: str) -> str:
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
-    print(f"traceview: warning: {message}", file=sys.stderr)
+    line = f"traceview: warning: {message}"
+    _WARNED.append(line)
+    print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import jupyter_traceview as tv
-from jupyter_traceview.loading import cache as cache_module
+from jupyter_traceview.loading import cache_key
 
 #: Jupyter server fixtures (jp_fetch, jp_root_dir, ...) for the server extension's tests.
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -45,7 +45,7 @@ def analysis_scopes(trace: tv.Trace) -> list[dict[str, Any]]:
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never touch the user's cache folder."""
     cache = tmp_path_factory.mktemp("cache")
-    monkeypatch.setattr(cache_module, "default_cache_dir", lambda: cache)
+    monkeypatch.setattr(cache_key, "default_cache_dir", lambda: cache)
 
 
 @pytest.fixture(scope="session")

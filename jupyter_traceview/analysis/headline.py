@@ -22,7 +22,15 @@ from ..model.trace import Trace
 from .efficiency import iteration_stats
 from .summary import summary
 
-__all__ = ["HEADLINE_KEYS", "PER_RANK_COLUMNS", "Headline", "HeadlineFigures", "figures_of", "headline"]
+__all__ = [
+    "HEADLINE_KEYS",
+    "PER_RANK_COLUMNS",
+    "Headline",
+    "HeadlineFigures",
+    "figures_of",
+    "headline",
+    "headline_with_ranks",
+]
 
 #: The keys of ``headline(trace)``, with their meaning and unit (also in docs/semantics.md).
 HEADLINE_KEYS: dict[str, str] = {
@@ -123,15 +131,31 @@ def headline(trace: Trace, *, per_rank: bool = False) -> Headline | pd.DataFrame
     >>> list(tv.headline(tv.load(tv.sample_path()), per_rank=True)["span_ns"])[:2]
     [13009000, 18749000]
     """
+    s = _summary(trace)
+    return _per_rank(trace, s) if per_rank else _figures(trace, s)
+
+
+def headline_with_ranks(trace: Trace) -> tuple[Headline, pd.DataFrame]:
+    """``(headline(trace), headline(trace, per_rank=True))`` from one :func:`summary` of the
+    trace (what ``traceview summary`` prints): the same values as the two calls."""
+    s = _summary(trace)
+    return _figures(trace, s), _per_rank(trace, s)
+
+
+def _summary(trace: Trace) -> pd.DataFrame:
     with warnings.catch_warnings():
         # Ranks without GPU work are figures too (spans 0, shares None), not a warning.
         warnings.simplefilter("ignore", TraceviewWarning)
-        s = summary(trace)
-    if per_rank:
-        out = s.rename(columns=_RENAME)
-        out.insert(1, "device", [_device(trace, int(r)) for r in out["rank"]])
-        return out[list(PER_RANK_COLUMNS)].astype(PER_RANK_COLUMNS).reset_index(drop=True)
+        return summary(trace)
 
+
+def _per_rank(trace: Trace, s: pd.DataFrame) -> pd.DataFrame:
+    out = s.rename(columns=_RENAME)
+    out.insert(1, "device", [_device(trace, int(r)) for r in out["rank"]])
+    return out[list(PER_RANK_COLUMNS)].astype(PER_RANK_COLUMNS).reset_index(drop=True)
+
+
+def _figures(trace: Trace, s: pd.DataFrame) -> Headline:
     gpu = s.loc[s["gpu_span_ns"] > 0]
     its = trace.iterations
     steps = sorted({int(x) for x in its["step"].tolist()}) if len(its) else []

@@ -18,7 +18,6 @@ to catch damage, not tampering by someone who can write to the cache folder.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -39,9 +38,16 @@ from ..model.classify import Classifier, rules_key
 from ..model.facts import RankFacts, attach
 from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, columns_index, frame_of, paused_gc, shared_dtype
 from ..model.rank_data import RankData, RankMeta
-from ..model.schema import READER_VERSION, SCHEMA_VERSION
 from ..model.trace import classified
-from .readers.files import TraceFile
+
+# The keys live in cache_key (light: found without pandas or Arrow); their names stay here too.
+from . import cache_key as _keys
+from .cache_key import FINGERPRINT_BYTES as FINGERPRINT_BYTES
+from .cache_key import _real_path as _real_path
+from .cache_key import default_cache_dir as default_cache_dir
+from .cache_key import entry_key as entry_key
+from .cache_key import fingerprint as fingerprint
+from .cache_key import resolve_dir as resolve_dir
 
 __all__ = ["attach_facts", "clear_cache", "default_cache_dir", "prune"]
 
@@ -52,78 +58,11 @@ _TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
 #: Format of meta.json; entries of other formats are misses. (4: the classes kept, with the
 #: classifier's key.)
 ENTRY_FORMAT = 4
-#: Bytes hashed at each end of a trace file for its content fingerprint.
-FINGERPRINT_BYTES = 64 * 1024
 
 try:  # ISA-L's CRC-32 is about 4x faster than zlib's (isal is a dependency)
     from isal.isal_zlib import crc32 as _crc32
 except ImportError:  # pragma: no cover - odd installs
     _crc32 = zlib.crc32
-
-
-def default_cache_dir() -> Path:
-    """The cache folder used by ``tv.load(..., cache=True)``."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("jupyter_traceview", appauthor=False))
-
-
-def resolve_dir(cache: bool | str | os.PathLike[str]) -> Path | None:
-    if cache is False or cache is None:
-        return None
-    if cache is True:
-        return default_cache_dir()
-    return Path(cache).expanduser()
-
-
-def fingerprint(path: str | os.PathLike[str], size: int) -> str:
-    """A cheap content fingerprint: SHA-256 of the file's first and last 64 KiB and its size.
-
-    Never the whole file (a cached load must stay far faster than a parse); "" when the file
-    cannot be read (the parse that follows reports why).
-    """
-    # SHA-256 rather than BLAKE2b: OpenSSL's runs on the CPU's SHA instructions, about twice
-    # as fast (75 against 145 us for 128 KiB here), which a cached load pays once per file.
-    h = hashlib.sha256(str(size).encode())
-    try:
-        with open(path, "rb") as fh:
-            h.update(fh.read(FINGERPRINT_BYTES))
-            if size > FINGERPRINT_BYTES:
-                fh.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
-                h.update(fh.read(FINGERPRINT_BYTES))
-    except OSError:
-        return ""
-    return h.hexdigest()[:32]
-
-
-def entry_key(tf: TraceFile, options: dict[str, Any], real_dirs: dict[str, str] | None = None) -> str:
-    """The entry of a trace file read with these reader options.
-
-    ``real_dirs``: real paths of folders already resolved during this load (folder ->
-    real path), filled here: the files of one folder resolve their folder once (a real path
-    costs an lstat per component) and themselves by one lstat.
-    """
-    ident = [
-        _real_path(str(tf.path), real_dirs),
-        tf.size,
-        tf.mtime_ns,
-        fingerprint(tf.path, tf.size),
-        READER_VERSION,
-        SCHEMA_VERSION,
-        sorted(options.items()),
-    ]
-    return hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:32]
-
-
-def _real_path(path: str, real_dirs: dict[str, str] | None) -> str:
-    """``os.path.realpath(path)``, through the real path of its folder when it is not a link itself."""
-    folder, name = os.path.split(path)
-    if real_dirs is None or not folder or name in ("", ".", "..") or os.path.islink(path):
-        return os.path.realpath(path)
-    real = real_dirs.get(folder)
-    if real is None:
-        real = real_dirs[folder] = os.path.realpath(folder)
-    return os.path.join(real, name)
 
 
 def _to_arrow(df: pd.DataFrame) -> pa.RecordBatch:
@@ -431,7 +370,7 @@ def prune(cache_dir: Path, max_bytes: int = MAX_BYTES) -> int:
 
 def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:
     """Delete every cached entry; returns the bytes freed."""
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    root = Path(cache_dir) if cache_dir is not None else _keys.default_cache_dir()
     if not root.is_dir():
         return 0
     freed = 0

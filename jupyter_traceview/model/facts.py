@@ -28,14 +28,14 @@ import contextlib
 import io
 import os
 import pickle
-import stat
-import uuid
 import weakref
 import zlib
 from collections.abc import Hashable
 from typing import Any
 
 import pandas as pd
+
+from .own_files import read_own, write_own
 
 __all__ = ["RankFacts", "attach", "flush", "store_of"]
 
@@ -90,20 +90,6 @@ def _loads(data: bytes) -> Any:
     return _Unpickler(io.BytesIO(data)).load()
 
 
-def _read_own(path: str) -> bytes:
-    """The bytes of ``path`` if only this user could have written it (see the module
-    docstring); OSError (a miss) otherwise."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
-            raise OSError(f"{path} is not this user's alone")
-        return fh.read()
-
-
 class RankFacts:
     """The persisted per-rank results of one rank of a cache entry (file ``path``)."""
 
@@ -121,7 +107,7 @@ class RankFacts:
             return self._values
         values: dict[Hashable, bytes] = {}
         try:
-            fmt, stored_version, crc, body = _loads(_read_own(self.path))
+            fmt, stored_version, crc, body = _loads(read_own(self.path))
             if fmt == FORMAT and stored_version == version and _crc32(body) == crc:
                 loaded = _loads(body)
                 if isinstance(loaded, dict):
@@ -164,15 +150,8 @@ class RankFacts:
         folder = os.path.dirname(self.path)
         if not os.path.isdir(folder):
             return  # the entry is gone (pruned, or never written): nothing to keep the facts with
-        tmp = f"{self.path}.{uuid.uuid4().hex}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(doc)
-            os.replace(tmp, self.path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            write_own(self.path, doc)
 
 
 #: id of an events frame -> (a weak reference to it, its store).

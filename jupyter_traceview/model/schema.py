@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import category_dtype
+from .versions import READER_VERSION, SCHEMA_VERSION  # (in versions.py: the cache's keys import them alone)
 
 __all__ = [
     "COMMS_COLUMNS",
@@ -50,12 +51,6 @@ __all__ = [
     "EventKind",
     "GpuClass",
 ]
-
-#: Version of the table layout below. Bumped when a column is added, removed or changes meaning.
-SCHEMA_VERSION = 4
-
-#: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
-READER_VERSION = 4
 
 
 if sys.version_info >= (3, 11):

@@ -99,3 +99,19 @@ def test_count_steps_as_distinct_ints() -> None:
         cases.append(values.astype(rng.choice([np.int32, np.int64])))
     for steps in cases:
         assert _count_steps(steps) == len(distinct_ints(steps[steps >= 0])), steps
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_FOLDERS))
+def test_headline_with_ranks_is_the_two_calls(name: str) -> None:
+    """``headline_with_ranks`` (one summary for both, what ``traceview summary`` prints) returns
+    exactly ``headline(trace)`` and ``headline(trace, per_rank=True)``, whole and narrowed."""
+    import pandas as pd
+
+    from jupyter_traceview.analysis.headline import headline_with_ranks
+
+    trace = tv.load(KINETO_FOLDERS[name], cache=False)
+    t0, t1 = trace.t0_ns, trace.t0_ns + max(1, int(tv.headline(trace)["trace_span_ns"]) // 2)
+    for t in (trace, trace.select(time_range=(t0, t1)), trace.select(ranks=trace.ranks[:1])):
+        h, per_rank = headline_with_ranks(t)
+        assert h == tv.headline(t)
+        pd.testing.assert_frame_equal(per_rank, tv.headline(t, per_rank=True))
