@@ -355,6 +355,8 @@ def parse_in_pieces(
                 for part, n in _piece_columns(read_at, lo, hi, state, offset, scratch):
                     parts.append(part)
                     offset += n
+            if scratch is not None:
+                scratch.done_with_file()
             del scratch
             return _finish_file(path, header, state, parts, bad_events, pid_map)
         except (TraceFormatError, ValueError, RecursionError) as exc:
@@ -549,6 +551,8 @@ def _parse_streamed(
                     parts.append(part)
                     offset += n
                 del piece
+            if scratch is not None:
+                scratch.done_with_file()
             del scratch
             assert cutter.doc is not None
             header = kineto._header(path, cutter.doc, name_rank, bad_events)

@@ -177,3 +177,26 @@ def test_a_serial_load_scans_every_file_into_one_set_of_buffers(monkeypatch: pyt
     assert expected.ranks == trace.ranks
     for r in expected.ranks:
         _same([expected.rank_data(r)], [trace.rank_data(r)])
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the C scanner is not built")
+def test_a_shared_scratch_lets_a_big_files_buffers_go_before_its_tables_are_built(tmp_path: Path) -> None:
+    # ~30,000 events in ~2.6 MB (one piece): more rows than a shared scratch keeps.
+    events = ",\n".join(
+        f'{{"ph": "X", "cat": "cpu_op", "name": "op{i % 7}", "pid": 1, "tid": 2, "ts": {10 * i}, "dur": 1}}'
+        for i in range(30_000)
+    )
+    big = tmp_path / "big.json"
+    big.write_text('{"schemaVersion": 1, "traceEvents": [\n' + events + '\n], "traceName": "t"}')
+    small = sorted(Path(tv.sample_path()).glob("*.json.gz"))[0]
+    with native.shared_scratch():
+        shared = native.scratch()
+        assert shared is not None
+        got_small = ingest.read_file(TraceFile(small, small.stat().st_size, 0, None), OPTIONS, None)
+        assert 0 < shared.cap <= native._SHARED_MAX_ROWS  # kept for the next file
+        got_big = ingest.read_file(TraceFile(big, big.stat().st_size, 0, None), OPTIONS, None)
+        assert shared.cap == 0  # let go once scanned
+        again = ingest.read_file(TraceFile(small, small.stat().st_size, 0, None), OPTIONS, None)
+    _same(kineto.parse_kineto(big, read_bytes(big)), got_big)
+    _same(kineto.parse_kineto(small, read_bytes(small)), got_small)
+    _same(got_small, again)

@@ -99,6 +99,9 @@ _PH_LUT = np.full(256, -1, np.int8)
 for _p, _c in K._PHASE_CODE.items():
     _PH_LUT[ord(_p) if _p else 0] = _c
 _I32_MAX = np.iinfo(np.int32).max
+#: The most rows of scanner buffers kept from one file to the next (a ~2 MB file's: ~9 MB of
+#: buffers, of which a file touches the rows it writes, ~0.5 KB an event).
+_SHARED_MAX_ROWS = 1 << 14
 
 
 class _GiveUp(Exception):
@@ -125,6 +128,15 @@ class Scratch:
         self.codes = np.empty((cap, _N_CODED), np.int32)
         self.firsts = np.empty((_N_CODED, cap), np.int64)
         self.counts: tuple[int, ...] = (0,) * _N_CODED
+
+    def done_with_file(self) -> None:
+        """The file these buffers scanned is read (its tables are built next): buffers for
+        more than ``_SHARED_MAX_ROWS`` events are let go now, as a file's own buffers always
+        were, so that a shared scratch (:func:`shared_scratch`) never adds a big file's
+        buffers to the memory its tables take; smaller ones are kept for the next file."""
+        if self.cap > _SHARED_MAX_ROWS:
+            self.__dict__.clear()
+            self.cap = 0
 
 
 def scratch() -> Scratch | None:
