@@ -43,6 +43,8 @@ _ACTIVITY_KINDS = frozenset(k.value for k in GPU_ACTIVITY_KINDS)
 _WORK_CLASSES = frozenset(CLASSES[:OTHER])
 #: Rows per block of :func:`_flags`' lookups.
 _BLOCK = 8192
+#: A rank's names are taken from an array of all of them up to this many (as classify does).
+_FEW_NAMES = 4096
 
 
 class _Columns:
@@ -241,6 +243,10 @@ def _flags(column: pd.Categorical, values: frozenset[str] | set[str], codes: np.
     if len(one) == 1:  # one value (an annotation kind): one comparison of the codes
         out: np.ndarray = codes == one[0]
         return out
+    if len(one) and one[-1] - one[0] + 1 == len(one):  # consecutive codes (the work classes): two comparisons
+        out = codes >= one[0]
+        out &= codes <= one[-1]
+        return out
     # One lookup per block of rows: a take converts its indices to intp, and a block's stay
     # small (the rows' would be a temporary of 8 bytes a row: fresh pages after a cached load).
     # mode="wrap" gives code -1 the last flag (False), as an index of -1 would, unbuffered.
@@ -308,7 +314,9 @@ def _rank_breakdown(
     uniq, gid = np.unique(codes, return_inverse=True)
     gid = gid.reshape(-1)
     # The texts of these names only (a rank has many more names than annotation names).
-    names = np.array([str(x) for x in name.categories.array.take(uniq).tolist()], dtype=object)
+    categories = name.categories  # (all of them as an array when they are few: cheaper than a take)
+    texts = categories.to_numpy()[uniq] if len(categories) <= _FEW_NAMES else categories.array.take(uniq)
+    names = np.array([str(x) for x in texts.tolist()], dtype=object)
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)

@@ -328,7 +328,7 @@ def test_breakdown_alone_equals_inside_a_shared_scope(dlrm: tv.Trace) -> None:
 def test_flags_are_the_values_lookup(
     dlrm: tv.Trace, column: str, block: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """annotations._flags (one comparison for one value, a lookup for several, block by block;
+    """annotations._flags (one comparison for one value, two for consecutive codes, else a lookup block by block;
     of every row or of some rows' codes) against pandas' isin, on the sample's categorical
     columns (``block``: blocks of 7 rows, so that every boundary case is met)."""
     from jupyter_traceview.analysis import annotations
@@ -341,7 +341,24 @@ def test_flags_are_the_values_lookup(
     values = ev[column].array
     cats = values.categories.tolist()
     rows = np.arange(0, len(ev), 3)
-    for wanted in [set(), {cats[0]}, {cats[-1]}, set(cats[:3]), set(cats), {"not a value"}, {cats[1], "not a value"}]:
+    cases = [set(), {cats[0]}, {cats[-1]}, set(cats[:3]), set(cats), {"not a value"}, {cats[1], "not a value"}]
+    cases.append({cats[0], cats[2]})  # codes not consecutive: the lookup
+    for wanted in cases:
         want = ev[column].isin(wanted).to_numpy()
         assert np.array_equal(_flags(values, wanted), want), wanted
         assert np.array_equal(_flags(values, wanted, np.asarray(values.codes)[rows]), want[rows]), wanted
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_names_from_all_categories_or_a_take(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank's few names come from an array of all the names, or, for many, from a take: the same rows."""
+    from jupyter_traceview.analysis import annotations
+
+    trace = tv.load(KINETO_FOLDERS["h100_bert_small"], cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        want = tv.user_annotation_breakdown(trace, kind=kind)  # type: ignore[arg-type]
+        monkeypatch.setattr(annotations, "_FEW_NAMES", 0)
+        got = tv.user_annotation_breakdown(trace, kind=kind)  # type: ignore[arg-type]
+    assert len(want) > 0
+    pd.testing.assert_frame_equal(got, want)
