@@ -37,6 +37,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jupyter_traceview as tv
 
@@ -103,6 +104,37 @@ def per_rule(path: Path) -> None:
     print(f"| total, this process | {_fmt(total_c)} | {_fmt(total_w)} | |")
     print(f"| worker processes (CPU while the rules ran) | {_fmt(workers)} | | |")
     print(f"| **total CPU, all processes** | **{_fmt(total_c + workers)}** | | |")
+    if PER_FUNCTION:
+        n = len(trace.ranks)
+        print(f"\nPer-rank functions in this process ({n} ranks; nested calls counted in their callers too):\n")
+        print("| function | CPU | per rank |")
+        print("|---|---|---|")
+        for name, t in sorted(PER_FUNCTION.items(), key=lambda kv: -kv[1]):
+            if t >= 0.0005 * n:
+                print(f"| `{name}` | {_fmt(t)} | {t / n * 1e3:.1f} ms |")
+
+
+#: CPU time per per-rank function (``--per-function``), filled while the rules run.
+PER_FUNCTION: dict[str, float] = {}
+
+
+def _time_per_function() -> None:
+    """Time every function ``Trace.map_ranks`` runs (the per-rank work), into PER_FUNCTION."""
+    from jupyter_traceview.model.trace import Trace
+
+    original = Trace.map_ranks
+
+    def timed_map(self: Trace, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> dict[int, Any]:
+        def timed(one: Trace, *a: Any, **k: Any) -> Any:
+            c = time.process_time()
+            try:
+                return fn(one, *a, **k)
+            finally:
+                PER_FUNCTION[fn.__qualname__] = PER_FUNCTION.get(fn.__qualname__, 0.0) + time.process_time() - c
+
+        return original(self, timed, *args, **kwargs)
+
+    Trace.map_ranks = timed_map  # type: ignore[method-assign]
 
 
 def _children_cpu() -> float:
@@ -121,9 +153,34 @@ def main() -> None:
     p.add_argument("--per-rule", action="store_true", help="also time the findings rules one by one")
     p.add_argument("--only-per-rule", action="store_true", help="only the per-rule table (one findings run)")
     p.add_argument("--ranks", type=int, help="load only the first N ranks (e.g. 4 of the 64 x 1M set)")
+    p.add_argument(
+        "--first-call",
+        action="store_true",
+        help="time a first call whatever was kept: the per-rank results are keyed by a code key of this run only "
+        "(what it keeps is outdated for the next run, which computes again)",
+    )
+    p.add_argument(
+        "--one-process", action="store_true", help="no worker processes (the first call's per-rank work in this one)"
+    )
+    p.add_argument(
+        "--per-function",
+        action="store_true",
+        help="with the per-rule table: the CPU time of each per-rank function in this process (with --one-process: all)",
+    )
     args = p.parse_args()
     global RANKS
     RANKS = args.ranks
+    if args.per_function:
+        _time_per_function()
+    if args.first_call:
+        from jupyter_traceview.analysis import _memo
+
+        key = f"bench_findings {os.getpid()} {time.time()}"
+        _memo.code_key = lambda: key  # type: ignore[assignment]
+    if args.one_process:
+        from jupyter_traceview.analysis import _workers
+
+        _workers.MIN_EVENTS = 2**62
     if not args.only_per_rule:
         calls(args.paths, args.runs)
     if args.per_rule or args.only_per_rule:

@@ -77,6 +77,8 @@ class Workers(Protocol):
 
     def collect(self, handles: Any) -> tuple[dict[int, bytes], list[int]]: ...
 
+    def abandon(self) -> None: ...
+
 
 _WORKERS: ContextVar[Workers | None] = ContextVar("jupyter_traceview_rank_workers", default=None)
 
@@ -197,7 +199,11 @@ def per_rank(trace: Trace, fn: Callable[..., T], /, *args: Any, keep: bool = Tru
         if workers is not None and far:
             # The workers' share first, then this process's, while they compute.
             handles = workers.submit(trace, fn, args, {r: tables[r] for r in far})
-            computed = _some(trace, [r for r in missing if r not in set(far)], fn, args)
+            try:
+                computed = _some(trace, [r for r in missing if r not in set(far)], fn, args)
+            except BaseException:
+                workers.abandon()  # their answers are not wanted (and must not answer a later call)
+                raise
             pickled, failed = workers.collect(handles)
             computed.update(_some(trace, failed, fn, args))
             for r, data in pickled.items():

@@ -134,7 +134,14 @@ class RankWorkers:
                 done[r] = data
         return done, sorted(failed)
 
+    def abandon(self) -> None:
+        """Forget what was submitted (the caller failed or was interrupted): the processes are
+        stopped (killed if computing), and the next call starts new ones."""
+        self.close()
+
     def _start(self) -> None:
+        if any(p.busy for p in self._procs):
+            self.close()  # an answer nobody collected must not answer the next task
         if self._procs:
             return
         from ..loading.loader import _pool_context  # fork, or forkserver in a threaded process
@@ -174,6 +181,8 @@ class _Worker:
         self.proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="traceview-rank-worker")
         self.proc.start()
         child.close()
+        #: A task was sent and its answer not received (e.g. the caller was interrupted).
+        self.busy = False
 
     def send(self, task: tuple[Any, ...]) -> None:
         if not self.proc.is_alive():
@@ -182,6 +191,7 @@ class _Worker:
             self.conn.send(task)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             raise _Died from None
+        self.busy = True
 
     def receive(self) -> Any:
         # Whichever comes first: the answer, or the end of the process (then no answer).
@@ -189,14 +199,18 @@ class _Worker:
         if self.conn not in ready and not self.conn.poll():
             raise _Died
         try:
-            return self.conn.recv()
+            answer = self.conn.recv()
         except (EOFError, OSError):
             raise _Died from None
+        self.busy = False
+        return answer
 
     def stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(None)
-        self.proc.join(timeout=5)
+        """End the process: asked to when idle, killed when still computing (nobody wants its answer)."""
+        if not self.busy:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+            self.proc.join(timeout=5)
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join()

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,3 +216,46 @@ def test_a_threaded_process_gets_its_workers_from_a_forkserver(cached: tv.Trace,
         stop.set()
     assert here == {r: r % 2 == 0 for r in cached.ranks}
     _same(summary, tv.summary(cached))
+
+
+def _slow(trace: Trace) -> int:
+    if _in_worker():
+        time.sleep(600)
+    return int(trace.ranks[0])
+
+
+def test_closing_while_a_worker_computes_does_not_wait_for_it(cached: tv.Trace, forced: None) -> None:
+    # As when findings is interrupted (a KeyboardInterrupt while it waits): the answer is
+    # not wanted any more, the worker is stopped at once.
+    pool = RankWorkers(1)
+    far = [r for r in cached.ranks if r % 2]
+    tables = {r: _tables(cached, r) for r in far}
+    pool.submit(cached, _slow, (), tables)
+    procs = list(pool._procs)
+    pool.close()
+    # Killed, not asked to finish (which would wait for the 600 s task).
+    assert [p.proc.exitcode for p in procs] == [-signal.SIGKILL]
+
+
+def _tables(trace: tv.Trace, rank: int) -> tuple[str, int]:
+    store = facts.store_of(trace.rank_data(rank).events)
+    assert store is not None and store.tables is not None
+    return store.tables
+
+
+def _fails_here(trace: Trace) -> int:
+    if not _in_worker() and trace.ranks[0] == 0:
+        raise KeyboardInterrupt  # as if the user interrupted while this process computed its share
+    return int(trace.ranks[0])
+
+
+def test_a_call_that_fails_here_leaves_no_answer_for_the_next(cached: tv.Trace, forced: None) -> None:
+    pool = RankWorkers(1)
+    try:
+        with shared_rank_facts(workers=pool):
+            with pytest.raises(KeyboardInterrupt):
+                per_rank(cached, _fails_here)
+            # The workers' answers to the failed call are gone: this call gets its own.
+            assert per_rank(cached, _where) == {r: r % 2 == 0 for r in cached.ranks}
+    finally:
+        pool.close()
