@@ -12,6 +12,7 @@ any UI package. The layers behind them: docs/architecture.md.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
@@ -94,6 +95,10 @@ if not TYPE_CHECKING:  # type checkers read the imports above, and know no other
             value = getattr(importlib.import_module(module), name)
         elif name in _SUBPACKAGES:
             value = importlib.import_module(f"{__name__}.{name}")
+        elif _is_submodule(name):
+            # ``from jupyter_traceview import cli``: the import system asks here first, then
+            # imports the module; no analysis name is a module's, so the analyses stay unimported.
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         elif not name.startswith("_") and name in _analyses():
             value = getattr(importlib.import_module(f"{__name__}.analysis"), name)
         else:
@@ -103,6 +108,12 @@ if not TYPE_CHECKING:  # type checkers read the imports above, and know no other
 
     def __dir__() -> list[str]:
         return sorted({*globals(), *_PUBLIC, *_SUBPACKAGES, *_analyses()})
+
+
+def _is_submodule(name: str) -> bool:
+    """Whether ``name`` is a module or package of this package (looked up in its folder)."""
+    here = os.path.dirname(__file__)
+    return os.path.isfile(os.path.join(here, f"{name}.py")) or os.path.isfile(os.path.join(here, name, "__init__.py"))
 
 
 def _public() -> list[str]:

@@ -22,6 +22,17 @@ def test_import_is_light() -> None:
     assert out.stdout.strip() == "", f"import jupyter_traceview imported {out.stdout.strip()}"
 
 
+def test_a_module_imported_by_name_stays_light() -> None:
+    """``from jupyter_traceview import cli`` (the root's __getattr__ is asked first) imports the
+    module, not the analyses: no pandas, pyarrow or numpy."""
+    code = (
+        "import sys; from jupyter_traceview import cli, errors, format, samples; "
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""
+
+
 def test_a_name_imports_only_its_layer() -> None:
     code = (
         "import sys, jupyter_traceview as tv; tv.summary; "

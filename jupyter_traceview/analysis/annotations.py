@@ -41,6 +41,8 @@ OTHERS = "others"
 #: ``activities(trace, rank, work_only=True)`` selects.
 _ACTIVITY_KINDS = frozenset(k.value for k in GPU_ACTIVITY_KINDS)
 _WORK_CLASSES = frozenset(CLASSES[:OTHER])
+#: Rows per block of :func:`_flags`' lookups.
+_BLOCK = 8192
 
 
 class _Columns:
@@ -162,9 +164,6 @@ def user_annotation_breakdown(
     for r in trace.ranks:
         ev = trace.rank_data(r).events
         cols = _Columns(ev)
-        acts = _work_activities(trace, r, window, cols, with_device=kind == "gpu")
-        if not len(acts["ts_ns"]):
-            no_gpu.append(r)
         is_ann = _flags(cols.array("kind"), {ann_kind})
         if pattern is not None:
             is_ann = is_ann & lk.match_names(ev["name"], pattern, "regex", what="annotation pattern")
@@ -172,8 +171,13 @@ def user_annotation_breakdown(
             ts = cols("ts_ns")
             end = ts + cols("dur_ns")
             is_ann = is_ann & (ts < window[1]) & ((end > window[0]) | (ts == window[0]))
-        if not is_ann.any():
+        if not is_ann.any():  # only whether the rank has GPU work (for the warning)
+            if not _has_work(trace, r, window, cols):
+                no_gpu.append(r)
             continue
+        acts = _work_activities(trace, r, window, cols, with_device=kind == "gpu")
+        if not len(acts["ts_ns"]):
+            no_gpu.append(r)
         seen_any = True
         if kind == "gpu" and not len(acts["ts_ns"]):
             continue
@@ -226,22 +230,50 @@ def _work_activities(
     return out
 
 
-def _flags(column: pd.Categorical, values: frozenset[str] | set[str]) -> np.ndarray:
+def _flags(column: pd.Categorical, values: frozenset[str] | set[str], codes: np.ndarray | None = None) -> np.ndarray:
     """Rows of a categorical column whose value is in ``values`` (:func:`._links.category_mask`
-    for the few categories of kinds and classes): one flag per category, then one gather."""
+    for the few categories of kinds and classes): one flag per category, then one gather.
+    ``codes``: of some rows of the column only (default: every row's)."""
     lut = np.array([c in values for c in column.categories.tolist()] + [False], dtype=bool)  # code -1: False
-    out: np.ndarray = lut[np.asarray(column.codes)]
+    if codes is None:
+        codes = np.asarray(column.codes)
+    one = np.flatnonzero(lut)
+    if len(one) == 1:  # one value (an annotation kind): one comparison of the codes
+        out: np.ndarray = codes == one[0]
+        return out
+    # One lookup per block of rows: a take converts its indices to intp, and a block's stay
+    # small (the rows' would be a temporary of 8 bytes a row: fresh pages after a cached load).
+    # mode="wrap" gives code -1 the last flag (False), as an index of -1 would, unbuffered.
+    out = np.empty(len(codes), dtype=bool)
+    for i in range(0, len(codes), _BLOCK):
+        lut.take(codes[i : i + _BLOCK], out=out[i : i + _BLOCK], mode="wrap")
     return out
+
+
+def _has_work(trace: Trace, rank: int, window: tuple[int, int] | None, cols: _Columns) -> bool:
+    """``len(_work_activities(trace, rank, window, cols)["ts_ns"]) > 0``: without the times
+    when neither the trace nor the call has a window (nothing is clipped away)."""
+    if sharing() or window is not None or trace.window is not None:
+        return len(_work_activities(trace, rank, window, cols, with_device=False)["ts_ns"]) > 0
+    return len(_work_row_ids(cols)) > 0
+
+
+def _work_row_ids(cols: _Columns) -> np.ndarray:
+    """Rows of the GPU work (a GPU activity kind, a work class), in order."""
+    # The work classes first (the rarer rows), then the kinds of those rows only.
+    rows = np.flatnonzero(_flags(cols.array("gpu_class"), _WORK_CLASSES))
+    kinds = cols.array("kind")
+    of_kind = _flags(kinds, _ACTIVITY_KINDS, np.asarray(kinds.codes)[rows])
+    return rows if of_kind.all() else rows[of_kind]
 
 
 def _work_rows(cols: _Columns, window: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows, starts and ends of the GPU work that ``activities(..., work_only=True)`` selects
     (clipped to ``window`` as it clips to the trace's window), without its other columns."""
-    wanted = _flags(cols.array("kind"), _ACTIVITY_KINDS)
-    wanted &= _flags(cols.array("gpu_class"), _WORK_CLASSES)
-    rows = np.flatnonzero(wanted)
+    rows = _work_row_ids(cols)
     ts = cols("ts_ns")[rows]
-    end = ts + cols("dur_ns")[rows]
+    end = cols("dur_ns")[rows]
+    end += ts
     if window is not None:
         lo, hi = window
         zero = end == ts
@@ -276,7 +308,7 @@ def _rank_breakdown(
     uniq, gid = np.unique(codes, return_inverse=True)
     gid = gid.reshape(-1)
     # The texts of these names only (a rank has many more names than annotation names).
-    names = np.array([str(x) for x in name.categories.take(uniq).tolist()], dtype=object)
+    names = np.array([str(x) for x in name.categories.array.take(uniq).tolist()], dtype=object)
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)
@@ -402,7 +434,11 @@ def _launch_groups(
         keep = np.flatnonzero(~zero)
         valid, p_rows, p_dur = pos[keep], p_rows[keep], p_dur[keep]
     groups: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
-    if all(len(c) and c.min() == c.max() for c in key_cols):  # one process (thread): every point in it
+    # One process (thread) in the rank, or the ranges and the points in one (the GPU's rows
+    # in others): one step, every point in it.
+    if all(len(c) and c.min() == c.max() for c in key_cols) or all(
+        _one_value(c[ann_rows], c[p_rows]) for c in key_cols
+    ):
         groups.append((ann_rows, gid, None))
     else:
         both = row_key(key_cols, np.concatenate((ann_rows, p_rows)))
@@ -446,7 +482,7 @@ def _launch_groups(
         p_of: np.ndarray | None  # indices into q_rows; None: each once, in order
         if len(c) and c.max() <= 1:  # no segment covered by two names: one entry per point at most
             if c.min() == 1:
-                ent, p_of, e_of = first, None, q_ts + q_dur
+                ent, p_of, e_of = first, None, np.add(q_ts, q_dur, out=q_ts)  # (q_ts is not read again)
             else:
                 p_of = np.flatnonzero(c)
                 ent, e_of = first[p_of], q_ts[p_of] + q_dur[p_of]
@@ -461,18 +497,27 @@ def _launch_groups(
             p_of = sel if p_of is None else p_of[sel]
         # Back to positions in `launch`: through pts (this process's points), then valid.
         at = p_of if pts is None else (pts if p_of is None else pts[p_of])
-        if at is None:
-            at = np.arange(len(q_rows), dtype=np.int64)
-        out_p.append(at if valid is None else valid[at])
+        if at is None:  # every point, in order
+            out_p.append(np.arange(len(q_rows), dtype=np.int64) if valid is None else valid)
+        else:
+            out_p.append(at if valid is None else valid[at])
         out_g.append(s_g[ent])
     if not out_p:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty.copy()
+    if len(out_p) == 1:
+        return out_p[0], out_g[0]
     p_all, g_all = np.concatenate(out_p), np.concatenate(out_g)
     if len(out_p) > 1:  # several processes (threads), or zero-duration points: back in order
         o = np.lexsort((g_all, p_all))
         p_all, g_all = p_all[o], g_all[o]
     return p_all, g_all
+
+
+def _one_value(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` (not empty) and ``b`` hold one value between them."""
+    lo, hi = a.min(), a.max()
+    return bool(lo == hi and (not len(b) or (b.min() == lo and b.max() == lo)))
 
 
 def row_key(cols: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
@@ -562,8 +607,12 @@ def _attributed_distinct(
     lo = int(start.min())
     band = int(end.max()) - lo + 1
     if band * n < 2**62:
-        s = start - lo + g * band
-        run = np.maximum.accumulate(end - lo + g * band)
+        shift = g * band
+        s = start - lo
+        s += shift
+        run = end - lo
+        run += shift
+        np.maximum.accumulate(run, out=run)
         new = np.empty(len(g), dtype=bool)
         new[0] = True
         new[1:] = s[1:] > run[:-1]

@@ -238,13 +238,16 @@ def test_text_ranks_as_pandas_sorted_factorize() -> None:
     spans=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12)), min_size=1, max_size=8),
     points=st.lists(st.tuples(st.integers(0, 140), st.integers(0, 6)), min_size=1, max_size=25),
     nested=st.booleans(),
+    others=st.lists(st.tuples(st.integers(0, 140), st.integers(0, 6)), max_size=6),
 )
 def test_launch_groups_in_one_process(
-    spans: list[tuple[int, int]], points: list[tuple[int, int]], nested: bool
+    spans: list[tuple[int, int]], points: list[tuple[int, int]], nested: bool, others: list[tuple[int, int]]
 ) -> None:
     """One process and thread (no per-process split), ranges side by side (each segment under
     one name at most: no expansion) or nested, every point with a launch row: the paths that
-    skip index arrays give the pairs of the plain enumeration."""
+    skip index arrays give the pairs of the plain enumeration. ``others``: rows of another
+    process and thread that are neither ranges nor points (a GPU's rows): the ranges and the
+    points are still in one process."""
     ranges, at = [], 0
     for i, (gap, dur) in enumerate(spans):
         ranges.append((at + gap, dur, i))
@@ -252,11 +255,12 @@ def test_launch_groups_in_one_process(
     if nested:  # one range over all of them
         ranges.append((0, at + 1, len(spans)))
     rows = [(0, 0, s, d, g) for s, d, g in ranges] + [(0, 0, s, d, -1) for s, d in points]
+    rows += [(7, 3, s, d, -2) for s, d in others]
     rows.sort(key=lambda r: (r[2], -r[3]))
     ev = pd.DataFrame(rows, columns=["pid", "tid", "ts_ns", "dur_ns", "g"])
     ann_rows = np.flatnonzero(ev["g"].to_numpy() >= 0)
     gid = ev["g"].to_numpy()[ann_rows]
-    launch = np.flatnonzero(ev["g"].to_numpy() < 0)
+    launch = np.flatnonzero(ev["g"].to_numpy() == -1)
     for scope in ("process", "thread"):
         got = _launch_groups(ev, ann_rows, gid, launch, scope)
         i, r = lk.containing_pairs(ev, ann_rows, launch, scope=scope)
@@ -269,7 +273,7 @@ def test_work_rows_are_the_work_activities(folder: str) -> None:
     """The breakdown's own selection of a rank's GPU work is activities(work_only=True)'s,
     whole and clipped to a window."""
     from jupyter_traceview.analysis._gpu import activities
-    from jupyter_traceview.analysis.annotations import _Columns, _work_rows
+    from jupyter_traceview.analysis.annotations import _Columns, _has_work, _work_activities, _work_rows
 
     trace = tv.load(KINETO_FOLDERS[folder], cache=False)
     for r in trace.ranks:
@@ -281,6 +285,12 @@ def test_work_rows_are_the_work_activities(folder: str) -> None:
             rows, ts, end = _work_rows(_Columns(scoped.rank_data(r).events), scoped.window)
             for got, want in ((rows, a.rows), (ts, a.ts), (end, a.end)):
                 np.testing.assert_array_equal(got, want, strict=True)
+            # Whether the rank has GPU work (the breakdown's test for ranks without annotations).
+            cols = _Columns(scoped.rank_data(r).events)
+            assert _has_work(scoped, r, None, cols) == (len(a.ts) > 0)
+            if window is None:  # and with the call's own window: the clipped activities
+                acts = _work_activities(scoped, r, (t0 + 1, t0 + 2), cols)
+                assert _has_work(scoped, r, (t0 + 1, t0 + 2), cols) == (len(acts["ts_ns"]) > 0)
 
 
 def test_union_length_of_sorted_and_unsorted_activities() -> None:
@@ -311,3 +321,27 @@ def test_breakdown_alone_equals_inside_a_shared_scope(dlrm: tv.Trace) -> None:
         assert dict(alone.dtypes.astype(str)) == {
             c: ("str" if d == "str" else d) for c, d in ANNOTATION_COLUMNS.items()
         }
+
+
+@pytest.mark.parametrize("column", ["kind", "gpu_class"])
+@pytest.mark.parametrize("block", [None, 7])
+def test_flags_are_the_values_lookup(
+    dlrm: tv.Trace, column: str, block: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """annotations._flags (one comparison for one value, a lookup for several, block by block;
+    of every row or of some rows' codes) against pandas' isin, on the sample's categorical
+    columns (``block``: blocks of 7 rows, so that every boundary case is met)."""
+    from jupyter_traceview.analysis import annotations
+    from jupyter_traceview.analysis.annotations import _flags
+
+    if block is not None:
+        monkeypatch.setattr(annotations, "_BLOCK", block)
+
+    ev = dlrm.rank_data(0).events
+    values = ev[column].array
+    cats = values.categories.tolist()
+    rows = np.arange(0, len(ev), 3)
+    for wanted in [set(), {cats[0]}, {cats[-1]}, set(cats[:3]), set(cats), {"not a value"}, {cats[1], "not a value"}]:
+        want = ev[column].isin(wanted).to_numpy()
+        assert np.array_equal(_flags(values, wanted), want), wanted
+        assert np.array_equal(_flags(values, wanted, np.asarray(values.codes)[rows]), want[rows]), wanted
