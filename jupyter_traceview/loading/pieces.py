@@ -276,18 +276,18 @@ def _piece_columns(
     where it can (``native``: identical columns), else from msgspec's decoded events.
     ``piece``: ``b"[" + bytes lo:hi + b"]"`` where the caller has it, else read with ``read_at``."""
     # The piece is data[start:end] (b"[" + bytes lo:hi + b"]"); offsets count from data's start.
-    start = 0
+    in_place = False
     if piece is not None:
         data = piece
     elif lo > 0 and read_at(lo - 1, 1) == b"[" and read_at(hi, 1) == b"]":
         if scratch is not None and isinstance(read_at, _BytesSource):
-            data, start = read_at.data, lo - 1  # the whole array, scanned where it lies: no copy
+            data, in_place = read_at.data, True  # the whole array, scanned where it lies: no copy
         else:
             data = read_at(lo - 1, hi - lo + 2)  # the whole array (one piece): one copy, not two
     else:
         data = b"[" + read_at(lo, hi - lo) + b"]"
     del piece
-    end = hi + 1 if start else len(data)
+    start, end = (lo - 1, hi + 1) if in_place else (0, len(data))
     if scratch is None:
         return [_decoded_columns(data, lo, hi, state, offset)]
     out: list[tuple[kineto._Part, int]] = []
@@ -302,7 +302,7 @@ def _piece_columns(
             out.append((part, n))
             return out
         if part is None:  # msgspec reads the rest of the piece
-            out.append(_decoded_columns(data[start:end] if start else data, lo, hi, state, offset))
+            out.append(_decoded_columns(data[start:end] if in_place else data, lo, hi, state, offset))
             return out
         out.append((part, n))
         offset += n
@@ -321,7 +321,7 @@ def _piece_columns(
         out.append(middle)
         offset += middle[1]
         data = b"[" + data[cut + 1 : end]
-        start, end = 0, len(data)
+        start, end, in_place = 0, len(data), False
 
 
 def _decoded_columns(buf: bytes, lo: int, hi: int, state: kineto._FileState, offset: int) -> tuple[kineto._Part, int]:

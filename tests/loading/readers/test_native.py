@@ -615,3 +615,15 @@ def test_a_one_piece_file_scanned_in_place_reads_as_msgspec_reads_it(at: int, od
     # Read in pieces only (no fallback to the whole-file read that could hide a wrong piece).
     counts = _both(Path("one_piece.json"), data, 8 << 20, read=_in_pieces)
     assert counts[1] >= 2 and counts[0] >= (1 if at else 0)
+
+
+@needs_native
+@pytest.mark.parametrize("at", [0, 1500, 2999])
+def test_a_bare_array_file_scanned_in_place_reads_as_msgspec_reads_it(at: int) -> None:
+    """A document that is the event array itself (it starts at byte 0), whitespace after it."""
+    events = [_event(ts=b"%d" % (900 + i)) for i in range(3000)]
+    events[at] = _event(pid=b'"Spans"')
+    data = b"[" + b",\n".join(events) + b"]\n\n"
+    counts = _both(Path("bare.json"), data, 8 << 20, read=_in_pieces)
+    # (Given up on at the first event: msgspec reads the whole piece, one part.)
+    assert counts[1] >= (2 if at else 1) and counts[0] >= (1 if at else 0)
