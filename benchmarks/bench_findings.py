@@ -24,7 +24,7 @@ a change to the analysis code (or on a fresh cache) computes and writes them, la
 read them. Run twice to see both. On a big trace the first run shares that work with a
 worker process (``analysis/_workers.py``): the per-rule table then gives this process's
 CPU time per rule, the workers' CPU time in one row, and the sum; the wall column is the
-one to read for what both cores did together.
+one to read for what both cores did together. ``--workers on/off`` compares the two ways.
 """
 
 from __future__ import annotations
@@ -160,12 +160,16 @@ def main() -> None:
         "(what it keeps is outdated for the next run, which computes again)",
     )
     p.add_argument(
-        "--one-process", action="store_true", help="no worker processes (the first call's per-rank work in this one)"
+        "--workers",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="the first call's worker processes: as findings decides (auto), used however busy the machine is (on), "
+        "none: all the per-rank work in this process (off)",
     )
     p.add_argument(
         "--per-function",
         action="store_true",
-        help="with the per-rule table: the CPU time of each per-rank function in this process (with --one-process: all)",
+        help="with the per-rule table: the CPU time of each per-rank function in this process (with --workers off: all)",
     )
     args = p.parse_args()
     global RANKS
@@ -177,10 +181,13 @@ def main() -> None:
 
         key = f"bench_findings {os.getpid()} {time.time()}"
         _memo.code_key = lambda: key  # type: ignore[assignment]
-    if args.one_process:
+    if args.workers != "auto":
         from jupyter_traceview.analysis import _workers
 
-        _workers.MIN_EVENTS = 2**62
+        if args.workers == "off":
+            _workers.MIN_EVENTS = 2**62
+        else:
+            _workers.idle_cores = lambda: 1  # type: ignore[assignment]
     if not args.only_per_rule:
         calls(args.paths, args.runs)
     if args.per_rule or args.only_per_rule:

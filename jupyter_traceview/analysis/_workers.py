@@ -18,7 +18,9 @@ them back. Warnings a worker's computation emits are emitted again here.
 
 Used only where it pays: ranks read through the cache (they have tables a worker can
 read), at least :data:`MIN_EVENTS` events to compute in the workers' share, more than one
-core. Anything a worker cannot do (an unreadable entry, an exception, a result that does
+core, and one of them idle when the first call asks (:func:`idle_cores`: on a machine whose
+cores other programs keep busy, a worker only shares this process's core, and the call
+takes longer than alone, measured on the 64 x 1M set). Anything a worker cannot do (an unreadable entry, an exception, a result that does
 not pickle) is computed here instead, where the same exception is raised; a worker that
 dies (out of memory) makes this scope compute everything here from then on, with a
 :class:`TraceviewWarning`. ``RankWorkers.close`` stops the processes (their memory with them).
@@ -30,6 +32,7 @@ import contextlib
 import dataclasses
 import os
 import pickle
+import time
 import warnings
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -42,7 +45,7 @@ from ..model.rank_data import RankMeta
 from ..model.trace import Trace
 from ._memo import worker_scope
 
-__all__ = ["MIN_EVENTS", "RankWorkers"]
+__all__ = ["MIN_EVENTS", "RankWorkers", "idle_cores"]
 
 #: Below this many events in the workers' share of a call, the ranks are computed here
 #: (a worker's start and its reading of the ranks cost more than it saves).
@@ -70,6 +73,8 @@ class RankWorkers:
         self.min_events = MIN_EVENTS if min_events is None else int(min_events)
         self._procs: list[_Worker] = []
         self._broken = False
+        #: Whether a core was idle when the first call asked (None: not asked yet).
+        self._idle: bool | None = None
 
     def far(self, trace: Trace, ranks: list[int], tables: dict[int, tuple[str, int]]) -> list[int]:
         """The ranks among ``ranks`` (those with ``tables``) that workers should compute: none
@@ -79,7 +84,11 @@ class RankWorkers:
         far = [r for r in ranks if r in tables and r % (self.workers + 1) != 0]
         if sum(len(trace.rank_data(r).events) for r in far) < self.min_events:
             return []
-        return far
+        if self._idle is None:
+            # Decided once per scope, before any worker starts: with no idle core (other
+            # programs keep them busy) a worker would only share this process's core.
+            self._idle = idle_cores() >= 1
+        return far if self._idle else []
 
     def submit(
         self, trace: Trace, fn: Callable[..., Any], args: tuple[Any, ...], far: dict[int, tuple[str, int]]
@@ -167,6 +176,23 @@ class RankWorkers:
         procs, self._procs = self._procs, []
         for p in procs:
             p.stop()
+
+
+def idle_cores() -> int:
+    """Cores not busy now: the cores minus the runnable threads (this one included), the
+    fewest of three looks 5 ms apart (``/proc/loadavg``'s running count, Linux); where it
+    cannot be read, all cores but this process's."""
+    cores = os.cpu_count() or 1
+    running: list[int] = []
+    for i in range(3):
+        if i:
+            time.sleep(0.005)
+        try:
+            with open("/proc/loadavg", "rb") as fh:
+                running.append(int(fh.read().split()[3].split(b"/")[0]))
+        except (OSError, ValueError, IndexError):
+            return cores - 1
+    return cores - min(running)
 
 
 class _Died(Exception):

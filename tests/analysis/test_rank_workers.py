@@ -66,8 +66,9 @@ def _where(trace: Trace) -> bool:
 
 @pytest.fixture
 def forced(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers for any size of trace (the tests' traces are small)."""
+    """Workers for any size of trace (the tests' traces are small), however busy the machine."""
     monkeypatch.setattr(_workers, "MIN_EVENTS", 0)
+    monkeypatch.setattr(_workers, "idle_cores", lambda: 1)
 
 
 @pytest.fixture
@@ -259,3 +260,22 @@ def test_a_call_that_fails_here_leaves_no_answer_for_the_next(cached: tv.Trace, 
             assert per_rank(cached, _where) == {r: r % 2 == 0 for r in cached.ranks}
     finally:
         pool.close()
+
+
+def test_no_worker_without_an_idle_core(cached: tv.Trace, forced: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[int] = []
+
+    def busy() -> int:
+        asked.append(1)
+        return 0
+
+    monkeypatch.setattr(_workers, "idle_cores", busy)
+    pool = RankWorkers(1)
+    with shared_rank_facts(workers=pool):
+        assert per_rank(cached, _where) == dict.fromkeys(cached.ranks, True)
+        assert per_rank(cached, _summary_row) == cached.map_ranks(_summary_row)
+    assert pool._procs == [] and asked == [1]  # asked once, at the first call
+
+
+def test_idle_cores_counts_this_process() -> None:
+    assert _workers.idle_cores() <= (os.cpu_count() or 1) - 1
