@@ -218,13 +218,16 @@ def test_an_error_keeps_nothing_and_prints_no_traceback(tmp_path: Path, capsys: 
 
 
 def test_a_repeat_run_imports_neither_pandas_nor_numpy(folder: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    # The cache folder set in the child itself (XDG_CACHE_HOME is Linux's only).
     code = (
-        "import sys; from jupyter_traceview.cli import main; main(['summary', sys.argv[1]]); "
+        "import pathlib, sys; import jupyter_traceview.loading.cache_key as k; "
+        "k.default_cache_dir = lambda: pathlib.Path(sys.argv[2]); "
+        "from jupyter_traceview.cli import main; main(['summary', sys.argv[1]]); "
         "print(','.join(m for m in ('pandas', 'numpy', 'pyarrow') if m in sys.modules), file=sys.stderr)"
     )
+    cache = str(tmp_path / "cache")
     runs = [
-        subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, env=env, cwd=ROOT)
+        subprocess.run([sys.executable, "-c", code, str(folder), cache], capture_output=True, text=True, cwd=ROOT)
         for _ in range(2)
     ]
     assert runs[0].returncode == 0 and runs[1].returncode == 0
@@ -232,3 +235,4 @@ def test_a_repeat_run_imports_neither_pandas_nor_numpy(folder: Path, tmp_path: P
     assert runs[1].stderr.splitlines()[-1] == ""  # printed from the kept file
     assert runs[1].stdout == runs[0].stdout
     assert runs[1].stderr.splitlines()[:-1] == runs[0].stderr.splitlines()[:-1]
+    assert list(Path(cache).glob("*/kept.summary.*.json"))
