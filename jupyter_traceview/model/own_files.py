@@ -21,7 +21,8 @@ __all__ = ["read_own", "write_own"]
 def read_own(path: str, max_bytes: int | None = None) -> bytes:
     """The bytes of ``path`` if only this user could have written it (see the module
     docstring) and it holds at most ``max_bytes``; OSError (a miss) otherwise."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    # O_NONBLOCK: a FIFO planted under the name is refused below, not waited on at open.
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
