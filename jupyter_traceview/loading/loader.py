@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
@@ -106,13 +107,21 @@ def _head(path: Path, size: int) -> bytes:
         return fh.read(size)
 
 
-def _progress(total: int, enabled: bool | None, desc: str) -> Any:
-    if enabled is False or total <= 1:
-        return None
-    from tqdm.auto import tqdm
+#: With ``progress=None`` the bar appears only once a load has taken this long (seconds).
+BAR_DELAY_S = 1.0
+_clock = time.monotonic  # (the bar's clock: a test's to replace)
 
-    # With progress=None the bar appears only if loading takes more than a second.
-    return tqdm(total=total, desc=desc, unit="file", delay=0 if enabled else 1.0, leave=False)
+
+def _progress(total: int, desc: str, initial: int = 0) -> Any:
+    """A tqdm bar shown at once (None for a single file). tqdm.auto only where IPython runs:
+    elsewhere (the CLI, a script) it would import IPython and asyncio to find out (~40 ms)."""
+    if total <= 1:
+        return None
+    if "IPython" in sys.modules:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=desc, unit="file", leave=False)
 
 
 def load(
@@ -325,17 +334,26 @@ def load(
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
     )
     tqdm_bar: Any = None
+    bar_due: float | None = None  # progress=None: when a bar is due, if the load is still going
     n_done = len(files) - len(todo)
 
     def start_progress() -> None:
         # tqdm starts a monitor thread with its first bar: the pool's workers are forked
         # before that (see _pool_context), so the bar starts once they are.
-        nonlocal tqdm_bar
-        tqdm_bar = _progress(len(todo), show_bar, "loading traces")
+        nonlocal tqdm_bar, bar_due
+        if show_bar:
+            tqdm_bar = _progress(len(todo), "loading traces")
+        elif show_bar is None:
+            # Only a load that takes a while gets a bar (and tqdm is imported only then).
+            bar_due = _clock() + BAR_DELAY_S
 
     def advance() -> None:
-        nonlocal n_done
+        nonlocal n_done, tqdm_bar, bar_due
         n_done += 1
+        if bar_due is not None and _clock() >= bar_due:
+            bar_due = None
+            done_here = n_done - (len(files) - len(todo))
+            tqdm_bar = _progress(len(todo), "loading traces", initial=done_here - 1)
         if tqdm_bar is not None:
             tqdm_bar.update(1)
         if report is not None:
