@@ -117,7 +117,7 @@ def _kept(args: argparse.Namespace, command: str) -> Any:
     if args.no_cache or args.pid_map is not None:
         return None
     from .errors import TraceviewError
-    from .loading.cache_key import default_cache_dir
+    from .loading.cache_key import ReadOptions, default_cache_dir
     from .loading.kept import Kept
     from .loading.readers.files import discover
     from .samples import sample_path
@@ -141,8 +141,10 @@ def _kept(args: argparse.Namespace, command: str) -> Any:
                 "code": code,
             }
         )
-        # The reader options of the cache's keys (ReadOptions.cache_key_fields() for a CLI load).
-        return Kept(default_cache_dir(), files, {"bad_events": "raise", "pid_map": None}, command, key, skipped)
+        # The reader options of the cache's keys for a CLI load (tv.load's default bad_events;
+        # no pid map: a --pid-map run keeps nothing, above).
+        read_options = ReadOptions(bad_events="raise", pid_map=None).cache_key_fields()
+        return Kept(default_cache_dir(), files, read_options, command, key, skipped)
     except (OSError, ValueError, TraceviewError, _UsageError):
         return None  # the command itself reports what is wrong
 

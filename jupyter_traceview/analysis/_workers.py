@@ -153,9 +153,9 @@ class RankWorkers:
             self.close()  # an answer nobody collected must not answer the next task
         if self._procs:
             return
-        from ..loading.loader import _pool_context  # fork, or forkserver in a threaded process
+        from ..loading.loader import pool_context  # fork, or forkserver in a threaded process
 
-        ctx = _pool_context()
+        ctx = pool_context()
         # All at once: a process forked after another one's pipes exist still works, but
         # none is forked once a thread of ours runs (there is none).
         self._procs = [_Worker(ctx) for _ in range(self.workers)]

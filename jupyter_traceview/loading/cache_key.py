@@ -10,16 +10,32 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..model.versions import READER_VERSION, SCHEMA_VERSION
-from .readers.files import TraceFile
+from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile
 
-__all__ = ["FINGERPRINT_BYTES", "default_cache_dir", "entry_key", "fingerprint", "resolve_dir"]
+__all__ = ["FINGERPRINT_BYTES", "ReadOptions", "default_cache_dir", "entry_key", "fingerprint", "resolve_dir"]
 
 #: Bytes hashed at each end of a trace file for its content fingerprint.
 FINGERPRINT_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Reader options: part of every cache key."""
+
+    bad_events: str
+    #: Process id (as written in the file: an int or a string) -> rank.
+    pid_map: tuple[tuple[int | str, int], ...] | None
+    #: The most JSON a compressed file may inflate to (not part of the cache key: it
+    #: decides whether a file is read, not what is read from it).
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
+
+    def cache_key_fields(self) -> dict[str, Any]:
+        return {"bad_events": self.bad_events, "pid_map": self.pid_map}
 
 
 def default_cache_dir() -> Path:

@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,10 @@ from ..model.rank_data import RankData, RankMeta
 from ..model.trace import classified
 from . import cache as _cache
 from . import pieces
+from .cache_key import ReadOptions
 from .readers import native
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
-from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, inflate_chunks, is_compressed, read_bytes, trace_format
+from .readers.files import TraceFile, inflate_chunks, is_compressed, read_bytes, trace_format
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 
@@ -36,21 +36,6 @@ __all__ = [
     "warn_skipped_events",
     "with_rank",
 ]
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """Reader options: part of every cache key."""
-
-    bad_events: str
-    #: Process id (as written in the file: an int or a string) -> rank.
-    pid_map: tuple[tuple[int | str, int], ...] | None
-    #: The most JSON a compressed file may inflate to (not part of the cache key: it
-    #: decides whether a file is read, not what is read from it).
-    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
-
-    def cache_key_fields(self) -> dict[str, Any]:
-        return {"bad_events": self.bad_events, "pid_map": self.pid_map}
 
 
 def read_file(

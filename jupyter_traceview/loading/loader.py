@@ -47,7 +47,7 @@ from .readers.files import (
     trace_format,
 )
 
-__all__ = ["load"]
+__all__ = ["load", "pool_context"]
 
 OnError = Literal["raise", "skip"]
 Engine = Literal["auto", "serial", "process", "dask"]
@@ -339,7 +339,7 @@ def load(
 
     def start_progress() -> None:
         # tqdm starts a monitor thread with its first bar: the pool's workers are forked
-        # before that (see _pool_context), so the bar starts once they are.
+        # before that (see pool_context), so the bar starts once they are.
         nonlocal tqdm_bar, bar_due
         if show_bar:
             tqdm_bar = _progress(len(todo), "loading traces")
@@ -466,10 +466,11 @@ def _pool_starts_cheaply() -> bool:
     on a quiet machine, seconds on a busy one): more than reading one file of a few tens
     of MB costs, so engine="auto" then reads one file alone in this process.
     """
-    return _forkserver_started or _pool_context(starting=False).get_start_method() == "fork"
+    return _forkserver_started or pool_context(starting=False).get_start_method() == "fork"
 
 
-def _pool_context(*, starting: bool = True) -> multiprocessing.context.BaseContext:
+def pool_context(*, starting: bool = True) -> multiprocessing.context.BaseContext:
+    """How this package starts worker processes (the load's pool, findings' rank workers)."""
     methods = multiprocessing.get_all_start_methods()
     # A single-threaded process (a script, the CLI) forks its workers directly: instant,
     # and they inherit the imports. A threaded one (a Jupyter kernel) must not fork (a
@@ -501,7 +502,7 @@ def _load_parallel(
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with (
         handoff.scratch_folder() as folder,
-        ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool,
+        ProcessPoolExecutor(max_workers=workers, mp_context=pool_context()) as pool,
     ):
         # The first submit starts every worker (a fork pool starts them all at once, before
         # its own manager thread); only then may other threads (the progress bar's) start.
@@ -653,7 +654,7 @@ def _piece_pool(tf: TraceFile, workers: int) -> Iterator[tuple[ProcessPoolExecut
 
     with (
         handoff.scratch_folder() as folder,
-        ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool,
+        ProcessPoolExecutor(max_workers=workers, mp_context=pool_context()) as pool,
     ):
         try:
             yield pool, folder

@@ -231,14 +231,14 @@ def test_a_worker_dying_on_a_piece_fails_the_load_with_the_file_named(
 ) -> None:
     f = _split_small(tmp_path, monkeypatch)
     monkeypatch.setattr(loader, "_read_piece_task", _die)
-    monkeypatch.setattr(loader, "_pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
+    monkeypatch.setattr(loader, "pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
     with pytest.raises(TraceviewError, match=r"rank-0\.json"):
         tv.load(f, cache=False)
 
 
 def test_a_worker_dying_on_a_file_fails_the_load_with_the_file_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loader, "_read_file_task", _die)
-    monkeypatch.setattr(loader, "_pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
+    monkeypatch.setattr(loader, "pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
     with pytest.raises(TraceviewError, match=r"a worker process died while reading .*worker\d_step"):
         tv.load(tv.sample_path(), cache=False, engine="process")
 

@@ -131,7 +131,7 @@ def test_a_pooled_load_hands_back_through_shared_memory_and_leaves_nothing(monke
         return real(result)
 
     monkeypatch.setattr(handoff, "load", spy)
-    monkeypatch.setattr(loader, "_pool_context", lambda **_: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
     pooled = tv.load(tv.sample_path(), cache=False, engine="process")
     serial = tv.load(tv.sample_path(), cache=False, engine="serial")
     assert handed and set(handed) == {handoff.Handed}
@@ -184,7 +184,7 @@ def test_the_pool_takes_the_biggest_files_first(monkeypatch: pytest.MonkeyPatch)
             return super().submit(fn, *args, **kwargs)
 
     monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
-    monkeypatch.setattr(loader, "_pool_context", lambda **_: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
     tv.load(tv.sample_path(), cache=False, engine="process")
     assert submitted == sorted(sizes, key=lambda name: -sizes[name])
 
@@ -203,7 +203,7 @@ def test_workers_get_the_classifier_s_patterns_not_its_memo(monkeypatch: pytest.
             return super().submit(fn, *args, **kwargs)
 
     monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
-    monkeypatch.setattr(loader, "_pool_context", lambda **_: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
     pooled = tv.load(tv.sample_path(), cache=False, engine="process", classifier=clf)
     assert len(sent) == 8 and all(c == clf and "_kernel_codes" not in vars(c) for c in sent)
     serial = tv.load(tv.sample_path(), cache=False, engine="serial", classifier=clf)
