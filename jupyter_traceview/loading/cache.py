@@ -155,6 +155,11 @@ class _Damaged(ValueError):
     """An entry whose checksums or structure do not match: a miss."""
 
 
+#: What reading a damaged or unreadable entry raises (meta.json's decode errors are
+#: ValueErrors: :func:`_decode_meta` ends with json's).
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, pa.ArrowException)
+
+
 def _ranks_crc(metas: Any) -> int:
     # json, not msgspec: metadata may hold lone surrogates (escaped here) and NaN.
     return _crc32(json.dumps(metas, sort_keys=True, separators=(",", ":")).encode())
@@ -185,15 +190,7 @@ def read(cache_dir: Path, key: str, *, classifier: Classifier) -> list[RankData]
     try:
         with paused_gc():
             return _read_entry(entry, meta_path, text, classifier)
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        AttributeError,
-        RecursionError,
-        pa.ArrowException,
-    ):
+    except _UNREADABLE:
         # A damaged entry is a miss; it is rewritten after parsing.
         shutil.rmtree(entry, ignore_errors=True)
         return None
@@ -252,16 +249,7 @@ def read_rank(entry: str, i: int, meta: RankMeta, *, classifier: Classifier) -> 
             stored = doc["classes"]
             kept = stored is not None and stored == rules_key(classifier)
             return _read_rank(entry, i, meta, doc["crc32"], stored, kept, classifier)
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        AttributeError,
-        RecursionError,
-        msgspec.DecodeError,
-        pa.ArrowException,
-    ):
+    except _UNREADABLE:
         return None
 
 
