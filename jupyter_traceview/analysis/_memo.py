@@ -32,7 +32,7 @@ import hashlib
 import os
 import pickle
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
@@ -96,22 +96,21 @@ def shared_rank_facts(memo: Memo | None = None, *, workers: Workers | None = Non
     if outer is not None:
         yield outer
         return
-    store: Memo = {} if memo is None else memo
-    token = _MEMO.set(store)
-    w_token = _WORKERS.set(workers)
-    try:
+    with _scope({} if memo is None else memo, workers) as store:
         yield store
-    finally:
-        _WORKERS.reset(w_token)
-        _MEMO.reset(token)
+
+
+def worker_scope(memo: Memo) -> AbstractContextManager[Memo]:
+    """A worker process's scope (:mod:`._workers`): ``memo`` shared, no workers of its own,
+    whatever scope the process inherited when it was forked."""
+    return _scope(memo, None)
 
 
 @contextmanager
-def worker_scope(memo: Memo) -> Iterator[Memo]:
-    """A worker process's scope (:mod:`._workers`): ``memo`` shared, no workers of its own,
-    whatever scope the process inherited when it was forked."""
+def _scope(memo: Memo, workers: Workers | None) -> Iterator[Memo]:
+    """``memo`` and ``workers`` in force inside (what was before, after)."""
     token = _MEMO.set(memo)
-    w_token = _WORKERS.set(None)
+    w_token = _WORKERS.set(workers)
     try:
         yield memo
     finally:
