@@ -43,7 +43,6 @@ from ..model.trace import classified
 # The keys live in cache_key (light: found without pandas or Arrow); their names stay here too.
 from . import cache_key as _keys
 from .cache_key import FINGERPRINT_BYTES as FINGERPRINT_BYTES
-from .cache_key import _real_path as _real_path
 from .cache_key import default_cache_dir as default_cache_dir
 from .cache_key import entry_key as entry_key
 from .cache_key import fingerprint as fingerprint

@@ -11,7 +11,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
-from jupyter_traceview.loading import ingest, loader
+from jupyter_traceview.loading import cache_key, ingest, loader
 
 
 def frames(trace: tv.Trace) -> dict[int, pd.DataFrame]:
@@ -146,7 +146,7 @@ def test_entry_keys_resolve_links_as_realpath_does(tmp_path: Path) -> None:
         st = p.stat()
         tf = TraceFile(p, st.st_size, st.st_mtime_ns, None)
         assert tv_cache.entry_key(tf, options, memo) == tv_cache.entry_key(tf, options)
-        assert tv_cache._real_path(str(p), memo) == os.path.realpath(p)
+        assert cache_key._real_path(str(p), memo) == os.path.realpath(p)
     # A link is its target's entry (same real path, size, time and content).
     assert tv_cache.entry_key(TraceFile(paths[2], 1, 0, None), options, {}) == tv_cache.entry_key(
         TraceFile(paths[0], 1, 0, None), options, {}
