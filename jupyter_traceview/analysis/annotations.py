@@ -515,11 +515,10 @@ def _launch_groups(
         return empty, empty.copy()
     if len(out_p) == 1:
         return out_p[0], out_g[0]
+    # Several processes (threads), or zero-duration points: back in order.
     p_all, g_all = np.concatenate(out_p), np.concatenate(out_g)
-    if len(out_p) > 1:  # several processes (threads), or zero-duration points: back in order
-        o = np.lexsort((g_all, p_all))
-        p_all, g_all = p_all[o], g_all[o]
-    return p_all, g_all
+    o = np.lexsort((g_all, p_all))
+    return p_all[o], g_all[o]
 
 
 def _one_value(a: np.ndarray, b: np.ndarray) -> bool:
