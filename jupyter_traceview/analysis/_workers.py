@@ -4,9 +4,13 @@
 the first call after a load (or after the analysis code changed) computes them, one rank
 after another, on one core. Inside a scope given a :class:`RankWorkers` (``findings`` opens
 one), the ranks to compute are shared between this process and worker processes: a rank
-goes to process ``rank % (workers + 1)``, 0 being this one, so that a rank is always
-computed by the same process and its shared per-rank facts (:mod:`._memo`: GPU activities,
-unions, eid tables) are computed once per findings call, as in one process.
+goes to process ``rank % (workers + 1)``, 0 being this one, so that a rank is computed by
+the same process call after call and its shared per-rank facts (:mod:`._memo`: GPU
+activities, unions, eid tables) are computed once per findings call, as in one process.
+Once this process is done with its share of a call, it takes over the big ranks a worker
+has not started yet (:meth:`RankWorkers.collect`, :data:`STEAL_MIN_EVENTS`) rather than
+wait for them: the processes do not go at the same pace (a worker first reads its ranks),
+and every per-rank call would otherwise end when the slower one is done.
 
 A worker reads its ranks' tables from the cache entry itself (:func:`..loading.cache.read_rank`:
 memory-mapped Arrow files, checked against their CRC-32s) instead of receiving pickled
