@@ -246,8 +246,12 @@ class _Worker:
         if not self.proc.is_alive():
             raise _Died
         items: list[Item] = task[2]
-        with self.claims.get_lock():
+        if not self._lock():
+            raise _Died
+        try:
             self.claims[0], self.claims[1] = 0, len(items)
+        finally:
+            self.claims.get_lock().release()
         try:
             self.conn.send(task)
         except (BrokenPipeError, ConnectionResetError, EOFError):
@@ -259,12 +263,24 @@ class _Worker:
     def take_last(self) -> int | None:
         """The last rank of the task in hand that the process has not started, taken from it
         (it will not compute it); None when there is none, or that one may not be taken."""
-        with self.claims.get_lock():
+        if not self._lock():
+            return None  # the process died holding the lock: its ranks are computed here (collect)
+        try:
             first, end = int(self.claims[0]), int(self.claims[1])
             if end <= first or not self._takeable[end - 1]:
                 return None
             self.claims[1] = end - 1
+        finally:
+            self.claims.get_lock().release()
         return self._ranks[end - 1]
+
+    def _lock(self) -> bool:
+        """Acquire the claims' lock; False if the process ended (it may have held it)."""
+        lock = self.claims.get_lock()
+        while not lock.acquire(timeout=0.5):
+            if not self.proc.is_alive():
+                return False
+        return True
 
     def receive(self) -> Any:
         # Whichever comes first: the answer, or the end of the process (then no answer).
