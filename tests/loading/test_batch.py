@@ -238,3 +238,53 @@ def test_batched_files_go_to_the_cache(tmp_path: Path, monkeypatch: pytest.Monke
     cached = tv.load(SAMPLE, cache=tmp_path / "cache", progress=False)
     assert sizes == [8]  # (read from the cache: nothing parsed)
     _same(cached, cold)
+
+
+@needs_scanner
+def test_steps_nesting_and_launches_stay_within_their_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two ranks over the same times, one batch. Rank 0: steps 1 [0, 100) and 2 [100, 200) us;
+    # a kernel launched at 150 runs at 250 (after every span): step 2, its launch's; a kernel
+    # whose launch is not in the file, at 50: step 1 by its time. Rank 1: step 7 [1000, 1100);
+    # a kernel at 50 without a launch (inside rank 0's step 1, not in any of rank 1's spans):
+    # -1; a kernel launched at 1010 (correlation 1, as rank 0's) runs at 1200: step 7.
+    kb.write(
+        tmp_path / "run" / "rank-0.json",
+        kb.doc(
+            [
+                kb.step(1, 0, 100),
+                kb.step(2, 100, 100),
+                kb.cpu_op("aten::mm", 140, 20),
+                *kb.launch("gemm_a", 150, 250, 10, corr=1),
+                kb.kernel("gemm_b", 50, 10, corr=99),
+            ],
+            rank=0,
+            world_size=2,
+        ),
+    )
+    kb.write(
+        tmp_path / "run" / "rank-1.json",
+        kb.doc(
+            [
+                kb.step(7, 1000, 100),
+                kb.kernel("gemm_c", 50, 10, corr=98),
+                *kb.launch("gemm_d", 1010, 1200, 10, corr=1),
+            ],
+            rank=1,
+            world_size=2,
+        ),
+    )
+    sizes = _spy(monkeypatch)
+    got = tv.load(tmp_path / "run", cache=False, progress=False)
+    assert sizes == [2]
+    _same(got, _per_file(tmp_path / "run"))
+    e0, e1 = got.rank_data(0).events, got.rank_data(1).events
+
+    def row(e: pd.DataFrame, name: str) -> pd.Series:
+        return e.loc[e["name"] == name].iloc[0]
+
+    assert row(e0, "gemm_a")["step"] == 2 and row(e0, "gemm_b")["step"] == 1
+    assert row(e1, "gemm_c")["step"] == -1 and row(e1, "gemm_d")["step"] == 7
+    assert row(e0, "gemm_a")["launch_eid"] == row(e0, "cudaLaunchKernel")["eid"]
+    assert row(e1, "gemm_d")["launch_eid"] == row(e1, "cudaLaunchKernel")["eid"]
+    assert row(e0, "cudaLaunchKernel")["parent_eid"] == row(e0, "aten::mm")["eid"]
+    assert row(e1, "cudaLaunchKernel")["parent_eid"] == row(e1, "ProfilerStep#7")["eid"]

@@ -24,15 +24,24 @@ raises :class:`Unfit`; the loader then reads its files one by one, as before.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
-from ...model.classify import Classifier
+from ...model.classify import COPY_KINDS, Classifier, copy_kind_of
 from ...model.frames import frame
 from ...model.rank_data import RankData, RankMeta
-from ...model.schema import GPU_CLASS_CATEGORIES, KIND_CATEGORIES, KIND_CODE, EventKind, categorical
+from ...model.schema import (
+    GPU_ARGS_COLUMNS,
+    GPU_CLASS_CATEGORIES,
+    KIND_CATEGORIES,
+    KIND_CODE,
+    EventKind,
+    categorical,
+)
 from . import derive, kineto
 
 __all__ = ["BATCH_ROWS", "MAX_ROWS", "Pending", "Unfit", "tables"]
@@ -88,11 +97,12 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
     ts = np.concatenate([p.ts_ns for p in pending])
     dur = np.concatenate([p.dur_ns for p in pending])
     shifts = np.array(_time_shifts(pending), dtype=np.int64)
-    order = derive.start_order(ts + shifts[per_row], dur)  # file by file, each in its start order
-    ts_s, dur_s = ts[order], dur[order]
+    key = ts + shifts[per_row]
+    order = derive.start_order(key, dur)  # file by file, each in its start order
+    ts_s, dur_s, key = ts[order], dur[order], key[order]
     del ts, dur
-    kind = np.concatenate([r.kind for r in raws])[order]
-    local_names = np.concatenate([r.name_codes for r in raws])[order]
+    kind_of_row = np.concatenate([r.kind for r in raws])
+    kind = kind_of_row[order]
     cols = {c: np.concatenate([getattr(r, c) for r in raws])[order] for c in kineto._EVENT_COLUMNS}
     for r in raws:  # (as kineto._rank_tables drops a one-rank file's columns once gathered)
         for c in kineto._EVENT_COLUMNS:
@@ -109,7 +119,7 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
         keyed, derive.in_codes(kind, kineto._LAUNCH_CODES), derive.in_codes(kind, kineto._ACTIVITY_CODES)
     )
     launch_eid = np.where(launch >= 0, launch - first, -1)
-    del keyed, launch
+    del keyed
 
     # Nesting: CPU events per (file, pid, tid); device events per (file, device, stream).
     device_side = derive.in_codes(kind, kineto._DEVICE_CODES)
@@ -125,34 +135,24 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
     # uses, in its file's order.
     name_starts = np.concatenate(([0], np.cumsum([len(r.names) for r in raws]))).astype(np.int64)
     all_names = [nm for r in raws for nm in r.names]
-    codes = local_names + name_starts[:-1][per_row]
+    name_of_row = np.concatenate([r.name_codes for r in raws]) + name_starts[:-1][per_row]
+    codes = name_of_row[order]
     used = np.flatnonzero(np.bincount(codes, minlength=len(all_names)))
     lut = np.zeros(len(all_names), dtype=np.int64)
     lut[used] = np.arange(len(used))
     remap = lut[codes]
     used_at = np.searchsorted(used, name_starts).tolist()
     classes = classifier.class_codes(codes, all_names, kind, list(KIND_CATEGORIES))
-    del codes, lut
+    step = _steps(key, dur_s, codes, kind, all_names, per_row, device_side, launch)
+    del codes, lut, key, launch
 
-    step = np.full(n, -1, dtype=np.int32)
     eid_of_row = np.empty(n, dtype=np.int64)
     eid_of_row[order] = eid  # (each file's rows are contiguous before and after the sort)
+    gpu_args = _gpu_args_tables(raws, starts, eid_of_row, name_of_row, kind_of_row, all_names)
     out = []
     for f, (p, r) in enumerate(zip(pending, raws, strict=True)):
         a, b = int(starts[f]), int(starts[f + 1])
         names = r.names
-        step_numbers = {i: kineto._step_number(nm) for i, nm in enumerate(names) if nm.startswith("ProfilerStep#")}
-        if step_numbers:
-            step[a:b] = derive.steps(
-                ts_s[a:b],
-                dur_s[a:b],
-                local_names[a:b],
-                kind[a:b],
-                step_numbers,
-                cpu_step_kinds=_CPU_STEP_KINDS,
-                device_side=device_side[a:b],
-                launch_eid=launch_eid[a:b],
-            )
         ua, ub = used_at[f], used_at[f + 1]
         events = frame(
             {
@@ -177,10 +177,99 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
             RankData(
                 meta=p.meta,
                 events=events,
-                gpu_args=kineto._gpu_args_table(r, mine, names),
+                gpu_args=gpu_args[f] if gpu_args is not None else kineto._gpu_args_table(r, mine, names),
                 comms=kineto._comms_table(r, mine),
                 memory=r.mem.table(mine),
                 op_args=r.op.table(mine),
             )
         )
+    return out
+
+
+def _gpu_args_tables(
+    raws: Sequence[kineto._FileColumns],
+    starts: np.ndarray,
+    eid_of_row: np.ndarray,
+    name_of_row: np.ndarray,
+    kind_of_row: np.ndarray,
+    all_names: list[str],
+) -> list[pd.DataFrame] | None:
+    """Each file's ``gpu_args`` table, as ``kineto._gpu_args_table`` builds it, from one pass
+    over all the files' rows (``*_of_row``: by row of the files one after the other); None
+    where the files do not hold the same argument columns."""
+    keys = [list(r.gpu) for r in raws]
+    if any(k != keys[0] for k in keys):
+        return None
+    sizes = [len(r.gpu_rows) for r in raws]
+    rows = np.concatenate([r.gpu_rows + a for r, a in zip(raws, starts[:-1].tolist(), strict=True)])
+    eids = eid_of_row[rows]
+    # By file, then eid (a file's eids are below its row count: its first row + eid orders both).
+    per = np.argsort(np.repeat(starts[:-1], sizes) + eids, kind="stable")
+    rows, eids = rows[per], eids[per]
+    uniq, inverse = np.unique(name_of_row[rows], return_inverse=True)
+    copy_code = {c: i for i, c in enumerate(COPY_KINDS)}
+    per_name = [(copy_kind_of(all_names[c]), "Pageable" in all_names[c]) for c in uniq.tolist()]
+    m = len(rows)
+    ck = (
+        np.array([copy_code[k] if k is not None else -1 for k, _ in per_name], dtype=np.int8)[inverse]
+        if m
+        else np.empty(0, np.int8)
+    )
+    pageable = np.array([p for _, p in per_name], dtype=bool)[inverse] if m else np.empty(0, bool)
+    k = kind_of_row[rows]
+    ck = np.where((ck < 0) & (k == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
+    pageable &= derive.in_codes(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
+    names = [c.name for c in GPU_ARGS_COLUMNS]
+    columns = {c: np.concatenate([r.gpu[c] for r in raws])[per] for c in names[1:] if c in keys[0]}
+    bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
+    out = []
+    for a, b in itertools.pairwise(bounds):
+        table: dict[str, object] = {"eid": eids[a:b]}
+        for c, values in columns.items():
+            table[c] = values[a:b]
+        table["copy_kind"] = categorical(codes=ck[a:b], categories=COPY_KINDS)
+        table["pageable"] = pageable[a:b]
+        out.append(frame(table, names))
+    return out
+
+
+def _steps(
+    key: np.ndarray,
+    dur: np.ndarray,
+    codes: np.ndarray,
+    kind: np.ndarray,
+    all_names: list[str],
+    per_row: np.ndarray,
+    device_side: np.ndarray,
+    launch: np.ndarray,
+) -> np.ndarray:
+    """``derive.steps`` of every file at once: rows sorted, ``key`` their shifted starts (the
+    files one after the other in time), ``codes`` into ``all_names``, ``launch`` the row of
+    each GPU activity's launch (-1: none). One span per (file, step number)."""
+    n = len(key)
+    out = np.full(n, -1, dtype=np.int32)
+    step_codes = [i for i, nm in enumerate(all_names) if nm.startswith("ProfilerStep#")]
+    if n == 0 or not step_codes:
+        return out
+    rows = np.flatnonzero(derive.in_codes(codes, step_codes) & derive.in_codes(kind, _CPU_STEP_KINDS))
+    if len(rows) == 0:
+        return out
+    lut = np.zeros(len(all_names), dtype=np.int64)
+    lut[step_codes] = [kineto._step_number(all_names[c]) for c in step_codes]
+    numbers, files = lut[codes[rows]], per_row[rows]
+    by = np.lexsort((numbers, files))
+    numbers, files, rows = numbers[by], files[by], rows[by]
+    bounds = np.flatnonzero(np.concatenate(([True], (numbers[1:] != numbers[:-1]) | (files[1:] != files[:-1]))))
+    uniq = numbers[bounds]
+    starts = np.minimum.reduceat(key[rows], bounds)
+    ends = np.maximum.reduceat(key[rows] + dur[rows], bounds)
+    order = np.argsort(starts, kind="stable")  # (a file's spans after the previous file's)
+    starts, ends, uniq = starts[order], ends[order], uniq[order]
+    k = np.searchsorted(starts, key, side="right") - 1
+    ok = k >= 0
+    kk = np.where(ok, k, 0)
+    inside = ok & ((key < ends[kk]) | (key == starts[kk]))
+    out[:] = np.where(inside, uniq[kk], -1)
+    launched = device_side & (launch >= 0)
+    out[launched] = out[launch[launched]]
     return out
