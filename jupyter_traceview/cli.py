@@ -391,15 +391,16 @@ def _parser() -> argparse.ArgumentParser:
 class _Version(argparse.Action):
     """--version: the package's version and which Kineto reader this install runs.
 
-    The reader is imported only here, so that --help stays quick."""
+    Neither the reader nor numpy or pandas is imported (:mod:`.loading.readers.build` knows
+    which reader runs), so that --version is as quick as --help."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        from .loading.readers import native
+        from .loading.readers import build
 
-        print(f"{parser.prog} {__version__}\nKineto reader: {native.describe()}")
+        print(f"{parser.prog} {__version__}\nKineto reader: {build.describe()}")
         raise SystemExit(0)
 
 
