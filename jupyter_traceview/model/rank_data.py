@@ -65,8 +65,9 @@ class RankMeta:
     source_format: str = "kineto"
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (for the cache)."""
-        d = dataclasses.asdict(self)
+        """A JSON-able dict (for the cache; it shares this object's dicts: dump it, do not change it)."""
+        # Not dataclasses.asdict: its deep copy of every thread name was most of a cache write's metadata.
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["process_names"] = [[k, v] for k, v in self.process_names.items()]
         d["process_labels"] = [[k, v] for k, v in self.process_labels.items()]
         d["thread_names"] = [list(t) for t in self.thread_names]
