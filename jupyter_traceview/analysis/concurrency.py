@@ -257,6 +257,9 @@ def _overlap_by_others(
     out = np.zeros(len(start), dtype=np.int64)
     if not is_t.any():
         return out
-    out[~is_t] = coverage_of(target_union, start[~is_t], end[~is_t])
-    out[is_t] = coverage_of(at_least_two(start[is_t], end[is_t]), start[is_t], end[is_t])
+    # Index arrays, found once: each is gathered from twice and scattered to once.
+    t, o = np.flatnonzero(is_t), np.flatnonzero(~is_t)
+    out[o] = coverage_of(target_union, start[o], end[o])
+    t_start, t_end = start[t], end[t]
+    out[t] = coverage_of(at_least_two(t_start, t_end), t_start, t_end)
     return out

@@ -21,7 +21,7 @@ from ..model.trace import classified
 from . import cache as _cache
 from . import pieces
 from .cache_key import ReadOptions
-from .readers import native
+from .readers import batch, native
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
 from .readers.files import TraceFile, inflate_chunks, is_compressed, read_bytes, trace_format
 from .readers.kineto import parse_kineto
@@ -29,6 +29,7 @@ from .readers.nsys import parse_nsys
 
 __all__ = [
     "ReadOptions",
+    "SmallFiles",
     "number_unranked",
     "read_file",
     "report_failures",
@@ -46,12 +47,72 @@ def read_file(
     if trace_format(tf.path) == "nsys":
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     else:
-        ranks = _read_kineto(tf, options)
+        got = _read_kineto(tf, options)
+        assert not isinstance(got, batch.Pending)  # (only with defer=True)
+        ranks = got
     if classifier is not None:
         ranks = [classified(d, classifier) for d in ranks]
+    _store(tf, options, cache_dir, ranks, classifier)
+    return ranks
+
+
+def _store(
+    tf: TraceFile, options: ReadOptions, cache_dir: str | None, ranks: list[RankData], classifier: Classifier | None
+) -> None:
     if cache_dir is not None:
         _cache.write(Path(cache_dir), _cache.entry_key(tf, options.cache_key_fields()), ranks, classifier=classifier)
-    return ranks
+
+
+class SmallFiles:
+    """The files of a serial load (:func:`read_file` for each), where the tables of small
+    one-rank Kineto files are built together (:mod:`.readers.batch`): :meth:`read` reads a
+    file, and gives its ranks or (a small one-rank file) keeps its columns; :meth:`finish`
+    builds the kept files' tables, classified and stored in the cache as :func:`read_file`
+    does. Call :meth:`finish` once :meth:`full` says so, and at the end.
+    """
+
+    def __init__(self, options: ReadOptions, cache_dir: str | None, classifier: Classifier) -> None:
+        self.options, self.cache_dir, self.classifier = options, cache_dir, classifier
+        self._kept: list[tuple[int, TraceFile, batch.Pending]] = []
+        self._rows = 0
+
+    def read(self, key: int, tf: TraceFile) -> list[RankData] | None:
+        """``tf``'s ranks as :func:`read_file` gives them, or None: kept under ``key`` for :meth:`finish`."""
+        if trace_format(tf.path) == "nsys" or not native.AVAILABLE:
+            return read_file(tf, self.options, self.cache_dir, self.classifier)
+        got = _read_kineto(tf, self.options, defer=True)
+        if isinstance(got, batch.Pending):
+            self._kept.append((key, tf, got))
+            self._rows += len(got.ts_ns)
+            return None
+        ranks = [classified(d, self.classifier) for d in got]
+        _store(tf, self.options, self.cache_dir, ranks, self.classifier)
+        return ranks
+
+    def full(self) -> bool:
+        """Whether one more kept file could take the batch past ``batch.BATCH_ROWS`` events."""
+        return self._rows > batch.BATCH_ROWS - batch.MAX_ROWS
+
+    def finish(self) -> list[tuple[int, list[RankData] | TraceFormatError]]:
+        """The kept files' ranks (or the error of one), by key; none kept after."""
+        kept, self._kept, self._rows = self._kept, [], 0
+        if not kept:
+            return []
+        try:
+            built = batch.tables([p for _, _, p in kept], self.classifier)
+        except Exception:  # noqa: BLE001 - whatever it was, each file is read alone, as before
+            out: list[tuple[int, list[RankData] | TraceFormatError]] = []
+            for key, tf, _ in kept:
+                try:
+                    out.append((key, read_file(tf, self.options, self.cache_dir, self.classifier)))
+                except TraceFormatError as exc:
+                    out.append((key, exc))
+            return out
+        done: list[tuple[int, list[RankData] | TraceFormatError]] = []
+        for (key, tf, _), d in zip(kept, built, strict=True):
+            _store(tf, self.options, self.cache_dir, [d], self.classifier)
+            done.append((key, [d]))
+        return done
 
 
 #: Files bigger than this (as JSON) are read piece by piece (pieces of about this size):
@@ -60,7 +121,9 @@ def read_file(
 PIECE_BYTES = 4 * 2**20
 
 
-def _read_kineto(tf: TraceFile, options: ReadOptions) -> list[RankData]:
+def _read_kineto(tf: TraceFile, options: ReadOptions, *, defer: bool = False) -> list[RankData] | batch.Pending:
+    """The file's ranks; ``defer``: a small file of one rank read by the C scanner gives its
+    columns instead (:class:`.readers.batch.Pending`)."""
     pid_map = dict(options.pid_map) if options.pid_map else None
     kwargs: dict[str, Any] = {"name_rank": tf.name_rank, "bad_events": options.bad_events, "pid_map": pid_map}
     data = None
@@ -93,7 +156,8 @@ def _read_kineto(tf: TraceFile, options: ReadOptions) -> list[RankData]:
         # per file than msgspec's decode and the per-event Python of ``parse_kineto``).
         try:
             read_at = pieces.bytes_source(data)
-            return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, len(data), PIECE_BYTES), **kwargs)
+            the_plan = pieces.plan(read_at, len(data), PIECE_BYTES)
+            return pieces.parse_in_pieces(tf.path, read_at, the_plan, defer=defer, **kwargs)
         except pieces.SplitFailed:
             pass
     return parse_kineto(tf.path, data, **kwargs)

@@ -28,6 +28,7 @@ from . import cache as _cache
 from . import handoff, heap
 from .ingest import (
     ReadOptions,
+    SmallFiles,
     number_unranked,
     read_file,
     report_failures,
@@ -377,13 +378,28 @@ def load(
             _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress, classifier)
         else:
             start_progress()
+            # Small one-rank files' tables are built together (SmallFiles), in batches.
+            small = SmallFiles(options, cache_arg, classifier)
+
+            def settle(done: list[tuple[int, list[RankData] | TraceFormatError]]) -> None:
+                for j, got in done:
+                    if isinstance(got, TraceFormatError):
+                        handle_error(files[j], got)
+                    else:
+                        results[j] = got
+
             with native.shared_scratch():  # one set of scanner buffers for all the files
                 for i in todo:
                     try:
-                        results[i] = read_file(files[i], options, cache_arg, classifier)
+                        read = small.read(i, files[i])
+                        if read is not None:
+                            results[i] = read
                     except TraceFormatError as exc:
                         handle_error(files[i], exc)
+                    if small.full():
+                        settle(small.finish())
                     advance()
+                settle(small.finish())
     finally:
         if tqdm_bar is not None:
             tqdm_bar.close()

@@ -48,7 +48,7 @@ import msgspec
 from ..errors import TraceFormatError
 from ..model.frames import paused_gc
 from ..model.rank_data import RankData
-from .readers import kineto, native
+from .readers import batch, kineto, native
 
 __all__ = [
     "Cutter",
@@ -339,8 +339,11 @@ def parse_in_pieces(
     name_rank: int | None = None,
     bad_events: str = "raise",
     pid_map: Mapping[int | str, int] | None = None,
-) -> list[RankData]:
+    defer: bool = False,
+) -> list[RankData] | batch.Pending:
     """What ``parse_kineto`` gives for the file, read piece by piece in this process.
+    ``defer``: a small file of one rank comes back as its columns (:class:`.readers.batch.Pending`),
+    its tables to be built with other files' (:func:`.readers.batch.tables`).
 
     Raises SplitFailed where the whole-file read must decide (it then also gives the error).
     """
@@ -358,6 +361,8 @@ def parse_in_pieces(
             if scratch is not None:
                 scratch.done_with_file()
             del scratch
+            if defer:
+                return _finish_or_defer(path, header, _merged(path, state, parts, bad_events), pid_map)
             return _finish_file(path, header, state, parts, bad_events, pid_map)
         except (TraceFormatError, ValueError, RecursionError) as exc:
             # The whole-file read reports errors (in its order: decoding before the header),
@@ -374,13 +379,29 @@ def _finish_file(
     pid_map: Mapping[int | str, int] | None,
 ) -> list[RankData]:
     """The rank tables from every piece's columns (``parts``, emptied), read with one ``state``."""
+    return kineto._split_and_finish(path, _merged(path, state, parts, bad_events), header, pid_map)
+
+
+def _merged(path: Path, state: kineto._FileState, parts: list[kineto._Part], bad_events: str) -> Any:
+    """The file's columns from every piece's (``parts``, emptied), read with one ``state``."""
     if state.begin_end:
         pairs = kineto._pair_begin_end(state.begin_end, state.skipped)
         parts.append(kineto._part(kineto._Chunk(-1, pairs, []), state))
     state.raise_or_count(path, bad_events)
     columns = kineto._merge(parts, state)
     parts.clear()
-    return kineto._split_and_finish(path, columns, header, pid_map)
+    return columns
+
+
+def _finish_or_defer(
+    path: Path, header: Any, columns: Any, pid_map: Mapping[int | str, int] | None
+) -> list[RankData] | batch.Pending:
+    """:func:`_finish_file`'s tables, or for a file of one rank and at most ``batch.MAX_ROWS``
+    events its columns, its tables to be built with other files' (:func:`.readers.batch.tables`)."""
+    ts_ns, dur_ns, groups, one_rank = kineto.split_ranks(path, columns, header, pid_map)
+    if one_rank and len(ts_ns) <= batch.MAX_ROWS:
+        return batch.Pending(columns, ts_ns, dur_ns, groups[0][0])
+    return [kineto._rank_tables(columns, ts_ns, dur_ns, rows, meta, last_use=one_rank) for meta, rows in groups]
 
 
 class _Rebase(Exception):

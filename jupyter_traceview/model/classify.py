@@ -168,10 +168,17 @@ class Classifier:
         Work is per kind present and per distinct kernel name, so it costs little even on
         millions of rows: only kernels' classes depend on their names.
         """
-        kind_codes = np.asarray(kind.codes)
-        out = np.full(len(name), -1, dtype=np.int8)
+        codes = self.class_codes(np.asarray(name.codes), name.categories, np.asarray(kind.codes), list(kind.categories))
+        return categorical(codes=codes, categories=GPU_CLASS_CATEGORIES)
+
+    def class_codes(
+        self, name_codes: np.ndarray, names: pd.Index | list[str], kind_codes: np.ndarray, kind_values: list[str]
+    ) -> np.ndarray:
+        """:meth:`classify_column`'s codes into ``GPU_CLASS_CATEGORIES`` (int8, -1: no class),
+        from rows' codes into ``names`` (an Index, or a list of texts, which may repeat a text)
+        and into ``kind_values``. The reader classifies several ranks' rows in one call."""
+        out = np.full(len(name_codes), -1, dtype=np.int8)
         if len(out):
-            kind_values = list(kind.categories)
             # One class code per kind category (and -1 for a missing kind, at index -1);
             # -2 marks kernels, classified below by name.
             per_kind = np.full(len(kind_values) + 1, -1, dtype=np.int8)
@@ -183,20 +190,17 @@ class Classifier:
                     cls = self._classify("", k)
                     if cls is not None:
                         per_kind[kc] = _CLASS_CODE[cls]
-            name_codes = np.asarray(name.codes)
             out = per_kind[kind_codes]
             out[name_codes < 0] = -1  # no name, no class
             kernels = np.flatnonzero(out == -2)
             if len(kernels):
-                name_codes = name_codes[kernels]
-                uniq, inverse = np.unique(name_codes, return_inverse=True)
-                # Their names: all the names as an array when they are few (cheaper than a
-                # pandas take), else a take.
-                categories = name.categories
-                if len(categories) <= 4096:
-                    texts = categories.to_numpy()[uniq].tolist()
+                uniq, inverse = np.unique(name_codes[kernels], return_inverse=True)
+                if isinstance(names, list):
+                    texts = list(map(names.__getitem__, uniq.tolist()))
+                elif len(names) <= 4096:  # all the names as an array: cheaper than a pandas take
+                    texts = names.to_numpy()[uniq].tolist()
                 else:
-                    texts = categories.take(uniq).tolist()
+                    texts = names.take(uniq).tolist()
                 memo = self._kernel_codes
                 mapped = np.empty(len(uniq), dtype=np.int8)
                 for i, text in enumerate(texts):
@@ -209,7 +213,7 @@ class Classifier:
                         code = memo[text] = -1 if cls is None else _CLASS_CODE[cls]
                     mapped[i] = code
                 out[kernels] = mapped[inverse]
-        return categorical(codes=out, categories=GPU_CLASS_CATEGORIES)
+        return out
 
     @cached_property
     def _kernel_codes(self) -> dict[str, int]:

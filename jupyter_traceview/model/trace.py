@@ -267,10 +267,17 @@ class Trace:
         parts = [p for p in self.map_ranks(_rank_iterations).values() if len(p)]
         if not parts:
             return pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in _ITERATION_COLUMNS})
-        out = pd.concat(parts, ignore_index=True)
-        for c in _ITERATION_COLUMNS:
-            out[c] = out[c].astype(np.int64)
-        return out[_ITERATION_COLUMNS]
+        # Column by column (what pd.concat, then astype per column, gives: an int64 column and
+        # a float64 one, -1 where a step launched nothing, concatenate to float64, then int64),
+        # one frame built at once: a few ms less per call on a one-rank trace.
+        return pd.DataFrame(
+            {
+                c: (
+                    parts[0][c].to_numpy() if len(parts) == 1 else np.concatenate([p[c].to_numpy() for p in parts])
+                ).astype(np.int64)
+                for c in _ITERATION_COLUMNS
+            }
+        )
 
     # ------------------------------------------------------------------ narrowing
     def select(

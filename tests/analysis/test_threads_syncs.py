@@ -126,10 +126,19 @@ def test_thread_ids_partition_as_row_ids(n_pids: int, n_tids: int) -> None:
     [TORCH_CPU / f / f"{f}.pt.trace.json.gz" for f in ("plain", "shapes", "stack")] + [Path(tv.sample_path())],
     ids=["plain", "shapes", "stack", "dlrm"],
 )
-def test_thread_states_of_recorded_traces_unchanged(path: Path) -> None:
+@pytest.mark.parametrize("few_keys", [None, -1, 0], ids=["default", "sorted", "compared"])
+def test_thread_states_of_recorded_traces_unchanged(
+    path: Path, few_keys: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """thread_states against the computation it replaced (threads by ``row_ids``, every
-    subtraction done), on the recorded CPU traces, whole and in a window."""
+    subtraction done), on the recorded CPU traces, whole and in a window; each (thread,
+    state)'s rows found by comparing keys (few in use) or by one sort (many): both ways."""
     import re
+
+    from jupyter_traceview.analysis import threads
+
+    if few_keys is not None:
+        monkeypatch.setattr(threads, "_FEW_KEYS", few_keys if few_keys < 0 else 10**6)
 
     import numpy as np
 

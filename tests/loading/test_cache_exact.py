@@ -21,7 +21,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
-from jupyter_traceview.loading import loader
+from jupyter_traceview.loading import ingest, loader
 from tests.loading.readers.test_reader_golden import _odd_trace, _real_traces
 from tests.loading.test_cache_integrity import entries, parses
 
@@ -70,6 +70,7 @@ def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("parsed: the cache missed")
 
     monkeypatch.setattr(loader, "read_file", refuse)
+    monkeypatch.setattr(ingest.SmallFiles, "read", refuse)  # (a serial load's files)
 
 
 @pytest.mark.parametrize("name", sorted(_traces()))

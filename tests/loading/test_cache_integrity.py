@@ -28,12 +28,18 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every parse (a cache miss) from now on."""
     seen: list[str] = []
     real = ingest.read_file
+    real_small = ingest.SmallFiles.read
 
     def counting(tf, options, cache_dir, classifier=None):  # type: ignore[no-untyped-def]
         seen.append(tf.path.name)
         return real(tf, options, cache_dir, classifier)
 
-    monkeypatch.setattr(loader, "read_file", counting)
+    def counting_small(self, key, tf):  # type: ignore[no-untyped-def]
+        seen.append(tf.path.name)
+        return real_small(self, key, tf)
+
+    monkeypatch.setattr(loader, "read_file", counting)  # (the pool's files, and a lone big one)
+    monkeypatch.setattr(ingest.SmallFiles, "read", counting_small)  # (a serial load's files)
     return seen
 
 

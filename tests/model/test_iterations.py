@@ -103,3 +103,35 @@ def test_iterations_of_as_before(tmp_path: Path) -> None:
             pd.testing.assert_frame_equal(got, want, check_exact=True)
             checked += len(got)
     assert checked > 10
+
+
+def test_iterations_frame_as_concat(tmp_path: Path) -> None:
+    """``Trace.iterations`` (built column by column) against the frame it replaced (the ranks'
+    frames concatenated, then each column made int64), on several ranks, one rank, ranks
+    whose steps launched nothing (float columns, -1) next to ranks whose steps did, and none."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from jupyter_traceview.model.trace import _ITERATION_COLUMNS, _rank_iterations
+    from tests.conftest import KINETO_FOLDERS
+
+    mixed = [kb.step(1, 0, 100), *kb.launch("k1", 10, 50, 30, corr=1), kb.step(2, 100, 50), kb.step(3, 150, 60)]
+    traces = [tv.load(kb.write(tmp_path / "mixed.json", kb.doc(mixed)), cache=False)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        for name in ("dlrm_8rank_v100", "hta_cpu_only"):
+            t = tv.load(KINETO_FOLDERS[name], cache=False, progress=False)
+            traces += [t, t.select(ranks=t.ranks[-1])]
+    floats = 0
+    for t in traces:
+        parts = [p for p in t.map_ranks(_rank_iterations).values() if len(p)]
+        floats += sum(p["gpu_start_ns"].dtype == np.float64 for p in parts)
+        want = pd.concat(parts, ignore_index=True)
+        for c in _ITERATION_COLUMNS:
+            want[c] = want[c].astype(np.int64)
+        pd.testing.assert_frame_equal(t.iterations, want[_ITERATION_COLUMNS], check_exact=True)
+    assert floats > 0
+    none = tv.load(kb.write(tmp_path / "none.json", kb.doc([*kb.launch("k1", 10, 50, 30, corr=1)])), cache=False)
+    assert none.iterations.empty and none.iterations.dtypes.tolist() == [np.dtype("int64")] * len(_ITERATION_COLUMNS)

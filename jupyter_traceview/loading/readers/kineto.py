@@ -1366,6 +1366,16 @@ _NO_PROCESS = "instant events without a process or rank"
 def _split_and_finish(
     path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int | str, int] | None
 ) -> list[RankData]:
+    ts_ns, dur_ns, groups, one_rank = split_ranks(path, raw, header, pid_map)
+    return [_rank_tables(raw, ts_ns, dur_ns, rows, meta, last_use=one_rank) for meta, rows in groups]
+
+
+def split_ranks(
+    path: Path, raw: _FileColumns, header: _Header, pid_map: Mapping[int | str, int] | None
+) -> tuple[np.ndarray, np.ndarray, list[tuple[RankMeta, np.ndarray | None]], bool]:
+    """What the rank tables of a file are built from: the events' start and duration in ns,
+    each rank's metadata and rows (None: all of them), and whether the file holds one rank
+    (its event columns are then read once more, by :func:`_rank_tables` or readers.batch)."""
     ts_ns = (raw.ts_ns if raw.ts_ns is not None else _to_ns(raw.ts_us)) + header.base_time_ns
     dur_ns = np.rint(raw.dur_us * 1000.0).astype(np.int64)
     row_ranks, source = _rank_of_rows(path, raw, header, pid_map, raw.skipped)
@@ -1385,7 +1395,7 @@ def _split_and_finish(
         raw.ts_ns = None
     else:
         groups = [(int(r), source, np.flatnonzero(row_ranks == r)) for r in np.unique(row_ranks) if r >= 0]
-    out = []
+    out: list[tuple[RankMeta, np.ndarray | None]] = []
     for rank, rank_source, rows in groups:
         meta_fields = dict(header.fields)
         pids = raw.process_names.keys() | raw.process_labels.keys()
@@ -1406,10 +1416,12 @@ def _split_and_finish(
             skipped=dict(raw.skipped),
             **meta_fields,
         )
-        out.append(_rank_tables(raw, ts_ns, dur_ns, rows, meta, last_use=row_ranks is None))
-    return out
+        out.append((meta, rows))
+    return ts_ns, dur_ns, out, row_ranks is None
 
 
+#: The events table's columns taken from the file's as they are (in the table's order).
+_EVENT_COLUMNS = ("pid", "tid", "device", "stream", "correlation", "external_id")
 #: What replaces a file column that :func:`_split_and_finish` no longer needs.
 _GONE = np.empty(0)
 
@@ -1437,7 +1449,7 @@ def _rank_tables(
     }
     kind = raw.kind[order]
     name_codes = raw.name_codes[order]
-    for col in ("pid", "tid", "device", "stream", "correlation", "external_id"):
+    for col in _EVENT_COLUMNS:
         cols[col] = getattr(raw, col)[order]
         if last_use:
             setattr(raw, col, _GONE)
