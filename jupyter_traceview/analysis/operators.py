@@ -93,7 +93,6 @@ class _RankLinks:
 
     def __init__(self, trace: Trace, rank: int, kinds: list[str], window: tuple[int, int] | None) -> None:
         self.ev = trace.rank_data(rank).events
-        self.table = lk.eid_rows(self.ev)
         mask = lk.category_mask(self.ev["kind"], kinds)
         cols = ["eid", "ts_ns", "dur_ns", "name", "launch_eid"]
         acts = pd.DataFrame({c: self.ev[c].to_numpy()[mask] for c in cols if c != "name"})
@@ -101,8 +100,9 @@ class _RankLinks:
         acts["end_ns"] = acts["ts_ns"] + acts["dur_ns"]
         self.acts = lk.clip_to_window(acts, window).reset_index(drop=True)
         act_eids = self.acts["eid"].to_numpy()
-        self.act_rows = self.table[act_eids] if len(act_eids) else np.empty(0, dtype=np.int64)
-        self.launch = lk.lookup(self.table, self.acts["launch_eid"].to_numpy())
+        # Through the eids (no table of the events' length where eid is the row).
+        self.act_rows = lk.eid_lookup(self.ev, act_eids) if len(act_eids) else np.empty(0, dtype=np.int64)
+        self.launch = lk.eid_lookup(self.ev, self.acts["launch_eid"].to_numpy())
         self.name_codes = self.ev["name"].cat.codes.to_numpy().astype(np.int64)
         self.names = np.asarray(self.ev["name"].cat.categories, dtype=object)
         self.ts = self.ev["ts_ns"].to_numpy()

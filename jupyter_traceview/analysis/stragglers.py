@@ -317,16 +317,15 @@ def _comm_kernels(
         rows = np.flatnonzero(is_comm)
     if len(rows) == 0:
         return None
-    table = lk.eid_rows(ev)
     comms = trace.rank_data(rank).comms
     meta_row = np.full(len(rows), -1, dtype=np.int64)  # row in ``comms``
     if len(comms):
-        c_rows = lk.lookup(table, comms["eid"].to_numpy())
+        c_rows = lk.eid_lookup(ev, comms["eid"].to_numpy())
         present = c_rows >= 0
         c_pos = np.flatnonzero(present)
         c_rows = c_rows[present]
         meta_row = _pos_of_rows(c_rows, c_pos, rows)  # metadata on the kernel itself
-        launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
+        launch = lk.eid_lookup(ev, ev["launch_eid"].to_numpy()[rows])
         cpu_meta = c_rows[~kernel_kind[kind_codes[c_rows]]]
         inner = lk.innermost(len(rows), lk.containing_pairs(ev, cpu_meta, launch))
         use = (meta_row < 0) & (inner >= 0)
@@ -357,7 +356,7 @@ def _comm_kernels(
     if arrival == "kernel":
         arr = ts[rows]
     else:
-        launch = lk.lookup(table, ev["launch_eid"].to_numpy()[rows])
+        launch = lk.eid_lookup(ev, ev["launch_eid"].to_numpy()[rows])
         arr = np.where(launch >= 0, ts[np.maximum(launch, 0)], -1)
     return {
         "rank": np.full(len(rows), rank, dtype=np.int64),

@@ -208,3 +208,23 @@ def test_eid_rows_of_a_full_table_and_of_a_selection() -> None:
         got = lk.eid_rows(frame)
         assert got.dtype == np.int64 and np.array_equal(got, want)
     assert len(narrowed) < len(ev) and len(scattered(narrowed["eid"].to_numpy())) > len(narrowed)
+
+
+def test_eid_lookup_as_through_the_table() -> None:
+    """``eid_lookup`` (no table where eid is the row) gives ``lookup(eid_rows(ev), eids)`` on a
+    rank's full table, a narrowed one and tables whose eids do not start at 0, for eids in and
+    out of the frame, -1 and beyond the last."""
+    dlrm = tv.load(tv.sample_path(), progress=False)
+    ev = dlrm.rank_data(1).events
+    lo, hi = int(ev["ts_ns"].min()), int(ev["ts_ns"].max())
+    narrowed = dlrm.select(time_range=(lo + (hi - lo) // 3, hi - (hi - lo) // 3)).rank_data(1).events
+    rng = np.random.default_rng(7)
+    frames = (ev, narrowed, pd.DataFrame({"eid": np.array([2, 3, 4], dtype=np.int64)}), ev.iloc[:0])
+    for frame in frames:
+        n = len(ev)
+        asked = np.concatenate(([-1, 0, 1, n - 1, n, n + 5, 2**40], rng.integers(-3, n + 3, size=500)))
+        want = lk.lookup(lk._eid_rows(frame), asked)
+        got = lk.eid_lookup(frame, asked)
+        assert got.dtype == np.int64 and np.array_equal(got, want)
+        assert np.array_equal(lk.eid_lookup(frame, asked.tolist()), want)  # any integer sequence
+    assert (lk.eid_lookup(narrowed, narrowed["eid"].to_numpy()) == np.arange(len(narrowed))).all()

@@ -74,7 +74,7 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
     n_ops = len(op_rows)
     if not n_ops:
         return None
-    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows, lk.eid_rows(ev))
+    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows)
     u = distinct.tolist()
     u_is_work = np.array([isinstance(w, Work) for w in u], dtype=bool)
     u_family = np.array([w.family if isinstance(w, Work) else "" for w in u], dtype=object)
@@ -143,7 +143,7 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
             "reason": pd.Series(none, dtype=object),
             "family": attr("family"),
             "dtype": attr("dtype"),
-            "shape": pd.Series(_shape_texts(d.op_args, links.table, rows), dtype=object),
+            "shape": pd.Series(_shape_texts(d.op_args, links.ev, rows), dtype=object),
             "detail": attr("detail"),
             "flops": num("flops"),
             "bytes": num("bytes"),

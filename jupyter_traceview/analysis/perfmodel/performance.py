@@ -144,9 +144,7 @@ def _model_key(name: str, dims: object, types: object, concrete: object) -> Work
     return model_op(call)
 
 
-def _work_of_ops(
-    ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray, table: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Model result per operator row (None: no work; NotModelled: with the reason), as codes
     into an object array of the distinct results. Each distinct (name, shapes, types,
     concrete inputs) is modelled once."""
@@ -157,7 +155,7 @@ def _work_of_ops(
     names = np.asarray(name_col.cat.categories, dtype=object)
     name_codes = np.asarray(name_col.array.codes)  # as stored (int8-32): gathered, then widened
     if len(oa) and n:
-        rows = lk.lookup(table, oa["eid"].to_numpy())
+        rows = lk.eid_lookup(ev, oa["eid"].to_numpy())
         j: np.ndarray | None
         if len(rows) == n and np.array_equal(rows, op_rows):
             # One argument row per operator, in operator order (as recorded): row k is
@@ -227,12 +225,12 @@ def _work_of_ops(
     return code, out
 
 
-def _shape_texts(oa: pd.DataFrame, table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _shape_texts(oa: pd.DataFrame, ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """The ``shape`` text (``Input Dims`` and ``Input type``) of the operators at ``rows``
     (sorted event rows; None where no arguments were recorded)."""
     shape = np.full(len(rows), None, dtype=object)
     if len(oa) and len(rows):
-        r_oa = lk.lookup(table, oa["eid"].to_numpy())
+        r_oa = lk.eid_lookup(ev, oa["eid"].to_numpy())
         j = np.flatnonzero(np.isin(r_oa, rows))
         _, last_rev = np.unique(r_oa[j][::-1], return_index=True)  # the last argument row counts
         j = j[::-1][last_rev]
@@ -354,7 +352,7 @@ def _rank_instances(
     ev = links.ev
     d = trace.rank_data(rank)
     op_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
-    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows, links.table)
+    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows)
     n_ops = len(op_rows)
     u_is_work = np.array([isinstance(w, Work) for w in distinct.tolist()], dtype=bool)
     is_work = u_is_work[work_code]
@@ -410,7 +408,7 @@ def _rank_instances(
         report &= (kernels > 0) | in_window
     idx = np.flatnonzero(report)
     rows = op_rows[idx]
-    shape = _shape_texts(d.op_args, links.table, rows)
+    shape = _shape_texts(d.op_args, links.ev, rows)
     # Per distinct model result, then per reported operator.
     u = distinct.tolist()
     u_reason = np.array(

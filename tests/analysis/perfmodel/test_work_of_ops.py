@@ -85,7 +85,7 @@ def test_work_of_ops_as_before(path: Path) -> None:
         if path == DATA / "h100_bert_small":  # one argument row per operator, in order: the fast path
             assert np.array_equal(rows, op_rows)
         for oa in _args_variants(d.op_args):
-            code, distinct = _work_of_ops(ev, oa, op_rows, table)
+            code, distinct = _work_of_ops(ev, oa, op_rows)
             want_code, want_distinct = _reference(ev, oa, op_rows, table)
             assert np.array_equal(code, want_code)
             assert [repr(w) for w in distinct.tolist()] == [repr(w) for w in want_distinct]
