@@ -4,8 +4,9 @@
 
 Loads PATH once through CACHE_DIR (filling it), then reads the first file's entry ``--reps``
 times, timing each stage with ``time.process_time`` (medians): the cache key, meta.json, the
-five Arrow files (opened, CRC-checked, IPC reader), the five frames built from them, the
-``gpu_class`` classification ``Trace`` adds, and the whole ``cache.read``. Warm: the same
+five Arrow files (opened, CRC-checked, IPC reader), their structural checks, the five
+frames built from them, the ``gpu_class`` classification ``Trace`` adds, and the whole
+``cache.read`` (which builds no frame since wave 9: they are built on first use). Warm: the same
 entry again and again (dtypes shared after the first read), so it shows each stage's
 steady cost, not a fresh process's.
 """
@@ -62,6 +63,7 @@ def main() -> None:
         tables = {}
         for name in cache._TABLES:
             batch = timed("five Arrow files (read, CRC, IPC reader)", lambda name=name: arrow(name))
+            timed("five structural checks", lambda batch=batch, name=name: cache._check_batch(batch, name))
             tables[name] = timed("five frames from Arrow", lambda batch=batch: cache._from_arrow(batch))
         d = RankData(meta=RankMeta.from_json(doc["ranks"][0]), **tables)
         timed("classified (gpu_class, in Trace)", lambda d=d: classified(d, clf))

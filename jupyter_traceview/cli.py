@@ -11,11 +11,12 @@ Load options (every command that reads a trace): ``--ranks 0,2,4-7``, ``--pid-ma
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -110,10 +111,13 @@ _CODE_FILES = ("__init__.py", "_version.py", "cli.py", "errors.py", "format.py",
 _CODE_PACKAGES = ("numpy", "pandas", "pyarrow", "msgspec", "isal", "platformdirs")
 
 
-def _kept(args: argparse.Namespace, command: str) -> Any:
+def _kept(args: argparse.Namespace, command: str, code_key: Callable[[], str | None] | None = None) -> Any:
     """Where ``command``'s output for this trace and these options is kept (a
     :class:`~.loading.kept.Kept`), or None: ``--no-cache``, ``--pid-map`` (not kept), a path
-    that is not there (the load reports it), code whose sources cannot be read."""
+    that is not there (the load reports it), code whose sources cannot be read.
+
+    ``code_key``: what gives :func:`_code_key` (default: that function; a command asking twice
+    passes one memoised call, so that the sources are hashed once)."""
     if args.no_cache or args.pid_map is not None:
         return None
     from .errors import TraceviewError
@@ -127,7 +131,7 @@ def _kept(args: argparse.Namespace, command: str) -> Any:
         if path is None:
             return None
         files, skipped = discover(path)
-        code = _code_key()
+        code = (code_key or _code_key)()
         if code is None or not files:
             return None
         options = _load_options(args)
@@ -203,7 +207,8 @@ def _progress(args: argparse.Namespace) -> bool | None:
 def _cmd_summary(args: argparse.Namespace) -> int:
     # The output of an earlier run on the same files, options and code, kept beside the
     # trace's cache entry, is printed as it was, without loading the trace (nor pandas).
-    kept = _kept(args, "summary")
+    code_key = functools.cache(_code_key)  # the sources hashed once for both looks (~10 ms)
+    kept = _kept(args, "summary", code_key)
     doc = kept.read() if kept is not None else None
     if isinstance(doc, dict) and isinstance(doc.get("stdout"), str) and _is_texts(doc.get("stderr")):
         for line in doc["stderr"]:
@@ -214,7 +219,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     text = _summary_text(args)
     sys.stdout.write(text)
     if kept is not None:
-        after = _kept(args, "summary")  # the files as they are now: kept only if none changed during the load
+        after = _kept(args, "summary", code_key)  # the files as they are now: kept only if none changed during the load
         if after is not None and after.digest == kept.digest:
             after.write({"stdout": text, "stderr": list(_WARNED)})
     return 0
@@ -391,15 +396,16 @@ def _parser() -> argparse.ArgumentParser:
 class _Version(argparse.Action):
     """--version: the package's version and which Kineto reader this install runs.
 
-    The reader is imported only here, so that --help stays quick."""
+    Neither the reader nor numpy or pandas is imported (:mod:`.loading.readers.build` knows
+    which reader runs), so that --version is as quick as --help."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        from .loading.readers import native
+        from .loading.readers import build
 
-        print(f"{parser.prog} {__version__}\nKineto reader: {native.describe()}")
+        print(f"{parser.prog} {__version__}\nKineto reader: {build.describe()}")
         raise SystemExit(0)
 
 

@@ -140,3 +140,25 @@ def test_version_names_the_reader_in_use() -> None:
     assert on.returncode == 0, on.stderr
     assert f"Kineto reader: {native.describe()}" in on.stdout
     assert ("C scanner (compiled)" in on.stdout) == native.AVAILABLE
+
+
+def test_version_imports_neither_the_reader_nor_numpy_nor_pandas() -> None:
+    """--version answers from readers/build.py (as the reader itself does): the same two lines, quickly."""
+    code = (
+        "import sys\n"
+        "from jupyter_traceview.cli import main\n"
+        "try:\n    main(['--version'])\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = ('numpy', 'pandas', 'pyarrow', 'msgspec', 'jupyter_traceview.loading.readers.native')\n"
+        "print('imported:', sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    from jupyter_traceview import __version__
+    from jupyter_traceview.loading.readers import native
+
+    assert out.stdout.splitlines() == [
+        f"traceview {__version__}",
+        f"Kineto reader: {native.describe()}",
+        "imported: []",
+    ]

@@ -75,7 +75,9 @@ class Workers(Protocol):
         self, trace: Trace, fn: Callable[..., Any], args: tuple[Any, ...], far: dict[int, tuple[str, int]]
     ) -> Any: ...
 
-    def collect(self, handles: Any) -> tuple[dict[int, bytes], list[int]]: ...
+    def collect(
+        self, handles: Any, here: Callable[[list[int]], dict[int, Any]] | None = None
+    ) -> tuple[dict[int, bytes], list[int], dict[int, Any]]: ...
 
     def abandon(self) -> None: ...
 
@@ -200,10 +202,12 @@ def per_rank(trace: Trace, fn: Callable[..., T], /, *args: Any, keep: bool = Tru
             handles = workers.submit(trace, fn, args, {r: tables[r] for r in far})
             try:
                 computed = _some(trace, [r for r in missing if r not in set(far)], fn, args)
+                # Then the ranks the workers have not started, taken over here.
+                pickled, failed, taken = workers.collect(handles, lambda rs: _some(trace, rs, fn, args))
             except BaseException:
                 workers.abandon()  # their answers are not wanted (and must not answer a later call)
                 raise
-            pickled, failed = workers.collect(handles)
+            computed.update(taken)
             computed.update(_some(trace, failed, fn, args))
             for r, data in pickled.items():
                 out[r] = pickle.loads(data)

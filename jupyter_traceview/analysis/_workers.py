@@ -4,9 +4,13 @@
 the first call after a load (or after the analysis code changed) computes them, one rank
 after another, on one core. Inside a scope given a :class:`RankWorkers` (``findings`` opens
 one), the ranks to compute are shared between this process and worker processes: a rank
-goes to process ``rank % (workers + 1)``, 0 being this one, so that a rank is always
-computed by the same process and its shared per-rank facts (:mod:`._memo`: GPU activities,
-unions, eid tables) are computed once per findings call, as in one process.
+goes to process ``rank % (workers + 1)``, 0 being this one, so that a rank is computed by
+the same process call after call and its shared per-rank facts (:mod:`._memo`: GPU
+activities, unions, eid tables) are computed once per findings call, as in one process.
+Once this process is done with its share of a call, it takes over the big ranks a worker
+has not started yet (:meth:`RankWorkers.collect`, :data:`STEAL_MIN_EVENTS`) rather than
+wait for them: the processes do not go at the same pace (a worker first reads its ranks),
+and every per-rank call would otherwise end when the slower one is done.
 
 A worker reads its ranks' tables from the cache entry itself (:func:`..loading.cache.read_rank`:
 memory-mapped Arrow files, checked against their CRC-32s) instead of receiving pickled
@@ -45,14 +49,22 @@ from ..model.rank_data import RankMeta
 from ..model.trace import Trace
 from ._memo import worker_scope
 
-__all__ = ["MIN_EVENTS", "RankWorkers", "idle_cores"]
+__all__ = ["MIN_EVENTS", "STEAL_MIN_EVENTS", "RankWorkers", "idle_cores"]
 
 #: Below this many events in the workers' share of a call, the ranks are computed here
 #: (a worker's start and its reading of the ranks cost more than it saves).
 MIN_EVENTS = 2_000_000
 
-#: One rank for a worker: (rank, the entry's folder, the rank's index there, its metadata).
-Item = tuple[int, str, int, RankMeta]
+#: A rank a worker has not started when this process is done with its own share is taken
+#: over by this process (:meth:`RankWorkers.collect`) if it has at least this many events:
+#: the share each process computes follows how fast each goes (a worker first reads its
+#: ranks; this process has them), instead of waiting for the slower one at every call.
+#: Smaller ranks stay where they were sent (their shared facts computed in one process).
+STEAL_MIN_EVENTS = 100_000
+
+#: One rank for a worker: (rank, the entry's folder, the rank's index there, its metadata,
+#: whether the caller may take it over: :data:`STEAL_MIN_EVENTS`).
+Item = tuple[int, str, int, RankMeta, bool]
 #: A worker's answer for one rank: (rank, the pickled result or None if it could not,
 #: the warnings emitted as (category, message)).
 Answer = tuple[int, bytes | None, list[tuple[type[Warning], str]]]
@@ -99,7 +111,8 @@ class RankWorkers:
         origin = trace.t0_ns  # as trace.select(ranks=...) gives its one-rank traces
         by_worker: dict[int, list[Item]] = {}
         for r, (entry, index) in far.items():
-            by_worker.setdefault(r % (self.workers + 1) - 1, []).append((r, entry, index, trace.meta(r)))
+            takeable = len(trace.rank_data(r).events) >= STEAL_MIN_EVENTS
+            by_worker.setdefault(r % (self.workers + 1) - 1, []).append((r, entry, index, trace.meta(r), takeable))
         sent: list[tuple[int, list[int]]] = []
         unsent: list[int] = []
         if not self._broken:
@@ -120,19 +133,32 @@ class RankWorkers:
             sent.append((-1, unsent))
         return sent
 
-    def collect(self, handles: list[tuple[int, list[int]]]) -> tuple[dict[int, bytes], list[int]]:
-        """The pickled results of :meth:`submit`'s ranks, and the ranks to compute here instead."""
+    def collect(
+        self, handles: list[tuple[int, list[int]]], here: Callable[[list[int]], dict[int, Any]] | None = None
+    ) -> tuple[dict[int, bytes], list[int], dict[int, Any]]:
+        """The pickled results of :meth:`submit`'s ranks, the ranks to compute here instead, and
+        the results of the ranks this process took over from the workers.
+
+        ``here(ranks)`` computes ranks in this process. Called once this process has done its
+        own share, it takes over the ranks a worker has not started yet, from the end of the
+        worker's list (see :data:`STEAL_MIN_EVENTS`), instead of waiting for them.
+        """
         done: dict[int, bytes] = {}
         failed: list[int] = []
+        taken: dict[int, Any] = {}
+        procs = list(self._procs)  # as submitted (a worker that died stops them all: _broke)
         for w, ranks in handles:
             if w < 0:
                 failed.extend(ranks)
                 continue
+            proc = procs[w]
+            while here is not None and (r := proc.take_last()) is not None:
+                taken.update(here([r]))
             try:
-                answers: list[Answer] = self._procs[w].receive()
+                answers: list[Answer] = proc.receive()
             except _Died:
                 self._broke()
-                failed.extend(ranks)
+                failed.extend(r for r in ranks if r not in taken)
                 continue
             for r, data, caught in answers:
                 if data is None:
@@ -141,7 +167,7 @@ class RankWorkers:
                 for category, message in caught:
                     warnings.warn(message, category, stacklevel=2)
                 done[r] = data
-        return done, sorted(failed)
+        return done, sorted(failed), taken
 
     def abandon(self) -> None:
         """Forget what was submitted (the caller failed or was interrupted): the processes are
@@ -204,20 +230,57 @@ class _Worker:
 
     def __init__(self, ctx: Any) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="traceview-rank-worker")
+        #: The items of the task in hand still to compute: [first, end), shared with the
+        #: process (which takes them from the front; :meth:`take_last` from the end).
+        self.claims = ctx.Array("q", 2)
+        self.proc = ctx.Process(target=_serve, args=(child, self.claims), daemon=True, name="traceview-rank-worker")
         self.proc.start()
         child.close()
         #: A task was sent and its answer not received (e.g. the caller was interrupted).
         self.busy = False
+        #: The task's ranks (in its order) and which of them may be taken over (:meth:`take_last`).
+        self._ranks: list[int] = []
+        self._takeable: list[bool] = []
 
     def send(self, task: tuple[Any, ...]) -> None:
         if not self.proc.is_alive():
             raise _Died
+        items: list[Item] = task[2]
+        if not self._lock():
+            raise _Died
+        try:
+            self.claims[0], self.claims[1] = 0, len(items)
+        finally:
+            self.claims.get_lock().release()
         try:
             self.conn.send(task)
         except (BrokenPipeError, ConnectionResetError, EOFError):
             raise _Died from None
         self.busy = True
+        self._ranks = [it[0] for it in items]
+        self._takeable = [it[4] for it in items]
+
+    def take_last(self) -> int | None:
+        """The last rank of the task in hand that the process has not started, taken from it
+        (it will not compute it); None when there is none, or that one may not be taken."""
+        if not self._lock():
+            return None  # the process died holding the lock: its ranks are computed here (collect)
+        try:
+            first, end = int(self.claims[0]), int(self.claims[1])
+            if end <= first or not self._takeable[end - 1]:
+                return None
+            self.claims[1] = end - 1
+        finally:
+            self.claims.get_lock().release()
+        return self._ranks[end - 1]
+
+    def _lock(self) -> bool:
+        """Acquire the claims' lock; False if the process ended (it may have held it)."""
+        lock = self.claims.get_lock()
+        while not lock.acquire(timeout=0.5):
+            if not self.proc.is_alive():
+                return False
+        return True
 
     def receive(self) -> Any:
         # Whichever comes first: the answer, or the end of the process (then no answer).
@@ -254,7 +317,7 @@ def _one_rank(item: Item, classifier: Classifier, source: str | None, origin: in
     """The one-rank trace ``Trace.map_ranks`` would pass for this rank, from its cache entry."""
     from ..loading.cache import read_rank
 
-    rank, entry, index, meta = item
+    rank, entry, index, meta, _ = item
     key = (entry, index, rank)
     if key not in _RANKS:
         d = read_rank(entry, index, meta, classifier=classifier)
@@ -267,6 +330,7 @@ def _one_rank(item: Item, classifier: Classifier, source: str | None, origin: in
 
 
 def _compute(
+    claims: Any,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     items: list[Item],
@@ -274,10 +338,17 @@ def _compute(
     source: str | None,
     origin: int | None,
 ) -> list[Answer]:
-    """A worker's task: ``fn(one_rank_trace, *args)`` pickled for each rank of ``items`` (None
-    where the rank's tables cannot be read or ``fn`` raises: computed by the caller instead)."""
+    """A worker's task: ``fn(one_rank_trace, *args)`` pickled for each rank of ``items`` that
+    the caller has not taken over (``claims``: see ``_Worker``), in order (None where the rank's
+    tables cannot be read or ``fn`` raises: computed by the caller instead)."""
     out: list[Answer] = []
-    for item in items:
+    while True:
+        with claims.get_lock():
+            i = claims[0]
+            if i >= claims[1]:
+                break
+            claims[0] = i + 1
+        item = items[i]
         try:
             one = _one_rank(item, classifier, source, origin)
             if one is None:
@@ -293,7 +364,7 @@ def _compute(
     return out
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, claims: Any) -> None:
     """A worker's loop: tasks (:func:`_compute`'s arguments) in, answers out, until None."""
     _keep_freed_memory()
     while True:
@@ -303,7 +374,7 @@ def _serve(conn: Connection) -> None:
             return  # the caller went away
         if task is None:
             return
-        answers = _compute(*task)
+        answers = _compute(claims, *task)
         try:
             conn.send(answers)
         except (pickle.PicklingError, AttributeError, TypeError):

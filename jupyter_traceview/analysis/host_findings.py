@@ -62,9 +62,9 @@ def _rank_host_facts(
         return None
     main = max(states, key=lambda k: (iv.length(*states[k]["op"]), -k[1]))
     st = states[main]
-    steps = its.loc[its["rank"] == r]
+    steps = np.flatnonzero(its["rank"].to_numpy() == r)  # the rank's iterations (rows)
     if len(steps):
-        scope = iv.union(steps["start_ns"].to_numpy(), steps["end_ns"].to_numpy())
+        scope = iv.union(its["start_ns"].to_numpy()[steps], its["end_ns"].to_numpy()[steps])
     else:
         lo = min(int(u[0][0]) for u in st.values() if len(u[0]))
         hi = max(int(u[1][-1]) for u in st.values() if len(u[1]))

@@ -14,10 +14,18 @@ metadata; any mismatch (flipped bytes, a truncated file, an edited or emptied ``
 is a miss, and the entry is deleted and written again by the parse that follows: a damaged
 cache heals itself instead of giving wrong figures. CRC-32 (ISA-L's, several GB/s) is there
 to catch damage, not tampering by someone who can write to the cache folder.
+
+Reading is in two steps. When the entry is read (``tv.load``), every file is read, its CRC
+compared and its structure checked (:func:`_check_batch`: what the frame will be built from
+is valid, so that a bad file is a miss there and then, parsed again); the pandas frames are
+built only when a rank's table is first read (:class:`~..model.rank_data.Deferred`: once,
+thread-safe, and built before a rank is pickled to another process). A cached load of the
+bundled 8-rank sample builds none of its 40 frames; an analysis builds those it reads.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -37,7 +45,7 @@ import pyarrow.ipc
 from ..model.classify import Classifier, rules_key
 from ..model.facts import RankFacts, attach
 from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, columns_index, frame_of, paused_gc, shared_dtype
-from ..model.rank_data import RankData, RankMeta
+from ..model.rank_data import Deferred, RankData, RankMeta, replaced, when_built
 from ..model.trace import classified
 
 # The keys live in cache_key (light: found without pandas or Arrow); their names stay here too.
@@ -55,8 +63,8 @@ MAX_BYTES = 20 * 2**30
 
 _TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
 #: Format of meta.json; entries of other formats are misses. (4: the classes kept, with the
-#: classifier's key.)
-ENTRY_FORMAT = 4
+#: classifier's key; 5: the ranks' CRC over msgspec's encoding.)
+ENTRY_FORMAT = 5
 
 try:  # ISA-L's CRC-32 is about 4x faster than zlib's (isal is a dependency)
     from isal.isal_zlib import crc32 as _crc32
@@ -66,39 +74,80 @@ except ImportError:  # pragma: no cover - odd installs
 
 def _to_arrow(df: pd.DataFrame) -> pa.RecordBatch:
     """Columns as Arrow arrays without copies; categoricals keep every category."""
-    arrays, names = [], []
-    for col in df.columns:
-        values = df[col]
-        if isinstance(values.dtype, pd.CategoricalDtype):
-            cat = values.array
-            codes = np.asarray(cat.codes)
+    arrays = []
+    # The columns' arrays without a Series each (pandas' own iterator; ~0.1 ms a column less).
+    columns = df._iter_column_arrays() if hasattr(df, "_iter_column_arrays") else (df[c].array for c in df.columns)
+    for col, values in zip(df.columns, columns, strict=True):
+        if isinstance(values, pd.Categorical):
+            codes = np.asarray(values.codes)
             indices = pa.array(codes, mask=codes < 0)
-            # large_string: what pandas holds str categories in, so reading does not convert them.
-            dictionary = pa.array(np.asarray(cat.categories, dtype=object), type=pa.large_string())
-            arrays.append(pa.DictionaryArray.from_arrays(indices, dictionary))
+            arrays.append(pa.DictionaryArray.from_arrays(indices, _categories_to_arrow(values.categories)))
+        elif isinstance(values, np.ndarray):
+            arrays.append(pa.array(values))
         else:
-            arrays.append(pa.array(values.to_numpy()))
-        names.append(col)
+            arrays.append(pa.array(df[col].to_numpy()))
     # A record batch (not a table): an empty one is still written, dictionaries included.
-    return pa.RecordBatch.from_arrays(arrays, names=names)
+    return pa.RecordBatch.from_arrays(arrays, names=list(df.columns))
+
+
+def _categories_to_arrow(categories: pd.Index) -> pa.Array:
+    """The categories as an Arrow large_string array (what pandas holds str categories in, so
+    that reading does not convert them): Arrow-backed ones as they are, others converted."""
+    if categories.dtype == STR_DTYPE and isinstance(STR_DTYPE, pd.StringDtype) and STR_DTYPE.storage == "pyarrow":
+        array = pa.array(categories.array)
+        if array.null_count == 0:
+            return array if pa.types.is_large_string(array.type) else array.cast(pa.large_string())
+    return pa.array(np.asarray(categories, dtype=object), type=pa.large_string())
 
 
 def _from_arrow(batch: pa.RecordBatch) -> pd.DataFrame:
     """A frame over the (memory-mapped) Arrow buffers: numeric columns are not copied.
 
-    Categories are not turned into Python strings: a list met before (same bytes) reuses
-    its dtype, a new one is wrapped as it lies in the file (:func:`_dictionary_dtype`).
+    ``batch`` passed :func:`_check_batch`. Categories are not turned into Python strings: a
+    list met before (same bytes) reuses its dtype, a new one is wrapped as it lies in the
+    file (:func:`_dictionary_dtype`).
     """
     columns: list[object] = []
-    for array in batch.columns:
-        if pa.types.is_dictionary(array.type):
-            # from_codes checks every code against the categories (two reductions): a
-            # file that passed its CRC but holds bad codes raises instead of crashing.
-            codes = _codes(array.indices)
-            columns.append(pd.Categorical.from_codes(codes, dtype=_dictionary_dtype(array.dictionary)))
+    with paused_gc():
+        for array in batch.columns:
+            if pa.types.is_dictionary(array.type):
+                # (from_codes checks the codes against the categories again: two reductions.)
+                codes = _codes(array.indices)
+                columns.append(pd.Categorical.from_codes(codes, dtype=_dictionary_dtype(array.dictionary)))
+            else:
+                columns.append(array.to_numpy(zero_copy_only=False))
+        return frame_of(columns, columns_index(tuple(batch.schema.names)), batch.num_rows)
+
+
+def _check_batch(batch: pa.RecordBatch, file_name: str) -> None:
+    """Raise :class:`_Damaged` unless :func:`_from_arrow` can build a frame of ``batch``.
+
+    Done when the entry is read (the frame is built later, when first used), so that a file
+    that passed its CRC but is not what this module writes is a miss, parsed again, not an
+    error in an analysis: Arrow's full validation (buffers, offsets, UTF-8, every
+    dictionary index within its dictionary) and, for categoricals, categories that are
+    strings, none missing, none repeated (found by a set, or by Arrow's hash for many).
+    """
+    try:
+        batch.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise _Damaged(f"{file_name}: {exc}") from None
+    for i, column in enumerate(batch.schema):
+        if not pa.types.is_dictionary(column.type):
+            continue
+        dictionary = batch.column(i).dictionary
+        if not (pa.types.is_large_string(dictionary.type) or pa.types.is_string(dictionary.type)):
+            raise _Damaged(f"{file_name}: categories of type {dictionary.type}")
+        if dictionary.null_count:
+            raise _Damaged(f"{file_name}: a missing category")
+        if len(dictionary) < 2:
+            continue
+        if len(dictionary) <= _SET_CHECKED:
+            unique = len(set(dictionary.to_pylist())) == len(dictionary)
         else:
-            columns.append(array.to_numpy(zero_copy_only=False))
-    return frame_of(columns, columns_index(tuple(batch.schema.names)), batch.num_rows)
+            unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
+        if not unique:
+            raise _Damaged(f"{file_name}: a repeated category")
 
 
 def _codes(indices: pa.Array) -> np.ndarray:
@@ -115,11 +164,10 @@ def _codes(indices: pa.Array) -> np.ndarray:
 
 
 def _dictionary_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
-    """The categorical dtype of an Arrow dictionary of strings, shared with equal dictionaries."""
+    """The categorical dtype of an Arrow dictionary of strings (checked by :func:`_check_batch`:
+    none missing, none repeated), shared with equal dictionaries."""
     if pa.types.is_string(dictionary.type):
         dictionary = dictionary.cast(pa.large_string())
-    if not pa.types.is_large_string(dictionary.type) or dictionary.null_count:
-        return category_dtype(dictionary.to_pylist())  # not written by this module: checked the plain way
     key: tuple[str, bytes, bytes] = ("arrow", b"", b"")
     if len(dictionary):
         offsets, data = dictionary.buffers()[1:3]
@@ -137,16 +185,10 @@ def _build_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
     if isinstance(STR_DTYPE, pd.StringDtype) and STR_DTYPE.storage == "pyarrow":
         from pandas.arrays import ArrowStringArray
 
-        # The categories as pandas holds str values: an Arrow large_string array, not copied.
-        # No nulls (checked by the caller); no duplicates, counted by a set (few categories:
-        # cheaper than the first call of an Arrow kernel in a process) or by Arrow's hash (a
-        # file that passed its CRC but repeats a category is a miss: pandas' check raises).
+        # The categories as pandas holds str values: an Arrow large_string array, not copied
+        # (no nulls, no duplicates: checked by _check_batch).
         categories = pd.Index(ArrowStringArray(dictionary, dtype=STR_DTYPE), copy=False)
-        if len(dictionary) <= _SET_CHECKED:
-            unique = len(set(dictionary.to_pylist())) == len(dictionary)
-        else:
-            unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
-        return checked_dtype(categories, unique)
+        return checked_dtype(categories, True)
     return category_dtype(dictionary.to_pylist())
 
 
@@ -160,8 +202,16 @@ _UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, Recursi
 
 
 def _ranks_crc(metas: Any) -> int:
-    # json, not msgspec: metadata may hold lone surrogates (escaped here) and NaN.
-    return _crc32(json.dumps(metas, sort_keys=True, separators=(",", ":")).encode())
+    """CRC-32 of the ranks' metadata as meta.json's decoder gives it back (keys sorted).
+
+    msgspec's encoder (~10x json's); json's for what it cannot encode (lone surrogates).
+    Only ever compared with itself: the writer and the reader both call it.
+    """
+    try:
+        text = msgspec.json.encode(metas, order="sorted")
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        text = json.dumps(metas, sort_keys=True, separators=(",", ":")).encode()
+    return _crc32(text)
 
 
 def _decode_meta(text: bytes) -> Any:
@@ -224,14 +274,23 @@ def _read_rank(
         buffer = _file_buffer(os.path.join(entry, file_name))
         if _crc32(memoryview(buffer)) != crcs[file_name]:
             raise _Damaged(f"{file_name} was changed")
-        reader = pa.ipc.open_file(buffer)
+        reader = pa.ipc.RecordBatchFileReader(buffer)
         if reader.num_record_batches != 1:
             raise _Damaged(f"{file_name} holds {reader.num_record_batches} record batches")
-        tables[name] = _from_arrow(reader.get_batch(0))
-    if (stored is not None) != ("gpu_class" in tables["events"].columns):
-        raise _Damaged(f"r{i}.events.arrow: the gpu_class column does not match meta.json")
+        batch = reader.get_batch(0)
+        _check_batch(batch, file_name)
+        if name == "events" and (stored is not None) != ("gpu_class" in batch.schema.names):
+            raise _Damaged(f"{file_name}: the gpu_class column does not match meta.json")
+        # Checked: the frame is built when first used (see model.rank_data.Deferred).
+        tables[name] = Deferred(functools.partial(_from_arrow, batch))
     d = RankData(meta=meta, **tables)
-    return d if kept else classified(d, classifier)
+    if kept:
+        return d
+    return replaced(d, events=Deferred(functools.partial(_classified_events, d, classifier)))
+
+
+def _classified_events(d: RankData, classifier: Classifier) -> pd.DataFrame:
+    return classified(d, classifier).events
 
 
 def read_rank(entry: str, i: int, meta: RankMeta, *, classifier: Classifier) -> RankData | None:
@@ -259,11 +318,18 @@ _MAP_BYTES = 1 << 20
 
 def _file_buffer(path: str) -> pa.Buffer:
     # A small file costs less read (one read, no mapping to set up and tear down): 0.2 ms
-    # against 0.3 ms for a rank's five files, measured on the 1,024-rank set.
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    # against 0.3 ms for a rank's five files, measured on the 1,024-rank set. os.read, not
+    # a file object: half the cost for these small files (no buffered reader to set up).
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
         if size <= _MAP_BYTES:
-            return pa.py_buffer(fh.read())
+            data = os.read(fd, size)
+            if len(data) != size:
+                raise _Damaged(f"{os.path.basename(path)} changed while it was read")
+            return pa.py_buffer(data)
+    finally:
+        os.close(fd)
     with pa.memory_map(path, "r") as source:
         return source.read_buffer()
 
@@ -283,15 +349,8 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData], *, classifier: C
         crcs: dict[str, int] = {}
         for i, d in enumerate(ranks):
             for name in _TABLES:
-                batch = _to_arrow(getattr(d, name))
                 file_name = f"r{i}.{name}.arrow"
-                with (
-                    pa.OSFile(str(tmp / file_name), "wb") as sink,
-                    pa.ipc.new_file(sink, batch.schema) as writer,
-                ):
-                    writer.write_batch(batch)
-                with pa.memory_map(str(tmp / file_name), "r") as written:
-                    crcs[file_name] = _crc32(memoryview(written.read_buffer()))
+                crcs[file_name] = _write_batch(str(tmp / file_name), _to_arrow(getattr(d, name)))
         # The metadata as it will be read back (JSON round trip), so that its CRC matches.
         metas = json.loads(json.dumps([d.meta.to_json() for d in ranks]))
         doc = {
@@ -312,13 +371,41 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData], *, classifier: C
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _write_batch(path: str, batch: pa.RecordBatch) -> int:
+    """Write ``batch`` as an Arrow IPC file at ``path``; its CRC-32.
+
+    A small one is written in memory and saved by one write (a quarter of the cost of a file
+    stream and a mapping to read it back, for the sample's tables); a big one is streamed
+    to the file and read back mapped, so that it is never held twice in memory.
+    """
+    if batch.nbytes <= _MAP_BYTES:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        data = sink.getvalue()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        return _crc32(memoryview(data))
+    with pa.OSFile(path, "wb") as stream, pa.ipc.new_file(stream, batch.schema) as writer:
+        writer.write_batch(batch)
+    with pa.memory_map(path, "r") as written:
+        return _crc32(memoryview(written.read_buffer()))
+
+
 def attach_facts(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
     """Give each rank of the entry ``key`` its store of derived results (:mod:`..model.facts`):
     the file ``r<i>.facts`` in the entry, next to its tables (not in ``meta.json``: a missing or
     damaged one is only a miss, see :class:`~..model.facts.RankFacts`)."""
     entry = os.path.join(cache_dir, key)
     for i, d in enumerate(ranks):
-        attach(d.events, RankFacts(os.path.join(entry, f"r{i}.facts"), tables=(entry, i)))
+        store = RankFacts(os.path.join(entry, f"r{i}.facts"), tables=(entry, i))
+        # Keyed by the events frame: attached when it is built (see model.rank_data.Deferred).
+        when_built(d, "events", functools.partial(attach, store=store))
 
 
 def _entry_size(entry: Path) -> int:

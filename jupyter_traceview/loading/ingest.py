@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import TraceFormatError, TraceviewWarning
 from ..model.classify import Classifier
-from ..model.rank_data import RankData, RankMeta
+from ..model.rank_data import RankData, RankMeta, replaced
 from ..model.trace import classified
 from . import cache as _cache
 from . import pieces
@@ -193,7 +193,7 @@ def with_rank(data: RankData, rank: int) -> RankData:
     if data.meta.rank == rank:
         return data
     meta = dataclasses.replace(data.meta, rank=rank)
-    return dataclasses.replace(data, meta=meta)
+    return replaced(data, meta=meta)
 
 
 def warn_reader_messages(metas: dict[int, RankMeta]) -> None:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..errors import OptionError, TraceSelectionError, TraceviewError, TraceviewWarning
 from .collectives import SYNCHRONISING, match_instances, rank_collective_kernels
-from .rank_data import RankData
+from .rank_data import RankData, replaced
 from .trace import Trace
 
 __all__ = ["CLOCK_OFFSET_KEY", "align_clocks", "clock_alignment"]
@@ -179,7 +179,7 @@ def shift_rank(d: RankData, *, offsets: Mapping[int, int]) -> RankData:
     if off:
         events = events.copy(deep=False)
         events["ts_ns"] = events["ts_ns"].to_numpy() - np.int64(off)
-    return dataclasses.replace(d, meta=meta, events=events)
+    return replaced(d, meta=meta, events=events)
 
 
 # ---------------------------------------------------------------------- the fit

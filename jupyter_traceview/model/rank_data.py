@@ -1,16 +1,25 @@
-"""Per-rank data as readers produce it: metadata and the schema tables."""
+"""Per-rank data as readers produce it: metadata and the schema tables.
+
+A table of a :class:`RankData` is a frame, or a :class:`Deferred` that builds it on first
+use: the cache (``loading/cache.py``) checks a rank's files when it loads them and builds
+the pandas frames only when an analysis first reads them. To everything that reads
+``rank_data.events`` the two are the same: the attribute is always the frame (built once,
+whichever thread asks first), and a rank pickles with its frames built.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import pandas as pd
 
 from .schema import OP_ARGS_COLUMNS, categorical, empty_memory_table
 
-__all__ = ["RankData", "RankMeta", "empty_op_args"]
+__all__ = ["Deferred", "RankData", "RankMeta", "empty_op_args", "replaced", "when_built"]
 
 
 @dataclass(frozen=True)
@@ -56,8 +65,9 @@ class RankMeta:
     source_format: str = "kineto"
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (for the cache)."""
-        d = dataclasses.asdict(self)
+        """A JSON-able dict (for the cache; it shares this object's dicts: dump it, do not change it)."""
+        # Not dataclasses.asdict: its deep copy of every thread name was most of a cache write's metadata.
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["process_names"] = [[k, v] for k, v in self.process_names.items()]
         d["process_labels"] = [[k, v] for k, v in self.process_labels.items()]
         d["thread_names"] = [list(t) for t in self.thread_names]
@@ -75,24 +85,130 @@ class RankMeta:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
+class Deferred:
+    """A table built on first use, once (the first thread to ask builds it, the others wait),
+    then kept. It pickles and copies as its table: a worker never gets a half-built one.
+
+    ``build`` must not read the table it builds.
+    """
+
+    __slots__ = ("_build", "_lock", "_table", "_then")
+
+    def __init__(self, build: Callable[[], pd.DataFrame]) -> None:
+        self._build: Callable[[], pd.DataFrame] | None = build
+        self._table: pd.DataFrame | None = None
+        self._lock = threading.Lock()
+        self._then: list[Callable[[pd.DataFrame], None]] = []
+
+    @property
+    def built(self) -> bool:
+        """Whether the table has been built."""
+        return self._table is not None
+
+    def get(self) -> pd.DataFrame:
+        """The table (built now if it was not)."""
+        table = self._table
+        if table is None:
+            with self._lock:
+                table = self._table
+                if table is None:
+                    assert self._build is not None  # set until the table is
+                    table = self._build()
+                    for fn in self._then:  # before the table is seen by other threads
+                        fn(table)
+                    self._table, self._build, self._then = table, None, []
+        return table
+
+    def then(self, fn: Callable[[pd.DataFrame], None]) -> None:
+        """Call ``fn(table)`` when the table is built (now, if it is)."""
+        with self._lock:
+            if self._table is None:
+                self._then.append(fn)
+                return
+        fn(self._table)
+
+    def __reduce__(self) -> tuple[Callable[[pd.DataFrame], pd.DataFrame], tuple[pd.DataFrame]]:
+        return (_same, (self.get(),))
+
+
+def _same(table: pd.DataFrame) -> pd.DataFrame:
+    return table
+
+
+#: The default of a table field (its descriptor then builds the table): an empty table.
+_EMPTY: Any = type("_EmptyTable", (), {"__repr__": lambda self: "<empty table>"})()
+
+
+class _Table:
+    """A table field of :class:`RankData`: set to a frame or a :class:`Deferred`, read as the frame."""
+
+    def __init__(self, empty: Callable[[], pd.DataFrame] | None = None) -> None:
+        self._empty = empty
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Any: ...
+    @overload
+    def __get__(self, obj: RankData, owner: type | None = None) -> pd.DataFrame: ...
+    def __get__(self, obj: RankData | None, owner: type | None = None) -> Any:
+        if obj is None:  # on the class: the field's default, for dataclasses
+            if self._empty is None:
+                raise AttributeError(self._name)
+            return _EMPTY
+        value = obj.__dict__[self._name]
+        return value.get() if isinstance(value, Deferred) else value
+
+    def __set__(self, obj: RankData, value: pd.DataFrame | Deferred) -> None:
+        if value is _EMPTY and self._empty is not None:
+            value = self._empty()
+        obj.__dict__[self._name] = value
+
+
 @dataclass(frozen=True, eq=False)
 class RankData:
     """One rank's tables, in the schema of :mod:`jupyter_traceview.model.schema`.
 
-    Derive a changed copy with :func:`dataclasses.replace`, so that no table is dropped.
+    A table may be given as a :class:`Deferred`: it is built when first read.
+    Derive a changed copy with :func:`replaced` (or :func:`dataclasses.replace`, which
+    builds every table), so that no table is dropped.
     """
 
     meta: RankMeta
     #: One row per event (columns: schema.EVENT_COLUMNS; ``gpu_class`` is added by Trace).
-    events: pd.DataFrame
+    events: _Table = _Table()
     #: GPU activity arguments (columns: schema.GPU_ARGS_COLUMNS).
-    gpu_args: pd.DataFrame
+    gpu_args: _Table = _Table()
     #: Collective metadata (columns: schema.COMMS_COLUMNS).
-    comms: pd.DataFrame
+    comms: _Table = _Table()
     #: Allocator records (columns: schema.MEMORY_COLUMNS); empty without ``profile_memory``.
-    memory: pd.DataFrame = field(default_factory=empty_memory_table)
+    memory: _Table = _Table(empty_memory_table)
     #: Recorded operator arguments (columns: schema.OP_ARGS_COLUMNS); empty if none were recorded.
-    op_args: pd.DataFrame = field(default_factory=lambda: empty_op_args())
+    op_args: _Table = _Table(lambda: empty_op_args())
+
+
+def replaced(d: RankData, **changes: Any) -> RankData:
+    """``dataclasses.replace(d, **changes)``, with the tables not built yet left so (shared)."""
+    given = {f.name: d.__dict__[f.name] for f in dataclasses.fields(d) if f.init}
+    given.update(changes)
+    return type(d)(**given)
+
+
+def when_built(d: RankData, name: str, fn: Callable[[pd.DataFrame], None]) -> None:
+    """Call ``fn(table)`` with ``d``'s table ``name`` once it is built (now, if it is)."""
+    value = d.__dict__[name]
+    if isinstance(value, Deferred):
+        value.then(fn)
+    else:
+        fn(value)
+
+
+def built(d: RankData, name: str) -> bool:
+    """Whether ``d``'s table ``name`` is built (it is, unless it was given as a :class:`Deferred`)."""
+    value = d.__dict__[name]
+    return not isinstance(value, Deferred) or value.built
 
 
 def empty_op_args() -> pd.DataFrame:

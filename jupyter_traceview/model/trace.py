@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -17,7 +16,7 @@ from ..format import duration, headline_items, plural, ranges, time
 from .classify import Classifier
 from .display_hook import Headline, headline_hook, mimebundle_hook
 from .frames import paused_gc
-from .rank_data import RankData, RankMeta
+from .rank_data import RankData, RankMeta, replaced
 from .schema import GPU_ACTIVITY_KINDS, EventKind
 
 __all__ = ["Trace"]
@@ -424,7 +423,7 @@ def classified(d: RankData, clf: Classifier) -> RankData:
         ev["gpu_class"] = cls
     else:
         ev.insert(ev.columns.get_loc("kind") + 1, "gpu_class", cls)
-    return dataclasses.replace(d, events=ev)
+    return replaced(d, events=ev)
 
 
 def _select_rank(

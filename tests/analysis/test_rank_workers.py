@@ -279,3 +279,47 @@ def test_no_worker_without_an_idle_core(cached: tv.Trace, forced: None, monkeypa
 
 def test_idle_cores_counts_this_process() -> None:
     assert _workers.idle_cores() <= (os.cpu_count() or 1) - 1
+
+
+def _slow_in_worker(trace: Trace, started: str) -> tuple[int, bool]:
+    """(rank, computed here); in a worker, it marks that it started, then takes its time."""
+    if _in_worker():
+        Path(started).touch()
+        time.sleep(2)
+    else:
+        deadline = time.monotonic() + 120
+        while not Path(started).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # this process's share lasts until the worker computes its first rank
+    return int(trace.ranks[0]), not _in_worker()
+
+
+def test_ranks_a_worker_has_not_started_are_taken_over_here(
+    cached: tv.Trace, forced: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker starts its first rank and is slow; this process, done with its share, takes
+    # the worker's other ranks (from the end of its list) instead of waiting for them.
+    monkeypatch.setattr(_workers, "STEAL_MIN_EVENTS", 0)
+    started = str(tmp_path / "started")
+    pool = RankWorkers(1)
+    try:
+        with shared_rank_facts(workers=pool), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = per_rank(cached, _slow_in_worker, started)
+            # The next call (nothing taken over) gets its own answers: none left over from this one.
+            monkeypatch.setattr(_workers, "STEAL_MIN_EVENTS", 10**12)
+            assert per_rank(cached, _where) == {r: r % 2 == 0 for r in cached.ranks}
+    finally:
+        pool.close()
+    first_far = min(r for r in cached.ranks if r % 2)
+    assert got == {r: (r, r != first_far) for r in cached.ranks}
+
+
+def test_findings_with_ranks_taken_over_are_the_one_process_findings(
+    tmp_path: Path, forced: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_workers, "STEAL_MIN_EVENTS", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        want = tv.findings(tv.load(tv.sample_path(), cache=False, progress=False))
+        _same(tv.findings(tv.load(tv.sample_path(), cache=tmp_path, progress=False)), want)
+        _same(tv.findings(tv.load(tv.sample_path(), cache=tmp_path, progress=False)), want)  # read back

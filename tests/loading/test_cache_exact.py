@@ -250,3 +250,29 @@ def test_write_wants_the_classifier_of_classified_ranks(tmp_path: Path) -> None:
     trace = tv.load(tv.sample_path(), cache=False, ranks=[0])
     with pytest.raises(ValueError, match="classifier"):
         tv_cache.write(tmp_path, "k", [trace.rank_data(0)], classifier=None)
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_tables_written_in_memory_or_streamed_read_back_exactly(
+    big: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cache._write_batch writes a small table from memory, a big one streamed to its file
+    (then read back mapped for its CRC): both give the same tables back."""
+    if big:
+        monkeypatch.setattr(tv_cache, "_MAP_BYTES", 0)
+    written: list[int] = []
+    real = tv_cache._write_batch
+
+    def spy(path: str, batch: pa.RecordBatch) -> int:
+        crc = real(path, batch)
+        assert crc == tv_cache._crc32(Path(path).read_bytes())
+        written.append(crc)
+        return crc
+
+    monkeypatch.setattr(tv_cache, "_write_batch", spy)
+    cache = tmp_path / "cache"
+    cold = tv.load(tv.sample_path(), cache=False)
+    tv.load(tv.sample_path(), cache=cache)
+    assert len(written) == len(cold.ranks) * len(TABLES)
+    _no_parse(monkeypatch)
+    assert_same_trace(cold, tv.load(tv.sample_path(), cache=cache), "streamed" if big else "in memory")

@@ -29,3 +29,17 @@ def test_the_key_follows_the_rules_code(monkeypatch: pytest.MonkeyPatch) -> None
         assert rules_key(Classifier()) != before
     finally:
         rules_key.cache_clear()
+
+
+def test_the_default_patterns_compile_and_bad_patterns_are_still_refused() -> None:
+    """A default classifier skips checking its patterns (every load makes one): they must compile."""
+    import re
+
+    for label, patterns in classify._DEFAULTS.items():
+        assert getattr(Classifier(), label) == patterns
+        for pattern in patterns:
+            re.compile(pattern)
+    with pytest.raises(ValueError, match="bad regular expression"):
+        Classifier().extend(memory=["("])
+    with pytest.raises(ValueError, match="bad regular expression"):
+        Classifier(other=("(",))

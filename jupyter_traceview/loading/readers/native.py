@@ -20,7 +20,6 @@ compiled module it is off too, silently.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,20 +29,17 @@ import numpy as np
 
 from ...model.collectives import normalize_collective
 from ...model.schema import EventKind
-from . import derive, memory, op_args
+from . import build, derive, memory, op_args
 from . import kineto as K
+from .build import describe as describe
 
 __all__ = ["AVAILABLE", "Scratch", "part", "piece_part", "scan", "scratch", "shared_scratch"]
 
-try:
-    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
-        raise ImportError("TRACEVIEW_NATIVE=0")
-    from . import _kscan  # type: ignore[attr-defined]
-except ImportError:
-    _kscan = None
+#: The compiled scanner, or None (see :mod:`.build`, which ``traceview --version`` asks too).
+_kscan: Any = build.SCANNER
 
 #: Whether pieces are read by the C scanner (the module is built and not turned off).
-AVAILABLE = _kscan is not None
+AVAILABLE = build.AVAILABLE
 
 # Columns of the scanner's ints, floats and spans (see the enums in _kscan.c).
 (
@@ -70,23 +66,16 @@ _MEM_COLUMNS = {
     "mem_device_id": 23,
 }
 _MEM_DEVICE_TYPE = 24
-_N_INTS = 25
+_N_INTS = build.N_INTS
 _TS, _DUR, _BLOCKS_PER_SM, _WARPS_PER_SM, _OCCUPANCY, _BANDWIDTH = range(6)
-_N_FLOATS = 6
+_N_FLOATS = build.N_FLOATS
 _CAT, _NAME, _COLLECTIVE, _DTYPE, _PG_NAME, _PG_DESC, _DIMS = range(7)
-_N_SPANS = 10
+_N_SPANS = build.N_SPANS
 _OP_SPANS = {f: _DIMS + j for j, f in enumerate(op_args.FIELDS)}
 # Columns the scanner numbers (first-seen among the kept events): cat, name, the op arguments.
 _CAT_CODES, _NAME_CODES = 0, 1
 _OP_CODES = {f: 2 + j for j, f in enumerate(op_args.FIELDS)}
-_N_CODED = 6
-if _kscan is not None and (
-    (_kscan.N_INTS, _kscan.N_FLOATS, _kscan.N_SPANS, _kscan.N_CODED) != (_N_INTS, _N_FLOATS, _N_SPANS, _N_CODED)
-    or not getattr(_kscan, "SCANS_RANGES", 0)  # (built before scan took start and end)
-):
-    _kscan = None  # a module of another version: never misread its columns
-    AVAILABLE = False
-
+_N_CODED = build.N_CODED
 #: A Kineto event is longer than this many bytes in any profiler's output; a piece with
 #: more events than its size allows at this length is left to the msgspec path.
 _MIN_EVENT_BYTES = 16
@@ -426,19 +415,3 @@ def _memory(ints: np.ndarray, k: np.ndarray, name_codes: np.ndarray, names: list
         ints={f: picked[:, col].copy() for f, col in _MEM_COLUMNS.items()},
         device_type=[type_names[c] for c in codes_of_type.tolist()],
     )
-
-
-def describe() -> str:
-    """Which reader this install runs, and why, in words (``traceview --version``)."""
-    if AVAILABLE:
-        return "the C scanner (compiled), with msgspec for what it does not read; identical tables"
-    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
-        return "msgspec only (TRACEVIEW_NATIVE=0 turns the C scanner off)"
-    try:
-        from . import _kscan  # type: ignore[attr-defined]  # noqa: F401
-    except ImportError:
-        return (
-            "msgspec only: the C scanner is not built (install a C compiler and Python's headers, "
-            "then reinstall; large traces read about 2x faster with it)"
-        )
-    return "msgspec only: the compiled C scanner is from another version of the package (reinstall)"
