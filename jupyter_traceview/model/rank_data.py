@@ -19,7 +19,7 @@ import pandas as pd
 
 from .schema import OP_ARGS_COLUMNS, categorical, empty_memory_table
 
-__all__ = ["Deferred", "RankData", "RankMeta", "empty_op_args", "replaced", "when_built"]
+__all__ = ["Deferred", "RankData", "RankMeta", "built", "empty_op_args", "replaced", "when_built"]
 
 
 @dataclass(frozen=True)
