@@ -167,6 +167,13 @@ def main() -> None:
         "none: all the per-rank work in this process (off)",
     )
     p.add_argument(
+        "--take-over",
+        choices=("on", "off"),
+        default="on",
+        help="with workers: this process takes over the big ranks a worker has not started once its own share is "
+        "done (on, as findings does), or waits for the workers' whole share at every per-rank call (off)",
+    )
+    p.add_argument(
         "--per-function",
         action="store_true",
         help="with the per-rule table: the CPU time of each per-rank function in this process (with --workers off: all)",
@@ -181,6 +188,10 @@ def main() -> None:
 
         key = f"bench_findings {os.getpid()} {time.time()}"
         _memo.code_key = lambda: key  # type: ignore[assignment]
+    if args.take_over == "off":
+        from jupyter_traceview.analysis import _workers
+
+        _workers.STEAL_MIN_EVENTS = 2**62
     if args.workers != "auto":
         from jupyter_traceview.analysis import _workers
 
