@@ -117,9 +117,11 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     blocking = blocking[host_kind[np.asarray(kinds.codes)[blocking]]]
     parent = ev["parent_eid"].to_numpy()
     args = trace.rank_data(r).gpu_args
+    # Each argument row's event row (-1: not in the table), for the copies and the kernels below.
+    a_rows = rows_of(ev, args["eid"].to_numpy())
     # The pageable copies' argument rows (positions in ``args``; no copy of its other columns).
     pageable = np.flatnonzero(args["pageable"].to_numpy())
-    p_rows = rows_of(ev, args["eid"].to_numpy()[pageable])
+    p_rows = a_rows[pageable]
     p_ok = p_rows >= 0
     p_rows, pageable = p_rows[p_ok], pageable[p_ok]
     p_call = rows_of(ev, ev["launch_eid"].to_numpy()[p_rows])
@@ -155,18 +157,16 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     }
     # --- estimated achieved occupancy of compute kernels, per name (time-weighted). A
     # kernel that runs has a warp resident: 0 % means the profiler could not estimate it.
-    occ_all = args["occupancy_pct"].to_numpy().astype(np.float64)
-    has_occ = np.flatnonzero(occ_all > 0)
-    k_rows = rows_of(ev, args["eid"].to_numpy()[has_occ])
-    ok = k_rows >= 0
-    at = k_rows[ok]  # compute kernels among them, tested at these rows only
+    # The argument rows with an occupancy and an event row; the compute kernels among them,
+    # tested at their rows only.
+    occ_all = args["occupancy_pct"].to_numpy()
+    cand = np.flatnonzero((occ_all > 0) & (a_rows >= 0))
+    at = a_rows[cand]
     kernel_kind = np.append(np.asarray(ev["kind"].array.categories == EventKind.KERNEL.value, dtype=bool), False)
     compute = _category_code(ev["gpu_class"], GpuClass.COMPUTE.value)
-    ok[ok] &= kernel_kind[np.asarray(ev["kind"].array.codes)[at]] & (
-        np.asarray(ev["gpu_class"].array.codes)[at] == compute
-    )
-    keep = np.flatnonzero(ok)
-    k_rows, occ = k_rows[keep], occ_all[has_occ[keep]]
+    ok = kernel_kind[np.asarray(ev["kind"].array.codes)[at]]
+    ok &= np.asarray(ev["gpu_class"].array.codes)[at] == compute
+    k_rows, occ = at[ok], occ_all[cand[ok]].astype(np.float64)
     codes = name_codes[k_rows].astype(np.int64)
     d = dur_ev[k_rows].astype(np.float64)
     n_codes = len(categories)
