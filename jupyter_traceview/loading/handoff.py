@@ -17,7 +17,9 @@ before: the result is the same object either way.
 
 The files live in one folder per load (:func:`scratch_folder`), removed with whatever a
 dying worker or an interrupted load left in it; folders that a killed process left behind
-are removed by the next load.
+are removed by the next load, and so are this process's own that are no longer in use (a
+worker of a failed load that wrote a file while its folder was being removed left it
+behind: in a long-lived kernel it would hold shared memory until the kernel exits).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pickle
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +42,9 @@ __all__ = ["Handed", "dump", "load", "scratch_folder"]
 _PREFIX = "traceview-pool-"
 #: Each buffer starts at a multiple of this (numpy's and Arrow's alignment).
 _ALIGN = 64
+#: This process's scratch folders in use (by loads in other threads), under :data:`_LOCK`.
+_ACTIVE: set[str] = set()
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -65,26 +71,35 @@ def scratch_folder() -> Iterator[str | None]:
     if where is None:
         yield None
         return
-    _remove_orphans(where)
-    try:
-        folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=where)
-    except OSError:
+    folder: str | None = None
+    with _LOCK:
+        _remove_orphans(where)
+        with contextlib.suppress(OSError):
+            folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=where)
+            _ACTIVE.add(folder)
+    if folder is None:
         yield None
         return
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        with _LOCK:
+            _ACTIVE.discard(folder)
 
 
 def _remove_orphans(where: str) -> None:
-    """Remove the scratch folders of loading processes that no longer run (killed mid-load)."""
+    """Remove the scratch folders of loading processes that no longer run (killed mid-load),
+    and this process's that no load uses (left by a late write of a dying worker)."""
+    me = os.getpid()
     with contextlib.suppress(OSError):
         for entry in os.scandir(where):
             if not entry.name.startswith(_PREFIX):
                 continue
             pid = entry.name[len(_PREFIX) :].split("-", 1)[0]
-            if pid.isdigit() and not _alive(int(pid)):
+            if not pid.isdigit():
+                continue
+            if (int(pid) == me and entry.path not in _ACTIVE) or (int(pid) != me and not _alive(int(pid))):
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 

@@ -122,6 +122,23 @@ def test_folders_of_killed_loads_are_removed_by_the_next_load() -> None:
 
 
 @needs_shm
+def test_this_processs_folders_left_by_a_late_write_are_removed_by_the_next_load() -> None:
+    # A worker of a failed load wrote a file while the load removed its folder: the folder
+    # stays, named with this (living) process's id. The next load removes it, but never the
+    # folder of a load still running in another thread.
+    with handoff.scratch_folder() as running:
+        assert running is not None
+        left = Path(handoff.tempfile.mkdtemp(prefix=f"{handoff._PREFIX}{os.getpid()}-", dir="/dev/shm"))
+        (left / "late.bin").write_bytes(b"1" * 1000)
+        with handoff.scratch_folder() as folder:
+            assert folder is not None and Path(folder).is_dir()
+            assert not left.exists()
+            assert Path(running).is_dir()  # in use: kept
+        assert not Path(folder).exists()
+    assert not Path(running).exists() and not _ours()
+
+
+@needs_shm
 def test_a_pooled_load_hands_back_through_shared_memory_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     handed: list[type] = []
     real = handoff.load
