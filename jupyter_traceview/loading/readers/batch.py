@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...model.classify import COPY_KINDS, Classifier, copy_kind_of
+from ...model.classify import COPY_KINDS, Classifier
 from ...model.frames import frame
 from ...model.rank_data import RankData, RankMeta
 from ...model.schema import (
@@ -206,19 +206,7 @@ def _gpu_args_tables(
     # By file, then eid (a file's eids are below its row count: its first row + eid orders both).
     per = np.argsort(np.repeat(starts[:-1], sizes) + eids, kind="stable")
     rows, eids = rows[per], eids[per]
-    uniq, inverse = np.unique(name_of_row[rows], return_inverse=True)
-    copy_code = {c: i for i, c in enumerate(COPY_KINDS)}
-    per_name = [(copy_kind_of(all_names[c]), "Pageable" in all_names[c]) for c in uniq.tolist()]
-    m = len(rows)
-    ck = (
-        np.array([copy_code[k] if k is not None else -1 for k, _ in per_name], dtype=np.int8)[inverse]
-        if m
-        else np.empty(0, np.int8)
-    )
-    pageable = np.array([p for _, p in per_name], dtype=bool)[inverse] if m else np.empty(0, bool)
-    k = kind_of_row[rows]
-    ck = np.where((ck < 0) & (k == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
-    pageable &= derive.in_codes(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
+    ck, pageable = kineto.copy_flags(name_of_row[rows], all_names, kind_of_row[rows])
     names = [c.name for c in GPU_ARGS_COLUMNS]
     columns = {c: np.concatenate([r.gpu[c] for r in raws])[per] for c in names[1:] if c in keys[0]}
     bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()

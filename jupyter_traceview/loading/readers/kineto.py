@@ -55,7 +55,7 @@ from ...model.schema import (
 from . import derive, memory, op_args
 from .common import ARGS_DROPPED, DROPPED, WARNINGS_KEY, NotATraceError
 
-__all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "parse_kineto"]
+__all__ = ["ARGS_DROPPED", "DROPPED", "NotATraceError", "copy_flags", "parse_kineto", "split_ranks"]
 
 #: Keys of RankMeta.skipped that the loader reports in a warning.
 
@@ -1526,26 +1526,31 @@ def _step_number(name: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def _gpu_args_table(raw: _FileColumns, eid_of_row: np.ndarray, names: list[str]) -> pd.DataFrame:
-    eids = eid_of_row[raw.gpu_rows]
-    mine = np.flatnonzero(eids >= 0)
-    mine = mine[np.argsort(eids[mine], kind="stable")]
-    rows = raw.gpu_rows[mine]
-    # Copy direction and pageable flag: decided once per distinct name.
-    codes = raw.name_codes[rows]
-    uniq, inverse = np.unique(codes, return_inverse=True)
+def copy_flags(name_codes: np.ndarray, names: Sequence[str], kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GPU activity rows' copy direction (int8 codes into ``COPY_KINDS``, -1: not a copy) and
+    pageable flag, from their names (``name_codes`` into ``names``; decided once per distinct
+    name) and their kinds (kind codes). The ``gpu_args`` table's ``copy_kind`` and ``pageable``."""
+    uniq, inverse = np.unique(name_codes, return_inverse=True)
     copy_code = {c: i for i, c in enumerate(COPY_KINDS)}
     per_name = [(copy_kind_of(names[c]), "Pageable" in names[c]) for c in uniq.tolist()]
-    m = len(rows)
+    m = len(name_codes)
     ck = (
         np.array([copy_code[k] if k is not None else -1 for k, _ in per_name], dtype=np.int8)[inverse]
         if m
         else np.empty(0, np.int8)
     )
     pageable = np.array([p for _, p in per_name], dtype=bool)[inverse] if m else np.empty(0, bool)
-    k = raw.kind[rows]
-    ck = np.where((ck < 0) & (k == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
-    pageable &= derive.in_codes(k, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
+    ck = np.where((ck < 0) & (kinds == KIND_CODE[EventKind.GPU_MEMSET]), copy_code["memset"], ck).astype(np.int8)
+    pageable &= derive.in_codes(kinds, [KIND_CODE[EventKind.GPU_MEMCPY], KIND_CODE[EventKind.GPU_MEMSET]]) | (ck >= 0)
+    return ck, pageable
+
+
+def _gpu_args_table(raw: _FileColumns, eid_of_row: np.ndarray, names: list[str]) -> pd.DataFrame:
+    eids = eid_of_row[raw.gpu_rows]
+    mine = np.flatnonzero(eids >= 0)
+    mine = mine[np.argsort(eids[mine], kind="stable")]
+    rows = raw.gpu_rows[mine]
+    ck, pageable = copy_flags(raw.name_codes[rows], names, raw.kind[rows])
     table: dict[str, Any] = {"eid": eids[mine].astype(np.int64)}
     for col in GPU_ARGS_COLUMNS[1:]:
         if col.name in raw.gpu:
