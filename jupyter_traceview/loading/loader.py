@@ -45,6 +45,7 @@ from .readers.files import (
     discover,
     inflate_chunks,
     is_compressed,
+    prefetch,
     trace_format,
 )
 
@@ -528,8 +529,12 @@ def _load_parallel(
         order = sorted(todo, key=lambda i: -_estimated_json_bytes([files[i]]))
         # The patterns only (a copy without the kernel names it has memoised), for each task.
         patterns = dataclasses.replace(classifier)
+        # Each task first asks the OS for the file the pool starts ``workers`` tasks later (about
+        # when this one ends), so that the disk reads it while this one is parsed.
+        ahead = {i: files[order[k + workers]].path for k, i in enumerate(order[:-workers])}
         futures: dict[Future[Any], int] = {
-            pool.submit(_read_file_task, files[i], options, cache_arg, folder, patterns): i for i in order
+            pool.submit(_read_file_task, files[i], options, cache_arg, folder, patterns, ahead=ahead.get(i)): i
+            for i in order
         }
         started()
         pending = set(futures)
@@ -694,14 +699,22 @@ def _kineto_header(tf: TraceFile, doc: Any, options: ReadOptions) -> Any:
 
 
 def _read_file_task(
-    tf: TraceFile, options: ReadOptions, cache_dir: str | None, folder: str | None, classifier: Classifier
+    tf: TraceFile,
+    options: ReadOptions,
+    cache_dir: str | None,
+    folder: str | None,
+    classifier: Classifier,
+    ahead: Path | None = None,
 ) -> Any:
     """A worker's task: one file's ranks (:func:`read_file`), classified, handed back through ``folder``.
 
     (See :mod:`.handoff`; the cache gets them classified, with the classifier's key.)
 
-    The worker's heap is kept or given back first (:mod:`.heap`).
+    The worker's heap is kept or given back first (:mod:`.heap`); ``ahead``, a file a later
+    task reads, is asked of the OS first (:func:`.readers.files.prefetch`).
     """
+    if ahead is not None:
+        prefetch(ahead)
     heap.before_task(tf.size)
     return handoff.dump(read_file(tf, options, cache_dir, classifier), folder)
 

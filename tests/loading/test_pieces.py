@@ -213,7 +213,7 @@ def _scratch_in_shm() -> set[Path]:
     }
 
 
-def _die(*args: Any) -> Any:
+def _die(*args: Any, **kwargs: Any) -> Any:
     os._exit(3)
 
 

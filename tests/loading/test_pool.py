@@ -19,6 +19,7 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.loading import handoff, heap, loader
 from jupyter_traceview.loading.ingest import ReadOptions, read_file
+from jupyter_traceview.loading.readers import files as files_mod
 from jupyter_traceview.loading.readers.files import discover
 from jupyter_traceview.model.rank_data import RankData
 
@@ -226,3 +227,40 @@ def test_workers_get_the_classifier_s_patterns_not_its_memo(monkeypatch: pytest.
     serial = tv.load(tv.sample_path(), cache=False, engine="serial", classifier=clf)
     for r in serial.ranks:
         pd.testing.assert_series_equal(pooled.events(r)["gpu_class"], serial.events(r)["gpu_class"])
+
+
+def test_prefetch_asks_the_os_in_the_background_and_ignores_what_it_cannot_read(tmp_path: Path) -> None:
+    f = tmp_path / "t.json"
+    f.write_bytes(b"{}" * 1000)
+    for path in (f, tmp_path / "missing.json", tmp_path):
+        thread = files_mod.prefetch(path)
+        if thread is not None:  # (None: no posix_fadvise here)
+            thread.join(timeout=60)
+            assert not thread.is_alive()
+
+
+def test_each_pool_task_first_asks_for_the_file_a_later_task_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "asked.txt"
+
+    def record(path: Path) -> None:  # in the (forked) worker: appended to a file
+        with open(log, "a") as fh:
+            fh.write(f"{Path(path).name}\n")
+
+    monkeypatch.setattr(loader, "prefetch", record)
+    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
+    found, _ = discover(tv.sample_path())
+    workers = min(len(found), os.cpu_count() or 1)
+    order = sorted(found, key=lambda tf: -loader._estimated_json_bytes([tf]))
+    later = [tf.path.name for tf in order[workers:]]
+    t = tv.load(tv.sample_path(), cache=False, engine="process")
+    assert len(t.ranks) == len(found)
+    asked = log.read_text().split() if log.exists() else []
+    if workers == len(found):
+        assert asked == []  # every file starts at once: nothing to ask ahead
+        return
+    # The first task (the biggest file) runs in the pool and asks for the file `workers` later;
+    # no task asks for a file twice, or for one that starts at once.
+    assert later[0] in asked
+    assert len(asked) == len(set(asked)) and set(asked) <= set(later)
