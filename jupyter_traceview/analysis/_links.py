@@ -121,18 +121,6 @@ def _eid_rows(ev: pd.DataFrame) -> np.ndarray:
     return table
 
 
-def eid_lookup(ev: pd.DataFrame, eids: np.ndarray) -> np.ndarray:
-    """Rows of ``eids`` in ``ev``: ``lookup(eid_rows(ev), eids)``, without the table where it
-    is the identity (a rank's full table: eid is the row; no array of the table's length)."""
-    col = ev["eid"].to_numpy()
-    n = len(col)
-    if n and col[0] == 0 and col[-1] == n - 1:
-        eids = np.asarray(eids, dtype=np.int64)
-        out: np.ndarray = np.where((eids >= 0) & (eids < n), eids, -1)
-        return out
-    return lookup(eid_rows(ev), eids)
-
-
 def lookup(table: np.ndarray, eids: np.ndarray) -> np.ndarray:
     """Rows of ``eids`` through an :func:`eid_rows` table (-1 for -1 or absent eids)."""
     eids = np.asarray(eids, dtype=np.int64)

@@ -21,6 +21,7 @@ from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, warn_no_gpu
+from .launch import rows_of
 
 __all__ = ["frequent_kernel_sequences", "op_kernels"]
 
@@ -101,8 +102,8 @@ class _RankLinks:
         self.acts = lk.clip_to_window(acts, window).reset_index(drop=True)
         act_eids = self.acts["eid"].to_numpy()
         # Through the eids (no table of the events' length where eid is the row).
-        self.act_rows = lk.eid_lookup(self.ev, act_eids) if len(act_eids) else np.empty(0, dtype=np.int64)
-        self.launch = lk.eid_lookup(self.ev, self.acts["launch_eid"].to_numpy())
+        self.act_rows = rows_of(self.ev, act_eids) if len(act_eids) else np.empty(0, dtype=np.int64)
+        self.launch = rows_of(self.ev, self.acts["launch_eid"].to_numpy())
         self.name_codes = self.ev["name"].cat.codes.to_numpy().astype(np.int64)
         self.names = np.asarray(self.ev["name"].cat.categories, dtype=object)
         self.ts = self.ev["ts_ns"].to_numpy()

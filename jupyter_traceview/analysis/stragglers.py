@@ -17,6 +17,7 @@ from . import _links as lk
 from ._common import distinct_ints, empty, pct, warn_no_gpu
 from ._gpu import COMM, activities
 from ._memo import per_rank
+from .launch import rows_of
 
 __all__ = ["straggler_views", "stragglers"]
 
@@ -320,12 +321,12 @@ def _comm_kernels(
     comms = trace.rank_data(rank).comms
     meta_row = np.full(len(rows), -1, dtype=np.int64)  # row in ``comms``
     if len(comms):
-        c_rows = lk.eid_lookup(ev, comms["eid"].to_numpy())
+        c_rows = rows_of(ev, comms["eid"].to_numpy())
         present = c_rows >= 0
         c_pos = np.flatnonzero(present)
         c_rows = c_rows[present]
         meta_row = _pos_of_rows(c_rows, c_pos, rows)  # metadata on the kernel itself
-        launch = lk.eid_lookup(ev, ev["launch_eid"].to_numpy()[rows])
+        launch = rows_of(ev, ev["launch_eid"].to_numpy()[rows])
         cpu_meta = c_rows[~kernel_kind[kind_codes[c_rows]]]
         inner = lk.innermost(len(rows), lk.containing_pairs(ev, cpu_meta, launch))
         use = (meta_row < 0) & (inner >= 0)
@@ -356,7 +357,7 @@ def _comm_kernels(
     if arrival == "kernel":
         arr = ts[rows]
     else:
-        launch = lk.eid_lookup(ev, ev["launch_eid"].to_numpy()[rows])
+        launch = rows_of(ev, ev["launch_eid"].to_numpy()[rows])
         arr = np.where(launch >= 0, ts[np.maximum(launch, 0)], -1)
     return {
         "rank": np.full(len(rows), rank, dtype=np.int64),

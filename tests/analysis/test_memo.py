@@ -22,6 +22,7 @@ from jupyter_traceview.analysis import _links as lk
 from jupyter_traceview.analysis._gpu import COMM, COMPUTE, OTHER, activities
 from jupyter_traceview.analysis._memo import rank_memo, shared_rank_facts, sharing
 from jupyter_traceview.analysis.findings.extraction import rank_facts
+from jupyter_traceview.analysis.launch import rows_of
 from jupyter_traceview.analysis.perfmodel.matrix import matrix_shapes
 from jupyter_traceview.model import intervals as iv
 from tests.conftest import KINETO_FOLDERS, analysis_scopes
@@ -210,8 +211,8 @@ def test_eid_rows_of_a_full_table_and_of_a_selection() -> None:
     assert len(narrowed) < len(ev) and len(scattered(narrowed["eid"].to_numpy())) > len(narrowed)
 
 
-def test_eid_lookup_as_through_the_table() -> None:
-    """``eid_lookup`` (no table where eid is the row) gives ``lookup(eid_rows(ev), eids)`` on a
+def test_rows_of_as_through_the_table() -> None:
+    """``launch.rows_of`` (no table: eid is the row, else a search) gives ``lookup(eid_rows(ev), eids)`` on a
     rank's full table, a narrowed one and tables whose eids do not start at 0, for eids in and
     out of the frame, -1 and beyond the last."""
     dlrm = tv.load(tv.sample_path(), progress=False)
@@ -224,7 +225,7 @@ def test_eid_lookup_as_through_the_table() -> None:
         n = len(ev)
         asked = np.concatenate(([-1, 0, 1, n - 1, n, n + 5, 2**40], rng.integers(-3, n + 3, size=500)))
         want = lk.lookup(lk._eid_rows(frame), asked)
-        got = lk.eid_lookup(frame, asked)
+        got = rows_of(frame, asked)
         assert got.dtype == np.int64 and np.array_equal(got, want)
-        assert np.array_equal(lk.eid_lookup(frame, asked.tolist()), want)  # any integer sequence
-    assert (lk.eid_lookup(narrowed, narrowed["eid"].to_numpy()) == np.arange(len(narrowed))).all()
+        assert np.array_equal(rows_of(frame, asked.tolist()), want)  # any integer sequence
+    assert (rows_of(narrowed, narrowed["eid"].to_numpy()) == np.arange(len(narrowed))).all()

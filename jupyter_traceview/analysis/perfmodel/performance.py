@@ -38,6 +38,7 @@ from ...model.schema import EventKind
 from ...model.trace import Trace
 from .. import _links as lk
 from .._common import empty
+from ..launch import rows_of
 from ..operators import GPU_WORK_KINDS, _RankLinks
 from .model import COMPOSITE, NotModelled, OpCall, Work, model_op
 from .peaks import DevicePeaks, device_peaks
@@ -155,7 +156,7 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
     names = np.asarray(name_col.cat.categories, dtype=object)
     name_codes = np.asarray(name_col.array.codes)  # as stored (int8-32): gathered, then widened
     if len(oa) and n:
-        rows = lk.eid_lookup(ev, oa["eid"].to_numpy())
+        rows = rows_of(ev, oa["eid"].to_numpy())
         j: np.ndarray | None
         if len(rows) == n and np.array_equal(rows, op_rows):
             # One argument row per operator, in operator order (as recorded): row k is
@@ -230,7 +231,7 @@ def _shape_texts(oa: pd.DataFrame, ev: pd.DataFrame, rows: np.ndarray) -> np.nda
     (sorted event rows; None where no arguments were recorded)."""
     shape = np.full(len(rows), None, dtype=object)
     if len(oa) and len(rows):
-        r_oa = lk.eid_lookup(ev, oa["eid"].to_numpy())
+        r_oa = rows_of(ev, oa["eid"].to_numpy())
         j = np.flatnonzero(np.isin(r_oa, rows))
         _, last_rev = np.unique(r_oa[j][::-1], return_index=True)  # the last argument row counts
         j = j[::-1][last_rev]
