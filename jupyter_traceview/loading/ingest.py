@@ -44,11 +44,22 @@ def read_file(
 ) -> list[RankData]:
     """Parse one file, classified by ``classifier`` if given (:func:`~..model.trace.classified`),
     and store it in the cache (the classes with it). Runs in a worker process or inline."""
+    got = _read(tf, options, cache_dir, classifier)
+    assert not isinstance(got, batch.Pending)  # (only with defer=True)
+    return got
+
+
+def _read(
+    tf: TraceFile, options: ReadOptions, cache_dir: str | None, classifier: Classifier | None, *, defer: bool = False
+) -> list[RankData] | batch.Pending:
+    """:func:`read_file`; ``defer``: a small one-rank Kineto file read by the C scanner gives its
+    columns instead (:class:`.readers.batch.Pending`: nothing classified or stored yet)."""
     if trace_format(tf.path) == "nsys":
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     else:
-        got = _read_kineto(tf, options)
-        assert not isinstance(got, batch.Pending)  # (only with defer=True)
+        got = _read_kineto(tf, options, defer=defer)
+        if isinstance(got, batch.Pending):
+            return got
         ranks = got
     if classifier is not None:
         ranks = [classified(d, classifier) for d in ranks]
@@ -78,16 +89,12 @@ class SmallFiles:
 
     def read(self, key: int, tf: TraceFile) -> list[RankData] | None:
         """``tf``'s ranks as :func:`read_file` gives them, or None: kept under ``key`` for :meth:`finish`."""
-        if trace_format(tf.path) == "nsys" or not native.AVAILABLE:
-            return read_file(tf, self.options, self.cache_dir, self.classifier)
-        got = _read_kineto(tf, self.options, defer=True)
+        got = _read(tf, self.options, self.cache_dir, self.classifier, defer=native.AVAILABLE)
         if isinstance(got, batch.Pending):
             self._kept.append((key, tf, got))
             self._rows += len(got.ts_ns)
             return None
-        ranks = [classified(d, self.classifier) for d in got]
-        _store(tf, self.options, self.cache_dir, ranks, self.classifier)
-        return ranks
+        return got
 
     def full(self) -> bool:
         """Whether one more kept file could take the batch past ``batch.BATCH_ROWS`` events."""
