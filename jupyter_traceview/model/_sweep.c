@@ -16,6 +16,7 @@
 #include <Python.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Wrapping int64 arithmetic (numpy's int64 overflow), without signed-overflow UB. */
@@ -255,10 +256,224 @@ static PyObject *sweep_coverage(PyObject *self, PyObject *args) {
     return PyBool_FromLong(sorted);
 }
 
+/* One (start, end) pair, for sorting a thread's intervals by start. */
+typedef struct {
+    int64_t s, e;
+} pair_t;
+
+static int pair_cmp(const void *a, const void *b) {
+    int64_t x = ((const pair_t *)a)->s, y = ((const pair_t *)b)->s;
+    return (x > y) - (x < y);
+}
+
+/* Union of n pairs in place (sorted by start first if they are not); returns the count. */
+static Py_ssize_t union_pairs(pair_t *p, Py_ssize_t n) {
+    if (n == 0) return 0;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (p[i].s < p[i - 1].s) {
+            qsort(p, (size_t)n, sizeof(pair_t), pair_cmp); /* the union does not depend on ties' order */
+            break;
+        }
+    }
+    Py_ssize_t k = 0;
+    int64_t cur = p[0].s, run = p[0].e;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (p[i].s > run) {
+            p[k].s = cur;
+            p[k].e = run;
+            k++;
+            cur = p[i].s;
+        }
+        if (p[i].e > run) run = p[i].e;
+    }
+    p[k].s = cur;
+    p[k].e = run;
+    return k + 1;
+}
+
+/* Open addressing on (pid, tid) -> thread number. */
+typedef struct {
+    int64_t *pid, *tid; /* per thread */
+    Py_ssize_t n, cap;  /* threads, capacity of pid/tid */
+    int32_t *slot;      /* hash slots: thread number, -1 empty */
+    size_t mask;
+} threads_t;
+
+static size_t hash2(int64_t p, int64_t t) {
+    uint64_t h = (uint64_t)p * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)t + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static int threads_grow(threads_t *th) {
+    size_t n_slots = (th->mask + 1) * 2;
+    int32_t *slot = malloc(n_slots * sizeof(int32_t));
+    Py_ssize_t cap = th->cap * 2;
+    int64_t *pid = realloc(th->pid, (size_t)cap * sizeof(int64_t));
+    if (pid != NULL) th->pid = pid;
+    int64_t *tid = pid == NULL ? NULL : realloc(th->tid, (size_t)cap * sizeof(int64_t));
+    if (tid != NULL) th->tid = tid;
+    if (slot == NULL || pid == NULL || tid == NULL) {
+        free(slot);
+        return -1;
+    }
+    th->cap = cap;
+    for (size_t i = 0; i < n_slots; i++) slot[i] = -1;
+    for (Py_ssize_t t = 0; t < th->n; t++) {
+        size_t h = hash2(th->pid[t], th->tid[t]) & (n_slots - 1);
+        while (slot[h] >= 0) h = (h + 1) & (n_slots - 1);
+        slot[h] = (int32_t)t;
+    }
+    free(th->slot);
+    th->slot = slot;
+    th->mask = n_slots - 1;
+    return 0;
+}
+
+/* The thread number of (p, t), numbered in order of first appearance; -1 if out of memory. */
+static Py_ssize_t thread_of(threads_t *th, int64_t p, int64_t t) {
+    size_t h = hash2(p, t) & th->mask;
+    for (;;) {
+        int32_t x = th->slot[h];
+        if (x < 0) break;
+        if (th->pid[x] == p && th->tid[x] == t) return x;
+        h = (h + 1) & th->mask;
+    }
+    if ((size_t)(th->n + 1) * 2 > th->mask + 1 || th->n + 1 > th->cap) {
+        if (th->n >= INT32_MAX - 1 || threads_grow(th) < 0) return -1;
+        h = hash2(p, t) & th->mask;
+        while (th->slot[h] >= 0) h = (h + 1) & th->mask;
+    }
+    th->pid[th->n] = p;
+    th->tid[th->n] = t;
+    th->slot[h] = (int32_t)th->n;
+    return th->n++;
+}
+
+PyDoc_STRVAR(thread_unions_doc,
+             "thread_unions(state, pid, tid, ts, dur, lo, hi, windowed, out_pid, out_tid, out_s, out_e, offsets)\n"
+             "    -> n_threads\n\n"
+             "threads.thread_states' unions: state int8 per event row (0 op, 1 data loader, 2 Python, 3 another\n"
+             "host annotation, 4 not a host event). The host rows (states 0-3; with windowed, those with\n"
+             "ts < hi and ts + dur > lo) make the threads, numbered by first row (out_pid, out_tid); the union\n"
+             "of thread t's state-s intervals (clipped to [lo, hi) if windowed) is out_s/out_e[offsets[3t+s]:\n"
+             "offsets[3t+s+1]]. Outputs: out_* of len(state), offsets of 3 * len(state) + 1.");
+
+static PyObject *sweep_thread_unions(PyObject *self, PyObject *args) {
+    PyObject *o_state, *objs[9];
+    long long lo, hi;
+    int windowed;
+    static const char *const what[] = {"pid", "tid", "ts", "dur", "out_pid", "out_tid", "out_s", "out_e", "offsets"};
+    if (!PyArg_ParseTuple(args, "OOOOOLLpOOOOO:thread_unions", &o_state, &objs[0], &objs[1], &objs[2], &objs[3], &lo,
+                          &hi, &windowed, &objs[4], &objs[5], &objs[6], &objs[7], &objs[8]))
+        return NULL;
+    Py_buffer sv;
+    if (PyObject_GetBuffer(o_state, &sv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (sv.ndim != 1 || sv.itemsize != 1 || sv.format == NULL || strcmp(sv.format, "b") != 0) {
+        PyBuffer_Release(&sv);
+        PyErr_SetString(PyExc_TypeError, "state: a one-dimensional int8 array is needed");
+        return NULL;
+    }
+    Py_buffer v[9];
+    if (get_all(objs, v, 9, 5, what) < 0) {
+        PyBuffer_Release(&sv);
+        return NULL;
+    }
+    Py_ssize_t n = sv.len;
+    if (LEN(v[0]) != n || LEN(v[1]) != n || LEN(v[2]) != n || LEN(v[3]) != n || LEN(v[4]) < n || LEN(v[5]) < n ||
+        LEN(v[6]) < n || LEN(v[7]) < n || LEN(v[8]) < 3 * n + 1) {
+        PyBuffer_Release(&sv);
+        release(v, 9);
+        PyErr_SetString(PyExc_ValueError, "thread_unions: inputs of one length, outputs as long (offsets 3n + 1)");
+        return NULL;
+    }
+    const int8_t *state = sv.buf;
+    const int64_t *pid = v[0].buf, *tid = v[1].buf, *ts = v[2].buf, *dur = v[3].buf;
+    int64_t *out_pid = v[4].buf, *out_tid = v[5].buf, *out_s = v[6].buf, *out_e = v[7].buf, *offsets = v[8].buf;
+    Py_ssize_t n_threads = -1;
+    int32_t *row_thread = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
+    pair_t *pairs = malloc((size_t)(n > 0 ? n : 1) * sizeof(pair_t));
+    threads_t th = {malloc(16 * sizeof(int64_t)), malloc(16 * sizeof(int64_t)), 0, 16, malloc(64 * sizeof(int32_t)), 63};
+    int64_t *count = NULL;
+    if (row_thread == NULL || pairs == NULL || th.pid == NULL || th.tid == NULL || th.slot == NULL) goto done;
+    for (int i = 0; i < 64; i++) th.slot[i] = -1;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    /* Pass 1: each host row's thread (runs of rows on one thread skip the lookup). */
+    int64_t last_p = 0, last_t = 0;
+    Py_ssize_t last = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        row_thread[i] = -1;
+        if (state[i] < 0 || state[i] > 3) continue;
+        if (windowed && !(ts[i] < hi && wadd(ts[i], dur[i]) > lo)) continue;
+        if (last < 0 || pid[i] != last_p || tid[i] != last_t) {
+            last = thread_of(&th, pid[i], tid[i]);
+            if (last < 0) {
+                failed = 1;
+                break;
+            }
+            last_p = pid[i];
+            last_t = tid[i];
+        }
+        row_thread[i] = (int32_t)last;
+    }
+    Py_ssize_t n_keys = 3 * th.n;
+    if (!failed) count = calloc((size_t)n_keys + 1, sizeof(int64_t));
+    if (count == NULL) failed = 1;
+    if (!failed) {
+        /* Pass 2: the rows of each (thread, state 0-2), in row order (a counting sort). */
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (row_thread[i] >= 0 && state[i] < 3) count[3 * (Py_ssize_t)row_thread[i] + state[i] + 1]++;
+        for (Py_ssize_t k = 0; k < n_keys; k++) count[k + 1] += count[k];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (row_thread[i] < 0 || state[i] >= 3) continue;
+            Py_ssize_t k = 3 * (Py_ssize_t)row_thread[i] + state[i];
+            int64_t s = ts[i], e = wadd(ts[i], dur[i]);
+            if (windowed) {
+                if (s < lo) s = lo;
+                if (e > hi) e = hi;
+            }
+            pairs[count[k]].s = s;
+            pairs[count[k]].e = e;
+            count[k]++;
+        }
+        /* count[k] is now the end of key k's rows (the start of key k + 1's). */
+        Py_ssize_t at = 0, w = 0;
+        for (Py_ssize_t k = 0; k < n_keys; k++) {
+            Py_ssize_t m = union_pairs(pairs + at, count[k] - at);
+            offsets[k] = w;
+            for (Py_ssize_t j = 0; j < m; j++) {
+                out_s[w] = pairs[at + j].s;
+                out_e[w] = pairs[at + j].e;
+                w++;
+            }
+            at = count[k];
+        }
+        offsets[n_keys] = w;
+        for (Py_ssize_t t = 0; t < th.n; t++) {
+            out_pid[t] = th.pid[t];
+            out_tid[t] = th.tid[t];
+        }
+        n_threads = th.n;
+    }
+    Py_END_ALLOW_THREADS;
+done:
+    free(row_thread);
+    free(pairs);
+    free(th.pid);
+    free(th.tid);
+    free(th.slot);
+    free(count);
+    PyBuffer_Release(&sv);
+    release(v, 9);
+    if (n_threads < 0) return PyErr_NoMemory();
+    return PyLong_FromSsize_t(n_threads);
+}
+
 static PyMethodDef sweep_methods[] = {
     {"union_sorted", sweep_union, METH_VARARGS, union_doc},
     {"at_least_two_sorted", sweep_at_least_two, METH_VARARGS, at_least_two_doc},
     {"coverage", sweep_coverage, METH_VARARGS, coverage_doc},
+    {"thread_unions", sweep_thread_unions, METH_VARARGS, thread_unions_doc},
     {NULL, NULL, 0, NULL},
 };
 

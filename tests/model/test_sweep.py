@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jupyter_traceview as tv
-from jupyter_traceview.analysis import _gpu
+from jupyter_traceview.analysis import _gpu, threads
 from jupyter_traceview.model import intervals as iv
 from tests.conftest import KINETO_FOLDERS
 
@@ -231,3 +231,94 @@ def test_the_analyses_findings_runs_agree(name: str) -> None:
     compiled, fallback = both(_outputs, name)
     for x, y in zip(compiled, fallback, strict=True):
         pd.testing.assert_frame_equal(x, y, check_exact=True)
+
+
+# --- threads.thread_states: the compiled per-thread unions against the numpy code
+
+
+def _events(rows: list[tuple[int, int, str, str, int, int]]) -> pd.DataFrame:
+    """A minimal events table: (ts, dur, kind, name, pid, tid) per row."""
+    kinds = ["cpu_op", "cuda_runtime", "user_annotation", "python_function", "kernel", "gpu_memcpy"]
+    names = sorted({r[3] for r in rows} | {"x"})
+    return pd.DataFrame(
+        {
+            "ts_ns": np.array([r[0] for r in rows], dtype=np.int64),
+            "dur_ns": np.array([r[1] for r in rows], dtype=np.int64),
+            "kind": pd.Categorical([r[2] for r in rows], categories=kinds),
+            "name": pd.Categorical([r[3] for r in rows], categories=names),
+            "pid": np.array([r[4] for r in rows], dtype=np.int64),
+            "tid": np.array([r[5] for r in rows], dtype=np.int64),
+        }
+    )
+
+
+def _states_same(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> dict[Any, Any]:
+    compiled, fallback = both(lambda: threads.thread_states(ev, window))
+    assert list(compiled) == list(fallback)  # the threads, in the same order
+    for key, states in compiled.items():
+        assert list(states) == list(fallback[key])
+        for name, u in states.items():
+            assert same(u, fallback[key][name]), (key, name, u, fallback[key][name])
+    return compiled
+
+
+THREAD_CASES = {
+    "no events": [],
+    "one event": [(5, 10, "cpu_op", "mm", 1, 7)],
+    "no host event": [(5, 10, "kernel", "k", 1, 7)],
+    "only an annotation": [(5, 10, "user_annotation", "step", 1, 7)],
+    "nested and overlapping": [
+        (0, 100, "cpu_op", "a", 1, 1),
+        (10, 20, "cpu_op", "b", 1, 1),
+        (50, 80, "cpu_op", "c", 1, 1),
+        (100, 5, "cuda_runtime", "launch", 1, 1),
+        (200, 0, "cpu_op", "zero", 1, 1),
+    ],
+    "out of order, interleaved threads": [
+        (50, 10, "cpu_op", "a", 1, 2),
+        (0, 10, "cpu_op", "a", 1, 1),
+        (5, 30, "cpu_op", "a", 1, 2),
+        (40, 10, "cpu_op", "a", 2, 1),
+        (30, 5, "cpu_op", "a", 1, 1),
+        (1, 3, "python_function", "f", 1, 1),
+        (0, 90, "user_annotation", "DataLoader next", 1, 2),
+        (90, 20, "user_annotation", "DataLoader next", 1, 2),
+        (95, 1, "python_function", "g", 1, 2),
+        (200, 50, "python_function", "g", 1, 2),
+    ],
+    "negative duration": [(10, -5, "cpu_op", "a", 1, 1), (0, 3, "cpu_op", "a", 1, 1)],
+}
+
+
+@pytest.mark.parametrize("case", sorted(THREAD_CASES))
+@pytest.mark.parametrize("window", [None, (8, 60)])
+def test_thread_states_by_case(case: str, window: tuple[int, int] | None) -> None:
+    _states_same(_events(THREAD_CASES[case]), window)
+
+
+def test_thread_states_by_hand() -> None:
+    got = _states_same(_events(THREAD_CASES["out of order, interleaved threads"]))
+    assert list(got) == [(1, 2), (1, 1), (2, 1)]  # in order of first row
+    assert same(got[(1, 2)]["op"], (a(5, 50), a(35, 60)))
+    assert same(got[(1, 2)]["dataloader"], (a(0, 35, 60), a(5, 50, 110)))  # touching runs merged, minus ops
+    assert same(got[(1, 2)]["python"], (a(200), a(250)))
+    assert same(got[(1, 1)]["op"], (a(0, 30), a(10, 35)))
+    assert same(got[(1, 1)]["python"], (a(), a()))  # inside an operator
+
+
+def test_thread_states_many_threads() -> None:
+    # More threads than the compiled loop's first hash table holds; threads revisited.
+    rows = [(i * 10 + (i % 7), 5 + i % 3, "cpu_op", "a", i % 3, (i * 37) % 101) for i in range(2000)]
+    got = _states_same(_events(rows))
+    assert len(got) == len({(r[4], r[5]) for r in rows})
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_FOLDERS))
+def test_thread_states_of_real_traces(name: str) -> None:
+    trace = tv.load(KINETO_FOLDERS[name], cache=False)
+    for r in trace.ranks:
+        ev = trace.rank_data(r).events
+        _states_same(ev)
+        if len(ev):
+            lo, hi = int(ev["ts_ns"].min()), int((ev["ts_ns"] + ev["dur_ns"]).max())
+            _states_same(ev, (lo + (hi - lo) // 4, lo + 3 * (hi - lo) // 4))
