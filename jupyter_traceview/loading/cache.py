@@ -126,7 +126,7 @@ def _check_batch(batch: pa.RecordBatch, file_name: str) -> None:
     that passed its CRC but is not what this module writes is a miss, parsed again, not an
     error in an analysis: Arrow's full validation (buffers, offsets, UTF-8, every
     dictionary index within its dictionary) and, for categoricals, categories that are
-    strings, none missing, none repeated (found by a set, or by Arrow's hash for many).
+    strings, none missing, none repeated (:func:`_unique`).
     """
     try:
         batch.validate(full=True)
@@ -140,14 +140,45 @@ def _check_batch(batch: pa.RecordBatch, file_name: str) -> None:
             raise _Damaged(f"{file_name}: categories of type {dictionary.type}")
         if dictionary.null_count:
             raise _Damaged(f"{file_name}: a missing category")
-        if len(dictionary) < 2:
-            continue
-        if len(dictionary) <= _SET_CHECKED:
-            unique = len(set(dictionary.to_pylist())) == len(dictionary)
-        else:
-            unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
-        if not unique:
+        if len(dictionary) >= 2 and not _unique(dictionary):
             raise _Damaged(f"{file_name}: a repeated category")
+
+
+#: Lists of categories found free of repeats in this process (their texts: offsets and data),
+#: with the bytes they hold; a list met again (ranks share most of theirs) is not checked again.
+_UNIQUE: set[tuple[bytes, bytes]] = set()
+_unique_bytes = 0
+#: At most this many bytes of categories are remembered (past it the set starts again).
+_MAX_UNIQUE_BYTES = 1 << 24
+
+
+def _unique(dictionary: pa.Array) -> bool:
+    """Whether a dictionary of strings (no nulls) repeats no text: a Python set for small
+    ones, Arrow's hash for many; remembered by content (:data:`_UNIQUE`)."""
+    global _unique_bytes
+    key = _texts_key(dictionary) if pa.types.is_large_string(dictionary.type) else None
+    if key is not None and key in _UNIQUE:
+        return True
+    if len(dictionary) <= _SET_CHECKED:
+        unique = len(set(dictionary.to_pylist())) == len(dictionary)
+    else:
+        unique = pc.count_distinct(dictionary).as_py() == len(dictionary)
+    if unique and key is not None:
+        size = len(key[0]) + len(key[1])
+        if _unique_bytes + size > _MAX_UNIQUE_BYTES:
+            _UNIQUE.clear()
+            _unique_bytes = 0
+        _UNIQUE.add(key)
+        _unique_bytes += size
+    return unique
+
+
+def _texts_key(dictionary: pa.Array) -> tuple[bytes, bytes]:
+    """A large_string array's texts exactly (their order included): this slice's offsets into
+    its data buffer, and that buffer."""
+    offsets, data = dictionary.buffers()[1:3]
+    ends = np.frombuffer(offsets, np.int64, len(dictionary) + 1, 8 * dictionary.offset)
+    return ends.tobytes(), b"" if data is None else data.to_pybytes()
 
 
 def _codes(indices: pa.Array) -> np.ndarray:
@@ -170,10 +201,7 @@ def _dictionary_dtype(dictionary: pa.Array) -> pd.CategoricalDtype:
         dictionary = dictionary.cast(pa.large_string())
     key: tuple[str, bytes, bytes] = ("arrow", b"", b"")
     if len(dictionary):
-        offsets, data = dictionary.buffers()[1:3]
-        # The texts themselves: this slice's offsets into the data buffer, and that buffer.
-        ends = np.frombuffer(offsets, np.int64, len(dictionary) + 1, 8 * dictionary.offset)
-        key = ("arrow", ends.tobytes(), b"" if data is None else data.to_pybytes())
+        key = ("arrow", *_texts_key(dictionary))
     return shared_dtype(key, lambda: _build_dtype(dictionary))
 
 

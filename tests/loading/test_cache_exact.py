@@ -276,3 +276,32 @@ def test_tables_written_in_memory_or_streamed_read_back_exactly(
     assert len(written) == len(cold.ranks) * len(TABLES)
     _no_parse(monkeypatch)
     assert_same_trace(cold, tv.load(tv.sample_path(), cache=cache), "streamed" if big else "in memory")
+
+
+def test_categories_found_unique_are_remembered_by_their_texts_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cache._unique remembers lists found free of repeats by their exact texts: a list met
+    again is not checked again, one that differs by a repeat (or a slice of another) is."""
+    monkeypatch.setattr(tv_cache, "_UNIQUE", set())
+    checked: list[int] = []
+    real_set = set
+
+    def counting_set(items: object) -> set[object]:
+        checked.append(1)
+        return real_set(items)  # type: ignore[call-overload]
+
+    good = pa.array(["a", "b", "c"], type=pa.large_string())
+    repeated = pa.array(["a", "b", "a"], type=pa.large_string())
+    monkeypatch.setattr(tv_cache, "set", counting_set, raising=False)
+    assert tv_cache._unique(good)
+    assert tv_cache._unique(pa.array(["a", "b", "c"], type=pa.large_string()))  # remembered: no set
+    assert len(checked) == 1
+    assert not tv_cache._unique(repeated)
+    assert not tv_cache._unique(repeated)  # never remembered
+    assert len(checked) == 3
+    # Slices: checked as what they hold.
+    assert tv_cache._unique(pa.array(["x", "a", "b", "c"], type=pa.large_string()).slice(1))
+    assert not tv_cache._unique(pa.array(["a", "b", "a", "b"], type=pa.large_string()).slice(1))
+    # Big lists (Arrow's hash): the same.
+    monkeypatch.setattr(tv_cache, "_SET_CHECKED", 0)
+    assert not tv_cache._unique(pa.array(["q", "r", "q"], type=pa.large_string()))
+    assert tv_cache._unique(pa.array(["q", "r", "s"], type=pa.large_string()))
