@@ -149,7 +149,7 @@ def test_cache_round_trip_and_invalidation(tmp_path: Path, monkeypatch: pytest.M
 def test_damaged_cache_entry_is_a_miss(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     tv.load(tv.sample_path(), cache=cache)
-    for f in cache.rglob("*.arrow"):
+    for f in cache.rglob("entry.tvc"):  # (cache.ENTRY_FILE)
         f.write_bytes(b"garbage")
     trace = tv.load(tv.sample_path(), cache=cache)
     assert len(trace.ranks) == 8
@@ -238,7 +238,7 @@ def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
     assert len(entries) == 3
     sizes = {e: sum(f.stat().st_size for f in e.iterdir()) for e in entries}
     for age, e in enumerate(entries):  # entries[0] least recently used
-        os.utime(e / "meta.json", (1000 + age, 1000 + age))
+        os.utime(e / tv_cache.ENTRY_FILE, (1000 + age, 1000 + age))
     freed = tv_cache.prune(cache, max_bytes=sum(sizes.values()) - 1)
     assert freed == sizes[entries[0]]
     assert sorted(cache.iterdir()) == entries[1:]
