@@ -300,7 +300,7 @@ def test_tables_written_in_memory_or_streamed_read_back_exactly(
 def test_categories_found_unique_are_remembered_by_their_texts_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """cache._unique remembers lists found free of repeats by their exact texts: a list met
     again is not checked again, one that differs by a repeat (or a slice of another) is."""
-    monkeypatch.setattr(tv_cache, "_UNIQUE", set())
+    monkeypatch.setattr(tv_cache, "_UNIQUE", {})
     checked: list[int] = []
     real_set = set
 

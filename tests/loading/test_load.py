@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -224,6 +225,23 @@ def test_returned_frames_do_not_alias_the_trace(dlrm: tv.Trace) -> None:
     ev["extra"] = 1
     assert dlrm.events(0).loc[0, "dur_ns"] >= 0
     assert "extra" not in dlrm.events(0).columns
+
+
+def test_a_cached_read_records_an_old_entrys_use_for_pruning(tmp_path: Path) -> None:
+    """Reading an entry records its use (its file's modification time, which pruning orders
+    by) when the last one recorded is older than cache._USE_RESOLUTION."""
+    from jupyter_traceview.loading import cache as tv_cache
+
+    cache = tmp_path / "cache"
+    tv.load(tv.sample_path(), cache=cache)
+    files = sorted(cache.rglob(tv_cache.ENTRY_FILE))
+    old = time.time() - 2 * tv_cache._USE_RESOLUTION
+    os.utime(files[0], (old, old))
+    recent = time.time() - tv_cache._USE_RESOLUTION / 2
+    os.utime(files[1], (recent, recent))
+    tv.load(tv.sample_path(), cache=cache)
+    assert files[0].stat().st_mtime > time.time() - 60, "used: recorded"
+    assert files[1].stat().st_mtime == recent, "used within the resolution: left"
 
 
 def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
