@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent
 # module name -> C source, relative to the repository root.
 EXTENSIONS = {
     "jupyter_traceview.loading.readers._kscan": "jupyter_traceview/loading/readers/_kscan.c",
+    "jupyter_traceview.model._sweep": "jupyter_traceview/model/_sweep.c",
 }
 
 

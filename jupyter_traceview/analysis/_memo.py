@@ -148,16 +148,19 @@ def read_only(a: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def code_key() -> str:
-    """SHA-256 of the package version and the source of the analysis and model packages (what
-    persisted facts depend on). If a source cannot be read, a key of this process only: what
-    it keeps is never read by another (better recomputed than read from other code)."""
+    """SHA-256 of the package version and the source (Python and C) of the analysis and model
+    packages (what persisted facts depend on). If a source cannot be read, a key of this
+    process only: what it keeps is never read by another (better recomputed than read from
+    other code)."""
     from .._version import __version__
 
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256(__version__.encode())
     try:
         for sub in ("analysis", "model"):
-            for path in sorted((root / sub).rglob("*.py")):
+            # The C sources too (model/_sweep.c): a compiled loop computes what its numpy
+            # fallback computes, but a fix to one must not read results of the other.
+            for path in sorted(p for p in (root / sub).rglob("*") if p.suffix in (".py", ".c")):
                 h.update(str(path.relative_to(root)).encode())
                 h.update(b"\0")
                 h.update(path.read_bytes())

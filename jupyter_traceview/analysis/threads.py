@@ -134,15 +134,14 @@ def thread_states(
         dtype=np.int8,
     )
     state_all = kind_state[np.asarray(ev["kind"].array.codes)]
+    if iv.native is not None:  # the compiled loop: one pass over the rows, the same unions
+        return _native_states(ev, state_all, ts, dur, window, pattern)
     mask = state_all < 4
     if window is not None:
         mask &= (ts < window[1]) & (ts + dur > window[0])
     rows = np.flatnonzero(mask)
     state = state_all[rows]
-    cats = pd.Index(ev["name"].cat.categories.astype(str))
-    rx = re.compile(pattern)
-    # Over a list: iterating the (Arrow-backed) Index costs ~5 us a name.
-    is_loader_name = np.fromiter((rx.search(c) is not None for c in cats.tolist()), dtype=bool, count=len(cats))
+    is_loader_name = _loader_names(ev, pattern)
     if is_loader_name.any():
         codes = ev["name"].cat.codes.to_numpy()[rows]
         state[(state == 3) & np.append(is_loader_name, False)[codes]] = 1
@@ -188,6 +187,58 @@ def thread_states(
         u_loader = _minus(union_of(t, 1), u_op)
         u_py = _minus(_minus(union_of(t, 2), u_op), u_loader)
         out[(int(pid[first[t]]), int(tid[first[t]]))] = {"op": u_op, "dataloader": u_loader, "python": u_py}
+    return out
+
+
+def _loader_names(ev: pd.DataFrame, pattern: str) -> np.ndarray:
+    """Whether each name category matches ``pattern`` (a data loader's annotation)."""
+    cats = pd.Index(ev["name"].cat.categories.astype(str))
+    rx = re.compile(pattern)
+    # Over a list: iterating the (Arrow-backed) Index costs ~5 us a name.
+    return np.fromiter((rx.search(c) is not None for c in cats.tolist()), dtype=bool, count=len(cats))
+
+
+def _native_states(
+    ev: pd.DataFrame, state: np.ndarray, ts: np.ndarray, dur: np.ndarray, window: tuple[int, int] | None, pattern: str
+) -> dict[tuple[int, int], dict[str, iv.Intervals]]:
+    """:func:`thread_states` by the compiled loop (``intervals.native.thread_unions``): the
+    threads in order of first host row, each (thread, state)'s union of its rows' intervals,
+    then the same subtractions. ``state``: each row's state (a new array: changed here)."""
+    is_loader_name = _loader_names(ev, pattern)
+    if is_loader_name.any():
+        codes = np.asarray(ev["name"].array.codes)
+        state[(state == 3) & np.append(is_loader_name, False)[codes]] = 1
+    n = len(state)
+    c64 = np.ascontiguousarray
+    pid, tid = c64(ev["pid"].to_numpy(), dtype=np.int64), c64(ev["tid"].to_numpy(), dtype=np.int64)
+    out_pid, out_tid = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    out_s, out_e = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    offsets = np.empty(3 * n + 1, dtype=np.int64)
+    lo, hi = (int(window[0]), int(window[1])) if window is not None else (0, 0)
+    n_threads = iv.native.thread_unions(
+        c64(state, dtype=np.int8),
+        pid,
+        tid,
+        c64(ts, dtype=np.int64),
+        c64(dur, dtype=np.int64),
+        lo,
+        hi,
+        window is not None,
+        out_pid,
+        out_tid,
+        out_s,
+        out_e,
+        offsets,
+    )
+    at = offsets[: 3 * n_threads + 1].tolist()
+    out: dict[tuple[int, int], dict[str, iv.Intervals]] = {}
+    for t in range(n_threads):
+        u_op, u_loader, u_py = (
+            (out_s[at[k] : at[k + 1]].copy(), out_e[at[k] : at[k + 1]].copy()) for k in range(3 * t, 3 * t + 3)
+        )
+        u_loader = _minus(u_loader, u_op)
+        u_py = _minus(_minus(u_py, u_op), u_loader)
+        out[(int(out_pid[t]), int(out_tid[t]))] = {"op": u_op, "dataloader": u_loader, "python": u_py}
     return out
 
 

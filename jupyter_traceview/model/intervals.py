@@ -4,9 +4,18 @@ Intervals are half-open ``[start, end)``, given as two arrays. A *union* (the ou
 :func:`union`) is sorted, disjoint and has no two intervals that touch: intervals that
 overlap or touch (``end == next start``) are merged, as HTA merges kernel intervals.
 Zero-length intervals contribute no time but are kept by :func:`union` if isolated.
+
+:func:`union`, :func:`at_least_two` and :func:`coverage_of` run their loops in C when the
+compiled module ``_sweep`` (``_sweep.c``, built by ``pip install``) is there: one pass
+each instead of several numpy passes, the same results (the numpy code below is the
+fallback, and the tests compare both). ``TRACEVIEW_NATIVE=0`` turns it off.
 """
 
 from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +37,46 @@ __all__ = [
 Intervals = tuple[np.ndarray, np.ndarray]
 
 
+def _sweep_module() -> ModuleType | None:
+    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
+        return None
+    try:
+        from . import _sweep  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _sweep if getattr(_sweep, "VERSION", 0) == 1 else None
+
+
+#: The compiled loops (``_sweep``), or None: not built, of another version, or turned off by
+#: ``TRACEVIEW_NATIVE=0`` (the numpy code then runs; tests set it to None to compare).
+native: Any = _sweep_module()
+
+
 def _as_i64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, dtype=np.int64)
+
+
+def _c64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _first(a: np.ndarray, k: int) -> np.ndarray:
+    """``a[:k]`` as an array of its own (shrunk in place: ``a`` is a fresh buffer of the caller)."""
+    a.resize(k, refcheck=False)
+    return a
+
+
+def _native_pair(fn: Any, s: np.ndarray, e: np.ndarray) -> Intervals:
+    """``fn(s, e, out_s, out_e)`` of the compiled module, the inputs put in start order
+    (stable, as the numpy code) if they were not."""
+    s, e = _c64(s), _c64(e)
+    out_s, out_e = np.empty(len(s), dtype=np.int64), np.empty(len(s), dtype=np.int64)
+    k = fn(s, e, out_s, out_e)
+    if k < 0:  # not in start order
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+        k = fn(s, e, out_s, out_e)
+    return _first(out_s, k), _first(out_e, k)
 
 
 def union(starts: np.ndarray, ends: np.ndarray) -> Intervals:
@@ -37,6 +84,8 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     s, e = _as_i64(starts), _as_i64(ends)
     if len(s) == 0:
         return s.copy(), e.copy()
+    if native is not None and len(e) == len(s):
+        return _native_pair(native.union_sorted, s, e)
     if not bool((s[1:] >= s[:-1]).all()):  # most inputs come in start order: no sort, no copies
         order = np.argsort(s, kind="stable")
         s, e = s[order], e[order]
@@ -193,6 +242,8 @@ def at_least_two(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     s, e = _as_i64(starts), _as_i64(ends)
     if len(s) < 2:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if native is not None and len(e) == len(s):
+        return _native_pair(native.at_least_two_sorted, s, e)
     if not bool((s[1:] >= s[:-1]).all()):
         order = np.argsort(s, kind="stable")
         s, e = s[order], e[order]
@@ -213,6 +264,10 @@ def coverage_of(union: Intervals, starts: np.ndarray, ends: np.ndarray) -> np.nd
     ends = np.asarray(ends, dtype=np.int64)
     if len(s) == 0 or len(starts) == 0:
         return np.zeros(len(starts), dtype=np.int64)
+    if native is not None and s.dtype == e.dtype == np.int64 and len(s) == len(e) and len(starts) == len(ends):
+        cov = np.empty(len(starts), dtype=np.int64)
+        if native.coverage(_c64(s), _c64(e), _c64(starts), _c64(ends), np.empty(len(s), dtype=np.int64), cov):
+            return cov  # (False: the union's starts are out of order, below answers as it always did)
     # A zero-length sentinel interval first, at or before every query: then each query t
     # has a last interval starting at or before it, and the time covered until t is the
     # length of the intervals before that one plus the part of it before t.

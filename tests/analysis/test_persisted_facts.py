@@ -165,6 +165,27 @@ def test_another_code_version_recomputes(tmp_path: Path, dlrm_path: Path, monkey
         assert stored == {"another version of the analyses"}
 
 
+def test_the_code_key_covers_the_c_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    # model/_sweep.c computes what its numpy fallback computes; a change to it still
+    # recomputes the kept results.
+    _memo.code_key.cache_clear()
+    key = _memo.code_key()
+    original = Path.read_bytes
+
+    def changed(self: Path) -> bytes:
+        data = original(self)
+        return data + b"/* changed */" if self.name == "_sweep.c" else data
+
+    monkeypatch.setattr(Path, "read_bytes", changed)
+    try:
+        _memo.code_key.cache_clear()
+        assert _memo.code_key() != key
+    finally:
+        monkeypatch.undo()
+        _memo.code_key.cache_clear()
+    assert _memo.code_key() == key
+
+
 def test_the_code_key_follows_the_source(monkeypatch: pytest.MonkeyPatch) -> None:
     key = _memo.code_key()
     assert len(key) == 64 and key == _memo.code_key()

@@ -16,7 +16,7 @@
  * keys and in the strings it reads (cat, name, collective name, dtype), lone-surrogate
  * escapes anywhere, duplicate known keys (msgspec keeps the last one), values of another
  * JSON type than the reader's types accept without conversion (msgspec's non-strict mode
- * would convert "12" to 12), integers over 18 digits, string pids/tids/streams, ``args.rank``,
+ * would convert "12" to 12), integers over 18 digits, string streams, ``args.rank``,
  * string ``Device Type``, grid/block lists that are not three ints, nesting over 64 levels.
  *
  * Numbers are exact: integers up to 18 digits exactly; a float is m * 10**e or m / 10**e with
@@ -61,7 +61,9 @@ enum { F_TS, F_DUR, F_BLOCKS_PER_SM, F_WARPS_PER_SM, F_OCCUPANCY, F_BANDWIDTH, N
 /* Byte ranges of spans[] (pairs [lo, hi); 0, 0 where absent). */
 enum {
     S_CAT, S_NAME, S_COLLECTIVE, S_DTYPE, S_PG_NAME, S_PG_DESC, S_INPUT_DIMS, S_INPUT_TYPE,
-    S_INPUT_STRIDES, S_CONCRETE_INPUTS, N_SPANS
+    S_INPUT_STRIDES, S_CONCRETE_INPUTS,
+    S_PID, S_TID, /* a string pid or tid (Kineto's "Spans" pseudo-events, ...); pidtid is then 0 */
+    N_SPANS
 };
 
 /* How an args value is read. */
@@ -781,8 +783,17 @@ static int scan_events(const Src *s, Py_ssize_t start, Out *o, Py_ssize_t *at, P
                 }
                 case E_PID:
                 case E_TID: {
-                    Py_ssize_t e = int_token(s, i, &o->pidtid[2 * n + (k == E_TID)]);
-                    if (e < 0) goto fail;
+                    Py_ssize_t e;
+                    if (c == '"') { /* a string without escapes: its span (the caller numbers it) */
+                        int col = k == E_TID ? S_TID : S_PID;
+                        e = plain_string(s, i);
+                        if (e < 0) goto fail;
+                        spans[2 * col] = i + 1;
+                        spans[2 * col + 1] = e - 1;
+                    } else {
+                        e = int_token(s, i, &o->pidtid[2 * n + (k == E_TID)]);
+                        if (e < 0) goto fail;
+                    }
                     i = e;
                     break;
                 }
@@ -949,8 +960,72 @@ error:
     return NULL;
 }
 
+PyDoc_STRVAR(texts_doc,
+             "texts(data, spans, rows, col) -> list[str]\n\n"
+             "The texts of data in the byte ranges [spans[r, 2*col], spans[r, 2*col+1]) of the given rows\n"
+             "(spans: int64[cap, 2*N_SPANS] as scan() wrote it; rows: int64[m], each below cap), decoded\n"
+             "as UTF-8 (the scanner's ranges hold ASCII): one str per row, made in C.");
+
+static PyObject *kscan_texts(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *spans_obj, *rows_obj, *out = NULL;
+    Py_buffer data, spans, rows;
+    int col;
+    Py_ssize_t m, k, cap;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOi:texts", &data_obj, &spans_obj, &rows_obj, &col)) return NULL;
+    if (col < 0 || col >= N_SPANS) {
+        PyErr_Format(PyExc_ValueError, "col %d: not a span column", col);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(spans_obj, &spans, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&spans);
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    cap = spans.len / (Py_ssize_t)(16 * N_SPANS);
+    m = rows.len / 8;
+    if (spans.len % (16 * N_SPANS) != 0 || rows.len % 8 != 0 || (uintptr_t)spans.buf % 8 != 0 ||
+        (uintptr_t)rows.buf % 8 != 0) {
+        PyErr_SetString(PyExc_ValueError, "texts: spans must be int64[cap, 2*N_SPANS] and rows int64[m]");
+        goto done;
+    }
+    out = PyList_New(m);
+    if (out == NULL) goto done;
+    for (k = 0; k < m; k++) {
+        int64_t r = ((const int64_t *)rows.buf)[k], lo, hi;
+        PyObject *text;
+        if (r < 0 || r >= cap) {
+            PyErr_Format(PyExc_IndexError, "texts: row %lld out of range", (long long)r);
+            goto fail;
+        }
+        lo = ((const int64_t *)spans.buf)[r * 2 * N_SPANS + 2 * col];
+        hi = ((const int64_t *)spans.buf)[r * 2 * N_SPANS + 2 * col + 1];
+        if (lo < 0 || hi < lo || hi > data.len) {
+            PyErr_Format(PyExc_ValueError, "texts: bytes %lld-%lld not in the data", (long long)lo, (long long)hi);
+            goto fail;
+        }
+        text = PyUnicode_DecodeUTF8((const char *)data.buf + lo, (Py_ssize_t)(hi - lo), "strict");
+        if (text == NULL) goto fail;
+        PyList_SET_ITEM(out, k, text);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&spans);
+    PyBuffer_Release(&data);
+    return out;
+}
+
 static PyMethodDef kscan_methods[] = {
     {"scan", kscan_scan, METH_VARARGS, scan_doc},
+    {"texts", kscan_texts, METH_VARARGS, texts_doc},
     {NULL, NULL, 0, NULL},
 };
 

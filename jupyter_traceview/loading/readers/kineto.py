@@ -1189,7 +1189,10 @@ def _comm_rows(
 
 
 def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
-    """One file's columns from its chunks (names re-coded into one dictionary)."""
+    """One file's columns from its chunks (names re-coded into one dictionary). A file read
+    in one part (a small file the C scanner read whole) keeps that part's arrays as they are."""
+    if len(parts) == 1 and len(set(parts[0].names)) == len(parts[0].names):
+        return _one_part(parts[0], state)
     index: dict[str, int] = {}
     name_codes = []
     offset = 0
@@ -1233,6 +1236,42 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
         comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
         mem=memory.MemoryRows.concat([p.mem for p in parts], offsets),
         op=op_args.OpArgs.concat([p.op for p in parts], offsets),
+        process_names=process_names,
+        process_labels=process_labels,
+        thread_names=thread_names,
+        skipped=state.skipped,
+        ts_precision="ns" if state.ts_ns_precision else "us",
+        profiler_span=state.profiler_span,
+    )
+
+
+def _one_part(part: _Part, state: _FileState) -> _FileColumns:
+    """:func:`_merge` of a single part whose names are distinct: the same columns, not copied
+    (the part is dropped after it), its own numbering of names and argument texts."""
+    process_names, process_labels, thread_names = _metadata(state.meta_events)
+    return _FileColumns(
+        ts_us=part.ts_us.astype(np.float64, copy=False),
+        ts_ns=None if part.ts_ns is None else part.ts_ns.astype(np.int64, copy=False),
+        dur_us=part.dur_us.astype(np.float64, copy=False),
+        instant=part.instant.astype(bool, copy=False),
+        arg_rank=part.arg_rank.astype(np.int64, copy=False),
+        labels=dict(state.labels),
+        pid_text=dict(state.pid_text),
+        name_codes=part.name_codes.astype(np.int32, copy=False),
+        names=list(part.names),
+        kind=part.kind.astype(np.int8, copy=False),
+        pid=part.pid.astype(np.int64, copy=False),
+        tid=part.tid.astype(np.int64, copy=False),
+        device=part.device.astype(np.int16, copy=False),
+        stream=part.stream.astype(np.int64, copy=False),
+        correlation=part.correlation.astype(np.int64, copy=False),
+        external_id=part.external_id.astype(np.int64, copy=False),
+        gpu_rows=part.gpu_rows,
+        gpu=part.gpu,
+        comm_rows=part.comm_rows,
+        comm={f: list(part.comm[f]) for f in _COMM_FIELDS},
+        mem=part.mem,
+        op=op_args.OpArgs.concat([part.op], [0]),
         process_names=process_names,
         process_labels=process_labels,
         thread_names=thread_names,

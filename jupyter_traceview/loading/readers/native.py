@@ -70,6 +70,8 @@ _N_INTS = build.N_INTS
 _TS, _DUR, _BLOCKS_PER_SM, _WARPS_PER_SM, _OCCUPANCY, _BANDWIDTH = range(6)
 _N_FLOATS = build.N_FLOATS
 _CAT, _NAME, _COLLECTIVE, _DTYPE, _PG_NAME, _PG_DESC, _DIMS = range(7)
+# A string pid or tid (pidtid is then 0): after the four operator arguments' spans.
+_PID_SPAN, _TID_SPAN = _DIMS + 4, _DIMS + 5
 _N_SPANS = build.N_SPANS
 _OP_SPANS = {f: _DIMS + j for j, f in enumerate(op_args.FIELDS)}
 # Columns the scanner numbers (first-seen among the kept events): cat, name, the op arguments.
@@ -209,22 +211,64 @@ def piece_part(data: bytes, state: K._FileState, offset: int, scratch: Scratch |
 
 def _first_texts(data: bytes, s: Scratch, coded: int, span: int, order: np.ndarray | None = None) -> list[str]:
     """The distinct texts of a numbered column, by number (or in ``order``): each from the
-    span (column ``span``) of the first row the scanner met it in."""
+    span (column ``span``) of the first row the scanner met it in (one str each, made in C)."""
     rows = s.firsts[coded, : s.counts[coded]]
     if order is not None:
         rows = rows[order]
-    lo, hi = s.spans[rows, 2 * span], s.spans[rows, 2 * span + 1]
-    if len(rows) >= 2:
-        # One join, one decode and one split, in C (a NUL byte never occurs in JSON text: the
-        # scanner refuses control characters), instead of a slice and a decode per text.
-        texts = b"\x00".join(map(data.__getitem__, map(slice, lo.tolist(), hi.tolist()))).decode().split("\x00")
-        if len(texts) == len(rows):  # (always, for text the scanner read)
-            return texts
-    return [data[a:b].decode() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+    texts: list[str] = _kscan.texts(data, s.spans, np.ascontiguousarray(rows, dtype=np.int64), span)
+    return texts
 
 
 def _raw(data: bytes, lo: int, hi: int) -> msgspec.Raw:
     return msgspec.Raw(data[lo:hi])
+
+
+def _strings(data: bytes, s: Scratch, k: np.ndarray, col: int) -> tuple[np.ndarray, list[str]] | None:
+    """The kept rows (indices into ``k``) whose pid or tid (span column ``col``) is a string,
+    and their texts; None if none is."""
+    rows = np.flatnonzero(s.spans[k, 2 * col + 1] > 0)
+    if not len(rows):
+        return None
+    texts: list[str] = _kscan.texts(data, s.spans, k[rows], col)
+    return rows, texts
+
+
+def _pseudo(
+    cat_codes: np.ndarray, cat_values: list[str], pids: tuple[np.ndarray, list[str]] | None, nk: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Kineto's own pseudo-events among the kept rows, as ``kineto._part`` finds them: the
+    ``Trace`` category (the profiler span, iteration markers) or a ``Spans``/``Traces`` pid;
+    ``(pseudo, trace)`` masks, or None if there are none."""
+    trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
+    trace = derive.in_codes(cat_codes, trace_cat) if trace_cat else np.zeros(nk, dtype=bool)
+    pseudo = trace.copy()
+    if pids is not None:
+        rows, texts = pids
+        pseudo[rows[[t in K._KINETO_PSEUDO_PIDS for t in texts]]] = True
+    return (pseudo, trace) if pseudo.any() else None
+
+
+def _numbered(texts: tuple[np.ndarray, list[str]], nk: int, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Where the kept rows ``rows`` (all if None) have a string (``texts``: kept rows, texts),
+    as (positions among ``rows``, the texts' indices)."""
+    at = np.full(nk, -1, dtype=np.int64)
+    at[texts[0]] = np.arange(len(texts[0]))
+    picked = at if rows is None else at[rows]
+    where = np.flatnonzero(picked >= 0)
+    return where, picked[where]
+
+
+def _int_texts(texts: list[str], labels: dict[str, int]) -> np.ndarray | list[int]:
+    """What ``kineto._int_column`` gives the strings ``texts`` (in row order) of a column whose
+    other values are ints: numpy's conversion where it converts every string (it converts
+    each value alone, and ints as themselves), else ``kineto._as_int`` of each distinct
+    string in order of first appearance (the ints among them, in ``pd.factorize``'s order,
+    take no label and convert to themselves)."""
+    try:
+        return np.array(np.array(texts, dtype=object), dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        lut = {t: K._as_int(t, labels) for t in dict.fromkeys(texts)}
+        return [lut[t] for t in texts]
 
 
 def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> Any:
@@ -237,7 +281,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
         raise _GiveUp  # B/E pairs are matched across the file from decoded events
     n_meta = int(counts[K._PH["M"]])
     k = np.flatnonzero(K._KEPT_LUT[phc])
-    nk = len(k)
+    nk_all = nk = len(k)
     n_flow = int(counts[K._PH["s"]] + counts[K._PH["f"]] + counts[K._PH["t"]])
     is_instant = phc[k] != K._PH["X"]
     # The kept rows' values are gathered column by column where needed (s.ints[k, col]), not
@@ -245,16 +289,33 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     ck = s.codes[k]
     cat_codes = ck[:, _CAT_CODES]
     cat_values = _first_texts(data, s, _CAT_CODES, _CAT)
-    if "Trace" in cat_values:
-        raise _GiveUp  # Kineto's profiler span and iteration markers
     name_codes = ck[:, _NAME_CODES]
     names = _first_texts(data, s, _NAME_CODES, _NAME)
     ts = s.floats[k, _TS]
     dur = s.floats[k, _DUR]
     dur[is_instant & np.isnan(dur)] = 0.0
+    state.bound_ts(ts)
+    # String pids and tids (Kineto's pseudo-events at a file's end, ...), numbered below as
+    # kineto._part numbers them (labels), and the pseudo-events, left out as it leaves them.
+    pids = _strings(data, s, k, _PID_SPAN)
+    tids = _strings(data, s, k, _TID_SPAN)
+    pseudo = _pseudo(cat_codes, cat_values, pids, nk)
+    kept_rows: np.ndarray | None = None
+    span: tuple[float, float] | None = None
+    if pseudo is not None:
+        is_pseudo, trace = pseudo
+        with np.errstate(invalid="ignore", over="ignore"):
+            span_rows = trace & ~is_instant & (np.abs(ts) * 1000.0 + state.base_time_ns < K._MAX_NS)
+            span_rows &= (dur >= 0) & (dur * 1000.0 < K._MAX_NS)
+        if span_rows.any():
+            span = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
+        kept_rows = np.flatnonzero(~is_pseudo)
+        k, ts, dur, is_instant, ck = k[kept_rows], ts[kept_rows], dur[kept_rows], is_instant[kept_rows], ck[kept_rows]
+        cat_codes = ck[:, _CAT_CODES]
+        name_codes, names = K._renumber_first_seen(name_codes, names, kept_rows)
+        nk = len(k)
     if np.isnan(dur).any() or (dur < 0).any() or not np.isfinite(ts).all() or np.isinf(dur).any():
         raise _GiveUp  # malformed events: the msgspec path reports them by index
-    state.bound_ts(ts)
     with np.errstate(invalid="ignore", over="ignore"):
         if (~(np.abs(ts * 1000.0 + state.base_time_ns) < K._MAX_NS)).any() or (dur * 1000.0 >= K._MAX_NS).any():
             raise _GiveUp
@@ -270,13 +331,29 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     # No _GiveUp after this point: the file's state takes this piece.
     state.meta_events += meta_events
     state.count("flow events", n_flow)
-    state.count("other phases", n - nk - n_meta - n_flow)
+    state.count("other phases", n - nk_all - n_meta - n_flow)
+    if pseudo is not None:
+        if span is not None:
+            old = state.profiler_span
+            state.profiler_span = span if old is None else (min(span[0], old[0]), max(span[1], old[1]))
+        state.count("profiler markers", int(pseudo[0].sum()))
     if nk and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
         state.ts_ns_precision = True
-    cat_to_code = np.array([K._CODE[K._CAT_TO_KIND.get(c.lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8)
-    kind = cat_to_code[cat_codes] if nk else np.empty(0, np.int8)
     pid = s.pidtid[k, 0]
     tid = s.pidtid[k, 1]
+    if pids is not None:  # numbered in order of first appearance among all kept rows
+        distinct = list(dict.fromkeys(pids[1]))
+        numbers = K._int_lut(distinct, state.labels).tolist()
+        for text, number in zip(distinct, numbers, strict=True):
+            state.pid_text.setdefault(number, text)
+        lut = dict(zip(distinct, numbers, strict=True))
+        where, which = _numbered(pids, nk_all, kept_rows)
+        pid[where] = [lut[pids[1][j]] for j in which.tolist()]
+    if tids is not None:
+        where, which = _numbered(tids, nk_all, kept_rows)
+        tid[where] = _int_texts([tids[1][j] for j in which.tolist()], state.labels)
+    cat_to_code = np.array([K._CODE[K._CAT_TO_KIND.get(c.lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8)
+    kind = cat_to_code[cat_codes] if nk else np.empty(0, np.int8)
     device = np.full(nk, -1, dtype=np.int16)
     stream = np.full(nk, -1, dtype=np.int64)
     dev_rows = np.flatnonzero(derive.in_codes(kind, K._DEVICE_CODES))
@@ -375,6 +452,22 @@ def _comm(
     return comm_rows, comm
 
 
+def _first_seen_order(c: np.ndarray, count: int) -> np.ndarray:
+    """The distinct numbers of ``c`` (each below ``count``) in order of first appearance.
+
+    The scanner numbered them in that order among more rows, so among these they usually come
+    in increasing order: then each number's first appearance is where it exceeds all before
+    it, and the distinct numbers, sorted, are that order (checked: as many new maxima as
+    distinct numbers). Else by ``np.unique``'s first indices."""
+    high = np.maximum.accumulate(c)
+    n_new = 1 + int(np.count_nonzero(high[1:] > high[:-1]))
+    used = np.flatnonzero(np.bincount(c, minlength=count))
+    if n_new == len(used):
+        return used
+    distinct, first_at = np.unique(c, return_index=True)
+    return distinct[np.argsort(first_at, kind="stable")]
+
+
 def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
     """CPU operators with Input Dims and their four argument texts, as op_args.collect reads them."""
     cpu = np.flatnonzero(kind == K._CODE[EventKind.CPU_OP])
@@ -389,9 +482,9 @@ def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_ar
         if not present.any():
             codes[f], values[f] = np.full(len(rows), -1, np.int32), []
             continue
-        used, first_at = np.unique(c[present], return_index=True)
-        order = used[np.argsort(first_at, kind="stable")]
-        lut = np.full(int(used[-1]) + 1, -1, np.int32)
+        order = _first_seen_order(c[present], s.counts[_OP_CODES[f]])
+        used = order  # (the largest number used is its maximum)
+        lut = np.full(int(used.max()) + 1, -1, np.int32)
         lut[order] = np.arange(len(order), dtype=np.int32)
         codes[f] = np.where(present, lut[np.maximum(c, 0)], -1).astype(np.int32)
         values[f] = _first_texts(data, s, _OP_CODES[f], _OP_SPANS[f], order)

@@ -104,6 +104,14 @@ class OpArgs:
         """One file's arguments from its chunks (``offsets``: the first row of each chunk)."""
         if not parts:
             return empty()
+        if len(parts) == 1 and all(len(set(v)) == len(v) for v in parts[0].values.values()):
+            # (What the loop gives one part whose texts are distinct: its own numbering.)
+            p = parts[0]
+            return OpArgs(
+                rows=(p.rows + offsets[0]).astype(np.int64),
+                codes={f: p.codes[f].astype(np.int32) for f in FIELDS},
+                values={f: list(p.values[f]) for f in FIELDS},
+            )
         codes: dict[str, np.ndarray] = {}
         values: dict[str, list[str]] = {}
         for f in FIELDS:

@@ -478,7 +478,7 @@ def test_the_scanner_reads_valid_edge_cases_itself() -> None:
 @pytest.mark.parametrize(
     "odd",
     [
-        _event(pid=b'"7"'),  # a string pid: numbered by the msgspec path's labels
+        _event(pid=b'"a\\"b"'),  # an escape in a string pid (read by the scanner without one)
         _event(cat=b'"a\\"b"'),  # an escape in a category
         _event(args=b'{"rank": 1}'),
         _event(ph=b'"B"'),  # read by the scanner, but not its part: msgspec reads the piece
@@ -605,11 +605,10 @@ def test_the_scanner_reads_a_range_of_a_buffer_as_it_reads_a_copy_of_it() -> Non
 
 @needs_native
 @pytest.mark.parametrize("at", [0, 30, 1500, 2999])
-@pytest.mark.parametrize("odd", [b'"n\\u00e9"', b'"Spans"'])
-def test_a_one_piece_file_scanned_in_place_reads_as_msgspec_reads_it(at: int, odd: bytes) -> None:
+@pytest.mark.parametrize(("field", "odd"), [("name", b'"n\\u00e9"'), ("args", b'{"rank": 1}')])
+def test_a_one_piece_file_scanned_in_place_reads_as_msgspec_reads_it(at: int, field: str, odd: bytes) -> None:
     """An event the scanner gives up on near the start, in the middle (msgspec reads the next
     64 KB, the scanner the rest) or at the end of a one-piece file read from memory."""
-    field = "name" if b"\\u" in odd else "pid"
     data = _doc([_event(ts=b"%d" % (900 + i)) for i in range(at)] + [_event(**{field: odd})], n_plain=3000 - at)
     assert len(data) < 4 << 20
     # Read in pieces only (no fallback to the whole-file read that could hide a wrong piece).
@@ -622,8 +621,95 @@ def test_a_one_piece_file_scanned_in_place_reads_as_msgspec_reads_it(at: int, od
 def test_a_bare_array_file_scanned_in_place_reads_as_msgspec_reads_it(at: int) -> None:
     """A document that is the event array itself (it starts at byte 0), whitespace after it."""
     events = [_event(ts=b"%d" % (900 + i)) for i in range(3000)]
-    events[at] = _event(pid=b'"Spans"')
+    events[at] = _event(args=b'{"rank": 1}')
     data = b"[" + b",\n".join(events) + b"]\n\n"
     counts = _both(Path("bare.json"), data, 8 << 20, read=_in_pieces)
     # (Given up on at the first event: msgspec reads the whole piece, one part.)
     assert counts[1] >= (2 if at else 1) and counts[0] >= (1 if at else 0)
+
+
+# --------------------------------------------------------------------------------------
+# (e) String pids and tids, Kineto's pseudo-events: read by the scanner, labelled as msgspec
+# --------------------------------------------------------------------------------------
+#: The last events of a Kineto file (the bundled sample's): the profiler span, its process's
+#: sort index, an iteration marker (pseudo-events, left out) and a global instant event with
+#: empty string pid and tid (kept: numbered by the file's labels).
+KINETO_TAIL = [
+    b'{"ph": "X", "cat": "Trace", "ts": 90, "dur": 14628, "pid": "Spans", "tid": "PyTorch Profiler",'
+    b' "name": "PyTorch Profiler (0)", "args": {"Op count": 0}}',
+    b'{"name": "process_sort_index", "ph": "M", "ts": 90, "pid": "Spans", "tid": 0, "args": {"sort_index": 536870912}}',
+    b'{"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces",'
+    b' "tid": "Trace PyTorch Profiler", "ts": 90}',
+    b'{"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 16000}',
+]
+ODD_STRINGS = [
+    # (events, whether the scanner reads the piece alone)
+    ([], True),
+    ([_event(pid=b'"7"', cat=b'"cpu_op"')], True),  # a number in a string
+    ([_event(pid=b'"0x1f"', tid=b'"stream 3"')], True),  # a kernel: device from its pid's number
+    ([_event(pid=b'"worker"', tid=b'"main"', cat=b'"cpu_op"'), _event(pid=b'"worker"', tid=b'"1"')], True),
+    ([_event(pid=b'"Spans"', cat=b'"cpu_op"', dur=b"-1")], True),  # malformed, but a pseudo-event
+    ([_event(cat=b'"Trace"', pid=b"3", ts=b"50", dur=b"")], True),  # no dur: a marker, no span
+    ([_event(cat=b'"Trace"', ph=b'"i"', name=b'"n2"')], True),
+    ([_event(tid=b'"Traces"', cat=b'"cpu_op"'), _event(pid=b'"Traces"', tid=b'"x"')], True),
+    ([_event(pid=b'""', tid=b'""', ph=b'"i"', name=b'""')], True),
+    # tids that numpy converts (no labels), and ones it does not (each then by kineto._as_int)
+    ([_event(tid=b'"12"', cat=b'"cpu_op"'), _event(tid=b'" 3"', cat=b'"cpu_op"'), _event(tid=b'"07"')], True),
+    ([_event(tid=b'"12"', cat=b'"cpu_op"'), _event(tid=b'"0x10"'), _event(tid=b'"t"'), _event(tid=b'"07"')], True),
+    ([_event(pid=b'"t"', tid=b'"u"'), _event(pid=b'"u"', tid=b'"t"'), _event(pid=b'"9999999999999999999999"')], True),
+    (
+        [
+            _event(pid=b'"a"', ph=b'"s"'),
+            _event(pid=b'"b"', ph=b'"M"', name=b'"process_name"', args=b'{"name": "rank 1"}'),
+        ],
+        True,
+    ),
+    ([_event(pid=b'"Spans"', name=b'"caf\xc3\xa9"')], False),  # non-ASCII: msgspec reads it
+    ([_event(pid=b'"\\u00e9"')], False),  # an escape in a pid: msgspec reads it
+    ([_event(cat=b'"Trace"', dur=b"-5"), _event(pid=b'"p"', dur=b"-5")], False),  # a malformed kept event
+]
+
+
+@needs_native
+@pytest.mark.parametrize(("odd", "alone"), ODD_STRINGS, ids=[str(i) for i in range(len(ODD_STRINGS))])
+@pytest.mark.parametrize("tail", [True, False], ids=["tail", "no-tail"])
+def test_string_pids_and_pseudo_events_read_as_msgspec_reads_them(odd: list[bytes], alone: bool, tail: bool) -> None:
+    """Tables, labels (the ids of string pids and tids), skipped counts and the profiler span
+    as msgspec gives them, in a file the scanner reads in one part where it can."""
+    events = [
+        *odd[:1],
+        *(_event(ts=b"%d" % (900 + i), name=b'"k%d"' % (i % 5)) for i in range(30)),
+        *odd[1:],
+        *(KINETO_TAIL if tail else []),
+    ]
+    data = _doc(events)
+    counts = _both(Path("strings.json"), data, 1 << 22, read=_in_pieces)
+    if alone:
+        assert counts == [1, 1]
+    else:
+        assert counts[1] > counts[0]
+
+
+@needs_native
+def test_the_kineto_tail_is_left_out_and_labelled() -> None:
+    """The values themselves (not only the same both ways): the profiler span from the
+    ``Trace`` event, two markers skipped, the global instant event kept with the id that
+    ``""`` gets after ``"Spans"`` and ``"Traces"`` (-2, -3: -4)."""
+    data = _doc(KINETO_TAIL, n_plain=3)
+    with _counting() as counts:
+        (rank,) = _in_pieces(Path("tail.json"), data, 1 << 22)
+    assert counts == [1, 1]
+    ev = rank.events
+    assert list(ev["name"]) == ["aten::mm"] * 3 + ["Record Window End"]
+    last = ev.iloc[-1]
+    assert (last["pid"], last["tid"]) == (-4, -4)
+    assert rank.meta.skipped["profiler markers"] == 2  # (the sort index is a metadata event)
+    assert (rank.meta.profiler_start_ns, rank.meta.profiler_end_ns) == (90_000, (90 + 14628) * 1000)
+
+
+@needs_native
+@pytest.mark.parametrize("path", sorted(Path(tv.sample_path()).glob("*.json.gz")), ids=lambda p: p.name[:8])
+def test_the_sample_files_are_read_by_the_scanner_alone(path: Path) -> None:
+    """No msgspec part and no merge for the bundled sample (its files end with pseudo-events)."""
+    counts = _both(path, read_bytes(path), 1 << 22, read=_in_pieces)
+    assert counts == [1, 1]
