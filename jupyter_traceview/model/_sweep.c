@@ -469,11 +469,234 @@ done:
     return PyLong_FromSsize_t(n_threads);
 }
 
+PyDoc_STRVAR(span_per_group_doc,
+             "span_per_group(group, ts, dur, start, end)\n\n"
+             "trace._span_per_group: start[g] = min(ts[i]), end[g] = max(ts[i] + dur[i]) over the rows i with\n"
+             "group[i] == g, into start and end (filled with int64 max and min by the caller: groups without rows\n"
+             "keep them). Every group must be in [0, len(start)): ValueError otherwise (nothing changed then).");
+
+static PyObject *sweep_span_per_group(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    static const char *const what[] = {"group", "ts", "dur", "start", "end"};
+    Py_buffer v[5];
+    if (!PyArg_ParseTuple(args, "OOOOO:span_per_group", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    if (get_all(objs, v, 5, 2, what) < 0) return NULL;
+    Py_ssize_t n = LEN(v[0]), m = LEN(v[3]);
+    if (LEN(v[1]) != n || LEN(v[2]) != n || LEN(v[4]) != m) {
+        release(v, 5);
+        PyErr_SetString(PyExc_ValueError, "span_per_group: group, ts and dur of one length, start and end of one");
+        return NULL;
+    }
+    const int64_t *group = v[0].buf, *ts = v[1].buf, *dur = v[2].buf;
+    int64_t *start = v[3].buf, *end = v[4].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (group[i] < 0 || group[i] >= m) {
+            bad = 1;
+            break;
+        }
+    }
+    if (!bad) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t g = group[i], s = ts[i], e = wadd(ts[i], dur[i]);
+            if (s < start[g]) start[g] = s;
+            if (e > end[g]) end[g] = e;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 5);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "span_per_group: a group out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* A signed integer array of any width (codes as pandas stores them: int8-64). */
+typedef struct {
+    const char *p;
+    int size;
+} ints_t;
+
+static inline int64_t at_int(ints_t a, Py_ssize_t i) {
+    switch (a.size) {
+    case 1:
+        return ((const int8_t *)a.p)[i];
+    case 2:
+        return ((const int16_t *)a.p)[i];
+    case 4:
+        return ((const int32_t *)a.p)[i];
+    default:
+        return ((const int64_t *)a.p)[i];
+    }
+}
+
+/* A 1-d C-contiguous buffer of signed integers (format b, h, i, l, q) or, with flags, bools. */
+static int get_ints(PyObject *obj, Py_buffer *view, int bools, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    const char *f = view->format;
+    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+    int ok = view->ndim == 1 && f != NULL && f[0] != 0 && f[1] == 0;
+    if (ok) {
+        char c = f[0];
+        ok = bools ? (c == '?' && view->itemsize == 1)
+                   : ((c == 'b' && view->itemsize == 1) || (c == 'h' && view->itemsize == 2) ||
+                      (c == 'i' && view->itemsize == 4) || ((c == 'l' || c == 'q') && view->itemsize == 8));
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional %s array is needed", what,
+                     bools ? "bool" : "signed integer");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Position of x among the k sorted distinct values v, or -1. */
+static inline Py_ssize_t find_i64(const int64_t *v, Py_ssize_t k, int64_t x) {
+    Py_ssize_t lo = 0, hi = k;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < k && v[lo] == x ? lo : -1;
+}
+
+PyDoc_STRVAR(iterations_doc,
+             "iterations(name, kind, step, ts, dur, step_name, step_kind, act_kind, steps, start, end, g_start, g_end,\n"
+             "           launched) -> k\n\n"
+             "trace._iterations_of's reductions in two passes over the events: the rows whose name code is flagged\n"
+             "in step_name and kind code in step_kind (code -1: the tables' last entry) give the distinct steps\n"
+             "(sorted, steps[:k]) and each one's first start and last end (start, end); the rows whose kind is\n"
+             "flagged in act_kind with a step among those give each step's first start and last end of its GPU\n"
+             "activities (g_start, g_end: int64 max and min without any) and how many (launched). Outputs of\n"
+             "len(step) at least. ValueError for a code past its table.");
+
+static PyObject *sweep_iterations(PyObject *self, PyObject *args) {
+    PyObject *o[14];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO:iterations", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13]))
+        return NULL;
+    Py_buffer v[14];
+    int got = 0, err = 0;
+    static const char *const what[] = {"name", "kind", "step", "ts", "dur", "step_name", "step_kind", "act_kind",
+                                       "steps", "start", "end", "g_start", "g_end", "launched"};
+    for (; got < 14; got++) {
+        int r;
+        if (got < 3)
+            r = get_ints(o[got], &v[got], 0, what[got]);
+        else if (got < 5)
+            r = get_i64(o[got], &v[got], 0, what[got]);
+        else if (got < 8)
+            r = get_ints(o[got], &v[got], 1, what[got]);
+        else
+            r = get_i64(o[got], &v[got], 1, what[got]);
+        if (r < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = v[0].len / v[0].itemsize;
+    if (v[1].len / v[1].itemsize != n || v[2].len / v[2].itemsize != n || LEN(v[3]) != n || LEN(v[4]) != n ||
+        v[5].len < 1 || v[6].len < 1 || v[7].len != v[6].len) {
+        release(v, 14);
+        PyErr_SetString(PyExc_ValueError, "iterations: columns of one length, tables of >= 1 entry (two of kinds)");
+        return NULL;
+    }
+    for (int i = 8; i < 14; i++) {
+        if (LEN(v[i]) < n) {
+            release(v, 14);
+            PyErr_SetString(PyExc_ValueError, "iterations: outputs as long as the columns");
+            return NULL;
+        }
+    }
+    ints_t name = {v[0].buf, (int)v[0].itemsize}, kind = {v[1].buf, (int)v[1].itemsize},
+           step = {v[2].buf, (int)v[2].itemsize};
+    const int64_t *ts = v[3].buf, *dur = v[4].buf;
+    const uint8_t *step_name = v[5].buf, *step_kind = v[6].buf, *act_kind = v[7].buf;
+    Py_ssize_t n_names = v[5].len, n_kinds = v[6].len;
+    int64_t *steps = v[8].buf, *start = v[9].buf, *end = v[10].buf, *g_start = v[11].buf, *g_end = v[12].buf,
+            *launched = v[13].buf;
+    Py_ssize_t k = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    /* Pass 1: the step rows' steps (into steps, then sorted and made distinct). */
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t nc = at_int(name, i), kc = at_int(kind, i);
+        if (nc < 0) nc = n_names - 1;
+        if (kc < 0) kc = n_kinds - 1;
+        if (nc >= n_names || kc >= n_kinds) {
+            err = 1;
+            break;
+        }
+        steps[m] = at_int(step, i); /* kept if a step row (no branch: rows of all kinds interleave) */
+        m += step_name[nc] & step_kind[kc];
+    }
+    if (!err && m > 0) {
+        qsort(steps, (size_t)m, sizeof(int64_t), cmp_i64);
+        for (Py_ssize_t j = 0; j < m; j++)
+            if (k == 0 || steps[j] != steps[k - 1]) steps[k++] = steps[j];
+        for (Py_ssize_t j = 0; j < k; j++) {
+            start[j] = INT64_MAX;
+            end[j] = INT64_MIN;
+            g_start[j] = INT64_MAX;
+            g_end[j] = INT64_MIN;
+            launched[j] = 0;
+        }
+        /* Pass 2: the spans of the step rows and of the activities of each step (rows of one
+         * step come in runs: the last step's position is tried first). */
+        int64_t last_st = 0;
+        Py_ssize_t last_g = -2;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t nc = at_int(name, i), kc = at_int(kind, i);
+            if (nc < 0) nc = n_names - 1;
+            if (kc < 0) kc = n_kinds - 1;
+            int is_step = step_name[nc] & step_kind[kc];
+            if (!(is_step | act_kind[kc])) continue;
+            int64_t st = at_int(step, i);
+            int is_act = act_kind[kc] && st >= 0;
+            if (!is_step && !is_act) continue;
+            Py_ssize_t g = last_g != -2 && st == last_st ? last_g : find_i64(steps, k, st);
+            last_st = st;
+            last_g = g;
+            if (g < 0) continue;
+            int64_t s = ts[i], e = wadd(ts[i], dur[i]);
+            if (is_step) {
+                if (s < start[g]) start[g] = s;
+                if (e > end[g]) end[g] = e;
+            }
+            if (is_act) {
+                if (s < g_start[g]) g_start[g] = s;
+                if (e > g_end[g]) g_end[g] = e;
+                launched[g]++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 14);
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, "iterations: a code past its table");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(k);
+}
+
 static PyMethodDef sweep_methods[] = {
     {"union_sorted", sweep_union, METH_VARARGS, union_doc},
     {"at_least_two_sorted", sweep_at_least_two, METH_VARARGS, at_least_two_doc},
     {"coverage", sweep_coverage, METH_VARARGS, coverage_doc},
     {"thread_unions", sweep_thread_unions, METH_VARARGS, thread_unions_doc},
+    {"span_per_group", sweep_span_per_group, METH_VARARGS, span_per_group_doc},
+    {"iterations", sweep_iterations, METH_VARARGS, iterations_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import jupyter_traceview as tv
 from jupyter_traceview.analysis import _gpu, threads
 from jupyter_traceview.model import intervals as iv
+from jupyter_traceview.model import trace as trace_mod
 from tests.conftest import KINETO_FOLDERS
 
 NATIVE = iv.native
@@ -322,3 +323,106 @@ def test_thread_states_of_real_traces(name: str) -> None:
         if len(ev):
             lo, hi = int(ev["ts_ns"].min()), int((ev["ts_ns"] + ev["dur_ns"]).max())
             _states_same(ev, (lo + (hi - lo) // 4, lo + 3 * (hi - lo) // 4))
+
+
+# --- Trace.iterations (trace._iterations_of) and trace._span_per_group
+
+
+def _iterations_same(d: Any) -> pd.DataFrame:
+    compiled, fallback = both(lambda: trace_mod._iterations_of(d))
+    pd.testing.assert_frame_equal(compiled, fallback, check_exact=True)
+    return compiled
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_FOLDERS))
+def test_iterations_of_real_traces(name: str) -> None:
+    trace = tv.load(KINETO_FOLDERS[name], cache=False)
+    for r in trace.ranks:
+        _iterations_same(trace.rank_data(r))
+
+
+@needs_native
+def test_the_compiled_iterations_run_on_real_columns() -> None:
+    # Not silently the fallback: the loop takes the columns as a rank table stores them.
+    trace = tv.load(KINETO_FOLDERS["dlrm_8rank_v100"], cache=False)
+    d = trace.rank_data(trace.ranks[0])
+    ev = d.events
+    names, kinds = ev["name"].array, ev["kind"].array
+    step_name = np.append(np.asarray(names.categories.str.startswith("ProfilerStep#"), dtype=bool), False)
+    step_kind = np.append(np.asarray(kinds.categories.isin(["user_annotation", "cpu_op"]), dtype=bool), False)
+    act_kind = np.append(np.asarray(kinds.categories.isin(trace_mod._ACTIVITY), dtype=bool), False)
+    columns = (np.asarray(names.codes), np.asarray(kinds.codes), ev["step"].to_numpy(), ev["ts_ns"].to_numpy())
+    found = trace_mod._native_iterations(*columns, ev["dur_ns"].to_numpy(), step_name, step_kind, act_kind)
+    assert found is not None and len(found) == 6
+    steps = found[0]
+    its = trace_mod._iterations_of(d)
+    assert steps.tolist() == its["step"].tolist() and len(steps) >= 1
+    assert found[1].tolist() == its["start_ns"].tolist()
+
+
+def _rank(rows: list[tuple[int, int, str, str, int]]) -> Any:
+    """A rank (what _iterations_of reads of one: its events and its number) of (ts, dur, kind,
+    name, step) rows."""
+    from types import SimpleNamespace
+
+    kinds = ["cpu_op", "user_annotation", "kernel", "gpu_memcpy", "cuda_runtime"]
+    names = sorted({r[3] for r in rows} | {"x"})
+    ev = pd.DataFrame(
+        {
+            "ts_ns": np.array([r[0] for r in rows], dtype=np.int64),
+            "dur_ns": np.array([r[1] for r in rows], dtype=np.int64),
+            "kind": pd.Categorical([r[2] for r in rows], categories=kinds),
+            "name": pd.Categorical([r[3] for r in rows], categories=names),
+            "step": np.array([r[4] for r in rows], dtype=np.int32),
+        }
+    )
+    return SimpleNamespace(meta=SimpleNamespace(rank=3), events=ev)
+
+
+ITERATION_CASES = {
+    "no events": [],
+    "no step": [(0, 5, "cpu_op", "mm", -1), (1, 2, "kernel", "k", -1)],
+    "steps, a step without GPU work, work outside steps": [
+        (0, 100, "user_annotation", "ProfilerStep#7", 7),
+        (10, 5, "kernel", "k", 7),
+        (120, 10, "gpu_memcpy", "c", 7),
+        (100, 50, "cpu_op", "ProfilerStep#8", 8),
+        (130, 5, "cuda_runtime", "launch", 8),
+        (300, 5, "kernel", "k", -1),
+        (400, 5, "kernel", "k", 9),
+        (5, 3, "kernel", "ProfilerStep#7", 7),
+    ],
+    "step rows out of order, a step split in two": [
+        (500, 10, "user_annotation", "ProfilerStep#2", 2),
+        (0, 10, "user_annotation", "ProfilerStep#1", 1),
+        (20, 10, "user_annotation", "ProfilerStep#1", 1),
+        (5, 100, "kernel", "k", 1),
+        (505, 1, "kernel", "k", 2),
+        (2, 1, "kernel", "k", 1),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(ITERATION_CASES))
+def test_iterations_by_case(case: str) -> None:
+    _iterations_same(_rank(ITERATION_CASES[case]))
+
+
+def test_iterations_by_hand() -> None:
+    its = _iterations_same(_rank(ITERATION_CASES["steps, a step without GPU work, work outside steps"]))
+    assert its["step"].tolist() == [7, 8]
+    assert its["start_ns"].tolist() == [0, 100] and its["end_ns"].tolist() == [100, 150]
+    # Step 8 launched nothing: -1, as floats; the kernel named like a step is not a step row.
+    assert its["gpu_start_ns"].tolist() == [5.0, -1.0] and its["gpu_end_ns"].tolist() == [130.0, -1.0]
+    its = _iterations_same(_rank(ITERATION_CASES["step rows out of order, a step split in two"]))
+    assert its["step"].tolist() == [1, 2] and its["start_ns"].tolist() == [0, 500]
+    assert its["end_ns"].tolist() == [30, 510] and its["gpu_end_ns"].tolist() == [105, 506]
+
+
+def test_span_per_group() -> None:
+    group, ts, dur = a(2, 0, 2, 0), a(10, 5, 3, 7), a(1, 10, 1, -20)
+    for g in (group, a(2, 0, -1, 0)):  # a negative group: numpy's index wraps (the loop declines)
+        compiled, fallback = both(lambda g=g: trace_mod._span_per_group(g, ts, dur, 3))
+        assert same(compiled, fallback)
+    start, end = trace_mod._span_per_group(group, ts, dur, 3)
+    assert start.tolist() == [5, I64.max, 3] and end.tolist() == [15, I64.min, 11]
