@@ -690,6 +690,144 @@ static PyObject *sweep_iterations(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(k);
 }
 
+PyDoc_STRVAR(factorize_calls_doc,
+             "factorize_calls(name, rows, c1, c2, c3, radix, inv, first) -> k\n\n"
+             "perfmodel._work_of_ops' distinct calls: key[i] = ((name[rows[i]] * radix[0] + c1[i] + 1) * radix[1] +\n"
+             "c2[i] + 1) * radix[2] + c3[i] + 1 (int64, the caller checked it cannot overflow); inv[i] = the\n"
+             "position of key[i] among the k distinct keys in increasing order (pd.factorize(key, sort=True)),\n"
+             "first[g] = the last i with inv[i] == g. Codes of any signed integer width; rows int64 in\n"
+             "[0, len(name)). Outputs of len(rows) at least.");
+
+static PyObject *sweep_factorize_calls(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:factorize_calls", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    static const char *const what[] = {"name", "rows", "c1", "c2", "c3", "radix", "inv", "first"};
+    Py_buffer v[8];
+    for (int i = 0; i < 8; i++) {
+        int r = (i == 0 || (i >= 2 && i <= 4)) ? get_ints(o[i], &v[i], 0, what[i]) : get_i64(o[i], &v[i], i >= 6, what[i]);
+        if (r < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    Py_ssize_t n_names = v[0].len / v[0].itemsize, n = LEN(v[1]);
+    if (v[2].len / v[2].itemsize != n || v[3].len / v[3].itemsize != n || v[4].len / v[4].itemsize != n ||
+        LEN(v[5]) != 3 || LEN(v[6]) < n || LEN(v[7]) < n) {
+        release(v, 8);
+        PyErr_SetString(PyExc_ValueError, "factorize_calls: columns of one length, 3 radices, outputs as long");
+        return NULL;
+    }
+    ints_t name = {v[0].buf, (int)v[0].itemsize}, c1 = {v[2].buf, (int)v[2].itemsize},
+           c2 = {v[3].buf, (int)v[3].itemsize}, c3 = {v[4].buf, (int)v[4].itemsize};
+    const int64_t *rows = v[1].buf, *radix = v[5].buf;
+    int64_t *inv = v[6].buf, *first = v[7].buf;
+    Py_ssize_t k = 0;
+    int err = 0;
+    /* Open addressing: key -> provisional id (first-seen order); grown at half full. */
+    size_t cap = 1024;
+    int64_t *keys = malloc(cap * sizeof(int64_t));
+    int64_t *slot = malloc(2 * cap * sizeof(int64_t)); /* id + 1, 0 empty */
+    int64_t *order = NULL, *rank = NULL;
+    if (keys == NULL || slot == NULL) {
+        err = 2;
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    memset(slot, 0, 2 * cap * sizeof(int64_t));
+    size_t mask = 2 * cap - 1;
+    int64_t last_key = 0;
+    Py_ssize_t last_id = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = rows[i];
+        if (r < 0 || r >= n_names) {
+            err = 1;
+            break;
+        }
+        uint64_t key = (uint64_t)at_int(name, r);
+        key = key * (uint64_t)radix[0] + (uint64_t)(at_int(c1, i) + 1);
+        key = key * (uint64_t)radix[1] + (uint64_t)(at_int(c2, i) + 1);
+        key = key * (uint64_t)radix[2] + (uint64_t)(at_int(c3, i) + 1);
+        int64_t kk = (int64_t)key;
+        Py_ssize_t id;
+        if (last_id >= 0 && kk == last_key) {
+            id = last_id;
+        } else {
+            size_t h = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+            for (;;) {
+                int64_t x = slot[h];
+                if (x == 0) {
+                    if ((size_t)k >= cap) { /* grow: keys and a table twice as large */
+                        size_t ncap = cap * 2;
+                        int64_t *nkeys = realloc(keys, ncap * sizeof(int64_t));
+                        int64_t *nslot = nkeys == NULL ? NULL : calloc(2 * ncap, sizeof(int64_t));
+                        if (nkeys != NULL) keys = nkeys;
+                        if (nslot == NULL) {
+                            err = 2;
+                            break;
+                        }
+                        free(slot);
+                        slot = nslot;
+                        cap = ncap;
+                        mask = 2 * cap - 1;
+                        for (Py_ssize_t j = 0; j < k; j++) {
+                            size_t g = (size_t)(((uint64_t)keys[j] * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+                            while (slot[g] != 0) g = (g + 1) & mask;
+                            slot[g] = j + 1;
+                        }
+                        h = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+                        while (slot[h] != 0) h = (h + 1) & mask;
+                    }
+                    keys[k] = kk;
+                    slot[h] = k + 1;
+                    id = k++;
+                    break;
+                }
+                if (keys[x - 1] == kk) {
+                    id = x - 1;
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+            if (err) break;
+            last_key = kk;
+            last_id = id;
+        }
+        inv[i] = id;
+    }
+    if (!err) {
+        /* The distinct keys in increasing order: each provisional id's rank. */
+        order = malloc((size_t)(k > 0 ? k : 1) * 2 * sizeof(int64_t));
+        rank = malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+        if (order == NULL || rank == NULL) err = 2;
+    }
+    if (!err) {
+        for (Py_ssize_t j = 0; j < k; j++) {
+            order[2 * j] = keys[j];
+            order[2 * j + 1] = j;
+        }
+        qsort(order, (size_t)k, 2 * sizeof(int64_t), cmp_i64); /* by key (distinct) */
+        for (Py_ssize_t j = 0; j < k; j++) rank[order[2 * j + 1]] = j;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            inv[i] = rank[inv[i]];
+            first[inv[i]] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+done:
+    free(keys);
+    free(slot);
+    free(order);
+    free(rank);
+    release(v, 8);
+    if (err == 2) return PyErr_NoMemory();
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, "factorize_calls: a row out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(k);
+}
+
 static PyMethodDef sweep_methods[] = {
     {"union_sorted", sweep_union, METH_VARARGS, union_doc},
     {"at_least_two_sorted", sweep_at_least_two, METH_VARARGS, at_least_two_doc},
@@ -697,6 +835,7 @@ static PyMethodDef sweep_methods[] = {
     {"thread_unions", sweep_thread_unions, METH_VARARGS, thread_unions_doc},
     {"span_per_group", sweep_span_per_group, METH_VARARGS, span_per_group_doc},
     {"iterations", sweep_iterations, METH_VARARGS, iterations_doc},
+    {"factorize_calls", sweep_factorize_calls, METH_VARARGS, factorize_calls_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -426,3 +427,83 @@ def test_span_per_group() -> None:
         assert same(compiled, fallback)
     start, end = trace_mod._span_per_group(group, ts, dur, 3)
     assert start.tolist() == [5, I64.max, 3] and end.tolist() == [15, I64.min, 11]
+
+
+# --- perfmodel._work_of_ops: the distinct operator calls
+
+
+@needs_native
+@pytest.mark.parametrize("distinct", [1, 7, 3000])
+def test_factorize_calls_is_pandas_factorize(distinct: int) -> None:
+    rng = np.random.default_rng(distinct)
+    n = 20_000
+    name = rng.integers(-1, 50, 400).astype(np.int16)
+    rows = rng.integers(0, len(name), n).astype(np.int64)
+    c1 = rng.integers(-1, max(distinct // 10, 1), n).astype(np.int8 if distinct < 100 else np.int32)
+    c2 = rng.integers(-1, 3, n).astype(np.int64)
+    c3 = rng.integers(-1, 2, n).astype(np.int8)
+    radix = np.array([int(c1.max()) + 2, 4, 3], dtype=np.int64)
+    if distinct == 1:
+        name[:] = 5
+        c1[:], c2[:], c3[:] = 0, -1, 1
+    inv, first = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    k = NATIVE.factorize_calls(name, rows, c1, c2, c3, radix, inv, first)
+    key = name[rows].astype(np.int64)
+    for c, r in zip((c1, c2, c3), radix.tolist(), strict=True):
+        key = key * r + c + 1
+    want, uniques = pd.factorize(key, sort=True)
+    assert k == len(uniques) and np.array_equal(inv, want)
+    last = np.empty(k, dtype=np.int64)
+    last[want] = np.arange(n)
+    assert np.array_equal(first[:k], last)
+    if distinct == 1:
+        assert k == 1
+
+
+@needs_native
+def test_factorize_calls_checks_rows() -> None:
+    out = np.empty(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="out of range"):
+        NATIVE.factorize_calls(a(1, 2), a(0, 2), a(0, 0), a(0, 0), a(0, 0), a(2, 2, 2), out, out.copy())
+
+
+def _work_same(trace: tv.Trace) -> None:
+    from jupyter_traceview.analysis import _links as lk
+    from jupyter_traceview.analysis.perfmodel import performance
+
+    for r in trace.ranks:
+        d = trace.rank_data(r)
+        ops = np.flatnonzero(lk.category_mask(d.events["kind"], ["cpu_op"]))
+        (code_c, work_c), (code_n, work_n) = both(
+            lambda d=d, ops=ops: performance._work_of_ops(d.events, d.op_args, ops)
+        )
+        assert same(code_c, code_n)
+        assert [repr(w) for w in work_c.tolist()] == [repr(w) for w in work_n.tolist()]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        *(KINETO_FOLDERS[n] for n in ("dlrm_8rank_v100", "h100_bert_small", "hta_triton")),
+        *sorted((Path(__file__).parents[1] / "data" / "perfmodel_cpu").glob("*.json.gz")),
+        *sorted(p for p in (Path(__file__).parents[1] / "data" / "torch_cpu").iterdir() if p.is_dir()),
+    ],
+    ids=str,
+)
+@pytest.mark.filterwarnings("ignore::jupyter_traceview.errors.TraceviewWarning")  # key_averages files beside
+def test_work_of_ops_of_real_traces(path: Path) -> None:
+    _work_same(tv.load(path, cache=False))
+
+
+@pytest.mark.filterwarnings("ignore::jupyter_traceview.errors.TraceviewWarning")  # no peaks of a CPU trace
+def test_the_matrix_and_performance_analyses_agree() -> None:
+    path = sorted((Path(__file__).parents[1] / "data" / "perfmodel_cpu").glob("*.json.gz"))[0]
+
+    def run() -> list[pd.DataFrame]:
+        from jupyter_traceview.analysis.perfmodel.matrix import matrix_shapes
+
+        trace = tv.load(path, cache=False)
+        return [matrix_shapes(trace), tv.op_performance(trace), tv.op_performance(trace, by="shape"), tv.mfu(trace)]
+
+    for x, y in zip(*both(run), strict=True):
+        pd.testing.assert_frame_equal(x, y, check_exact=True)
