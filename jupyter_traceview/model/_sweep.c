@@ -828,6 +828,105 @@ done:
     return PyLong_FromSsize_t(k);
 }
 
+PyDoc_STRVAR(occupancy_doc,
+             "occupancy(rows, occ, kind, kernel_kind, gpu_class, compute, name, dur, occ_ns, occ_w, count) -> ok\n\n"
+             "findings' kernel occupancy sums: for each argument row j in order with occ[j] > 0 and an event row\n"
+             "r = rows[j] >= 0 whose kind code is flagged in kernel_kind (code -1: its last entry) and whose\n"
+             "gpu_class code == compute: occ_ns[name[r]] += dur[r], occ_w[name[r]] += dur[r] * occ[j] (doubles,\n"
+             "in that order: np.bincount's sums), count[name[r]] += 1. occ float32 or float64; the outputs of one\n"
+             "length, zeroed by the caller. False (outputs unspecified) for a name code outside them.");
+
+static PyObject *sweep_occupancy(PyObject *self, PyObject *args) {
+    PyObject *o[11];
+    long long compute;
+    if (!PyArg_ParseTuple(args, "OOOOOLOOOOO:occupancy", &o[0], &o[1], &o[2], &o[3], &o[4], &compute, &o[5], &o[6],
+                          &o[7], &o[8], &o[9]))
+        return NULL;
+    /* o: rows, occ, kind, kernel_kind, gpu_class, name, dur, occ_ns, occ_w, count */
+    Py_buffer v[10];
+    int got = 0;
+    for (; got < 10; got++) {
+        int r;
+        PyObject *obj = o[got];
+        if (got == 0 || got == 6)
+            r = get_i64(obj, &v[got], 0, got == 0 ? "rows" : "dur");
+        else if (got == 9)
+            r = get_i64(obj, &v[got], 1, "count");
+        else if (got == 3)
+            r = get_ints(obj, &v[got], 1, "kernel_kind");
+        else if (got == 2 || got == 4 || got == 5)
+            r = get_ints(obj, &v[got], 0, got == 2 ? "kind" : got == 4 ? "gpu_class" : "name");
+        else { /* occ (1, float32 or float64), occ_ns and occ_w (7, 8: writable float64) */
+            r = PyObject_GetBuffer(obj, &v[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got > 1 ? PyBUF_WRITABLE : 0));
+            if (r == 0) {
+                const char *f = v[got].format;
+                if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+                int ok = v[got].ndim == 1 && f != NULL &&
+                         ((strcmp(f, "d") == 0 && v[got].itemsize == 8) ||
+                          (got == 1 && strcmp(f, "f") == 0 && v[got].itemsize == 4));
+                if (!ok) {
+                    PyBuffer_Release(&v[got]);
+                    PyErr_SetString(PyExc_TypeError, "occupancy: float arrays of the documented types are needed");
+                    r = -1;
+                }
+            }
+        }
+        if (r < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t m = LEN(v[0]), n = v[2].len / v[2].itemsize, n_lut = v[3].len, n_codes = LEN(v[9]);
+    if (v[1].len / v[1].itemsize != m || v[4].len / v[4].itemsize != n || v[5].len / v[5].itemsize != n ||
+        LEN(v[6]) != n || LEN(v[7]) != n_codes || LEN(v[8]) != n_codes || n_lut < 1) {
+        release(v, 10);
+        PyErr_SetString(PyExc_ValueError, "occupancy: arrays of inconsistent lengths");
+        return NULL;
+    }
+    const int64_t *rows = v[0].buf, *dur = v[6].buf;
+    int occ32 = v[1].itemsize == 4;
+    const float *occ_f = v[1].buf;
+    const double *occ_d = v[1].buf;
+    ints_t kind = {v[2].buf, (int)v[2].itemsize}, cls = {v[4].buf, (int)v[4].itemsize},
+           name = {v[5].buf, (int)v[5].itemsize};
+    const uint8_t *kernel_kind = v[3].buf;
+    double *occ_ns = v[7].buf, *occ_w = v[8].buf;
+    int64_t *count = v[9].buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        double oc = occ32 ? (double)occ_f[j] : occ_d[j];
+        int64_t r = rows[j];
+        if (!(oc > 0) || r < 0) continue;
+        if (r >= n) {
+            ok = 0;
+            break;
+        }
+        int64_t kc = at_int(kind, r);
+        if (kc < 0) kc = n_lut - 1;
+        if (kc >= n_lut) {
+            ok = 0;
+            break;
+        }
+        if (!kernel_kind[kc] || at_int(cls, r) != compute) continue;
+        int64_t c = at_int(name, r);
+        if (c < 0 || c >= n_codes) {
+            ok = 0;
+            break;
+        }
+        double d = (double)dur[r];
+        /* Stored before it is added: the product rounded on its own, as numpy's d * occ array
+         * is (no fused multiply-add where the target has one). */
+        volatile double w = d * oc;
+        occ_ns[c] += d;
+        occ_w[c] += w;
+        count[c] += 1;
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 10);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef sweep_methods[] = {
     {"union_sorted", sweep_union, METH_VARARGS, union_doc},
     {"at_least_two_sorted", sweep_at_least_two, METH_VARARGS, at_least_two_doc},
@@ -836,6 +935,7 @@ static PyMethodDef sweep_methods[] = {
     {"span_per_group", sweep_span_per_group, METH_VARARGS, span_per_group_doc},
     {"iterations", sweep_iterations, METH_VARARGS, iterations_doc},
     {"factorize_calls", sweep_factorize_calls, METH_VARARGS, factorize_calls_doc},
+    {"occupancy", sweep_occupancy, METH_VARARGS, occupancy_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -507,3 +507,41 @@ def test_the_matrix_and_performance_analyses_agree() -> None:
 
     for x, y in zip(*both(run), strict=True):
         pd.testing.assert_frame_equal(x, y, check_exact=True)
+
+
+# --- findings' rank_facts (the kernels' occupancy sums)
+
+
+def _facts(path: Path) -> dict[int, Any]:
+    from jupyter_traceview.analysis.findings.extraction import rank_facts
+
+    trace = tv.load(path, cache=False)
+    return trace.map_ranks(rank_facts, 10_000, 50_000)
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_FOLDERS))
+def test_rank_facts_of_real_traces(name: str) -> None:
+    compiled, fallback = both(_facts, KINETO_FOLDERS[name])
+    assert repr(compiled) == repr(fallback)  # floats compared exactly (repr round-trips)
+
+
+@needs_native
+def test_occupancy_sums_by_hand() -> None:
+    from jupyter_traceview.analysis.findings.extraction import _native_occupancy
+
+    # Argument rows -> event rows 0..4: kinds 0 (kernel) or 1, classes 0 (compute) or 1, names 0-2.
+    a_rows = a(0, 1, -1, 2, 3, 4, 0)
+    occ = np.array([50.0, 25.0, 90.0, 0.0, 10.0, 40.0, 0.1], dtype=np.float32)
+    kind = np.array([0, 0, 1, 0, -1], dtype=np.int8)
+    kernel_kind = np.array([True, False, False])  # kinds 0, 1; the last entry: no kind (-1)
+    cls = np.array([0, 0, 0, 1, 0], dtype=np.int8)
+    name = np.array([2, 0, 0, 2, 1], dtype=np.int16)
+    dur = a(100, 10, 7, 3, 5)
+    sums = _native_occupancy(a_rows, occ, kind, kernel_kind, cls, 0, name, dur, 3)
+    assert sums is not None
+    occ_ns, occ_w, seen = sums
+    # Rows 0 (twice) and 1 count; row 2 is not a kernel, 3 not compute, 4 of no kind; 3 has no occupancy.
+    assert occ_ns.tolist() == [10.0, 0.0, 200.0] and seen.tolist() == [0, 2]
+    assert occ_w.tolist() == [250.0, 0.0, 100.0 * 50.0 + 100.0 * float(np.float32(0.1))]
+    # A name code past the outputs: declined (the numpy code then raises as it always did).
+    assert _native_occupancy(a_rows, occ, kind, kernel_kind, cls, 0, name, dur, 2) is None
