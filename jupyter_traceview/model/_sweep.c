@@ -349,6 +349,55 @@ static Py_ssize_t thread_of(threads_t *th, int64_t p, int64_t t) {
     return th->n++;
 }
 
+/* One (thread, state)'s union, built as its rows come (in start order; else redone at the end). */
+typedef struct {
+    int64_t *s, *e;       /* the merged intervals so far */
+    Py_ssize_t n, cap;
+    int64_t cur, run;     /* the interval being merged */
+    int64_t last;         /* the last start seen */
+    int have, unsorted;
+} acc_t;
+
+static int acc_push(acc_t *a, int64_t s, int64_t e) {
+    if (a->n == a->cap) {
+        Py_ssize_t cap = a->cap ? 2 * a->cap : 64;
+        int64_t *ns = realloc(a->s, (size_t)cap * sizeof(int64_t));
+        if (ns == NULL) return -1;
+        a->s = ns;
+        int64_t *ne = realloc(a->e, (size_t)cap * sizeof(int64_t));
+        if (ne == NULL) return -1;
+        a->e = ne;
+        a->cap = cap;
+    }
+    a->s[a->n] = s;
+    a->e[a->n] = e;
+    a->n++;
+    return 0;
+}
+
+/* Add [s, e) to a union being built in start order (iv.union's merge: a new interval where the
+ * start is beyond every earlier end). */
+static inline int acc_add(acc_t *a, int64_t s, int64_t e) {
+    if (!a->have) {
+        a->have = 1;
+        a->cur = s;
+        a->run = e;
+        a->last = s;
+        return 0;
+    }
+    if (s < a->last) {
+        a->unsorted = 1; /* redone from the rows at the end */
+        return 0;
+    }
+    a->last = s;
+    if (s > a->run) {
+        if (acc_push(a, a->cur, a->run) < 0) return -1;
+        a->cur = s;
+    }
+    if (e > a->run) a->run = e; /* the latest end so far (numpy's running maximum) */
+    return 0;
+}
+
 PyDoc_STRVAR(thread_unions_doc,
              "thread_unions(state, pid, tid, ts, dur, lo, hi, windowed, out_pid, out_tid, out_s, out_e, offsets)\n"
              "    -> n_threads\n\n"
@@ -390,21 +439,22 @@ static PyObject *sweep_thread_unions(PyObject *self, PyObject *args) {
     const int64_t *pid = v[0].buf, *tid = v[1].buf, *ts = v[2].buf, *dur = v[3].buf;
     int64_t *out_pid = v[4].buf, *out_tid = v[5].buf, *out_s = v[6].buf, *out_e = v[7].buf, *offsets = v[8].buf;
     Py_ssize_t n_threads = -1;
-    int32_t *row_thread = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    pair_t *pairs = malloc((size_t)(n > 0 ? n : 1) * sizeof(pair_t));
     threads_t th = {malloc(16 * sizeof(int64_t)), malloc(16 * sizeof(int64_t)), 0, 16, malloc(64 * sizeof(int32_t)), 63};
-    int64_t *count = NULL;
-    if (row_thread == NULL || pairs == NULL || th.pid == NULL || th.tid == NULL || th.slot == NULL) goto done;
-    for (int i = 0; i < 64; i++) th.slot[i] = -1;
+    Py_ssize_t n_acc = 48; /* 3 per thread, grown with the threads */
+    acc_t *acc = calloc((size_t)n_acc, sizeof(acc_t));
+    pair_t *pairs = NULL;
     int failed = 0;
+    if (acc == NULL || th.pid == NULL || th.tid == NULL || th.slot == NULL) goto done;
+    for (int i = 0; i < 64; i++) th.slot[i] = -1;
     Py_BEGIN_ALLOW_THREADS;
-    /* Pass 1: each host row's thread (runs of rows on one thread skip the lookup). */
     int64_t last_p = 0, last_t = 0;
     Py_ssize_t last = -1;
+    int any_unsorted = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        row_thread[i] = -1;
-        if (state[i] < 0 || state[i] > 3) continue;
-        if (windowed && !(ts[i] < hi && wadd(ts[i], dur[i]) > lo)) continue;
+        int st = state[i];
+        if (st < 0 || st > 3) continue;
+        int64_t s = ts[i], e = wadd(ts[i], dur[i]);
+        if (windowed && !(s < hi && e > lo)) continue;
         if (last < 0 || pid[i] != last_p || tid[i] != last_t) {
             last = thread_of(&th, pid[i], tid[i]);
             if (last < 0) {
@@ -413,40 +463,74 @@ static PyObject *sweep_thread_unions(PyObject *self, PyObject *args) {
             }
             last_p = pid[i];
             last_t = tid[i];
+            if (3 * th.n > n_acc) {
+                Py_ssize_t grown = 2 * n_acc;
+                acc_t *na = realloc(acc, (size_t)grown * sizeof(acc_t));
+                if (na == NULL) {
+                    failed = 1;
+                    break;
+                }
+                memset(na + n_acc, 0, (size_t)(grown - n_acc) * sizeof(acc_t));
+                acc = na;
+                n_acc = grown;
+            }
         }
-        row_thread[i] = (int32_t)last;
+        if (st == 3) continue; /* makes a thread, is in no union */
+        if (windowed) {
+            if (s < lo) s = lo;
+            if (e > hi) e = hi;
+        }
+        acc_t *a = &acc[3 * last + st];
+        if (acc_add(a, s, e) < 0) {
+            failed = 1;
+            break;
+        }
+        any_unsorted |= a->unsorted;
     }
     Py_ssize_t n_keys = 3 * th.n;
-    if (!failed) count = calloc((size_t)n_keys + 1, sizeof(int64_t));
-    if (count == NULL) failed = 1;
-    if (!failed) {
-        /* Pass 2: the rows of each (thread, state 0-2), in row order (a counting sort). */
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (row_thread[i] >= 0 && state[i] < 3) count[3 * (Py_ssize_t)row_thread[i] + state[i] + 1]++;
-        for (Py_ssize_t k = 0; k < n_keys; k++) count[k + 1] += count[k];
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (row_thread[i] < 0 || state[i] >= 3) continue;
-            Py_ssize_t k = 3 * (Py_ssize_t)row_thread[i] + state[i];
-            int64_t s = ts[i], e = wadd(ts[i], dur[i]);
-            if (windowed) {
-                if (s < lo) s = lo;
-                if (e > hi) e = hi;
+    if (!failed && any_unsorted) {
+        /* A (thread, state) whose rows were not in start order: its rows gathered, sorted, merged. */
+        pairs = malloc((size_t)(n > 0 ? n : 1) * sizeof(pair_t));
+        if (pairs == NULL) failed = 1;
+        for (Py_ssize_t k = 0; !failed && k < n_keys; k++) {
+            acc_t *a = &acc[k];
+            if (!a->unsorted) continue;
+            Py_ssize_t t = k / 3, m = 0;
+            int want = (int)(k % 3);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (state[i] != want || pid[i] != th.pid[t] || tid[i] != th.tid[t]) continue;
+                int64_t s = ts[i], e = wadd(ts[i], dur[i]);
+                if (windowed) {
+                    if (!(s < hi && e > lo)) continue;
+                    if (s < lo) s = lo;
+                    if (e > hi) e = hi;
+                }
+                pairs[m].s = s;
+                pairs[m].e = e;
+                m++;
             }
-            pairs[count[k]].s = s;
-            pairs[count[k]].e = e;
-            count[k]++;
+            m = union_pairs(pairs, m);
+            a->n = 0;
+            a->have = 0;
+            for (Py_ssize_t j = 0; j < m && !failed; j++)
+                if (acc_push(a, pairs[j].s, pairs[j].e) < 0) failed = 1;
         }
-        /* count[k] is now the end of key k's rows (the start of key k + 1's). */
-        Py_ssize_t at = 0, w = 0;
+    }
+    if (!failed) {
+        Py_ssize_t w = 0;
         for (Py_ssize_t k = 0; k < n_keys; k++) {
-            Py_ssize_t m = union_pairs(pairs + at, count[k] - at);
+            acc_t *a = &acc[k];
             offsets[k] = w;
-            for (Py_ssize_t j = 0; j < m; j++) {
-                out_s[w] = pairs[at + j].s;
-                out_e[w] = pairs[at + j].e;
+            for (Py_ssize_t j = 0; j < a->n; j++) {
+                out_s[w] = a->s[j];
+                out_e[w] = a->e[j];
                 w++;
             }
-            at = count[k];
+            if (a->have && !a->unsorted) { /* the interval still being merged */
+                out_s[w] = a->cur;
+                out_e[w] = a->run;
+                w++;
+            }
         }
         offsets[n_keys] = w;
         for (Py_ssize_t t = 0; t < th.n; t++) {
@@ -457,12 +541,17 @@ static PyObject *sweep_thread_unions(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS;
 done:
-    free(row_thread);
+    if (acc != NULL) {
+        for (Py_ssize_t k = 0; k < n_acc; k++) {
+            free(acc[k].s);
+            free(acc[k].e);
+        }
+    }
+    free(acc);
     free(pairs);
     free(th.pid);
     free(th.tid);
     free(th.slot);
-    free(count);
     PyBuffer_Release(&sv);
     release(v, 9);
     if (n_threads < 0) return PyErr_NoMemory();
@@ -927,6 +1016,67 @@ static PyObject *sweep_occupancy(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* Whether (s, e) is a union in the strict sense: every interval of positive length, in order,
+ * none touching the next. */
+static int strict_union(const int64_t *s, const int64_t *e, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(e[i] > s[i])) return 0;
+        if (i > 0 && !(s[i] > e[i - 1])) return 0;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(subtract_doc,
+             "subtract(as, ae, bs, be, out_s, out_e) -> k\n\n"
+             "intervals.subtract of two unions whose intervals all have a positive length and do not touch:\n"
+             "the parts of a not covered by b in out_s[:k], out_e[:k] (outputs of len(as) + len(bs) at least);\n"
+             "-1 (nothing written) for other inputs (the numpy code answers those).");
+
+static PyObject *sweep_subtract(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    static const char *const what[] = {"as", "ae", "bs", "be", "out_s", "out_e"};
+    Py_buffer v[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO:subtract", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+        return NULL;
+    if (get_all(objs, v, 6, 2, what) < 0) return NULL;
+    Py_ssize_t na = LEN(v[0]), nb = LEN(v[2]);
+    if (LEN(v[1]) != na || LEN(v[3]) != nb || LEN(v[4]) < na + nb || LEN(v[5]) < na + nb) {
+        release(v, 6);
+        PyErr_SetString(PyExc_ValueError, "subtract: starts and ends of one length, outputs of len(a) + len(b)");
+        return NULL;
+    }
+    const int64_t *as = v[0].buf, *ae = v[1].buf, *bs = v[2].buf, *be = v[3].buf;
+    int64_t *os = v[4].buf, *oe = v[5].buf;
+    Py_ssize_t k = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (!strict_union(as, ae, na) || !strict_union(bs, be, nb)) {
+        k = -1;
+    } else {
+        Py_ssize_t j = 0;
+        for (Py_ssize_t i = 0; i < na; i++) {
+            int64_t cur = as[i], end = ae[i];
+            while (j < nb && be[j] <= cur) j++; /* b's intervals over before this one starts */
+            for (Py_ssize_t m = j; m < nb && bs[m] < end; m++) {
+                if (bs[m] > cur) {
+                    os[k] = cur;
+                    oe[k] = bs[m];
+                    k++;
+                }
+                if (be[m] > cur) cur = be[m];
+                if (cur >= end) break;
+            }
+            if (cur < end) {
+                os[k] = cur;
+                oe[k] = end;
+                k++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 6);
+    return PyLong_FromSsize_t(k);
+}
+
 static PyMethodDef sweep_methods[] = {
     {"union_sorted", sweep_union, METH_VARARGS, union_doc},
     {"at_least_two_sorted", sweep_at_least_two, METH_VARARGS, at_least_two_doc},
@@ -936,6 +1086,7 @@ static PyMethodDef sweep_methods[] = {
     {"iterations", sweep_iterations, METH_VARARGS, iterations_doc},
     {"factorize_calls", sweep_factorize_calls, METH_VARARGS, factorize_calls_doc},
     {"occupancy", sweep_occupancy, METH_VARARGS, occupancy_doc},
+    {"subtract", sweep_subtract, METH_VARARGS, subtract_doc},
     {NULL, NULL, 0, NULL},
 };
 

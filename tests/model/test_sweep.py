@@ -155,6 +155,27 @@ def test_coverage_of_a_union_out_of_order_is_numpys_answer() -> None:
 interval_lists = st.lists(st.tuples(st.integers(-50, 50), st.integers(-3, 30)), max_size=40)
 
 
+SUBTRACT = {
+    # a, b, a - b
+    "nothing to take": ((a(0, 20), a(10, 30)), (a(), a()), (a(0, 20), a(10, 30))),
+    "from nothing": ((a(), a()), (a(0), a(5)), (a(), a())),
+    "holes and edges": ((a(0, 20), a(10, 30)), (a(-5, 4, 9, 25), a(2, 6, 21, 40)), (a(2, 6, 21), a(4, 9, 25))),
+    "b touching a": ((a(10), a(20)), (a(0, 20), a(10, 25)), (a(10), a(20))),
+    "all of it": ((a(10, 30), a(20, 40)), (a(0), a(50)), (a(), a())),
+    # Not strict unions: the numpy code's answer (zero-length and touching intervals).
+    "zero-length in a": ((a(5, 10), a(5, 20)), (a(12), a(14)), (a(10, 14), a(12, 20))),
+    "touching in b": ((a(0), a(20)), (a(5, 8), a(8, 10)), (a(0, 10), a(5, 20))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUBTRACT))
+def test_subtract_by_hand(case: str) -> None:
+    ua, ub, want = SUBTRACT[case]
+    compiled, fallback = both(iv.subtract, ua, ub)
+    assert same(fallback, want), fallback
+    assert same(compiled, want), compiled
+
+
 @settings(max_examples=300, deadline=None)
 @given(interval_lists, st.booleans(), interval_lists)
 def test_random_inputs_agree(pairs: list[tuple[int, int]], in_order: bool, queries: list[tuple[int, int]]) -> None:
@@ -171,6 +192,10 @@ def test_random_inputs_agree(pairs: list[tuple[int, int]], in_order: bool, queri
     for union in (iv.union(s, e), iv.at_least_two(s, e), (np.sort(s), np.sort(e))):
         compiled, fallback = both(iv.coverage_of, union, qs, qe)
         assert same(compiled, fallback)
+    for ua in (iv.union(s, e), iv.union(qs, qe)):
+        for ub in (iv.union(qs, qe), iv.at_least_two(s, e), iv.union(s, e)):
+            compiled, fallback = both(iv.subtract, ua, ub)
+            assert same(compiled, fallback)
 
 
 @needs_native
@@ -289,6 +314,20 @@ THREAD_CASES = {
         (200, 50, "python_function", "g", 1, 2),
     ],
     "negative duration": [(10, -5, "cpu_op", "a", 1, 1), (0, 3, "cpu_op", "a", 1, 1)],
+    "negative duration in order": [
+        (0, 10, "cpu_op", "a", 1, 1),
+        (20, -15, "cpu_op", "a", 1, 1),
+        (30, 5, "cpu_op", "a", 1, 1),
+    ],
+    "one thread out of order among others in order": [
+        (0, 10, "cpu_op", "a", 1, 1),
+        (5, 10, "cpu_op", "a", 1, 2),
+        (20, 10, "cpu_op", "a", 1, 1),
+        (2, 1, "cpu_op", "a", 1, 2),
+        (40, 10, "python_function", "f", 1, 1),
+        (60, 10, "cpu_op", "a", 1, 2),
+        (30, 5, "python_function", "f", 1, 1),
+    ],
 }
 
 
@@ -306,6 +345,8 @@ def test_thread_states_by_hand() -> None:
     assert same(got[(1, 2)]["python"], (a(200), a(250)))
     assert same(got[(1, 1)]["op"], (a(0, 30), a(10, 35)))
     assert same(got[(1, 1)]["python"], (a(), a()))  # inside an operator
+    got = _states_same(_events(THREAD_CASES["negative duration in order"]))
+    assert same(got[(1, 1)]["op"], (a(0, 20, 30), a(10, 10, 35)))  # ends: the running maximum, as iv.union
 
 
 def test_thread_states_many_threads() -> None:
