@@ -1077,6 +1077,52 @@ static PyObject *sweep_subtract(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(k);
 }
 
+PyDoc_STRVAR(count_steps_doc,
+             "count_steps(steps) -> n\n\n"
+             "summary._count_steps: how many distinct values >= 0 (len >= 1); -1 where the values are below -1\n"
+             "or too far apart for a table (over 4 * len + 4096: the caller sorts).");
+
+static PyObject *sweep_count_steps(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O:count_steps", &obj)) return NULL;
+    Py_buffer v;
+    if (get_ints(obj, &v, 0, "steps") < 0) return NULL;
+    Py_ssize_t n = v.len / v.itemsize;
+    if (n < 1) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "count_steps: at least one value");
+        return NULL;
+    }
+    ints_t st = {v.buf, (int)v.itemsize};
+    Py_ssize_t count = 0;
+    int64_t lo = at_int(st, 0), hi = lo;
+    uint8_t *seen = NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t x = at_int(st, i);
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    if (hi < 0) {
+        count = 0;
+    } else if (lo < -1 || hi > 4 * (int64_t)n + 4096) {
+        count = -1;
+    } else {
+        seen = calloc((size_t)hi + 2, 1);
+        if (seen == NULL) {
+            count = -2;
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) seen[at_int(st, i) + 1] = 1; /* -1 at 0 */
+            for (int64_t x = 0; x <= hi; x++) count += seen[x + 1];
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(seen);
+    PyBuffer_Release(&v);
+    if (count == -2) return PyErr_NoMemory();
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef sweep_methods[] = {
     {"union_sorted", sweep_union, METH_VARARGS, union_doc},
     {"at_least_two_sorted", sweep_at_least_two, METH_VARARGS, at_least_two_doc},
@@ -1087,6 +1133,7 @@ static PyMethodDef sweep_methods[] = {
     {"factorize_calls", sweep_factorize_calls, METH_VARARGS, factorize_calls_doc},
     {"occupancy", sweep_occupancy, METH_VARARGS, occupancy_doc},
     {"subtract", sweep_subtract, METH_VARARGS, subtract_doc},
+    {"count_steps", sweep_count_steps, METH_VARARGS, count_steps_doc},
     {NULL, NULL, 0, NULL},
 };
 

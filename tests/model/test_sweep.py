@@ -586,3 +586,24 @@ def test_occupancy_sums_by_hand() -> None:
     assert occ_w.tolist() == [250.0, 0.0, 100.0 * 50.0 + 100.0 * float(np.float32(0.1))]
     # A name code past the outputs: declined (the numpy code then raises as it always did).
     assert _native_occupancy(a_rows, occ, kind, kernel_kind, cls, 0, name, dur, 2) is None
+
+
+# --- summary: the trace span and the steps counted
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [a(-1), a(3), a(-1, -1), a(0, 0, 5, -1, 5, 2), a(-2, 4), a(7, 10**9), np.array([3, -1, 3, 1], dtype=np.int32)],
+    ids=str,
+)
+def test_count_steps(steps: np.ndarray) -> None:
+    from jupyter_traceview.analysis.summary import _count_steps
+
+    compiled, fallback = both(_count_steps, steps)
+    assert compiled == fallback == len({int(x) for x in steps if x >= 0})
+
+
+@pytest.mark.parametrize("name", ["dlrm_8rank_v100", "h100_bert_small", "hta_cpu_only"])
+def test_summary_of_real_traces(name: str) -> None:
+    compiled, fallback = both(lambda: tv.summary(tv.load(KINETO_FOLDERS[name], cache=False)))
+    pd.testing.assert_frame_equal(compiled, fallback, check_exact=True)
