@@ -288,3 +288,25 @@ def test_steps_nesting_and_launches_stay_within_their_file(tmp_path: Path, monke
     assert row(e1, "gemm_d")["launch_eid"] == row(e1, "cudaLaunchKernel")["eid"]
     assert row(e0, "cudaLaunchKernel")["parent_eid"] == row(e0, "aten::mm")["eid"]
     assert row(e1, "cudaLaunchKernel")["parent_eid"] == row(e1, "ProfilerStep#7")["eid"]
+
+
+@needs_scanner
+def test_the_batch_builds_the_other_tables_when_first_read() -> None:
+    """The events are built at load; the GPU arguments, collectives, memory records and
+    operator arguments when first read, from threads at once and in any order, each rank its
+    own file's (equal to the per-file path's, which builds them at load)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from jupyter_traceview.model import rank_data
+
+    got = tv.load(SAMPLE, cache=False, progress=False)
+    datas = [got.rank_data(r) for r in got.ranks]
+    later = ("gpu_args", "comms", "memory", "op_args")
+    assert all(rank_data.built(d, "events") for d in datas)
+    assert not any(rank_data.built(d, name) for d in datas for name in later)
+    with ThreadPoolExecutor(8) as pool:
+        tables = list(pool.map(lambda d: d.gpu_args, datas[::-1]))
+    assert all(rank_data.built(d, "gpu_args") for d in datas)
+    assert not any(rank_data.built(d, name) for d in datas for name in later[1:])
+    assert [t is d.gpu_args for t, d in zip(tables, datas[::-1], strict=True)] == [True] * len(datas)
+    _same(got, _per_file(SAMPLE))

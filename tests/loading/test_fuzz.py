@@ -329,6 +329,10 @@ def test_load_raises_only_trace_format_error(tmp_path: Path, i: int) -> None:
             ev = trace.events(r)
             check_no_wrapped_numbers(ev[["ts_ns", "dur_ns"]], f"case {i} ({what}) events")
             assert (ev["dur_ns"] >= 0).all()
+            # Tables a load builds when first read (the batched small files') build here too.
+            data = trace.rank_data(r)
+            for table in ("gpu_args", "comms", "memory", "op_args"):
+                assert isinstance(getattr(data, table), pd.DataFrame)
 
 
 #: Cases that run every analysis (and the CLI): every 10th case (analyses are the slow part).

@@ -24,8 +24,10 @@ raises :class:`Unfit`; the loader then reads its files one by one, as before.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +35,7 @@ import pandas as pd
 
 from ...model.classify import COPY_KINDS, Classifier
 from ...model.frames import frame
-from ...model.rank_data import RankData, RankMeta
+from ...model.rank_data import Deferred, RankData, RankMeta
 from ...model.schema import (
     GPU_ARGS_COLUMNS,
     GPU_CLASS_CATEGORIES,
@@ -148,7 +150,9 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
 
     eid_of_row = np.empty(n, dtype=np.int64)
     eid_of_row[order] = eid  # (each file's rows are contiguous before and after the sort)
-    gpu_args = _gpu_args_tables(raws, starts, eid_of_row, name_of_row, kind_of_row, all_names)
+    gpu_args = _Shared(
+        functools.partial(_gpu_args_tables, raws, starts, eid_of_row, name_of_row, kind_of_row, all_names)
+    )
     out = []
     for f, (p, r) in enumerate(zip(pending, raws, strict=True)):
         a, b = int(starts[f]), int(starts[f + 1])
@@ -177,13 +181,35 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
             RankData(
                 meta=p.meta,
                 events=events,
-                gpu_args=gpu_args[f] if gpu_args is not None else kineto._gpu_args_table(r, mine, names),
-                comms=kineto._comms_table(r, mine),
-                memory=r.mem.table(mine),
-                op_args=r.op.table(mine),
+                # Built when first read: every file's GPU arguments together (or this
+                # file's alone, where the files hold different argument columns), the rest
+                # from the file's columns, as the per-file path builds them.
+                gpu_args=Deferred(functools.partial(gpu_args.table, f, r, mine, names)),
+                comms=Deferred(functools.partial(kineto._comms_table, r, mine)),
+                memory=Deferred(functools.partial(r.mem.table, mine)),
+                op_args=Deferred(functools.partial(r.op.table, mine)),
             )
         )
     return out
+
+
+class _Shared:
+    """The ``gpu_args`` tables of a batch's files, built together when the first is read
+    (once, under a lock; the columns they are built from are let go then)."""
+
+    def __init__(self, build: Callable[[], list[pd.DataFrame] | None]) -> None:
+        self._build: Callable[[], list[pd.DataFrame] | None] | None = build
+        self._tables: list[pd.DataFrame] | None = None
+        self._lock = threading.Lock()
+
+    def table(self, f: int, raw: kineto._FileColumns, eid_of_row: np.ndarray, names: list[str]) -> pd.DataFrame:
+        with self._lock:
+            if self._build is not None:
+                self._tables, self._build = self._build(), None
+            tables = self._tables
+        if tables is None:  # the files hold different argument columns: this file's alone
+            return kineto._gpu_args_table(raw, eid_of_row, names)
+        return tables[f]
 
 
 def _gpu_args_tables(

@@ -452,6 +452,22 @@ def _comm(
     return comm_rows, comm
 
 
+def _first_seen_order(c: np.ndarray, count: int) -> np.ndarray:
+    """The distinct numbers of ``c`` (each below ``count``) in order of first appearance.
+
+    The scanner numbered them in that order among more rows, so among these they usually come
+    in increasing order: then each number's first appearance is where it exceeds all before
+    it, and the distinct numbers, sorted, are that order (checked: as many new maxima as
+    distinct numbers). Else by ``np.unique``'s first indices."""
+    high = np.maximum.accumulate(c)
+    n_new = 1 + int(np.count_nonzero(high[1:] > high[:-1]))
+    used = np.flatnonzero(np.bincount(c, minlength=count))
+    if n_new == len(used):
+        return used
+    distinct, first_at = np.unique(c, return_index=True)
+    return distinct[np.argsort(first_at, kind="stable")]
+
+
 def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
     """CPU operators with Input Dims and their four argument texts, as op_args.collect reads them."""
     cpu = np.flatnonzero(kind == K._CODE[EventKind.CPU_OP])
@@ -466,9 +482,9 @@ def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_ar
         if not present.any():
             codes[f], values[f] = np.full(len(rows), -1, np.int32), []
             continue
-        used, first_at = np.unique(c[present], return_index=True)
-        order = used[np.argsort(first_at, kind="stable")]
-        lut = np.full(int(used[-1]) + 1, -1, np.int32)
+        order = _first_seen_order(c[present], s.counts[_OP_CODES[f]])
+        used = order  # (the largest number used is its maximum)
+        lut = np.full(int(used.max()) + 1, -1, np.int32)
         lut[order] = np.arange(len(order), dtype=np.int32)
         codes[f] = np.where(present, lut[np.maximum(c, 0)], -1).astype(np.int32)
         values[f] = _first_texts(data, s, _OP_CODES[f], _OP_SPANS[f], order)
