@@ -175,17 +175,17 @@ def concat_ranks(parts: Sequence[dict[str, Any]], columns: dict[str, str]) -> pd
 
 
 def _tukey_fence(x: np.ndarray, k: float) -> int:
-    q1, q3 = np.percentile(x, [25, 75])
+    q1, q3 = np.percentile(x, [25, 75]).tolist()
+    return _fence(q1, q3, k)
+
+
+def _fence(q1: float, q3: float, k: float) -> int:
+    """Tukey's upper fence from the quartiles."""
     return int(np.floor(q3 + k * (q3 - q1)))
 
 
 def _q(x: np.ndarray, q: float) -> int:
     return round(float(np.percentile(x, q)))
-
-
-def _qs(x: np.ndarray, *q: float) -> list[int]:
-    """``[_q(x, p) for p in q]`` with one partition of ``x`` for all of them (same values)."""
-    return [round(v) for v in np.percentile(x, list(q)).tolist()]
 
 
 def kernel_launch_stats(
@@ -372,7 +372,14 @@ def _launch_rank(
             act, call, cpu_ts, cpu_dur = act[order], call[order], cpu_ts[order], cpu_dur[order]
         gpu_ts, gpu_dur = ts[act], dur[act]
     delay = np.maximum(0, gpu_ts - (cpu_ts + cpu_dur))
-    if outlier_rule == "tukey":
+    # The summary row's percentiles of each array from one partition of it, the fences' among
+    # them (np.percentile computes each q alone: the same values as separate calls).
+    cpu_q: list[float] = np.percentile(cpu_dur, [25, 75, 50, 99]).tolist() if per == "rank" else []
+    delay_q: list[float] = np.percentile(delay, [25, 75, 50, 90, 99]).tolist() if per == "rank" else []
+    if outlier_rule == "tukey" and per == "rank":
+        runtime_cut = _fence(cpu_q[0], cpu_q[1], tukey_k)
+        delay_cut = _fence(delay_q[0], delay_q[1], tukey_k)
+    elif outlier_rule == "tukey":
         runtime_cut = _tukey_fence(cpu_dur, tukey_k)
         delay_cut = _tukey_fence(delay, tukey_k)
     else:
@@ -407,8 +414,8 @@ def _launch_rank(
         }
     n = len(act)
     n_short = int(short.sum())
-    cpu_p50, cpu_p99 = _qs(cpu_dur, 50, 99)
-    delay_p50, delay_p90, delay_p99 = _qs(delay, 50, 90, 99)
+    cpu_p50, cpu_p99 = (round(v) for v in cpu_q[2:])
+    delay_p50, delay_p90, delay_p99 = (round(v) for v in delay_q[2:])
     return {
         "rank": r,
         "launches": n,

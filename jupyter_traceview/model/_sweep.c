@@ -349,6 +349,55 @@ static Py_ssize_t thread_of(threads_t *th, int64_t p, int64_t t) {
     return th->n++;
 }
 
+/* One (thread, state)'s union, built as its rows come (in start order; else redone at the end). */
+typedef struct {
+    int64_t *s, *e;       /* the merged intervals so far */
+    Py_ssize_t n, cap;
+    int64_t cur, run;     /* the interval being merged */
+    int64_t last;         /* the last start seen */
+    int have, unsorted;
+} acc_t;
+
+static int acc_push(acc_t *a, int64_t s, int64_t e) {
+    if (a->n == a->cap) {
+        Py_ssize_t cap = a->cap ? 2 * a->cap : 64;
+        int64_t *ns = realloc(a->s, (size_t)cap * sizeof(int64_t));
+        if (ns == NULL) return -1;
+        a->s = ns;
+        int64_t *ne = realloc(a->e, (size_t)cap * sizeof(int64_t));
+        if (ne == NULL) return -1;
+        a->e = ne;
+        a->cap = cap;
+    }
+    a->s[a->n] = s;
+    a->e[a->n] = e;
+    a->n++;
+    return 0;
+}
+
+/* Add [s, e) to a union being built in start order (iv.union's merge: a new interval where the
+ * start is beyond every earlier end). */
+static inline int acc_add(acc_t *a, int64_t s, int64_t e) {
+    if (!a->have) {
+        a->have = 1;
+        a->cur = s;
+        a->run = e;
+        a->last = s;
+        return 0;
+    }
+    if (s < a->last) {
+        a->unsorted = 1; /* redone from the rows at the end */
+        return 0;
+    }
+    a->last = s;
+    if (s > a->run) {
+        if (acc_push(a, a->cur, a->run) < 0) return -1;
+        a->cur = s;
+    }
+    if (e > a->run) a->run = e; /* the latest end so far (numpy's running maximum) */
+    return 0;
+}
+
 PyDoc_STRVAR(thread_unions_doc,
              "thread_unions(state, pid, tid, ts, dur, lo, hi, windowed, out_pid, out_tid, out_s, out_e, offsets)\n"
              "    -> n_threads\n\n"
@@ -390,21 +439,22 @@ static PyObject *sweep_thread_unions(PyObject *self, PyObject *args) {
     const int64_t *pid = v[0].buf, *tid = v[1].buf, *ts = v[2].buf, *dur = v[3].buf;
     int64_t *out_pid = v[4].buf, *out_tid = v[5].buf, *out_s = v[6].buf, *out_e = v[7].buf, *offsets = v[8].buf;
     Py_ssize_t n_threads = -1;
-    int32_t *row_thread = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    pair_t *pairs = malloc((size_t)(n > 0 ? n : 1) * sizeof(pair_t));
     threads_t th = {malloc(16 * sizeof(int64_t)), malloc(16 * sizeof(int64_t)), 0, 16, malloc(64 * sizeof(int32_t)), 63};
-    int64_t *count = NULL;
-    if (row_thread == NULL || pairs == NULL || th.pid == NULL || th.tid == NULL || th.slot == NULL) goto done;
-    for (int i = 0; i < 64; i++) th.slot[i] = -1;
+    Py_ssize_t n_acc = 48; /* 3 per thread, grown with the threads */
+    acc_t *acc = calloc((size_t)n_acc, sizeof(acc_t));
+    pair_t *pairs = NULL;
     int failed = 0;
+    if (acc == NULL || th.pid == NULL || th.tid == NULL || th.slot == NULL) goto done;
+    for (int i = 0; i < 64; i++) th.slot[i] = -1;
     Py_BEGIN_ALLOW_THREADS;
-    /* Pass 1: each host row's thread (runs of rows on one thread skip the lookup). */
     int64_t last_p = 0, last_t = 0;
     Py_ssize_t last = -1;
+    int any_unsorted = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        row_thread[i] = -1;
-        if (state[i] < 0 || state[i] > 3) continue;
-        if (windowed && !(ts[i] < hi && wadd(ts[i], dur[i]) > lo)) continue;
+        int st = state[i];
+        if (st < 0 || st > 3) continue;
+        int64_t s = ts[i], e = wadd(ts[i], dur[i]);
+        if (windowed && !(s < hi && e > lo)) continue;
         if (last < 0 || pid[i] != last_p || tid[i] != last_t) {
             last = thread_of(&th, pid[i], tid[i]);
             if (last < 0) {
@@ -413,40 +463,74 @@ static PyObject *sweep_thread_unions(PyObject *self, PyObject *args) {
             }
             last_p = pid[i];
             last_t = tid[i];
+            if (3 * th.n > n_acc) {
+                Py_ssize_t grown = 2 * n_acc;
+                acc_t *na = realloc(acc, (size_t)grown * sizeof(acc_t));
+                if (na == NULL) {
+                    failed = 1;
+                    break;
+                }
+                memset(na + n_acc, 0, (size_t)(grown - n_acc) * sizeof(acc_t));
+                acc = na;
+                n_acc = grown;
+            }
         }
-        row_thread[i] = (int32_t)last;
+        if (st == 3) continue; /* makes a thread, is in no union */
+        if (windowed) {
+            if (s < lo) s = lo;
+            if (e > hi) e = hi;
+        }
+        acc_t *a = &acc[3 * last + st];
+        if (acc_add(a, s, e) < 0) {
+            failed = 1;
+            break;
+        }
+        any_unsorted |= a->unsorted;
     }
     Py_ssize_t n_keys = 3 * th.n;
-    if (!failed) count = calloc((size_t)n_keys + 1, sizeof(int64_t));
-    if (count == NULL) failed = 1;
-    if (!failed) {
-        /* Pass 2: the rows of each (thread, state 0-2), in row order (a counting sort). */
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (row_thread[i] >= 0 && state[i] < 3) count[3 * (Py_ssize_t)row_thread[i] + state[i] + 1]++;
-        for (Py_ssize_t k = 0; k < n_keys; k++) count[k + 1] += count[k];
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (row_thread[i] < 0 || state[i] >= 3) continue;
-            Py_ssize_t k = 3 * (Py_ssize_t)row_thread[i] + state[i];
-            int64_t s = ts[i], e = wadd(ts[i], dur[i]);
-            if (windowed) {
-                if (s < lo) s = lo;
-                if (e > hi) e = hi;
+    if (!failed && any_unsorted) {
+        /* A (thread, state) whose rows were not in start order: its rows gathered, sorted, merged. */
+        pairs = malloc((size_t)(n > 0 ? n : 1) * sizeof(pair_t));
+        if (pairs == NULL) failed = 1;
+        for (Py_ssize_t k = 0; !failed && k < n_keys; k++) {
+            acc_t *a = &acc[k];
+            if (!a->unsorted) continue;
+            Py_ssize_t t = k / 3, m = 0;
+            int want = (int)(k % 3);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (state[i] != want || pid[i] != th.pid[t] || tid[i] != th.tid[t]) continue;
+                int64_t s = ts[i], e = wadd(ts[i], dur[i]);
+                if (windowed) {
+                    if (!(s < hi && e > lo)) continue;
+                    if (s < lo) s = lo;
+                    if (e > hi) e = hi;
+                }
+                pairs[m].s = s;
+                pairs[m].e = e;
+                m++;
             }
-            pairs[count[k]].s = s;
-            pairs[count[k]].e = e;
-            count[k]++;
+            m = union_pairs(pairs, m);
+            a->n = 0;
+            a->have = 0;
+            for (Py_ssize_t j = 0; j < m && !failed; j++)
+                if (acc_push(a, pairs[j].s, pairs[j].e) < 0) failed = 1;
         }
-        /* count[k] is now the end of key k's rows (the start of key k + 1's). */
-        Py_ssize_t at = 0, w = 0;
+    }
+    if (!failed) {
+        Py_ssize_t w = 0;
         for (Py_ssize_t k = 0; k < n_keys; k++) {
-            Py_ssize_t m = union_pairs(pairs + at, count[k] - at);
+            acc_t *a = &acc[k];
             offsets[k] = w;
-            for (Py_ssize_t j = 0; j < m; j++) {
-                out_s[w] = pairs[at + j].s;
-                out_e[w] = pairs[at + j].e;
+            for (Py_ssize_t j = 0; j < a->n; j++) {
+                out_s[w] = a->s[j];
+                out_e[w] = a->e[j];
                 w++;
             }
-            at = count[k];
+            if (a->have && !a->unsorted) { /* the interval still being merged */
+                out_s[w] = a->cur;
+                out_e[w] = a->run;
+                w++;
+            }
         }
         offsets[n_keys] = w;
         for (Py_ssize_t t = 0; t < th.n; t++) {
@@ -457,16 +541,586 @@ static PyObject *sweep_thread_unions(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS;
 done:
-    free(row_thread);
+    if (acc != NULL) {
+        for (Py_ssize_t k = 0; k < n_acc; k++) {
+            free(acc[k].s);
+            free(acc[k].e);
+        }
+    }
+    free(acc);
     free(pairs);
     free(th.pid);
     free(th.tid);
     free(th.slot);
-    free(count);
     PyBuffer_Release(&sv);
     release(v, 9);
     if (n_threads < 0) return PyErr_NoMemory();
     return PyLong_FromSsize_t(n_threads);
+}
+
+PyDoc_STRVAR(span_per_group_doc,
+             "span_per_group(group, ts, dur, start, end)\n\n"
+             "trace._span_per_group: start[g] = min(ts[i]), end[g] = max(ts[i] + dur[i]) over the rows i with\n"
+             "group[i] == g, into start and end (filled with int64 max and min by the caller: groups without rows\n"
+             "keep them). Every group must be in [0, len(start)): ValueError otherwise (nothing changed then).");
+
+static PyObject *sweep_span_per_group(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    static const char *const what[] = {"group", "ts", "dur", "start", "end"};
+    Py_buffer v[5];
+    if (!PyArg_ParseTuple(args, "OOOOO:span_per_group", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4])) return NULL;
+    if (get_all(objs, v, 5, 2, what) < 0) return NULL;
+    Py_ssize_t n = LEN(v[0]), m = LEN(v[3]);
+    if (LEN(v[1]) != n || LEN(v[2]) != n || LEN(v[4]) != m) {
+        release(v, 5);
+        PyErr_SetString(PyExc_ValueError, "span_per_group: group, ts and dur of one length, start and end of one");
+        return NULL;
+    }
+    const int64_t *group = v[0].buf, *ts = v[1].buf, *dur = v[2].buf;
+    int64_t *start = v[3].buf, *end = v[4].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (group[i] < 0 || group[i] >= m) {
+            bad = 1;
+            break;
+        }
+    }
+    if (!bad) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t g = group[i], s = ts[i], e = wadd(ts[i], dur[i]);
+            if (s < start[g]) start[g] = s;
+            if (e > end[g]) end[g] = e;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 5);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "span_per_group: a group out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* A signed integer array of any width (codes as pandas stores them: int8-64). */
+typedef struct {
+    const char *p;
+    int size;
+} ints_t;
+
+static inline int64_t at_int(ints_t a, Py_ssize_t i) {
+    switch (a.size) {
+    case 1:
+        return ((const int8_t *)a.p)[i];
+    case 2:
+        return ((const int16_t *)a.p)[i];
+    case 4:
+        return ((const int32_t *)a.p)[i];
+    default:
+        return ((const int64_t *)a.p)[i];
+    }
+}
+
+/* A 1-d C-contiguous buffer of signed integers (format b, h, i, l, q) or, with flags, bools. */
+static int get_ints(PyObject *obj, Py_buffer *view, int bools, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    const char *f = view->format;
+    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+    int ok = view->ndim == 1 && f != NULL && f[0] != 0 && f[1] == 0;
+    if (ok) {
+        char c = f[0];
+        ok = bools ? (c == '?' && view->itemsize == 1)
+                   : ((c == 'b' && view->itemsize == 1) || (c == 'h' && view->itemsize == 2) ||
+                      (c == 'i' && view->itemsize == 4) || ((c == 'l' || c == 'q') && view->itemsize == 8));
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional %s array is needed", what,
+                     bools ? "bool" : "signed integer");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Position of x among the k sorted distinct values v, or -1. */
+static inline Py_ssize_t find_i64(const int64_t *v, Py_ssize_t k, int64_t x) {
+    Py_ssize_t lo = 0, hi = k;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < k && v[lo] == x ? lo : -1;
+}
+
+PyDoc_STRVAR(iterations_doc,
+             "iterations(name, kind, step, ts, dur, step_name, step_kind, act_kind, steps, start, end, g_start, g_end,\n"
+             "           launched) -> k\n\n"
+             "trace._iterations_of's reductions in two passes over the events: the rows whose name code is flagged\n"
+             "in step_name and kind code in step_kind (code -1: the tables' last entry) give the distinct steps\n"
+             "(sorted, steps[:k]) and each one's first start and last end (start, end); the rows whose kind is\n"
+             "flagged in act_kind with a step among those give each step's first start and last end of its GPU\n"
+             "activities (g_start, g_end: int64 max and min without any) and how many (launched). Outputs of\n"
+             "len(step) at least. ValueError for a code past its table.");
+
+static PyObject *sweep_iterations(PyObject *self, PyObject *args) {
+    PyObject *o[14];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO:iterations", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &o[12], &o[13]))
+        return NULL;
+    Py_buffer v[14];
+    int got = 0, err = 0;
+    static const char *const what[] = {"name", "kind", "step", "ts", "dur", "step_name", "step_kind", "act_kind",
+                                       "steps", "start", "end", "g_start", "g_end", "launched"};
+    for (; got < 14; got++) {
+        int r;
+        if (got < 3)
+            r = get_ints(o[got], &v[got], 0, what[got]);
+        else if (got < 5)
+            r = get_i64(o[got], &v[got], 0, what[got]);
+        else if (got < 8)
+            r = get_ints(o[got], &v[got], 1, what[got]);
+        else
+            r = get_i64(o[got], &v[got], 1, what[got]);
+        if (r < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = v[0].len / v[0].itemsize;
+    if (v[1].len / v[1].itemsize != n || v[2].len / v[2].itemsize != n || LEN(v[3]) != n || LEN(v[4]) != n ||
+        v[5].len < 1 || v[6].len < 1 || v[7].len != v[6].len) {
+        release(v, 14);
+        PyErr_SetString(PyExc_ValueError, "iterations: columns of one length, tables of >= 1 entry (two of kinds)");
+        return NULL;
+    }
+    for (int i = 8; i < 14; i++) {
+        if (LEN(v[i]) < n) {
+            release(v, 14);
+            PyErr_SetString(PyExc_ValueError, "iterations: outputs as long as the columns");
+            return NULL;
+        }
+    }
+    ints_t name = {v[0].buf, (int)v[0].itemsize}, kind = {v[1].buf, (int)v[1].itemsize},
+           step = {v[2].buf, (int)v[2].itemsize};
+    const int64_t *ts = v[3].buf, *dur = v[4].buf;
+    const uint8_t *step_name = v[5].buf, *step_kind = v[6].buf, *act_kind = v[7].buf;
+    Py_ssize_t n_names = v[5].len, n_kinds = v[6].len;
+    int64_t *steps = v[8].buf, *start = v[9].buf, *end = v[10].buf, *g_start = v[11].buf, *g_end = v[12].buf,
+            *launched = v[13].buf;
+    Py_ssize_t k = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    /* Pass 1: the step rows' steps (into steps, then sorted and made distinct). */
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t nc = at_int(name, i), kc = at_int(kind, i);
+        if (nc < 0) nc = n_names - 1;
+        if (kc < 0) kc = n_kinds - 1;
+        if (nc >= n_names || kc >= n_kinds) {
+            err = 1;
+            break;
+        }
+        steps[m] = at_int(step, i); /* kept if a step row (no branch: rows of all kinds interleave) */
+        m += step_name[nc] & step_kind[kc];
+    }
+    if (!err && m > 0) {
+        qsort(steps, (size_t)m, sizeof(int64_t), cmp_i64);
+        for (Py_ssize_t j = 0; j < m; j++)
+            if (k == 0 || steps[j] != steps[k - 1]) steps[k++] = steps[j];
+        for (Py_ssize_t j = 0; j < k; j++) {
+            start[j] = INT64_MAX;
+            end[j] = INT64_MIN;
+            g_start[j] = INT64_MAX;
+            g_end[j] = INT64_MIN;
+            launched[j] = 0;
+        }
+        /* Pass 2: the spans of the step rows and of the activities of each step (rows of one
+         * step come in runs: the last step's position is tried first). */
+        int64_t last_st = 0;
+        Py_ssize_t last_g = -2;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t nc = at_int(name, i), kc = at_int(kind, i);
+            if (nc < 0) nc = n_names - 1;
+            if (kc < 0) kc = n_kinds - 1;
+            int is_step = step_name[nc] & step_kind[kc];
+            if (!(is_step | act_kind[kc])) continue;
+            int64_t st = at_int(step, i);
+            int is_act = act_kind[kc] && st >= 0;
+            if (!is_step && !is_act) continue;
+            Py_ssize_t g = last_g != -2 && st == last_st ? last_g : find_i64(steps, k, st);
+            last_st = st;
+            last_g = g;
+            if (g < 0) continue;
+            int64_t s = ts[i], e = wadd(ts[i], dur[i]);
+            if (is_step) {
+                if (s < start[g]) start[g] = s;
+                if (e > end[g]) end[g] = e;
+            }
+            if (is_act) {
+                if (s < g_start[g]) g_start[g] = s;
+                if (e > g_end[g]) g_end[g] = e;
+                launched[g]++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 14);
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, "iterations: a code past its table");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(k);
+}
+
+PyDoc_STRVAR(factorize_calls_doc,
+             "factorize_calls(name, rows, c1, c2, c3, radix, inv, first) -> k\n\n"
+             "perfmodel._work_of_ops' distinct calls: key[i] = ((name[rows[i]] * radix[0] + c1[i] + 1) * radix[1] +\n"
+             "c2[i] + 1) * radix[2] + c3[i] + 1 (int64, the caller checked it cannot overflow); inv[i] = the\n"
+             "position of key[i] among the k distinct keys in increasing order (pd.factorize(key, sort=True)),\n"
+             "first[g] = the last i with inv[i] == g. Codes of any signed integer width; rows int64 in\n"
+             "[0, len(name)). Outputs of len(rows) at least.");
+
+static PyObject *sweep_factorize_calls(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:factorize_calls", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    static const char *const what[] = {"name", "rows", "c1", "c2", "c3", "radix", "inv", "first"};
+    Py_buffer v[8];
+    for (int i = 0; i < 8; i++) {
+        int r = (i == 0 || (i >= 2 && i <= 4)) ? get_ints(o[i], &v[i], 0, what[i]) : get_i64(o[i], &v[i], i >= 6, what[i]);
+        if (r < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    Py_ssize_t n_names = v[0].len / v[0].itemsize, n = LEN(v[1]);
+    if (v[2].len / v[2].itemsize != n || v[3].len / v[3].itemsize != n || v[4].len / v[4].itemsize != n ||
+        LEN(v[5]) != 3 || LEN(v[6]) < n || LEN(v[7]) < n) {
+        release(v, 8);
+        PyErr_SetString(PyExc_ValueError, "factorize_calls: columns of one length, 3 radices, outputs as long");
+        return NULL;
+    }
+    ints_t name = {v[0].buf, (int)v[0].itemsize}, c1 = {v[2].buf, (int)v[2].itemsize},
+           c2 = {v[3].buf, (int)v[3].itemsize}, c3 = {v[4].buf, (int)v[4].itemsize};
+    const int64_t *rows = v[1].buf, *radix = v[5].buf;
+    int64_t *inv = v[6].buf, *first = v[7].buf;
+    Py_ssize_t k = 0;
+    int err = 0;
+    /* Open addressing: key -> provisional id (first-seen order); grown at half full. */
+    size_t cap = 1024;
+    int64_t *keys = malloc(cap * sizeof(int64_t));
+    int64_t *slot = malloc(2 * cap * sizeof(int64_t)); /* id + 1, 0 empty */
+    int64_t *order = NULL, *rank = NULL;
+    if (keys == NULL || slot == NULL) {
+        err = 2;
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    memset(slot, 0, 2 * cap * sizeof(int64_t));
+    size_t mask = 2 * cap - 1;
+    int64_t last_key = 0;
+    Py_ssize_t last_id = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = rows[i];
+        if (r < 0 || r >= n_names) {
+            err = 1;
+            break;
+        }
+        uint64_t key = (uint64_t)at_int(name, r);
+        key = key * (uint64_t)radix[0] + (uint64_t)(at_int(c1, i) + 1);
+        key = key * (uint64_t)radix[1] + (uint64_t)(at_int(c2, i) + 1);
+        key = key * (uint64_t)radix[2] + (uint64_t)(at_int(c3, i) + 1);
+        int64_t kk = (int64_t)key;
+        Py_ssize_t id;
+        if (last_id >= 0 && kk == last_key) {
+            id = last_id;
+        } else {
+            size_t h = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+            for (;;) {
+                int64_t x = slot[h];
+                if (x == 0) {
+                    if ((size_t)k >= cap) { /* grow: keys and a table twice as large */
+                        size_t ncap = cap * 2;
+                        int64_t *nkeys = realloc(keys, ncap * sizeof(int64_t));
+                        int64_t *nslot = nkeys == NULL ? NULL : calloc(2 * ncap, sizeof(int64_t));
+                        if (nkeys != NULL) keys = nkeys;
+                        if (nslot == NULL) {
+                            err = 2;
+                            break;
+                        }
+                        free(slot);
+                        slot = nslot;
+                        cap = ncap;
+                        mask = 2 * cap - 1;
+                        for (Py_ssize_t j = 0; j < k; j++) {
+                            size_t g = (size_t)(((uint64_t)keys[j] * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+                            while (slot[g] != 0) g = (g + 1) & mask;
+                            slot[g] = j + 1;
+                        }
+                        h = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+                        while (slot[h] != 0) h = (h + 1) & mask;
+                    }
+                    keys[k] = kk;
+                    slot[h] = k + 1;
+                    id = k++;
+                    break;
+                }
+                if (keys[x - 1] == kk) {
+                    id = x - 1;
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+            if (err) break;
+            last_key = kk;
+            last_id = id;
+        }
+        inv[i] = id;
+    }
+    if (!err) {
+        /* The distinct keys in increasing order: each provisional id's rank. */
+        order = malloc((size_t)(k > 0 ? k : 1) * 2 * sizeof(int64_t));
+        rank = malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+        if (order == NULL || rank == NULL) err = 2;
+    }
+    if (!err) {
+        for (Py_ssize_t j = 0; j < k; j++) {
+            order[2 * j] = keys[j];
+            order[2 * j + 1] = j;
+        }
+        qsort(order, (size_t)k, 2 * sizeof(int64_t), cmp_i64); /* by key (distinct) */
+        for (Py_ssize_t j = 0; j < k; j++) rank[order[2 * j + 1]] = j;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            inv[i] = rank[inv[i]];
+            first[inv[i]] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+done:
+    free(keys);
+    free(slot);
+    free(order);
+    free(rank);
+    release(v, 8);
+    if (err == 2) return PyErr_NoMemory();
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, "factorize_calls: a row out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(k);
+}
+
+PyDoc_STRVAR(occupancy_doc,
+             "occupancy(rows, occ, kind, kernel_kind, gpu_class, compute, name, dur, occ_ns, occ_w, count) -> ok\n\n"
+             "findings' kernel occupancy sums: for each argument row j in order with occ[j] > 0 and an event row\n"
+             "r = rows[j] >= 0 whose kind code is flagged in kernel_kind (code -1: its last entry) and whose\n"
+             "gpu_class code == compute: occ_ns[name[r]] += dur[r], occ_w[name[r]] += dur[r] * occ[j] (doubles,\n"
+             "in that order: np.bincount's sums), count[name[r]] += 1. occ float32 or float64; the outputs of one\n"
+             "length, zeroed by the caller. False (outputs unspecified) for a name code outside them.");
+
+static PyObject *sweep_occupancy(PyObject *self, PyObject *args) {
+    PyObject *o[11];
+    long long compute;
+    if (!PyArg_ParseTuple(args, "OOOOOLOOOOO:occupancy", &o[0], &o[1], &o[2], &o[3], &o[4], &compute, &o[5], &o[6],
+                          &o[7], &o[8], &o[9]))
+        return NULL;
+    /* o: rows, occ, kind, kernel_kind, gpu_class, name, dur, occ_ns, occ_w, count */
+    Py_buffer v[10];
+    int got = 0;
+    for (; got < 10; got++) {
+        int r;
+        PyObject *obj = o[got];
+        if (got == 0 || got == 6)
+            r = get_i64(obj, &v[got], 0, got == 0 ? "rows" : "dur");
+        else if (got == 9)
+            r = get_i64(obj, &v[got], 1, "count");
+        else if (got == 3)
+            r = get_ints(obj, &v[got], 1, "kernel_kind");
+        else if (got == 2 || got == 4 || got == 5)
+            r = get_ints(obj, &v[got], 0, got == 2 ? "kind" : got == 4 ? "gpu_class" : "name");
+        else { /* occ (1, float32 or float64), occ_ns and occ_w (7, 8: writable float64) */
+            r = PyObject_GetBuffer(obj, &v[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got > 1 ? PyBUF_WRITABLE : 0));
+            if (r == 0) {
+                const char *f = v[got].format;
+                if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+                int ok = v[got].ndim == 1 && f != NULL &&
+                         ((strcmp(f, "d") == 0 && v[got].itemsize == 8) ||
+                          (got == 1 && strcmp(f, "f") == 0 && v[got].itemsize == 4));
+                if (!ok) {
+                    PyBuffer_Release(&v[got]);
+                    PyErr_SetString(PyExc_TypeError, "occupancy: float arrays of the documented types are needed");
+                    r = -1;
+                }
+            }
+        }
+        if (r < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t m = LEN(v[0]), n = v[2].len / v[2].itemsize, n_lut = v[3].len, n_codes = LEN(v[9]);
+    if (v[1].len / v[1].itemsize != m || v[4].len / v[4].itemsize != n || v[5].len / v[5].itemsize != n ||
+        LEN(v[6]) != n || LEN(v[7]) != n_codes || LEN(v[8]) != n_codes || n_lut < 1) {
+        release(v, 10);
+        PyErr_SetString(PyExc_ValueError, "occupancy: arrays of inconsistent lengths");
+        return NULL;
+    }
+    const int64_t *rows = v[0].buf, *dur = v[6].buf;
+    int occ32 = v[1].itemsize == 4;
+    const float *occ_f = v[1].buf;
+    const double *occ_d = v[1].buf;
+    ints_t kind = {v[2].buf, (int)v[2].itemsize}, cls = {v[4].buf, (int)v[4].itemsize},
+           name = {v[5].buf, (int)v[5].itemsize};
+    const uint8_t *kernel_kind = v[3].buf;
+    double *occ_ns = v[7].buf, *occ_w = v[8].buf;
+    int64_t *count = v[9].buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        double oc = occ32 ? (double)occ_f[j] : occ_d[j];
+        int64_t r = rows[j];
+        if (!(oc > 0) || r < 0) continue;
+        if (r >= n) {
+            ok = 0;
+            break;
+        }
+        int64_t kc = at_int(kind, r);
+        if (kc < 0) kc = n_lut - 1;
+        if (kc >= n_lut) {
+            ok = 0;
+            break;
+        }
+        if (!kernel_kind[kc] || at_int(cls, r) != compute) continue;
+        int64_t c = at_int(name, r);
+        if (c < 0 || c >= n_codes) {
+            ok = 0;
+            break;
+        }
+        double d = (double)dur[r];
+        /* Stored before it is added: the product rounded on its own, as numpy's d * occ array
+         * is (no fused multiply-add where the target has one). */
+        volatile double w = d * oc;
+        occ_ns[c] += d;
+        occ_w[c] += w;
+        count[c] += 1;
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 10);
+    return PyBool_FromLong(ok);
+}
+
+/* Whether (s, e) is a union in the strict sense: every interval of positive length, in order,
+ * none touching the next. */
+static int strict_union(const int64_t *s, const int64_t *e, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(e[i] > s[i])) return 0;
+        if (i > 0 && !(s[i] > e[i - 1])) return 0;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(subtract_doc,
+             "subtract(as, ae, bs, be, out_s, out_e) -> k\n\n"
+             "intervals.subtract of two unions whose intervals all have a positive length and do not touch:\n"
+             "the parts of a not covered by b in out_s[:k], out_e[:k] (outputs of len(as) + len(bs) at least);\n"
+             "-1 (nothing written) for other inputs (the numpy code answers those).");
+
+static PyObject *sweep_subtract(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    static const char *const what[] = {"as", "ae", "bs", "be", "out_s", "out_e"};
+    Py_buffer v[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO:subtract", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+        return NULL;
+    if (get_all(objs, v, 6, 2, what) < 0) return NULL;
+    Py_ssize_t na = LEN(v[0]), nb = LEN(v[2]);
+    if (LEN(v[1]) != na || LEN(v[3]) != nb || LEN(v[4]) < na + nb || LEN(v[5]) < na + nb) {
+        release(v, 6);
+        PyErr_SetString(PyExc_ValueError, "subtract: starts and ends of one length, outputs of len(a) + len(b)");
+        return NULL;
+    }
+    const int64_t *as = v[0].buf, *ae = v[1].buf, *bs = v[2].buf, *be = v[3].buf;
+    int64_t *os = v[4].buf, *oe = v[5].buf;
+    Py_ssize_t k = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    if (!strict_union(as, ae, na) || !strict_union(bs, be, nb)) {
+        k = -1;
+    } else {
+        Py_ssize_t j = 0;
+        for (Py_ssize_t i = 0; i < na; i++) {
+            int64_t cur = as[i], end = ae[i];
+            while (j < nb && be[j] <= cur) j++; /* b's intervals over before this one starts */
+            for (Py_ssize_t m = j; m < nb && bs[m] < end; m++) {
+                if (bs[m] > cur) {
+                    os[k] = cur;
+                    oe[k] = bs[m];
+                    k++;
+                }
+                if (be[m] > cur) cur = be[m];
+                if (cur >= end) break;
+            }
+            if (cur < end) {
+                os[k] = cur;
+                oe[k] = end;
+                k++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 6);
+    return PyLong_FromSsize_t(k);
+}
+
+PyDoc_STRVAR(count_steps_doc,
+             "count_steps(steps) -> n\n\n"
+             "summary._count_steps: how many distinct values >= 0 (len >= 1); -1 where the values are below -1\n"
+             "or too far apart for a table (over 4 * len + 4096: the caller sorts).");
+
+static PyObject *sweep_count_steps(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O:count_steps", &obj)) return NULL;
+    Py_buffer v;
+    if (get_ints(obj, &v, 0, "steps") < 0) return NULL;
+    Py_ssize_t n = v.len / v.itemsize;
+    if (n < 1) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "count_steps: at least one value");
+        return NULL;
+    }
+    ints_t st = {v.buf, (int)v.itemsize};
+    Py_ssize_t count = 0;
+    int64_t lo = at_int(st, 0), hi = lo;
+    uint8_t *seen = NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t x = at_int(st, i);
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    if (hi < 0) {
+        count = 0;
+    } else if (lo < -1 || hi > 4 * (int64_t)n + 4096) {
+        count = -1;
+    } else {
+        seen = calloc((size_t)hi + 2, 1);
+        if (seen == NULL) {
+            count = -2;
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) seen[at_int(st, i) + 1] = 1; /* -1 at 0 */
+            for (int64_t x = 0; x <= hi; x++) count += seen[x + 1];
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(seen);
+    PyBuffer_Release(&v);
+    if (count == -2) return PyErr_NoMemory();
+    return PyLong_FromSsize_t(count);
 }
 
 static PyMethodDef sweep_methods[] = {
@@ -474,6 +1128,12 @@ static PyMethodDef sweep_methods[] = {
     {"at_least_two_sorted", sweep_at_least_two, METH_VARARGS, at_least_two_doc},
     {"coverage", sweep_coverage, METH_VARARGS, coverage_doc},
     {"thread_unions", sweep_thread_unions, METH_VARARGS, thread_unions_doc},
+    {"span_per_group", sweep_span_per_group, METH_VARARGS, span_per_group_doc},
+    {"iterations", sweep_iterations, METH_VARARGS, iterations_doc},
+    {"factorize_calls", sweep_factorize_calls, METH_VARARGS, factorize_calls_doc},
+    {"occupancy", sweep_occupancy, METH_VARARGS, occupancy_doc},
+    {"subtract", sweep_subtract, METH_VARARGS, subtract_doc},
+    {"count_steps", sweep_count_steps, METH_VARARGS, count_steps_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,10 +5,12 @@ Intervals are half-open ``[start, end)``, given as two arrays. A *union* (the ou
 overlap or touch (``end == next start``) are merged, as HTA merges kernel intervals.
 Zero-length intervals contribute no time but are kept by :func:`union` if isolated.
 
-:func:`union`, :func:`at_least_two` and :func:`coverage_of` run their loops in C when the
-compiled module ``_sweep`` (``_sweep.c``, built by ``pip install``) is there: one pass
-each instead of several numpy passes, the same results (the numpy code below is the
-fallback, and the tests compare both). ``TRACEVIEW_NATIVE=0`` turns it off.
+:func:`union`, :func:`at_least_two`, :func:`coverage_of` and :func:`subtract` run their
+loops in C when the compiled module ``_sweep`` (``_sweep.c``, built by ``pip install``) is
+there: one pass each instead of several numpy passes, the same results (the numpy code
+below is the fallback, and the tests compare both). ``TRACEVIEW_NATIVE=0`` turns it off.
+The module also holds single passes that analyses call through :data:`native` (thread
+states, iterations, operator calls, kernel occupancy), each with its numpy fallback.
 """
 
 from __future__ import annotations
@@ -154,6 +156,14 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
 
 def subtract(a: Intervals, b: Intervals) -> Intervals:
     """Parts of union ``a`` not covered by union ``b``, as a union."""
+    if native is not None and len(a[0]) == len(a[1]) and len(b[0]) == len(b[1]):
+        # One merge of the two (intervals of positive length, not touching: other unions below).
+        sa, ea, sb, eb = _c64(a[0]), _c64(a[1]), _c64(b[0]), _c64(b[1])
+        out_s = np.empty(len(sa) + len(sb), dtype=np.int64)
+        out_e = np.empty(len(sa) + len(sb), dtype=np.int64)
+        k = native.subtract(sa, ea, sb, eb, out_s, out_e)
+        if k >= 0:
+            return _first(out_s, k), _first(out_e, k)
     s, e, m = segments(a, b)
     keep = m == 1
     return union(s[keep], e[keep])

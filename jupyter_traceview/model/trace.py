@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -13,6 +14,7 @@ from pandas.api.types import union_categoricals
 
 from ..errors import OptionError, TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
+from . import intervals as iv
 from .classify import Classifier
 from .display_hook import Headline, headline_hook, mimebundle_hook
 from .frames import paused_gc
@@ -561,12 +563,16 @@ def _iterations_of(d: RankData) -> pd.DataFrame:
     )
     act_kind = np.append(np.asarray(kinds.categories.isin(_ACTIVITY), dtype=bool), False)
     kind_codes = np.asarray(kinds.codes)
-    rows = np.flatnonzero(step_name[np.asarray(names.codes)] & step_kind[kind_codes])
-    if not len(rows):
-        return pd.DataFrame()
     step = ev["step"].to_numpy()
     ts = ev["ts_ns"].to_numpy()
     dur = ev["dur_ns"].to_numpy()
+    if iv.native is not None:
+        found = _native_iterations(np.asarray(names.codes), kind_codes, step, ts, dur, step_name, step_kind, act_kind)
+        if found is not None:
+            return _iterations_frame(d.meta.rank, *found)
+    rows = np.flatnonzero(step_name[np.asarray(names.codes)] & step_kind[kind_codes])
+    if not len(rows):
+        return pd.DataFrame()
     steps = np.unique(step[rows])
     start, end = _span_per_group(np.searchsorted(steps, step[rows]), ts[rows], dur[rows], len(steps))
     # The GPU activities launched in each of these steps.
@@ -583,7 +589,38 @@ def _iterations_of(d: RankData) -> pd.DataFrame:
         hit = steps[pos] == at
     acts, pos = acts[hit], pos[hit]
     g_start, g_end = _span_per_group(pos, ts[acts], dur[acts], len(steps))
-    none = np.bincount(pos, minlength=len(steps)) == 0
+    return _iterations_frame(d.meta.rank, steps, start, end, g_start, g_end, np.bincount(pos, minlength=len(steps)))
+
+
+def _native_iterations(*columns: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """:func:`_iterations_of`'s reductions by the compiled loop (``intervals.native.iterations``):
+    (steps, start, end, g_start, g_end, launched), as the numpy code below computes them; None
+    where the loop does not take these columns (the numpy code then runs)."""
+    step = columns[2]
+    bufs = [np.empty(len(step), dtype=np.int64) for _ in range(6)]
+    try:
+        k = iv.native.iterations(*columns, *bufs)
+    except (ValueError, TypeError, BufferError):
+        return None
+    if k == 0:
+        return ()
+    steps, *rest = (b[:k].copy() for b in bufs)
+    return (steps.astype(step.dtype), *rest)  # the steps in the column's dtype, as np.unique gives them
+
+
+def _iterations_frame(
+    rank: int,
+    steps: np.ndarray | None = None,
+    start: np.ndarray | None = None,
+    end: np.ndarray | None = None,
+    g_start: np.ndarray | None = None,
+    g_end: np.ndarray | None = None,
+    launched: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """The frame of :func:`_iterations_of` from its reductions (none: no step)."""
+    if steps is None or start is None or end is None or g_start is None or g_end is None or launched is None:
+        return pd.DataFrame()
+    none = launched == 0
     if none.any():  # -1 where a step launched nothing (floats, as the join this replaces gave)
         g_start = np.where(none, -1, g_start).astype(np.float64)
         g_end = np.where(none, -1, g_end).astype(np.float64)
@@ -591,7 +628,7 @@ def _iterations_of(d: RankData) -> pd.DataFrame:
     # the rest of this function on a million events).
     return pd.DataFrame(
         {
-            "rank": np.full(len(steps), d.meta.rank, dtype=np.int64),
+            "rank": np.full(len(steps), rank, dtype=np.int64),
             "step": steps,
             "start_ns": start,
             "end_ns": end,
@@ -606,6 +643,12 @@ def _span_per_group(group: np.ndarray, ts: np.ndarray, dur: np.ndarray, n: int) 
     """Per group id (0..n-1), the first start and the last end of its events."""
     start = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     end = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    if iv.native is not None:  # one compiled pass (ValueError for a group out of range: below)
+        c64 = np.ascontiguousarray
+        with contextlib.suppress(ValueError):
+            g, t, d = c64(group, dtype=np.int64), c64(ts, dtype=np.int64), c64(dur, dtype=np.int64)
+            iv.native.span_per_group(g, t, d, start, end)
+            return start, end
     np.minimum.at(start, group, ts)
     np.maximum.at(end, group, ts + dur)
     return start, end

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 import jupyter_traceview as tv
 from jupyter_traceview.analysis import _gpu, threads
 from jupyter_traceview.model import intervals as iv
+from jupyter_traceview.model import trace as trace_mod
 from tests.conftest import KINETO_FOLDERS
 
 NATIVE = iv.native
@@ -153,6 +155,27 @@ def test_coverage_of_a_union_out_of_order_is_numpys_answer() -> None:
 interval_lists = st.lists(st.tuples(st.integers(-50, 50), st.integers(-3, 30)), max_size=40)
 
 
+SUBTRACT = {
+    # a, b, a - b
+    "nothing to take": ((a(0, 20), a(10, 30)), (a(), a()), (a(0, 20), a(10, 30))),
+    "from nothing": ((a(), a()), (a(0), a(5)), (a(), a())),
+    "holes and edges": ((a(0, 20), a(10, 30)), (a(-5, 4, 9, 25), a(2, 6, 21, 40)), (a(2, 6, 21), a(4, 9, 25))),
+    "b touching a": ((a(10), a(20)), (a(0, 20), a(10, 25)), (a(10), a(20))),
+    "all of it": ((a(10, 30), a(20, 40)), (a(0), a(50)), (a(), a())),
+    # Not strict unions: the numpy code's answer (zero-length and touching intervals).
+    "zero-length in a": ((a(5, 10), a(5, 20)), (a(12), a(14)), (a(10, 14), a(12, 20))),
+    "touching in b": ((a(0), a(20)), (a(5, 8), a(8, 10)), (a(0, 10), a(5, 20))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUBTRACT))
+def test_subtract_by_hand(case: str) -> None:
+    ua, ub, want = SUBTRACT[case]
+    compiled, fallback = both(iv.subtract, ua, ub)
+    assert same(fallback, want), fallback
+    assert same(compiled, want), compiled
+
+
 @settings(max_examples=300, deadline=None)
 @given(interval_lists, st.booleans(), interval_lists)
 def test_random_inputs_agree(pairs: list[tuple[int, int]], in_order: bool, queries: list[tuple[int, int]]) -> None:
@@ -169,6 +192,10 @@ def test_random_inputs_agree(pairs: list[tuple[int, int]], in_order: bool, queri
     for union in (iv.union(s, e), iv.at_least_two(s, e), (np.sort(s), np.sort(e))):
         compiled, fallback = both(iv.coverage_of, union, qs, qe)
         assert same(compiled, fallback)
+    for ua in (iv.union(s, e), iv.union(qs, qe)):
+        for ub in (iv.union(qs, qe), iv.at_least_two(s, e), iv.union(s, e)):
+            compiled, fallback = both(iv.subtract, ua, ub)
+            assert same(compiled, fallback)
 
 
 @needs_native
@@ -287,6 +314,20 @@ THREAD_CASES = {
         (200, 50, "python_function", "g", 1, 2),
     ],
     "negative duration": [(10, -5, "cpu_op", "a", 1, 1), (0, 3, "cpu_op", "a", 1, 1)],
+    "negative duration in order": [
+        (0, 10, "cpu_op", "a", 1, 1),
+        (20, -15, "cpu_op", "a", 1, 1),
+        (30, 5, "cpu_op", "a", 1, 1),
+    ],
+    "one thread out of order among others in order": [
+        (0, 10, "cpu_op", "a", 1, 1),
+        (5, 10, "cpu_op", "a", 1, 2),
+        (20, 10, "cpu_op", "a", 1, 1),
+        (2, 1, "cpu_op", "a", 1, 2),
+        (40, 10, "python_function", "f", 1, 1),
+        (60, 10, "cpu_op", "a", 1, 2),
+        (30, 5, "python_function", "f", 1, 1),
+    ],
 }
 
 
@@ -304,6 +345,8 @@ def test_thread_states_by_hand() -> None:
     assert same(got[(1, 2)]["python"], (a(200), a(250)))
     assert same(got[(1, 1)]["op"], (a(0, 30), a(10, 35)))
     assert same(got[(1, 1)]["python"], (a(), a()))  # inside an operator
+    got = _states_same(_events(THREAD_CASES["negative duration in order"]))
+    assert same(got[(1, 1)]["op"], (a(0, 20, 30), a(10, 10, 35)))  # ends: the running maximum, as iv.union
 
 
 def test_thread_states_many_threads() -> None:
@@ -322,3 +365,245 @@ def test_thread_states_of_real_traces(name: str) -> None:
         if len(ev):
             lo, hi = int(ev["ts_ns"].min()), int((ev["ts_ns"] + ev["dur_ns"]).max())
             _states_same(ev, (lo + (hi - lo) // 4, lo + 3 * (hi - lo) // 4))
+
+
+# --- Trace.iterations (trace._iterations_of) and trace._span_per_group
+
+
+def _iterations_same(d: Any) -> pd.DataFrame:
+    compiled, fallback = both(lambda: trace_mod._iterations_of(d))
+    pd.testing.assert_frame_equal(compiled, fallback, check_exact=True)
+    return compiled
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_FOLDERS))
+def test_iterations_of_real_traces(name: str) -> None:
+    trace = tv.load(KINETO_FOLDERS[name], cache=False)
+    for r in trace.ranks:
+        _iterations_same(trace.rank_data(r))
+
+
+@needs_native
+def test_the_compiled_iterations_run_on_real_columns() -> None:
+    # Not silently the fallback: the loop takes the columns as a rank table stores them.
+    trace = tv.load(KINETO_FOLDERS["dlrm_8rank_v100"], cache=False)
+    d = trace.rank_data(trace.ranks[0])
+    ev = d.events
+    names, kinds = ev["name"].array, ev["kind"].array
+    step_name = np.append(np.asarray(names.categories.str.startswith("ProfilerStep#"), dtype=bool), False)
+    step_kind = np.append(np.asarray(kinds.categories.isin(["user_annotation", "cpu_op"]), dtype=bool), False)
+    act_kind = np.append(np.asarray(kinds.categories.isin(trace_mod._ACTIVITY), dtype=bool), False)
+    columns = (np.asarray(names.codes), np.asarray(kinds.codes), ev["step"].to_numpy(), ev["ts_ns"].to_numpy())
+    found = trace_mod._native_iterations(*columns, ev["dur_ns"].to_numpy(), step_name, step_kind, act_kind)
+    assert found is not None and len(found) == 6
+    steps = found[0]
+    its = trace_mod._iterations_of(d)
+    assert steps.tolist() == its["step"].tolist() and len(steps) >= 1
+    assert found[1].tolist() == its["start_ns"].tolist()
+
+
+def _rank(rows: list[tuple[int, int, str, str, int]]) -> Any:
+    """A rank (what _iterations_of reads of one: its events and its number) of (ts, dur, kind,
+    name, step) rows."""
+    from types import SimpleNamespace
+
+    kinds = ["cpu_op", "user_annotation", "kernel", "gpu_memcpy", "cuda_runtime"]
+    names = sorted({r[3] for r in rows} | {"x"})
+    ev = pd.DataFrame(
+        {
+            "ts_ns": np.array([r[0] for r in rows], dtype=np.int64),
+            "dur_ns": np.array([r[1] for r in rows], dtype=np.int64),
+            "kind": pd.Categorical([r[2] for r in rows], categories=kinds),
+            "name": pd.Categorical([r[3] for r in rows], categories=names),
+            "step": np.array([r[4] for r in rows], dtype=np.int32),
+        }
+    )
+    return SimpleNamespace(meta=SimpleNamespace(rank=3), events=ev)
+
+
+ITERATION_CASES = {
+    "no events": [],
+    "no step": [(0, 5, "cpu_op", "mm", -1), (1, 2, "kernel", "k", -1)],
+    "steps, a step without GPU work, work outside steps": [
+        (0, 100, "user_annotation", "ProfilerStep#7", 7),
+        (10, 5, "kernel", "k", 7),
+        (120, 10, "gpu_memcpy", "c", 7),
+        (100, 50, "cpu_op", "ProfilerStep#8", 8),
+        (130, 5, "cuda_runtime", "launch", 8),
+        (300, 5, "kernel", "k", -1),
+        (400, 5, "kernel", "k", 9),
+        (5, 3, "kernel", "ProfilerStep#7", 7),
+    ],
+    "step rows out of order, a step split in two": [
+        (500, 10, "user_annotation", "ProfilerStep#2", 2),
+        (0, 10, "user_annotation", "ProfilerStep#1", 1),
+        (20, 10, "user_annotation", "ProfilerStep#1", 1),
+        (5, 100, "kernel", "k", 1),
+        (505, 1, "kernel", "k", 2),
+        (2, 1, "kernel", "k", 1),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(ITERATION_CASES))
+def test_iterations_by_case(case: str) -> None:
+    _iterations_same(_rank(ITERATION_CASES[case]))
+
+
+def test_iterations_by_hand() -> None:
+    its = _iterations_same(_rank(ITERATION_CASES["steps, a step without GPU work, work outside steps"]))
+    assert its["step"].tolist() == [7, 8]
+    assert its["start_ns"].tolist() == [0, 100] and its["end_ns"].tolist() == [100, 150]
+    # Step 8 launched nothing: -1, as floats; the kernel named like a step is not a step row.
+    assert its["gpu_start_ns"].tolist() == [5.0, -1.0] and its["gpu_end_ns"].tolist() == [130.0, -1.0]
+    its = _iterations_same(_rank(ITERATION_CASES["step rows out of order, a step split in two"]))
+    assert its["step"].tolist() == [1, 2] and its["start_ns"].tolist() == [0, 500]
+    assert its["end_ns"].tolist() == [30, 510] and its["gpu_end_ns"].tolist() == [105, 506]
+
+
+def test_span_per_group() -> None:
+    group, ts, dur = a(2, 0, 2, 0), a(10, 5, 3, 7), a(1, 10, 1, -20)
+    for g in (group, a(2, 0, -1, 0)):  # a negative group: numpy's index wraps (the loop declines)
+        compiled, fallback = both(lambda g=g: trace_mod._span_per_group(g, ts, dur, 3))
+        assert same(compiled, fallback)
+    start, end = trace_mod._span_per_group(group, ts, dur, 3)
+    assert start.tolist() == [5, I64.max, 3] and end.tolist() == [15, I64.min, 11]
+
+
+# --- perfmodel._work_of_ops: the distinct operator calls
+
+
+@needs_native
+@pytest.mark.parametrize("distinct", [1, 7, 3000])
+def test_factorize_calls_is_pandas_factorize(distinct: int) -> None:
+    rng = np.random.default_rng(distinct)
+    n = 20_000
+    name = rng.integers(-1, 50, 400).astype(np.int16)
+    rows = rng.integers(0, len(name), n).astype(np.int64)
+    c1 = rng.integers(-1, max(distinct // 10, 1), n).astype(np.int8 if distinct < 100 else np.int32)
+    c2 = rng.integers(-1, 3, n).astype(np.int64)
+    c3 = rng.integers(-1, 2, n).astype(np.int8)
+    radix = np.array([int(c1.max()) + 2, 4, 3], dtype=np.int64)
+    if distinct == 1:
+        name[:] = 5
+        c1[:], c2[:], c3[:] = 0, -1, 1
+    inv, first = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    k = NATIVE.factorize_calls(name, rows, c1, c2, c3, radix, inv, first)
+    key = name[rows].astype(np.int64)
+    for c, r in zip((c1, c2, c3), radix.tolist(), strict=True):
+        key = key * r + c + 1
+    want, uniques = pd.factorize(key, sort=True)
+    assert k == len(uniques) and np.array_equal(inv, want)
+    last = np.empty(k, dtype=np.int64)
+    last[want] = np.arange(n)
+    assert np.array_equal(first[:k], last)
+    if distinct == 1:
+        assert k == 1
+
+
+@needs_native
+def test_factorize_calls_checks_rows() -> None:
+    out = np.empty(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="out of range"):
+        NATIVE.factorize_calls(a(1, 2), a(0, 2), a(0, 0), a(0, 0), a(0, 0), a(2, 2, 2), out, out.copy())
+
+
+def _work_same(trace: tv.Trace) -> None:
+    from jupyter_traceview.analysis import _links as lk
+    from jupyter_traceview.analysis.perfmodel import performance
+
+    for r in trace.ranks:
+        d = trace.rank_data(r)
+        ops = np.flatnonzero(lk.category_mask(d.events["kind"], ["cpu_op"]))
+        (code_c, work_c), (code_n, work_n) = both(
+            lambda d=d, ops=ops: performance._work_of_ops(d.events, d.op_args, ops)
+        )
+        assert same(code_c, code_n)
+        assert [repr(w) for w in work_c.tolist()] == [repr(w) for w in work_n.tolist()]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        *(KINETO_FOLDERS[n] for n in ("dlrm_8rank_v100", "h100_bert_small", "hta_triton")),
+        *sorted((Path(__file__).parents[1] / "data" / "perfmodel_cpu").glob("*.json.gz")),
+        *sorted(p for p in (Path(__file__).parents[1] / "data" / "torch_cpu").iterdir() if p.is_dir()),
+    ],
+    ids=str,
+)
+@pytest.mark.filterwarnings("ignore::jupyter_traceview.errors.TraceviewWarning")  # key_averages files beside
+def test_work_of_ops_of_real_traces(path: Path) -> None:
+    _work_same(tv.load(path, cache=False))
+
+
+@pytest.mark.filterwarnings("ignore::jupyter_traceview.errors.TraceviewWarning")  # no peaks of a CPU trace
+def test_the_matrix_and_performance_analyses_agree() -> None:
+    path = sorted((Path(__file__).parents[1] / "data" / "perfmodel_cpu").glob("*.json.gz"))[0]
+
+    def run() -> list[pd.DataFrame]:
+        from jupyter_traceview.analysis.perfmodel.matrix import matrix_shapes
+
+        trace = tv.load(path, cache=False)
+        return [matrix_shapes(trace), tv.op_performance(trace), tv.op_performance(trace, by="shape"), tv.mfu(trace)]
+
+    for x, y in zip(*both(run), strict=True):
+        pd.testing.assert_frame_equal(x, y, check_exact=True)
+
+
+# --- findings' rank_facts (the kernels' occupancy sums)
+
+
+def _facts(path: Path) -> dict[int, Any]:
+    from jupyter_traceview.analysis.findings.extraction import rank_facts
+
+    trace = tv.load(path, cache=False)
+    return trace.map_ranks(rank_facts, 10_000, 50_000)
+
+
+@pytest.mark.parametrize("name", sorted(KINETO_FOLDERS))
+def test_rank_facts_of_real_traces(name: str) -> None:
+    compiled, fallback = both(_facts, KINETO_FOLDERS[name])
+    assert repr(compiled) == repr(fallback)  # floats compared exactly (repr round-trips)
+
+
+@needs_native
+def test_occupancy_sums_by_hand() -> None:
+    from jupyter_traceview.analysis.findings.extraction import _native_occupancy
+
+    # Argument rows -> event rows 0..4: kinds 0 (kernel) or 1, classes 0 (compute) or 1, names 0-2.
+    a_rows = a(0, 1, -1, 2, 3, 4, 0)
+    occ = np.array([50.0, 25.0, 90.0, 0.0, 10.0, 40.0, 0.1], dtype=np.float32)
+    kind = np.array([0, 0, 1, 0, -1], dtype=np.int8)
+    kernel_kind = np.array([True, False, False])  # kinds 0, 1; the last entry: no kind (-1)
+    cls = np.array([0, 0, 0, 1, 0], dtype=np.int8)
+    name = np.array([2, 0, 0, 2, 1], dtype=np.int16)
+    dur = a(100, 10, 7, 3, 5)
+    sums = _native_occupancy(a_rows, occ, kind, kernel_kind, cls, 0, name, dur, 3)
+    assert sums is not None
+    occ_ns, occ_w, seen = sums
+    # Rows 0 (twice) and 1 count; row 2 is not a kernel, 3 not compute, 4 of no kind; 3 has no occupancy.
+    assert occ_ns.tolist() == [10.0, 0.0, 200.0] and seen.tolist() == [0, 2]
+    assert occ_w.tolist() == [250.0, 0.0, 100.0 * 50.0 + 100.0 * float(np.float32(0.1))]
+    # A name code past the outputs: declined (the numpy code then raises as it always did).
+    assert _native_occupancy(a_rows, occ, kind, kernel_kind, cls, 0, name, dur, 2) is None
+
+
+# --- summary: the trace span and the steps counted
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [a(-1), a(3), a(-1, -1), a(0, 0, 5, -1, 5, 2), a(-2, 4), a(7, 10**9), np.array([3, -1, 3, 1], dtype=np.int32)],
+    ids=str,
+)
+def test_count_steps(steps: np.ndarray) -> None:
+    from jupyter_traceview.analysis.summary import _count_steps
+
+    compiled, fallback = both(_count_steps, steps)
+    assert compiled == fallback == len({int(x) for x in steps if x >= 0})
+
+
+@pytest.mark.parametrize("name", ["dlrm_8rank_v100", "h100_bert_small", "hta_cpu_only"])
+def test_summary_of_real_traces(name: str) -> None:
+    compiled, fallback = both(lambda: tv.summary(tv.load(KINETO_FOLDERS[name], cache=False)))
+    pd.testing.assert_frame_equal(compiled, fallback, check_exact=True)

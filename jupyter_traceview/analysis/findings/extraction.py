@@ -160,22 +160,58 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     # The argument rows with an occupancy and an event row; the compute kernels among them,
     # tested at their rows only.
     occ_all = args["occupancy_pct"].to_numpy()
-    cand = np.flatnonzero((occ_all > 0) & (a_rows >= 0))
-    at = a_rows[cand]
     kernel_kind = np.append(np.asarray(ev["kind"].array.categories == EventKind.KERNEL.value, dtype=bool), False)
     compute = _category_code(ev["gpu_class"], GpuClass.COMPUTE.value)
-    ok = kernel_kind[np.asarray(ev["kind"].array.codes)[at]]
-    ok &= np.asarray(ev["gpu_class"].array.codes)[at] == compute
-    k_rows, occ = at[ok], occ_all[cand[ok]].astype(np.float64)
-    codes = name_codes[k_rows].astype(np.int64)
-    d = dur_ev[k_rows].astype(np.float64)
+    kind_codes, class_codes = np.asarray(ev["kind"].array.codes), np.asarray(ev["gpu_class"].array.codes)
     n_codes = len(categories)
-    occ_ns = np.bincount(codes, weights=d, minlength=n_codes)
-    occ_w = np.bincount(codes, weights=d * occ, minlength=n_codes)
-    seen = distinct_ints(codes)
+    sums = _native_occupancy(
+        a_rows, occ_all, kind_codes, kernel_kind, class_codes, compute, name_codes, dur_ev, n_codes
+    )
+    if sums is not None:
+        occ_ns, occ_w, seen = sums
+    else:
+        cand = np.flatnonzero((occ_all > 0) & (a_rows >= 0))
+        at = a_rows[cand]
+        ok = kernel_kind[kind_codes[at]]
+        ok &= class_codes[at] == compute
+        k_rows, occ = at[ok], occ_all[cand[ok]].astype(np.float64)
+        codes = name_codes[k_rows].astype(np.int64)
+        d = dur_ev[k_rows].astype(np.float64)
+        occ_ns = np.bincount(codes, weights=d, minlength=n_codes)
+        occ_w = np.bincount(codes, weights=d * occ, minlength=n_codes)
+        seen = distinct_ints(codes)
     texts = np.asarray(categories[seen].astype(str), dtype=object).tolist()  # one conversion for all names
     out["occupancy"] = {t: (float(occ_ns[c]), float(occ_w[c])) for t, c in zip(texts, seen.tolist(), strict=True)}
     return out
+
+
+def _native_occupancy(
+    a_rows: np.ndarray,
+    occ: np.ndarray,
+    kind_codes: np.ndarray,
+    kernel_kind: np.ndarray,
+    class_codes: np.ndarray,
+    compute: int,
+    name_codes: np.ndarray,
+    dur: np.ndarray,
+    n_codes: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The occupancy sums of :func:`rank_facts` (time and time x occupancy per name code, the
+    codes present) by one compiled pass over the argument rows (``_sweep.occupancy``: the
+    same sums in the same order as the bincounts); None where it does not run."""
+    if iv.native is None:
+        return None
+    occ_ns, occ_w = np.zeros(n_codes, dtype=np.float64), np.zeros(n_codes, dtype=np.float64)
+    count = np.zeros(n_codes, dtype=np.int64)
+    c = np.ascontiguousarray
+    try:
+        done = iv.native.occupancy(
+            c(a_rows, dtype=np.int64), c(occ), kind_codes, kernel_kind, class_codes, compute, name_codes,
+            c(dur, dtype=np.int64), occ_ns, occ_w, count,
+        )  # fmt: skip
+    except (TypeError, ValueError, BufferError):
+        return None
+    return (occ_ns, occ_w, np.flatnonzero(count)) if done else None
 
 
 def _idle_from_calls(cs: np.ndarray, ce: np.ndarray, ga: np.ndarray, gb: np.ndarray) -> int:

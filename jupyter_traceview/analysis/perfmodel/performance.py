@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import OptionError, TraceviewWarning
+from ...model import intervals as iv
 from ...model.schema import EventKind
 from ...model.trace import Trace
 from .. import _links as lk
@@ -178,12 +179,23 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
         def picked(a: np.ndarray) -> np.ndarray:
             return a if j is None else a[j]
 
-        cols = [_codes_and_values(oa[c]) for c in ("input_dims", "input_type", "concrete_inputs")]
+        # Codes as stored (int8-64) for the compiled loop, which reads any width; int64 otherwise.
+        native = iv.native if j is None else None
+        cols = [_codes_and_values(oa[c], widen=native is None) for c in ("input_dims", "input_type", "concrete_inputs")]
         span = float(len(names) + 1)
         for _, vals in cols:
             span *= len(vals) + 1
-        call_codes = name_codes[picked(rows)].astype(np.int64)
-        if span < 2.0**62:  # one integer per distinct call (codes + 1: 0 is "no text")
+        if native is not None and span < 2.0**62:
+            # The same key per call, hashed and ranked in one compiled pass (_sweep.factorize_calls).
+            inv = np.empty(n, dtype=np.int64)
+            first = np.empty(n, dtype=np.int64)
+            radix = np.array([len(vals) + 1 for _, vals in cols], dtype=np.int64)
+            k = native.factorize_calls(
+                name_codes, np.ascontiguousarray(rows, dtype=np.int64), *(c for c, _ in cols), radix, inv, first
+            )
+            first = first[:k]
+        elif span < 2.0**62:  # one integer per distinct call (codes + 1: 0 is "no text")
+            call_codes = name_codes[picked(rows)].astype(np.int64)
             key = call_codes  # a new array: built in place (no temporaries the size of the calls)
             for c, vals in cols:
                 key *= len(vals) + 1
@@ -195,6 +207,7 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
             first = np.empty(int(inv.max()) + 1 if len(inv) else 0, dtype=np.int64)
             first[inv] = np.arange(len(inv), dtype=np.int64)
         else:
+            call_codes = name_codes[picked(rows)].astype(np.int64)
             stacked = np.stack([call_codes, *(picked(c) for c, _ in cols)], axis=1)
             _, first, inv = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
         jf = first if j is None else j[first]  # argument rows of the distinct calls
@@ -253,11 +266,14 @@ def _shape_texts(oa: pd.DataFrame, ev: pd.DataFrame, rows: np.ndarray) -> np.nda
     return shape
 
 
-def _codes_and_values(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes (-1: no text) and the texts of an op_args column (categorical or not)."""
+def _codes_and_values(col: pd.Series, widen: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes (-1: no text) and the texts of an op_args column (categorical or not).
+    The codes are int64, or with ``widen=False`` a categorical's codes as stored (int8-64)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
         values = np.asarray(col.cat.categories, dtype=object)
-        codes = col.cat.codes.to_numpy().astype(np.int64)
+        codes = np.asarray(col.cat.codes.to_numpy())
+        if widen:
+            codes = codes.astype(np.int64)
     else:
         obj = col.astype(object).to_numpy()
         text = np.array([isinstance(v, str) for v in obj.tolist()], dtype=bool)
