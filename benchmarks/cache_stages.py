@@ -3,12 +3,13 @@
     python benchmarks/cache_stages.py PATH CACHE_DIR [--reps 200]
 
 Loads PATH once through CACHE_DIR (filling it), then reads the first file's entry ``--reps``
-times, timing each stage with ``time.process_time`` (medians): the cache key, meta.json, the
-five Arrow files (opened, CRC-checked, IPC reader), their structural checks, the five
-frames built from them, the ``gpu_class`` classification ``Trace`` adds, and the whole
-``cache.read`` (which builds no frame since wave 9: they are built on first use). Warm: the same
-entry again and again (dtypes shared after the first read), so it shows each stage's
-steady cost, not a fresh process's.
+times, timing each stage with ``time.process_time`` (medians): the cache key, the entry file
+(mapped, its CRC and metadata checked), the rank's Arrow IPC stream opened and read, the
+structural checks (layout, Arrow's full validation, categories), the five frames built from
+it, the ``gpu_class`` classification ``Trace`` adds, and the whole ``cache.read`` (which
+builds no frame since wave 9: they are built on first use). Warm: the same entry again and
+again (dtypes, layouts and checked categories remembered after the first read), so it shows
+each stage's steady cost, not a fresh process's (``benchmarks/cached_first_use.py``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def main() -> None:
     tf = discover(a.path)[0][0]
     options = ReadOptions(bad_events="raise", pid_map=None, max_json_bytes=4 * 2**30).cache_key_fields()
     key = cache.entry_key(tf, options)
-    entry = a.cache_dir / key
+    path = str(a.cache_dir / key / cache.ENTRY_FILE)
     clf = Classifier()
     times: dict[str, list[int]] = {}
 
@@ -52,32 +53,33 @@ def main() -> None:
         times.setdefault(stage, []).append(time.process_time_ns() - t)
         return out
 
-    def arrow(name: str) -> pa.RecordBatch:
-        buffer = cache._file_buffer(str(entry / f"r0.{name}.arrow"))
-        cache._crc32(memoryview(buffer))
-        return pa.ipc.open_file(buffer).get_batch(0)
+    def stream(buffer: pa.Buffer, span: list[int]) -> pa.RecordBatch:
+        start, length = span
+        return pa.ipc.open_stream(buffer.slice(start, length)).read_next_batch()
 
     for _ in range(a.reps):
         timed("cache key (real path, stat, fingerprint)", lambda: cache.entry_key(tf, options))
-        doc = timed("meta.json (read, decode, CRC)", lambda: _meta(entry))
+        buffer = timed("entry file (mapped)", lambda: cache._file_buffer(path))
+        doc = timed("CRC and metadata", lambda buffer=buffer: cache._entry_doc(buffer))
+        meta = timed("RankMeta", lambda doc=doc: RankMeta.from_json(doc["ranks"][0]))
+        start, length = doc["streams"][0]
+        batch = timed("Arrow IPC stream (one rank)", lambda buffer=buffer, doc=doc: stream(buffer, doc["streams"][0]))
+        schema_key = timed(
+            "structural checks", lambda b=buffer, s=start, n=length: cache._schema_message(b.slice(s, n))
+        )
+        checked = timed("structural checks", lambda batch=batch, k=schema_key: cache._check_rank(batch, k))
         tables = {}
-        for name in cache._TABLES:
-            batch = timed("five Arrow files (read, CRC, IPC reader)", lambda name=name: arrow(name))
-            timed("five structural checks", lambda batch=batch, name=name: cache._check_batch(batch, name))
-            tables[name] = timed("five frames from Arrow", lambda batch=batch: cache._from_arrow(batch))
-        d = RankData(meta=RankMeta.from_json(doc["ranks"][0]), **tables)
+        for name, names, rows in checked:
+            tables[name] = timed(
+                "five frames from Arrow", lambda names=names, rows=rows: cache._from_arrow(names, rows)
+            )
+        d = RankData(meta=meta, **tables)
         timed("classified (gpu_class, in Trace)", lambda d=d: classified(d, clf))
         timed("whole cache.read", lambda: cache.read(a.cache_dir, key, classifier=clf))
     print(f"{a.path}: one cached rank, CPU time per read, median of {a.reps}")
     for stage, ts in times.items():
         per = [sum(ts[i :: a.reps]) for i in range(a.reps)] if len(ts) > a.reps else ts
         print(f"  {stage:45s} {statistics.median(per) / 1e3:9.1f} us")
-
-
-def _meta(entry: Path) -> Any:
-    doc = cache._decode_meta((entry / "meta.json").read_bytes())
-    cache._ranks_crc(doc["ranks"])
-    return doc
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,15 +63,43 @@ def fingerprint(path: str | os.PathLike[str], size: int) -> str:
     # SHA-256 rather than BLAKE2b: OpenSSL's runs on the CPU's SHA instructions, about twice
     # as fast (75 against 145 us for 128 KiB here), which a cached load pays once per file.
     h = hashlib.sha256(str(size).encode())
-    try:
-        with open(path, "rb") as fh:
-            h.update(fh.read(FINGERPRINT_BYTES))
-            if size > FINGERPRINT_BYTES:
-                fh.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
+    if not hasattr(os, "readv"):  # pragma: no cover - Windows
+        try:
+            with open(path, "rb") as fh:
                 h.update(fh.read(FINGERPRINT_BYTES))
+                if size > FINGERPRINT_BYTES:
+                    fh.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
+                    h.update(fh.read(FINGERPRINT_BYTES))
+        except OSError:
+            return ""
+        return h.hexdigest()[:32]
+    # Read into this thread's one buffer (os.readv, no file object): a new 64 KiB bytes per
+    # file cost its page faults again in every file of a fresh process (~36 against ~12 us).
+    buf = _buffer()
+    try:
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return ""
+    try:
+        h.update(buf[: os.readv(fd, [buf])])
+        if size > FINGERPRINT_BYTES:
+            os.lseek(fd, max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES), os.SEEK_SET)
+            h.update(buf[: os.readv(fd, [buf])])
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     return h.hexdigest()[:32]
+
+
+_local = threading.local()
+
+
+def _buffer() -> memoryview:
+    buf = getattr(_local, "buffer", None)
+    if buf is None:
+        buf = _local.buffer = memoryview(bytearray(FINGERPRINT_BYTES))
+    return buf
 
 
 def entry_key(tf: TraceFile, options: dict[str, Any], real_dirs: dict[str, str] | None = None) -> str:

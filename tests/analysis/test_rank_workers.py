@@ -27,6 +27,7 @@ from jupyter_traceview.analysis import _workers
 from jupyter_traceview.analysis._memo import per_rank, shared_rank_facts
 from jupyter_traceview.analysis._workers import RankWorkers
 from jupyter_traceview.analysis.summary import _summary_row
+from jupyter_traceview.loading.cache import ENTRY_FILE
 from jupyter_traceview.model import facts
 from jupyter_traceview.model.trace import Trace
 from tests.conftest import KINETO_FOLDERS
@@ -161,8 +162,11 @@ def test_an_entry_a_worker_cannot_read_is_computed_here(tmp_path: Path, forced: 
         trace = tv.load(tv.sample_path(), cache=tmp_path, progress=False)
     store = facts.store_of(trace.rank_data(1).events)
     assert store is not None and store.tables is not None
-    entry, index = store.tables
-    Path(entry, f"r{index}.events.arrow").write_bytes(b"damaged")  # this process keeps its tables
+    entry, _ = store.tables
+    # Damaged (a new file in its place: this process keeps the tables it mapped from the old one).
+    damaged = Path(entry, "damaged")
+    damaged.write_bytes(b"damaged")
+    damaged.replace(Path(entry, ENTRY_FILE))
     pool = RankWorkers(1)
     try:
         with shared_rank_facts(workers=pool), warnings.catch_warnings():

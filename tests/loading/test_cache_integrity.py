@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import struct
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +14,7 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
 from jupyter_traceview.loading import cache_key, ingest, loader
+from tests.loading.entries import entry_files, read_entry, write_entry
 
 
 def frames(trace: tv.Trace) -> dict[int, pd.DataFrame]:
@@ -43,16 +46,11 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def entries(cache: Path) -> list[Path]:
-    return sorted(p for p in cache.iterdir() if p.is_dir())
-
-
-def test_flipped_bytes_in_an_arrow_file_are_a_miss_that_heals(
+def test_flipped_bytes_in_an_entry_are_a_miss_that_heals(
     folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
 ) -> None:
     cache, cold = filled
-    for entry in entries(cache):
-        target = entry / "r0.events.arrow"
+    for target in entry_files(cache):
         data = target.read_bytes()
         # One kernel's dur_ns (300 us or 301 us), flipped in place: Arrow reads it without complaint.
         for dur_us in (300, 301):
@@ -61,7 +59,7 @@ def test_flipped_bytes_in_an_arrow_file_are_a_miss_that_heals(
                 data = data.replace(value, (dur_us * 1000 + 1).to_bytes(8, "little"), 1)
                 break
         else:
-            raise AssertionError("the kernel's duration is not in the Arrow file")
+            raise AssertionError("the kernel's duration is not in the entry")
         target.write_bytes(data)
     seen = parses(monkeypatch)
     assert_same(tv.load(folder, cache=cache), cold)
@@ -71,28 +69,82 @@ def test_flipped_bytes_in_an_arrow_file_are_a_miss_that_heals(
     assert seen == [], "rewritten: a hit again"
 
 
+def test_every_byte_of_an_entry_flipped_is_a_miss(folder: Path, filled: tuple[Path, tv.Trace]) -> None:
+    """Each byte of an entry file in turn (the magic, the ranks' streams and their padding, the
+    metadata, the trailer: its offsets, CRC, format and magic), flipped: a miss, and the
+    damaged entry is deleted; the intact file reads back."""
+    cache, _ = filled
+    path = entry_files(cache)[0]
+    good = path.read_bytes()
+    key = path.parent.name
+    clf = tv.Classifier()
+    assert tv_cache.read(cache, key, classifier=clf) is not None
+    for i in range(len(good)):
+        damaged = bytearray(good)
+        damaged[i] ^= 0x5A
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(bytes(damaged))
+        assert tv_cache.read(cache, key, classifier=clf) is None, f"byte {i} of {len(good)}"
+        assert not path.parent.exists(), f"byte {i}: the damaged entry was kept"
+    path.parent.mkdir()
+    path.write_bytes(good)
+    assert tv_cache.read(cache, key, classifier=clf) is not None
+
+
+@pytest.mark.parametrize("keep", [0, 1, 8, 100, -33, -17, -16, -1])
+def test_a_cut_entry_is_a_miss(keep: int, filled: tuple[Path, tv.Trace]) -> None:
+    """An entry file cut anywhere (empty, inside the magic, a stream, the trailer): a miss."""
+    cache, _ = filled
+    path = entry_files(cache)[0]
+    path.write_bytes(path.read_bytes()[:keep])
+    assert tv_cache.read(cache, path.parent.name, classifier=tv.Classifier()) is None
+
+
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda doc: [],  # a meta.json of []: must not drop the rank
+        lambda doc: [],  # a metadata document of []: must not drop the rank
         lambda doc: {**doc, "ranks": []},
-        lambda doc: {**doc, "ranks": [{**doc["ranks"][0], "rank": 7}]},  # an edited rank
-        lambda doc: doc["ranks"],  # the format before checksums
+        lambda doc: {**doc, "streams": []},
+        lambda doc: {**doc, "streams": [[8, 10**9]]},  # a rank past the file's end
+        lambda doc: doc["ranks"],  # the ranks alone
     ],
 )
-def test_an_edited_meta_json_is_a_miss_that_heals(
+def test_edited_metadata_is_a_miss_that_heals(
     folder: Path, monkeypatch: pytest.MonkeyPatch, edit: object, filled: tuple[Path, tv.Trace]
 ) -> None:
+    """Metadata edited behind a valid CRC (so the structural checks stand): a miss, rewritten."""
     cache, cold = filled
-    for entry in entries(cache):
-        doc = json.loads((entry / "meta.json").read_text())
-        (entry / "meta.json").write_text(json.dumps(edit(doc)))  # type: ignore[operator]
+    originals = {}
+    for path in entry_files(cache):
+        originals[path] = path.read_bytes()
+        doc, batches = read_entry(path)
+        # The edit's metadata with a valid CRC: written as the module writes, then replaced.
+        write_entry(path, doc, batches)
+        data = path.read_bytes()
+        meta_at = struct.unpack_from("<Q", data, len(data) - 32)[0]
+        meta = json.dumps(edit(doc)).encode()  # type: ignore[operator]
+        body = data[:meta_at] + meta + struct.pack("<QQ", meta_at, len(meta))
+        path.write_bytes(body + struct.pack("<I", tv_cache._crc32(body)) + data[-12:])
     seen = parses(monkeypatch)
     assert_same(tv.load(folder, cache=cache), cold)
     assert len(seen) == 2
     seen.clear()
     assert_same(tv.load(folder, cache=cache), cold)
     assert seen == []
+
+
+def test_an_edited_rank_without_its_crc_is_a_miss(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    cache, cold = filled
+    for path in entry_files(cache):
+        data = path.read_bytes()
+        assert b'"rank": 0' in data or b'"rank": 1' in data
+        path.write_bytes(data.replace(b'"rank": 0', b'"rank": 7').replace(b'"rank": 1', b'"rank": 7'))
+    seen = parses(monkeypatch)
+    assert_same(tv.load(folder, cache=cache), cold)
+    assert len(seen) == 2
 
 
 def test_a_file_replaced_with_the_same_size_and_mtime_is_not_served_stale(folder: Path, tmp_path: Path) -> None:
@@ -117,6 +169,12 @@ def test_the_fingerprint_reads_only_the_ends(tmp_path: Path) -> None:
     size = 1 << 20
     big.write_bytes(b"a" * size)
     first = tv_cache.fingerprint(big, size)
+    for n in (10, 64 * 1024, 100 * 1024, 200 * 1024):  # the bytes hashed: the size, the first and last 64 KiB
+        part = tmp_path / f"part{n}.json"
+        part.write_bytes(os.urandom(n))
+        data = part.read_bytes()
+        ends = data[: 64 * 1024] + (data[max(64 * 1024, n - 64 * 1024) :] if n > 64 * 1024 else b"")
+        assert tv_cache.fingerprint(part, n) == hashlib.sha256(str(n).encode() + ends).hexdigest()[:32]
     with open(big, "r+b") as fh:  # a change in the middle: outside the hashed ends
         fh.seek(size // 2)
         fh.write(b"b")

@@ -18,8 +18,9 @@ import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
 from jupyter_traceview.model import facts
 from jupyter_traceview.model.rank_data import Deferred, built
+from tests.loading.entries import entry_files, read_entry
 from tests.loading.test_cache_exact import TABLES, _rewrite_names, assert_identical, assert_same_trace
-from tests.loading.test_cache_integrity import entries, parses
+from tests.loading.test_cache_integrity import parses
 
 
 def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
@@ -27,9 +28,9 @@ def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     calls: list[list[str]] = []
     real = tv_cache._from_arrow
 
-    def counting(batch):  # type: ignore[no-untyped-def]
-        calls.append(list(batch.schema.names))
-        return real(batch)
+    def counting(names, rows):  # type: ignore[no-untyped-def]
+        calls.append(list(names))
+        return real(names, rows)
 
     monkeypatch.setattr(tv_cache, "_from_arrow", counting)
     return calls
@@ -61,10 +62,10 @@ def test_threads_reading_one_table_at_once_build_it_once(
     real = tv_cache._from_arrow
     calls: list[int] = []
 
-    def slow(batch):  # type: ignore[no-untyped-def]
+    def slow(names, rows):  # type: ignore[no-untyped-def]
         calls.append(1)
         threading.Event().wait(0.05)  # every thread is asking meanwhile
-        return real(batch)
+        return real(names, rows)
 
     monkeypatch.setattr(tv_cache, "_from_arrow", slow)
     hot = tv.load(folder, cache=cache)
@@ -126,10 +127,12 @@ def test_a_damaged_file_is_a_miss_at_load_before_any_table_is_read(
 ) -> None:
     cache, cold = filled
     if damage == "flipped bytes":
-        for entry in entries(cache):
-            target = entry / "r0.gpu_args.arrow"  # a table an analysis may never read
+        for target in entry_files(cache):
+            # A byte of a table an analysis may never read (gpu_args, the second of the rank's stream).
+            doc, _ = read_entry(target)
+            start, length = doc["streams"][0]
             data = bytearray(target.read_bytes())
-            data[len(data) // 2] ^= 0xFF
+            data[start + length // 2] ^= 0xFF
             target.write_bytes(bytes(data))
     else:
         import numpy as np

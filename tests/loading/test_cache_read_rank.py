@@ -9,15 +9,16 @@ missing, damaged or foreign entry.
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 from pathlib import Path
 
 import pytest
 
 import jupyter_traceview as tv
-from jupyter_traceview.loading.cache import read_rank
+from jupyter_traceview.loading import cache as tv_cache
+from jupyter_traceview.loading.cache import ENTRY_FILE, read_rank
 from jupyter_traceview.model import facts
+from tests.loading.entries import read_entry, write_entry
 from tests.loading.test_cache_exact import TABLES, assert_identical
 
 
@@ -56,19 +57,22 @@ def test_missing_damaged_or_foreign_entries_are_none_and_left_alone(cached: tv.T
     entry, index = _where(cached, 1)
     meta = cached.meta(1)
     assert read_rank(str(tmp_path / "no such entry"), index, meta, classifier=cached.classifier) is None
-    events = Path(entry, f"r{index}.events.arrow")
-    good = events.read_bytes()
-    events.write_bytes(good[: len(good) // 2])  # truncated: its CRC no longer matches
+    path = Path(entry, ENTRY_FILE)
+    good = path.read_bytes()
+    path.write_bytes(good[: len(good) // 2])  # truncated: its CRC no longer matches
     assert read_rank(entry, index, meta, classifier=cached.classifier) is None
-    assert events.exists()  # left as it is (the loader's read deletes a damaged entry)
-    events.write_bytes(good)
-    doc_path = Path(entry, "meta.json")
-    doc = json.loads(doc_path.read_text())
-    doc_path.write_text(json.dumps({**doc, "format": -1}))
+    assert path.exists()  # left as it is (the loader's read deletes a damaged entry)
+    path.write_bytes(good)
+    doc, batches = read_entry(path)
+    write_entry(path, doc, batches)
+    with pytest.MonkeyPatch.context() as m:  # a valid entry of another format
+        m.setattr(tv_cache, "ENTRY_FORMAT", 999)
+        write_entry(path, doc, batches)
     assert read_rank(entry, index, meta, classifier=cached.classifier) is None
-    doc_path.write_text("not json")
+    path.write_bytes(b"not an entry")
     assert read_rank(entry, index, meta, classifier=cached.classifier) is None
-    doc_path.write_text(json.dumps(doc))
+    assert read_rank(entry, index + 1, meta, classifier=cached.classifier) is None  # no such rank
+    path.write_bytes(good)
     renumbered = dataclasses.replace(meta, rank=99)
     d = read_rank(entry, index, renumbered, classifier=cached.classifier)
     assert d is not None and d.meta.rank == 99  # the metadata handed in, as the loader renumbered it

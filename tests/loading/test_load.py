@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -149,7 +150,7 @@ def test_cache_round_trip_and_invalidation(tmp_path: Path, monkeypatch: pytest.M
 def test_damaged_cache_entry_is_a_miss(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     tv.load(tv.sample_path(), cache=cache)
-    for f in cache.rglob("*.arrow"):
+    for f in cache.rglob("entry.tvc"):  # (cache.ENTRY_FILE)
         f.write_bytes(b"garbage")
     trace = tv.load(tv.sample_path(), cache=cache)
     assert len(trace.ranks) == 8
@@ -226,6 +227,23 @@ def test_returned_frames_do_not_alias_the_trace(dlrm: tv.Trace) -> None:
     assert "extra" not in dlrm.events(0).columns
 
 
+def test_a_cached_read_records_an_old_entrys_use_for_pruning(tmp_path: Path) -> None:
+    """Reading an entry records its use (its file's modification time, which pruning orders
+    by) when the last one recorded is older than cache._USE_RESOLUTION."""
+    from jupyter_traceview.loading import cache as tv_cache
+
+    cache = tmp_path / "cache"
+    tv.load(tv.sample_path(), cache=cache)
+    files = sorted(cache.rglob(tv_cache.ENTRY_FILE))
+    old = time.time() - 2 * tv_cache._USE_RESOLUTION
+    os.utime(files[0], (old, old))
+    recent = time.time() - tv_cache._USE_RESOLUTION / 2
+    os.utime(files[1], (recent, recent))
+    tv.load(tv.sample_path(), cache=cache)
+    assert files[0].stat().st_mtime > time.time() - 60, "used: recorded"
+    assert files[1].stat().st_mtime == recent, "used within the resolution: left"
+
+
 def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
     from jupyter_traceview.loading import cache as tv_cache
 
@@ -238,7 +256,7 @@ def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
     assert len(entries) == 3
     sizes = {e: sum(f.stat().st_size for f in e.iterdir()) for e in entries}
     for age, e in enumerate(entries):  # entries[0] least recently used
-        os.utime(e / "meta.json", (1000 + age, 1000 + age))
+        os.utime(e / tv_cache.ENTRY_FILE, (1000 + age, 1000 + age))
     freed = tv_cache.prune(cache, max_bytes=sum(sizes.values()) - 1)
     assert freed == sizes[entries[0]]
     assert sorted(cache.iterdir()) == entries[1:]
