@@ -76,8 +76,9 @@ MAX_BYTES = 20 * 2**30
 
 _TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
 #: Format of the entry file; entries of other formats are misses. (4: the classes kept, with
-#: the classifier's key; 5: the ranks' CRC over msgspec's encoding; 6: one file an entry.)
-ENTRY_FORMAT = 6
+#: the classifier's key; 5: the ranks' CRC over msgspec's encoding; 6: one file an entry;
+#: 7: sealed, see loading/cache_seal.py.)
+ENTRY_FORMAT = 7
 #: An entry's one file: the magic, then each rank's tables as one Arrow IPC stream (at a
 #: multiple of 64 bytes; one record batch of one row, a list of structs per table), the
 #: metadata (JSON: the ranks' RankMeta, the classifier's key, each stream's start and
