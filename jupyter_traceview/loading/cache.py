@@ -10,25 +10,30 @@ classifier takes the column as stored, another one classifies again. Entries liv
 (``~/.cache/jupyter_traceview`` on Linux).
 
 Integrity: an entry is one file (:data:`ENTRY_FILE`: the ranks' tables as Arrow IPC streams,
-their metadata, a trailer) whose trailer holds a CRC-32 of the rest; any mismatch (flipped
-bytes, a truncated or emptied file, edited metadata) is a miss, and the entry is deleted and
-written again by the parse that follows: a damaged cache heals itself instead of giving wrong
-figures. CRC-32 (ISA-L's, several GB/s) is there to catch damage, not tampering by someone who
-can write to the cache folder. An entry of an older format (five Arrow files a rank and a
-``meta.json``) is a miss, rewritten in this one.
+their metadata, a trailer) whose trailer holds a CRC-32 of the rest and a seal; any mismatch
+(flipped bytes, a truncated or emptied file, edited metadata) is a miss, and the entry is
+deleted and written again by the parse that follows: a damaged cache heals itself instead of
+giving wrong figures. CRC-32 (ISA-L's, several GB/s) is there to catch damage, not tampering
+by someone who can write to the cache folder. An entry of an older format (five Arrow files
+a rank and a ``meta.json``, or an unsealed file) is a miss, rewritten in this one.
 
-Reading is in two steps. When the entry is read (``tv.load``), its file is read (one read, or
-a mapping for a big one), its CRC compared and each rank's tables checked (Arrow's full
-validation of the rank's one record batch, then :func:`_check_rank`: what the frames will
-be built from is what the schema defines, so that a bad entry is a miss there and then,
-parsed again); the pandas frames are built only when a rank's table is first read
+The writer checks each rank's tables (:func:`_check_rank`: what the frames will be built
+from is what the schema defines: columns, types, Arrow's full validation, categories none
+missing, none repeated) and seals the entry (:mod:`.cache_seal`: a BLAKE2b of the CRC-32,
+keyed by the cache folder's key). A load (``tv.load``) maps the file and compares its CRC
+and seal: an entry this cache folder's writer did not seal (a hand-made file with a valid
+CRC, one copied from another folder) is a miss. It reads a rank's stream when the first of
+its tables is built (:class:`_Stream`, checked again then: a sealed entry that fails, which
+only someone who read the key makes, raises a :class:`~..errors.TraceviewError` naming the
+file), and the pandas frames are built when a rank's table is first read
 (:class:`~..model.rank_data.Deferred`: once, thread-safe, and built before a rank is pickled
-to another process). A cached load of the bundled 8-rank sample builds none of its 40
-frames; an analysis builds those it reads.
+to another process). A cached load of the bundled 8-rank sample reads none of its 8 streams
+and builds none of its 40 frames; an analysis builds those it reads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
 import json
@@ -698,7 +703,8 @@ def prune(cache_dir: Path, max_bytes: int = MAX_BYTES) -> int:
 
 
 def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:
-    """Delete every cached entry; returns the bytes freed."""
+    """Delete every cached entry, and the folder's sealing key (the next write makes a new
+    one); returns the bytes freed."""
     root = Path(cache_dir) if cache_dir is not None else _keys.default_cache_dir()
     if not root.is_dir():
         return 0
@@ -707,4 +713,6 @@ def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:
         if entry.is_dir():
             freed += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
             shutil.rmtree(entry, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        (root / SEAL_FILE).unlink()
     return freed
