@@ -159,3 +159,27 @@ def test_a_cached_load_reads_no_rank_until_a_table_is_used(
     assert len(reads) == 1
     assert_same_trace(cold, hot, "lazy")
     assert len(reads) == len(hot.ranks)
+
+
+def test_writers_making_the_key_at_once_agree_on_one(tmp_path: Path) -> None:
+    """Threads (as processes would) making a new folder's key at the same time all get the one
+    that was linked in first; no file is left aside."""
+    import threading
+
+    folder = tmp_path / "new"
+    folder.mkdir()
+    start = threading.Barrier(8)
+    keys: list[bytes | None] = []
+
+    def make() -> None:
+        start.wait()
+        keys.append(cache_seal.seal_key(str(folder), create=True))
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(keys)) == 1 and keys[0] is not None and len(keys[0]) == 32
+    assert keys[0] == (folder / cache_seal.SEAL_FILE).read_bytes()
+    assert sorted(p.name for p in folder.iterdir()) == [cache_seal.SEAL_FILE]
