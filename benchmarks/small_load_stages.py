@@ -27,6 +27,7 @@ from typing import Any
 STAGES = (
     ("jupyter_traceview.loading.ingest", "_read_kineto"),
     ("jupyter_traceview.loading.pieces", "parse_streamed"),
+    ("jupyter_traceview.loading.ingest", "inflate_whole"),
     ("jupyter_traceview.loading.pieces", "parse_in_pieces"),
     ("jupyter_traceview.loading.pieces", "plan"),
     ("jupyter_traceview.loading.readers.native", "scan"),

@@ -23,7 +23,7 @@ from . import pieces
 from .cache_key import ReadOptions
 from .readers import batch, native
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
-from .readers.files import TraceFile, inflate_chunks, is_compressed, read_bytes, trace_format
+from .readers.files import TraceFile, inflate_chunks, inflate_whole, is_compressed, read_bytes, trace_format
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 
@@ -126,6 +126,10 @@ class SmallFiles:
 #: only one piece's Python objects exist at a time, and a file is never held whole in
 #: memory (a plain one is read in byte ranges, a compressed one inflated as it is read).
 PIECE_BYTES = 4 * 2**20
+#: A gzip file of at most this many bytes is first inflated in one call, as one buffer (most
+#: such files inflate to at most PIECE_BYTES; one that inflates further is read as it is
+#: inflated, after at most PIECE_BYTES inflated for nothing).
+_SMALL_GZIP_BYTES = PIECE_BYTES // 16
 
 
 def _read_kineto(tf: TraceFile, options: ReadOptions, *, defer: bool = False) -> list[RankData] | batch.Pending:
@@ -142,12 +146,20 @@ def _read_kineto(tf: TraceFile, options: ReadOptions, *, defer: bool = False) ->
     else:
         try:
             if size and is_compressed(tf.path, read_at(0, 2)):
-                # Inflated as it is read, piece by piece (or whole where it is small).
-                chunks = functools.partial(inflate_chunks, tf.path, max_json_bytes=options.max_json_bytes)
-                read = pieces.parse_streamed(tf.path, chunks, PIECE_BYTES, **kwargs)
-                if not isinstance(read, bytes):
-                    return read
-                data, small = read, True
+                # A small file inflated in one buffer; else inflated as it is read, piece by
+                # piece (or whole where it turns out small).
+                if size <= _SMALL_GZIP_BYTES:
+                    data = inflate_whole(
+                        tf.path, read_at(0, size), max_json_bytes=options.max_json_bytes, most=PIECE_BYTES
+                    )
+                if data is not None:
+                    small = True
+                else:
+                    chunks = functools.partial(inflate_chunks, tf.path, max_json_bytes=options.max_json_bytes)
+                    read = pieces.parse_streamed(tf.path, chunks, PIECE_BYTES, **kwargs)
+                    if not isinstance(read, bytes):
+                        return read
+                    data, small = read, True
             elif size > PIECE_BYTES:
                 return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, size, PIECE_BYTES), **kwargs)
             else:

@@ -629,9 +629,10 @@ static int get_ints(PyObject *obj, Py_buffer *view, int bools, const char *what)
     int ok = view->ndim == 1 && f != NULL && f[0] != 0 && f[1] == 0;
     if (ok) {
         char c = f[0];
-        ok = bools ? (c == '?' && view->itemsize == 1)
-                   : ((c == 'b' && view->itemsize == 1) || (c == 'h' && view->itemsize == 2) ||
-                      (c == 'i' && view->itemsize == 4) || ((c == 'l' || c == 'q') && view->itemsize == 8));
+        /* Signed integers by their size (a C long is 4 bytes on Windows, 8 elsewhere). */
+        Py_ssize_t size = view->itemsize;
+        ok = bools ? (c == '?' && size == 1)
+                   : (c != 0 && strchr("bhilq", c) != NULL && (size == 1 || size == 2 || size == 4 || size == 8));
     }
     if (!ok) {
         PyErr_Format(PyExc_TypeError, "%s: a one-dimensional %s array is needed", what,

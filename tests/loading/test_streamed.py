@@ -329,3 +329,26 @@ def test_a_read_error_while_streaming_says_so(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(TraceFormatError) as exc:
         b"".join(inflate_chunks(f))
     _check(exc, f, "cannot be read (Input/output error)")
+
+
+def test_a_small_gzip_file_is_inflated_in_one_buffer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``files.inflate_whole``: the content as one buffer where it is at most ``most`` bytes;
+    None (the file then streamed, and its errors said there) where it is longer, holds a second
+    member, or does not inflate. A small file of the load goes that way, with the same tables."""
+    data = _trace_text(_events(300))
+    f = _write_gz(tmp_path / "rank-0.json.gz", data)
+    packed = f.read_bytes()
+    whole = files.inflate_whole(f, packed, max_json_bytes=1 << 30, most=len(data))
+    assert whole == data and isinstance(whole, bytes)
+    assert files.inflate_whole(f, packed, max_json_bytes=1 << 30, most=len(data) - 1) is None
+    assert files.inflate_whole(f, packed, max_json_bytes=len(data) - 1, most=len(data)) is None  # (a bomb)
+    assert files.inflate_whole(f, packed[:-20], max_json_bytes=1 << 30, most=len(data)) is None  # truncated
+    assert files.inflate_whole(f, packed + packed, max_json_bytes=1 << 30, most=2 * len(data)) is None
+    corrupt = bytearray(packed)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    assert files.inflate_whole(f, bytes(corrupt), max_json_bytes=1 << 30, most=len(data)) is None
+    reference = _whole_load(f)
+    streamed = []
+    monkeypatch.setattr(pieces, "parse_streamed", lambda *a, **k: streamed.append(a) or pytest.fail("streamed"))
+    _same(reference, _ranks(tv.load(f, cache=False, engine="serial")))
+    assert streamed == []

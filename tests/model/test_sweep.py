@@ -607,3 +607,17 @@ def test_count_steps(steps: np.ndarray) -> None:
 def test_summary_of_real_traces(name: str) -> None:
     compiled, fallback = both(lambda: tv.summary(tv.load(KINETO_FOLDERS[name], cache=False)))
     pd.testing.assert_frame_equal(compiled, fallback, check_exact=True)
+
+
+@needs_native
+def test_native_calls_declines_what_it_does_not_take() -> None:
+    from jupyter_traceview.analysis.perfmodel.performance import _native_calls
+
+    names = np.array([0, 1], dtype=np.int16)
+    rows = a(0, 1, 1)
+    cols = [(np.array([0, 0, 1], dtype=np.int8), np.array(["a", "b"], dtype=object))] * 3
+    found = _native_calls(NATIVE, names, rows, cols)
+    assert found is not None and found[0].tolist() == [0, 1, 2] and found[1].tolist() == [0, 1, 2]
+    floats = [(np.array([0.0, 0.0, 1.0]), np.array(["a", "b"], dtype=object))] * 3
+    assert _native_calls(NATIVE, names, rows, floats) is None  # the numpy code then runs
+    assert _native_calls(NATIVE, names, a(0, 5, 1), cols) is None  # a row past the names

@@ -185,15 +185,9 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
         span = float(len(names) + 1)
         for _, vals in cols:
             span *= len(vals) + 1
-        if native is not None and span < 2.0**62:
-            # The same key per call, hashed and ranked in one compiled pass (_sweep.factorize_calls).
-            inv = np.empty(n, dtype=np.int64)
-            first = np.empty(n, dtype=np.int64)
-            radix = np.array([len(vals) + 1 for _, vals in cols], dtype=np.int64)
-            k = native.factorize_calls(
-                name_codes, np.ascontiguousarray(rows, dtype=np.int64), *(c for c, _ in cols), radix, inv, first
-            )
-            first = first[:k]
+        found = _native_calls(native, name_codes, rows, cols) if native is not None and span < 2.0**62 else None
+        if found is not None:
+            inv, first = found
         elif span < 2.0**62:  # one integer per distinct call (codes + 1: 0 is "no text")
             call_codes = name_codes[picked(rows)].astype(np.int64)
             key = call_codes  # a new array: built in place (no temporaries the size of the calls)
@@ -237,6 +231,24 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
     out = np.empty(len(distinct), dtype=object)
     out[:] = distinct
     return code, out
+
+
+def _native_calls(
+    native: Any, name_codes: np.ndarray, rows: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_work_of_ops`' distinct calls by one compiled hashing pass (``_sweep.factorize_calls``):
+    each call's position among the distinct keys in increasing order (``pd.factorize(key,
+    sort=True)``) and each key's last call; None where the loop does not take these codes."""
+    n = len(rows)
+    inv, first = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    radix = np.array([len(vals) + 1 for _, vals in cols], dtype=np.int64)
+    try:
+        k = native.factorize_calls(
+            name_codes, np.ascontiguousarray(rows, dtype=np.int64), *(c for c, _ in cols), radix, inv, first
+        )
+    except (TypeError, ValueError, BufferError):
+        return None
+    return inv, first[:k]
 
 
 def _shape_texts(oa: pd.DataFrame, ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:

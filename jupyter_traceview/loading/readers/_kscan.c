@@ -960,6 +960,156 @@ error:
     return NULL;
 }
 
+PyDoc_STRVAR(nest_doc,
+             "nest(start, dur, lane_a, lane_b, lane_c, depth, parent)\n\n"
+             "Depth and parent of the intervals [start, start + dur) within their lanes (all int64[n]; a lane:\n"
+             "the rows of one (lane_a, lane_b, lane_c), each lane's rows in (start, -dur) order), written to\n"
+             "depth and parent (int64[n]; parent: a row, -1 for none). An interval's depth is the number of\n"
+             "earlier intervals of its lane still open at its start (end > start), its parent the latest\n"
+             "earlier interval of its lane one level up: derive._lane_nesting's definition, in one pass per\n"
+             "lane (a min-heap of the open ends), the lanes found by a hash table (no sort).");
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDULL;
+    x ^= x >> 33;
+    x *= 0xC4CEB9FE1A85EC53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static PyObject *kscan_nest(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    Py_buffer v[7];
+    int k, got = 0;
+    Py_ssize_t n, i, n_lanes = 0;
+    size_t size = 1, slot;
+    int64_t *lane_of = NULL, *keys = NULL, *firsts = NULL, *offsets = NULL, *rows = NULL, *heap = NULL, *last = NULL;
+    const int64_t *start, *dur, *la, *lb, *lc;
+    int64_t *depth, *parent;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOOOO:nest", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    for (k = 0; k < 7; k++) {
+        int flags = k >= 5 ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS;
+        if (PyObject_GetBuffer(objs[k], &v[k], flags) < 0) goto error;
+        got = k + 1;
+        if (v[k].len != v[0].len || v[k].len % 8 != 0 || (uintptr_t)v[k].buf % 8 != 0) {
+            PyErr_SetString(PyExc_ValueError, "nest: seven int64 buffers of one length expected");
+            goto error;
+        }
+    }
+    n = v[0].len / 8;
+    start = (const int64_t *)v[0].buf;
+    dur = (const int64_t *)v[1].buf;
+    la = (const int64_t *)v[2].buf;
+    lb = (const int64_t *)v[3].buf;
+    lc = (const int64_t *)v[4].buf;
+    depth = (int64_t *)v[5].buf;
+    parent = (int64_t *)v[6].buf;
+    while (size < 2 * (size_t)n + 2) size *= 2;
+    lane_of = (int64_t *)PyMem_RawMalloc(((size_t)n + 1) * sizeof(int64_t));
+    keys = (int64_t *)PyMem_RawMalloc(size * sizeof(int64_t)); /* a slot's lane, -1: empty */
+    firsts = (int64_t *)PyMem_RawMalloc(((size_t)n + 1) * sizeof(int64_t)); /* a lane's first row */
+    offsets = (int64_t *)PyMem_RawMalloc(((size_t)n + 2) * sizeof(int64_t));
+    rows = (int64_t *)PyMem_RawMalloc(((size_t)n + 1) * sizeof(int64_t));
+    heap = (int64_t *)PyMem_RawMalloc(((size_t)n + 1) * sizeof(int64_t));
+    last = (int64_t *)PyMem_RawMalloc(((size_t)n + 1) * sizeof(int64_t));
+    if (!lane_of || !keys || !firsts || !offsets || !rows || !heap || !last) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (slot = 0; slot < size; slot++) keys[slot] = -1;
+    /* Lanes numbered as first met (a lane is known by its first row's three keys). */
+    for (i = 0; i < n; i++) {
+        uint64_t h = mix64(HASH_SEED ^ mix64((uint64_t)la[i] ^ mix64((uint64_t)lb[i] ^ mix64((uint64_t)lc[i]))));
+        slot = (size_t)h & (size - 1);
+        for (;;) {
+            int64_t lane = keys[slot];
+            if (lane < 0) {
+                keys[slot] = n_lanes;
+                firsts[n_lanes] = i;
+                lane_of[i] = n_lanes++;
+                break;
+            }
+            {
+                int64_t f = firsts[lane];
+                if (la[f] == la[i] && lb[f] == lb[i] && lc[f] == lc[i]) {
+                    lane_of[i] = lane;
+                    break;
+                }
+            }
+            slot = (slot + 1) & (size - 1);
+        }
+    }
+    /* Each lane's rows together, in row order (a counting sort). */
+    for (i = 0; i <= n_lanes; i++) offsets[i] = 0;
+    for (i = 0; i < n; i++) offsets[lane_of[i] + 1]++;
+    for (i = 0; i < n_lanes; i++) offsets[i + 1] += offsets[i];
+    for (i = 0; i < n; i++) rows[offsets[lane_of[i]]++] = i;
+    for (i = n_lanes; i > 0; i--) offsets[i] = offsets[i - 1];
+    offsets[0] = 0;
+    for (i = 0; i <= n; i++) last[i] = -1;
+    {
+        Py_ssize_t lane;
+        for (lane = 0; lane < n_lanes; lane++) {
+            Py_ssize_t lo = (Py_ssize_t)offsets[lane], hi = (Py_ssize_t)offsets[lane + 1], j, hs = 0;
+            for (j = lo; j < hi; j++) {
+                int64_t r = rows[j], s0 = start[r], e = s0 + dur[r], d;
+                /* Close the ends at or before this start (starts do not decrease within a lane). */
+                while (hs > 0 && heap[0] <= s0) {
+                    int64_t x = heap[--hs];
+                    Py_ssize_t at = 0;
+                    for (;;) {
+                        Py_ssize_t c = 2 * at + 1;
+                        if (c >= hs) break;
+                        if (c + 1 < hs && heap[c + 1] < heap[c]) c++;
+                        if (heap[c] >= x) break;
+                        heap[at] = heap[c];
+                        at = c;
+                    }
+                    if (hs > 0) heap[at] = x;
+                }
+                d = (int64_t)hs;
+                depth[r] = d;
+                parent[r] = d > 0 && last[d - 1] >= lo ? rows[last[d - 1]] : -1;
+                last[d] = j; /* (positions of earlier lanes are below lo: never a parent here) */
+                {
+                    Py_ssize_t at = hs++;
+                    while (at > 0) {
+                        Py_ssize_t up = (at - 1) / 2;
+                        if (heap[up] <= e) break;
+                        heap[at] = heap[up];
+                        at = up;
+                    }
+                    heap[at] = e;
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(lane_of);
+    PyMem_RawFree(keys);
+    PyMem_RawFree(firsts);
+    PyMem_RawFree(offsets);
+    PyMem_RawFree(rows);
+    PyMem_RawFree(heap);
+    PyMem_RawFree(last);
+    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    Py_RETURN_NONE;
+error:
+    PyMem_RawFree(lane_of);
+    PyMem_RawFree(keys);
+    PyMem_RawFree(firsts);
+    PyMem_RawFree(offsets);
+    PyMem_RawFree(rows);
+    PyMem_RawFree(heap);
+    PyMem_RawFree(last);
+    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return NULL;
+}
+
 PyDoc_STRVAR(texts_doc,
              "texts(data, spans, rows, col) -> list[str]\n\n"
              "The texts of data in the byte ranges [spans[r, 2*col], spans[r, 2*col+1]) of the given rows\n"
@@ -1026,6 +1176,7 @@ done:
 static PyMethodDef kscan_methods[] = {
     {"scan", kscan_scan, METH_VARARGS, scan_doc},
     {"texts", kscan_texts, METH_VARARGS, texts_doc},
+    {"nest", kscan_nest, METH_VARARGS, nest_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,9 +6,16 @@ Every function here is vectorised (numpy) and works on a rank's columns sorted b
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from . import build
+
 __all__ = ["in_codes", "launch_links", "nesting", "start_order", "steps"]
+
+#: The compiled scanner module, whose ``nest`` walks the lanes in C (None: numpy only).
+_kscan: Any = build.SCANNER
 
 
 def in_codes(values: np.ndarray, codes: object) -> np.ndarray:
@@ -135,6 +142,12 @@ def nesting(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Depth and parent eid of every event within its lane (lane = (lane_c, lane_a, lane_b))."""
     n = len(ts)
+    if n and _kscan is not None:  # the lanes found and walked in C: _lane_nesting's depths and parents
+        depth, parent = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        _kscan.nest(
+            *(np.ascontiguousarray(x, dtype=np.int64) for x in (ts, dur, lane_a, lane_b, lane_c)), depth, parent
+        )
+        return np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16), parent
     depth = np.zeros(n, dtype=np.int64)
     parent = np.full(n, -1, dtype=np.int64)
     if n == 0:

@@ -31,6 +31,7 @@ __all__ = [
     "TraceFile",
     "discover",
     "inflate_chunks",
+    "inflate_whole",
     "prefetch",
     "rank_from_name",
     "read_bytes",
@@ -250,6 +251,21 @@ def inflate_chunks(
                 yield block
 
         yield from _inflate(path, blocks(), size, max_json_bytes, chunk_bytes or INFLATE_CHUNK_BYTES)
+
+
+def inflate_whole(path: Path, compressed: bytes, *, max_json_bytes: int, most: int) -> bytes | None:
+    """The inflated content of a whole gzip file (``compressed``) as one buffer, where it is at
+    most ``most`` bytes; None where it is longer, or fails to inflate (:func:`inflate_chunks`
+    then reads it, and says what is wrong). One buffer, not chunks joined into one: a small
+    trace is inflated without a second copy."""
+    try:
+        out = _inflate(path, iter((compressed,)), len(compressed), max_json_bytes, most + 1)
+        whole = next(out, b"")
+        if len(whole) > most or next(out, None) is not None:
+            return None
+        return whole
+    except TraceFormatError:
+        return None
 
 
 def is_compressed(path: Path, head: bytes) -> bool:

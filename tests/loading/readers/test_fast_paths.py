@@ -230,15 +230,27 @@ def _nesting_lane_by_lane(
         max_size=60,
     ),
     st.sampled_from([0, 1_700_000_000_000_000_000]),
+    st.sampled_from([0, -(2**63), 2**62]),
+    st.booleans(),
 )
-def test_nesting_of_all_lanes_at_once_is_lane_by_lane(events: list[tuple[int, int, int, int, bool]], base: int) -> None:
+def test_nesting_of_all_lanes_at_once_is_lane_by_lane(
+    events: list[tuple[int, int, int, int, bool]], base: int, lane_base: int, in_c: bool
+) -> None:
+    """Both ways: the C walk (``_kscan.nest``: lanes by a hash table, a heap of open ends) and
+    numpy's (every lane at once, or one by one)."""
+    if in_c and derive._kscan is None:
+        pytest.skip("the C scanner is not built or turned off")
     ts = np.array([e[0] for e in events], dtype=np.int64) + base
     dur = np.array([e[1] for e in events], dtype=np.int64)
     order = derive.start_order(ts, dur)
     ts, dur = ts[order], dur[order]
     a, b = np.array([e[2] for e in events], np.int64)[order], np.array([e[3] for e in events], np.int64)[order]
+    a += lane_base
     c = np.array([e[4] for e in events], bool)[order]
-    depth, parent = derive.nesting(ts, dur, a, b, c)
+    with pytest.MonkeyPatch.context() as mp:
+        if not in_c:
+            mp.setattr(derive, "_kscan", None)
+        depth, parent = derive.nesting(ts, dur, a, b, c)
     want_depth, want_parent = _nesting_lane_by_lane(ts, dur, a, b, c)
     np.testing.assert_array_equal(depth, want_depth)
     np.testing.assert_array_equal(parent, want_parent)
@@ -255,3 +267,24 @@ def test_the_compact_text_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> No
     long = "[" + ", ".join(["1"] * 1000) + "]"
     assert op_args._compact_text(long) == _compact_reference(long)
     assert long not in op_args._memo
+
+
+@pytest.mark.skipif(derive._kscan is None, reason="the C scanner is not built or turned off")
+def test_nesting_in_c_of_many_lanes_and_deep_stacks() -> None:
+    """Thousands of lanes, a stack thousands deep, intervals sharing starts and ends: equal to
+    numpy's lane by lane; buffers of different lengths are refused."""
+    rng = np.random.default_rng(7)
+    n = 6000
+    ts = np.concatenate([np.arange(3000, dtype=np.int64), rng.integers(0, 5000, n - 3000)])
+    dur = np.concatenate([np.arange(3000, 0, -1, dtype=np.int64) * 2, rng.integers(0, 50, n - 3000)])
+    order = derive.start_order(ts, dur)
+    ts, dur = ts[order], dur[order]
+    a = np.where(np.arange(n) % 2 == 0, 0, rng.integers(0, 2000, n)).astype(np.int64)
+    b, c = np.zeros(n, np.int64), np.zeros(n, bool)
+    got = derive.nesting(ts, dur, a, b, c)
+    want = _nesting_lane_by_lane(ts, dur, a, b, c)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert int(got[0].max()) > 1000
+    with pytest.raises(ValueError, match="seven int64 buffers"):
+        derive._kscan.nest(ts, dur, a, b, c[:1].astype(np.int64), np.empty(n, np.int64), np.empty(n, np.int64))

@@ -1,0 +1,60 @@
+"""classify._Matcher: the classifier's patterns matched as their alternation matches them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jupyter_traceview.model.classify import DEFAULT_COMMUNICATION, DEFAULT_MEMORY, DEFAULT_OTHER, _Matcher
+
+
+def _joined(patterns: list[str]) -> re.Pattern[str] | None:
+    return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # (re warns of "[[" that may mean a nested set)
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(st.text(alphabet="ab^$.*+?|()[]{}\\: -#", max_size=6), max_size=5),
+    st.lists(st.text(alphabet="ab^$.*()-: #", max_size=12), max_size=6),
+)
+def test_the_matcher_is_the_joined_regular_expression(patterns: list[str], names: list[str]) -> None:
+    """Plain text (and ``^`` plus plain text) looked for without a regular expression matches
+    exactly the names that the patterns' alternation finds."""
+    try:
+        for p in patterns:
+            re.compile(p)  # (the Classifier refuses a pattern that does not compile alone)
+        joined = _joined(patterns)
+        matcher = _Matcher(patterns)
+    except re.error:
+        return  # (refused by the Classifier's check, or by the alternation, both ways)
+    for name in [*names, *patterns, *(p.lstrip("^") for p in patterns)]:
+        want = joined is not None and joined.search(name) is not None
+        assert matcher.search(name) == want, (patterns, name)
+
+
+def test_the_default_patterns_take_the_fast_ways() -> None:
+    comm = _Matcher(DEFAULT_COMMUNICATION)
+    assert comm.prefixes == ("nccl", "rccl", "hccl") and "ncclDevKernel" in comm.texts
+    assert comm.regex is not None and comm.regex.pattern == "(?:(?:one|two)Shot(?:All)?Reduce)"
+    assert _Matcher(DEFAULT_MEMORY).regex is None and _Matcher(DEFAULT_OTHER).prefixes[0] == "Stream Wait Event"
+    names = [
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+        "void at::native::ncclKernel<int>(...)",
+        "void twoShotAllReduce<float>",
+        "oneShotReduce",
+        "xnccl",
+        "Memcpy HtoD (Pageable -> Device)",
+        "Stream Wait Event",
+        "a Stream Sync",
+        "deep_ep::intranode::dispatch",
+        "",
+    ]
+    for patterns in (DEFAULT_COMMUNICATION, DEFAULT_MEMORY, DEFAULT_OTHER):
+        joined = _joined(list(patterns))
+        assert joined is not None
+        for name in names:
+            assert _Matcher(patterns).search(name) == (joined.search(name) is not None), name
