@@ -4,12 +4,13 @@
 
 Loads PATH once through CACHE_DIR (filling it), then reads the first file's entry ``--reps``
 times, timing each stage with ``time.process_time`` (medians): the cache key, the entry file
-(mapped, its CRC and metadata checked), the rank's Arrow IPC stream opened and read, the
-structural checks (layout, Arrow's full validation, categories), the five frames built from
-it, the ``gpu_class`` classification ``Trace`` adds, and the whole ``cache.read`` (which
-builds no frame since wave 9: they are built on first use). Warm: the same entry again and
-again (dtypes, layouts and checked categories remembered after the first read), so it shows
-each stage's steady cost, not a fresh process's (``benchmarks/cached_first_use.py``).
+(mapped, its CRC, seal and metadata checked), then what the first use of the rank's tables
+does (since format 7 a load reads no stream): the rank's Arrow IPC stream opened and read,
+the structural checks (layout, Arrow's full validation, categories), the five frames built
+from it; the ``gpu_class`` classification ``Trace`` adds, and the whole ``cache.read``.
+Warm: the same entry again and again (dtypes, layouts and checked categories remembered
+after the first read), so it shows each stage's steady cost, not a fresh process's
+(``benchmarks/cached_first_use.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def main() -> None:
     options = ReadOptions(bad_events="raise", pid_map=None, max_json_bytes=4 * 2**30).cache_key_fields()
     key = cache.entry_key(tf, options)
     path = str(a.cache_dir / key / cache.ENTRY_FILE)
+    seal = cache._seal_key(str(a.cache_dir))
     clf = Classifier()
     times: dict[str, list[int]] = {}
 
@@ -60,18 +62,19 @@ def main() -> None:
     for _ in range(a.reps):
         timed("cache key (real path, stat, fingerprint)", lambda: cache.entry_key(tf, options))
         buffer = timed("entry file (mapped)", lambda: cache._file_buffer(path))
-        doc = timed("CRC and metadata", lambda buffer=buffer: cache._entry_doc(buffer))
+        doc = timed("CRC, seal and metadata", lambda buffer=buffer: cache._entry_doc(buffer, seal))
         meta = timed("RankMeta", lambda doc=doc: RankMeta.from_json(doc["ranks"][0]))
         start, length = doc["streams"][0]
-        batch = timed("Arrow IPC stream (one rank)", lambda buffer=buffer, doc=doc: stream(buffer, doc["streams"][0]))
+        # (At the first use of a rank's tables since format 7: a load reads no stream.)
+        batch = timed("first use: IPC stream", lambda buffer=buffer, doc=doc: stream(buffer, doc["streams"][0]))
         schema_key = timed(
-            "structural checks", lambda b=buffer, s=start, n=length: cache._schema_message(b.slice(s, n))
+            "first use: checks", lambda b=buffer, s=start, n=length: cache._schema_message(b.slice(s, n))
         )
-        checked = timed("structural checks", lambda batch=batch, k=schema_key: cache._check_rank(batch, k))
+        checked = timed("first use: checks", lambda batch=batch, k=schema_key: cache._check_rank(batch, k))
         tables = {}
         for name, names, rows in checked:
             tables[name] = timed(
-                "five frames from Arrow", lambda names=names, rows=rows: cache._from_arrow(names, rows)
+                "first use: five frames from Arrow", lambda names=names, rows=rows: cache._from_arrow(names, rows)
             )
         d = RankData(meta=meta, **tables)
         timed("classified (gpu_class, in Trace)", lambda d=d: classified(d, clf))

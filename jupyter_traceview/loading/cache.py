@@ -10,31 +10,38 @@ classifier takes the column as stored, another one classifies again. Entries liv
 (``~/.cache/jupyter_traceview`` on Linux).
 
 Integrity: an entry is one file (:data:`ENTRY_FILE`: the ranks' tables as Arrow IPC streams,
-their metadata, a trailer) whose trailer holds a CRC-32 of the rest; any mismatch (flipped
-bytes, a truncated or emptied file, edited metadata) is a miss, and the entry is deleted and
-written again by the parse that follows: a damaged cache heals itself instead of giving wrong
-figures. CRC-32 (ISA-L's, several GB/s) is there to catch damage, not tampering by someone who
-can write to the cache folder. An entry of an older format (five Arrow files a rank and a
-``meta.json``) is a miss, rewritten in this one.
+their metadata, a trailer) whose trailer holds a CRC-32 of the rest and a seal; any mismatch
+(flipped bytes, a truncated or emptied file, edited metadata) is a miss, and the entry is
+deleted and written again by the parse that follows: a damaged cache heals itself instead of
+giving wrong figures. CRC-32 (ISA-L's, several GB/s) is there to catch damage, not tampering
+by someone who can write to the cache folder. An entry of an older format (five Arrow files
+a rank and a ``meta.json``, or an unsealed file) is a miss, rewritten in this one.
 
-Reading is in two steps. When the entry is read (``tv.load``), its file is read (one read, or
-a mapping for a big one), its CRC compared and each rank's tables checked (Arrow's full
-validation of the rank's one record batch, then :func:`_check_rank`: what the frames will
-be built from is what the schema defines, so that a bad entry is a miss there and then,
-parsed again); the pandas frames are built only when a rank's table is first read
+The writer checks each rank's tables (:func:`_check_rank`: what the frames will be built
+from is what the schema defines: columns, types, Arrow's full validation, categories none
+missing, none repeated) and seals the entry (:mod:`.cache_seal`: a BLAKE2b of the CRC-32,
+keyed by the cache folder's key). A load (``tv.load``) maps the file and compares its CRC
+and seal: an entry this cache folder's writer did not seal (a hand-made file with a valid
+CRC, one copied from another folder) is a miss. It reads a rank's stream when the first of
+its tables is built (:class:`_Stream`, checked again then: a sealed entry that fails, which
+only someone who read the key makes, raises a :class:`~..errors.TraceviewError` naming the
+file), and the pandas frames are built when a rank's table is first read
 (:class:`~..model.rank_data.Deferred`: once, thread-safe, and built before a rank is pickled
-to another process). A cached load of the bundled 8-rank sample builds none of its 40
-frames; an analysis builds those it reads.
+to another process). A cached load of the bundled 8-rank sample reads none of its 8 streams
+and builds none of its 40 frames; an analysis builds those it reads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hmac
 import json
 import mmap
 import os
 import shutil
 import struct
+import threading
 import time
 import uuid
 import zlib
@@ -49,6 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
 
+from ..errors import TraceviewError
 from ..model.classify import Classifier, rules_key
 from ..model.facts import RankFacts, attach
 from ..model.frames import STR_DTYPE, category_dtype, checked_dtype, columns_index, frame_of, paused_gc, shared_dtype
@@ -62,6 +70,9 @@ from .cache_key import default_cache_dir as default_cache_dir
 from .cache_key import entry_key as entry_key
 from .cache_key import fingerprint as fingerprint
 from .cache_key import resolve_dir as resolve_dir
+from .cache_seal import SEAL_FILE as SEAL_FILE
+from .cache_seal import seal as _seal
+from .cache_seal import seal_key as _seal_key
 
 __all__ = ["attach_facts", "clear_cache", "default_cache_dir", "prune"]
 
@@ -70,16 +81,17 @@ MAX_BYTES = 20 * 2**30
 
 _TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
 #: Format of the entry file; entries of other formats are misses. (4: the classes kept, with
-#: the classifier's key; 5: the ranks' CRC over msgspec's encoding; 6: one file an entry.)
-ENTRY_FORMAT = 6
+#: the classifier's key; 5: the ranks' CRC over msgspec's encoding; 6: one file an entry;
+#: 7: sealed, see loading/cache_seal.py.)
+ENTRY_FORMAT = 7
 #: An entry's one file: the magic, then each rank's tables as one Arrow IPC stream (at a
 #: multiple of 64 bytes; one record batch of one row, a list of structs per table), the
 #: metadata (JSON: the ranks' RankMeta, the classifier's key, each stream's start and
-#: length), and the trailer: the metadata's start and length, the CRC-32 of everything
-#: before it, the format and the magic again.
+#: length), and the trailer: the metadata's start and length, the seal (:func:`_seal`), the
+#: CRC-32 of everything before the trailer's last 16 bytes, the format and the magic again.
 ENTRY_FILE = "entry.tvc"
 _MAGIC = b"TVCACHE\x00"
-_TRAILER = struct.Struct("<QQII8s")
+_TRAILER = struct.Struct("<QQ16sII8s")
 #: The trailer's bytes that the CRC-32 does not cover (the CRC, the format, the magic).
 _CHECKED_TAIL = 16
 _ALIGN = 64
@@ -396,7 +408,7 @@ def read(cache_dir: Path, key: str, *, classifier: Classifier) -> list[RankData]
         return None
     try:
         with paused_gc():
-            out = _read_entry(buffer, classifier)
+            out = _read_entry(path, buffer, _seal_key(str(cache_dir)), classifier)
         if time.time() - mtime > _USE_RESOLUTION:
             os.utime(path)  # last use, for pruning
         return out
@@ -406,20 +418,25 @@ def read(cache_dir: Path, key: str, *, classifier: Classifier) -> list[RankData]
         return None
 
 
-def _entry_doc(buffer: pa.Buffer) -> dict[str, Any]:
-    """The metadata of an entry file (its magic, format and CRC-32 checked; see :data:`ENTRY_FILE`)."""
+def _entry_doc(buffer: pa.Buffer, key: bytes | None) -> dict[str, Any]:
+    """The metadata of an entry file (see :data:`ENTRY_FILE`), its magic, format, CRC-32 and
+    seal (with the cache folder's ``key``) checked."""
     size = buffer.size
     if size < len(_MAGIC) + _TRAILER.size:
         raise _Damaged("too short")
     view = memoryview(buffer)
-    meta_at, meta_len, crc, fmt, magic = _TRAILER.unpack_from(view, size - _TRAILER.size)
+    meta_at, meta_len, seal, crc, fmt, magic = _TRAILER.unpack_from(view, size - _TRAILER.size)
     if magic != _MAGIC or fmt != ENTRY_FORMAT or view[: len(_MAGIC)].tobytes() != _MAGIC:
         raise _Damaged("not an entry of this format")
-    if _crc32(view[: size - _CHECKED_TAIL]) != crc:
+    body = size - _TRAILER.size
+    body_crc = _crc32(view[:body])
+    if _crc32(view[body : size - _CHECKED_TAIL], body_crc) != crc:
         raise _Damaged("the entry was changed")
-    if meta_at + meta_len != size - _TRAILER.size or meta_at < len(_MAGIC):
+    if key is None or not hmac.compare_digest(seal, _seal(key, body_crc, body, ENTRY_FORMAT)):
+        raise _Damaged("not sealed by this cache's writer")
+    if meta_at + meta_len != body or meta_at < len(_MAGIC):
         raise _Damaged("no metadata")
-    doc = _decode_meta(bytes(view[meta_at : meta_at + meta_len]))
+    doc = _decode_meta(bytes(view[meta_at:body]))
     if not isinstance(doc, dict):
         raise _Damaged("no metadata")
     metas, spans = doc["ranks"], doc["streams"]
@@ -434,35 +451,59 @@ def _entry_doc(buffer: pa.Buffer) -> dict[str, Any]:
     return doc
 
 
-def _read_entry(buffer: pa.Buffer, classifier: Classifier) -> list[RankData]:
-    doc = _entry_doc(buffer)
+def _read_entry(path: str, buffer: pa.Buffer, key: bytes | None, classifier: Classifier) -> list[RankData]:
+    doc = _entry_doc(buffer, key)
     stored = doc["classes"]
     kept = stored is not None and stored == rules_key(classifier)
     return [
-        _read_rank(buffer, span, RankMeta.from_json(meta), stored, kept, classifier)
+        _read_rank(path, buffer, span, RankMeta.from_json(meta), stored, kept, classifier)
         for meta, span in zip(doc["ranks"], doc["streams"], strict=True)
     ]
 
 
 def _read_rank(
-    buffer: pa.Buffer, span: list[int], meta: RankMeta, stored: Any, kept: bool, classifier: Classifier
+    path: str, buffer: pa.Buffer, span: list[int], meta: RankMeta, stored: Any, kept: bool, classifier: Classifier
 ) -> RankData:
-    """The rank whose tables lie at ``span`` (start, length) of the entry file ``buffer``, with
-    ``meta``, classified by ``classifier`` (unless ``kept``: the stored ``gpu_class`` column is
-    that classifier's)."""
+    """The rank whose tables lie at ``span`` (start, length) of the entry file ``buffer``
+    (sealed: read when first used, :class:`_Stream`), with ``meta``, classified by
+    ``classifier`` (unless ``kept``: the stored ``gpu_class`` column is that classifier's)."""
     start, length = span
-    stream = buffer.slice(start, length)
-    batch = pa.ipc.open_stream(stream).read_next_batch()
-    tables = {}
-    for name, names, rows in _check_rank(batch, _schema_message(stream)):
-        if name == "events" and (stored is not None) != ("gpu_class" in names):
-            raise _Damaged("the gpu_class column does not match the metadata")
-        # Checked: the frame is built when first used (see model.rank_data.Deferred).
-        tables[name] = Deferred(functools.partial(_from_arrow, names, rows))
+    stream = _Stream(path, buffer.slice(start, length), stored is not None)
+    tables = {name: Deferred(functools.partial(stream.frame, name)) for name in _TABLES}
     d = RankData(meta=meta, **tables)
     if kept:
         return d
     return replaced(d, events=Deferred(functools.partial(_classified_events, d, classifier)))
+
+
+class _Stream:
+    """A rank's tables in a sealed entry: read (and checked again, cheaply next to building the
+    frames) when the first of them is built; each frame built from them by :func:`_from_arrow`."""
+
+    def __init__(self, path: str, stream: pa.Buffer, classes: bool) -> None:
+        self._path, self._stream, self._classes = path, stream, classes
+        self._lock = threading.Lock()
+        self._tables: dict[str, tuple[tuple[str, ...], pa.StructArray]] | None = None
+
+    def frame(self, name: str) -> pd.DataFrame:
+        with self._lock:
+            if self._tables is None:
+                self._tables = self._read()
+        names, rows = self._tables[name]
+        return _from_arrow(names, rows)
+
+    def _read(self) -> dict[str, tuple[tuple[str, ...], pa.StructArray]]:
+        try:
+            batch = pa.ipc.open_stream(self._stream).read_next_batch()
+            tables = {name: (names, rows) for name, names, rows in _check_rank(batch, _schema_message(self._stream))}
+            if self._classes != ("gpu_class" in tables["events"][0]):
+                raise _Damaged("the gpu_class column does not match the metadata")
+        except _UNREADABLE as exc:  # (what this module sealed passed these checks when written)
+            raise TraceviewError(
+                f"{self._path}: a sealed cache entry whose tables cannot be read ({exc}): "
+                "clear the cache (tv.clear_cache()) and load again"
+            ) from None
+        return tables
 
 
 def _classified_events(d: RankData, classifier: Classifier) -> pd.DataFrame:
@@ -475,12 +516,13 @@ def read_rank(entry: str, i: int, meta: RankMeta, *, classifier: Classifier) -> 
     damaged (left as it is: unlike :func:`read`, for a process other than the loader's, e.g.
     a worker computing per-rank results, which then get computed elsewhere)."""
     try:
-        buffer = _file_buffer(os.path.join(entry, ENTRY_FILE))
+        path = os.path.join(entry, ENTRY_FILE)
+        buffer = _file_buffer(path)
         with paused_gc():
-            doc = _entry_doc(buffer)
+            doc = _entry_doc(buffer, _seal_key(os.path.dirname(os.path.abspath(entry))))
             stored = doc["classes"]
             kept = stored is not None and stored == rules_key(classifier)
-            return _read_rank(buffer, doc["streams"][i], meta, stored, kept, classifier)
+            return _read_rank(path, buffer, doc["streams"][i], meta, stored, kept, classifier)
     except _UNREADABLE:
         return None
 
@@ -531,14 +573,22 @@ def write(cache_dir: Path, key: str, ranks: Sequence[RankData], *, classifier: C
     tmp = cache_dir / f".{key}.{uuid.uuid4().hex}.tmp"
     try:
         tmp.mkdir(parents=True, exist_ok=False)
+        seal = _seal_key(str(cache_dir), create=True)
+        if seal is None:
+            return  # (no key to seal with: the folder is not ours to write)
         # The metadata as it will be read back (JSON round trip).
         metas = json.loads(json.dumps([d.meta.to_json() for d in ranks]))
         doc = {"ranks": metas, "classes": None if classifier is None else rules_key(classifier)}
-        _write_entry(str(tmp / ENTRY_FILE), [_rank_batch(d) for d in ranks], doc)
+        batches = [_rank_batch(d) for d in ranks]
+        for batch in batches:
+            # Checked before it is sealed (a load then trusts it): what _from_arrow builds of it
+            # is the tables given. Never fails for frames the readers make.
+            _check_rank(batch, batch.schema.serialize().to_pybytes())
+        _write_entry(str(tmp / ENTRY_FILE), batches, doc, seal)
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)
         os.replace(tmp, entry)
-    except OSError:
+    except (OSError, _Damaged):
         pass
     finally:
         if tmp.exists():
@@ -555,8 +605,9 @@ def _rank_batch(d: RankData) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, names=list(_TABLES))
 
 
-def _write_entry(path: str, batches: Sequence[pa.RecordBatch], doc: dict[str, Any]) -> None:
-    """Write an entry file (see :data:`ENTRY_FILE`) of these ranks' batches and metadata ``doc``.
+def _write_entry(path: str, batches: Sequence[pa.RecordBatch], doc: dict[str, Any], key: bytes) -> None:
+    """Write an entry file (see :data:`ENTRY_FILE`) of these ranks' batches and metadata
+    ``doc``, sealed with ``key`` (the batches checked: see :func:`write`).
 
     A small one is written in memory and saved by one write (a quarter of the cost of a file
     stream and a mapping to read it back, for the sample's tables); a big one is streamed
@@ -577,30 +628,32 @@ def _write_entry(path: str, batches: Sequence[pa.RecordBatch], doc: dict[str, An
         meta = json.dumps({**doc, "streams": spans}).encode()
         meta_at = sink.tell()
         sink.write(meta)
-        sink.write(_TRAILER.pack(meta_at, len(meta), 0, 0, b"")[: _TRAILER.size - _CHECKED_TAIL])
         if not big:
             data = sink.getvalue()
-            tail = _tail(_crc32(memoryview(data)))
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
-                os.write(fd, tail)
+                os.write(fd, _trailer(key, _crc32(memoryview(data)), data.size, meta_at))
             finally:
                 os.close(fd)
             return
     finally:
         sink.close()
     with pa.memory_map(path, "r") as written:
-        crc = _crc32(memoryview(written.read_buffer()))
+        body = written.read_buffer()
+        trailer = _trailer(key, _crc32(memoryview(body)), body.size, meta_at)
     with open(path, "ab") as fh:
-        fh.write(_tail(crc))
+        fh.write(trailer)
 
 
-def _tail(crc: int) -> bytes:
-    """The end of the trailer: what the CRC-32 does not cover (it, the format, the magic)."""
-    return _TRAILER.pack(0, 0, crc, ENTRY_FORMAT, _MAGIC)[_TRAILER.size - _CHECKED_TAIL :]
+def _trailer(key: bytes, body_crc: int, body_size: int, meta_at: int) -> bytes:
+    """The trailer of an entry file whose bytes before it (``body_size`` of them, the metadata
+    from ``meta_at``) have the CRC-32 ``body_crc``."""
+    head = _TRAILER.pack(meta_at, body_size - meta_at, _seal(key, body_crc, body_size, ENTRY_FORMAT), 0, 0, b"")
+    head = head[: _TRAILER.size - _CHECKED_TAIL]
+    return head + struct.pack("<II8s", _crc32(head, body_crc), ENTRY_FORMAT, _MAGIC)
 
 
 def attach_facts(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
@@ -650,7 +703,8 @@ def prune(cache_dir: Path, max_bytes: int = MAX_BYTES) -> int:
 
 
 def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:
-    """Delete every cached entry; returns the bytes freed."""
+    """Delete every cached entry, and the folder's sealing key (the next write makes a new
+    one); returns the bytes freed."""
     root = Path(cache_dir) if cache_dir is not None else _keys.default_cache_dir()
     if not root.is_dir():
         return 0
@@ -659,4 +713,6 @@ def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:
         if entry.is_dir():
             freed += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
             shutil.rmtree(entry, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        (root / SEAL_FILE).unlink()
     return freed

@@ -22,7 +22,7 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
 from jupyter_traceview.loading import ingest, loader
-from tests.loading.entries import entry_files, read_entry, rewrite_column, table_of, write_entry
+from tests.loading.entries import entry_files, key_of, read_entry, rewrite_column, table_of, write_entry
 from tests.loading.readers.test_reader_golden import _odd_trace, _real_traces
 from tests.loading.test_cache_integrity import parses
 
@@ -200,7 +200,7 @@ def test_an_entry_of_the_previous_format_is_rebuilt(
     entries = {path: read_entry(path) for path in entry_files(cache)}
     monkeypatch.setattr(tv_cache, "ENTRY_FORMAT", tv_cache.ENTRY_FORMAT - 1)
     for path, (doc, batches) in entries.items():
-        write_entry(path, doc, batches)
+        write_entry(path, doc, batches, sealed=True)
     monkeypatch.setattr(tv_cache, "ENTRY_FORMAT", tv_cache.ENTRY_FORMAT + 1)
     seen.clear()
     assert_same_trace(cold, tv.load(folder, cache=cache), "previous format number")
@@ -281,8 +281,8 @@ def test_tables_written_in_memory_or_streamed_read_back_exactly(
     written: list[str] = []
     real = tv_cache._write_entry
 
-    def spy(path: str, batches: list[pa.RecordBatch], doc: dict[str, object]) -> None:
-        real(path, batches, doc)
+    def spy(path: str, batches: list[pa.RecordBatch], doc: dict[str, object], key: bytes) -> None:
+        real(path, batches, doc, key)
         data = Path(path).read_bytes()
         crc = int.from_bytes(data[-16:-12], "little")
         assert crc == tv_cache._crc32(data[:-16])
@@ -458,7 +458,7 @@ def test_missing_values_in_a_numeric_column_keep_its_dtype(
     as zeros, the column keeping the schema's dtype (not floats, not objects: nothing for an
     analysis to trip on)."""
     cache, cold = filled
-    rewrite_column(cache, table, column, lambda c: pa.array([*c.to_pylist()[:-1], None], type=c.type))
+    rewrite_column(cache, table, column, lambda c: pa.array([*c.to_pylist()[:-1], None], type=c.type), sealed=True)
     _no_parse(monkeypatch)
     hot = tv.load(filled[0].parent / "run", cache=cache)
     for r in cold.ranks:  # (each rank its own entry: all of them forged)
@@ -475,7 +475,7 @@ def test_layouts_are_remembered_by_the_schema_message_arrow_reads(filled: tuple[
     cache, _ = filled
     for path in entry_files(cache):
         buffer = pa.py_buffer(path.read_bytes())
-        doc = tv_cache._entry_doc(buffer)
+        doc = tv_cache._entry_doc(buffer, key_of(path))
         start, length = doc["streams"][0]
         stream = buffer.slice(start, length)
         key = tv_cache._schema_message(stream)

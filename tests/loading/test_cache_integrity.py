@@ -14,7 +14,7 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
 from jupyter_traceview.loading import cache_key, ingest, loader
-from tests.loading.entries import entry_files, read_entry, write_entry
+from tests.loading.entries import entry_files, key_of, read_entry
 
 
 def frames(trace: tv.Trace) -> dict[int, pd.DataFrame]:
@@ -113,19 +113,19 @@ def test_a_cut_entry_is_a_miss(keep: int, filled: tuple[Path, tv.Trace]) -> None
 def test_edited_metadata_is_a_miss_that_heals(
     folder: Path, monkeypatch: pytest.MonkeyPatch, edit: object, filled: tuple[Path, tv.Trace]
 ) -> None:
-    """Metadata edited behind a valid CRC (so the structural checks stand): a miss, rewritten."""
+    """Metadata edited behind a valid CRC and seal (as if this module had written it, so that
+    the metadata's own checks stand): a miss, rewritten."""
     cache, cold = filled
-    originals = {}
     for path in entry_files(cache):
-        originals[path] = path.read_bytes()
-        doc, batches = read_entry(path)
-        # The edit's metadata with a valid CRC: written as the module writes, then replaced.
-        write_entry(path, doc, batches)
+        doc, _ = read_entry(path)
         data = path.read_bytes()
-        meta_at = struct.unpack_from("<Q", data, len(data) - 32)[0]
-        meta = json.dumps(edit(doc)).encode()  # type: ignore[operator]
-        body = data[:meta_at] + meta + struct.pack("<QQ", meta_at, len(meta))
-        path.write_bytes(body + struct.pack("<I", tv_cache._crc32(body)) + data[-12:])
+        meta_at = struct.unpack_from("<Q", data, len(data) - 48)[0]
+        body = data[:meta_at] + json.dumps(edit(doc)).encode()  # type: ignore[operator]
+        body_crc = tv_cache._crc32(body)
+        seal = tv_cache._seal(key_of(path), body_crc, len(body), tv_cache.ENTRY_FORMAT)
+        head = struct.pack("<QQ16s", meta_at, len(body) - meta_at, seal)
+        tail = struct.pack("<II", tv_cache._crc32(head, body_crc), tv_cache.ENTRY_FORMAT) + data[-8:]
+        path.write_bytes(body + head + tail)
     seen = parses(monkeypatch)
     assert_same(tv.load(folder, cache=cache), cold)
     assert len(seen) == 2

@@ -64,10 +64,11 @@ def test_missing_damaged_or_foreign_entries_are_none_and_left_alone(cached: tv.T
     assert path.exists()  # left as it is (the loader's read deletes a damaged entry)
     path.write_bytes(good)
     doc, batches = read_entry(path)
-    write_entry(path, doc, batches)
+    write_entry(path, doc, batches)  # not sealed: not this module's
+    assert read_rank(entry, index, meta, classifier=cached.classifier) is None
     with pytest.MonkeyPatch.context() as m:  # a valid entry of another format
         m.setattr(tv_cache, "ENTRY_FORMAT", 999)
-        write_entry(path, doc, batches)
+        write_entry(path, doc, batches, sealed=True)
     assert read_rank(entry, index, meta, classifier=cached.classifier) is None
     path.write_bytes(b"not an entry")
     assert read_rank(entry, index, meta, classifier=cached.classifier) is None
