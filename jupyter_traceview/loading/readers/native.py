@@ -410,6 +410,24 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     )
 
 
+def _starting(names: list[str], prefix: str) -> list[int]:
+    """The indices of the names that start with ``prefix`` (no NUL in it), in order: found in
+    one string of all of them (C-level searches), not by a Python test per name."""
+    if not names:
+        return []
+    joined = "\x00" + "\x00".join(names)
+    key = "\x00" + prefix
+    out: list[int] = []
+    index, counted = 0, 0  # (the names before byte ``counted``: ``index``)
+    at = joined.find(key)
+    while at >= 0:
+        index += joined.count("\x00", counted, at)
+        counted = at
+        out.append(index)
+        at = joined.find(key, at + 1)
+    return out
+
+
 def _comm(
     data: bytes, s: Scratch, k: np.ndarray, kind: np.ndarray, name_codes: np.ndarray, names: list[str]
 ) -> tuple[np.ndarray, dict[str, list[Any]]]:
@@ -417,13 +435,19 @@ def _comm(
     kineto._comm_rows reads them."""
     comm: dict[str, list[Any]] = {f: [] for f in K._COMM_FIELDS}
     with_meta = np.flatnonzero(s.spans[k, 2 * _COLLECTIVE + 1] > 0)
-    annot_codes = [i for i, nm in enumerate(names) if nm.startswith("nccl:")]
+    annot_codes = _starting(names, "nccl:")
     annotated = (
         np.flatnonzero((kind == K._CODE[EventKind.USER_ANNOTATION]) & derive.in_codes(name_codes, annot_codes))
         if annot_codes
         else np.empty(0, np.int64)
     )
-    comm_rows = np.union1d(with_meta, annotated).astype(np.int64)
+    if len(annotated):
+        either = np.zeros(len(k), dtype=bool)
+        either[with_meta] = True
+        either[annotated] = True
+        comm_rows = np.flatnonzero(either)
+    else:
+        comm_rows = with_meta
     kernel = K._CODE[EventKind.KERNEL]
     for i in comm_rows.tolist():
         row = s.spans[k[i]].tolist()
@@ -464,8 +488,9 @@ def _first_seen_order(c: np.ndarray, count: int) -> np.ndarray:
     used = np.flatnonzero(np.bincount(c, minlength=count))
     if n_new == len(used):
         return used
-    distinct, first_at = np.unique(c, return_index=True)
-    return distinct[np.argsort(first_at, kind="stable")]
+    first_at = np.full(count, len(c), dtype=np.int64)
+    np.minimum.at(first_at, c, np.arange(len(c)))
+    return used[np.argsort(first_at[used], kind="stable")]
 
 
 def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
@@ -493,7 +518,7 @@ def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_ar
 
 def _memory(ints: np.ndarray, k: np.ndarray, name_codes: np.ndarray, names: list[str]) -> memory.MemoryRows:
     """Memory records (among the kept rows ``k`` of the scan's ``ints``), as memory.memory_rows reads them."""
-    codes = [i for i, nm in enumerate(names) if nm in memory.MEMORY_EVENT_NAMES]
+    codes = sorted(names.index(nm) for nm in memory.MEMORY_EVENT_NAMES if nm in names)  # (names are distinct)
     if not codes:
         return memory.empty_memory_rows()
     rows = np.flatnonzero(derive.in_codes(name_codes, codes))

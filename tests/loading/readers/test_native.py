@@ -713,3 +713,16 @@ def test_the_sample_files_are_read_by_the_scanner_alone(path: Path) -> None:
     """No msgspec part and no merge for the bundled sample (its files end with pseudo-events)."""
     counts = _both(path, read_bytes(path), 1 << 22, read=_in_pieces)
     assert counts == [1, 1]
+
+
+@given(st.lists(st.text(alphabet="nc:l ab\u00e9", max_size=8), max_size=30), st.sampled_from(["nccl:", "n", "", "c:"]))
+def test_names_starting_with_a_prefix(names: list[str], prefix: str) -> None:
+    assert native._starting(names, prefix) == [i for i, nm in enumerate(names) if nm.startswith(prefix)]
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=80))
+def test_numbers_in_order_of_first_appearance(values: list[int]) -> None:
+    """``_first_seen_order``, by new maxima where the numbers come in increasing order, else by
+    first indices: each distinct number once, where it first appears."""
+    c = np.array(values, dtype=np.int32)
+    assert native._first_seen_order(c, 41).tolist() == list(dict.fromkeys(values))
