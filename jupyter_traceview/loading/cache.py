@@ -406,9 +406,12 @@ def read(cache_dir: Path, key: str, *, classifier: Classifier) -> list[RankData]
     except _Damaged:  # (an empty file)
         shutil.rmtree(entry, ignore_errors=True)
         return None
+    seal_key = _seal_key(str(cache_dir))
+    if seal_key is None:
+        return None  # no key this process can read: a miss, the entry left to those who can
     try:
         with paused_gc():
-            out = _read_entry(path, buffer, _seal_key(str(cache_dir)), classifier)
+            out = _read_entry(path, buffer, seal_key, classifier)
         if time.time() - mtime > _USE_RESOLUTION:
             os.utime(path)  # last use, for pruning
         return out

@@ -183,3 +183,21 @@ def test_writers_making_the_key_at_once_agree_on_one(tmp_path: Path) -> None:
     assert len(set(keys)) == 1 and keys[0] is not None and len(keys[0]) == 32
     assert keys[0] == (folder / cache_seal.SEAL_FILE).read_bytes()
     assert sorted(p.name for p in folder.iterdir()) == [cache_seal.SEAL_FILE]
+
+
+def test_without_a_readable_key_entries_miss_and_are_left_alone(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, filled: tuple[Path, tv.Trace]
+) -> None:
+    """A process that cannot read the folder's key (another user's, say) misses and deletes
+    nothing; the writers who can read it still hit."""
+    cache, cold = filled
+    before = sorted(p.name for p in cache.iterdir())
+    with monkeypatch.context() as m:
+        m.setattr(tv_cache, "_seal_key", lambda cache_dir, create=False: None)
+        seen = parses(m)
+        assert_same_trace(cold, tv.load(folder, cache=cache), "no key")
+        assert len(seen) == 2
+    assert sorted(p.name for p in cache.iterdir()) == before
+    seen = parses(monkeypatch)
+    assert_same_trace(cold, tv.load(folder, cache=cache), "with the key")
+    assert seen == []
