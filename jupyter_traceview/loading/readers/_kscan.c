@@ -1056,7 +1056,9 @@ static PyObject *kscan_nest(PyObject *self, PyObject *args) {
         for (lane = 0; lane < n_lanes; lane++) {
             Py_ssize_t lo = (Py_ssize_t)offsets[lane], hi = (Py_ssize_t)offsets[lane + 1], j, hs = 0;
             for (j = lo; j < hi; j++) {
-                int64_t r = rows[j], s0 = start[r], e = s0 + dur[r], d;
+                int64_t r = rows[j], s0 = start[r], d;
+                /* (wrapping, as numpy's int64 start + dur: no signed overflow) */
+                int64_t e = (int64_t)((uint64_t)s0 + (uint64_t)dur[r]);
                 /* Close the ends at or before this start (starts do not decrease within a lane). */
                 while (hs > 0 && heap[0] <= s0) {
                     int64_t x = heap[--hs];
