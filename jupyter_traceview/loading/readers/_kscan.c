@@ -979,7 +979,7 @@ static uint64_t mix64(uint64_t x) {
 }
 
 static PyObject *kscan_nest(PyObject *self, PyObject *args) {
-    PyObject *objs[7];
+    PyObject *objs[7], *result = NULL;
     Py_buffer v[7];
     int k, got = 0;
     Py_ssize_t n, i, n_lanes = 0;
@@ -1091,6 +1091,9 @@ static PyObject *kscan_nest(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+error: /* (and the way out after success: result set) */
     PyMem_RawFree(lane_of);
     PyMem_RawFree(keys);
     PyMem_RawFree(firsts);
@@ -1099,17 +1102,7 @@ static PyObject *kscan_nest(PyObject *self, PyObject *args) {
     PyMem_RawFree(heap);
     PyMem_RawFree(last);
     for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
-    Py_RETURN_NONE;
-error:
-    PyMem_RawFree(lane_of);
-    PyMem_RawFree(keys);
-    PyMem_RawFree(firsts);
-    PyMem_RawFree(offsets);
-    PyMem_RawFree(rows);
-    PyMem_RawFree(heap);
-    PyMem_RawFree(last);
-    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
-    return NULL;
+    return result;
 }
 
 PyDoc_STRVAR(texts_doc,
