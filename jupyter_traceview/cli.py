@@ -346,7 +346,11 @@ def _parser() -> argparse.ArgumentParser:
         prog="traceview",
         description="Understand the GPU performance of (distributed) PyTorch jobs from profiler traces.",
     )
-    parser.add_argument("--version", action=_Version, help="show the version and the Kineto reader in use, then exit")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        help="show the version, the Kineto reader in use and whether the analysis loops are compiled, then exit",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks (for bug reports)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -394,18 +398,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class _Version(argparse.Action):
-    """--version: the package's version and which Kineto reader this install runs.
+    """--version: the package's version, which Kineto reader this install runs and whether the
+    analyses' loops are compiled.
 
     Neither the reader nor numpy or pandas is imported (:mod:`.loading.readers.build` knows
-    which reader runs), so that --version is as quick as --help."""
+    which reader runs, :mod:`.model.sweep_build` whether the loops are compiled), so that
+    --version is as quick as --help."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
         from .loading.readers import build
+        from .model import sweep_build
 
-        print(f"{parser.prog} {__version__}\nKineto reader: {build.describe()}")
+        print(
+            f"{parser.prog} {__version__}\nKineto reader: {build.describe()}\nAnalysis loops: {sweep_build.describe()}"
+        )
         raise SystemExit(0)
 
 

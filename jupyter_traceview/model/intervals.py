@@ -15,11 +15,11 @@ states, iterations, operator calls, kernel occupancy), each with its numpy fallb
 
 from __future__ import annotations
 
-import os
-from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from . import sweep_build
 
 __all__ = [
     "at_least",
@@ -39,19 +39,10 @@ __all__ = [
 Intervals = tuple[np.ndarray, np.ndarray]
 
 
-def _sweep_module() -> ModuleType | None:
-    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
-        return None
-    try:
-        from . import _sweep  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _sweep if getattr(_sweep, "VERSION", 0) == 1 else None
-
-
-#: The compiled loops (``_sweep``), or None: not built, of another version, or turned off by
-#: ``TRACEVIEW_NATIVE=0`` (the numpy code then runs; tests set it to None to compare).
-native: Any = _sweep_module()
+#: The compiled loops (``_sweep``, found by :mod:`.sweep_build`), or None: not built, of
+#: another version, or turned off by ``TRACEVIEW_NATIVE=0`` (the numpy code then runs; tests
+#: set it to None to compare).
+native: Any = sweep_build.SWEEP
 
 
 def _as_i64(a: np.ndarray) -> np.ndarray:

@@ -621,3 +621,26 @@ def test_native_calls_declines_what_it_does_not_take() -> None:
     floats = [(np.array([0.0, 0.0, 1.0]), np.array(["a", "b"], dtype=object))] * 3
     assert _native_calls(NATIVE, names, rows, floats) is None  # the numpy code then runs
     assert _native_calls(NATIVE, names, a(0, 5, 1), cols) is None  # a row past the names
+
+
+def test_sweep_build_says_why_the_loops_are_not_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sweep_build.describe`` (``traceview --version``) names each reason the numpy code runs:
+    turned off, not built, another version; and the compiled module when it is used."""
+    from jupyter_traceview.model import sweep_build
+
+    if sweep_build.AVAILABLE:
+        assert sweep_build.describe().startswith("compiled (_sweep)")
+        assert iv.native is sweep_build.SWEEP
+    monkeypatch.setattr(sweep_build, "AVAILABLE", False)
+    monkeypatch.setenv("TRACEVIEW_NATIVE", "0")
+    assert "TRACEVIEW_NATIVE=0" in sweep_build.describe()
+    assert sweep_build._module() is None
+    monkeypatch.delenv("TRACEVIEW_NATIVE")
+    import importlib.util
+
+    if importlib.util.find_spec("jupyter_traceview.model._sweep") is None:
+        assert "not built" in sweep_build.describe()
+    else:
+        monkeypatch.setattr(sweep_build, "VERSION", sweep_build.VERSION + 1)
+        assert sweep_build._module() is None  # a module of another version is not used
+        assert "another version" in sweep_build.describe()
