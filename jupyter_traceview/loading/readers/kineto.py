@@ -1208,77 +1208,77 @@ def _merge(parts: list[_Part], state: _FileState) -> _FileColumns:
     def cat(attr: str) -> np.ndarray:
         return np.concatenate([getattr(p, attr) for p in parts]) if parts else np.empty(0)
 
-    process_names, process_labels, thread_names = _metadata(state.meta_events)
+    columns: dict[str, Any] = {attr: cat(attr).astype(dtype) for attr, dtype in _PART_DTYPES.items()}
     return _FileColumns(
-        ts_us=cat("ts_us").astype(np.float64),
+        **columns,
         ts_ns=(
             np.concatenate([p.ts_ns if p.ts_ns is not None else _to_ns(p.ts_us) for p in parts]).astype(np.int64)
             if any(p.ts_ns is not None for p in parts)
             else None
         ),
-        dur_us=cat("dur_us").astype(np.float64),
-        instant=cat("instant").astype(bool),
-        arg_rank=cat("arg_rank").astype(np.int64),
-        labels=dict(state.labels),
-        pid_text=dict(state.pid_text),
         name_codes=np.concatenate(name_codes).astype(np.int32) if parts else np.empty(0, np.int32),
         names=list(index),
-        kind=cat("kind").astype(np.int8),
-        pid=cat("pid").astype(np.int64),
-        tid=cat("tid").astype(np.int64),
-        device=cat("device").astype(np.int16),
-        stream=cat("stream").astype(np.int64),
-        correlation=cat("correlation").astype(np.int64),
-        external_id=cat("external_id").astype(np.int64),
         gpu_rows=np.concatenate(gpu_rows) if parts else np.empty(0, np.int64),
         gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else _gpu_arrays([]),
         comm_rows=np.concatenate(comm_rows) if parts else np.empty(0, np.int64),
         comm={f: [v for p in parts for v in p.comm[f]] for f in _COMM_FIELDS},
         mem=memory.MemoryRows.concat([p.mem for p in parts], offsets),
         op=op_args.OpArgs.concat([p.op for p in parts], offsets),
-        process_names=process_names,
-        process_labels=process_labels,
-        thread_names=thread_names,
-        skipped=state.skipped,
-        ts_precision="ns" if state.ts_ns_precision else "us",
-        profiler_span=state.profiler_span,
+        **_file_fields(state),
     )
 
 
 def _one_part(part: _Part, state: _FileState) -> _FileColumns:
     """:func:`_merge` of a single part whose names are distinct: the same columns, not copied
     (the part is dropped after it), its own numbering of names and argument texts."""
-    process_names, process_labels, thread_names = _metadata(state.meta_events)
+    columns: dict[str, Any] = {
+        attr: getattr(part, attr).astype(dtype, copy=False) for attr, dtype in _PART_DTYPES.items()
+    }
     return _FileColumns(
-        ts_us=part.ts_us.astype(np.float64, copy=False),
+        **columns,
         ts_ns=None if part.ts_ns is None else part.ts_ns.astype(np.int64, copy=False),
-        dur_us=part.dur_us.astype(np.float64, copy=False),
-        instant=part.instant.astype(bool, copy=False),
-        arg_rank=part.arg_rank.astype(np.int64, copy=False),
-        labels=dict(state.labels),
-        pid_text=dict(state.pid_text),
         name_codes=part.name_codes.astype(np.int32, copy=False),
         names=list(part.names),
-        kind=part.kind.astype(np.int8, copy=False),
-        pid=part.pid.astype(np.int64, copy=False),
-        tid=part.tid.astype(np.int64, copy=False),
-        device=part.device.astype(np.int16, copy=False),
-        stream=part.stream.astype(np.int64, copy=False),
-        correlation=part.correlation.astype(np.int64, copy=False),
-        external_id=part.external_id.astype(np.int64, copy=False),
         gpu_rows=part.gpu_rows,
         gpu=part.gpu,
         comm_rows=part.comm_rows,
         comm={f: list(part.comm[f]) for f in _COMM_FIELDS},
         mem=part.mem,
         op=op_args.OpArgs.concat([part.op], [0]),
-        process_names=process_names,
-        process_labels=process_labels,
-        thread_names=thread_names,
-        skipped=state.skipped,
-        ts_precision="ns" if state.ts_ns_precision else "us",
-        profiler_span=state.profiler_span,
+        **_file_fields(state),
     )
+
+
+#: The per-event columns a file's parts hold, and their dtypes in :class:`_FileColumns`
+#: (:func:`_merge` and :func:`_one_part`; ``ts_ns`` and ``name_codes`` are built apart).
+_PART_DTYPES: dict[str, Any] = {
+    "ts_us": np.float64,
+    "dur_us": np.float64,
+    "instant": bool,
+    "arg_rank": np.int64,
+    "kind": np.int8,
+    "pid": np.int64,
+    "tid": np.int64,
+    "device": np.int16,
+    "stream": np.int64,
+    "correlation": np.int64,
+    "external_id": np.int64,
+}
+
+
+def _file_fields(state: _FileState) -> dict[str, Any]:
+    """The :class:`_FileColumns` fields that come from the file as a whole (its state), not its parts."""
+    process_names, process_labels, thread_names = _metadata(state.meta_events)
+    return {
+        "labels": dict(state.labels),
+        "pid_text": dict(state.pid_text),
+        "process_names": process_names,
+        "process_labels": process_labels,
+        "thread_names": thread_names,
+        "skipped": state.skipped,
+        "ts_precision": "ns" if state.ts_ns_precision else "us",
+        "profiler_span": state.profiler_span,
+    }
 
 
 @dataclass
