@@ -293,9 +293,7 @@ def _unique(dictionary: pa.Array) -> bool:
     global _unique_bytes
     key = data = None
     if pa.types.is_large_string(dictionary.type):
-        offsets, data = dictionary.buffers()[1:3]
-        start = 8 * dictionary.offset
-        ends = memoryview(offsets)[start : start + 8 * (len(dictionary) + 1)].tobytes()
+        ends, data = _texts(dictionary)
         data = pa.py_buffer(b"") if data is None else data
         key = (ends, data.size)
         if any(data.equals(known) for known in _UNIQUE.get(key, ())):
@@ -315,12 +313,17 @@ def _unique(dictionary: pa.Array) -> bool:
     return unique
 
 
-def _texts_key(dictionary: pa.Array) -> tuple[bytes, bytes]:
+def _texts(dictionary: pa.Array) -> tuple[bytes, pa.Buffer | None]:
     """A large_string array's texts exactly (their order included): this slice's offsets into
-    its data buffer, and that buffer."""
+    its data buffer, and that buffer (None: no data)."""
     offsets, data = dictionary.buffers()[1:3]
     start = 8 * dictionary.offset
-    ends = memoryview(offsets)[start : start + 8 * (len(dictionary) + 1)].tobytes()
+    return memoryview(offsets)[start : start + 8 * (len(dictionary) + 1)].tobytes(), data
+
+
+def _texts_key(dictionary: pa.Array) -> tuple[bytes, bytes]:
+    """:func:`_texts` as bytes (a key of the dtype store)."""
+    ends, data = _texts(dictionary)
     return ends, b"" if data is None else data.to_pybytes()
 
 
