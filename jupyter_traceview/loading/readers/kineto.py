@@ -705,6 +705,22 @@ class _FileState:
         if n:
             self.skipped[key] = self.skipped.get(key, 0) + n
 
+    def take_pseudo(
+        self, ts: np.ndarray, dur: np.ndarray, is_instant: np.ndarray, is_trace: np.ndarray, pseudo: np.ndarray
+    ) -> None:
+        """Kineto's own pseudo-events among a part's rows (``pseudo``; ``is_trace``: those of
+        the ``Trace`` category): the profiler span their complete events with times that fit
+        give, widened into :attr:`profiler_span`, and their count ("profiler markers").
+        Both readers (this module's and the C scanner's) leave them out of the tables."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            span_rows = is_trace & ~is_instant & (np.abs(ts) * 1000.0 + self.base_time_ns < _MAX_NS)
+            span_rows &= (dur >= 0) & (dur * 1000.0 < _MAX_NS)
+        if span_rows.any():
+            lo, hi = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
+            old = self.profiler_span
+            self.profiler_span = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+        self.count("profiler markers", int(pseudo.sum()))
+
     def problem(self, label: str, n: int, example: str) -> None:
         if n:
             entry = self.problems.setdefault(label, [0, example])
@@ -937,13 +953,7 @@ def _part(chunk: _Chunk, state: _FileState) -> _Part:
     if trace_cat or pseudo_pid:
         is_trace = derive.in_codes(cat_codes, trace_cat)
         pseudo = is_trace | derive.in_codes(pid_codes, pseudo_pid)
-        span_rows = is_trace & ~is_instant & (np.abs(ts) * 1000.0 + state.base_time_ns < _MAX_NS)
-        span_rows &= (dur >= 0) & (dur * 1000.0 < _MAX_NS)
-        if span_rows.any():
-            lo, hi = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
-            old = state.profiler_span
-            state.profiler_span = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
-        state.count("profiler markers", int(pseudo.sum()))
+        state.take_pseudo(ts, dur, is_instant, is_trace, pseudo)
         keep &= ~pseudo
 
     # Malformed events: no dur on a complete event, negative dur, non-finite times, times

@@ -301,15 +301,9 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     tids = _strings(data, s, k, _TID_SPAN)
     pseudo = _pseudo(cat_codes, cat_values, pids, nk)
     kept_rows: np.ndarray | None = None
-    span: tuple[float, float] | None = None
+    every_row = ts, dur, is_instant  # (the pseudo-events' span is taken from these, below)
     if pseudo is not None:
-        is_pseudo, trace = pseudo
-        with np.errstate(invalid="ignore", over="ignore"):
-            span_rows = trace & ~is_instant & (np.abs(ts) * 1000.0 + state.base_time_ns < K._MAX_NS)
-            span_rows &= (dur >= 0) & (dur * 1000.0 < K._MAX_NS)
-        if span_rows.any():
-            span = float(ts[span_rows].min()), float((ts[span_rows] + dur[span_rows]).max())
-        kept_rows = np.flatnonzero(~is_pseudo)
+        kept_rows = np.flatnonzero(~pseudo[0])
         k, ts, dur, is_instant, ck = k[kept_rows], ts[kept_rows], dur[kept_rows], is_instant[kept_rows], ck[kept_rows]
         cat_codes = ck[:, _CAT_CODES]
         name_codes, names = K._renumber_first_seen(name_codes, names, kept_rows)
@@ -333,10 +327,8 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     state.count("flow events", n_flow)
     state.count("other phases", n - nk_all - n_meta - n_flow)
     if pseudo is not None:
-        if span is not None:
-            old = state.profiler_span
-            state.profiler_span = span if old is None else (min(span[0], old[0]), max(span[1], old[1]))
-        state.count("profiler markers", int(pseudo[0].sum()))
+        is_pseudo, is_trace = pseudo
+        state.take_pseudo(*every_row, is_trace, is_pseudo)
     if nk and not state.ts_ns_precision and not np.array_equal(ts, np.floor(ts)):
         state.ts_ns_precision = True
     pid = s.pidtid[k, 0]
