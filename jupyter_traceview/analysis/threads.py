@@ -134,17 +134,14 @@ def thread_states(
         dtype=np.int8,
     )
     state_all = kind_state[np.asarray(ev["kind"].array.codes)]
+    _mark_loaders(ev, state_all, pattern)
     if iv.native is not None:  # the compiled loop: one pass over the rows, the same unions
-        return _native_states(ev, state_all, ts, dur, window, pattern)
+        return _native_states(ev, state_all, ts, dur, window)
     mask = state_all < 4
     if window is not None:
         mask &= (ts < window[1]) & (ts + dur > window[0])
     rows = np.flatnonzero(mask)
     state = state_all[rows]
-    is_loader_name = _loader_names(ev, pattern)
-    if is_loader_name.any():
-        codes = ev["name"].cat.codes.to_numpy()[rows]
-        state[(state == 3) & np.append(is_loader_name, False)[codes]] = 1
     pid = ev["pid"].to_numpy()[rows]
     tid = ev["tid"].to_numpy()[rows]
     out: dict[tuple[int, int], dict[str, iv.Intervals]] = {}
@@ -183,31 +180,35 @@ def thread_states(
         return iv.union(s, e)
 
     for t in np.argsort(first, kind="stable").tolist():  # threads in order of first event
-        u_op = union_of(t, 0)
-        u_loader = _minus(union_of(t, 1), u_op)
-        u_py = _minus(_minus(union_of(t, 2), u_op), u_loader)
-        out[(int(pid[first[t]]), int(tid[first[t]]))] = {"op": u_op, "dataloader": u_loader, "python": u_py}
+        out[(int(pid[first[t]]), int(tid[first[t]]))] = _exclusive(union_of(t, 0), union_of(t, 1), union_of(t, 2))
     return out
 
 
-def _loader_names(ev: pd.DataFrame, pattern: str) -> np.ndarray:
-    """Whether each name category matches ``pattern`` (a data loader's annotation)."""
+def _exclusive(u_op: iv.Intervals, u_loader: iv.Intervals, u_py: iv.Intervals) -> dict[str, iv.Intervals]:
+    """A thread's states from the unions of its rows of each: operators first, then the data
+    loader outside them, then Python outside both."""
+    u_loader = _minus(u_loader, u_op)
+    return {"op": u_op, "dataloader": u_loader, "python": _minus(_minus(u_py, u_op), u_loader)}
+
+
+def _mark_loaders(ev: pd.DataFrame, state: np.ndarray, pattern: str) -> None:
+    """Rows of state 3 (annotations) whose name matches ``pattern`` (a data loader's) get
+    state 1 (data loader), in place."""
     cats = pd.Index(ev["name"].cat.categories.astype(str))
     rx = re.compile(pattern)
     # Over a list: iterating the (Arrow-backed) Index costs ~5 us a name.
-    return np.fromiter((rx.search(c) is not None for c in cats.tolist()), dtype=bool, count=len(cats))
-
-
-def _native_states(
-    ev: pd.DataFrame, state: np.ndarray, ts: np.ndarray, dur: np.ndarray, window: tuple[int, int] | None, pattern: str
-) -> dict[tuple[int, int], dict[str, iv.Intervals]]:
-    """:func:`thread_states` by the compiled loop (``intervals.native.thread_unions``): the
-    threads in order of first host row, each (thread, state)'s union of its rows' intervals,
-    then the same subtractions. ``state``: each row's state (a new array: changed here)."""
-    is_loader_name = _loader_names(ev, pattern)
+    is_loader_name = np.fromiter((rx.search(c) is not None for c in cats.tolist()), dtype=bool, count=len(cats))
     if is_loader_name.any():
         codes = np.asarray(ev["name"].array.codes)
         state[(state == 3) & np.append(is_loader_name, False)[codes]] = 1
+
+
+def _native_states(
+    ev: pd.DataFrame, state: np.ndarray, ts: np.ndarray, dur: np.ndarray, window: tuple[int, int] | None
+) -> dict[tuple[int, int], dict[str, iv.Intervals]]:
+    """:func:`thread_states` by the compiled loop (``intervals.native.thread_unions``): the
+    threads in order of first host row, each (thread, state)'s union of its rows' intervals,
+    then the same subtractions (:func:`_exclusive`). ``state``: each row's state."""
     n = len(state)
     c64 = np.ascontiguousarray
     pid, tid = c64(ev["pid"].to_numpy(), dtype=np.int64), c64(ev["tid"].to_numpy(), dtype=np.int64)
@@ -236,9 +237,7 @@ def _native_states(
         u_op, u_loader, u_py = (
             (out_s[at[k] : at[k + 1]].copy(), out_e[at[k] : at[k + 1]].copy()) for k in range(3 * t, 3 * t + 3)
         )
-        u_loader = _minus(u_loader, u_op)
-        u_py = _minus(_minus(u_py, u_op), u_loader)
-        out[(int(out_pid[t]), int(out_tid[t]))] = {"op": u_op, "dataloader": u_loader, "python": u_py}
+        out[(int(out_pid[t]), int(out_tid[t]))] = _exclusive(u_op, u_loader, u_py)
     return out
 
 
