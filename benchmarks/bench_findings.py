@@ -25,6 +25,13 @@ read them. Run twice to see both. On a big trace the first run shares that work 
 worker process (``analysis/_workers.py``): the per-rule table then gives this process's
 CPU time per rule, the workers' CPU time in one row, and the sum; the wall column is the
 one to read for what both cores did together. ``--workers on/off`` compares the two ways.
+
+``--cold-load`` measures a user's first session: the load reads the files into a new cache
+folder (removed at the end), timed, and the findings call follows in the same process.
+A big load prepares the per-rank results there (``tv.load(..., prepare=)``,
+``loading/prepare.py``); ``--prepare off`` compares with a load that does not:
+
+    flock /work/big.lock python benchmarks/bench_findings.py /work/bench-data/synth_64x1000000 --only-per-rule --cold-load --cache-root /work --prepare auto|off
 """
 
 from __future__ import annotations
@@ -49,12 +56,22 @@ CALLS: dict[str, Callable[[tv.Trace], object]] = {
 
 #: Load only the first N ranks (``--ranks``; None: all).
 RANKS: int | None = None
+#: The cache folder (``--cold-load``: a new one; None: the user's).
+CACHE: str | None = None
+#: ``tv.load``'s ``prepare=`` (``--prepare``).
+PREPARE: bool | None = None
 
 
 def _load(path: Path) -> tv.Trace:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. a DONE marker file next to the traces
-        return tv.load(path, progress=False, ranks=None if RANKS is None else range(RANKS))
+        return tv.load(
+            path,
+            progress=False,
+            ranks=None if RANKS is None else range(RANKS),
+            cache=True if CACHE is None else CACHE,
+            prepare=PREPARE,
+        )
 
 
 def _timed(fn: Callable[[], object]) -> tuple[float, float]:
@@ -75,7 +92,13 @@ def per_rule(path: Path) -> None:
     from jupyter_traceview.analysis.findings.context import Context
     from jupyter_traceview.analysis.findings.registry import all_rules
 
-    trace = _load(path)  # a fresh trace: nothing memoised on its tables yet
+    holder_t: list[tv.Trace] = []
+    cpu, wall = _timed(lambda: holder_t.append(_load(path)))
+    trace = holder_t[0]  # a fresh trace: nothing memoised on its tables yet
+    if CACHE is not None:
+        print(
+            f"\nCold load (a new cache folder, prepare={PREPARE}): {_fmt(wall)} wall, {_fmt(cpu)} CPU in this process"
+        )
     rules = FindingRules()
     holder: list[Context] = []
     cpu, wall = _timed(lambda: holder.append(Context(trace, rules, ranks=None, iterations=None, time_range=None)))
@@ -178,9 +201,24 @@ def main() -> None:
         action="store_true",
         help="with the per-rule table: the CPU time of each per-rank function in this process (with --workers off: all)",
     )
+    p.add_argument(
+        "--cold-load",
+        action="store_true",
+        help="with the per-rule table: load into a new cache folder (under --cache-root) first, timed, as a user's "
+        "first load; the findings call then follows in the same process",
+    )
+    p.add_argument("--cache-root", type=Path, default=None, help="where --cold-load makes its cache folder")
+    p.add_argument(
+        "--prepare", choices=("auto", "on", "off"), default="auto", help="tv.load's prepare=: None (auto), True, False"
+    )
     args = p.parse_args()
-    global RANKS
+    global RANKS, CACHE, PREPARE
     RANKS = args.ranks
+    PREPARE = {"auto": None, "on": True, "off": False}[args.prepare]
+    if args.cold_load:
+        import tempfile
+
+        CACHE = tempfile.mkdtemp(prefix="bench-findings-cache-", dir=args.cache_root)
     if args.per_function:
         _time_per_function()
     if args.first_call:
@@ -201,9 +239,15 @@ def main() -> None:
             _workers.idle_cores = lambda: 1  # type: ignore[assignment]
     if not args.only_per_rule:
         calls(args.paths, args.runs)
-    if args.per_rule or args.only_per_rule:
-        for path in args.paths:
-            per_rule(path)
+    try:
+        if args.per_rule or args.only_per_rule:
+            for path in args.paths:
+                per_rule(path)
+    finally:
+        if CACHE is not None:
+            import shutil
+
+            shutil.rmtree(CACHE, ignore_errors=True)
 
 
 def calls(paths: list[Path], runs: int) -> None:

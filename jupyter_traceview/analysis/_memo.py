@@ -52,6 +52,7 @@ __all__ = [
     "per_rank",
     "rank_memo",
     "read_only",
+    "recording",
     "save_facts",
     "shared_rank_facts",
     "sharing",
@@ -83,6 +84,11 @@ class Workers(Protocol):
 
 
 _WORKERS: ContextVar[Workers | None] = ContextVar("jupyter_traceview_rank_workers", default=None)
+
+#: A per-rank call: the function and its arguments, as :func:`per_rank` was given them.
+Call = tuple[Callable[..., Any], tuple[Any, ...]]
+
+_RECORDING: ContextVar[list[Call] | None] = ContextVar("jupyter_traceview_rank_calls", default=None)
 
 
 @contextmanager
@@ -118,6 +124,18 @@ def _scope(memo: Memo, workers: Workers | None) -> Iterator[Memo]:
     finally:
         _WORKERS.reset(w_token)
         _MEMO.reset(token)
+
+
+@contextmanager
+def recording() -> Iterator[list[Call]]:
+    """The calls of :func:`per_rank` whose results are kept, made inside: ``(fn, args)`` in the
+    order first made, each once (for :mod:`.findings.prepare`, which makes them again on other ranks)."""
+    calls: list[Call] = []
+    token = _RECORDING.set(calls)
+    try:
+        yield calls
+    finally:
+        _RECORDING.reset(token)
 
 
 def sharing() -> bool:
@@ -177,6 +195,9 @@ def per_rank(trace: Trace, fn: Callable[..., T], /, *args: Any, keep: bool = Tru
     (for results asked for one window among many, not worth keeping)."""
     if not keep or _MEMO.get() is None or trace.window is not None or trace.client is not None:
         return trace.map_ranks(fn, *args)
+    calls = _RECORDING.get()
+    if calls is not None and (fn, args) not in calls:
+        calls.append((fn, args))
     out: dict[int, Any] = {}
     missing: list[int] = []
     stores: dict[int, tuple[_facts.RankFacts, str]] = {}

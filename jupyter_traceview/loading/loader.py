@@ -26,6 +26,7 @@ from ..model.trace import Trace, classified
 from ..progress import Progress
 from . import cache as _cache
 from . import handoff, heap
+from . import prepare as _prepare
 from .ingest import (
     ReadOptions,
     SmallFiles,
@@ -139,6 +140,7 @@ def load(
     max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
     progress: bool | Progress | None = None,
     client: Any | None = None,
+    prepare: bool | None = None,
     on_progress: None = None,
     align: None = None,
 ) -> Trace:
@@ -194,6 +196,15 @@ def load(
     client:
         With ``engine="dask"``: the ``distributed.Client`` to use; None starts a
         ``LocalCluster`` for the trace.
+    prepare:
+        Also compute, right after each file is read, the per-rank results that a first
+        :func:`~jupyter_traceview.findings` call (the dashboard's first view) would compute,
+        and keep them with the cache entries, so that the call reads them: on a big trace
+        the worker processes do it while the rank's tables are in memory (see
+        :mod:`~jupyter_traceview.loading.prepare`). True for every file read, False never,
+        None (default) for a load that reads at least 512 MB of JSON in worker processes.
+        Needs the cache (nothing is prepared with ``cache=False`` or ``engine="dask"``);
+        files read from the cache keep what was prepared when they were read.
     on_progress, align:
         Removed (each raises :class:`OptionError`): ``on_progress=f`` is ``progress=``, a
         callable taking ``(done, total, label)``; ``align="collectives"`` is
@@ -232,6 +243,8 @@ def load(
         raise OptionError.invalid("engine", engine, _ENGINES)
     if bad_events not in ("raise", "drop"):
         raise OptionError.invalid("bad_events", bad_events, ("raise", "drop"))
+    if prepare is not None and not isinstance(prepare, bool):
+        raise OptionError(f"prepare must be True, False or None, got {prepare!r}")
     if classifier is not None and not isinstance(classifier, Classifier):
         raise TypeError(f"classifier must be a tv.Classifier, got {type(classifier).__name__}")
     report = progress if callable(progress) else None  # the caller's Progress, else a tqdm bar
@@ -335,6 +348,16 @@ def load(
     use_pool = engine == "process" or (
         engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
     )
+    # The functions that prepare per-rank results (loading.prepare), if this load runs them.
+    in_pool = split is None and use_pool and len(todo) > 0  # the files read by _load_parallel
+    specs: tuple[str, ...] = ()
+    if (
+        cache_dir is not None
+        and todo
+        and prepare is not False
+        and (prepare or (in_pool and _estimated_json_bytes(todo_files) >= _prepare.MIN_BYTES))
+    ):
+        specs = _prepare.functions()
     tqdm_bar: Any = None
     bar_due: float | None = None  # progress=None: when a bar is due, if the load is still going
     n_done = len(files) - len(todo)
@@ -373,10 +396,22 @@ def load(
             except TraceFormatError as exc:
                 handle_error(files[split], exc)
             advance()
-        elif use_pool and len(todo) > 0:
+        elif in_pool:
             # The workers also add each rank's gpu_class column: that work is spread over the
             # pool and overlaps the reading.
-            _load_parallel(files, todo, options, cache_arg, results, handle_error, advance, start_progress, classifier)
+            _load_parallel(
+                files,
+                todo,
+                options,
+                cache_arg,
+                results,
+                handle_error,
+                advance,
+                start_progress,
+                classifier,
+                specs,
+                source,
+            )
         else:
             start_progress()
             # Small one-rank files' tables are built together (SmallFiles), in batches.
@@ -405,6 +440,13 @@ def load(
         if tqdm_bar is not None:
             tqdm_bar.close()
 
+    if specs and not in_pool:
+        # Read in this process (one file, or small ones): prepared here (prepare=True).
+        for i in todo:
+            if i in results:
+                _prepare.run(
+                    specs, results[i], cache_dir=str(cache_dir), key=keys[i], classifier=classifier, source=source
+                )
     if cache_dir is not None and todo:
         _cache.prune(cache_dir)
     report_failures(not_traces, failures)
@@ -514,8 +556,11 @@ def _load_parallel(
     advance: Callable[[], None],
     started: Callable[[], None],
     classifier: Classifier,
+    specs: tuple[str, ...] = (),
+    source: str | None = None,
 ) -> None:
-    """Read ``files[i]`` for ``i`` in ``todo`` into ``results``, classified (:func:`~..model.trace.classified`)."""
+    """Read ``files[i]`` for ``i`` in ``todo`` into ``results``, classified (:func:`~..model.trace.classified`);
+    ``specs``: the functions that prepare per-rank results (:mod:`.prepare`), run where each file is read."""
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with (
         handoff.scratch_folder() as folder,
@@ -533,7 +578,17 @@ def _load_parallel(
         # when this one ends), so that the disk reads it while this one is parsed.
         ahead = {i: files[order[k + workers]].path for k, i in enumerate(order[:-workers])}
         futures: dict[Future[Any], int] = {
-            pool.submit(_read_file_task, files[i], options, cache_arg, folder, patterns, ahead=ahead.get(i)): i
+            pool.submit(
+                _read_file_task,
+                files[i],
+                options,
+                cache_arg,
+                folder,
+                patterns,
+                ahead=ahead.get(i),
+                specs=specs,
+                source=source,
+            ): i
             for i in order
         }
         started()
@@ -547,7 +602,7 @@ def _load_parallel(
                 pending.discard(fut)
                 i = futures[fut]
                 try:
-                    results[i] = read_file(files[i], options, cache_arg, classifier)
+                    results[i] = _read_prepared(files[i], options, cache_arg, classifier, specs, source)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
                 advance()
@@ -705,18 +760,37 @@ def _read_file_task(
     folder: str | None,
     classifier: Classifier,
     ahead: Path | None = None,
+    specs: tuple[str, ...] = (),
+    source: str | None = None,
 ) -> Any:
     """A worker's task: one file's ranks (:func:`read_file`), classified, handed back through ``folder``.
 
     (See :mod:`.handoff`; the cache gets them classified, with the classifier's key.)
 
     The worker's heap is kept or given back first (:mod:`.heap`); ``ahead``, a file a later
-    task reads, is asked of the OS first (:func:`.readers.files.prefetch`).
+    task reads, is asked of the OS first (:func:`.readers.files.prefetch`). ``specs``: the
+    ranks' derived results are prepared here too (:mod:`.prepare`).
     """
     if ahead is not None:
         prefetch(ahead)
     heap.before_task(tf.size)
-    return handoff.dump(read_file(tf, options, cache_dir, classifier), folder)
+    return handoff.dump(_read_prepared(tf, options, cache_dir, classifier, specs, source), folder)
+
+
+def _read_prepared(
+    tf: TraceFile,
+    options: ReadOptions,
+    cache_dir: str | None,
+    classifier: Classifier,
+    specs: tuple[str, ...],
+    source: str | None,
+) -> list[RankData]:
+    """:func:`read_file`, then the ranks' derived results prepared (``specs``, :mod:`.prepare`)."""
+    ranks = read_file(tf, options, cache_dir, classifier)
+    if specs and cache_dir is not None:
+        key = _cache.entry_key(tf, options.cache_key_fields())
+        _prepare.run(specs, ranks, cache_dir=cache_dir, key=key, classifier=classifier, source=source)
+    return ranks
 
 
 def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: int, folder: str | None) -> Any:

@@ -57,6 +57,7 @@ class Context:
         ranks: Iterable[int] | int | None,
         iterations: Iterable[int] | int | None,
         time_range: tuple[int, int] | None,
+        workers: bool = True,
     ) -> None:
         self.rules = rules
         self.common: Common = rules.common
@@ -70,7 +71,8 @@ class Context:
         self._rank_memo: Memo = {}
         #: Worker processes that compute a share of the per-rank results not kept yet (a
         #: big cached trace's first findings call; see .._workers). Stopped by close().
-        self._workers = RankWorkers()
+        #: ``workers=False``: none (a process that is itself a worker: see .prepare).
+        self._workers = RankWorkers(None if workers else 0)
         weakref.finalize(self, self._workers.close)
         windowed = self.trace if time_range is None else self.trace.select(time_range=time_range)
         with shared_rank_facts(self._rank_memo, workers=self._workers):
