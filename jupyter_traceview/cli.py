@@ -92,14 +92,17 @@ def _load_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _load(args: argparse.Namespace) -> Any:
+def _load(args: argparse.Namespace, *, prepare: bool | None = None) -> Any:
+    """The trace of the command line's PATH (or the sample). ``prepare``: as ``tv.load``'s
+    (None, big loads prepare what findings computes per rank; False for a command that runs
+    no findings, so that it does not pay for them)."""
     from .loading.loader import load
     from .samples import sample_path
 
     path = sample_path() if args.sample else args.path
     if path is None:
         raise _UsageError("give a PATH to a trace file or folder, or --sample")
-    return load(path, progress=_progress(args), **_load_options(args))
+    return load(path, progress=_progress(args), prepare=prepare, **_load_options(args))
 
 
 #: The warning lines printed on stderr in this run (kept with a summary, printed again with it).
@@ -232,7 +235,7 @@ def _summary_text(args: argparse.Namespace) -> str:
     from . import format as fmt
     from .analysis.headline import headline_with_ranks
 
-    trace = _load(args)
+    trace = _load(args, prepare=False)  # (no findings here)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         h, per_rank = headline_with_ranks(trace)  # headline(trace) and headline(trace, per_rank=True)

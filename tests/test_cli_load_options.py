@@ -92,3 +92,26 @@ def test_bad_load_options_are_one_line_exit_2(
 def test_parsers() -> None:
     assert _parse_ranks("0, 2,4-6,2") == [0, 2, 4, 5, 6]
     assert _parse_pid_map("7=3, 8=4,host:1=2") == {7: 3, 8: 4, "host:1": 2}
+
+
+def test_only_the_commands_that_run_findings_prepare_its_per_rank_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # tv.load(..., prepare=None) prepares a big load in worker processes; `summary` runs no
+    # findings and does not pay for them. (`report` loads as `findings` does.)
+    from jupyter_traceview.loading import loader
+
+    seen: list[object] = []
+    original = loader.load
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(kwargs.get("prepare", "missing"))
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loader, "load", spy)
+    folder = three_ranks(tmp_path / "f")
+    (folder / "rank-3.json").unlink()
+    assert main(["summary", str(folder), "--no-cache"]) == 0
+    assert main(["findings", str(folder), "--no-cache"]) == 0
+    capsys.readouterr()
+    assert seen == [False, None]
