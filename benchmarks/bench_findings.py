@@ -93,11 +93,14 @@ def per_rule(path: Path) -> None:
     from jupyter_traceview.analysis.findings.registry import all_rules
 
     holder_t: list[tv.Trace] = []
+    children = _children_cpu()
     cpu, wall = _timed(lambda: holder_t.append(_load(path)))
     trace = holder_t[0]  # a fresh trace: nothing memoised on its tables yet
     if CACHE is not None:
+        workers = _children_cpu() - children  # the load's pool, ended with the load
         print(
-            f"\nCold load (a new cache folder, prepare={PREPARE}): {_fmt(wall)} wall, {_fmt(cpu)} CPU in this process"
+            f"\nCold load (a new cache folder, prepare={PREPARE}): {_fmt(wall)} wall, {_fmt(cpu)} CPU in this process, "
+            f"{_fmt(workers)} in its worker processes"
         )
     rules = FindingRules()
     holder: list[Context] = []

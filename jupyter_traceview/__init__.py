@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
+from .loading.prepare import set_prepare_functions
 from .model.display_hook import Headline, set_headline_hook, set_mimebundle_hook
 
 if TYPE_CHECKING:
@@ -139,6 +140,17 @@ def _trace_headline(trace: Any) -> Headline:
 
 
 set_headline_hook(_trace_headline)
+
+
+def _prepare_findings(trace: Any) -> None:
+    """What a default ``tv.findings`` computes per rank, computed by a big load's workers as
+    they read each file (``tv.load(..., prepare=)``; the analyses imported when first run)."""
+    from .analysis.findings.prepare import prepare
+
+    prepare(trace)
+
+
+set_prepare_functions((_prepare_findings,))
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:

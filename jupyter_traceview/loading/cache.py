@@ -74,7 +74,7 @@ from .cache_seal import SEAL_FILE as SEAL_FILE
 from .cache_seal import seal as _seal
 from .cache_seal import seal_key as _seal_key
 
-__all__ = ["attach_facts", "clear_cache", "default_cache_dir", "fact_stores", "prune"]
+__all__ = ["attach_facts", "clear_cache", "default_cache_dir", "prune"]
 
 #: The cache is pruned back under this size (least recently used entries go first).
 MAX_BYTES = 20 * 2**30
@@ -666,15 +666,11 @@ def attach_facts(cache_dir: Path, key: str, ranks: Sequence[RankData]) -> None:
     """Give each rank of the entry ``key`` its store of derived results (:mod:`..model.facts`):
     the file ``r<i>.facts`` in the entry, next to its tables (not in ``meta.json``: a missing or
     damaged one is only a miss, see :class:`~..model.facts.RankFacts`)."""
-    for d, store in zip(ranks, fact_stores(cache_dir, key, len(ranks)), strict=True):
+    entry = os.path.join(cache_dir, key)
+    for i, d in enumerate(ranks):
+        store = RankFacts(os.path.join(entry, f"r{i}.facts"), tables=(entry, i))
         # Keyed by the events frame: attached when it is built (see model.rank_data.Deferred).
         when_built(d, "events", functools.partial(attach, store=store))
-
-
-def fact_stores(cache_dir: Path, key: str, n: int) -> list[RankFacts]:
-    """The stores of derived results of the ``n`` ranks of the entry ``key`` (:func:`attach_facts`)."""
-    entry = os.path.join(cache_dir, key)
-    return [RankFacts(os.path.join(entry, f"r{i}.facts"), tables=(entry, i)) for i in range(n)]
 
 
 def _entry_size(entry: Path) -> int:

@@ -350,14 +350,14 @@ def load(
     )
     # The functions that prepare per-rank results (loading.prepare), if this load runs them.
     in_pool = split is None and use_pool and len(todo) > 0  # the files read by _load_parallel
-    specs: tuple[str, ...] = ()
+    preparers: tuple[_prepare.PrepareFunction, ...] = ()
     if (
         cache_dir is not None
         and todo
         and prepare is not False
         and (prepare or (in_pool and _estimated_json_bytes(todo_files) >= _prepare.MIN_BYTES))
     ):
-        specs = _prepare.functions()
+        preparers = _prepare.prepare_functions()
     tqdm_bar: Any = None
     bar_due: float | None = None  # progress=None: when a bar is due, if the load is still going
     n_done = len(files) - len(todo)
@@ -409,7 +409,7 @@ def load(
                 advance,
                 start_progress,
                 classifier,
-                specs,
+                preparers,
                 source,
             )
         else:
@@ -440,12 +440,12 @@ def load(
         if tqdm_bar is not None:
             tqdm_bar.close()
 
-    if specs and not in_pool:
+    if preparers and not in_pool:
         # Read in this process (one file, or small ones): prepared here (prepare=True).
         for i in todo:
             if i in results:
                 _prepare.run(
-                    specs, results[i], cache_dir=str(cache_dir), key=keys[i], classifier=classifier, source=source
+                    preparers, results[i], cache_dir=str(cache_dir), key=keys[i], classifier=classifier, source=source
                 )
     if cache_dir is not None and todo:
         _cache.prune(cache_dir)
@@ -556,11 +556,11 @@ def _load_parallel(
     advance: Callable[[], None],
     started: Callable[[], None],
     classifier: Classifier,
-    specs: tuple[str, ...] = (),
+    preparers: tuple[_prepare.PrepareFunction, ...] = (),
     source: str | None = None,
 ) -> None:
     """Read ``files[i]`` for ``i`` in ``todo`` into ``results``, classified (:func:`~..model.trace.classified`);
-    ``specs``: the functions that prepare per-rank results (:mod:`.prepare`), run where each file is read."""
+    ``preparers``: the functions that prepare per-rank results (:mod:`.prepare`), run where each file is read."""
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with (
         handoff.scratch_folder() as folder,
@@ -586,7 +586,7 @@ def _load_parallel(
                 folder,
                 patterns,
                 ahead=ahead.get(i),
-                specs=specs,
+                preparers=preparers,
                 source=source,
             ): i
             for i in order
@@ -602,7 +602,7 @@ def _load_parallel(
                 pending.discard(fut)
                 i = futures[fut]
                 try:
-                    results[i] = _read_prepared(files[i], options, cache_arg, classifier, specs, source)
+                    results[i] = _read_prepared(files[i], options, cache_arg, classifier, preparers, source)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
                 advance()
@@ -760,7 +760,7 @@ def _read_file_task(
     folder: str | None,
     classifier: Classifier,
     ahead: Path | None = None,
-    specs: tuple[str, ...] = (),
+    preparers: tuple[_prepare.PrepareFunction, ...] = (),
     source: str | None = None,
 ) -> Any:
     """A worker's task: one file's ranks (:func:`read_file`), classified, handed back through ``folder``.
@@ -768,13 +768,13 @@ def _read_file_task(
     (See :mod:`.handoff`; the cache gets them classified, with the classifier's key.)
 
     The worker's heap is kept or given back first (:mod:`.heap`); ``ahead``, a file a later
-    task reads, is asked of the OS first (:func:`.readers.files.prefetch`). ``specs``: the
+    task reads, is asked of the OS first (:func:`.readers.files.prefetch`). ``preparers``: the
     ranks' derived results are prepared here too (:mod:`.prepare`).
     """
     if ahead is not None:
         prefetch(ahead)
     heap.before_task(tf.size)
-    return handoff.dump(_read_prepared(tf, options, cache_dir, classifier, specs, source), folder)
+    return handoff.dump(_read_prepared(tf, options, cache_dir, classifier, preparers, source), folder)
 
 
 def _read_prepared(
@@ -782,14 +782,14 @@ def _read_prepared(
     options: ReadOptions,
     cache_dir: str | None,
     classifier: Classifier,
-    specs: tuple[str, ...],
+    preparers: tuple[_prepare.PrepareFunction, ...],
     source: str | None,
 ) -> list[RankData]:
-    """:func:`read_file`, then the ranks' derived results prepared (``specs``, :mod:`.prepare`)."""
+    """:func:`read_file`, then the ranks' derived results prepared (``preparers``, :mod:`.prepare`)."""
     ranks = read_file(tf, options, cache_dir, classifier)
-    if specs and cache_dir is not None:
+    if preparers and cache_dir is not None:
         key = _cache.entry_key(tf, options.cache_key_fields())
-        _prepare.run(specs, ranks, cache_dir=cache_dir, key=key, classifier=classifier, source=source)
+        _prepare.run(preparers, ranks, cache_dir=cache_dir, key=key, classifier=classifier, source=source)
     return ranks
 
 

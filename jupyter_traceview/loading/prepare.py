@@ -7,67 +7,65 @@ there, right after a worker has read a file and written its cache entry, while t
 tables are still in memory and the other core is busy with the next file: see
 ``tv.load(..., prepare=)``.
 
-What to compute is not this layer's to know (the analyses sit above it): it runs the
-functions declared as entry points of the group :data:`GROUP`, each ``fn(trace)`` of a
-:class:`~..model.trace.Trace` holding the file's ranks, with each rank's store attached
-(:func:`..model.facts.attach`). This package declares one,
-``jupyter_traceview.analysis.findings.prepare:prepare``, in its ``pyproject.toml``.
+What to compute is not this layer's to know (the analyses sit above it): the package root
+installs the functions (:func:`set_prepare_functions`), as it installs a trace's headline
+function in the model (``model/display_hook.py``); importing any part of the package imports
+the root first, so they are installed before any load. Each is ``fn(trace)`` of a
+:class:`~..model.trace.Trace` holding one file's ranks, each rank with its cache entry's
+store attached (:func:`..model.facts.attach`). The root installs one: what a default
+``findings`` call computes per rank (``analysis/findings/prepare.py``).
 
-What they keep is only a cache: a function that fails (or an entry point that does not
-load) leaves nothing, and the analysis computes the values when it is called, as it would
-have without. The load itself never fails because of them.
+What they keep is only a cache: a function that fails leaves what it had finished, and the
+analysis computes the rest when it is called, as it would have without. The load itself
+never fails because of them. This module imports nothing heavy at its top, for the root.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
+import pickle
 from collections.abc import Callable, Sequence
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model import facts
-from ..model.classify import Classifier
-from ..model.rank_data import RankData, when_built
-from ..model.trace import Trace
-from . import cache as _cache
+if TYPE_CHECKING:
+    from ..model.classify import Classifier
+    from ..model.rank_data import RankData
+    from ..model.trace import Trace
 
-__all__ = ["GROUP", "MIN_BYTES", "functions", "run"]
-
-#: The entry point group of the functions a load runs on the ranks it reads.
-GROUP = "jupyter_traceview.prepare"
+__all__ = ["MIN_BYTES", "prepare_functions", "run", "set_prepare_functions"]
 
 #: ``prepare=None`` (the default) prepares a load that reads at least this much JSON in worker
 #: processes: where a first ``findings`` call takes seconds. Below it, the call is fast and
-#: the load's own time matters more (a small load would pay more for starting the functions'
-#: modules in its workers than the call saves).
+#: the load's own time matters more (a small load would pay more for importing the analyses
+#: in its workers than the call saves).
 MIN_BYTES = 512 << 20
 
+#: A function preparing one file's ranks: ``fn(trace)``.
+PrepareFunction = Callable[["Trace"], Any]
 
-@lru_cache(maxsize=1)
-def functions() -> tuple[str, ...]:
-    """The declared functions, as ``module:attribute`` (sorted; none if the package's metadata
-    cannot be read, e.g. a source tree that was never installed)."""
-    from importlib.metadata import entry_points
-
-    try:
-        return tuple(sorted({ep.value for ep in entry_points(group=GROUP)}))
-    except Exception:  # noqa: BLE001 - broken metadata of some other package: nothing to run
-        return ()
+_functions: tuple[PrepareFunction, ...] = ()
 
 
-def _resolve(spec: str) -> Callable[[Trace], Any]:
-    module, _, attr = spec.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    fn: Callable[[Trace], Any] = obj
-    return fn
+def set_prepare_functions(functions: Sequence[PrepareFunction]) -> None:
+    """Install the functions a load runs on the ranks of each file it reads (replacing those
+    installed before; none: nothing is prepared). Each must be a module-level function: a
+    pool's workers receive it by reference (pickled), so one that does not pickle raises
+    ``TypeError`` here rather than failing a load."""
+    for fn in functions:
+        try:
+            pickle.dumps(fn)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise TypeError(f"a prepare function must be a module-level function, got {fn!r} ({exc})") from None
+    global _functions
+    _functions = tuple(functions)
+
+
+def prepare_functions() -> tuple[PrepareFunction, ...]:
+    """The installed functions, in order."""
+    return _functions
 
 
 def run(
-    specs: Sequence[str],
+    functions: Sequence[PrepareFunction],
     ranks: list[RankData],
     *,
     cache_dir: str,
@@ -75,17 +73,21 @@ def run(
     classifier: Classifier,
     source: str | None,
 ) -> None:
-    """Run each function of ``specs`` on the ranks a file gave (the cache entry ``key`` of
+    """Run each of ``functions`` on the ranks a file gave (the cache entry ``key`` of
     ``cache_dir``, just written), their results kept in the entry's stores; silent on failure."""
-    if not specs or not ranks:
+    if not functions or not ranks:
         return
-    stores = _cache.fact_stores(Path(cache_dir), key, len(ranks))
-    for d, store in zip(ranks, stores, strict=True):
-        when_built(d, "events", functools.partial(facts.attach, store=store))
+    from pathlib import Path
+
+    from ..model import facts
+    from ..model.trace import Trace
+    from . import cache as _cache
+
+    _cache.attach_facts(Path(cache_dir), key, ranks)  # as the load does for the user's trace
     try:
         trace = Trace(ranks, classifier=classifier, source=source, _classified=True)
-        for spec in specs:
-            _resolve(spec)(trace)
+        for fn in functions:
+            fn(trace)
     except Exception:  # noqa: BLE001 - a cache only: the analysis computes what is missing
         pass
     finally:

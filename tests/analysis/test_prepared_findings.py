@@ -2,7 +2,7 @@
 
 ``tv.load(..., prepare=True)`` (the default for big loads in worker processes) runs the
 per-rank work of a default ``findings`` call right after each file is read, and keeps the
-results with the cache entries. Pinned here: the entry point is declared; after such a load
+results with the cache entries. Pinned here: the package root installs findings'; after such a load
 ``findings`` computes no per-rank function again, and its output is the one computed without
 a cache; the values kept are byte for byte those ``findings`` keeps itself; when the load
 prepares (and when it does not); a failing function never fails the load.
@@ -24,8 +24,6 @@ from jupyter_traceview.loading import prepare as prepare_mod
 from jupyter_traceview.model import facts
 from tests.analysis.test_persisted_facts import KEPT, _outputs_calls
 from tests.conftest import KINETO_FOLDERS
-
-FINDINGS = "jupyter_traceview.analysis.findings.prepare:prepare"
 
 
 def _load(path: Path | str, cache: Path | bool, **kw: object) -> tv.Trace:
@@ -52,9 +50,15 @@ def _kept(cache: Path) -> dict[tuple[str, str], bytes]:
     return out
 
 
-def test_the_findings_preparation_is_declared() -> None:
-    assert FINDINGS in prepare_mod.functions()
-    assert callable(prepare_mod._resolve(FINDINGS))
+def test_the_package_root_installs_the_findings_preparation() -> None:
+    assert prepare_mod.prepare_functions() == (tv._prepare_findings,)
+
+
+def test_a_prepare_function_must_travel_to_the_workers_by_reference() -> None:
+    before = prepare_mod.prepare_functions()
+    with pytest.raises(TypeError, match="module-level function"):
+        prepare_mod.set_prepare_functions([lambda trace: None])
+    assert prepare_mod.prepare_functions() == before
 
 
 @pytest.mark.parametrize("folder", ["dlrm_8rank_v100", "hta_dlrm_2of128_ranks", "h100_bert_small", "hta_cpu_only"])
@@ -110,11 +114,18 @@ def test_prepare_takes_a_bool_or_none() -> None:
         _load(tv.sample_path(), cache=False, prepare="yes")
 
 
-@pytest.mark.parametrize("spec", ["no_such_module_here:prepare", f"{FINDINGS}_missing", "builtins:int"])
-def test_a_failing_preparation_never_fails_the_load(spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _raises(trace: tv.Trace) -> None:
+    raise MemoryError("out of memory")
+
+
+@pytest.mark.parametrize("fn", [int, _raises])
+@pytest.mark.parametrize("engine", ["serial", "process"])
+def test_a_failing_preparation_never_fails_the_load(
+    fn: object, engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     want = _findings(_load(tv.sample_path(), cache=False))
-    monkeypatch.setattr(prepare_mod, "functions", lambda: (spec,))
-    trace = _load(tv.sample_path(), cache=tmp_path, prepare=True)
+    monkeypatch.setattr(prepare_mod, "_functions", (fn,))
+    trace = _load(tv.sample_path(), cache=tmp_path, prepare=True, engine=engine)
     assert not list(tmp_path.glob("*/r*.facts"))
     pd.testing.assert_frame_equal(_findings(trace), want)
 
@@ -133,7 +144,7 @@ def test_a_preparation_that_fails_half_way_keeps_what_it_finished(
         save_facts()
         raise RuntimeError("out of luck")
 
-    monkeypatch.setattr(findings_prepare, "prepare", half)
+    monkeypatch.setattr(findings_prepare, "prepare", half)  # (the root's function imports it when run)
     want = _findings(_load(tv.sample_path(), cache=False))
     trace = _load(tv.sample_path(), cache=tmp_path, prepare=True)
     kept = {key.split("|")[0] for _, key in _kept(tmp_path)}
@@ -142,8 +153,9 @@ def test_a_preparation_that_fails_half_way_keeps_what_it_finished(
 
 
 def test_the_loader_names_no_analysis() -> None:
-    # The layers point one way: the loader finds the preparations through entry points.
+    # The layers point one way: the package root installs what the loader runs.
     for module in (loader, prepare_mod):
         source = Path(module.__file__ or "").read_text()
-        assert "jupyter_traceview.analysis" not in source.replace(FINDINGS, "")
-        assert "from ..analysis" not in source
+        assert (
+            "..analysis" not in source and "jupyter_traceview.analysis" not in source and "import_module" not in source
+        )

@@ -6,9 +6,9 @@ whose results are kept with the ranks' cache entries for later calls. :func:`pre
 that work on the ranks of one file, in the load's worker process that has just read them
 (their tables still in memory), and keeps the results the same way, so that the first
 ``findings`` call after the load (the dashboard's first view) reads them instead of
-computing them. ``tv.load`` calls it through the entry point group
-:data:`~jupyter_traceview.loading.prepare.GROUP` (declared in ``pyproject.toml``): the
-loader sits below the analyses and names none of them.
+computing them. The package root installs it in the loader
+(:func:`jupyter_traceview.loading.prepare.set_prepare_functions`): the loader sits below the
+analyses and names none of them.
 
 The first file of a trace a process prepares runs every rule of a default ``findings`` call (the
 default :class:`FindingRules`), plus what the rules that compare ranks compute per rank
