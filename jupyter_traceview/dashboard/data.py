@@ -26,15 +26,16 @@ import math
 import re
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from .. import format as fmt
+from ..analysis._memo import save_facts, shared_rank_facts
 from ..errors import OptionError, TraceSelectionError, TraceviewError, TraceviewWarning
 from ..model.display_hook import Headline
 from ..model.trace import Trace
@@ -146,7 +147,7 @@ class DashboardData:
     @property
     def headline(self) -> Headline:
         """``tv.headline(trace)``: the header's and the Overview's figures (computed once, kept with the trace)."""
-        return self.trace._headline()
+        return _kept(self.trace._headline)
 
     @property
     def t0_ns(self) -> int:
@@ -187,9 +188,17 @@ class DashboardData:
                 if self.baseline is None:
                     raise TraceviewError("no baseline to compare with: DashboardData(trace, baseline=other_trace)")
                 df = analysis.trace_diff(self.baseline, self.trace, **kw)
+            elif name == "findings":
+                # findings keeps its per-rank results itself, with worker processes of its own
+                # (an outer scope would keep the results but lose the workers).
+                df = analysis.findings(self.trace, time_range=time_range, **kw)
             else:
                 fn = getattr(analysis, name)
-                df = fn(self.trace, time_range=time_range, **kw) if time_range is not None else fn(self.trace, **kw)
+                df = _kept(
+                    lambda: (
+                        fn(self.trace, time_range=time_range, **kw) if time_range is not None else fn(self.trace, **kw)
+                    )
+                )
         self._frames[key] = df
         return df
 
@@ -334,6 +343,22 @@ class DashboardData:
     def timeline_state(self) -> TimelineModel:
         """The timeline's initial state (builds the index): the traits of ``tv.Timeline``."""
         return timeline_protocol.timeline_state(self.trace, self.index)
+
+
+T = TypeVar("T")
+
+
+def _kept(compute: Callable[[], T]) -> T:
+    """``compute()`` (an analysis of the trace) inside a scope of shared per-rank facts
+    (:func:`..analysis._memo.shared_rank_facts`): the analyses' per-rank results are read from
+    the ranks' cache entries where they were kept (by ``findings``, by another dashboard, or
+    prepared by the load: ``tv.load(..., prepare=)``), and those computed here are kept there
+    for the next. The values are what ``compute()`` gives outside (the memo only returns what
+    the computation it stands for would); the scope's memo is dropped when it returns."""
+    with shared_rank_facts():
+        out = compute()
+    save_facts()
+    return out
 
 
 def timeline_overview(trace: Trace, *, bins: int = 1000) -> pd.DataFrame:
