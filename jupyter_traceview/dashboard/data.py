@@ -133,7 +133,7 @@ class DashboardData:
     @property
     def has_gpu(self) -> bool:
         """Whether the trace holds any GPU activity (kernels, copies, syncs)."""
-        return int(self.trace._headline()["gpu_activities"]) > 0
+        return int(self.headline["gpu_activities"]) > 0
 
     @property
     def _has_memory(self) -> bool:
