@@ -28,6 +28,20 @@ python -m pip install --quiet --disable-pip-version-check -e ".[test]"
 jlpm install --immutable
 jlpm build
 
+# Chromium, before any test: the report's tests (pytest) and the UI tests (Galata) drive it.
+chromium=${CHROMIUM_PATH:-/usr/bin/chromium}
+if [ ! -x "$chromium" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "installing Chromium (apt-get)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "Chromium is missing at $chromium: 'sudo apt-get install -y chromium', or set CHROMIUM_PATH" >&2
+        exit 1
+    fi
+fi
+export CHROMIUM_PATH="$chromium"
+
 echo "== ruff"
 ruff check jupyter_traceview tests benchmarks scripts hatch_build.py
 ruff format --check jupyter_traceview tests benchmarks scripts hatch_build.py
@@ -44,17 +58,6 @@ echo "== pytest"
 python -m pytest "$@"
 
 echo "== UI tests (Galata)"
-chromium=${CHROMIUM_PATH:-/usr/bin/chromium}
-if [ ! -x "$chromium" ]; then
-    if [ "$(id -u)" = 0 ]; then
-        echo "installing Chromium (apt-get)"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        echo "Chromium is missing at $chromium: 'sudo apt-get install -y chromium', or set CHROMIUM_PATH" >&2
-        exit 1
-    fi
-fi
 # A free port for JupyterLab unless one is given: Playwright would reuse a server already
 # listening on its port (another checkout's, with other code) and test that instead.
 if [ -z "${TRACEVIEW_UI_PORT:-}" ]; then

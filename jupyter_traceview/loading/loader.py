@@ -579,15 +579,7 @@ def _load_parallel(
         ahead = {i: files[order[k + workers]].path for k, i in enumerate(order[:-workers])}
         futures: dict[Future[Any], int] = {
             pool.submit(
-                _read_file_task,
-                files[i],
-                options,
-                cache_arg,
-                folder,
-                patterns,
-                ahead=ahead.get(i),
-                preparers=preparers,
-                source=source,
+                _read_file_task, files[i], options, cache_arg, folder, patterns, ahead.get(i), preparers, source
             ): i
             for i in order
         }
@@ -602,7 +594,7 @@ def _load_parallel(
                 pending.discard(fut)
                 i = futures[fut]
                 try:
-                    results[i] = _read_prepared(files[i], options, cache_arg, classifier, preparers, source)
+                    results[i] = _prepare.read_prepared(files[i], options, cache_arg, classifier, preparers, source)
                 except TraceFormatError as exc:
                     handle_error(files[i], exc)
                 advance()
@@ -774,23 +766,7 @@ def _read_file_task(
     if ahead is not None:
         prefetch(ahead)
     heap.before_task(tf.size)
-    return handoff.dump(_read_prepared(tf, options, cache_dir, classifier, preparers, source), folder)
-
-
-def _read_prepared(
-    tf: TraceFile,
-    options: ReadOptions,
-    cache_dir: str | None,
-    classifier: Classifier,
-    preparers: tuple[_prepare.PrepareFunction, ...],
-    source: str | None,
-) -> list[RankData]:
-    """:func:`read_file`, then the ranks' derived results prepared (``preparers``, :mod:`.prepare`)."""
-    ranks = read_file(tf, options, cache_dir, classifier)
-    if preparers and cache_dir is not None:
-        key = _cache.entry_key(tf, options.cache_key_fields())
-        _prepare.run(preparers, ranks, cache_dir=cache_dir, key=key, classifier=classifier, source=source)
-    return ranks
+    return handoff.dump(_prepare.read_prepared(tf, options, cache_dir, classifier, preparers, source), folder)
 
 
 def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: int, folder: str | None) -> Any:

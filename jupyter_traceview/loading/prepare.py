@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from ..model.classify import Classifier
     from ..model.rank_data import RankData
     from ..model.trace import Trace
+    from .ingest import ReadOptions
+    from .readers.files import TraceFile
 
-__all__ = ["MIN_BYTES", "prepare_functions", "run", "set_prepare_functions"]
+__all__ = ["MIN_BYTES", "prepare_functions", "read_prepared", "run", "set_prepare_functions"]
 
 #: ``prepare=None`` (the default) prepares a load that reads at least this much JSON in worker
 #: processes: where a first ``findings`` call takes seconds. Below it, the call is fast and
@@ -92,3 +94,23 @@ def run(
         pass
     finally:
         facts.flush()
+
+
+def read_prepared(
+    tf: TraceFile,
+    options: ReadOptions,
+    cache_dir: str | None,
+    classifier: Classifier,
+    functions: Sequence[PrepareFunction],
+    source: str | None,
+) -> list[RankData]:
+    """:func:`..ingest.read_file` (in a pool's worker, or in the loading process), then the
+    ranks' derived results prepared by ``functions`` (:func:`run`; none without a cache)."""
+    from . import cache as _cache
+    from .ingest import read_file
+
+    ranks = read_file(tf, options, cache_dir, classifier)
+    if functions and cache_dir is not None:
+        key = _cache.entry_key(tf, options.cache_key_fields())
+        run(functions, ranks, cache_dir=cache_dir, key=key, classifier=classifier, source=source)
+    return ranks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from jupyter_traceview.report.html import render_report
 from jupyter_traceview.views.timeline.levels import DEFAULT_MAX_BYTES
 from tests import kineto_builder as kb
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
 SECTIONS = [
     "overview",
     "timeline",
