@@ -217,7 +217,7 @@ def test_workers_get_the_classifier_s_patterns_not_its_memo(monkeypatch: pytest.
 
     class Recording(real):  # type: ignore[misc, valid-type]
         def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-            sent.append(args[-1])
+            sent.extend(a for a in args if isinstance(a, Classifier))
             return super().submit(fn, *args, **kwargs)
 
     monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
