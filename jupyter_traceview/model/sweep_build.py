@@ -2,13 +2,15 @@
 
 Light on purpose (no numpy or pandas): ``traceview --version`` says whether the analyses'
 loops are compiled without importing them. :mod:`.intervals` takes the module from here:
-one answer for both. (The Kineto reader's scanner has its own, :mod:`..loading.readers.build`.)
+one answer for both. (The Kineto reader's scanner has its own, :mod:`..loading.readers.build`;
+both find their module through :mod:`.native_ext`.)
 """
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
+
+from . import native_ext
 
 __all__ = ["AVAILABLE", "SWEEP", "VERSION", "describe"]
 
@@ -16,15 +18,11 @@ __all__ = ["AVAILABLE", "SWEEP", "VERSION", "describe"]
 #: module of another version is from another version of the package and is not used.
 VERSION = 1
 
+_NAME = f"{__package__}._sweep"
+
 
 def _module() -> ModuleType | None:
-    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
-        return None
-    try:
-        from . import _sweep  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _sweep if getattr(_sweep, "VERSION", 0) == VERSION else None
+    return native_ext.find(_NAME, lambda m: getattr(m, "VERSION", 0) == VERSION)
 
 
 #: The compiled loops (``_sweep``), or None: not built, of another version, or turned off by
@@ -34,18 +32,18 @@ SWEEP = _module()
 #: Whether the analyses' loops run compiled.
 AVAILABLE = SWEEP is not None
 
+_WHY_NOT = {
+    "off": "numpy only (TRACEVIEW_NATIVE=0 turns the compiled loops off)",
+    "not built": (
+        "numpy only: the compiled loops are not built (install a C compiler and Python's headers, "
+        "then reinstall; a first findings call on a large trace takes about a third less time with them)"
+    ),
+    "another version": "numpy only: the compiled loops are from another version of the package (reinstall)",
+}
+
 
 def describe() -> str:
     """Whether the analyses' loops run compiled, and why not, in words (``traceview --version``)."""
     if AVAILABLE:
         return "compiled (_sweep), with numpy where they do not apply; identical results"
-    if os.environ.get("TRACEVIEW_NATIVE", "") == "0":
-        return "numpy only (TRACEVIEW_NATIVE=0 turns the compiled loops off)"
-    try:
-        from . import _sweep  # type: ignore[attr-defined]  # noqa: F401
-    except ImportError:
-        return (
-            "numpy only: the compiled loops are not built (install a C compiler and Python's headers, "
-            "then reinstall; a first findings call on a large trace takes about a third less time with them)"
-        )
-    return "numpy only: the compiled loops are from another version of the package (reinstall)"
+    return _WHY_NOT[native_ext.why_not(_NAME)]
