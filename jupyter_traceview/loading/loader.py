@@ -338,16 +338,14 @@ def load(
         failures.append((tf, exc))
 
     cache_arg = str(cache_dir) if cache_dir is not None else None
-    todo_files = [files[i] for i in todo]
+    json_bytes = _estimated_json_bytes([files[i] for i in todo])  # what is left to read
     split = None
     if len(todo) == 1 and engine in ("auto", "process") and (os.cpu_count() or 1) > 1:
         one = files[todo[0]]
-        big = _estimated_json_bytes([one]) > _SPLIT_BYTES and _pool_starts_cheaply()
+        big = json_bytes > _SPLIT_BYTES and _pool_starts_cheaply()
         if trace_format(one.path) == "kineto" and (engine == "process" or big):
             split = todo[0]
-    use_pool = engine == "process" or (
-        engine == "auto" and len(todo) > 1 and _estimated_json_bytes(todo_files) > _PARALLEL_BYTES
-    )
+    use_pool = engine == "process" or (engine == "auto" and len(todo) > 1 and json_bytes > _PARALLEL_BYTES)
     # The functions that prepare per-rank results (loading.prepare), if this load runs them.
     in_pool = split is None and use_pool and len(todo) > 0  # the files read by _load_parallel
     preparers: tuple[_prepare.PrepareFunction, ...] = ()
@@ -355,7 +353,7 @@ def load(
         cache_dir is not None
         and todo
         and prepare is not False
-        and (prepare or (in_pool and _estimated_json_bytes(todo_files) >= _prepare.MIN_BYTES))
+        and (prepare or (in_pool and json_bytes >= _prepare.MIN_BYTES))
     ):
         preparers = _prepare.prepare_functions()
     tqdm_bar: Any = None
