@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "diagnosis" / "scenarios"
 MATMUL = ROOT / "tests" / "data" / "h200_cuda" / "matmul" / "matmul.pt.trace.json.gz"
 BERT = ROOT / "tests" / "data" / "h100_bert_small" / "gaunernst_bert-small-uncased__1016001.json.gz"
+TRAIN = ROOT / "tests" / "data" / "h200_cuda" / "train" / "train.pt.trace.json.gz"
+MI250 = ROOT / "tests" / "data" / "hta_mi250_rocm" / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 DLRM = ROOT / "jupyter_traceview" / "samples" / "dlrm_8rank_v100"
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 SYNCS = {"cudaDeviceSynchronize", "cudaStreamSynchronize"}
@@ -140,17 +142,27 @@ def _launch_with_gpu(
     gpu_dur: float,
     gpu_args: dict[str, Any],
     host_dur: float = 20.0,
+    blocking: bool = False,
 ) -> float:
-    """Add host ops (nested), a runtime call and its GPU activity starting right after it; return GPU end."""
+    """Add host ops (nested), a runtime call and its GPU activity starting right after it; return GPU end.
+
+    ``blocking``: the runtime call lasts as long as its GPU activity (a pageable copy); the GPU
+    must then be idle at ``t``.
+    """
     corr, ext = ids.next()
+    if blocking:
+        host_dur = gpu_dur + 10 + 2 * len(ops)
     insert_host_time(ev, t, host_dur + 5)
     for depth, op in enumerate(ops):
         ev.append(_host(op, t + depth, host_dur - 2 * depth, host_like, **{"External id": ext}))
     rt_ts = t + len(ops)
     rt_dur = host_dur - 2 * len(ops)
     ev.append(_host(runtime, rt_ts, rt_dur, host_like, cat="cuda_runtime", correlation=corr, **{"External id": ext}))
-    g_ts = rt_ts + rt_dur + 2
-    insert_gpu_time(ev, g_ts, gpu_dur + 1)
+    if blocking:
+        g_ts = rt_ts + 3
+    else:
+        g_ts = rt_ts + rt_dur + 2
+        insert_gpu_time(ev, g_ts, gpu_dur + 1)
     args = {
         "External id": ext,
         "device": gpu_like["args"]["device"],
@@ -218,6 +230,14 @@ def _kernel(ev: list[Event]) -> Event:
 MATMUL_SOURCE = (
     "Edited from `tests/data/h200_cuda/matmul` (recorded by this project on an NVIDIA H200, "
     "see tests/data/h200_cuda/README.md) by `scripts/record_diagnosis/edit_traces.py`. No third-party data.\n"
+)
+TRAIN_SOURCE = MATMUL_SOURCE.replace("matmul", "train")
+MI250_SOURCE = (
+    "Edited from `tests/data/hta_mi250_rocm/mi250_minitoy_train_ROCm6_2_kineto.json.gz` by "
+    "`scripts/record_diagnosis/edit_traces.py`. The original: a toy model trained on an AMD MI250 with ROCm 6.2, "
+    "from facebookresearch/HolisticTraceAnalysis `tests/data/amd_trace/`, MIT License, Copyright (c) Meta "
+    "Platforms, Inc. and affiliates. The MIT text is `tests/data/LICENSE-MIT.txt`; it applies to this derived "
+    "file too.\n"
 )
 BERT_SOURCE = (
     "Edited from `tests/data/h100_bert_small/gaunernst_bert-small-uncased__1016001.json.gz` by "
@@ -374,18 +394,19 @@ def _launches(ev: list[Event]) -> list[Event]:
             e
             for e in ev
             if e.get("cat") in ("cuda_runtime", "cuda_driver")
-            and e["name"].startswith(("cudaLaunchKernel", "cuLaunchKernel"))
+            and e["name"].startswith(
+                ("cudaLaunchKernel", "cuLaunchKernel", "hipLaunchKernel", "hipExtModuleLaunchKernel")
+            )
         ),
         key=lambda e: e["ts"],
     )
 
 
-def graph_capture(out: Path) -> None:
-    """bert-small's forward captured into a CUDA graph: launches between Begin/EndCapture run nothing."""
-    data, ev = _bert()
+def _capture(ev: list[Event], first: int, api: str, instantiate: float) -> int:
+    """Put launches ``first``.. between {api}StreamBeginCapture and EndCapture; drop their GPU activity."""
     pids = _gpu_pids(ev)
     launches = _launches(ev)
-    begin, end = launches[4]["ts"] - 1, launches[-1]["ts"] + launches[-1]["dur"] + 1
+    begin, end = launches[first]["ts"] - 1, launches[-1]["ts"] + launches[-1]["dur"] + 1
     captured = {
         e["args"]["correlation"]
         for e in ev
@@ -402,25 +423,36 @@ def graph_capture(out: Path) -> None:
         )
     ]
     ev[:] = [e for e in ev if not (e.get("ph") == "s" and e.get("id") in captured)]
-    like = launches[4]
+    like = launches[first]
     ids = Ids(ev)
     insert_host_time(ev, begin, 15)
-    ev.append(_host("cudaStreamBeginCapture", begin, 10, like, cat="cuda_runtime", correlation=ids.next()[0]))
+    ev.append(_host(f"{api}StreamBeginCapture", begin, 10, like, cat="cuda_runtime", correlation=ids.next()[0]))
     end += 15
-    instantiate = 1_800.0
     insert_host_time(ev, end, 20 + instantiate + 5)
-    ev.append(_host("cudaStreamEndCapture", end, 15, like, cat="cuda_runtime", correlation=ids.next()[0]))
+    ev.append(_host(f"{api}StreamEndCapture", end, 15, like, cat="cuda_runtime", correlation=ids.next()[0]))
     ev.append(
         _host(
-            "cudaGraphInstantiateWithFlags", end + 20, instantiate, like, cat="cuda_runtime", correlation=ids.next()[0]
+            f"{api}GraphInstantiateWithFlags",
+            end + 20,
+            instantiate,
+            like,
+            cat="cuda_runtime",
+            correlation=ids.next()[0],
         )
     )
+    return len(captured)
+
+
+def graph_capture(out: Path) -> None:
+    """bert-small's forward captured into a CUDA graph: launches between Begin/EndCapture run nothing."""
+    data, ev = _bert()
+    captured = _capture(ev, 4, "cuda", 1_800.0)
     facts = {
         "base": "h100_bert_small",
         "injected": "cudaStreamBeginCapture before the 5th launch, cudaStreamEndCapture "
         "after the last, then cudaGraphInstantiateWithFlags (1.8 ms); the GPU activity of the launches in between "
         "removed (a capture records launches, it runs nothing)",
-        "captured_launches": len(captured),
+        "captured_launches": captured,
     }
     _save(data, out / "gpu_graph_capture", "capture.pt.trace.json.gz", facts, BERT_SOURCE)
 
@@ -612,6 +644,99 @@ def delayed_rank(out: Path, *, late: int = 5, delay_us: float = 20_000.0) -> Non
     print(f"wrote {folder}: {facts}")
 
 
+def hip_graph_capture(out: Path) -> None:
+    """The MI250 training step captured into a HIP graph after its first two launches (hipStreamBeginCapture...)."""
+    data = _load(MI250)
+    ev = data["traceEvents"]
+    captured = _capture(ev, 2, "hip", 2_500.0)
+    facts = {
+        "base": "hta_mi250_rocm",
+        "injected": "hipStreamBeginCapture before the 3rd launch of the training step (the only step with GPU work), "
+        "hipStreamEndCapture after the last launch, then hipGraphInstantiateWithFlags (2.5 ms); the GPU activity of the launches in between removed",
+        "captured_calls": captured,
+    }
+    _save(data, out / "hip_graph_capture", "hip_capture.json.gz", facts, MI250_SOURCE)
+
+
+def pageable_copies(out: Path) -> None:
+    """Each step first copies 64 MiB host-to-device from pageable memory at 8 GB/s (the host blocks)."""
+    data = _load(MATMUL)
+    ev = data["traceEvents"]
+    ids, k = Ids(ev), _kernel(ev)
+    nbytes, gbps = 64 * 2**20, 8.0
+    d = nbytes / (gbps * 1e9) * 1e6
+    for step in _steps(ev):
+        op = _first_op(ev, step)
+        _launch_with_gpu(
+            ev,
+            ids,
+            host_like=op,
+            gpu_like=k,
+            ops=["aten::to", "aten::_to_copy", "aten::copy_"],
+            runtime="cudaMemcpyAsync",
+            t=op["ts"] - 30,
+            gpu_name="Memcpy HtoD (Pageable -> Device)",
+            gpu_cat="gpu_memcpy",
+            gpu_dur=d,
+            gpu_args={"bytes": nbytes, "memory bandwidth (GB/s)": gbps},
+            blocking=True,
+        )
+    facts = {
+        "base": "h200_cuda/matmul",
+        "injected": "one 64 MiB pageable HtoD cudaMemcpyAsync at the start of each of the 3 steps; the host call "
+        "lasts as long as the copy",
+        "copy_ms_per_step": d / 1e3,
+        "copy_ms_total": 3 * d / 1e3,
+        "bytes_per_copy": nbytes,
+        "gbps": gbps,
+    }
+    _save(data, out / "gpu_pageable_copies", "pageable.pt.trace.json.gz", facts, MATMUL_SOURCE)
+
+
+def unrecognised(out: Path) -> None:
+    """The bf16 matrix products renamed to a custom library's kernel under a custom op (no known name)."""
+    data = _load(MATMUL)
+    ev = data["traceEvents"]
+    renamed, ms = 0, 0.0
+    for e in ev:
+        if e.get("cat") == "kernel" and e["name"].startswith("nvjet_sm90_tst"):
+            e["name"] = "fused_moe_gate_up_sm90<128, 4>"
+            renamed += 1
+            ms += e["dur"] / 1e3
+        elif e.get("cat") == "cpu_op" and e["name"] == "aten::mm":
+            e["name"] = "mylib::fused_moe_gate_up"
+    facts = {
+        "base": "h200_cuda/matmul",
+        "injected": "the 8192^3 bf16 products' kernels (nvjet_sm90_tst...) renamed fused_moe_gate_up_sm90<128, 4> and "
+        "every aten::mm op renamed mylib::fused_moe_gate_up (a custom extension's op and kernel)",
+        "renamed_kernels": renamed,
+        "renamed_kernel_ms": ms,
+    }
+    _save(data, out / "gpu_unrecognised_kernels", "custom.pt.trace.json.gz", facts, MATMUL_SOURCE)
+
+
+def dataloader_gpu(out: Path) -> None:
+    """The H200 transformer training: each step first waits 100 ms in the DataLoader (GPU idle)."""
+    data = _load(TRAIN)
+    ev = data["traceEvents"]
+    d = 100_000.0
+    like = next(e for e in ev if e.get("cat") == "cpu_op")
+    for step in _steps(ev):
+        t = _first_op(ev, step)["ts"] - 2
+        insert_host_time(ev, t, d + 2)
+        ev.append(
+            _host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, d, like, cat="user_annotation")
+        )
+    facts = {
+        "base": "h200_cuda/train",
+        "injected": "100 ms of host time in an enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ range "
+        "before the first operator of each of the 3 steps (everything after moves; the GPU is idle meanwhile)",
+        "dataloader_ms_total": 3 * d / 1e3,
+        "dataloader_ms_inside_gpu_span": 2 * d / 1e3,
+    }
+    _save(data, out / "gpu_dataloader_stall", "dataloader.pt.trace.json.gz", facts, TRAIN_SOURCE)
+
+
 SCENARIOS: dict[str, Callable[[Path], None]] = {
     "gpu_copy_bound": copy_bound,
     "gpu_softmax_dominant": softmax_dominant,
@@ -621,6 +746,10 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "gpu_kv_cache_inference": kv_cache,
     "gpu_deepep_alltoall": deepep_alltoall,
     "gpu_delayed_rank": delayed_rank,
+    "hip_graph_capture": hip_graph_capture,
+    "gpu_pageable_copies": pageable_copies,
+    "gpu_unrecognised_kernels": unrecognised,
+    "gpu_dataloader_stall": dataloader_gpu,
 }
 
 
