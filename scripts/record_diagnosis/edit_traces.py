@@ -59,7 +59,32 @@ def _write(data: dict[str, Any], path: Path) -> None:
         f.write(json.dumps(data, separators=(",", ":")).encode())
 
 
+def _fix_gpu_steps(ev: list[Event]) -> None:
+    """Widen each GPU-side ProfilerStep range to cover the GPU work its step launched (injected work included)."""
+    launched: dict[int, str] = {}
+    for step in _steps(ev):
+        for e in ev:
+            if (
+                e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and step["ts"] <= e["ts"] <= step["ts"] + step["dur"]
+                and "correlation" in e.get("args", {})
+            ):
+                launched[e["args"]["correlation"]] = step["name"]
+    spans: dict[str, list[float]] = {}
+    for e in ev:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("args", {}).get("correlation") in launched:
+            a, b = spans.setdefault(launched[e["args"]["correlation"]], [e["ts"], e["ts"] + e["dur"]])
+            spans[launched[e["args"]["correlation"]]] = [min(a, e["ts"]), max(b, e["ts"] + e["dur"])]
+    for e in ev:
+        if e.get("cat") == "gpu_user_annotation" and e["name"] in spans:
+            a, b = spans[e["name"]]
+            if a < e["ts"] or b > e["ts"] + e["dur"]:  # only ever widened
+                a, b = min(a, e["ts"]), max(b, e["ts"] + e["dur"])
+                e["ts"], e["dur"] = a, b - a
+
+
 def _save(data: dict[str, Any], folder: Path, name: str, facts: dict[str, Any], source: str) -> None:
+    _fix_gpu_steps(data["traceEvents"])
     _fresh(folder)
     _write(data, folder / name)
     (folder / "facts.json").write_text(json.dumps(facts, indent=1) + "\n")
@@ -274,7 +299,7 @@ def copy_bound(out: Path) -> None:
             gpu_like=k,
             ops=["aten::to", "aten::_to_copy", "aten::copy_"],
             runtime="cudaMemcpyAsync",
-            t=op["ts"] - 30,
+            t=max(op["ts"] - 30, step["ts"] + 0.5),
             gpu_name="Memcpy HtoD (Pinned -> Device)",
             gpu_cat="gpu_memcpy",
             gpu_dur=d,
@@ -313,7 +338,7 @@ def softmax_dominant(out: Path) -> None:
             gpu_like=k,
             ops=["aten::softmax", "aten::_softmax"],
             runtime="cudaLaunchKernel",
-            t=op["ts"] - 30,
+            t=max(op["ts"] - 30, step["ts"] + 0.5),
             gpu_name=name,
             gpu_cat="kernel",
             gpu_dur=d,
@@ -674,7 +699,7 @@ def pageable_copies(out: Path) -> None:
             gpu_like=k,
             ops=["aten::to", "aten::_to_copy", "aten::copy_"],
             runtime="cudaMemcpyAsync",
-            t=op["ts"] - 30,
+            t=max(op["ts"] - 30, step["ts"] + 0.5),
             gpu_name="Memcpy HtoD (Pageable -> Device)",
             gpu_cat="gpu_memcpy",
             gpu_dur=d,
@@ -722,7 +747,7 @@ def dataloader_gpu(out: Path) -> None:
     d = 100_000.0
     like = next(e for e in ev if e.get("cat") == "cpu_op")
     for step in _steps(ev):
-        t = _first_op(ev, step)["ts"] - 2
+        t = max(_first_op(ev, step)["ts"] - 2, step["ts"] + 0.5)
         insert_host_time(ev, t, d + 2)
         ev.append(
             _host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, d, like, cat="user_annotation")
