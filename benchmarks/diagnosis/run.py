@@ -37,7 +37,7 @@ from typing import Any
 try:
     import tomllib
 except ImportError:  # Python 3.10: pytest's own dependency
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"

@@ -140,7 +140,22 @@ class Ids:
         return self.corr, self.ext
 
 
-def _host(name: str, ts: float, dur: float, like: Event, cat: str = "cpu_op", **args: Any) -> Event:
+def _host(
+    name: str,
+    ts: float,
+    dur: float,
+    like: Event,
+    cat: str = "cpu_op",
+    *,
+    correlation: int | None = None,
+    ext: int | None = None,
+) -> Event:
+    """A host event on ``like``'s thread."""
+    args: dict[str, int] = {}
+    if correlation is not None:
+        args["correlation"] = correlation
+    if ext is not None:
+        args["External id"] = ext
     return {
         "ph": "X",
         "cat": cat,
@@ -179,10 +194,10 @@ def _launch_with_gpu(
         host_dur = gpu_dur + 10 + 2 * len(ops)
     insert_host_time(ev, t, host_dur + 5)
     for depth, op in enumerate(ops):
-        ev.append(_host(op, t + depth, host_dur - 2 * depth, host_like, **{"External id": ext}))
+        ev.append(_host(op, t + depth, host_dur - 2 * depth, host_like, ext=ext))
     rt_ts = t + len(ops)
     rt_dur = host_dur - 2 * len(ops)
-    ev.append(_host(runtime, rt_ts, rt_dur, host_like, cat="cuda_runtime", correlation=corr, **{"External id": ext}))
+    ev.append(_host(runtime, rt_ts, rt_dur, host_like, cat="cuda_runtime", correlation=corr, ext=ext))
     if blocking:
         g_ts = rt_ts + 3
     else:
@@ -503,7 +518,7 @@ def graph_replay(out: Path) -> None:
     ids = Ids(ev)
     corr, ext = ids.next()
     like = launches[0]
-    launch = _host("cudaGraphLaunch", t0, 12, like, cat="cuda_runtime", correlation=corr, **{"External id": ext})
+    launch = _host("cudaGraphLaunch", t0, 12, like, cat="cuda_runtime", correlation=corr, ext=ext)
     ev.append(launch)
     ev.append({"ph": "s", "id": corr, "pid": like["pid"], "tid": like["tid"], "ts": t0, "cat": "ac2g", "name": "ac2g"})
     gpu = sorted(

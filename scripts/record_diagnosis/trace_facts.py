@@ -83,7 +83,7 @@ def facts(path: Path) -> dict[str, Any]:
         )
         for cat in sorted({e["cat"] for e in gpu}):
             out[f"{cat}_sum_ms"] = sum(e["dur"] for e in gpu if e["cat"] == cat) / 1e3
-        kern = {}
+        kern: dict[str, float] = {}
         for e in gpu:
             if e.get("cat") in ("kernel", "Kernel"):
                 kern[e["name"][:60]] = kern.get(e["name"][:60], 0.0) + e["dur"] / 1e3
