@@ -114,6 +114,7 @@ SUBSET = {
     "gpu_graph_replay": ["workload"],
     "cpu_sleep_in_step": ["workload"],
     "gpu_deepep_alltoall": ["unrecognised_kernels"],
+    "gpu_unrecognised_kernels": [],
 }
 
 
