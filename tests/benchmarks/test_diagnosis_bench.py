@@ -112,7 +112,7 @@ SUBSET = {
     "gpu_softmax_dominant": [],
     "gpu_graph_capture": ["workload"],
     "gpu_graph_replay": ["workload"],
-    "cpu_sleep_in_step": ["workload"],
+    "cpu_mlp_infer": ["workload"],
     "gpu_deepep_alltoall": ["unrecognised_kernels"],
     "gpu_unrecognised_kernels": [],
 }
@@ -130,3 +130,19 @@ def test_scenario_passes(name: str) -> None:
         pytest.skip(f"needs {', '.join(waiting)} (issue 32, not in this package yet)")
     res = run.check(name)
     assert res.status == "pass", run._table(res)
+
+
+def test_summary_counts_precision_and_recall() -> None:
+    r1 = run.Result(name="a", status="pass", expected_top3=["x", "y"], true_positives=2, acceptable=3)
+    r1.got_top3 = [{"id": "x"}, {"id": "y"}, {"id": "z"}]
+    r2 = run.Result(name="b", status="fail", expected_top3=["x"], missing=["x"], acceptable=0)
+    r2.got_top3 = [{"id": "w"}]
+    r2.forbidden_hits = ["w: 'CUDA graphs'"]
+    r2.workload_ok = False
+    r3 = run.Result(name="c", status="skip", expected_top3=["q"])
+    s = run.summary([r1, r2, r3])
+    assert (s["passed"], s["failed"], s["skipped"]) == (1, 1, 1)
+    assert s["recall"] == pytest.approx(2 / 3)  # x, y found; x missing in b; c not run
+    assert s["precision"] == pytest.approx(3 / 4)
+    assert s["strict_precision"] == pytest.approx(2 / 4)
+    assert (s["forbidden_advice_hits"], s["workload_mismatches"], s["workload_checked"]) == (1, 1, 1)
