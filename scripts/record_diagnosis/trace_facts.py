@@ -113,9 +113,53 @@ def facts(path: Path) -> dict[str, Any]:
     return out
 
 
+def sqlite_facts(path: Path) -> list[dict[str, Any]]:
+    """Per device of an Nsight Systems SQLite export: span, busy, idle, NCCL kernels, top kernels by name."""
+    import sqlite3
+    from collections import Counter
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    out = []
+    for (dev,) in con.execute("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY deviceId").fetchall():
+        q = "SELECT start, end, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = ?"
+        kernels = [(a / 1e3, b / 1e3, names.get(n, "?")) for a, b, n in con.execute(q, (dev,))]
+        other = [
+            (a / 1e3, b / 1e3)
+            for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+            for a, b in con.execute(f"SELECT start, end FROM {table} WHERE deviceId = ?", (dev,))
+        ]
+        every = [(a, b) for a, b, _ in kernels] + other
+        t0, t1 = min(a for a, _ in every), max(b for _, b in every)
+        busy = _union(every)
+        comm = [(a, b) for a, b, n in kernels if "nccl" in n.lower()]
+        rest = [(a, b) for a, b, n in kernels if "nccl" not in n.lower()]
+        by_name: Counter[str] = Counter()
+        for a, b, n in kernels:
+            by_name[n] += (b - a) / 1e3
+        out.append(
+            {
+                "file": str(path),
+                "device": dev,
+                "gpu_span_ms": (t1 - t0) / 1e3,
+                "gpu_busy_ms": _length(busy) / 1e3,
+                "gpu_idle_ms": (t1 - t0 - _length(busy)) / 1e3,
+                "comm_kernel_ms": _length(_union(comm)) / 1e3,
+                "comm_not_overlapped_ms": _minus(comm, rest) / 1e3,
+                "copy_ms": sum(b - a for a, b in other) / 1e3,
+                "top_kernels_ms": by_name.most_common(8),
+            }
+        )
+    return out
+
+
 def main() -> None:
     for arg in sys.argv[1:]:
         p = Path(arg)
+        if p.suffix == ".sqlite":
+            for row in sqlite_facts(p):
+                print(json.dumps(row, default=str))
+            continue
         files = sorted(q for q in p.rglob("*") if q.name.endswith((".json", ".json.gz"))) if p.is_dir() else [p]
         for f in files:
             if f.name in {"facts.json"} or "key_averages" in f.name:
