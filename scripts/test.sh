@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install everything the tests need into ./.venv and run every test:
 # lint (ruff), types (mypy), the front end (eslint + prettier, tsc, vitest), Python tests
-# (pytest) and the UI tests (Galata: JupyterLab in Chromium).
+# (pytest), the documentation site (scripts/docs.sh: Sphinx with warnings as errors, the
+# example notebooks executed, internal links checked) and the UI tests (Galata: JupyterLab in
+# Chromium).
 # Usage: bash scripts/test.sh [extra pytest arguments]
 # Needs Python >= 3.10 and Node.js >= 20 with npm; when /usr/bin/chromium is missing it is
 # installed with apt-get (as root; otherwise install it yourself or set CHROMIUM_PATH).
@@ -20,9 +22,9 @@ source .venv/bin/activate
 # --immutable`), here and in the front-end build that `pip install` runs.
 export YARN_ENABLE_IMMUTABLE_INSTALLS=true
 
-echo "== installing the package and its test dependencies (builds the front end with jlpm)"
+echo "== installing the package and its test and docs dependencies (builds the front end with jlpm)"
 python -m pip install --quiet --disable-pip-version-check --upgrade pip
-python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+python -m pip install --quiet --disable-pip-version-check -e ".[test,docs]"
 # An editable install builds jupyter_traceview/static only when it is older than js/:
 # rebuild so that the tests below always run the current sources.
 jlpm install --immutable
@@ -43,8 +45,8 @@ fi
 export CHROMIUM_PATH="$chromium"
 
 echo "== ruff"
-ruff check jupyter_traceview tests benchmarks scripts hatch_build.py
-ruff format --check jupyter_traceview tests benchmarks scripts hatch_build.py
+ruff check jupyter_traceview tests benchmarks scripts docs/*.py hatch_build.py
+ruff format --check jupyter_traceview tests benchmarks scripts docs/*.py hatch_build.py
 
 echo "== mypy"
 mypy
@@ -56,6 +58,9 @@ jlpm test
 
 echo "== pytest"
 python -m pytest "$@"
+
+echo "== documentation site"
+bash scripts/docs.sh
 
 echo "== UI tests (Galata)"
 # A free port for JupyterLab unless one is given: Playwright would reuse a server already
