@@ -50,48 +50,61 @@ def summary(
 ) -> pd.DataFrame:
     """Headline figures of each rank, one row per rank.
 
-    Columns
+    Returns
     -------
-    rank : int
-    events : int
-        Events of the rank (every kind).
-    cpu_ops : int
-        CPU operators (``cpu_op`` events).
-    kernels : int
-        GPU kernels.
-    gpu_activities : int
-        Kernels, memcpy, memset and sync records.
-    iterations : int
-        Distinct ProfilerStep iterations.
-    trace_span_ns : int, ns
-        First event start to last event end, any kind.
-    gpu_span_ns : int, ns
-        The rank's *span* (``docs/semantics.md``): ``gpu_end_ns - gpu_start_ns``; 0 without
-        GPU work.
-    gpu_busy_ns : int, ns
-        Time at least one GPU work activity runs (union over streams).
-    gpu_busy_pct : float, %
-        ``gpu_busy_ns / gpu_span_ns``; NaN without GPU work.
-    idle_pct : float, %
-        Time no GPU work runs, % of ``gpu_span_ns`` (``100 - gpu_busy_pct``; see
-        :func:`temporal_breakdown`); NaN without GPU work.
-    compute_ns : int, ns
-        Time at least one compute kernel runs.
-    compute_pct : float, %
-        ``compute_ns`` as % of ``gpu_span_ns``; NaN without GPU work.
-    comm_ns : int, ns
-        Time at least one communication kernel runs (see :func:`comm_comp_overlap`).
-    overlap_pct : float, %
-        Communication time during which compute runs too, % of ``comm_ns``; NaN without
-        communication.
-    exposed_comm_ns : int, ns
-        Communication time with no compute running alongside.
-    exposed_comm_pct : float, %
-        ``exposed_comm_ns`` as % of ``gpu_span_ns``: the share of the GPU timeline spent
-        only communicating; NaN without GPU work.
-    gpu_start_ns, gpu_end_ns : int, ns
-        First start and last end of GPU work (compute, communication, memory), absolute;
-        -1 without GPU work.
+    pandas.DataFrame
+        One row per rank:
+
+        rank : int
+        events : int
+            Events of the rank (every kind).
+        cpu_ops : int
+            CPU operators (``cpu_op`` events).
+        kernels : int
+            GPU kernels.
+        gpu_activities : int
+            Kernels, memcpy, memset and sync records.
+        iterations : int
+            Distinct ProfilerStep iterations.
+        trace_span_ns : int, ns
+            First event start to last event end, any kind.
+        gpu_span_ns : int, ns
+            The rank's *span* (``docs/semantics.md``): ``gpu_end_ns - gpu_start_ns``; 0 without
+            GPU work.
+        gpu_busy_ns : int, ns
+            Time at least one GPU work activity runs (union over streams).
+        gpu_busy_pct : float, %
+            ``gpu_busy_ns / gpu_span_ns``; NaN without GPU work.
+        idle_pct : float, %
+            Time no GPU work runs, % of ``gpu_span_ns`` (``100 - gpu_busy_pct``; see
+            :func:`temporal_breakdown`); NaN without GPU work.
+        compute_ns : int, ns
+            Time at least one compute kernel runs.
+        compute_pct : float, %
+            ``compute_ns`` as % of ``gpu_span_ns``; NaN without GPU work.
+        comm_ns : int, ns
+            Time at least one communication kernel runs (see :func:`comm_comp_overlap`).
+        overlap_pct : float, %
+            Communication time during which compute runs too, % of ``comm_ns``; NaN without
+            communication.
+        exposed_comm_ns : int, ns
+            Communication time with no compute running alongside.
+        exposed_comm_pct : float, %
+            ``exposed_comm_ns`` as % of ``gpu_span_ns``: the share of the GPU timeline spent
+            only communicating; NaN without GPU work.
+        gpu_start_ns, gpu_end_ns : int, ns
+            First start and last end of GPU work (compute, communication, memory), absolute;
+            -1 without GPU work.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> s = tv.summary(trace)
+    >>> len(s), s["rank"].tolist()
+    (8, [0, 1, 2, 3, 4, 5, 6, 7])
+    >>> bool(((s["gpu_busy_pct"] + s["idle_pct"]).round(6) == 100).all())
+    True
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     rows = list(per_rank(trace, _summary_row).values())
