@@ -159,14 +159,34 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def load_ipython_extension(ip: Any) -> None:
-    """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``."""
+    """``%load_ext jupyter_traceview``: register ``%%traceprofile`` and ``%traceview``.
+
+    Examples
+    --------
+    >>> from IPython.testing import globalipapp
+    >>> ip = globalipapp.get_ipython()  # an IPython shell; in a notebook, get_ipython()
+    >>> ip.run_line_magic("reload_ext", "jupyter_traceview")  # %load_ext, or again: calls this function
+    >>> "traceprofile" in ip.magics_manager.magics["cell"]
+    True
+    """
     from .notebook.magics import load_ipython_extension as load_magics
 
     load_magics(ip)
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up."""
+    """``%unload_ext jupyter_traceview``: undo what :func:`load_ipython_extension` set up.
+
+    Examples
+    --------
+    >>> from IPython.testing import globalipapp
+    >>> ip = globalipapp.get_ipython()  # an IPython shell; in a notebook, get_ipython()
+    >>> ip.run_line_magic("reload_ext", "jupyter_traceview")  # loaded (again)
+    >>> ip.run_line_magic("unload_ext", "jupyter_traceview")  # calls this function
+    >>> "jupyter_traceview" in ip.extension_manager.loaded
+    False
+    >>> ip.run_line_magic("load_ext", "jupyter_traceview")  # loaded again
+    """
     from .notebook.magics import unload_ipython_extension as unload_magics
 
     unload_magics(ip)

@@ -20,7 +20,14 @@ __all__ = [
 
 
 class TraceviewError(Exception):
-    """Base class of every error raised by jupyter_traceview."""
+    """Base class of every error raised by jupyter_traceview.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> issubclass(tv.TraceFormatError, tv.TraceviewError), issubclass(tv.OptionError, tv.TraceviewError)
+    (True, True)
+    """
 
 
 class TraceFormatError(TraceviewError, ValueError):
@@ -34,6 +41,15 @@ class TraceFormatError(TraceviewError, ValueError):
         What is wrong with it, in a sentence.
     hint:
         What to do about it.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> try:
+    ...     tv.load("no/such/run")
+    ... except tv.TraceFormatError as error:
+    ...     print(error.problem)
+    no such file or folder
     """
 
     def __init__(self, path: str | PathLike[str] | None, problem: str, hint: str = "") -> None:
@@ -52,7 +68,17 @@ class TraceFormatError(TraceviewError, ValueError):
 
 
 class TraceSelectionError(TraceviewError, LookupError):
-    """A rank, iteration, operator or time range that the trace does not have."""
+    """A rank, iteration, operator or time range that the trace does not have.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> tv.summary(trace, ranks=99)
+    Traceback (most recent call last):
+    ...
+    jupyter_traceview.errors.TraceSelectionError: unknown rank 99; the trace has: 0, 1, 2, 3, 4, 5, 6, 7
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -75,11 +101,34 @@ class TraceSelectionError(TraceviewError, LookupError):
 
 
 class TraceviewWarning(UserWarning):
-    """Something was skipped or approximated; the message says what and why."""
+    """Something was skipped or approximated; the message says what and why.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> first_microsecond = trace.select(time_range=(trace.t0_ns, trace.t0_ns + 1000))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = tv.iteration_stats(first_microsecond)
+    >>> print(caught[0].message)
+    iteration_stats: rank(s) [0, 1, 2, 3, 4, 5, 6, 7] have no GPU activity (a CPU-only trace?); their rows are empty
+    """
 
 
 class OptionError(TraceviewError, ValueError):
-    """An analysis option with a value it does not accept (a misspelt ``kind=``, ``bins=0``)."""
+    """An analysis option with a value it does not accept (a misspelt ``kind=``, ``bins=0``).
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> tv.kernel_launch_stats(trace, per="step")
+    Traceback (most recent call last):
+    ...
+    jupyter_traceview.errors.OptionError: per='step' is not accepted; use one of 'launch', 'rank'
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

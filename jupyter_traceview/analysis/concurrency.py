@@ -84,6 +84,14 @@ def concurrency(
             Time at that level.
         time_pct : float, %
             Share of the rank's GPU span.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> c = tv.concurrency(trace, ranks=0)
+    >>> round(float(c["time_pct"].sum()), 6)  # the rows split the rank's span
+    100.0
     """
     if not isinstance(cap, (int, np.integer)) or cap < 1:
         raise OptionError(f"cap={cap!r} is not accepted; give a level >= 1")
@@ -185,6 +193,16 @@ def kernel_overlap_stats(
             ``total_ns - compute_overlap_ns``: time with no other compute kernel running.
         exposed_pct : float, %
             ``exposed_ns / total_ns``.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> o = tv.kernel_overlap_stats(trace)
+    >>> sorted(o["gpu_class"].astype(str).unique())
+    ['communication', 'compute', 'memory']
+    >>> bool((o["exposed_ns"] <= o["total_ns"]).all())
+    True
     """
     if per not in ("job", "rank"):
         raise OptionError.invalid("per", per, ("job", "rank"))

@@ -269,6 +269,14 @@ def efficiency(
             ``M / T``.
         parallel_efficiency_pct : float, %
             ``U / T`` (the job's PE is the mean of these).
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> e = tv.efficiency(trace)
+    >>> int(e.loc[0, "ranks"]), bool(0 < e.loc[0, "load_balance_pct"] <= 100)
+    (8, True)
     """
     if per not in EFFICIENCY_COLUMNS:
         raise OptionError.invalid("per", per, tuple(EFFICIENCY_COLUMNS))
@@ -432,6 +440,16 @@ def iteration_stats(
         ``step_min_ns``, ``step_max_ns`` of the job's step time (the slowest rank's per
         step); ``jitter_pct`` (their coefficient of variation, %); ``slowest_step``,
         ``fastest_step``.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> it = tv.iteration_stats(trace)
+    >>> it["step"].unique().tolist(), len(it)  # one ProfilerStep, eight ranks
+    ([10], 8)
+    >>> bool(((it["gpu_busy_pct"] + it["idle_pct"]).round(6) == 100).all())
+    True
     """
     if per not in ITERATION_COLUMNS:
         raise OptionError.invalid("per", per, tuple(ITERATION_COLUMNS))

@@ -142,6 +142,16 @@ def collective_calls(
             Event carrying the metadata; -1 if none.
         meta_source : str
             ``kernel``, ``record_param_comms``, ``annotation`` or ``kernel name``.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> calls = tv.collective_calls(trace)
+    >>> sorted(calls["collective"].unique())
+    ['all_reduce', 'all_to_all']
+    >>> bool((calls["dur_ns"] > 0).all())
+    True
     """
     trace = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     calls, idle = _calls(trace)
@@ -341,6 +351,14 @@ def nccl_summary(
         busbw_gbps : float, GB/s
             ``sum(S * f(n)) / total_ns``; NaN when the size, or the group size a factor
             needs, is unknown.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> n = tv.nccl_summary(trace)
+    >>> sorted(n["collective"].unique())
+    ['all_reduce', 'all_to_all']
     """
     if per not in ("job", "rank"):
         raise OptionError.invalid("per", per, ("job", "rank"))

@@ -283,6 +283,14 @@ def kernel_pace(
             Duration (clipped to ``time_range`` when given).
         gap_ns : int, ns
             Start minus the previous run's start on the same rank; -1 for the first.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> pace = tv.kernel_pace(trace, name="nccl", match="contains", ranks=0)
+    >>> len(pace) > 0, bool((pace["dur_ns"] > 0).all())
+    (True, True)
     """
     if match not in ("exact", "contains", "regex"):
         raise OptionError.invalid("match", match, ("exact", "contains", "regex"))

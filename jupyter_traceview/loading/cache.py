@@ -710,7 +710,19 @@ def prune(cache_dir: Path, max_bytes: int = MAX_BYTES) -> int:
 
 def clear_cache(cache_dir: str | os.PathLike[str] | None = None) -> int:
     """Delete every cached entry, and the folder's sealing key (the next write makes a new
-    one); returns the bytes freed."""
+    one); returns the bytes freed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import jupyter_traceview as tv
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = tv.load(tv.sample_path(), cache=folder)  # parsed, and kept in ``folder``
+    >>> tv.clear_cache(folder) > 0  # bytes freed
+    True
+    >>> tv.clear_cache(folder)
+    0
+    """
     root = Path(cache_dir) if cache_dir is not None else _keys.default_cache_dir()
     if not root.is_dir():
         return 0

@@ -124,6 +124,13 @@ class Classifier:
     """Patterns that classify GPU activities as compute, communication, memory or other.
 
     Each field is a tuple of regular expressions searched in the activity's name.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> mine = tv.Classifier().extend(communication=["^my_allreduce"])
+    >>> mine.classify("my_allreduce_kernel"), tv.Classifier().classify("my_allreduce_kernel")
+    (<GpuClass.COMMUNICATION: 'communication'>, <GpuClass.COMPUTE: 'compute'>)
     """
 
     #: Names of communication kernels (checked first).

@@ -143,6 +143,15 @@ def align_clocks(
     ``window`` (from ``select(time_range=...)``) is kept as it is, on the reference clock.
 
     Works on every engine: the shift runs where the ranks live.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> offsets = tv.clock_alignment(trace)
+    >>> aligned = tv.align_clocks(trace, offsets)
+    >>> aligned.ranks == trace.ranks
+    True
     """
     if offsets is None:
         offsets = clock_alignment(trace, reference=reference, collectives=collectives, min_collectives=min_collectives)

@@ -75,6 +75,15 @@ class EventKind(StrEnum):
     ``Memcpy`` -> ``gpu_memcpy``, ``Memset`` -> ``gpu_memset``, ``Python`` ->
     ``python_function``. HIP runtime calls of ROCm traces are ``cuda_runtime`` events, as
     Kineto writes them. MTIA device and runtime events map to ``kernel`` and ``cuda_runtime``.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> tv.EventKind.KERNEL.value
+    'kernel'
+    >>> trace = tv.load(tv.sample_path())
+    >>> int((trace.events(0)["kind"] == tv.EventKind.KERNEL).sum()) > 0
+    True
     """
 
     CPU_OP = "cpu_op"
@@ -117,6 +126,12 @@ class GpuClass(StrEnum):
         the SYNC/OTHER class. They never count as GPU busy time.
 
     The patterns that decide it live in :class:`jupyter_traceview.Classifier`.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> [c.value for c in tv.GpuClass]
+    ['compute', 'communication', 'memory', 'other']
     """
 
     COMPUTE = "compute"

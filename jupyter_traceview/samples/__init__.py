@@ -11,6 +11,15 @@ def sample_path(name: str = "dlrm_8rank_v100") -> Path:
     """Folder of a sample trace shipped with the package (real traces; see samples/NOTICE.md).
 
     ``dlrm_8rank_v100``: one DLRM training step on 8 V100 GPUs with NCCL, 8 rank files.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> path = tv.sample_path()
+    >>> path.name
+    'dlrm_8rank_v100'
+    >>> tv.load(path).ranks
+    (0, 1, 2, 3, 4, 5, 6, 7)
     """
     root = Path(__file__).parent
     p = root / name

@@ -70,6 +70,12 @@ class TimelineSelection:
 
     Read it from :attr:`Timeline.selection`; observe it with
     ``timeline.observe(callback, names="selection")``.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> tv.TimelineSelection()  # nothing selected
+    TimelineSelection(rank=None, stream=None, thread=None, event=None, name=None, range=None)
     """
 
     #: Rank of the selected event (None if no event is selected).

@@ -21,12 +21,13 @@ pytest.importorskip("torch")
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionResult
-from IPython.testing.globalipapp import start_ipython
+from IPython.testing import globalipapp
 
 
 @pytest.fixture(scope="module")
 def ip() -> Any:
-    shell = start_ipython()
+    # The process's one test shell (started on first use: a docstring example may have started it).
+    shell = globalipapp.get_ipython()
     shell.run_line_magic("load_ext", "jupyter_traceview")
     return shell
 

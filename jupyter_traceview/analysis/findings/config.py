@@ -46,6 +46,19 @@ class FindingRules:
     name: the :class:`Common` settings and every rule's thresholds (``rules/<id>.py``).
     An unknown name or a bad value raises :class:`OptionError`. Fields read as attributes
     (``rules.high_pct``); :meth:`replace` gives a copy with some fields changed.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> rules = tv.FindingRules(tiny_kernel_ns=5_000)
+    >>> rules.tiny_kernel_ns
+    5000
+    >>> found = tv.findings(trace, rules=rules)
+    >>> tv.FindingRules(no_such_threshold=1)
+    Traceback (most recent call last):
+    ...
+    jupyter_traceview.errors.OptionError: ...
     """
 
     __slots__ = ("_by_rule", "_common")

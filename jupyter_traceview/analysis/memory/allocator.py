@@ -86,6 +86,14 @@ def memory_allocator_stats(
         ``max_cached_bytes`` (largest reserved-minus-allocated); ``fragmentation_pct``
         (cached as % of reserved when reserved peaked; NaN where nothing is reserved);
         ``ooms`` (``[OutOfMemory]`` records).
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())  # recorded without profile_memory=True: no rows
+    >>> s = tv.memory_allocator_stats(trace)
+    >>> len(s), s.columns.tolist()[:6]
+    (0, ['rank', 'device_type', 'device', 'step', 'calls', 'allocs'])
     """
     check_per(per)
     scope = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
@@ -110,6 +118,14 @@ def memory_oom_events(
         ``request_bytes`` (the size asked for); ``allocated_bytes`` and ``reserved_bytes``
         (the allocator's totals when it failed); ``capacity_bytes`` (as in
         :func:`memory_peaks`).
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())  # recorded without profile_memory=True: no rows
+    >>> o = tv.memory_oom_events(trace)
+    >>> len(o), o.columns.tolist()[:6]
+    (0, ['rank', 'device_type', 'device', 'eid', 'ts_ns', 'step'])
     """
     scope = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     return finish(run(scope, _rank_ooms, device), OOM_COLUMNS)

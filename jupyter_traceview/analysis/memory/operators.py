@@ -91,6 +91,14 @@ def memory_allocations(
         allocation returned, e.g. a workspace inside ``aten::linear``: short-lived; False
         for allocations that outlive it, such as activations kept for the backward pass).
         Sorted by rank, device and time.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())  # recorded without profile_memory=True: no rows
+    >>> a = tv.memory_allocations(trace)
+    >>> len(a), a.columns.tolist()[:6]
+    (0, ['rank', 'device_type', 'device', 'eid', 'addr', 'bytes'])
     """
     scope = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     return finish(run(scope, _rank_allocations, device), ALLOCATION_COLUMNS)
@@ -124,6 +132,14 @@ def memory_by_operator(
         ``unfreed_bytes`` (never freed in scope) and ``median_lifetime_ns`` (of those
         freed in scope; NaN if none). Sorted by rank, device, then ``alloc_bytes``
         descending.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())  # recorded without profile_memory=True: no rows
+    >>> m = tv.memory_by_operator(trace)
+    >>> len(m), m.columns.tolist()[:6]
+    (0, ['rank', 'device_type', 'device', 'operator', 'allocs', 'alloc_bytes'])
     """
     scope = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
     return finish(run(scope, _rank_by_operator, device), OPERATOR_COLUMNS)

@@ -103,6 +103,14 @@ def memory_peaks(
         ``capacity_pct`` (peak reserved as % of capacity; NaN if unknown);
         ``live_allocations`` (allocations in scope live at the peak); ``top_holder`` and
         ``top_holder_bytes`` (the operator whose live allocations hold most).
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())  # recorded without profile_memory=True: no rows
+    >>> p = tv.memory_peaks(trace)
+    >>> len(p), p.columns.tolist()[:6]
+    (0, ['rank', 'device_type', 'device', 'step', 'peak_allocated_bytes', 'peak_ts_ns'])
     """
     check_per(per)
     scope = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)
@@ -129,6 +137,14 @@ def memory_peak_holders(
         ``bytes`` and ``count`` (live allocations; count -1 for the bytes allocated
         before the scope); ``share_pct`` (of the peak). The ``bytes`` of a peak's rows
         add up to its ``peak_allocated_bytes``. Sorted by peak, then bytes descending.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())  # recorded without profile_memory=True: no rows
+    >>> h = tv.memory_peak_holders(trace)
+    >>> len(h), h.columns.tolist()
+    (0, ['rank', 'device_type', 'device', 'step', 'operator', 'bytes', 'count', 'share_pct'])
     """
     check_per(per)
     scope = scoped(trace, ranks=ranks, iterations=iterations, time_range=time_range)

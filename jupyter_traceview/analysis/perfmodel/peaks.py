@@ -34,7 +34,17 @@ DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 
 @dataclass(frozen=True)
 class DevicePeaks:
-    """One device's peaks: dense TFLOP/s per dtype (None: no fast path / not published) and GB/s."""
+    """One device's peaks: dense TFLOP/s per dtype (None: no fast path / not published) and GB/s.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> peaks = tv.DevicePeaks(name="my accelerator", bandwidth_gbps=2000.0, bf16=400.0)
+    >>> m = tv.mfu(trace, peaks=peaks)
+    >>> m["device"].unique().tolist()
+    ['my accelerator']
+    """
 
     #: Device name as ``deviceProperties`` records it (or any label for user-given peaks).
     name: str
@@ -128,7 +138,15 @@ def device_peaks(name: str | None) -> DevicePeaks | None:
 
 
 def peaks_table() -> pd.DataFrame:
-    """The built-in table: one row per device with its dtype peaks (TFLOP/s), GB/s and source."""
+    """The built-in table: one row per device with its dtype peaks (TFLOP/s), GB/s and source.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> peaks = tv.peaks_table()
+    >>> peaks.loc[peaks["device"] == "Tesla V100-SXM2-32GB", ["fp32_tflops", "bandwidth_gbps"]].iloc[0].tolist()
+    [15.7, 900.0]
+    """
     return pd.DataFrame(
         [
             {

@@ -668,6 +668,16 @@ def mfu(
         ``gpu_ns`` (summed GPU activity time in the step); ``uncovered_gpu_ns`` and
         ``uncovered_gpu_pct`` (GPU time not under a modelled operator, and its share of
         ``gpu_ns``); ``not_modelled_ops`` (operator calls listed as not modelled).
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> trace = tv.load(tv.sample_path())
+    >>> m = tv.mfu(trace)
+    >>> m["device"].unique().tolist()
+    ['Tesla V100-SXM2-32GB']
+    >>> bool(((m["mfu_pct"] > 0) & (m["mfu_pct"] < 100)).all())
+    True
     """
     if model_flops is not None and not (isinstance(model_flops, int | float) and model_flops > 0):
         raise OptionError(f"model_flops must be a positive number of FLOPs per step, got {model_flops!r}")
