@@ -3,9 +3,10 @@
 # executed) -> docs/_build/html, with warnings as errors; then check its internal links and
 # anchors offline (scripts/check_links.py). Open docs/_build/html/index.html.
 # Usage: bash scripts/docs.sh [extra sphinx-build arguments]
-# Python: $PYTHON, else the active virtual environment, else ./.venv (as scripts/test.sh makes
-# it), else python3. Installs the `docs` extra of pyproject.toml into it (and the package in
-# editable mode when it is not installed).
+# Python: $PYTHON, else the active virtual environment, else ./.venv (made here with python3
+# when missing, as scripts/test.sh does). Installs the `docs` extra of pyproject.toml into it,
+# and the package in editable mode when it is not installed (which builds the front end: Node.js
+# >= 20, as for scripts/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -13,21 +14,20 @@ started=$(date +%s)
 if [ -z "${PYTHON:-}" ]; then
     if [ -n "${VIRTUAL_ENV:-}" ]; then
         PYTHON=python
-    elif [ -x .venv/bin/python ]; then
-        PYTHON=.venv/bin/python
     else
-        PYTHON=python3
+        [ -x .venv/bin/python ] || python3 -m venv .venv
+        PYTHON=.venv/bin/python
     fi
 fi
 
 echo "== docs: installing the docs extra"
-if ! "$PYTHON" -c "import jupyter_traceview" 2>/dev/null; then
+# (installed, not merely importable from this folder: its dependencies come with the install)
+if ! "$PYTHON" -c "import importlib.metadata as m; m.version('jupyter_traceview')" 2>/dev/null; then
     "$PYTHON" -m pip install --quiet --disable-pip-version-check -e ".[docs]"
 else
     # The package is installed (scripts/test.sh installs it editable): only the extra's
     # requirements, read from pyproject.toml, so that the front end is not rebuilt.
     mapfile -t requirements < <("$PYTHON" - <<'PY'
-import sys
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: pip's copy of tomli
