@@ -14,13 +14,13 @@ compare two checkouts, run this script alternately under each (``PYTHONPATH=<che
 By default the file is read whole (``parse_kineto``'s path: one typed decode of the whole
 file). ``--pieces`` reads it as ``tv.load`` reads a plain file bigger than
 ``ingest.PIECE_BYTES``: in byte ranges ("pieces"), each turned into columns before the
-next is read (``pieces.parse_in_pieces``): scanned by the C scanner ("native scan") and
-turned into columns from its output ("native columns", ``readers/native.py``) where it is
+next is read (``kineto.parse_in_pieces``): scanned by the C scanner ("native scan") and
+turned into columns from its output ("native columns", ``readers/kineto/native.py``) where it is
 built and reads the events, else decoded by msgspec ("msgspec decode") and turned into
-columns by ``kineto._part``; "read, plan, header, free"
+columns by ``parts.decoded_part``; "read, plan, header, free"
 is the rest (reading the pieces, finding the cuts, the header, freeing each piece's
 events). A ``.gz`` file is inflated as it is read, piece by piece ("read + inflate":
-reading and inflating; ``pieces.parse_streamed``), as ``tv.load`` does.
+reading and inflating; ``kineto.parse_streamed``), as ``tv.load`` does.
 ``TRACEVIEW_NATIVE=0`` times the msgspec path alone.
 """
 
@@ -37,9 +37,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from jupyter_traceview.loading import ingest, pieces
-from jupyter_traceview.loading.readers import kineto, native
+from jupyter_traceview.loading import ingest
+from jupyter_traceview.loading.readers import kineto
 from jupyter_traceview.loading.readers.files import inflate_chunks, read_bytes
+from jupyter_traceview.loading.readers.kineto import decode, header, native, parts, pieces, tables
 
 STAGES = (
     "read + inflate",
@@ -58,19 +59,19 @@ def one_run(path: Path) -> dict[str, float]:
     tr = clock()
     data = read_bytes(path)
     t0 = clock()
-    kineto._check_surrogates(path, data)
+    decode.check_surrogates(path, data)
     t1 = clock()
-    doc, chunks_iter = kineto._decode_typed(path, data, data.lstrip()[:1] == b"{")
+    doc, chunks_iter = decode.decode_typed(path, data, data.lstrip()[:1] == b"{")
     chunks = list(chunks_iter)
     t2 = clock()
-    state = kineto._FileState()
-    parts = [kineto._part(c, state) for c in chunks]
+    state = parts.FileState()
+    columns_of_parts = [parts.decoded_part(c, state) for c in chunks]
     t3 = clock()
-    columns = kineto._merge(parts, state)
+    columns = pieces.merge_parts(columns_of_parts, state)
     t4 = clock()
-    ranks = kineto._split_and_finish(path, columns, kineto._header(path, doc, None), None)
+    ranks = tables.split_and_finish(path, columns, header.read_header(path, doc, None), None)
     t5 = clock()
-    del doc, chunks_iter, chunks, parts, columns  # freeing the decoded events: part of a load's CPU time
+    del doc, chunks_iter, chunks, columns_of_parts, columns  # freeing the decoded events: part of a load's CPU time
     t6 = clock()
     del ranks
     return dict(zip(STAGES, (t0 - tr, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t6 - tr), strict=True))
@@ -95,10 +96,10 @@ def _timed(spent: dict[str, float]) -> Iterator[None]:
     stages: list[tuple[Any, str, str]] = [
         (native, "scan", "native scan"),
         (native, "part", "native columns"),
-        (pieces, "_piece_events", "msgspec decode"),
-        (kineto, "_part", "columns (_part)"),
-        (kineto, "_merge", "merge"),
-        (kineto, "_split_and_finish", "per-rank tables"),
+        (pieces, "piece_events", "msgspec decode"),
+        (pieces, "decoded_part", "columns (_part)"),
+        (pieces, "merge_parts", "merge"),
+        (pieces, "split_and_finish", "per-rank tables"),
     ]
     originals = [getattr(mod, name) for mod, name, _ in stages]
 
@@ -139,12 +140,12 @@ def one_run_in_pieces(path: Path) -> dict[str, float]:
     with _timed(spent):
         t0 = time.process_time()
         if path.name.endswith(".gz"):  # inflated as it is read, as tv.load reads it
-            ranks = pieces.parse_streamed(path, functools.partial(_timed_chunks, path, spent), ingest.PIECE_BYTES)
+            ranks = kineto.parse_streamed(path, functools.partial(_timed_chunks, path, spent), ingest.PIECE_BYTES)
             assert not isinstance(ranks, bytes), "a small file: read it whole (without --pieces)"
         else:
-            read_at, size, close = pieces.open_source(path)
+            read_at, size, close = kineto.open_source(path)
             try:
-                ranks = pieces.parse_in_pieces(path, read_at, pieces.plan(read_at, size, ingest.PIECE_BYTES))
+                ranks = kineto.parse_in_pieces(path, read_at, kineto.plan(read_at, size, ingest.PIECE_BYTES))
             finally:
                 close()
         del ranks

@@ -6,7 +6,7 @@ Loads PATH (default: the bundled sample) ``--loads`` times in this process with
 ``cache=False`` and prints, per stage, the CPU time of the first load (this process's first:
 what ``bench_load.py``'s fresh processes time) and the median of the later ones. A stage is
 a reader function, wrapped with ``time.process_time``: nested stages are included in their
-callers' time (``pieces.parse_in_pieces`` holds the scan and the columns; ``batch.tables``
+callers' time (``kineto.parse_in_pieces`` holds the scan and the columns; ``kineto.batch_tables``
 holds the per-rank tables). Stages that a checkout lacks are left out, so two checkouts can
 be compared (``PYTHONPATH=<checkout>``); the wrapping itself costs a few percent.
 """
@@ -26,21 +26,22 @@ from typing import Any
 #: (module, attribute): the stages timed, where they exist.
 STAGES = (
     ("jupyter_traceview.loading.ingest", "_read_kineto"),
-    ("jupyter_traceview.loading.pieces", "parse_streamed"),
+    ("jupyter_traceview.loading.readers.kineto", "parse_streamed"),
     ("jupyter_traceview.loading.ingest", "inflate_whole"),
-    ("jupyter_traceview.loading.pieces", "parse_in_pieces"),
-    ("jupyter_traceview.loading.pieces", "plan"),
-    ("jupyter_traceview.loading.readers.native", "scan"),
-    ("jupyter_traceview.loading.readers.native", "_part"),
-    ("jupyter_traceview.loading.readers.kineto", "_part"),
-    ("jupyter_traceview.loading.readers.kineto", "_merge"),
-    ("jupyter_traceview.loading.readers.kineto", "_split_and_finish"),
-    ("jupyter_traceview.loading.readers.kineto", "_rank_tables"),
+    ("jupyter_traceview.loading.readers.kineto", "parse_in_pieces"),
+    ("jupyter_traceview.loading.readers.kineto", "plan"),
+    ("jupyter_traceview.loading.readers.kineto.native", "scan"),
+    ("jupyter_traceview.loading.readers.kineto.native", "_part"),
+    # (each where its callers look it up: the reader's modules import one another's names)
+    ("jupyter_traceview.loading.readers.kineto.pieces", "decoded_part"),
+    ("jupyter_traceview.loading.readers.kineto.pieces", "merge_parts"),
+    ("jupyter_traceview.loading.readers.kineto.pieces", "split_and_finish"),
+    ("jupyter_traceview.loading.readers.kineto.tables", "rank_tables"),
     ("jupyter_traceview.loading.ingest", "classified"),
-    ("jupyter_traceview.loading.readers.batch", "tables"),
+    ("jupyter_traceview.loading.readers.kineto", "batch_tables"),
     ("jupyter_traceview.loading.readers.derive", "nesting"),
     ("jupyter_traceview.loading.readers.op_args", "OpArgs.table"),
-    ("jupyter_traceview.loading.readers.kineto", "_comms_table"),
+    ("jupyter_traceview.loading.readers.kineto.tables", "comms_table"),
     ("jupyter_traceview.loading.readers.memory", "MemoryRows.table"),
 )
 

@@ -135,7 +135,7 @@ def test_version_names_the_reader_in_use() -> None:
     assert off.stdout.startswith("traceview ")
     assert "Kineto reader: msgspec only (TRACEVIEW_NATIVE=0" in off.stdout
     assert "Analysis loops: numpy only (TRACEVIEW_NATIVE=0" in off.stdout
-    from jupyter_traceview.loading.readers import native
+    from jupyter_traceview.loading.readers.kineto import native
     from jupyter_traceview.model import intervals
 
     on = subprocess.run([sys.executable, "-m", "jupyter_traceview.cli", "--version"], capture_output=True, text=True)
@@ -153,14 +153,14 @@ def test_version_imports_neither_the_reader_nor_numpy_nor_pandas() -> None:
         "from jupyter_traceview.cli import main\n"
         "try:\n    main(['--version'])\n"
         "except SystemExit:\n    pass\n"
-        "heavy = ('numpy', 'pandas', 'pyarrow', 'msgspec', 'jupyter_traceview.loading.readers.native',\n"
+        "heavy = ('numpy', 'pandas', 'pyarrow', 'msgspec', 'jupyter_traceview.loading.readers.kineto.native',\n"
         "         'jupyter_traceview.model.intervals')\n"
         "print('imported:', sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     from jupyter_traceview import __version__
-    from jupyter_traceview.loading.readers import native
+    from jupyter_traceview.loading.readers.kineto import native
     from jupyter_traceview.model import sweep_build
 
     assert out.stdout.splitlines() == [

@@ -19,9 +19,8 @@ from ..model.classify import Classifier
 from ..model.rank_data import RankData, RankMeta, replaced
 from ..model.trace import classified
 from . import cache as _cache
-from . import pieces
 from .cache_key import ReadOptions
-from .readers import batch, native
+from .readers import kineto
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
 from .readers.files import TraceFile, inflate_chunks, inflate_whole, is_compressed, read_bytes, trace_format
 from .readers.kineto import parse_kineto
@@ -45,20 +44,20 @@ def read_file(
     """Parse one file, classified by ``classifier`` if given (:func:`~..model.trace.classified`),
     and store it in the cache (the classes with it). Runs in a worker process or inline."""
     got = _read(tf, options, cache_dir, classifier)
-    assert not isinstance(got, batch.Pending)  # (only with defer=True)
+    assert not isinstance(got, kineto.Pending)  # (only with defer=True)
     return got
 
 
 def _read(
     tf: TraceFile, options: ReadOptions, cache_dir: str | None, classifier: Classifier | None, *, defer: bool = False
-) -> list[RankData] | batch.Pending:
+) -> list[RankData] | kineto.Pending:
     """:func:`read_file`; ``defer``: a small one-rank Kineto file read by the C scanner gives its
-    columns instead (:class:`.readers.batch.Pending`: nothing classified or stored yet)."""
+    columns instead (:class:`.readers.kineto.Pending`: nothing classified or stored yet)."""
     if trace_format(tf.path) == "nsys":
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     else:
         got = _read_kineto(tf, options, defer=defer)
-        if isinstance(got, batch.Pending):
+        if isinstance(got, kineto.Pending):
             return got
         ranks = got
     if classifier is not None:
@@ -84,21 +83,21 @@ class SmallFiles:
 
     def __init__(self, options: ReadOptions, cache_dir: str | None, classifier: Classifier) -> None:
         self.options, self.cache_dir, self.classifier = options, cache_dir, classifier
-        self._kept: list[tuple[int, TraceFile, batch.Pending]] = []
+        self._kept: list[tuple[int, TraceFile, kineto.Pending]] = []
         self._rows = 0
 
     def read(self, key: int, tf: TraceFile) -> list[RankData] | None:
         """``tf``'s ranks as :func:`read_file` gives them, or None: kept under ``key`` for :meth:`finish`."""
-        got = _read(tf, self.options, self.cache_dir, self.classifier, defer=native.AVAILABLE)
-        if isinstance(got, batch.Pending):
+        got = _read(tf, self.options, self.cache_dir, self.classifier, defer=kineto.NATIVE_AVAILABLE)
+        if isinstance(got, kineto.Pending):
             self._kept.append((key, tf, got))
             self._rows += len(got.ts_ns)
             return None
         return got
 
     def full(self) -> bool:
-        """Whether one more kept file could take the batch past ``batch.BATCH_ROWS`` events."""
-        return self._rows > batch.BATCH_ROWS - batch.MAX_ROWS
+        """Whether one more kept file could take the batch past the events a batch holds."""
+        return kineto.batch_full(self._rows)
 
     def finish(self) -> list[tuple[int, list[RankData] | TraceFormatError]]:
         """The kept files' ranks (or the error of one), by key; none kept after."""
@@ -106,7 +105,7 @@ class SmallFiles:
         if not kept:
             return []
         try:
-            built = batch.tables([p for _, _, p in kept], self.classifier)
+            built = kineto.batch_tables([p for _, _, p in kept], self.classifier)
         except Exception:  # noqa: BLE001 - whatever it was, each file is read alone, as before
             out: list[tuple[int, list[RankData] | TraceFormatError]] = []
             for key, tf, _ in kept:
@@ -132,15 +131,15 @@ PIECE_BYTES = 4 * 2**20
 _SMALL_GZIP_BYTES = PIECE_BYTES // 16
 
 
-def _read_kineto(tf: TraceFile, options: ReadOptions, *, defer: bool = False) -> list[RankData] | batch.Pending:
+def _read_kineto(tf: TraceFile, options: ReadOptions, *, defer: bool = False) -> list[RankData] | kineto.Pending:
     """The file's ranks; ``defer``: a small file of one rank read by the C scanner gives its
-    columns instead (:class:`.readers.batch.Pending`)."""
+    columns instead (:class:`.readers.kineto.Pending`)."""
     pid_map = dict(options.pid_map) if options.pid_map else None
     kwargs: dict[str, Any] = {"name_rank": tf.name_rank, "bad_events": options.bad_events, "pid_map": pid_map}
     data = None
     small = False  # a file of at most one piece, read whole
     try:
-        read_at, size, close = pieces.open_source(tf.path)
+        read_at, size, close = kineto.open_source(tf.path)
     except OSError:
         pass  # read_bytes below says why
     else:
@@ -156,28 +155,28 @@ def _read_kineto(tf: TraceFile, options: ReadOptions, *, defer: bool = False) ->
                     small = True
                 else:
                     chunks = functools.partial(inflate_chunks, tf.path, max_json_bytes=options.max_json_bytes)
-                    read = pieces.parse_streamed(tf.path, chunks, PIECE_BYTES, **kwargs)
+                    read = kineto.parse_streamed(tf.path, chunks, PIECE_BYTES, **kwargs)
                     if not isinstance(read, bytes):
                         return read
                     data, small = read, True
             elif size > PIECE_BYTES:
-                return pieces.parse_in_pieces(tf.path, read_at, pieces.plan(read_at, size, PIECE_BYTES), **kwargs)
+                return kineto.parse_in_pieces(tf.path, read_at, kineto.plan(read_at, size, PIECE_BYTES), **kwargs)
             else:
                 small = True
-        except (pieces.SplitFailed, OSError):
+        except (kineto.SplitFailed, OSError):
             pass  # read whole below: the same tables, or the error that says what is wrong
         finally:
             close()
     if data is None:
         data = read_bytes(tf.path, max_json_bytes=options.max_json_bytes)
-    if small and native.AVAILABLE:
+    if small and kineto.NATIVE_AVAILABLE:
         # A small file is one piece: the C scanner reads it where it is built (a few ms less
         # per file than msgspec's decode and the per-event Python of ``parse_kineto``).
         try:
-            read_at = pieces.bytes_source(data)
-            the_plan = pieces.plan(read_at, len(data), PIECE_BYTES)
-            return pieces.parse_in_pieces(tf.path, read_at, the_plan, defer=defer, **kwargs)
-        except pieces.SplitFailed:
+            read_at = kineto.bytes_source(data)
+            the_plan = kineto.plan(read_at, len(data), PIECE_BYTES)
+            return kineto.parse_in_pieces(tf.path, read_at, the_plan, defer=defer, **kwargs)
+        except kineto.SplitFailed:
             pass
     return parse_kineto(tf.path, data, **kwargs)
 

@@ -37,7 +37,7 @@ from .ingest import (
     warn_skipped_events,
     with_rank,
 )
-from .readers import native
+from .readers import kineto
 from .readers.common import NotATraceError
 from .readers.files import (
     DEFAULT_MAX_JSON_BYTES,
@@ -422,7 +422,7 @@ def load(
                     else:
                         results[j] = got
 
-            with native.shared_scratch():  # one set of scanner buffers for all the files
+            with kineto.shared_scratch():  # one set of scanner buffers for all the files
                 for i in todo:
                     try:
                         read = small.read(i, files[i])
@@ -626,8 +626,6 @@ def _load_split(
     here as it is read, and each piece is handed to a worker as soon as it is cut
     (:func:`_split_streamed`): the inflated JSON is never all in memory.
     """
-    from . import pieces
-
     try:
         with open(tf.path, "rb") as fh:
             compressed = is_compressed(tf.path, fh.read(2))
@@ -636,10 +634,10 @@ def _load_split(
             return None
         the_plan, parts = got
         pid_map = dict(options.pid_map) if options.pid_map else None
-        ranks = pieces.finish(
+        ranks = kineto.finish(
             tf.path, the_plan, parts, name_rank=tf.name_rank, bad_events=options.bad_events, pid_map=pid_map
         )
-    except (pieces.SplitFailed, OSError):
+    except (kineto.SplitFailed, OSError):
         return None
     ranks = [classified(d, classifier) for d in ranks]
     if cache_dir is not None:
@@ -649,13 +647,11 @@ def _load_split(
 
 def _split_plain(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]] | None:
     """The plan and the pieces' columns of a plain file, its byte ranges read by a pool (None: read it whole)."""
-    from . import pieces
-
     workers = max(1, os.cpu_count() or 1)
-    read_at, size, close = pieces.open_source(tf.path)
+    read_at, size, close = kineto.open_source(tf.path)
     try:
         n = workers * max(1, -(-size // (workers * _SPLIT_PIECE_BYTES)))
-        the_plan = pieces.plan(read_at, size, -(-size // n))
+        the_plan = kineto.plan(read_at, size, -(-size // n))
         header = _kineto_header(tf, the_plan.doc, options)
     finally:
         close()
@@ -683,12 +679,10 @@ def _split_streamed(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]
     """The plan and the pieces' columns of a compressed file: inflated here as it is read,
     each piece handed to a worker as soon as it is cut, at most one more than there are
     workers in flight (None: read it whole)."""
-    from . import pieces
-
     workers = max(1, os.cpu_count() or 1)
     source = inflate_chunks(tf.path, max_json_bytes=options.max_json_bytes)
     with contextlib.closing(source):
-        cutter = pieces.Cutter(tf.path, source, _SPLIT_PIECE_BYTES)
+        cutter = kineto.Cutter(tf.path, source, _SPLIT_PIECE_BYTES)
         if cutter.whole is not None:
             return None
         with _piece_pool(tf, workers) as (pool, folder):
@@ -706,9 +700,9 @@ def _split_streamed(tf: TraceFile, options: ReadOptions) -> tuple[Any, list[Any]
     if len(parts) < 2 or header is None:
         return None
     bound = max(p.state.ts_bound for p in parts)
-    if not pieces.base_agrees(cutter.base_time_ns, header.base_time_ns, bound):
+    if not kineto.base_agrees(cutter.base_time_ns, header.base_time_ns, bound):
         return None  # (read in this process, which reads it again with the file's time base)
-    return pieces.Plan(doc=cutter.doc, ranges=tuple(ranges)), parts
+    return kineto.Plan(doc=cutter.doc, ranges=tuple(ranges)), parts
 
 
 @contextlib.contextmanager
@@ -716,15 +710,13 @@ def _piece_pool(tf: TraceFile, workers: int) -> Iterator[tuple[ProcessPoolExecut
     """A pool of ``workers`` processes reading pieces of ``tf``, and the folder their columns
     come back through. On SplitFailed (the file must be read whole) the pieces not started
     are cancelled before it propagates; a worker that died is a TraceviewError naming the file."""
-    from . import pieces
-
     with (
         handoff.scratch_folder() as folder,
         ProcessPoolExecutor(max_workers=workers, mp_context=pool_context()) as pool,
     ):
         try:
             yield pool, folder
-        except pieces.SplitFailed:
+        except kineto.SplitFailed:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         except BrokenProcessPool:
@@ -735,10 +727,8 @@ def _piece_pool(tf: TraceFile, workers: int) -> Iterator[tuple[ProcessPoolExecut
 
 def _kineto_header(tf: TraceFile, doc: Any, options: ReadOptions) -> Any:
     """The file's header as the reader reads it, or None where it would raise (the whole read says why)."""
-    from .readers import kineto
-
     try:
-        return kineto._header(tf.path, doc, tf.name_rank, options.bad_events)
+        return kineto.read_header(tf.path, doc, tf.name_rank, options.bad_events)
     except (TraceFormatError, ValueError, RecursionError):  # (ValueError: a header field not UTF-8)
         return None
 
@@ -775,20 +765,16 @@ def _read_piece_task(path: Path, source: str, lo: int, hi: int, base_time_ns: in
 
 def _read_piece_bytes_task(path: Path, piece: bytes, lo: int, hi: int, base_time_ns: int, folder: str | None) -> Any:
     """A worker's task: the columns of bytes ``[lo, hi)`` of a document, given as ``piece``
-    (``b"[" + those bytes + b"]"``; see pieces.parse_piece), handed back through ``folder``
+    (``b"[" + those bytes + b"]"``; see kineto.parse_piece), handed back through ``folder``
     (its heap kept or given back first)."""
-    from . import pieces
-
     heap.before_task(len(piece))
-    return handoff.dump(pieces.parse_piece(path, pieces.bytes_source(b""), lo, hi, base_time_ns, piece), folder)
+    return handoff.dump(kineto.parse_piece(path, kineto.bytes_source(b""), lo, hi, base_time_ns, piece), folder)
 
 
 def _read_piece(path: Path, source: str, lo: int, hi: int, base_time_ns: int) -> Any:
-    """A worker's task: the columns of one byte range of a file (see pieces.parse_piece)."""
-    from . import pieces
-
-    read_at, _, close = pieces.open_source(Path(source))
+    """A worker's task: the columns of one byte range of a file (see kineto.parse_piece)."""
+    read_at, _, close = kineto.open_source(Path(source))
     try:
-        return pieces.parse_piece(path, read_at, lo, hi, base_time_ns)
+        return kineto.parse_piece(path, read_at, lo, hi, base_time_ns)
     finally:
         close()

@@ -1,4 +1,4 @@
-"""Small one-rank Kineto files' tables built together (``readers.batch``, issue 17): exactly
+"""Small one-rank Kineto files' tables built together (``readers.kineto.batch``, issue 17): exactly
 the tables of the per-file path, on real traces, on sets mixing small and larger files, with a
 bad file among good ones, where the rows cannot be keyed apart, and without the C scanner."""
 
@@ -18,7 +18,8 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError, TraceviewWarning
-from jupyter_traceview.loading.readers import batch, native
+from jupyter_traceview.loading.readers import kineto
+from jupyter_traceview.loading.readers.kineto import batch, native
 from tests import kineto_builder as kb
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -60,17 +61,17 @@ needs_scanner = pytest.mark.skipif(not native.AVAILABLE, reason="the batched pat
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of files in each batch whose tables batch.tables built (a batch that raised,
+    """The number of files in each batch whose tables kineto.batch_tables built (a batch that raised,
     whose files were then read alone, is not counted)."""
     sizes: list[int] = []
-    real = batch.tables
+    real = kineto.batch_tables
 
     def spy(pending: Any, classifier: Any) -> Any:
         out = real(pending, classifier)
         sizes.append(len(pending))
         return out
 
-    monkeypatch.setattr(batch, "tables", spy)
+    monkeypatch.setattr(kineto, "batch_tables", spy)
     return sizes
 
 
@@ -189,7 +190,7 @@ def test_a_batch_that_fails_reads_its_files_alone(monkeypatch: pytest.MonkeyPatc
     def broken(pending: Any, classifier: Any) -> Any:
         raise ValueError("a bug in the batched path")
 
-    monkeypatch.setattr(batch, "tables", broken)
+    monkeypatch.setattr(kineto, "batch_tables", broken)
     _same(tv.load(SAMPLE, cache=False, progress=False), _per_file(SAMPLE))
 
 
@@ -204,7 +205,7 @@ def test_ids_that_cannot_be_keyed_apart(tmp_path: Path, monkeypatch: pytest.Monk
             *kb.launch("gemm", 40, 320, 5, corr=3),
         ]
         kb.write(tmp_path / "run" / f"rank-{r}.json", kb.doc(events, rank=r, world_size=2))
-    real = batch.tables
+    real = kineto.batch_tables
     unfit: list[bool] = []
 
     def spy(pending: Any, classifier: Any) -> Any:
@@ -214,7 +215,7 @@ def test_ids_that_cannot_be_keyed_apart(tmp_path: Path, monkeypatch: pytest.Monk
             unfit.append(True)
             raise
 
-    monkeypatch.setattr(batch, "tables", spy)
+    monkeypatch.setattr(kineto, "batch_tables", spy)
     got = tv.load(tmp_path / "run", cache=False, progress=False)
     assert unfit == [True]
     _same(got, _per_file(tmp_path / "run"))
@@ -224,7 +225,7 @@ def test_ids_that_cannot_be_keyed_apart(tmp_path: Path, monkeypatch: pytest.Monk
 def test_without_the_scanner_files_are_read_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     # TRACEVIEW_NATIVE=0: msgspec reads every file; nothing is deferred; the same tables.
     with_scanner = tv.load(SAMPLE, cache=False, progress=False)
-    monkeypatch.setattr(native, "AVAILABLE", False)
+    monkeypatch.setattr(kineto, "NATIVE_AVAILABLE", False)
     sizes = _spy(monkeypatch)
     _same(tv.load(SAMPLE, cache=False, progress=False), with_scanner)
     assert sizes == []

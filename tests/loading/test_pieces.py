@@ -17,9 +17,10 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError, TraceviewError
-from jupyter_traceview.loading import ingest, loader, pieces
+from jupyter_traceview.loading import ingest, loader
 from jupyter_traceview.loading.readers import kineto
 from jupyter_traceview.loading.readers.files import read_bytes
+from jupyter_traceview.loading.readers.kineto import pieces
 from jupyter_traceview.model.rank_data import RankData
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -44,16 +45,16 @@ def _same(a: list[RankData], b: list[RankData]) -> None:
 
 def _span(data: bytes) -> int:
     """Bytes of the event array."""
-    ((lo, hi),) = pieces.plan(pieces.bytes_source(data), len(data), 1 << 40).ranges
+    ((lo, hi),) = kineto.plan(kineto.bytes_source(data), len(data), 1 << 40).ranges
     return hi - lo
 
 
 def _across(path: Path, data: bytes, piece_bytes: int, **kw: Any) -> list[RankData]:
     """The pool's way, in this process: each piece parsed alone, pickled as a worker returns it."""
-    read_at = pieces.bytes_source(data)
-    the_plan = pieces.plan(read_at, len(data), piece_bytes)
+    read_at = kineto.bytes_source(data)
+    the_plan = kineto.plan(read_at, len(data), piece_bytes)
     assert len(the_plan.ranges) > 1
-    base = kineto._header(path, the_plan.doc, None, kw.get("bad_events", "raise")).base_time_ns
+    base = kineto.read_header(path, the_plan.doc, None, kw.get("bad_events", "raise")).base_time_ns
     parts = [pickle.loads(pickle.dumps(pieces.parse_piece(path, read_at, lo, hi, base))) for lo, hi in the_plan.ranges]
     return pieces.finish(path, the_plan, parts, **kw)
 
@@ -62,8 +63,8 @@ def _across(path: Path, data: bytes, piece_bytes: int, **kw: Any) -> list[RankDa
 def test_pieces_give_the_whole_file_tables_on_real_traces(path: Path) -> None:
     data = read_bytes(path)
     whole = kineto.parse_kineto(path, data, bad_events="drop")
-    read_at = pieces.bytes_source(data)
-    the_plan = pieces.plan(read_at, len(data), max(1024, _span(data) // 7))
+    read_at = kineto.bytes_source(data)
+    the_plan = kineto.plan(read_at, len(data), max(1024, _span(data) // 7))
     assert len(the_plan.ranges) > 1
     # Consecutive ranges, separated by exactly one comma.
     for (_, hi), (lo, _) in zip(the_plan.ranges, the_plan.ranges[1:], strict=False):
@@ -71,7 +72,7 @@ def test_pieces_give_the_whole_file_tables_on_real_traces(path: Path) -> None:
     _same(whole, pieces.parse_in_pieces(path, read_at, the_plan, bad_events="drop"))
     try:
         across = _across(path, data, max(1024, _span(data) // 3), bad_events="drop")
-    except pieces.SplitFailed:
+    except kineto.SplitFailed:
         # Only for what a piece alone cannot number exactly (names without numbers, B/E pairs, ...).
         return
     _same(whole, across)
@@ -84,7 +85,7 @@ def test_most_real_traces_split_across_processes() -> None:
         try:
             _across(path, data, max(1024, _span(data) // 3), bad_events="drop")
             split += 1
-        except pieces.SplitFailed:
+        except kineto.SplitFailed:
             pass
     assert split >= len(REAL_TRACES) - 2
 
@@ -113,7 +114,7 @@ def _events(n: int, **extra: Any) -> list[dict[str, Any]]:
 
 def test_the_plan_finds_the_array_between_header_fields_with_brackets() -> None:
     data = _trace_text(_events(200), distributedInfo={"rank": 3, "x": "[]"}, deviceProperties=[{"id": 0}])
-    the_plan = pieces.plan(pieces.bytes_source(data), len(data), 1000)
+    the_plan = kineto.plan(kineto.bytes_source(data), len(data), 1000)
     assert len(the_plan.ranges) > 3
     events = json.loads(b"[" + b",".join(data[lo:hi] for lo, hi in the_plan.ranges) + b"]")
     assert events == json.loads(data)["traceEvents"]
@@ -125,9 +126,9 @@ def test_a_cut_inside_an_element_fails_and_the_load_falls_back(tmp_path: Path, m
     # Nested arrays of objects, one per line: a cut can land inside an element.
     events = _events(300, args={"nested": [{"a": i} for i in range(20)]})
     data = _trace_text(events, pretty_args=True)
-    read_at = pieces.bytes_source(data)
-    the_plan = pieces.plan(read_at, len(data), 997)
-    with pytest.raises(pieces.SplitFailed):
+    read_at = kineto.bytes_source(data)
+    the_plan = kineto.plan(read_at, len(data), 997)
+    with pytest.raises(kineto.SplitFailed):
         pieces.parse_in_pieces(Path("t.json"), read_at, the_plan)
     f = tmp_path / "rank-0.json"
     f.write_bytes(data)
@@ -148,7 +149,7 @@ def _whole_load(path: Path, **kw: Any) -> list[RankData]:
     """tv.load reading every file whole, in this process (the reference)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ingest, "PIECE_BYTES", 1 << 62)
-        mp.setattr(ingest.native, "AVAILABLE", False)  # small files too: read whole by msgspec
+        mp.setattr(ingest.kineto, "NATIVE_AVAILABLE", False)  # small files too: read whole by msgspec
         mp.setattr(loader, "_SPLIT_BYTES", 1 << 62)
         return _ranks(tv.load(path, cache=False, engine="serial", **kw))
 
@@ -159,7 +160,7 @@ def test_malformed_events_fall_back_to_the_whole_file_read(tmp_path: Path, monke
     data = _trace_text(events)
     f = tmp_path / "rank-0.json"
     f.write_bytes(data)
-    with pytest.raises(pieces.SplitFailed):
+    with pytest.raises(kineto.SplitFailed):
         _across(f, data, 2000, bad_events="drop")
     monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
     monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)

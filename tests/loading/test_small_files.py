@@ -16,9 +16,10 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError
-from jupyter_traceview.loading import ingest, loader, pieces
-from jupyter_traceview.loading.readers import kineto, native
+from jupyter_traceview.loading import ingest, loader
+from jupyter_traceview.loading.readers import kineto
 from jupyter_traceview.loading.readers.files import TraceFile, read_bytes
+from jupyter_traceview.loading.readers.kineto import native
 from jupyter_traceview.model.rank_data import RankData
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -40,13 +41,13 @@ def _same(a: list[RankData], b: list[RankData]) -> None:
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the files read in pieces (the scanner's path) by ingest."""
     calls: list[int] = []
-    real = pieces.parse_in_pieces
+    real = kineto.parse_in_pieces
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pieces, "parse_in_pieces", spy)
+    monkeypatch.setattr(kineto, "parse_in_pieces", spy)
     return calls
 
 
@@ -64,7 +65,7 @@ def test_a_small_file_read_by_the_scanner_gives_the_whole_file_tables(
 
 def test_without_the_scanner_a_small_file_is_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     path = sorted(Path(tv.sample_path()).glob("*.json.gz"))[0]
-    monkeypatch.setattr(native, "AVAILABLE", False)
+    monkeypatch.setattr(kineto, "NATIVE_AVAILABLE", False)
     calls = _spy(monkeypatch)
     got = ingest.read_file(TraceFile(path, path.stat().st_size, 0, None), OPTIONS, None)
     assert calls == []
@@ -172,7 +173,7 @@ def test_a_serial_load_scans_every_file_into_one_set_of_buffers(monkeypatch: pyt
     assert len(trace.ranks) == 8 and len(seen) >= 8 and len({id(s) for s in seen}) == 1
     monkeypatch.undo()
     # The same load with new buffers for each file (as before shared_scratch) is identical.
-    monkeypatch.setattr(native, "shared_scratch", contextlib.nullcontext)
+    monkeypatch.setattr(kineto, "shared_scratch", contextlib.nullcontext)
     expected = tv.load(tv.sample_path(), cache=False, progress=False, engine="serial")
     assert expected.ranks == trace.ranks
     for r in expected.ranks:
@@ -193,7 +194,7 @@ def test_a_shared_scratch_lets_a_big_files_buffers_go_before_its_tables_are_buil
         shared = native.scratch()
         assert shared is not None
         got_small = ingest.read_file(TraceFile(small, small.stat().st_size, 0, None), OPTIONS, None)
-        assert 0 < shared.cap <= native._SHARED_MAX_ROWS  # kept for the next file
+        assert 0 < shared.cap <= native.SHARED_MAX_ROWS  # kept for the next file
         got_big = ingest.read_file(TraceFile(big, big.stat().st_size, 0, None), OPTIONS, None)
         assert shared.cap == 0  # let go once scanned
         again = ingest.read_file(TraceFile(small, small.stat().st_size, 0, None), OPTIONS, None)

@@ -17,32 +17,33 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError
-from jupyter_traceview.loading import ingest, loader, pieces
+from jupyter_traceview.loading import ingest, loader
 from jupyter_traceview.loading.readers import files, kineto
 from jupyter_traceview.loading.readers.files import inflate_chunks, read_bytes
+from jupyter_traceview.loading.readers.kineto import cutting, pieces
 
 from .test_pieces import REAL_TRACES, _events, _ranks, _same, _trace_text, _whole_load
 
 
 def _counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The byte ranges' lengths of the pieces read (``_piece_columns`` calls), as they are read."""
+    """The byte ranges' lengths of the pieces read (``pieces.piece_columns`` calls), as they are read."""
     seen: list[int] = []
-    real = pieces._piece_columns
+    real = pieces.piece_columns
 
     def spy(read_at: Any, lo: int, hi: int, *args: Any) -> Any:
         seen.append(hi - lo)
         return real(read_at, lo, hi, *args)
 
-    monkeypatch.setattr(pieces, "_piece_columns", spy)
+    monkeypatch.setattr(pieces, "piece_columns", spy)
     return seen
 
 
 def _small_pieces(monkeypatch: pytest.MonkeyPatch, piece_bytes: int = 2000) -> None:
     """tv.load streams compressed files over ``piece_bytes`` in pieces of that size, cut within 512 bytes."""
     monkeypatch.setattr(ingest, "PIECE_BYTES", piece_bytes)
-    monkeypatch.setattr(pieces, "_STREAM_WINDOW", 512)
-    monkeypatch.setattr(pieces, "_TAIL_BYTES", 1024)
-    monkeypatch.setattr(pieces, "_HEAD_BYTES", 4096)
+    monkeypatch.setattr(cutting, "STREAM_WINDOW", 512)
+    monkeypatch.setattr(cutting, "TAIL_BYTES", 1024)
+    monkeypatch.setattr(cutting, "HEAD_BYTES", 4096)
     monkeypatch.setattr(files, "_READ_BLOCK", 97)  # blocks that end anywhere: inside a gzip header too
     monkeypatch.setattr(files, "INFLATE_CHUNK_BYTES", 301)
 
@@ -56,7 +57,7 @@ def _write_gz(path: Path, data: bytes) -> Path:
 def test_streamed_pieces_give_the_whole_file_tables_on_real_traces(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = read_bytes(path)
     whole = kineto.parse_kineto(path, data, bad_events="drop")
-    monkeypatch.setattr(pieces, "_STREAM_WINDOW", 4096)
+    monkeypatch.setattr(cutting, "STREAM_WINDOW", 4096)
     seen = _counted(monkeypatch)
     chunks = functools.partial(inflate_chunks, path, chunk_bytes=65536)
     streamed = pieces.parse_streamed(path, chunks, max(1024, len(data) // 9), bad_events="drop")
@@ -349,6 +350,6 @@ def test_a_small_gzip_file_is_inflated_in_one_buffer(tmp_path: Path, monkeypatch
     assert files.inflate_whole(f, bytes(corrupt), max_json_bytes=1 << 30, most=len(data)) is None
     reference = _whole_load(f)
     streamed = []
-    monkeypatch.setattr(pieces, "parse_streamed", lambda *a, **k: streamed.append(a) or pytest.fail("streamed"))
+    monkeypatch.setattr(kineto, "parse_streamed", lambda *a, **k: streamed.append(a) or pytest.fail("streamed"))
     _same(reference, _ranks(tv.load(f, cache=False, engine="serial")))
     assert streamed == []

@@ -5,7 +5,7 @@
  * ``pieces.plan`` cuts it) once, and writes per event: the phase, pid, tid, ts, dur, the
  * ``args`` the reader keeps (ids, device, stream, launch and copy arguments, collective and
  * memory-record fields) as numbers, and the byte ranges of category, name and the raw JSON
- * texts of the recorded operator arguments. ``loading/readers/native.py`` builds the
+ * texts of the recorded operator arguments. ``loading/readers/kineto/native.py`` builds the
  * reader's per-piece columns from them.
  *
  * It handles a subset and validates what it reads as strictly as msgspec does (RFC 8259):
@@ -1227,7 +1227,7 @@ static PyModuleDef_Slot kscan_slots[] = {
 static struct PyModuleDef kscan_module = {
     PyModuleDef_HEAD_INIT,
     "_kscan",
-    "A column-writing scanner for Kineto JSON events (see loading/readers/native.py).",
+    "A column-writing scanner for Kineto JSON events (see loading/readers/kineto/native.py).",
     0,
     kscan_methods,
     kscan_slots,

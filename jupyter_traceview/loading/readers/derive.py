@@ -12,7 +12,7 @@ import numpy as np
 
 from . import build
 
-__all__ = ["in_codes", "launch_links", "nesting", "start_order", "steps"]
+__all__ = ["ONE_PASS_ROWS", "in_codes", "launch_links", "nesting", "start_order", "steps"]
 
 #: The compiled scanner module, whose ``nest`` walks the lanes in C (None: numpy only).
 _kscan: Any = build.SCANNER
@@ -116,7 +116,7 @@ def _lane_nesting(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.nd
 
 #: Ranks of up to this many events have every lane's nesting computed in one pass (a small
 #: rank's fixed cost); a bigger rank's lanes are walked one by one (its peak memory).
-_ONE_PASS_ROWS = 1 << 16
+ONE_PASS_ROWS = 1 << 16
 
 
 def _all_lanes(start: np.ndarray, dur: np.ndarray, change: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -156,7 +156,7 @@ def nesting(
     ka, kb, kc = lane_a[order], lane_b[order], lane_c[order]
     change = np.flatnonzero((ka[1:] != ka[:-1]) | (kb[1:] != kb[:-1]) | (kc[1:] != kc[:-1])) + 1
     del ka, kb, kc  # (peak memory: the lanes are walked from here)
-    one_pass = _all_lanes(ts[order], dur[order], change) if len(change) and n <= _ONE_PASS_ROWS else None
+    one_pass = _all_lanes(ts[order], dur[order], change) if len(change) and n <= ONE_PASS_ROWS else None
     if one_pass is not None:
         d, p = one_pass
         depth[order] = d

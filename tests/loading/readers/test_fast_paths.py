@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import jupyter_traceview as tv
 from jupyter_traceview.loading.readers import derive, kineto, op_args
 from jupyter_traceview.loading.readers.files import read_bytes
+from jupyter_traceview.loading.readers.kineto import decode, parts
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 REAL_TRACES = (
@@ -54,8 +55,8 @@ def _xyz_reference(values: list[object]) -> np.ndarray:
     ],
 )
 def test_xyz_fast_path_matches_per_value_reference(values: list[object]) -> None:
-    np.testing.assert_array_equal(kineto._xyz(values), _xyz_reference(values))
-    assert kineto._xyz(values).dtype == np.int32
+    np.testing.assert_array_equal(parts.xyz(values), _xyz_reference(values))
+    assert parts.xyz(values).dtype == np.int32
 
 
 def test_op_args_texts_match_per_value_reference() -> None:
@@ -83,7 +84,7 @@ def test_op_args_codes_match_per_value_reference() -> None:
     [[], ["b", "a", "b", "c", "a"], [3, "3", 3, -1, "x"], ["only"]],
 )
 def test_first_seen_codes_match_a_dict(values: list[object]) -> None:
-    codes, uniques = kineto._first_seen_codes(iter(values), len(values))
+    codes, uniques = parts.first_seen_codes(iter(values), len(values))
     index: dict[object, int] = {}
     assert codes.tolist() == [index.setdefault(v, len(index)) for v in values]
     assert uniques == list(index)
@@ -100,8 +101,8 @@ def test_first_seen_codes_match_a_dict(values: list[object]) -> None:
     ],
 )
 def test_renumbering_the_kept_rows_keeps_first_seen_order(values: list[str], rows: list[int]) -> None:
-    codes, uniques = kineto._first_seen_codes(iter(values), len(values))
-    kept_codes, kept_values = kineto._renumber_first_seen(codes, uniques, np.array(rows, dtype=np.int64))
+    codes, uniques = parts.first_seen_codes(iter(values), len(values))
+    kept_codes, kept_values = parts.renumber_first_seen(codes, uniques, np.array(rows, dtype=np.int64))
     expected = list(dict.fromkeys(values[i] for i in rows))
     assert kept_values == expected
     assert [kept_values[c] for c in kept_codes.tolist()] == [values[i] for i in rows]
@@ -118,8 +119,8 @@ def _tables(path: Path) -> list[tuple[dict[str, object], list[pd.DataFrame]]]:
 @pytest.mark.parametrize("path", REAL_TRACES, ids=lambda p: p.parent.name + "/" + p.name[:30])
 def test_whole_file_matches_small_chunks_on_real_traces(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     whole = _tables(path)
-    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1)
-    monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 61)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(decode, "CHUNK_EVENTS", 61)
     chunked = _tables(path)
     assert len(whole) == len(chunked) > 0
     for (meta_a, frames_a), (meta_b, frames_b) in zip(whole, chunked, strict=True):

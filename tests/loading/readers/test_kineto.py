@@ -515,7 +515,7 @@ def test_eids_are_positions_and_links_point_inside(tmp_path: Path) -> None:
 
 def test_chunked_decoding_gives_the_same_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Big files are decoded in chunks; the result must not depend on where chunks fall."""
-    from jupyter_traceview.loading.readers import kineto
+    from jupyter_traceview.loading.readers.kineto import decode
 
     events = [*kb.metadata(100, labels="CPU")]
     for i in range(40):
@@ -541,8 +541,8 @@ def test_chunked_decoding_gives_the_same_tables(tmp_path: Path, monkeypatch: pyt
     )
     path = kb.write(tmp_path / "rank-0.json", kb.doc(events, rank=0))
     whole = tv.load(path, cache=False)
-    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1)
-    monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 7)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(decode, "CHUNK_EVENTS", 7)
     chunked = tv.load(path, cache=False)
     pd_testing = __import__("pandas").testing
     pd_testing.assert_frame_equal(whole.events(0), chunked.events(0))
@@ -553,15 +553,15 @@ def test_chunked_decoding_gives_the_same_tables(tmp_path: Path, monkeypatch: pyt
 
 
 def test_chunked_decoding_reports_bad_events_over_all_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jupyter_traceview.loading.readers import kineto
+    from jupyter_traceview.loading.readers.kineto import decode
 
     events = [kb.cpu_op(f"op{i}", i * 10, 5) for i in range(30)]
     events[3]["dur"] = -1
     events[25]["dur"] = -2
     events[17]["ts"] = "soon"
     path = kb.write(tmp_path / "rank-0.json", kb.doc(events))
-    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1)
-    monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 4)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(decode, "CHUNK_EVENTS", 4)
     with pytest.raises(
         tv.TraceFormatError,
         match=r"3 malformed events: 2 with a negative 'dur' \(first: event #3\).*1 unreadable \(first: event #17",

@@ -72,7 +72,7 @@ def test_select_keeps_the_records_of_the_kept_events(tmp_path: Path) -> None:
 
 
 def test_chunked_decoding_gives_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jupyter_traceview.loading.readers import kineto
+    from jupyter_traceview.loading.readers.kineto import decode
 
     events = []
     for i in range(20):
@@ -85,8 +85,8 @@ def test_chunked_decoding_gives_the_same_table(tmp_path: Path, monkeypatch: pyte
         ]
     path = kb.write(tmp_path / "rank-0.json", kb.doc(events, rank=0))
     whole = tv.load(path, cache=False)
-    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1)
-    monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 7)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(decode, "CHUNK_EVENTS", 7)
     chunked = tv.load(path, cache=False)
     pd.testing.assert_frame_equal(whole.memory(0), chunked.memory(0))
     assert len(whole.memory(0)) == 40

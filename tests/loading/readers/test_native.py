@@ -1,4 +1,4 @@
-"""The native path (``readers/native.py`` over the C scanner ``_kscan.c``) gives exactly the
+"""The native path (``readers/kineto/native.py`` over the C scanner ``_kscan.c``) gives exactly the
 msgspec path's tables and errors, piece by piece, and gives up on what it does not handle.
 
 Every comparison reads the same bytes twice: with the scanner (pieces it gives up on are read
@@ -23,9 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jupyter_traceview as tv
-from jupyter_traceview.loading import pieces
-from jupyter_traceview.loading.readers import kineto, native
+from jupyter_traceview.loading.readers import kineto
 from jupyter_traceview.loading.readers.files import read_bytes
+from jupyter_traceview.loading.readers.kineto import events as kineto_events
+from jupyter_traceview.loading.readers.kineto import native, parts, pieces
 from jupyter_traceview.model.rank_data import RankData
 from tests import kineto_builder as kb
 
@@ -56,12 +57,12 @@ COMMON = {
 
 @contextmanager
 def _msgspec_only() -> Iterator[None]:
-    saved = native._kscan
-    native._kscan = None
+    saved = native.SCANNER
+    native.SCANNER = None
     try:
         yield
     finally:
-        native._kscan = saved
+        native.SCANNER = saved
 
 
 @contextmanager
@@ -69,7 +70,7 @@ def _counting() -> Iterator[list[int]]:
     """[parts read by the scanner, all parts] while the block runs (a piece is one part, or
     several where the scanner gave up on some events and msgspec read them)."""
     counts = [0, 0]
-    original_native, original_decoded = native.part, pieces._decoded_columns
+    original_native, original_decoded = native.part, pieces.decoded_columns
 
     def by_native(*args: Any, **kwargs: Any) -> Any:
         got = original_native(*args, **kwargs)
@@ -82,12 +83,12 @@ def _counting() -> Iterator[list[int]]:
         return original_decoded(*args, **kwargs)
 
     native.part = by_native  # type: ignore[assignment]
-    pieces._decoded_columns = by_msgspec  # type: ignore[assignment]
+    pieces.decoded_columns = by_msgspec  # type: ignore[assignment]
     try:
         yield counts
     finally:
         native.part = original_native  # type: ignore[assignment]
-        pieces._decoded_columns = original_decoded  # type: ignore[assignment]
+        pieces.decoded_columns = original_decoded  # type: ignore[assignment]
 
 
 def _outcome(read: Callable[[], list[RankData]]) -> tuple[Any, ...]:
@@ -114,15 +115,15 @@ def _assert_same(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
 
 
 def _in_pieces(path: Path, data: bytes, piece_bytes: int) -> list[RankData]:
-    read_at = pieces.bytes_source(data)
-    return pieces.parse_in_pieces(path, read_at, pieces.plan(read_at, len(data), piece_bytes))
+    read_at = kineto.bytes_source(data)
+    return pieces.parse_in_pieces(path, read_at, kineto.plan(read_at, len(data), piece_bytes))
 
 
 def _load(path: Path, data: bytes, piece_bytes: int) -> list[RankData]:
     """What the reader gives for the bytes (ingest's order: in pieces, else whole)."""
     try:
         return _in_pieces(path, data, piece_bytes)
-    except pieces.SplitFailed:
+    except kineto.SplitFailed:
         return kineto.parse_kineto(path, data)
 
 
@@ -153,14 +154,14 @@ def test_the_native_path_is_on_unless_turned_off() -> None:
 @needs_native
 def test_the_scanner_reads_the_keys_the_reader_decodes() -> None:
     """A field added to the reader's structs must be added to the scanner (else it would skip it)."""
-    assert native._kscan is not None
-    assert set(native._kscan.EVENT_KEYS) == set(kineto._Event.__struct_encode_fields__)
-    assert set(native._kscan.ARG_KEYS) == set(kineto._Args.__struct_encode_fields__)
+    assert native.SCANNER is not None
+    assert set(native.SCANNER.EVENT_KEYS) == set(kineto_events.Event.__struct_encode_fields__)
+    assert set(native.SCANNER.ARG_KEYS) == set(kineto_events.Args.__struct_encode_fields__)
 
 
 @needs_native
 def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
-    k = native._kscan
+    k = native.SCANNER
     s = native.Scratch()
     s.ensure(8)
     with pytest.raises(ValueError, match="spans"):
@@ -202,7 +203,7 @@ def _splits(path: Path, data: bytes) -> bool:
     try:
         with _msgspec_only():
             _in_pieces(path, data, 1 << 16)
-    except pieces.SplitFailed:
+    except kineto.SplitFailed:
         return False
     return True
 
@@ -226,8 +227,8 @@ def test_the_shared_traces_read_identically() -> None:
 def _seed(path: Path, n_bytes: int) -> bytes:
     """The first events of a real trace (whole events, a valid document)."""
     data = read_bytes(path)
-    read_at = pieces.bytes_source(data)
-    the_plan = pieces.plan(read_at, len(data), n_bytes)
+    read_at = kineto.bytes_source(data)
+    the_plan = kineto.plan(read_at, len(data), n_bytes)
     lo, hi = the_plan.ranges[0]
     return data[:lo] + data[lo:hi] + data[the_plan.ranges[-1][1] :]
 
@@ -451,7 +452,7 @@ def test_edge_values_read_identically(field: str, value: bytes) -> None:
     ],
 )
 def test_the_scanner_gives_up_on_invalid_json(text: bytes) -> None:
-    assert native.piece_part(text, kineto._FileState(), 0) is None
+    assert native.piece_part(text, parts.FileState(), 0) is None
 
 
 @needs_native
@@ -532,7 +533,7 @@ def test_random_bytes_never_crash_the_scanner() -> None:
         ok, n_events, at = native.scan(text, s)
         assert 0 <= n_events <= len(text) and 0 <= at <= len(text)
         if ok:
-            assert n_events == len(kineto._LIST_DECODER.decode(text))  # valid JSON, as msgspec says
+            assert n_events == len(kineto_events.LIST_DECODER.decode(text))  # valid JSON, as msgspec says
 
 
 @needs_native
@@ -563,7 +564,7 @@ def test_many_distinct_names_and_arguments_in_one_piece() -> None:
 @needs_native
 def test_a_piece_with_more_events_than_one_scan_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scanner stops at its row limit; msgspec reads the next 64 KB and the scanner resumes."""
-    monkeypatch.setattr(native, "_MAX_ROWS", 1000)
+    monkeypatch.setattr(native, "MAX_SCAN_ROWS", 1000)
     events = [_event(ts=b"%d" % (1000 + i), name=b'"k%d"' % (i % 11)) for i in range(5000)]
     counts = _both(Path("rows.json"), _doc(events), 1 << 22, read=_in_pieces)
     assert counts[0] >= 2 and counts[1] > counts[0]
@@ -597,7 +598,7 @@ def test_the_scanner_reads_a_range_of_a_buffer_as_it_reads_a_copy_of_it() -> Non
     # Whatever follows the range is not read; a range that is not "[" events "]" is refused.
     assert not native.scan(whole, b, len(head), len(head) + len(events) - 1)[0]
     assert not native.scan(whole, b, len(head) - 2, len(head) + len(events))[0]  # (from the colon)
-    k = native._kscan
+    k = native.SCANNER
     for start, end in ((-1, 5), (6, 5), (0, len(whole) + 1)):
         with pytest.raises(ValueError, match="not a range"):
             k.scan(whole, b.ph, b.spans, b.pidtid, b.ints, b.floats, b.ev_span, b.slow, b.codes, b.firsts, start, end)
@@ -653,7 +654,7 @@ ODD_STRINGS = [
     ([_event(cat=b'"Trace"', ph=b'"i"', name=b'"n2"')], True),
     ([_event(tid=b'"Traces"', cat=b'"cpu_op"'), _event(pid=b'"Traces"', tid=b'"x"')], True),
     ([_event(pid=b'""', tid=b'""', ph=b'"i"', name=b'""')], True),
-    # tids that numpy converts (no labels), and ones it does not (each then by kineto._as_int)
+    # tids that numpy converts (no labels), and ones it does not (each then by parts.as_int)
     ([_event(tid=b'"12"', cat=b'"cpu_op"'), _event(tid=b'" 3"', cat=b'"cpu_op"'), _event(tid=b'"07"')], True),
     ([_event(tid=b'"12"', cat=b'"cpu_op"'), _event(tid=b'"0x10"'), _event(tid=b'"t"'), _event(tid=b'"07"')], True),
     ([_event(pid=b'"t"', tid=b'"u"'), _event(pid=b'"u"', tid=b'"t"'), _event(pid=b'"9999999999999999999999"')], True),
@@ -717,7 +718,7 @@ def test_the_sample_files_are_read_by_the_scanner_alone(path: Path) -> None:
 
 @given(st.lists(st.text(alphabet="nc:l ab\u00e9", max_size=8), max_size=30), st.sampled_from(["nccl:", "n", "", "c:"]))
 def test_names_starting_with_a_prefix(names: list[str], prefix: str) -> None:
-    assert native._starting(names, prefix) == [i for i, nm in enumerate(names) if nm.startswith(prefix)]
+    assert native.names_starting(names, prefix) == [i for i, nm in enumerate(names) if nm.startswith(prefix)]
 
 
 @given(st.lists(st.integers(0, 40), min_size=1, max_size=80))
@@ -725,4 +726,4 @@ def test_numbers_in_order_of_first_appearance(values: list[int]) -> None:
     """``_first_seen_order``, by new maxima where the numbers come in increasing order, else by
     first indices: each distinct number once, where it first appears."""
     c = np.array(values, dtype=np.int32)
-    assert native._first_seen_order(c, 41).tolist() == list(dict.fromkeys(values))
+    assert native.first_seen_order(c, 41).tolist() == list(dict.fromkeys(values))

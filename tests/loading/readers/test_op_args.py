@@ -57,7 +57,7 @@ def test_op_args_rows_are_the_operators_with_shapes(tmp_path: Path) -> None:
 
 
 def test_op_args_survive_selection_cache_and_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jupyter_traceview.loading.readers import kineto
+    from jupyter_traceview.loading.readers.kineto import decode
 
     events = [*_events(), kb.step(2, 2000, 100), kb.cpu_op("aten::addmm", 2010, 30, **ADDMM_ARGS)]
     whole = _load(tmp_path, events, cache=False)
@@ -70,8 +70,8 @@ def test_op_args_survive_selection_cache_and_chunks(tmp_path: Path, monkeypatch:
     cached = _load(tmp_path, events, cache=cache)
     pd.testing.assert_frame_equal(whole.op_args(0), cached.op_args(0))
     # Chunked decoding gives the same table.
-    monkeypatch.setattr(kineto, "_CHUNK_BYTES", 1)
-    monkeypatch.setattr(kineto, "_CHUNK_EVENTS", 3)
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(decode, "CHUNK_EVENTS", 3)
     chunked = _load(tmp_path, events, cache=False)
     pd.testing.assert_frame_equal(whole.op_args(0), chunked.op_args(0))
 

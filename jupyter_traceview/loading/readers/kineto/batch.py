@@ -16,7 +16,7 @@ The keys that keep files apart:
   of its own file;
 * nesting: the file is part of each lane (lanes never span files).
 
-The tables are the per-file path's exactly (``kineto._rank_tables`` then
+The tables are the per-file path's exactly (:func:`.tables.rank_tables` then
 ``model.trace.classified``; ``tests/loading/test_batch.py`` compares every table of real
 traces both ways). A batch that cannot be keyed apart (times or ids near the int64 range)
 raises :class:`Unfit`; the loader then reads its files one by one, as before.
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...model.classify import COPY_KINDS, Classifier
-from ...model.frames import frame
-from ...model.rank_data import Deferred, RankData, RankMeta
-from ...model.schema import (
+from ....model.classify import COPY_KINDS, Classifier
+from ....model.frames import frame
+from ....model.rank_data import Deferred, RankData, RankMeta
+from ....model.schema import (
     GPU_ARGS_COLUMNS,
     GPU_CLASS_CATEGORIES,
     KIND_CATEGORIES,
@@ -44,24 +44,27 @@ from ...model.schema import (
     EventKind,
     categorical,
 )
-from . import derive, kineto
+from .. import derive
+from .columns import FileColumns
+from .events import ACTIVITY_CODES, DEVICE_CODES, LAUNCH_CODES
+from .tables import EVENT_COLUMNS, GONE, comms_table, copy_flags, gpu_args_table, step_number
 
-__all__ = ["BATCH_ROWS", "MAX_ROWS", "Pending", "Unfit", "tables"]
+__all__ = ["BATCH_ROWS", "MAX_ROWS", "Pending", "Unfit", "full", "tables"]
 
 #: Files of one rank with at most this many events are deferred (a ~2 MB file's).
 MAX_ROWS = 1 << 14
 #: A batch holds at most this many events (the most ``derive.nesting`` nests in one pass;
 #: also what bounds the columns held before their tables exist).
-BATCH_ROWS = derive._ONE_PASS_ROWS
+BATCH_ROWS = derive.ONE_PASS_ROWS
 _KEY_LIMIT = 1 << 62
 _CPU_STEP_KINDS = np.array([KIND_CODE[EventKind.USER_ANNOTATION], KIND_CODE[EventKind.CPU_OP]])
 
 
 @dataclass
 class Pending:
-    """A one-rank file's columns, its tables not built yet (``kineto.split_ranks``' output)."""
+    """A one-rank file's columns, its tables not built yet (:func:`.tables.split_ranks`' output)."""
 
-    raw: kineto._FileColumns
+    raw: FileColumns
     ts_ns: np.ndarray
     dur_ns: np.ndarray
     meta: RankMeta
@@ -69,6 +72,12 @@ class Pending:
 
 class Unfit(Exception):
     """These files' rows cannot be keyed apart in int64 (read them one by one)."""
+
+
+def full(rows: int) -> bool:
+    """Whether a batch holding ``rows`` events could go past :data:`BATCH_ROWS` with one more
+    deferred file (of at most :data:`MAX_ROWS` events): then it is built first."""
+    return rows > BATCH_ROWS - MAX_ROWS
 
 
 def _time_shifts(pending: Sequence[Pending]) -> list[int]:
@@ -87,7 +96,7 @@ def _time_shifts(pending: Sequence[Pending]) -> list[int]:
 
 
 def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]:
-    """Each file's rank, classified by ``classifier``: what ``classified(_rank_tables(...))`` gives."""
+    """Each file's rank, classified by ``classifier``: what ``classified(rank_tables(...))`` gives."""
     m = len(pending)
     sizes = [len(p.ts_ns) for p in pending]
     starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
@@ -105,10 +114,10 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
     del ts, dur
     kind_of_row = np.concatenate([r.kind for r in raws])
     kind = kind_of_row[order]
-    cols = {c: np.concatenate([getattr(r, c) for r in raws])[order] for c in kineto._EVENT_COLUMNS}
-    for r in raws:  # (as kineto._rank_tables drops a one-rank file's columns once gathered)
-        for c in kineto._EVENT_COLUMNS:
-            setattr(r, c, kineto._GONE)
+    cols = {c: np.concatenate([getattr(r, c) for r in raws])[order] for c in EVENT_COLUMNS}
+    for r in raws:  # (as rank_tables drops a one-rank file's columns once gathered)
+        for c in EVENT_COLUMNS:
+            setattr(r, c, GONE)
     eid = np.arange(n, dtype=np.int64) - first
 
     # Launch links: correlation ids offset per file.
@@ -117,14 +126,12 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
     if span * m >= _KEY_LIMIT:
         raise Unfit("correlation ids too large")
     keyed = np.where(corr >= 0, corr + per_row * span, -1)
-    launch = derive.launch_links(
-        keyed, derive.in_codes(kind, kineto._LAUNCH_CODES), derive.in_codes(kind, kineto._ACTIVITY_CODES)
-    )
+    launch = derive.launch_links(keyed, derive.in_codes(kind, LAUNCH_CODES), derive.in_codes(kind, ACTIVITY_CODES))
     launch_eid = np.where(launch >= 0, launch - first, -1)
     del keyed
 
     # Nesting: CPU events per (file, pid, tid); device events per (file, device, stream).
-    device_side = derive.in_codes(kind, kineto._DEVICE_CODES)
+    device_side = derive.in_codes(kind, DEVICE_CODES)
     lane_a = np.where(device_side, cols["device"].astype(np.int64), cols["pid"])
     lane_b = np.where(device_side, cols["stream"], cols["tid"])
     depth, parent = derive.nesting(ts_s, dur_s, lane_a, lane_b, per_row * 2 + device_side)
@@ -169,7 +176,7 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
                 ),
                 "kind": categorical(codes=kind[a:b], categories=KIND_CATEGORIES),
                 "gpu_class": categorical(codes=classes[a:b], categories=GPU_CLASS_CATEGORIES),
-                **{c: cols[c][a:b] for c in kineto._EVENT_COLUMNS},
+                **{c: cols[c][a:b] for c in EVENT_COLUMNS},
                 "launch_eid": launch_eid[a:b],
                 "parent_eid": parent_eid[a:b],
                 "depth": depth[a:b],
@@ -185,7 +192,7 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
                 # file's alone, where the files hold different argument columns), the rest
                 # from the file's columns, as the per-file path builds them.
                 gpu_args=Deferred(functools.partial(gpu_args.table, f, r, mine, names)),
-                comms=Deferred(functools.partial(kineto._comms_table, r, mine)),
+                comms=Deferred(functools.partial(comms_table, r, mine)),
                 memory=Deferred(functools.partial(r.mem.table, mine)),
                 op_args=Deferred(functools.partial(r.op.table, mine)),
             )
@@ -202,25 +209,25 @@ class _Shared:
         self._tables: list[pd.DataFrame] | None = None
         self._lock = threading.Lock()
 
-    def table(self, f: int, raw: kineto._FileColumns, eid_of_row: np.ndarray, names: list[str]) -> pd.DataFrame:
+    def table(self, f: int, raw: FileColumns, eid_of_row: np.ndarray, names: list[str]) -> pd.DataFrame:
         with self._lock:
             if self._build is not None:
                 self._tables, self._build = self._build(), None
             tables = self._tables
         if tables is None:  # the files hold different argument columns: this file's alone
-            return kineto._gpu_args_table(raw, eid_of_row, names)
+            return gpu_args_table(raw, eid_of_row, names)
         return tables[f]
 
 
 def _gpu_args_tables(
-    raws: Sequence[kineto._FileColumns],
+    raws: Sequence[FileColumns],
     starts: np.ndarray,
     eid_of_row: np.ndarray,
     name_of_row: np.ndarray,
     kind_of_row: np.ndarray,
     all_names: list[str],
 ) -> list[pd.DataFrame] | None:
-    """Each file's ``gpu_args`` table, as ``kineto._gpu_args_table`` builds it, from one pass
+    """Each file's ``gpu_args`` table, as ``gpu_args_table`` builds it, from one pass
     over all the files' rows (``*_of_row``: by row of the files one after the other); None
     where the files do not hold the same argument columns."""
     keys = [list(r.gpu) for r in raws]
@@ -232,7 +239,7 @@ def _gpu_args_tables(
     # By file, then eid (a file's eids are below its row count: its first row + eid orders both).
     per = np.argsort(np.repeat(starts[:-1], sizes) + eids, kind="stable")
     rows, eids = rows[per], eids[per]
-    ck, pageable = kineto.copy_flags(name_of_row[rows], all_names, kind_of_row[rows])
+    ck, pageable = copy_flags(name_of_row[rows], all_names, kind_of_row[rows])
     names = [c.name for c in GPU_ARGS_COLUMNS]
     columns = {c: np.concatenate([r.gpu[c] for r in raws])[per] for c in names[1:] if c in keys[0]}
     bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
@@ -269,7 +276,7 @@ def _steps(
     if len(rows) == 0:
         return out
     lut = np.zeros(len(all_names), dtype=np.int64)
-    lut[step_codes] = [kineto._step_number(all_names[c]) for c in step_codes]
+    lut[step_codes] = [step_number(all_names[c]) for c in step_codes]
     numbers, files = lut[codes[rows]], per_row[rows]
     by = np.lexsort((numbers, files))
     numbers, files, rows = numbers[by], files[by], rows[by]

@@ -1,20 +1,21 @@
 """The native path of the Kineto reader: a piece's columns written by a C scanner (issue 17).
 
 ``_kscan.scan`` (``_kscan.c``, compiled by ``pip install``) reads one piece of a file's
-event array (``b"[" + events + b"]"``, the byte ranges of :mod:`..pieces`) once and writes
+event array (``b"[" + events + b"]"``, the byte ranges of :mod:`.cutting`) once and writes
 numbers and byte ranges, without making a Python object per event or field;
-:func:`piece_part` builds from them the reader's per-piece columns (``kineto._Part``),
-exactly as ``kineto._part`` builds them from msgspec's decoded events (the tests compare the
-tables of every real trace both ways, piece by piece).
+:func:`piece_part` builds from them the reader's per-piece columns (:class:`.parts.Part`),
+exactly as :func:`.parts.decoded_part` builds them from msgspec's decoded events (the tests
+compare the tables of every real trace both ways, piece by piece).
 
 The scanner handles the common subset (complete, instant, flow and metadata events with
 ASCII text, integer pids and tids, the usual ``args`` and memory records) and validates the
 JSON it reads as strictly as msgspec: where a piece holds anything else (B/E pairs, Kineto's
 ``Spans`` pseudo-events, string pids or streams, escapes in names, non-ASCII text,
 malformed events, ...) or is not valid JSON, the scanner gives up there and the caller
-(``pieces._piece_columns``) has msgspec read from that event on (the next 64 KB, after which
-the scanner resumes), which gives the same columns or the error it always gave. ``TRACEVIEW_NATIVE=0`` in the environment turns the native path off; without the
-compiled module it is off too, silently.
+(:func:`.pieces.piece_columns`) has msgspec read from that event on (the next 64 KB, after
+which the scanner resumes), which gives the same columns or the error it always gave.
+``TRACEVIEW_NATIVE=0`` in the environment turns the native path off; without the compiled
+module it is off too, silently.
 """
 
 from __future__ import annotations
@@ -27,16 +28,52 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ...model.collectives import normalize_collective
-from ...model.schema import EventKind
-from . import build, derive, memory, op_args
-from . import kineto as K
-from .build import describe as describe
+from ....model.collectives import normalize_collective
+from ....model.schema import EventKind
+from .. import build, derive, memory, op_args
+from ..build import describe as describe
+from .events import (
+    ARGS_CODES,
+    CAT_TO_KIND,
+    CODE,
+    DEVICE_CODES,
+    FLOAT_EXACT_US,
+    KEPT_LUT,
+    KINETO_PSEUDO_PIDS,
+    LIST_DECODER,
+    MAX_NS,
+    PH,
+    PHASE_CODE,
+    PHASES,
+)
+from .parts import (
+    COMM_FIELDS,
+    FileState,
+    Part,
+    as_int,
+    first_dims,
+    gpu_columns,
+    int_lut,
+    raw_str,
+    renumber_first_seen,
+)
 
-__all__ = ["AVAILABLE", "Scratch", "part", "piece_part", "scan", "scratch", "shared_scratch"]
+__all__ = [
+    "AVAILABLE",
+    "SCANNER",
+    "SHARED_MAX_ROWS",
+    "Scratch",
+    "first_seen_order",
+    "names_starting",
+    "part",
+    "piece_part",
+    "scan",
+    "scratch",
+    "shared_scratch",
+]
 
-#: The compiled scanner, or None (see :mod:`.build`, which ``traceview --version`` asks too).
-_kscan: Any = build.SCANNER
+#: The compiled scanner, or None (see :mod:`..build`, which ``traceview --version`` asks too).
+SCANNER: Any = build.SCANNER
 
 #: Whether pieces are read by the C scanner (the module is built and not turned off).
 AVAILABLE = build.AVAILABLE
@@ -84,15 +121,15 @@ _MIN_EVENT_BYTES = 16
 _TYPICAL_EVENT_BYTES = 128
 #: The most events one scan writes (a piece far bigger than the 4 MB the reader cuts, with no
 #: cut found in it, is read this many events at a time: the scanner stops there and resumes).
-_MAX_ROWS = 1 << 20
+MAX_SCAN_ROWS = 1 << 20
 
 _PH_LUT = np.full(256, -1, np.int8)
-for _p, _c in K._PHASE_CODE.items():
+for _p, _c in PHASE_CODE.items():
     _PH_LUT[ord(_p) if _p else 0] = _c
 _I32_MAX = np.iinfo(np.int32).max
 #: The most rows of scanner buffers kept from one file to the next (a ~2 MB file's: ~9 MB of
 #: buffers, of which a file touches the rows it writes, ~0.5 KB an event).
-_SHARED_MAX_ROWS = 1 << 14
+SHARED_MAX_ROWS = 1 << 14
 
 
 class _GiveUp(Exception):
@@ -122,10 +159,10 @@ class Scratch:
 
     def done_with_file(self) -> None:
         """The file these buffers scanned is read (its tables are built next): buffers for
-        more than ``_SHARED_MAX_ROWS`` events are let go now, as a file's own buffers always
+        more than ``SHARED_MAX_ROWS`` events are let go now, as a file's own buffers always
         were, so that a shared scratch (:func:`shared_scratch`) never adds a big file's
         buffers to the memory its tables take; smaller ones are kept for the next file."""
-        if self.cap > _SHARED_MAX_ROWS:
+        if self.cap > SHARED_MAX_ROWS:
             self.__dict__.clear()
             self.cap = 0
 
@@ -133,7 +170,7 @@ class Scratch:
 def scratch() -> Scratch | None:
     """Buffers for :func:`scan`, or None where the native path is off (msgspec reads everything):
     this thread's shared ones inside :func:`shared_scratch`, else new ones."""
-    if _kscan is None:
+    if SCANNER is None:
         return None
     shared = getattr(_shared, "scratch", None)
     return shared if shared is not None else Scratch()
@@ -164,18 +201,18 @@ def scan(data: bytes, s: Scratch, start: int = 0, end: int | None = None) -> tup
     scanner gave up. ``n``: the events read whole (all of them, or those before the one it gave
     up on), whose columns :func:`part` can use. Byte offsets (``at``, the spans) count from
     ``data``'s start: :func:`part` is given ``data`` itself."""
-    assert _kscan is not None
+    assert SCANNER is not None
     size = (len(data) if end is None else end) - start
     # Rows for events of a typical size (a few hundred bytes) first: the buffers' touched
     # pages are the memory this costs. Out of rows (ok == 2), four times more, scanned again.
-    s.ensure(min(size // _TYPICAL_EVENT_BYTES + 1024, _MAX_ROWS))
+    s.ensure(min(size // _TYPICAL_EVENT_BYTES + 1024, MAX_SCAN_ROWS))
     while True:
-        ok, n, at, n_slow, s.counts = _kscan.scan(
+        ok, n, at, n_slow, s.counts = SCANNER.scan(
             data, s.ph, s.spans, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts, start, start + size
         )
-        if ok != 2 or s.cap >= min(size // _MIN_EVENT_BYTES + 16, _MAX_ROWS):
+        if ok != 2 or s.cap >= min(size // _MIN_EVENT_BYTES + 16, MAX_SCAN_ROWS):
             break
-        s.ensure(min(4 * s.cap, size // _MIN_EVENT_BYTES + 16, _MAX_ROWS))
+        s.ensure(min(4 * s.cap, size // _MIN_EVENT_BYTES + 16, MAX_SCAN_ROWS))
     for row, col, lo, hi in s.slow[:n_slow].tolist():
         if row >= n:
             break  # the event it gave up on
@@ -186,8 +223,8 @@ def scan(data: bytes, s: Scratch, start: int = 0, end: int | None = None) -> tup
     return ok == 1, n, at
 
 
-def part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> Any:
-    """``kineto._Part`` of the first ``n`` scanned events of ``data``, or None where the msgspec
+def part(data: bytes, n: int, s: Scratch, state: FileState, offset: int) -> Any:
+    """``Part`` of the first ``n`` scanned events of ``data``, or None where the msgspec
     path must read them (``state`` is then untouched). ``offset``: the index in the file of
     the first event."""
     try:
@@ -196,10 +233,10 @@ def part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> A
         return None
 
 
-def piece_part(data: bytes, state: K._FileState, offset: int, scratch: Scratch | None = None) -> tuple[Any, int] | None:
-    """``(kineto._Part, number of events)`` of one whole piece (``b"[" + events + b"]"``), or
+def piece_part(data: bytes, state: FileState, offset: int, scratch: Scratch | None = None) -> tuple[Any, int] | None:
+    """``(Part, number of events)`` of one whole piece (``b"[" + events + b"]"``), or
     None where the msgspec path must read it (``state`` is then untouched)."""
-    if _kscan is None:
+    if SCANNER is None:
         return None
     s = scratch if scratch is not None else Scratch()
     ok, n, _at = scan(data, s)
@@ -215,7 +252,7 @@ def _first_texts(data: bytes, s: Scratch, coded: int, span: int, order: np.ndarr
     rows = s.firsts[coded, : s.counts[coded]]
     if order is not None:
         rows = rows[order]
-    texts: list[str] = _kscan.texts(data, s.spans, np.ascontiguousarray(rows, dtype=np.int64), span)
+    texts: list[str] = SCANNER.texts(data, s.spans, np.ascontiguousarray(rows, dtype=np.int64), span)
     return texts
 
 
@@ -229,14 +266,14 @@ def _strings(data: bytes, s: Scratch, k: np.ndarray, col: int) -> tuple[np.ndarr
     rows = np.flatnonzero(s.spans[k, 2 * col + 1] > 0)
     if not len(rows):
         return None
-    texts: list[str] = _kscan.texts(data, s.spans, k[rows], col)
+    texts: list[str] = SCANNER.texts(data, s.spans, k[rows], col)
     return rows, texts
 
 
 def _pseudo(
     cat_codes: np.ndarray, cat_values: list[str], pids: tuple[np.ndarray, list[str]] | None, nk: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Kineto's own pseudo-events among the kept rows, as ``kineto._part`` finds them: the
+    """Kineto's own pseudo-events among the kept rows, as :func:`.parts.decoded_part` finds them: the
     ``Trace`` category (the profiler span, iteration markers) or a ``Spans``/``Traces`` pid;
     ``(pseudo, trace)`` masks, or None if there are none."""
     trace_cat = [i for i, c in enumerate(cat_values) if c == "Trace"]
@@ -244,7 +281,7 @@ def _pseudo(
     pseudo = trace.copy()
     if pids is not None:
         rows, texts = pids
-        pseudo[rows[[t in K._KINETO_PSEUDO_PIDS for t in texts]]] = True
+        pseudo[rows[[t in KINETO_PSEUDO_PIDS for t in texts]]] = True
     return (pseudo, trace) if pseudo.any() else None
 
 
@@ -259,31 +296,31 @@ def _numbered(texts: tuple[np.ndarray, list[str]], nk: int, rows: np.ndarray | N
 
 
 def _int_texts(texts: list[str], labels: dict[str, int]) -> np.ndarray | list[int]:
-    """What ``kineto._int_column`` gives the strings ``texts`` (in row order) of a column whose
-    other values are ints: numpy's conversion where it converts every string (it converts
-    each value alone, and ints as themselves), else ``kineto._as_int`` of each distinct
-    string in order of first appearance (the ints among them, in ``pd.factorize``'s order,
+    """What the msgspec path (:func:`.parts.decoded_part`) gives the strings ``texts`` (in row
+    order) of a column whose other values are ints: numpy's conversion where it converts every
+    string (it converts each value alone, and ints as themselves), else :func:`.parts.as_int`
+    of each distinct string in order of first appearance (the ints among them, in ``pd.factorize``'s order,
     take no label and convert to themselves)."""
     try:
         return np.array(np.array(texts, dtype=object), dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        lut = {t: K._as_int(t, labels) for t in dict.fromkeys(texts)}
+        lut = {t: as_int(t, labels) for t in dict.fromkeys(texts)}
         return [lut[t] for t in texts]
 
 
-def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> Any:
-    """kineto._Part of the scanned piece, as kineto._part makes it from decoded events."""
+def _part(data: bytes, n: int, s: Scratch, state: FileState, offset: int) -> Any:
+    """The :class:`.parts.Part` of the scanned piece, as :func:`.parts.decoded_part` makes it from decoded events."""
     phc = _PH_LUT[s.ph[:n]]
     if (phc < 0).any():
         raise _GiveUp
-    counts = np.bincount(phc, minlength=len(K._PHASES))
-    if counts[K._PH["B"]] + counts[K._PH["E"]]:
+    counts = np.bincount(phc, minlength=len(PHASES))
+    if counts[PH["B"]] + counts[PH["E"]]:
         raise _GiveUp  # B/E pairs are matched across the file from decoded events
-    n_meta = int(counts[K._PH["M"]])
-    k = np.flatnonzero(K._KEPT_LUT[phc])
+    n_meta = int(counts[PH["M"]])
+    k = np.flatnonzero(KEPT_LUT[phc])
     nk_all = nk = len(k)
-    n_flow = int(counts[K._PH["s"]] + counts[K._PH["f"]] + counts[K._PH["t"]])
-    is_instant = phc[k] != K._PH["X"]
+    n_flow = int(counts[PH["s"]] + counts[PH["f"]] + counts[PH["t"]])
+    is_instant = phc[k] != PH["X"]
     # The kept rows' values are gathered column by column where needed (s.ints[k, col]), not
     # whole rows of every column (~110 us and ~1.3 MB a sample file).
     ck = s.codes[k]
@@ -296,7 +333,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     dur[is_instant & np.isnan(dur)] = 0.0
     state.bound_ts(ts)
     # String pids and tids (Kineto's pseudo-events at a file's end, ...), numbered below as
-    # kineto._part numbers them (labels), and the pseudo-events, left out as it leaves them.
+    # parts.decoded_part numbers them (labels), and the pseudo-events, left out as it leaves them.
     pids = _strings(data, s, k, _PID_SPAN)
     tids = _strings(data, s, k, _TID_SPAN)
     pseudo = _pseudo(cat_codes, cat_values, pids, nk)
@@ -306,20 +343,20 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
         kept_rows = np.flatnonzero(~pseudo[0])
         k, ts, dur, is_instant, ck = k[kept_rows], ts[kept_rows], dur[kept_rows], is_instant[kept_rows], ck[kept_rows]
         cat_codes = ck[:, _CAT_CODES]
-        name_codes, names = K._renumber_first_seen(name_codes, names, kept_rows)
+        name_codes, names = renumber_first_seen(name_codes, names, kept_rows)
         nk = len(k)
     if np.isnan(dur).any() or (dur < 0).any() or not np.isfinite(ts).all() or np.isinf(dur).any():
         raise _GiveUp  # malformed events: the msgspec path reports them by index
     with np.errstate(invalid="ignore", over="ignore"):
-        if (~(np.abs(ts * 1000.0 + state.base_time_ns) < K._MAX_NS)).any() or (dur * 1000.0 >= K._MAX_NS).any():
+        if (~(np.abs(ts * 1000.0 + state.base_time_ns) < MAX_NS)).any() or (dur * 1000.0 >= MAX_NS).any():
             raise _GiveUp
-    if nk and float(np.abs(ts).max()) >= K._FLOAT_EXACT_US and not np.array_equal(ts, np.floor(ts)):
-        raise _GiveUp  # nanoseconds read from the text (kineto._ns_of_text)
+    if nk and float(np.abs(ts).max()) >= FLOAT_EXACT_US and not np.array_equal(ts, np.floor(ts)):
+        raise _GiveUp  # nanoseconds read from the text (ns_of_text)
     meta_events: list[Any] = []
     if n_meta:  # a few per file: decoded by msgspec, as the reader keeps them
-        spans = s.ev_span[np.flatnonzero(phc == K._PH["M"])].tolist()
+        spans = s.ev_span[np.flatnonzero(phc == PH["M"])].tolist()
         try:
-            meta_events = K._LIST_DECODER.decode(b"[" + b",".join(data[a:b] for a, b in spans) + b"]")
+            meta_events = LIST_DECODER.decode(b"[" + b",".join(data[a:b] for a, b in spans) + b"]")
         except msgspec.DecodeError:
             raise _GiveUp from None
     # No _GiveUp after this point: the file's state takes this piece.
@@ -335,7 +372,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     tid = s.pidtid[k, 1]
     if pids is not None:  # numbered in order of first appearance among all kept rows
         distinct = list(dict.fromkeys(pids[1]))
-        numbers = K._int_lut(distinct, state.labels).tolist()
+        numbers = int_lut(distinct, state.labels).tolist()
         for text, number in zip(distinct, numbers, strict=True):
             state.pid_text.setdefault(number, text)
         lut = dict(zip(distinct, numbers, strict=True))
@@ -344,18 +381,18 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     if tids is not None:
         where, which = _numbered(tids, nk_all, kept_rows)
         tid[where] = _int_texts([tids[1][j] for j in which.tolist()], state.labels)
-    cat_to_code = np.array([K._CODE[K._CAT_TO_KIND.get(c.lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8)
+    cat_to_code = np.array([CODE[CAT_TO_KIND.get(c.lower(), EventKind.OTHER)] for c in cat_values], dtype=np.int8)
     kind = cat_to_code[cat_codes] if nk else np.empty(0, np.int8)
     device = np.full(nk, -1, dtype=np.int16)
     stream = np.full(nk, -1, dtype=np.int64)
-    dev_rows = np.flatnonzero(derive.in_codes(kind, K._DEVICE_CODES))
+    dev_rows = np.flatnonzero(derive.in_codes(kind, DEVICE_CODES))
     if len(dev_rows):
         d = s.ints[k[dev_rows], _DEVICE]
         st = s.ints[k[dev_rows], _STREAM]
         device[dev_rows] = np.where(d >= 0, d, pid[dev_rows]).astype(np.int16)
         stream[dev_rows] = np.where(st >= 0, st, tid[dev_rows])
-    has_gpu_args = derive.in_codes(kind, K._ARGS_CODES)
-    sync_rows = np.flatnonzero(kind == K._CODE[EventKind.CUDA_SYNC])
+    has_gpu_args = derive.in_codes(kind, ARGS_CODES)
+    sync_rows = np.flatnonzero(kind == CODE[EventKind.CUDA_SYNC])
     if len(sync_rows):
         waits = (s.ints[k[sync_rows], _WAIT_STREAM] >= 0) | (s.ints[k[sync_rows], _WAIT_CORR] >= 0)
         has_gpu_args[sync_rows[waits]] = True
@@ -364,7 +401,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     gf = s.floats[k[gpu_rows]]
     grid = np.clip(g[:, _GRID : _GRID + 3], -1, _I32_MAX).astype(np.int32)
     block = np.clip(g[:, _BLOCK : _BLOCK + 3], -1, _I32_MAX).astype(np.int32)
-    gpu = K.gpu_columns(
+    gpu = gpu_columns(
         grid,
         block,
         g[:, _REGISTERS],
@@ -378,7 +415,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
         g[:, _WAIT_CORR],
     )
     comm_rows, comm = _comm(data, s, k, kind, name_codes, names)
-    return K._Part(
+    return Part(
         ts_us=ts,
         ts_ns=None,
         dur_us=dur,
@@ -402,7 +439,7 @@ def _part(data: bytes, n: int, s: Scratch, state: K._FileState, offset: int) -> 
     )
 
 
-def _starting(names: list[str], prefix: str) -> list[int]:
+def names_starting(names: list[str], prefix: str) -> list[int]:
     """The indices of the names that start with ``prefix`` (no NUL in it), in order: found in
     one string of all of them (C-level searches), not by a Python test per name."""
     if not names:
@@ -424,12 +461,12 @@ def _comm(
     data: bytes, s: Scratch, k: np.ndarray, kind: np.ndarray, name_codes: np.ndarray, names: list[str]
 ) -> tuple[np.ndarray, dict[str, list[Any]]]:
     """Rows (among the kept rows ``k`` of the scan) carrying collective metadata, as
-    kineto._comm_rows reads them."""
-    comm: dict[str, list[Any]] = {f: [] for f in K._COMM_FIELDS}
+    :func:`.parts.decoded_part` reads them."""
+    comm: dict[str, list[Any]] = {f: [] for f in COMM_FIELDS}
     with_meta = np.flatnonzero(s.spans[k, 2 * _COLLECTIVE + 1] > 0)
-    annot_codes = _starting(names, "nccl:")
+    annot_codes = names_starting(names, "nccl:")
     annotated = (
-        np.flatnonzero((kind == K._CODE[EventKind.USER_ANNOTATION]) & derive.in_codes(name_codes, annot_codes))
+        np.flatnonzero((kind == CODE[EventKind.USER_ANNOTATION]) & derive.in_codes(name_codes, annot_codes))
         if annot_codes
         else np.empty(0, np.int64)
     )
@@ -440,7 +477,7 @@ def _comm(
         comm_rows = np.flatnonzero(either)
     else:
         comm_rows = with_meta
-    kernel = K._CODE[EventKind.KERNEL]
+    kernel = CODE[EventKind.KERNEL]
     for i in comm_rows.tolist():
         row = s.spans[k[i]].tolist()
         ints = s.ints[k[i]].tolist()
@@ -451,24 +488,24 @@ def _comm(
                 ints[_IN_NELEMS],
                 ints[_OUT_NELEMS],
                 ints[_GROUP_SIZE],
-                K._raw_str(_raw(data, row[2 * _PG_NAME], row[2 * _PG_NAME + 1])),
-                K._raw_str(_raw(data, row[2 * _PG_DESC], row[2 * _PG_DESC + 1])),
+                raw_str(_raw(data, row[2 * _PG_NAME], row[2 * _PG_NAME + 1])),
+                raw_str(_raw(data, row[2 * _PG_DESC], row[2 * _PG_DESC + 1])),
                 ints[_SEQ],
                 "kernel" if kind[i] == kernel else "record_param_comms",
             )
         else:
             dims, types = _OP_SPANS["input_dims"], _OP_SPANS["input_type"]
-            nelems, dtype = K._first_dims(
+            nelems, dtype = first_dims(
                 _raw(data, row[2 * dims], row[2 * dims + 1]), _raw(data, row[2 * types], row[2 * types + 1])
             )
             label = names[int(name_codes[i])].split(":", 1)[1]
             values = (normalize_collective(label), dtype, nelems, -1, -1, None, None, -1, "annotation")
-        for f, v in zip(K._COMM_FIELDS, values, strict=True):
+        for f, v in zip(COMM_FIELDS, values, strict=True):
             comm[f].append(v)
     return comm_rows, comm
 
 
-def _first_seen_order(c: np.ndarray, count: int) -> np.ndarray:
+def first_seen_order(c: np.ndarray, count: int) -> np.ndarray:
     """The distinct numbers of ``c`` (each below ``count``) in order of first appearance.
 
     The scanner numbered them in that order among more rows, so among these they usually come
@@ -487,7 +524,7 @@ def _first_seen_order(c: np.ndarray, count: int) -> np.ndarray:
 
 def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_args.OpArgs:
     """CPU operators with Input Dims and their four argument texts, as op_args.collect reads them."""
-    cpu = np.flatnonzero(kind == K._CODE[EventKind.CPU_OP])
+    cpu = np.flatnonzero(kind == CODE[EventKind.CPU_OP])
     rows = cpu[ck[cpu, _OP_CODES["input_dims"]] >= 0]
     codes: dict[str, np.ndarray] = {}
     values: dict[str, list[str]] = {}
@@ -499,7 +536,7 @@ def _op_args(data: bytes, s: Scratch, ck: np.ndarray, kind: np.ndarray) -> op_ar
         if not present.any():
             codes[f], values[f] = np.full(len(rows), -1, np.int32), []
             continue
-        order = _first_seen_order(c[present], s.counts[_OP_CODES[f]])
+        order = first_seen_order(c[present], s.counts[_OP_CODES[f]])
         used = order  # (the largest number used is its maximum)
         lut = np.full(int(used.max()) + 1, -1, np.int32)
         lut[order] = np.arange(len(order), dtype=np.int32)
