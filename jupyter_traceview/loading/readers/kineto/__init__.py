@@ -26,21 +26,18 @@ from __future__ import annotations
 from .batch import Pending
 from .batch import full as batch_full
 from .batch import tables as batch_tables
-from .cutting import Cutter, Plan, ReadAt, SplitFailed, base_agrees, bytes_source, open_source, plan
-from .header import Header, read_header
+from .cutting import Cutter, Plan, SplitFailed, base_agrees, bytes_source, open_source, plan
+from .header import read_header
 from .native import AVAILABLE as NATIVE_AVAILABLE
 from .native import shared_scratch
-from .pieces import Piece, finish, parse_in_pieces, parse_piece, parse_streamed
+from .pieces import finish, parse_in_pieces, parse_piece, parse_streamed
 from .whole import parse_kineto
 
 __all__ = [
     "NATIVE_AVAILABLE",
     "Cutter",
-    "Header",
     "Pending",
-    "Piece",
     "Plan",
-    "ReadAt",
     "SplitFailed",
     "base_agrees",
     "batch_full",
