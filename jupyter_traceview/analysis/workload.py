@@ -1,0 +1,258 @@
+"""What a trace records, per rank: training, inference, CUDA/HIP graph capture or replay,
+CPU-only work or a loop bound by data loading (:func:`workload`).
+
+The verdict conditions the findings' advice (``docs/semantics.md (workload)``): no "try CUDA
+graphs" where graphs are captured or replayed already, memory advice in terms of the KV
+cache, batch and sequence length for inference, a capture described as a capture.
+
+It is read from names the profiler records, counted once per rank (:func:`_rank_markers`):
+
+* backward: CPU operators ``autograd::engine::evaluate_function: ...``, ``*Backward*`` and
+  ``aten::*_backward*`` (they run only when autograd computes gradients);
+* optimizer steps: ``Optimizer.step#...`` (PyTorch's profiler hook), ``optimizer.step``
+  annotations, fused optimizer operators (``aten::_fused_adam(w)_``, ``aten::_fused_sgd_``);
+* graph capture: runtime calls ``cudaStreamBeginCapture``/``EndCapture`` (and ``hip``/``cu``
+  spellings), ``cudaGraphInstantiate``;
+* graph replay: ``cudaGraphLaunch``, ``hipGraphLaunch``, ``cuGraphLaunch``;
+* inference hints: ``inference_mode``/``no_grad`` frames or annotations, ``prefill`` and
+  ``decode`` annotations (reported as evidence; the verdict needs only the absence of
+  backward and optimizer);
+* data loading: the main thread's time in DataLoader annotations within its iterations,
+  as the ``dataloader_stall`` finding measures it (:func:`.host_findings.host_facts`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model.schema import EventKind
+from ..model.trace import Trace
+from . import _links as lk
+from ._common import empty, scoped
+from ._memo import per_rank
+from .host_findings import host_facts
+
+__all__ = ["DATA_LOADING_MIN_PCT", "VERDICTS", "RankWorkload", "workload", "workload_of"]
+
+#: The verdicts, in precedence order: the first that applies is a rank's ``workload``.
+VERDICTS = ("graph_capture", "graph_replay", "data_loading_bound", "cpu_only", "training", "inference")
+
+#: A rank is ``data_loading_bound`` when its main thread spends at least this share (%) of
+#: its iterations waiting on the DataLoader: more than half of every step is then spent
+#: waiting for data, so data loading, not the model, sets the pace (a faster GPU or model
+#: could at most halve the step time, a faster input pipeline could do more).
+DATA_LOADING_MIN_PCT = 50.0
+
+_CPU_KINDS = (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value, EventKind.PYTHON_FUNCTION.value)
+_RUNTIME_KINDS = (EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value)
+_GPU_WORK_KINDS = (EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value)
+_ANNOTATION_KINDS = (EventKind.USER_ANNOTATION.value, EventKind.GPU_USER_ANNOTATION.value)
+
+#: The markers counted, by group: (the event kinds looked at, the pattern searched in names).
+_MARKERS: dict[str, tuple[tuple[str, ...], re.Pattern[str]]] = {
+    "backward": (
+        (EventKind.CPU_OP.value,),
+        re.compile(r"^autograd::engine::evaluate_function|Backward|^aten::\w*_backward"),
+    ),
+    "optimizer": (
+        (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value),
+        re.compile(r"^Optimizer\.step#|optimizer\.step|^aten::_fused_(?:adamw?|sgd|adagrad)_?$"),
+    ),
+    "begin_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamBeginCapture")),
+    "end_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamEndCapture")),
+    "instantiate": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphInstantiate")),
+    "graph_launch": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphLaunch")),
+    "no_grad": (_CPU_KINDS, re.compile(r"inference_mode|no_grad", re.IGNORECASE)),
+    "prefill": (_ANNOTATION_KINDS, re.compile(r"prefill", re.IGNORECASE)),
+    "decode": (_ANNOTATION_KINDS, re.compile(r"decode", re.IGNORECASE)),
+}
+
+_COLUMNS = {
+    "rank": "int64",
+    "workload": "str",
+    "evidence": "str",
+    "has_backward": "bool",
+    "has_optimizer": "bool",
+    "graph_capture": "bool",
+    "graph_replay": "bool",
+}
+
+
+@dataclass(frozen=True)
+class RankWorkload:
+    """One row of :func:`workload` (what the findings' advice reads)."""
+
+    rank: int
+    workload: str
+    evidence: str
+    has_backward: bool
+    has_optimizer: bool
+    graph_capture: bool
+    graph_replay: bool
+
+    @property
+    def uses_graphs(self) -> bool:
+        """CUDA/HIP graphs are captured or replayed on this rank: "try CUDA graphs" does not apply."""
+        return self.graph_capture or self.graph_replay
+
+    @property
+    def inference(self) -> bool:
+        """The rank runs GPU work without backward or optimizer (inference, graphs or not)."""
+        return self.workload != "cpu_only" and not (self.has_backward or self.has_optimizer)
+
+
+def workload(
+    trace: Trace,
+    *,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+) -> pd.DataFrame:
+    """What each rank's trace records: training, inference, graph capture or replay, CPU-only
+    work, or a loop bound by data loading, with the evidence in words.
+
+    One verdict per rank, the first of these that applies (precedence):
+
+    1. ``graph_capture``: the rank captures CUDA/HIP graphs (``cudaStreamBeginCapture``,
+       ``cudaStreamEndCapture``, ``cudaGraphInstantiate``, ``hip*``): its timings are those
+       of the capture (recording, instantiation, warm-up), not of steady-state steps.
+    2. ``graph_replay``: it replays graphs (``cudaGraphLaunch``, ``hipGraphLaunch``).
+    3. ``data_loading_bound``: its main thread waits on the DataLoader for at least
+       :data:`DATA_LOADING_MIN_PCT` (50) % of its iterations (as ``dataloader_stall``
+       measures it).
+    4. ``cpu_only``: no GPU work (kernels, copies, sets) at all.
+    5. ``training``: backward operators (``autograd::engine::evaluate_function``,
+       ``*Backward*``) or optimizer steps (``Optimizer.step#...``, ``optimizer.step``).
+    6. ``inference``: GPU work without backward or optimizer.
+
+    Parameters
+    ----------
+    trace : Trace
+    ranks, iterations, time_range
+        Scope (see :meth:`Trace.select`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per rank, sorted by rank:
+
+        rank : int
+        workload : str
+            ``graph_capture``, ``graph_replay``, ``data_loading_bound``, ``cpu_only``,
+            ``training`` or ``inference``.
+        evidence : str
+            Why, in words, with the counts of what was found (backward operators,
+            optimizer steps, capture and launch calls, GPU activities, the data-loading
+            share, prefill/decode annotations, ``inference_mode``/``no_grad`` hints).
+        has_backward : bool
+            Backward operators were recorded.
+        has_optimizer : bool
+            Optimizer steps were recorded.
+        graph_capture : bool
+            Graph capture calls were recorded.
+        graph_replay : bool
+            Graph launches were recorded.
+
+    Examples
+    --------
+    >>> import jupyter_traceview as tv
+    >>> w = tv.workload(tv.load(tv.sample_path()))
+    >>> set(w["workload"]) <= {"training", "inference", "graph_capture", "graph_replay", "cpu_only", "data_loading_bound"}
+    True
+    """
+    scope = scoped(trace, ranks=ranks, iterations=iterations)
+    return workload_of(scope, time_range=time_range, host=host_facts(scope, time_range=time_range, operators=False))
+
+
+def workload_of(
+    trace: Trace, *, time_range: tuple[int, int] | None, host: Mapping[int, Mapping[str, Any]]
+) -> pd.DataFrame:
+    """:func:`workload` of a scoped trace given its ranks' host facts
+    (:func:`.host_findings.host_facts`: the findings pass the ones they compute)."""
+    windowed = trace if time_range is None else trace.select(time_range=time_range)
+    markers = per_rank(windowed, _rank_markers, keep=time_range is None)
+    rows = [_verdict(r, markers[r], host.get(r)) for r in trace.ranks]
+    if not rows:
+        return empty(_COLUMNS)
+    return pd.DataFrame([vars(x) for x in rows], columns=list(_COLUMNS)).astype(_COLUMNS)
+
+
+def _rank_markers(trace: Trace) -> dict[str, Any]:
+    """One rank's counts of each marker group, the first names matched, and its GPU work count."""
+    (r,) = trace.ranks
+    ev = trace.rank_data(r).events
+    codes = np.asarray(ev["name"].array.codes)
+    cats = ev["name"].cat.categories
+    out: dict[str, Any] = {"gpu_work": int(lk.category_mask(ev["kind"], _GPU_WORK_KINDS).sum()), "names": {}}
+    by_kinds: dict[tuple[str, ...], tuple[np.ndarray, list[str]]] = {}
+    for group, (kinds, pattern) in _MARKERS.items():
+        if kinds not in by_kinds:
+            c = codes[lk.category_mask(ev["kind"], kinds)].astype(np.int64)
+            counts = np.bincount(c[c >= 0], minlength=len(cats)) if len(c) else np.zeros(0, dtype=np.int64)
+            present = np.flatnonzero(counts)
+            by_kinds[kinds] = (counts[present], [str(x) for x in cats[present].tolist()])
+        counts, names = by_kinds[kinds]
+        hit = [i for i, n in enumerate(names) if pattern.search(n)]
+        out[group] = int(counts[hit].sum()) if hit else 0
+        top = sorted(hit, key=lambda i: (-int(counts[i]), names[i]))
+        out["names"][group] = [names[i] for i in top[:2]] + (["..."] if len(top) > 2 else [])
+    return out
+
+
+def _verdict(rank: int, m: dict[str, Any], host: Mapping[str, Any] | None) -> RankWorkload:
+    def named(group: str) -> str:
+        shown = ", ".join(m["names"][group])
+        return f" ({shown})" if shown else ""
+
+    capture = m["begin_capture"] + m["end_capture"] + m["instantiate"] > 0
+    replay = m["graph_launch"] > 0
+    backward, optimizer = m["backward"] > 0, m["optimizer"] > 0
+    dl_pct = 0.0
+    if host is not None and host.get("wall_ns", 0) > 0:
+        dl_pct = 100.0 * float(host["dataloader_ns"]) / float(host["wall_ns"])
+    facts = []
+    if capture:
+        facts.append(
+            f"{m['begin_capture']} stream capture begin and {m['end_capture']} end calls, "
+            f"{m['instantiate']} graph instantiations"
+        )
+    if replay:
+        facts.append(f"{m['graph_launch']} graph launches{named('graph_launch')}")
+    facts.append(f"{m['backward']} backward operators{named('backward')}" if backward else "no backward operators")
+    facts.append(f"{m['optimizer']} optimizer steps{named('optimizer')}" if optimizer else "no optimizer steps")
+    facts.append(f"{m['gpu_work']} GPU activities (kernels, copies, sets)")
+    if dl_pct > 0:
+        facts.append(f"the main thread waits on the DataLoader for {dl_pct:.0f}% of its iterations")
+    for group, what in (("prefill", "prefill"), ("decode", "decode"), ("no_grad", "inference_mode/no_grad")):
+        if m[group]:
+            facts.append(f"{m[group]} {what} annotations or frames{named(group)}")
+    if capture:
+        verdict, why = "graph_capture", "CUDA/HIP graphs are captured here: the timings are those of the capture"
+    elif replay:
+        verdict, why = "graph_replay", "CUDA/HIP graphs are replayed"
+    elif dl_pct >= DATA_LOADING_MIN_PCT:
+        verdict, why = (
+            "data_loading_bound",
+            f"data loading takes at least {DATA_LOADING_MIN_PCT:.0f}% of the iterations",
+        )
+    elif m["gpu_work"] == 0:
+        verdict, why = "cpu_only", "no GPU work was recorded"
+    elif backward or optimizer:
+        verdict, why = "training", "gradients are computed or applied"
+    else:
+        verdict, why = "inference", "GPU work without backward or optimizer"
+    return RankWorkload(
+        rank=int(rank),
+        workload=verdict,
+        evidence=f"{verdict}: {why}; " + "; ".join(facts) + ".",
+        has_backward=backward,
+        has_optimizer=optimizer,
+        graph_capture=capture,
+        graph_replay=replay,
+    )
