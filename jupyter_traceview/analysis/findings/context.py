@@ -23,6 +23,7 @@ from ..host_findings import host_facts
 from ..launch import kernel_launch_stats, rows_of
 from ..stragglers import kind_from_name, straggler_views
 from ..summary import summary
+from ..workload import RankWorkload, workload_of
 from .config import FindingRules
 from .extraction import rank_facts
 from .registry import get
@@ -66,6 +67,8 @@ class Context:
         self.trace = scoped(trace, ranks=ranks, iterations=iterations)
         self.time_range = time_range
         self._memo: dict[str, Any] = {}
+        #: Why each rule that noted it did not fire (:meth:`note`), for ``findings(explain=True)``.
+        self.notes: dict[str, str] = {}
         #: The per-rank facts the analyses share while this context computes (._memo):
         #: each rank's GPU activities, unions and eid table once per findings call.
         self._rank_memo: Memo = {}
@@ -161,6 +164,34 @@ class Context:
             lambda: host_facts(self.trace, time_range=self.time_range, operators=not self.gpu_ranks),
         )
         return result
+
+    def workloads(self) -> dict[int, RankWorkload]:
+        """Per rank, what the trace records (:func:`..workload.workload`), computed once per
+        findings call from the host facts the rules read: every rule conditions its advice on it."""
+
+        def compute() -> dict[int, RankWorkload]:
+            frame = workload_of(self.trace, time_range=self.time_range, host=self.host_facts())
+            return {int(row["rank"]): RankWorkload(**row) for row in frame.to_dict("records")}
+
+        result: dict[int, RankWorkload] = self.get("workload", compute)
+        return result
+
+    def workload(self, rank: int) -> RankWorkload:
+        """What ``rank`` records (:meth:`workloads`)."""
+        return self.workloads()[int(rank)]
+
+    def note(self, rule_id: str, reason: str) -> None:
+        """Record why ``rule_id`` reports nothing (``findings(explain=True)``): a precondition
+        missing, or the measured value against its threshold ("checked, fine: ...")."""
+        self.notes[rule_id] = reason
+
+    def below(self, rule_id: str, what: str, measured_pct: float, threshold_pct: float, rank: int | None) -> None:
+        """Note that the largest ``what`` (% of a rank's span, on ``rank``) is under the threshold."""
+        where = f" (largest, on rank {rank})" if rank is not None else ""
+        self.note(
+            rule_id,
+            f"checked, fine: {what} {measured_pct:.1f}%{where}, under the threshold of {threshold_pct:g}%",
+        )
 
     def pct(self, ns: float) -> float:
         return 100.0 * ns / self.elapsed_ns if self.elapsed_ns > 0 else 0.0

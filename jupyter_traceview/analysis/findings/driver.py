@@ -15,7 +15,7 @@ from .config import FindingRules
 from .context import Context, Finding
 from .registry import all_rules
 
-__all__ = ["FINDING_COLUMNS", "SEVERITIES", "findings"]
+__all__ = ["EXPLAIN_COLUMNS", "FINDING_COLUMNS", "SEVERITIES", "findings"]
 
 #: The columns of :func:`findings`, in order, with their dtypes.
 FINDING_COLUMNS = {
@@ -31,6 +31,9 @@ FINDING_COLUMNS = {
     "analysis": "str",
 }
 
+#: The columns of ``findings(explain=True)``, in order, with their dtypes.
+EXPLAIN_COLUMNS = {"rule": "str", "fired": "bool", "reason": "str"}
+
 #: Severity levels, most severe first. ``info`` findings carry no time at stake.
 SEVERITIES = ("high", "medium", "low", "info")
 
@@ -42,6 +45,7 @@ def findings(
     ranks: Iterable[int] | int | None = None,
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
+    explain: bool = False,
 ) -> pd.DataFrame:
     """Plain-language findings, each with its rule, threshold and evidence, ranked by time at stake.
 
@@ -90,6 +94,9 @@ def findings(
         changes one; every field is documented in ``docs/semantics.md (findings)``.
     ranks, iterations, time_range
         Scope (see :meth:`Trace.select`).
+    explain : bool, default False
+        Instead of the findings, one row per rule saying whether it fired and why not
+        (below).
 
     Returns
     -------
@@ -126,6 +133,20 @@ def findings(
         (``dataloader_stall``, ``python_overhead``, ``cpu_hotspots``), their times against
         the host's wall time.
 
+        With ``explain=True``, one row per registered rule, in rule order:
+
+        rule : str
+            The rule id.
+        fired : bool
+            Whether it reported a finding (one kept by ``min_time_at_stake_pct``).
+        reason : str
+            ``"fired: <title>"``; else why not: ``"checked, fine: <measured value> under
+            the threshold of <threshold>"``, ``"not applicable: <precondition missing>"``,
+            the time at stake under ``min_time_at_stake_pct``, or ``"failed: <error>"``.
+
+        Every rule is guarded: one that raises is reported as a warning
+        (:class:`TraceviewWarning`) and as ``failed`` here, and the other rules still run.
+
     Examples
     --------
     >>> import jupyter_traceview as tv
@@ -144,6 +165,8 @@ def findings(
         found = _run(ctx)
     finally:
         ctx.close()
+    if explain:
+        return _explain(found, ctx)
     return _frame(found, ctx)
 
 
@@ -163,13 +186,54 @@ def _run(ctx: Context) -> list[Finding]:
         )
     found: list[Finding] = []
     for rule in all_rules():
-        found.extend(rule.run(ctx, ctx.rules.of(rule.id)))
+        try:
+            found.extend(rule.run(ctx, ctx.rules.of(rule.id)))
+        except Exception as exc:  # noqa: BLE001 - one rule's failure must not cost the others
+            ctx.note(rule.id, f"failed: {type(exc).__name__}: {exc}")
+            warnings.warn(
+                f"findings: rule {rule.id!r} failed ({type(exc).__name__}: {exc}); its findings are left out, "
+                "the other rules ran. Please report it with the trace.",
+                TraceviewWarning,
+                stacklevel=3,
+            )
     save_facts()  # the per-rank results computed here, kept with the ranks' cache entries
     return found
 
 
+def _kept(f: Finding, ctx: Context) -> bool:
+    return f["severity"] == "info" or f["time_at_stake_pct"] >= ctx.common.min_time_at_stake_pct
+
+
+def _explain(found: list[Finding], ctx: Context) -> pd.DataFrame:
+    """One row per rule: whether it fired, and why (not)."""
+    rows = []
+    for rule in all_rules():
+        own = [f for f in found if f["id"] == rule.id]
+        kept = [f for f in own if _kept(f, ctx)]
+        if kept:
+            top = max(kept, key=lambda f: f["time_at_stake_ns"])
+            more = f" (and {len(kept) - 1} more)" if len(kept) > 1 else ""
+            rows.append((rule.id, True, f"fired: {top['title']}{more}"))
+        elif own:
+            top = max(own, key=lambda f: f["time_at_stake_ns"])
+            rows.append(
+                (
+                    rule.id,
+                    False,
+                    f"checked, fine: its time at stake, {top['time_at_stake_pct']:.2f}% of the elapsed time, is under "
+                    f"min_time_at_stake_pct ({ctx.common.min_time_at_stake_pct:g}%)",
+                )
+            )
+        else:
+            why = ctx.notes.get(
+                rule.id, f"checked, fine: no rank meets the rule ({rule.text.format(**ctx.rules.as_dict())})"
+            )
+            rows.append((rule.id, False, why))
+    return pd.DataFrame(rows, columns=list(EXPLAIN_COLUMNS)).astype(EXPLAIN_COLUMNS)
+
+
 def _frame(found: list[Finding], ctx: Context) -> pd.DataFrame:
-    keep = [f for f in found if f["severity"] == "info" or f["time_at_stake_pct"] >= ctx.common.min_time_at_stake_pct]
+    keep = [f for f in found if _kept(f, ctx)]
     if not keep:
         return empty(FINDING_COLUMNS)
     order = {r.id: i for i, r in enumerate(all_rules())}
