@@ -18,6 +18,8 @@ from ..thresholds import Thresholds
 def blocking_sync(ctx: Context, _: Thresholds) -> list[Finding]:
     out = []
     bl = {k: f["blocking"] for k, f in ctx.facts.items() if f["blocking"]["calls"] > 0}
+    if not bl:
+        ctx.note("blocking_sync", "checked, fine: no blocking host calls (cudaMemcpy, cuda*Synchronize, ...) in scope")
     if bl:
         worst = max(bl, key=lambda k: (bl[k]["idle_ns"], bl[k]["call_ns"], -k))
         w = bl[worst]

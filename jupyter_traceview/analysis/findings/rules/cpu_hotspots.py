@@ -17,5 +17,6 @@ from ._host import findings_of
 )
 def cpu_hotspots(ctx: Context, _: Thresholds) -> list[Finding]:
     if ctx.gpu_ranks:
+        ctx.note("cpu_hotspots", "not applicable: the trace has GPU work (the rule is for CPU-only traces)")
         return []
     return findings_of(ctx, hf.cpu_hotspots(ctx.host_facts()))

@@ -26,4 +26,17 @@ class DataloaderStall(Thresholds):
     thresholds=DataloaderStall,
 )
 def dataloader_stall(ctx: Context, t: DataloaderStall) -> list[Finding]:
-    return findings_of(ctx, hf.dataloader_stall(ctx.host_facts(), float(t.dataloader_min_pct)))
+    facts = ctx.host_facts()
+    found = findings_of(ctx, hf.dataloader_stall(facts, float(t.dataloader_min_pct)))
+    if not found:
+        share = {k: 100.0 * f["dataloader_ns"] / f["wall_ns"] for k, f in facts.items() if f["wall_ns"] > 0}
+        if not share:
+            ctx.note("dataloader_stall", "not applicable: no host thread with iterations in scope")
+        else:
+            top = max(share, key=lambda k: (share[k], -k))
+            ctx.note(
+                "dataloader_stall",
+                f"checked, fine: the main thread waits on the DataLoader for {share[top]:.1f}% of its iterations "
+                f"(largest, on rank {top}), under the threshold of {float(t.dataloader_min_pct):g}%",
+            )
+    return found

@@ -42,6 +42,7 @@ def exposed_communication(ctx: Context, r: ExposedCommunicationThresholds) -> li
     ]
     named = [k for k in named if split[k]["exposed_transfer_ns"] > 0]
     if not named:
+        _why_not(ctx, split, r.exposed_comm_min_pct)
         return []
     worst = max(named, key=lambda k: (split[k]["exposed_transfer_ns"], -k))
     w = split[worst]
@@ -112,3 +113,13 @@ def exposed_communication(ctx: Context, r: ExposedCommunicationThresholds) -> li
             evidence=evidence,
         )
     ]
+
+
+def _why_not(ctx: Context, split: dict[int, dict[str, Any]], min_pct: float) -> None:
+    """Note why ``exposed_communication`` is silent (``findings(explain=True)``)."""
+    if not split:
+        ctx.note("exposed_communication", "not applicable: no communication kernels in scope")
+        return
+    share = {k: 100.0 * v["exposed_transfer_ns"] / v["gpu_span_ns"] for k, v in split.items()}
+    top = max(share, key=lambda k: (share[k], -k))
+    ctx.below("exposed_communication", "exposed communication (waiting excluded)", share[top], min_pct, top)

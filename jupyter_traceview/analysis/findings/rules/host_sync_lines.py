@@ -26,5 +26,6 @@ class HostSyncLines(Thresholds):
 )
 def host_sync_lines(ctx: Context, t: HostSyncLines) -> list[Finding]:
     if not ctx.gpu_ranks:  # without a GPU, .item() waits for nothing
+        ctx.note("host_sync_lines", "not applicable: no GPU work in scope")
         return []
     return findings_of(ctx, hf.host_sync_lines(ctx.host_facts(), float(t.host_sync_min_pct) / 100 * ctx.elapsed_ns))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .... import format as fmt
+from ..advice import capture_ranks, graphs_note
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import amount, fmt_ns, fmt_pct, ranks_text, short
@@ -40,10 +41,13 @@ class LaunchBoundThresholds(Thresholds):
 def launch_bound(ctx: Context, r: LaunchBoundThresholds) -> list[Finding]:
     facts = {k: f for k, f in ctx.facts.items() if f["launches_known"] > 0 and f["gpu_span_ns"] > 0}
     if not facts:
+        ctx.note("launch_bound", "not applicable: no GPU work with known launches in scope")
         return []
     share = {k: 100.0 * f["host_wait_ns"] / f["gpu_span_ns"] for k, f in facts.items()}
     named = [k for k in facts if share[k] >= r.host_wait_min_pct and facts[k]["host_wait_ns"] > 0]
     if not named:
+        top = max(share, key=lambda k: (share[k], -k))
+        ctx.below("launch_bound", "GPU idle waiting on the host", share[top], r.host_wait_min_pct, top)
         return []
     worst = max(named, key=lambda k: (facts[k]["host_wait_ns"], -k))
     f = facts[worst]
@@ -80,22 +84,33 @@ def launch_bound(ctx: Context, r: LaunchBoundThresholds) -> list[Finding]:
         wrow.get("launch_bound_pct", 0.0) >= r.launch_bound_min_pct
         and wrow.get("launches", 0) >= r.launch_bound_min_launches
     )
+    graphs = graphs_note(ctx, named)
     if bound:
         why = (
             f"{fmt_pct(wrow['launch_bound_pct'])} of its {wrow['launches']} launches run shorter on the GPU than "
             f"their launch call takes on the CPU (median kernel {fmt_ns(wrow['gpu_dur_p50_ns'])}, median launch "
             f"call {fmt_ns(wrow['cpu_launch_p50_ns'])}): the GPU runs work faster than the host can launch it. "
-            "Try CUDA graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs), fewer and larger "
-            "kernels (torch.compile, fused optimizers), or a larger batch."
+            + (
+                "Try CUDA graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs), fewer and larger "
+                "kernels (torch.compile, fused optimizers), or a larger batch."
+                if graphs is None
+                else f"{graphs} Fewer and larger kernels (torch.compile, fused optimizers) or a larger batch help too."
+            )
         )
         title = "Launch-bound: the GPU waits for the host to launch work"
     else:
         why = (
             "Its kernels are long enough to hide their own launches, so the host is slow for another reason "
             "(Python or CPU operators, data loading, synchronisation): look at the CPU timeline in these gaps. "
-            "Try DataLoader workers with pin_memory=True, fewer host syncs (.item(), .cpu()), or CUDA graphs."
+            + (
+                "Try DataLoader workers with pin_memory=True, fewer host syncs (.item(), .cpu()), or CUDA graphs."
+                if graphs is None
+                else f"{graphs} Fewer host syncs (.item(), .cpu()) help too."
+            )
         )
         title = "GPU idle waiting on the host"
+    if worst in capture_ranks(ctx, [worst]):
+        title = "GPU idle during CUDA graph capture"
     detail = (
         f"On {ranks_text(named)} the GPU sat idle on every stream, waiting for the host to launch the next "
         f"work, for {amount(named, worst, fmt_ns(f['host_wait_ns']))} ({fmt_pct(share[worst])} of its GPU span, "

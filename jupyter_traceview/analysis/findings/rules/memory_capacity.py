@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...memory import device_label, memory_peaks
+from ..advice import inference_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_bytes, fmt_pct, ranks_text
@@ -42,8 +43,15 @@ def memory_near_capacity(ctx: Context, r: MemoryCapacityThresholds) -> list[Find
         f"{fmt_bytes(int(worst['capacity_bytes']))}; allocated memory peaked at "
         f"{fmt_bytes(int(worst['peak_allocated_bytes']))} in {worst['operator']} (held most by {worst['top_holder']})"
         + (f"; {len(near)} rank/device pairs are this close" if len(near) > 1 else "")
-        + ". Little headroom is left: activation checkpointing, a smaller micro-batch, mixed precision or "
-        "sharding the optimizer state (ZeRO/FSDP) would free memory."
+        + (
+            ". Little headroom is left: activation checkpointing, a smaller micro-batch, mixed precision or "
+            "sharding the optimizer state (ZeRO/FSDP) would free memory."
+            if not inference_ranks(ctx, [int(worst["rank"])])
+            else ". Little headroom is left. In inference this is often the KV cache, pre-allocated on purpose to a "
+            "share of the memory (vLLM gpu_memory_utilization, SGLang mem_fraction_static): check that the cache "
+            "is what holds it; to free memory lower that share, the maximum batch (concurrent sequences) or the "
+            "maximum sequence length, or quantise the weights or the KV cache."
+        )
     )
     title = (
         f"Memory near capacity: {fmt_pct(float(worst['capacity_pct']))} of {dev} reserved on rank {int(worst['rank'])}"

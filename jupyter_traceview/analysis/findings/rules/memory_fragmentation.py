@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...memory import device_label, memory_allocator_stats
+from ..advice import inference_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_bytes, fmt_pct
@@ -46,7 +47,13 @@ def memory_fragmentation(ctx: Context, r: MemoryFragmentationThresholds) -> list
         f"was cached (reserved by the caching allocator, not allocated) when reserved memory peaked; the cache "
         f"reached {fmt_bytes(int(worst['max_cached_bytes']))}. Blocks freed in sizes the next requests cannot reuse "
         "keep the reserve high: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, allocating the largest buffers "
-        "first, or fewer distinct tensor sizes (padding, bucketing) reduce it."
+        "first, or fewer distinct tensor sizes (padding, bucketing) reduce it"
+        + (
+            "."
+            if not inference_ranks(ctx, [int(worst["rank"])])
+            else "; in inference the varying batch sizes and sequence lengths make the varying sizes: bucket or "
+            "pad them, or keep the KV cache in fixed-size blocks (a paged KV cache)."
+        )
     )
     title = f"Memory fragmentation: {fmt_pct(float(worst['fragmentation_pct']))} of reserved memory cached on rank {int(worst['rank'])}, {dev}"
     return [

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...memory import device_label, memory_allocator_stats
+from ..advice import inference_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_bytes
@@ -63,9 +64,15 @@ def memory_leak(ctx: Context, r: MemoryLeakThresholds) -> list[Finding]:
         f"{worst['steps'][0]}-{worst['steps'][-1]} grew at every step, by {fmt_bytes(worst['growth_bytes'])} in all "
         f"(about {fmt_bytes(worst['growth_per_step_bytes'])} per step)"
         + (f"; {len(leaks)} rank/device pairs grow so" if len(leaks) > 1 else "")
-        + ". Memory kept alive across steps (a list of losses or outputs that still hold the graph, "
-        "a cache that never evicts) ends in an out-of-memory error; tv.memory_allocations lists the "
-        "allocations never freed and the operators that made them (use loss.item() or .detach())."
+        + (
+            ". Memory kept alive across steps (a list of losses or outputs that still hold the graph, "
+            "a cache that never evicts) ends in an out-of-memory error; tv.memory_allocations lists the "
+            "allocations never freed and the operators that made them (use loss.item() or .detach())."
+            if not inference_ranks(ctx, [worst["rank"]])
+            else ". Memory kept alive across requests (KV-cache blocks or request state never released, outputs "
+            "kept with their tensors, a cache that never evicts) ends in an out-of-memory error; "
+            "tv.memory_allocations lists the allocations never freed and the operators that made them."
+        )
     )
     title = f"Memory leak: allocated memory grows {fmt_bytes(worst['growth_per_step_bytes'])} per step on rank {worst['rank']}, {worst['device']}"
     return [

@@ -18,6 +18,8 @@ from ..thresholds import Thresholds
 def pageable_copies(ctx: Context, _: Thresholds) -> list[Finding]:
     out = []
     pg = {k: f["pageable"] for k, f in ctx.facts.items() if f["pageable"]["copies"] > 0}
+    if not pg:
+        ctx.note("pageable_copies", "checked, fine: no copies from or to pageable memory in scope")
     if pg:
         worst = max(pg, key=lambda k: (pg[k]["idle_ns"], pg[k]["bytes"], -k))
         w = pg[worst]

@@ -27,5 +27,20 @@ class PythonOverhead(Thresholds):
 )
 def python_overhead(ctx: Context, t: PythonOverhead) -> list[Finding]:
     if ctx.gpu_ranks:  # with a GPU, host time matters where the GPU waits for it: launch_bound
+        ctx.note(
+            "python_overhead",
+            "not applicable: the trace has GPU work; host time that delays the GPU is launch_bound's",
+        )
         return []
-    return findings_of(ctx, hf.python_overhead(ctx.host_facts(), float(t.python_overhead_min_pct)))
+    facts = ctx.host_facts()
+    found = findings_of(ctx, hf.python_overhead(facts, float(t.python_overhead_min_pct)))
+    if not found:
+        share = {k: 100.0 * f["outside_ops_ns"] / f["wall_ns"] for k, f in facts.items() if f["wall_ns"] > 0}
+        if share:
+            top = max(share, key=lambda k: (share[k], -k))
+            ctx.note(
+                "python_overhead",
+                f"checked, fine: the main thread runs no operator for {share[top]:.1f}% of its iterations "
+                f"(largest, on rank {top}), under the threshold of {float(t.python_overhead_min_pct):g}%",
+            )
+    return found

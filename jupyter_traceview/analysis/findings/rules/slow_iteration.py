@@ -10,6 +10,7 @@ import numpy as np
 
 from ....errors import OptionError
 from ...efficiency import iteration_stats
+from ..advice import capture_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_ns, fmt_pct
@@ -42,13 +43,23 @@ class SlowIterationThresholds(Thresholds):
 def slow_iteration(ctx: Context, r: SlowIterationThresholds) -> list[Finding]:
     steps = ctx.call(iteration_stats, "iteration_step", per="step")
     if len(steps) < r.iteration_min_steps:
+        ctx.note(
+            "slow_iteration",
+            f"not applicable: {len(steps)} ProfilerSteps in scope, the rule needs {r.iteration_min_steps}",
+        )
         return []
     dur = steps["duration_ns"].to_numpy()
     median = float(np.median(dur))
     if median <= 0:
         return []
-    slow = steps.loc[100.0 * (dur / median - 1.0) >= r.slow_iteration_min_pct]
+    over = 100.0 * (dur / median - 1.0)
+    slow = steps.loc[over >= r.slow_iteration_min_pct]
     if slow.empty:
+        ctx.note(
+            "slow_iteration",
+            f"checked, fine: the slowest step is {float(over.max()):.1f}% over the median step, under the threshold "
+            f"of {r.slow_iteration_min_pct:g}%",
+        )
         return []
     first_step = int(steps["step"].min())
     med = {c: float(steps[c].median()) for c in ("compute_max_ns", "exposed_comm_max_ns", "idle_max_ns")}
@@ -84,7 +95,15 @@ def slow_iteration(ctx: Context, r: SlowIterationThresholds) -> list[Finding]:
             "compilation, lazy initialisation) often makes it slow; profile with a warm-up "
             "(torch.profiler.schedule(wait=1, warmup=1, active=3))."
         )
-    title = (
+    cap = capture_ranks(ctx, {d["slowest_rank"] for d in slow_list})
+    capture = ""
+    if cap:
+        capture = (
+            f" {'Rank' if len(cap) == 1 else 'Ranks'} {', '.join(map(str, cap))} capture CUDA/HIP graphs in this "
+            "trace: a slow step there is the capture (recording, instantiation, warm-up runs), a one-off cost, not "
+            "a slow steady-state step; profile the replay to judge step times."
+        )
+    title = ("CUDA graph capture: " if cap else "") + (
         f"Slow iteration: step {s0['step']} takes {fmt_ns(s0['duration_ns'])}, {s0['vs_median_pct']:.0f}% over the "
         f"median step ({fmt_ns(median)})"
         if len(slow_list) == 1
@@ -94,7 +113,7 @@ def slow_iteration(ctx: Context, r: SlowIterationThresholds) -> list[Finding]:
         f"Of {len(steps)} steps, {len(slow_list)} last(s) at least {fmt_pct(r.slow_iteration_min_pct)} longer than the median "
         f"step ({fmt_ns(median)}; step time = the slowest rank's); step-time jitter {fmt_pct(jitter)}. In step {s0['step']} "
         f"(slowest on rank {s0['slowest_rank']}) {s0['grew_most']} grew the most, by {fmt_ns(s0['grew_most_ns'])} over "
-        f"the median step.{warm} Compare it with a typical step (tv.iteration_stats, tv.trace_diff of the two steps) "
+        f"the median step.{warm}{capture} Compare it with a typical step (tv.iteration_stats, tv.trace_diff of the two steps) "
         "to find what changed: data loading, a recompilation, a checkpoint or evaluation, garbage collection."
     )
     evidence = {"steps": len(steps), "median_step_ns": median, "jitter_pct": jitter, "slow_steps": slow_list}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..advice import graphs_note
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_ns, on_rank, ranks_text
@@ -48,7 +49,11 @@ def tiny_gemms(ctx: Context, r: TinyGemmsThresholds) -> list[Finding]:
         f"On {ranks_text(named)} many matrix products are too small to pay for their launch: "
         f"{on_rank(named, worst)}{int(calls[worst])} calls under {fmt_ns(tiny)} of GPU time each "
         f"({fmt_ns(float(gpu[worst]))} in all), e.g. {shown}. Batch them (bmm, grouped GEMMs, one larger "
-        "matrix), fuse them (torch.compile) or replay them with CUDA graphs."
+        + (
+            "matrix), fuse them (torch.compile) or replay them with CUDA graphs."
+            if (graphs := graphs_note(ctx, named)) is None
+            else f"matrix) or fuse them (torch.compile). {graphs}"
+        )
     )
     title = f"Tiny matrix products: {int(calls[worst])} calls on rank {worst} under {fmt_ns(tiny)} each"
     evidence = {

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...operators import frequent_kernel_sequences, op_kernels
+from ..advice import graphs_note
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_ns, fmt_pct, on_rank, ranks_text, short
@@ -36,6 +37,7 @@ class TinyKernelsThresholds(Thresholds):
 def tiny_kernels(ctx: Context, r: TinyKernelsThresholds) -> list[Finding]:
     launch = ctx.launch_rank()
     if launch.empty:
+        ctx.note("tiny_kernels", "not applicable: no kernel launches in scope")
         return []
     named = [
         int(k)
@@ -44,6 +46,13 @@ def tiny_kernels(ctx: Context, r: TinyKernelsThresholds) -> list[Finding]:
     ]
     named = [k for k in named if k in ctx.facts]
     if not named:
+        top = launch.reset_index(drop=True).sort_values(["short_kernel_pct", "rank"], ascending=[False, True]).iloc[0]
+        ctx.note(
+            "tiny_kernels",
+            f"checked, fine: tiny launches {float(top['short_kernel_pct']):.1f}% ({int(top['short_kernels'])} of "
+            f"{int(top['launches'])}, largest share, on rank {int(top['rank'])}), under the threshold of "
+            f"{r.tiny_kernel_min_pct:g}% and {r.tiny_kernel_min_count} launches",
+        )
         return []
     worst = max(named, key=lambda k: (ctx.facts[k]["tiny_gap_ns"], int(launch.loc[k, "short_kernels"]), -k))
     lw = launch.loc[worst]
@@ -73,8 +82,12 @@ def tiny_kernels(ctx: Context, r: TinyKernelsThresholds) -> list[Finding]:
         f"On {ranks_text(named)} most launches are tiny: {on_rank(named, worst)}{int(lw['short_kernels'])} of "
         f"{int(lw['launches'])} ({fmt_pct(float(lw['short_kernel_pct']))}) run under {fmt_ns(ctx.common.tiny_kernel_ns)} on the GPU, "
         f"about what their launch costs; the GPU idles {fmt_ns(fw['tiny_gap_ns'])} in {fw['tiny_gaps']} gaps just before "
-        f"them.{cand_text} Fuse them (torch.compile, fused or foreach optimizers, fused layers) or replay them with "
-        "CUDA graphs."
+        f"them.{cand_text} "
+        + (
+            "Fuse them (torch.compile, fused or foreach optimizers, fused layers) or replay them with CUDA graphs."
+            if (graphs := graphs_note(ctx, named)) is None
+            else f"Fuse them (torch.compile, fused or foreach optimizers, fused layers). {graphs}"
+        )
     )
     title = (
         f"Many tiny kernels: {fmt_pct(float(lw['short_kernel_pct']))} of rank {worst}'s launches run under "
