@@ -84,6 +84,7 @@ def dominant_kernel_family(ctx: Context, r: DominantKernelFamilyThresholds) -> l
             "family": top_family,
             "family_ns": ns,
             "compute_ns": total,
+            "triton_ns": int(kernels.loc[kernels["name_str"].str.startswith("triton_"), "sum_ns"].sum()),
             "family_pct": pct,
             "top_kernels": [
                 [str(n), int(t), int(c)]
@@ -110,13 +111,20 @@ def dominant_kernel_family(ctx: Context, r: DominantKernelFamilyThresholds) -> l
         return []
     worst = max(named, key=lambda k: (per[k]["family_ns"], -k))
     w = per[worst]
-    kernels = ", ".join(f"{short(n, 50)} ({fmt_ns(t)}, {c} runs)" for n, t, c in w["top_kernels"])
+    kernels = ", ".join(f"{short(n, 90)} ({fmt_ns(t)}, {c} runs)" for n, t, c in w["top_kernels"])
+    if 2 * w["triton_ns"] >= w["family_ns"]:
+        advice = (
+            "Most of them are Triton kernels that torch.compile generated, fused already: their time is memory "
+            "traffic, so check that their tensors are not larger than needed (dtype, layout, padding) and that "
+            "fewer graph breaks let larger regions fuse."
+        )
+    else:
+        advice = _ADVICE.get(w["family"], "Fuse them (torch.compile).")
     detail = (
         f"On {ranks_text(named)} one kind of kernel takes a large share of the compute time: on rank {worst}, "
         f"{w['family']} kernels run {fmt_ns(w['family_ns'])}, {fmt_pct(w['family_pct'])} of its "
         f"{fmt_ns(w['compute_ns'])} of compute kernel time (largest: {kernels}). These kernels do little arithmetic "
-        f"per byte; in a model whose matrix products carry the math they should take a small share. "
-        + _ADVICE.get(w["family"], "Fuse them (torch.compile).")
+        f"per byte; in a model whose matrix products carry the math they should take a small share. " + advice
     )
     title = f"{w['family'].capitalize()} kernels dominate: {fmt_pct(w['family_pct'])} of rank {worst}'s compute time"
     evidence = {"worst_rank": worst, "per_rank": [per[k] for k in sorted(named)]}
