@@ -240,6 +240,8 @@ def headline_items(h: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     out.append(("ranks", f"{n} ({ranges(ids)})" if n > 1 else str(n), ""))
     if h.get("devices"):
         out.append(("devices", ", ".join(h["devices"]), ""))
+    if h.get("workload"):
+        out.append(("workload", str(h["workload"]), str(h.get("workload_evidence") or "")))
     if h.get("gpu"):
         out.append(("job span", duration(h["job_span_ns"]), "first GPU work to last, all ranks"))
         lo, hi = h.get("gpu_busy_min_pct"), h.get("gpu_busy_max_pct")

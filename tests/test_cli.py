@@ -26,6 +26,26 @@ def test_summary_sample_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[1].split()[:3] == ["rank", "events", "kernels"]
     assert [line.split()[0] for line in lines[3:11]] == [str(r) for r in range(8)]
     assert lines[11] == ""  # then the headline figures
+    # The workload verdict (tv.workload) and its evidence, as every surface shows it.
+    workload = next(line for line in lines if line.startswith("workload"))
+    assert workload.split()[1] == "training"
+    assert "97 backward operators" in workload and "Optimizer.step#Adagrad.step" in workload
+
+
+def test_summary_of_a_capture_says_graph_capture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests import kineto_builder as kb
+
+    events = [
+        *kb.launch("volta_sgemm_128x64_nn", 0, 10, 50, corr=1),
+        kb.runtime("cudaStreamBeginCapture", 100, 5, corr=2),
+        kb.runtime("cudaStreamEndCapture", 110, 5, corr=3),
+        kb.runtime("cudaGraphInstantiate", 120, 50, corr=4),
+    ]
+    path = kb.write(tmp_path / "capture.json", kb.doc(events))
+    assert main(["summary", str(path), "--no-cache"]) == 0
+    workload = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("workload"))
+    assert workload.split()[1] == "graph_capture"
+    assert "1 stream capture begin and 1 end calls, 1 graph instantiations" in workload
 
 
 def test_summary_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,7 +104,7 @@ def test_entry_point_installed() -> None:
 def test_findings_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--sample", "--no-cache"]) == 0
     out = capsys.readouterr().out
-    assert "8 rank(s), 7 finding(s)" in out
+    assert "8 rank(s), 8 finding(s)" in out
     assert "1. [high] Ranks wait for late peers in collectives" in out
     assert "   collective_wait: 11.1 ms at stake (56.2% of the job span); ranks 0-7" in out
     assert "Rule: " in out and "More: tv." in out

@@ -309,6 +309,8 @@ export function renderRow(
     } else {
       figures.appendChild(figure("CPU only", "No GPU work in the trace", "tv-RunRow-cpu"));
     }
+    if (f.workload && f.workload !== "cpu_only")
+      figures.appendChild(figure(f.workload, `Workload (tv.workload): ${f.workload_evidence}`));
     row.appendChild(figures);
   } else if (run.status === "error") {
     const error = el("div", "tv-RunRow-error", run.message ?? "This run cannot be read.");

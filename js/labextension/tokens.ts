@@ -48,6 +48,10 @@ export interface RunFigures {
   idle_pct: number | null;
   compute_pct: number | null;
   exposed_comm_pct: number | null;
+  /** What the trace records (`tv.workload`): "training", or the verdicts by rank. */
+  workload: string;
+  /** Why, in words with the counts (`tv.workload`'s evidence). */
+  workload_evidence: string;
 }
 
 /** How far a background task is: worker.py progress entries. */

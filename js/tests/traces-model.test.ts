@@ -37,6 +37,8 @@ function run(path: string, mtime: number, extra: Partial<RunRow> = {}): RunRow {
       idle_pct: 40,
       compute_pct: 50,
       exposed_comm_pct: 5,
+      workload: "training",
+      workload_evidence: "gradients are computed or applied: 2 backward operators; 1 optimizer steps.",
     },
     ...extra,
   };

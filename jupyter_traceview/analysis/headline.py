@@ -16,11 +16,13 @@ from typing import Literal, cast, overload
 
 import pandas as pd
 
+from .. import format as fmt
 from ..errors import TraceviewWarning
 from ..model.display_hook import Headline, HeadlineFigures
 from ..model.trace import Trace
 from .efficiency import iteration_stats
 from .summary import summary
+from .workload import workload
 
 __all__ = [
     "HEADLINE_KEYS",
@@ -58,6 +60,9 @@ HEADLINE_KEYS: dict[str, str] = {
     "idle_pct": "GPU idle, % of the rank's span, mean over ranks with GPU work; None without",
     "compute_pct": "compute kernel running, % of the rank's span, mean over ranks; None without",
     "exposed_comm_pct": "communication with no compute alongside, % of the rank's span, mean over ranks; None without",
+    "workload": "what the trace records (tv.workload): the verdict, or the verdicts by rank "
+    "(e.g. 'training', 'graph_capture (rank 0); inference (ranks 1-3)')",
+    "workload_evidence": "why, in words with the counts: tv.workload's evidence of the first rank (of each verdict)",
 }
 
 #: Columns of ``headline(trace, per_rank=True)``: ``summary``'s, under the headline's names.
@@ -108,7 +113,8 @@ def headline(trace: Trace, *, per_rank: bool = False) -> Headline | pd.DataFrame
         ``cpu_ops``, ``kernels``, ``gpu_activities``, ``iterations`` (a count),
         ``steps`` (ProfilerStep ids), ``step_median_ns``, ``gpu``, ``job_span_ns``,
         ``span_ns``, ``trace_span_ns``, ``gpu_busy_pct``, ``gpu_busy_min_pct``,
-        ``gpu_busy_max_pct``, ``idle_pct``, ``compute_pct``, ``exposed_comm_pct``.
+        ``gpu_busy_max_pct``, ``idle_pct``, ``compute_pct``, ``exposed_comm_pct``,
+        ``workload``, ``workload_evidence``.
     pandas.DataFrame
         With ``per_rank=True``, one row per rank: ``rank``; ``device`` (str);
         ``events``, ``cpu_ops``, ``kernels``, ``gpu_activities``, ``iterations`` (int);
@@ -171,6 +177,9 @@ def _figures(trace: Trace, s: pd.DataFrame) -> Headline:
         step_median = round(float(its.groupby("step")["dur_ns"].max().median()))
     busy = gpu["gpu_busy_pct"]
     window = trace.window
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceviewWarning)
+        kind, evidence = _workload(workload(trace))
     return {
         "source": trace.source,
         "ranks": len(trace.ranks),
@@ -195,7 +204,25 @@ def _figures(trace: Trace, s: pd.DataFrame) -> Headline:
         "idle_pct": _mean(gpu["idle_pct"]),
         "compute_pct": _mean(gpu["compute_pct"]),
         "exposed_comm_pct": _mean(gpu["exposed_comm_pct"]),
+        "workload": kind,
+        "workload_evidence": evidence,
     }
+
+
+def _workload(w: pd.DataFrame) -> tuple[str, str]:
+    """The headline's ``workload`` and ``workload_evidence`` texts from :func:`workload`'s rows."""
+    if w.empty:
+        return "", ""
+    groups: dict[str, list[int]] = {}
+    first: dict[str, str] = {}
+    for r, v, e in zip(w["rank"].tolist(), w["workload"].tolist(), w["evidence"].tolist(), strict=True):
+        groups.setdefault(str(v), []).append(int(r))
+        first.setdefault(str(v), str(e))
+    if len(groups) == 1:
+        ((v, _),) = groups.items()
+        return v, first[v]
+    kind = "; ".join(f"{v} (rank{'s' if len(rs) > 1 else ''} {fmt.ranges(rs)})" for v, rs in groups.items())
+    return kind, " ".join(f"Rank {rs[0]}: {first[v]}" for v, rs in groups.items())
 
 
 def figures_of(h: Headline) -> HeadlineFigures:

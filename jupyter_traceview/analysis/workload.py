@@ -250,7 +250,7 @@ def _verdict(rank: int, m: dict[str, Any], host: Mapping[str, Any] | None) -> Ra
     return RankWorkload(
         rank=int(rank),
         workload=verdict,
-        evidence=f"{verdict}: {why}; " + "; ".join(facts) + ".",
+        evidence=f"{why}: " + "; ".join(facts) + ".",
         has_backward=backward,
         has_optimizer=optimizer,
         graph_capture=capture,

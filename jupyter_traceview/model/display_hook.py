@@ -68,6 +68,8 @@ class HeadlineFigures(TypedDict):
     idle_pct: float | None
     compute_pct: float | None
     exposed_comm_pct: float | None
+    workload: str
+    workload_evidence: str
 
 
 class Headline(HeadlineFigures):
