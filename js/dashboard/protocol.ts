@@ -79,6 +79,8 @@ export interface TabContent {
   range: [number, number] | null;
   figures: Figure[];
   findings?: Finding[];
+  /** The Overview's "checked, fine" lines: each rule that did not fire and why (tv.findings(explain=True)). */
+  checks?: string[];
   tables: Table[];
   charts: Chart[];
   notes: string[];

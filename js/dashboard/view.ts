@@ -343,6 +343,7 @@ export class DashboardView {
     if (c.figures.length) this.renderFigures(panel, c.figures);
     for (const n of c.notes) if (n) el("div", "tvd-note", panel, n);
     if (c.findings) this.renderFindings(panel, c.findings);
+    if (c.checks?.length) this.renderChecks(panel, c.checks);
     if (c.charts.length) {
       const grid = el("div", "tvd-charts", panel);
       for (const ch of c.charts) {
@@ -409,6 +410,15 @@ export class DashboardView {
       el("div", "tvd-rule", details, `Rule: ${f.rule}`);
       el("div", "tvd-rule", details, `More: ${f.analysis}`);
     }
+  }
+
+  /** The rules that did not fire, each with why: "checked, fine" or "not applicable". */
+  private renderChecks(panel: HTMLElement, checks: string[]): void {
+    const box = el("details", "tvd-checks", panel);
+    box.open = true;
+    el("summary", "", box, `Checked, no finding (${checks.length} rules)`);
+    const list = el("ul", "tvd-checks-list", box);
+    for (const line of checks) el("li", "tvd-check", list, line);
   }
 
   private renderEvidence(parent: HTMLElement, evidence: Record<string, unknown>): void {

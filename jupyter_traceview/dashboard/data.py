@@ -190,8 +190,16 @@ class DashboardData:
                 df = analysis.trace_diff(self.baseline, self.trace, **kw)
             elif name == "findings":
                 # findings keeps its per-rank results itself, with worker processes of its own
-                # (an outer scope would keep the results but lose the workers).
-                df = analysis.findings(self.trace, time_range=time_range, **kw)
+                # (an outer scope would keep the results but lose the workers). One run of the
+                # rules gives the findings and why the others did not fire (explain=True).
+                from ..analysis.findings import findings_and_explain
+
+                explain = bool(kw.pop("explain", False))
+                found, explained = findings_and_explain(self.trace, time_range=time_range, **kw)
+                rest = tuple(sorted(kw.items()))
+                self._frames[(name, time_range, rest)] = found
+                self._frames[(name, time_range, tuple(sorted({**kw, "explain": True}.items())))] = explained
+                df = explained if explain else found
             else:
                 fn = getattr(analysis, name)
                 df = _kept(
@@ -259,6 +267,8 @@ class DashboardData:
         }
         if b.findings is not None:
             out["findings"] = b.findings
+        if b.checks is not None:
+            out["checks"] = b.checks
         return out
 
     # ------------------------------------------------------------------ links

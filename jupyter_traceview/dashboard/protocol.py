@@ -110,9 +110,12 @@ class _TabContent(TypedDict):
 
 
 class TabContent(_TabContent, total=False):
-    """``_tab``: one tab's content (:meth:`.data.DashboardData.tab`); ``findings`` on the Overview."""
+    """``_tab``: one tab's content (:meth:`.data.DashboardData.tab`); ``findings`` and ``checks`` on the Overview."""
 
     findings: list[Finding]
+    #: The Overview's "checked, fine" lines: each rule that did not fire and why
+    #: (``tv.findings(explain=True)``), as "rule: reason".
+    checks: list[str]
     seq: int | None
     error: str
 

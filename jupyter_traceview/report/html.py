@@ -125,6 +125,8 @@ def render_report(
         parts = [_figures(content["figures"])]
         if content.get("findings") is not None:
             parts.append(_findings(content["findings"]))
+        if content.get("checks"):
+            parts.append(_checks(content["checks"]))
         parts.extend(f'<p class="tvr-note">{html.escape(n)}</p>' for n in content["notes"])
         parts.append(
             '<div class="tvr-charts">'
@@ -240,6 +242,15 @@ def _findings(findings: list[Finding]) -> str:
         )
     out.append("</ol>")
     return "".join(out)
+
+
+def _checks(checks: list[str]) -> str:
+    """The rules that did not fire and why (``tv.findings(explain=True)``), under the findings."""
+    items = "".join(f'<li class="tvr-check">{html.escape(line)}</li>' for line in checks)
+    return (
+        f'<details class="tvr-checks" open><summary>Checked, no finding ({len(checks)} rules)</summary>'
+        f"<ul>{items}</ul></details>"
+    )
 
 
 def _evidence_value(key: str, value: Any) -> str:

@@ -102,6 +102,38 @@ def test_overview_figures_and_findings(data: DashboardData, dlrm: tv.Trace) -> N
     found = tv.findings(dlrm)
     assert [f["id"] for f in out["findings"]] == found["id"].tolist()
     assert all("evidence" in f and "stake" in f for f in out["findings"])
+    # Under the findings, every rule that did not fire and why (tv.findings(explain=True)).
+    why = tv.findings(dlrm, explain=True)
+    silent = why.loc[~why["fired"]]
+    assert out["checks"] == [f"{r}: {w}" for r, w in zip(silent["rule"], silent["reason"], strict=True)]
+    assert (
+        "copy_bound: checked, fine: exposed memory copies 0.2% (largest, on rank 7), under the threshold of 10%"
+        in out["checks"]
+    )
+    # The workload, in the header (payload) and the Overview's figures, from tv.headline.
+    assert figs["workload"]["value"] == "training"
+    assert "97 backward operators" in figs["workload"]["hint"]
+    assert ("workload", "training") in [(f["label"], f["value"]) for f in data.payload()["headline"]]
+
+
+def test_overview_of_a_capture_trace(tmp_path: Path) -> None:
+    """A server's CUDA-graph capture: the header says graph_capture, the launch-bound finding
+    says capture (not "try CUDA graphs"), and the checked rules are listed."""
+    events: list[dict] = [kb.step(1, 0, 2010)]
+    for i in range(200):
+        events += kb.launch("vectorized_elementwise_kernel", 10 * i, 10 * i + 6, 3, corr=i + 1, cpu_dur=5)
+    events += [
+        kb.runtime("cudaStreamBeginCapture", 5, 1, corr=9001),
+        kb.runtime("cudaStreamEndCapture", 7, 1, corr=9002),
+        kb.runtime("cudaGraphInstantiate", 8, 1, corr=9003),
+    ]
+    trace = tv.load(kb.write(tmp_path / "capture.json", kb.doc(events)), cache=False)
+    d = DashboardData(trace)
+    assert ("workload", "graph_capture") in [(f["label"], f["value"]) for f in d.payload()["headline"]]
+    out = d.tab("overview")
+    lb = next(f for f in out["findings"] if f["id"] == "launch_bound")
+    assert lb["title"].startswith("GPU idle during CUDA graph capture") and "Try CUDA graphs" not in lb["detail"]
+    assert any(c.startswith("copy_bound: checked, fine: no memory copies") for c in out["checks"])
 
 
 def test_tables_carry_units_and_top_rows(data: DashboardData, dlrm: tv.Trace) -> None:

@@ -81,6 +81,12 @@ def test_report_is_self_contained(report: Path, dlrm: tv.Trace) -> None:
         assert f'<section id="{sid}">' in text
     for title in tv.findings(dlrm)["title"]:
         assert html.escape(title) in text
+    # The workload in the figures, and the rules that did not fire with why, under the findings.
+    assert "97 backward operators" in text
+    why = tv.findings(dlrm, explain=True)
+    assert f"Checked, no finding ({int((~why['fired']).sum())} rules)" in text
+    for rule, reason in zip(why.loc[~why["fired"], "rule"], why.loc[~why["fired"], "reason"], strict=True):
+        assert html.escape(f"{rule}: {reason}") in text
     assert len(re.findall(r'class="tvr-chart[ "]', text)) == 24, "23 dashboard charts and the timeline overview"
     assert 'data-chart="timeline_overview"' in text and 'data-chart="heatmap_all"' in text
     assert "<table>" in text and "Temporal breakdown per rank" in text

@@ -37,11 +37,12 @@ from __future__ import annotations
 
 from .config import FindingRules
 from .context import Context, Finding
-from .driver import FINDING_COLUMNS, SEVERITIES, findings
+from .driver import EXPLAIN_COLUMNS, FINDING_COLUMNS, SEVERITIES, findings, findings_and_explain
 from .registry import Rule, all_rules, rule
 from .thresholds import Common, Thresholds
 
 __all__ = [
+    "EXPLAIN_COLUMNS",
     "FINDING_COLUMNS",
     "SEVERITIES",
     "Common",
@@ -52,5 +53,6 @@ __all__ = [
     "Thresholds",
     "all_rules",
     "findings",
+    "findings_and_explain",
     "rule",
 ]

@@ -15,7 +15,7 @@ from .config import FindingRules
 from .context import Context, Finding
 from .registry import all_rules
 
-__all__ = ["EXPLAIN_COLUMNS", "FINDING_COLUMNS", "SEVERITIES", "findings"]
+__all__ = ["EXPLAIN_COLUMNS", "FINDING_COLUMNS", "SEVERITIES", "findings", "findings_and_explain"]
 
 #: The columns of :func:`findings`, in order, with their dtypes.
 FINDING_COLUMNS = {
@@ -156,6 +156,22 @@ def findings(
     >>> "collective_wait" in set(f["id"])
     True
     """
+    found, explained = findings_and_explain(
+        trace, rules=rules, ranks=ranks, iterations=iterations, time_range=time_range
+    )
+    return explained if explain else found
+
+
+def findings_and_explain(
+    trace: Trace,
+    *,
+    rules: FindingRules | None = None,
+    ranks: Iterable[int] | int | None = None,
+    iterations: Iterable[int] | int | None = None,
+    time_range: tuple[int, int] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(findings(trace, ...), findings(trace, ..., explain=True))`` from one run of the rules
+    (what the dashboard shows: the findings and the "checked, fine" lines under them)."""
     if rules is None:
         rules = FindingRules()
     elif not isinstance(rules, FindingRules):
@@ -165,9 +181,7 @@ def findings(
         found = _run(ctx)
     finally:
         ctx.close()
-    if explain:
-        return _explain(found, ctx)
-    return _frame(found, ctx)
+    return _frame(found, ctx), _explain(found, ctx)
 
 
 def _run(ctx: Context) -> list[Finding]:
@@ -182,7 +196,7 @@ def _run(ctx: Context) -> list[Finding]:
                 else "the findings are about the other ranks"
             ),
             TraceviewWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     found: list[Finding] = []
     for rule in all_rules():
@@ -194,7 +208,7 @@ def _run(ctx: Context) -> list[Finding]:
                 f"findings: rule {rule.id!r} failed ({type(exc).__name__}: {exc}); its findings are left out, "
                 "the other rules ran. Please report it with the trace.",
                 TraceviewWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
     save_facts()  # the per-rank results computed here, kept with the ranks' cache entries
     return found

@@ -129,6 +129,8 @@ class TabBuilder:
         self.progress = progress
         self.figures: list[Figure] = []
         self.findings: list[Finding] | None = None
+        #: The rules that did not fire and why ("rule: reason"), under the findings.
+        self.checks: list[str] | None = None
         self.tables: list[Table] = []
         self.charts: list[Chart] = []
         self.notes: list[str] = []

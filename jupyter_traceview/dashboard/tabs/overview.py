@@ -46,6 +46,10 @@ def build(b: TabBuilder) -> None:
             )
             out.append(cast(Finding, item))
         b.findings = out
+        e = b.frame("findings", explain=True)
+        b.checks = [
+            f"{r}: {why}" for r, fired, why in zip(e["rule"], e["fired"], e["reason"], strict=True) if not fired
+        ]
 
     b.step("headline figures", figures)
     b.step("findings", findings)
