@@ -15,7 +15,7 @@ from ..model.trace import Trace
 from ._common import empty, pct, scoped, warn_no_gpu
 from ._gpu import CLASSES, OTHER, activities
 
-__all__ = ["KERNEL_TYPES", "OVERLAP_TYPES", "kernel_breakdown", "kernel_duration_distribution"]
+__all__ = ["KERNEL_TYPES", "OVERLAP_TYPES", "kernel_breakdown", "kernel_duration_distribution", "rank_kernel_totals"]
 
 #: Kernel types of the per-kernel views (the GPU work classes), in the order rows are given;
 #: positions are the class codes of ``_gpu.activities``.
@@ -95,6 +95,14 @@ def _rank_totals(trace: Trace) -> pd.DataFrame | None:
     return pd.DataFrame(
         {"tcode": tcode, "name": np.asarray(acts.names, dtype=object)[code], "total": total[at], "count": count[at]}
     )
+
+
+def rank_kernel_totals(trace: Trace) -> pd.DataFrame | None:
+    """One rank's GPU time and count per (type code into :data:`KERNEL_TYPES`, kernel name):
+    the first phase of ``kernel_breakdown(by="kernel")``, for readers that need only the
+    totals (the ``dominant_kernel_family`` finding, per rank through ``per_rank``).
+    Columns ``tcode``, ``name``, ``total`` (ns), ``count``; None without GPU work."""
+    return _rank_totals(trace)
 
 
 def _totals(trace: Trace, analysis: str) -> pd.DataFrame | None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..._memo import per_rank
 from ...kernel_families import MATH_FAMILIES, family_of
-from ...kernels import kernel_breakdown
+from ...kernels import KERNEL_TYPES, rank_kernel_totals
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_ns, fmt_pct, ranks_text, short
@@ -59,42 +60,36 @@ def dominant_kernel_family(ctx: Context, r: DominantKernelFamilyThresholds) -> l
     if not ctx.gpu_ranks:
         ctx.note("dominant_kernel_family", "not applicable: no GPU work in scope")
         return []
-    kb = ctx.call(kernel_breakdown, "kernel_breakdown_all", top_k=None)
-    kb = kb.loc[kb["kernel_type"].astype(str) == "compute"]
-    if kb.empty:
+    totals = ctx.get("kernel_totals_compute", lambda: _compute_totals(ctx))
+    if not totals:
         ctx.note("dominant_kernel_family", "not applicable: no compute kernels in scope")
         return []
-    names = kb["name"].astype(str)
-    fam = names.map(family_of)
     per: dict[int, dict[str, Any]] = {}
     best: tuple[float, int, str] | None = None
-    for rank, g in kb.assign(family=fam, name_str=names).groupby("rank", sort=True):
-        total = int(g["sum_ns"].sum())
-        if total <= 0:
+    for rank, kernels in sorted(totals.items()):
+        total = sum(t for _, t, _ in kernels)
+        by_fam: dict[str, list[tuple[str, int, int]]] = {}
+        for name, t, c in kernels:
+            fam = family_of(name)
+            if fam is not None and fam not in MATH_FAMILIES:
+                by_fam.setdefault(fam, []).append((name, t, c))
+        if total <= 0 or not by_fam:
             continue
-        by_fam = g.loc[g["family"].notna() & ~g["family"].isin(list(MATH_FAMILIES))].groupby("family")["sum_ns"].sum()
-        if by_fam.empty:
-            continue
-        top_family = str(sorted(by_fam.items(), key=lambda kv: (-kv[1], kv[0]))[0][0])
-        ns = int(by_fam[top_family])
+        top_family, mine = min(by_fam.items(), key=lambda kv: (-sum(t for _, t, _ in kv[1]), kv[0]))
+        ns = sum(t for _, t, _ in mine)
         pct = 100.0 * ns / total
-        kernels = g.loc[g["family"] == top_family].sort_values(["sum_ns", "name_str"], ascending=[False, True])
-        per[int(rank)] = {
-            "rank": int(rank),
+        mine.sort(key=lambda k: (-k[1], k[0]))
+        per[rank] = {
+            "rank": rank,
             "family": top_family,
             "family_ns": ns,
             "compute_ns": total,
-            "triton_ns": int(kernels.loc[kernels["name_str"].str.startswith("triton_"), "sum_ns"].sum()),
+            "triton_ns": sum(t for n, t, _ in mine if n.startswith("triton_")),
             "family_pct": pct,
-            "top_kernels": [
-                [str(n), int(t), int(c)]
-                for n, t, c in zip(
-                    kernels["name_str"].head(3), kernels["sum_ns"].head(3), kernels["count"].head(3), strict=True
-                )
-            ],
+            "top_kernels": [[n, t, c] for n, t, c in mine[:3]],
         }
-        if best is None or (pct, -int(rank)) > (best[0], -best[1]):
-            best = (pct, int(rank), top_family)
+        if best is None or (pct, -rank) > (best[0], -best[1]):
+            best = (pct, rank, top_family)
     named = [k for k, v in per.items() if v["family_pct"] >= r.dominant_family_min_pct]
     if not named:
         if best is None:
@@ -138,3 +133,25 @@ def dominant_kernel_family(ctx: Context, r: DominantKernelFamilyThresholds) -> l
             evidence=evidence,
         )
     ]
+
+
+def _compute_totals(ctx: Context) -> dict[int, list[tuple[str, int, int]]]:
+    """Per rank, its compute kernels as (name, GPU time in ns, runs): ``kernel_breakdown(top_k=None)``'s
+    ``sum_ns`` and ``count``, from its first phase per rank (kept with the ranks' cache entries)."""
+    windowed = ctx.trace if ctx.time_range is None else ctx.trace.select(time_range=ctx.time_range)
+    compute = KERNEL_TYPES.index("compute")
+    out: dict[int, list[tuple[str, int, int]]] = {}
+    for rank, t in per_rank(windowed, rank_kernel_totals).items():
+        if t is None:
+            continue
+        keep = t["tcode"].to_numpy() == compute
+        rows = zip(
+            t["name"].to_numpy()[keep].tolist(),
+            t["total"].to_numpy()[keep].tolist(),
+            t["count"].to_numpy()[keep].tolist(),
+            strict=True,
+        )
+        kernels = [(str(n), int(s), int(c)) for n, s, c in rows]
+        if kernels:
+            out[int(rank)] = kernels
+    return out
