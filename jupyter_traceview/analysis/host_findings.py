@@ -221,7 +221,7 @@ def python_overhead(facts: dict[int, dict[str, Any]], min_pct: float) -> list[di
                 f"{_fmt(f['wall_ns'])} in its iterations and waits on data loading for {_fmt(f['dataloader_ns'])}; "
                 f"the other {_fmt(f['outside_ops_ns'])} it is outside any operator: {what}"
                 "Move per-step Python work (logging, metrics, .item(), Python loops over tensors) out of the loop "
-                "or batch it; torch.compile or CUDA graphs remove the per-operator dispatch."
+                "or batch it; torch.compile removes much of the per-operator dispatch."
             ),
             "time_at_stake_ns": int(f["outside_ops_ns"]),
             "ranks": sorted(named),
