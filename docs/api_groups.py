@@ -114,7 +114,7 @@ GROUPS: tuple[Group, ...] = (
         "diagnosis",
         "Diagnosis: findings",
         "Plain-language findings with their evidence, from a registry of rules.",
-        ("findings", "FindingRules"),
+        ("findings", "FindingRules", "workload"),
     ),
     Group(
         "comparison",
