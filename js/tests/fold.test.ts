@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { foldTooltip } from "../timeline/fold";
+import { foldTooltip } from "../timeline/lanes/fold";
 import type { FoldSummary } from "../timeline/model";
 import { type BinRow, NO_KIND } from "../timeline/protocol";
 

@@ -22,10 +22,11 @@ import {
   layoutRawRow,
   xOf,
 } from "./draw";
-import { drawCounterSlot } from "./counter";
 import { type ViewHost, AXIS, GUTTER } from "./host";
 import { type Slot, visibleSlots } from "./layout";
-import { NO_KIND } from "./protocol";
+import { type BinRow, NO_KIND } from "./protocol";
+import { laneKind } from "./lanes";
+import type { Painter } from "./lanes/kind";
 
 /** What a frame drew. */
 export interface FrameStats {
@@ -178,55 +179,24 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
       );
     }
   };
+  const painter: Painter = {
+    host,
+    ctx: c,
+    scale: s,
+    width: W,
+    rects: 0,
+    row: drawRow,
+    bins(bins: BinRow, y: number, h: number): void {
+      if (!d) return;
+      const fill = binFill((k) => colors.kind(bins.kind[k]!), bins.match);
+      rects += layoutBinRow(bins, d.lo, d.hi, s, y, h, { fill }, batch, matches);
+    },
+  };
   for (let i = first; i < last; i++) {
     const slot = layout.slots[i]!;
-    const y = slotY(host, slot);
-    if (slot.kind === "header") {
-      ctx.fillStyle = withAlpha(th.foreground, th.dark ? 0.06 : 0.04);
-      ctx.fillRect(0, y, W, slot.h);
-      const sm = d?.summaries.get(slot.rank);
-      if (slot.collapsed && d && sm) {
-        rects += layoutBinRow(
-          sm,
-          d.lo,
-          d.hi,
-          s,
-          y + 2,
-          slot.h - 3,
-          { fill: binFill((k) => colors.kind(sm.kind[k]!), sm.match) },
-          batch,
-          matches,
-        );
-      }
-      continue;
-    }
-    if (slot.kind === "counter") {
-      rects += drawCounterSlot(host, c, slot, y, s);
-      continue;
-    }
-    if (slot.kind === "fold") {
-      // A rank's folded CPU threads: their summary (views/timeline/fold.py), or their top rows
-      // drawn over each other where the owner sends none.
-      const fd = d?.folds.get(slot.rank);
-      if (fd && d) {
-        rects += layoutBinRow(
-          fd,
-          d.lo,
-          d.hi,
-          s,
-          y + 1,
-          slot.h - 2,
-          { fill: binFill((k) => colors.kind(fd.kind[k]!), fd.match) },
-          batch,
-          matches,
-        );
-      } else {
-        for (const rid of slot.foldRows ?? []) drawRow(rid, slot, y);
-      }
-      continue;
-    }
-    drawRow(slot.row, slot, y);
+    laneKind(slot).draw(painter, slot, slotY(host, slot));
   }
+  rects += painter.rects;
   batch.flush(c);
   drawLabels(c, labels, host.font(11));
   drawMatches(c, matches, colors.highlight);
@@ -320,12 +290,9 @@ function drawGutter(
   for (let i = first; i < last; i++) {
     const slot = host.layout.slots[i]!;
     const y = slotY(host, slot);
-    if (slot.kind === "header") {
-      ctx.fillStyle = withAlpha(th.foreground, th.dark ? 0.08 : 0.05);
-      ctx.fillRect(0, y, GUTTER, slot.h);
-      ctx.fillStyle = th.foreground;
-      ctx.font = `600 ${host.font(12)}`;
-      ctx.fillText(`${slot.collapsed ? "▸" : "▾"} ${slot.label}`, 6, y + slot.h / 2);
+    const kind = laneKind(slot);
+    if (kind.drawLabel) {
+      kind.drawLabel(host, ctx, slot, y);
       continue;
     }
     if (!slot.label) continue;

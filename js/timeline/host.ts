@@ -63,6 +63,8 @@ export interface ViewHost {
   readonly data: WindowData | null;
   /** The search pattern the data's matches are for. */
   readonly dataPattern: string;
+  /** Does the owner answer folded CPU rows (else they are drawn from the threads' rows)? */
+  readonly foldsSupported: boolean;
   readonly hover: Hover | null;
   readonly selected: Selected | null;
   readonly measure: Measure | null;

@@ -3,9 +3,8 @@
  * measure, click to select, keys (W/A/S/D, +/-, arrows, F, Esc), and the hit test telling
  * what is under the pointer.
  */
-import { binAt, eventAt } from "./hittest";
 import { type Hover, type ViewHost, AXIS, GUTTER } from "./host";
-import { counterHit } from "./counter";
+import { laneKind } from "./lanes";
 import { slotAt } from "./layout";
 import { type Range, fitRange, panByPixels, wheelFactor, xToTime, zoomAround } from "./viewport";
 import { xOf } from "./draw";
@@ -70,15 +69,7 @@ export class Input {
     if (p.x < GUTTER) {
       const i = this.slotAtY(p.y);
       const slot = i >= 0 ? h.layout.slots[i] : undefined;
-      if (slot && slot.kind === "header") {
-        const collapsed = new Set(h.model.get("collapsed"));
-        if (collapsed.has(slot.rank)) collapsed.delete(slot.rank);
-        else collapsed.add(slot.rank);
-        h.save(
-          "collapsed",
-          [...collapsed].sort((a, b) => a - b),
-        );
-      }
+      if (slot) laneKind(slot).clickLabel?.(h, slot);
       return;
     }
     if (!this.inPlot(p)) return;
@@ -127,24 +118,8 @@ export class Input {
     }
     if (d.moved) return;
     const i = this.inPlot(p) ? this.slotAtY(p.y) : -1;
-    const folded = i >= 0 ? h.layout.slots[i] : undefined;
-    if (folded?.kind === "fold") {
-      // A click on a folded CPU row unfolds the rank's threads.
-      h.save(
-        "cpu_collapsed",
-        h.model.get("cpu_collapsed").filter((r) => r !== folded.rank),
-      );
-      return;
-    }
-    const hit = this.hitTest(p);
-    if (hit && hit.event >= 0) {
-      const slot = h.layout.slots[hit.slot]!;
-      const row = h.data?.rows.get(slot.row);
-      if (row && row.mode === "raw") {
-        h.select(slot.rank, row.eid[hit.event]!);
-        return;
-      }
-    }
+    const slot = i >= 0 ? h.layout.slots[i] : undefined;
+    if (slot && laneKind(slot).click?.(h, slot, this.hitTest(p))) return;
     h.clearSelection();
   }
 
@@ -251,37 +226,8 @@ export class Input {
     const i = this.slotAtY(p.y);
     if (i < 0) return null;
     const slot = h.layout.slots[i]!;
-    const t = xToTime(h.range, h.width, p.x - GUTTER);
-    const d = h.data;
-    if (!d) return null;
-    if (slot.kind === "header") {
-      const s = d.summaries.get(slot.rank);
-      if (!slot.collapsed || !s) return null;
-      const k = binAt(d.lo, d.hi, d.width, t);
-      return k >= 0 && s.count[k]! + (s.frac[k]! > 0 ? 1 : 0) > 0
-        ? { slot: i, event: -1, bin: k, x: p.x, y: p.y }
-        : null;
-    }
-    if (slot.kind === "counter") {
-      const k = counterHit(h, slot, t);
-      return k >= 0 ? { slot: i, event: -1, bin: k, x: p.x, y: p.y } : null;
-    }
-    if (slot.kind === "fold") {
-      // The folded CPU row: a column of its summary (empty columns too: the tooltip says how
-      // many threads there are and that a click unfolds them).
-      const k = d.folds.has(slot.rank) ? binAt(d.lo, d.hi, d.width, t) : -1;
-      return k >= 0 ? { slot: i, event: -1, bin: k, x: p.x, y: p.y } : null;
-    }
-    const row = d.rows.get(slot.row);
-    if (!row) return null;
-    if (row.mode === "raw") {
-      const tol = (3 * (h.range.hi - h.range.lo)) / h.width;
-      const k = eventAt(row.start, row.dur, t, tol);
-      return k >= 0 ? { slot: i, event: k, bin: -1, x: p.x, y: p.y } : null;
-    }
-    const k = binAt(d.lo, d.hi, d.width, t);
-    return k >= 0 && (row.frac[k]! > 0 || row.count[k]! > 0)
-      ? { slot: i, event: -1, bin: k, x: p.x, y: p.y }
-      : null;
+    if (!h.data) return null;
+    const hit = laneKind(slot).hit(h, slot, xToTime(h.range, h.width, p.x - GUTTER));
+    return hit ? { slot: i, event: hit.event, bin: hit.bin, x: p.x, y: p.y } : null;
   }
 }

@@ -1,8 +1,11 @@
 /**
- * Vertical layout: a header per rank (its summary when collapsed), then a row per GPU
- * stream and nesting depth, then (optionally) the CPU threads' rows, then the rank's memory
- * counter lanes (pure, unit-tested).
+ * Vertical layout: each rank's slots, top to bottom, as the lane kinds (lanes/index.ts, in
+ * the table's order) place them: a header per rank (its summary when collapsed), a row per
+ * GPU stream and nesting depth, then (optionally) the CPU threads' rows or their folded row,
+ * then the rank's memory lanes (pure, unit-tested).
  */
+import { LANE_KINDS, type LaneKindName } from "./lanes";
+import type { LaneData, LayoutBuilder, NewSlot } from "./lanes/kind";
 import type { CounterMeta, LaneMeta, RowMeta } from "./model";
 
 export interface LayoutOptions {
@@ -11,12 +14,9 @@ export interface LayoutOptions {
   cpuRowHeight: number;
   /** Space after each lane. */
   laneGap: number;
-  /** Height of a memory counter lane (default COUNTER_HEIGHT). */
-  counterHeight?: number;
+  /** Height of a memory lane (default MEMORY_HEIGHT, lanes/memory.ts). */
+  memoryHeight?: number;
 }
-
-/** Default height of a memory counter lane, px. */
-export const COUNTER_HEIGHT = 36;
 
 export const DEFAULT_LAYOUT: LayoutOptions = {
   headerHeight: 20,
@@ -26,12 +26,12 @@ export const DEFAULT_LAYOUT: LayoutOptions = {
 };
 
 export interface Slot {
-  /** "fold": a rank's folded CPU threads, one summary row (views/timeline/fold.py). */
-  kind: "header" | "row" | "counter" | "fold";
+  /** Which lane kind draws it (lanes/index.ts). */
+  kind: LaneKindName;
   rank: number;
-  /** Row id (rows), counter id (counters), -1 for headers. */
+  /** Row id (rows), memory lane id (memory), -1 otherwise. */
   row: number;
-  /** Lane id (rows), -1 for headers. */
+  /** Lane id (rows), -1 otherwise. */
   lane: number;
   depth: number;
   y: number;
@@ -39,7 +39,7 @@ export interface Slot {
   /** Text for the label gutter: the rank, or the lane's name on its first row. */
   label: string;
   collapsed: boolean;
-  /** The row of a rank's folded CPU threads (js/timeline/ranks.ts unfolds it from its label). */
+  /** The row of a rank's folded CPU threads (lanes/fold.ts: a click unfolds them). */
   folded?: boolean;
   /** A folded row: the threads' top rows, drawn over each other where the owner sends no summary. */
   foldRows?: number[];
@@ -52,8 +52,18 @@ export interface Layout {
   rowSlot: Map<number, number>;
   /** Slot index of each rank's header. */
   headerSlot: Map<number, number>;
-  /** Slot index of each visible counter lane (by counter id). */
-  counterSlot: Map<number, number>;
+  /** Slot index of each visible memory lane (by lane id). */
+  memorySlot: Map<number, number>;
+}
+
+function groupBy<T>(items: readonly T[], key: (t: T) => number): Map<number, T[]> {
+  const out = new Map<number, T[]>();
+  for (const it of items) {
+    const list = out.get(key(it));
+    if (list) list.push(it);
+    else out.set(key(it), [it]);
+  }
+  return out;
 }
 
 export function computeLayout(
@@ -63,118 +73,48 @@ export function computeLayout(
   collapsed: ReadonlySet<number>,
   showCpu: boolean,
   opts: LayoutOptions = DEFAULT_LAYOUT,
-  counters: readonly CounterMeta[] = [],
+  memory: readonly CounterMeta[] = [],
   /** Ranks whose CPU threads are folded into one summary row (a "fold" slot). */
   cpuCollapsed: ReadonlySet<number> = new Set(),
 ): Layout {
-  const countersByRank = new Map<number, CounterMeta[]>();
-  for (const c of counters) countersByRank.set(c.rank, [...(countersByRank.get(c.rank) ?? []), c]);
-  const counterSlot = new Map<number, number>();
-  const lanesByRank = new Map<number, LaneMeta[]>();
-  for (const lane of lanes) {
-    const list = lanesByRank.get(lane.rank) ?? [];
-    list.push(lane);
-    lanesByRank.set(lane.rank, list);
-  }
-  const rowById = new Map<number, RowMeta>();
-  for (const r of rows) rowById.set(r.id, r);
-  const slots: Slot[] = [];
-  const rowSlot = new Map<number, number>();
-  const headerSlot = new Map<number, number>();
+  const lanesByRank = groupBy(lanes, (l) => l.rank);
+  for (const [rank, list] of lanesByRank)
+    lanesByRank.set(rank, [...list.filter((l) => l.type === "gpu"), ...list.filter((l) => l.type === "cpu")]);
+  const data: LaneData = {
+    opts,
+    rowById: new Map(rows.map((r) => [r.id, r])),
+    lanesByRank,
+    memoryByRank: groupBy(memory, (c) => c.rank),
+    collapsed,
+    showCpu,
+    cpuCollapsed,
+  };
+  const layout: Layout = {
+    slots: [],
+    height: 0,
+    rowSlot: new Map(),
+    headerSlot: new Map(),
+    memorySlot: new Map(),
+  };
   let y = 0;
-  for (const rank of ranks) {
-    const isCollapsed = collapsed.has(rank);
-    headerSlot.set(rank, slots.length);
-    slots.push({
-      kind: "header",
-      rank,
-      row: -1,
-      lane: -1,
-      depth: 0,
-      y,
-      h: opts.headerHeight,
-      label: `rank ${rank}`,
-      collapsed: isCollapsed,
-    });
-    y += opts.headerHeight;
-    if (isCollapsed) continue;
-    const rankLanes = lanesByRank.get(rank) ?? [];
-    const ordered = [
-      ...rankLanes.filter((l) => l.type === "gpu"),
-      ...rankLanes.filter((l) => l.type === "cpu"),
-    ];
-    const folded = showCpu && cpuCollapsed.has(rank);
-    for (const lane of ordered) {
-      if (lane.type === "cpu" && (!showCpu || folded)) continue;
-      const h = lane.type === "gpu" ? opts.gpuRowHeight : opts.cpuRowHeight;
-      lane.rows.forEach((rid, i) => {
-        const meta = rowById.get(rid);
-        rowSlot.set(rid, slots.length);
-        slots.push({
-          kind: "row",
-          rank,
-          row: rid,
-          lane: lane.id,
-          depth: meta ? meta.depth : i,
-          y,
-          h,
-          label: i === 0 ? lane.label : "",
-          collapsed: false,
-        });
+  const kinds = Object.entries(LANE_KINDS).map(([name, lane]) => {
+    const kind = name as LaneKindName;
+    const out: LayoutBuilder = {
+      layout,
+      add(slot: NewSlot, h: number): number {
+        layout.slots.push({ ...slot, kind, y, h });
         y += h;
-      });
-      y += opts.laneGap;
-    }
-    if (folded) y = foldCpu(rank, ordered, rowById, slots, y, opts);
-    for (const c of countersByRank.get(rank) ?? []) {
-      const h = opts.counterHeight ?? COUNTER_HEIGHT;
-      counterSlot.set(c.id, slots.length);
-      slots.push({
-        kind: "counter",
-        rank,
-        row: c.id,
-        lane: -1,
-        depth: 0,
-        y,
-        h,
-        label: c.label,
-        collapsed: false,
-      });
-      y += h + opts.laneGap;
-    }
-  }
-  return { slots, height: y, rowSlot, headerSlot, counterSlot };
-}
-
-/** One row for a rank's CPU threads (their summary, kernel side); returns the next y. */
-function foldCpu(
-  rank: number,
-  lanes: readonly LaneMeta[],
-  rowById: ReadonlyMap<number, RowMeta>,
-  slots: Slot[],
-  y: number,
-  opts: LayoutOptions,
-): number {
-  const cpu = lanes.filter((l) => l.type === "cpu");
-  const tops = cpu
-    .map((l) => l.rows.find((rid) => (rowById.get(rid)?.depth ?? 0) === 0) ?? l.rows[0])
-    .filter((r): r is number => r !== undefined);
-  if (!tops.length) return y;
-  const h = opts.cpuRowHeight;
-  slots.push({
-    kind: "fold",
-    rank,
-    row: -1,
-    lane: -1,
-    depth: 0,
-    y,
-    h,
-    label: `▸ CPU: ${cpu.length} thread${cpu.length === 1 ? "" : "s"}`,
-    collapsed: false,
-    folded: true,
-    foldRows: tops,
+        return layout.slots.length - 1;
+      },
+      gap() {
+        y += opts.laneGap;
+      },
+    };
+    return { lane: lane, out };
   });
-  return y + h + opts.laneGap;
+  for (const rank of ranks) for (const { lane, out } of kinds) lane.place(rank, data, out);
+  layout.height = y;
+  return layout;
 }
 
 /** Index of the slot at height `y` (layout coordinates), or -1 (gaps and outside). */

@@ -1,7 +1,7 @@
 /**
  * Which ranks the timeline shows, in which order, and which one it emphasises: the rank
- * picker (a "Ranks" button in the toolbar opening a panel over the plot), the emphasis band
- * of the focused rank, and unfolding a rank's folded CPU threads from the label gutter.
+ * picker (a "Ranks" button in the toolbar opening a panel over the plot) and the emphasis
+ * band of the focused rank.
  *
  * State lives in the model (traits of jupyter_traceview/widgets/timeline.py): `ranks` (shown,
  * in display order), `pinned` (shown first), `collapsed`, `cpu_collapsed` and `focus_rank`.
@@ -11,8 +11,8 @@
  */
 import { formatCount, formatDuration } from "../format";
 import { el } from "../dom";
-import { AXIS, GUTTER, SCROLLBAR } from "./host";
-import { type Layout, slotAt } from "./layout";
+import { AXIS, SCROLLBAR } from "./host";
+import type { Layout } from "./layout";
 import type { CommandError, RankPresets, TimelineModel } from "./model";
 import type { Invoke, StateModel } from "./state";
 import { scrollToRow, stepRow, virtualWindow } from "./virtual";
@@ -95,7 +95,7 @@ export function rankBlock(layout: Layout, rank: number): { y: number; h: number 
   let end = layout.height;
   for (let k = i + 1; k < layout.slots.length; k++) {
     const s = layout.slots[k]!;
-    if (s.kind === "header") {
+    if (s.rank !== rank) {
       end = s.y;
       break;
     }
@@ -230,7 +230,6 @@ export class RankPicker {
     listen(this.list, "change", (ev) => this.onRowChange(ev));
     listen(this.list, "click", (ev) => this.onRowClick(ev));
     listen(host.scroller, "scroll", () => this.placeBand());
-    listen(host.canvas, "mousedown", (e) => this.onGutterDown(e as MouseEvent));
   }
 
   get open(): boolean {
@@ -315,22 +314,6 @@ export class RankPicker {
     this.band.style.height = `${b - a}px`;
     this.band.style.right = `${SCROLLBAR}px`;
     this.band.title = `rank ${f}`;
-  }
-
-  private onGutterDown(e: MouseEvent): void {
-    if (e.button !== 0) return;
-    const box = this.host.canvas.getBoundingClientRect();
-    const x = e.clientX - box.left;
-    const y = e.clientY - box.top;
-    if (x >= GUTTER || y < AXIS) return; // the label gutter only
-    const i = slotAt(this.host.layout, y - AXIS + this.host.scroller.scrollTop);
-    const slot = i >= 0 ? this.host.layout.slots[i] : undefined;
-    if (!slot || !slot.folded) return;
-    const m = this.host.model;
-    this.host.save(
-      "cpu_collapsed",
-      m.get("cpu_collapsed").filter((r) => r !== slot.rank),
-    );
   }
 
   private setRanks(ranks: number[]): void {

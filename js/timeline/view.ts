@@ -7,7 +7,9 @@
  * `tv.Dashboard` or the Traces sidebar.
  */
 import { Colors } from "./colors";
-import { countersOnScreen } from "./counter";
+import { laneKind } from "./lanes";
+import type { Wants } from "./lanes/kind";
+import { countersOnScreen } from "./lanes/memory";
 import { Fetcher } from "./fetcher";
 import { drawFrame } from "./frame";
 import { type Hover, type Measure, type Selected, type ViewHost, AXIS, GUTTER, SCROLLBAR } from "./host";
@@ -268,6 +270,10 @@ export class TimelineView implements ViewHost {
     return this.fetcher.dataPattern;
   }
 
+  get foldsSupported(): boolean {
+    return this.fetcher.foldsSupported;
+  }
+
   // ---------------------------------------------------------------- model plumbing
   save<K extends keyof TimelineModel>(key: K, value: TimelineModel[K]): void {
     this.model.set(key, value);
@@ -475,26 +481,15 @@ export class TimelineView implements ViewHost {
   /** The window the view needs: visible rows and collapsed ranks' summaries (with some slack). */
   private want() {
     const [a, b] = visibleSlots(this.layout, this.scrollTop - 100, this.viewHeight + 200);
-    const rows: number[] = [];
-    const summaries: number[] = [];
-    const counters: number[] = [];
-    const folds: number[] = [];
+    const w: Wants = { rows: [], summaries: [], counters: [], folds: [] };
     for (let i = a; i < b; i++) {
       const s = this.layout.slots[i]!;
-      if (s.kind === "row") rows.push(s.row);
-      else if (s.kind === "counter") counters.push(s.row);
-      else if (s.kind === "fold") {
-        if (this.fetcher.foldsSupported) folds.push(s.rank);
-        else rows.push(...(s.foldRows ?? []));
-      } else if (s.collapsed) summaries.push(s.rank);
+      laneKind(s).want(this, s, w);
     }
     return {
       range: this.range,
       width: this.width,
-      rows,
-      summaries,
-      counters,
-      folds,
+      ...w,
       pattern: this.model.get("search"),
       nameColors: this.model.get("color_by") === "name",
     };
@@ -585,7 +580,7 @@ export class TimelineView implements ViewHost {
         collapsed.filter((r) => r !== meta.rank),
       );
     this.rebuildLayout();
-    const idx = this.layout.counterSlot.get(id);
+    const idx = this.layout.memorySlot.get(id);
     if (idx === undefined) return;
     const slot = this.layout.slots[idx]!;
     const visibleH = this.viewHeight - AXIS;
@@ -650,7 +645,7 @@ export class TimelineView implements ViewHost {
     }
     this.tooltip.position(h);
     if (!same) {
-      this.tooltip.render(h, null);
+      this.tooltip.render(h);
       this.invalidate();
     }
   }

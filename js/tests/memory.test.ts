@@ -7,7 +7,7 @@ import {
   counterY,
   drawCounter,
   peakMark,
-} from "../timeline/counter";
+} from "../timeline/lanes/memory";
 import { computeLayout } from "../timeline/layout";
 import type { CounterMeta, LaneMeta, RowMeta } from "../timeline/model";
 import type { CounterBins } from "../timeline/protocol";
@@ -183,7 +183,7 @@ describe("counter lanes in the layout", () => {
     { id: 1, rank: 0, type: "cpu", label: "thread 1", device: -1, stream: -1, pid: 1, tid: 1, rows: [1] },
     { id: 2, rank: 1, type: "cpu", label: "thread 2", device: -1, stream: -1, pid: 1, tid: 2, rows: [2] },
   ];
-  const opts = { headerHeight: 20, gpuRowHeight: 18, cpuRowHeight: 15, laneGap: 3, counterHeight: 30 };
+  const opts = { headerHeight: 20, gpuRowHeight: 18, cpuRowHeight: 15, laneGap: 3, memoryHeight: 30 };
   const counters = [meta({ id: 0, rank: 0, label: "memory · CPU" }), meta({ id: 1, rank: 0 })];
 
   it("puts a rank's counter lanes under its lanes, whether CPU lanes show or not", () => {
@@ -192,22 +192,22 @@ describe("counter lanes in the layout", () => {
       ["header", -1, 0],
       ["row", 0, 20],
       ["row", 1, 41],
-      ["counter", 0, 59],
-      ["counter", 1, 92],
+      ["memory", 0, 59],
+      ["memory", 1, 92],
       ["header", -1, 125],
       ["row", 2, 145],
     ]);
-    expect(l.counterSlot.get(1)).toBe(4);
+    expect(l.memorySlot.get(1)).toBe(4);
     expect(l.slots[3]!.label).toBe("memory · CPU");
     const noCpu = computeLayout(rows, lanes, [0, 1], new Set(), false, opts, counters);
-    expect(noCpu.slots.filter((s) => s.kind === "counter").map((s) => s.y)).toEqual([41, 74]);
+    expect(noCpu.slots.filter((s) => s.kind === "memory").map((s) => s.y)).toEqual([41, 74]);
   });
 
   it("hides them with their rank (collapsed or not shown), and has none without counters", () => {
-    expect(computeLayout(rows, lanes, [0, 1], new Set([0]), true, opts, counters).counterSlot.size).toBe(0);
-    expect(computeLayout(rows, lanes, [1], new Set(), true, opts, counters).counterSlot.size).toBe(0);
+    expect(computeLayout(rows, lanes, [0, 1], new Set([0]), true, opts, counters).memorySlot.size).toBe(0);
+    expect(computeLayout(rows, lanes, [1], new Set(), true, opts, counters).memorySlot.size).toBe(0);
     const none = computeLayout(rows, lanes, [0, 1], new Set(), true, opts);
-    expect(none.slots.some((s) => s.kind === "counter")).toBe(false);
+    expect(none.slots.some((s) => s.kind === "memory")).toBe(false);
   });
 });
 

@@ -1,16 +1,20 @@
 /**
- * Memory counter lanes: allocated bytes drawn as an area of each pixel column's maximum
+ * Memory lanes: allocated bytes drawn as an area of each pixel column's maximum
  * (a peak is never lost when zoomed out), reserved bytes as a dashed line over it, the
  * lane's peak marked; the tooltip's text for a column (pure helpers, unit-tested; the
  * numbers are memory_timeline's, binned by views/timeline/counters.py).
  */
-import { formatBytes, formatTimePrecise } from "../format";
-import { withAlpha } from "./colors";
-import { type Ctx, type Scale, xOf } from "./draw";
-import { type ViewHost, AXIS, GUTTER } from "./host";
-import type { Slot } from "./layout";
-import type { CounterMeta } from "./model";
-import type { CounterBins } from "./protocol";
+import { formatBytes, formatTimePrecise } from "../../format";
+import { withAlpha } from "../colors";
+import { type Ctx, type Scale, xOf } from "../draw";
+import { type ViewHost, AXIS, GUTTER } from "../host";
+import type { Slot } from "../layout";
+import type { CounterMeta } from "../model";
+import type { CounterBins } from "../protocol";
+import { type LaneKind, columnSpan } from "./kind";
+
+/** Default height of a memory lane, px. */
+export const MEMORY_HEIGHT = 36;
 
 /** The largest value a lane's vertical scale must hold: the lane's peak (fixed while zooming). */
 export function counterTop(meta: CounterMeta): number {
@@ -225,8 +229,7 @@ export function counterSlotTooltip(
   const bins = d?.counters.get(slot.row);
   const meta = counterMeta(host, slot.row);
   if (!d || !bins || !meta || k < 0) return null;
-  const a = d.lo + ((d.hi - d.lo) * k) / d.width;
-  const b = d.lo + ((d.hi - d.lo) * (k + 1)) / d.width;
+  const [a, b] = columnSpan(d, k);
   return counterTooltip(meta, bins, k, a, b);
 }
 
@@ -235,7 +238,7 @@ export function countersOnScreen(host: ViewHost): { id: number; y: number; peakX
   const out: { id: number; y: number; peakX: number | null }[] = [];
   const d = host.data;
   const s: Scale = { lo: host.range.lo, hi: host.range.hi, x0: GUTTER, width: host.width };
-  for (const [id, idx] of host.layout.counterSlot) {
+  for (const [id, idx] of host.layout.memorySlot) {
     const slot = host.layout.slots[idx]!;
     const y = slot.y + AXIS - host.scrollTop;
     const meta = counterMeta(host, id);
@@ -245,3 +248,31 @@ export function countersOnScreen(host: ViewHost): { id: number; y: number; peakX
   }
   return out;
 }
+
+export const memoryLane: LaneKind = {
+  place(rank, data, out) {
+    if (data.collapsed.has(rank)) return;
+    for (const c of data.memoryByRank.get(rank) ?? []) {
+      const slot = { rank, row: c.id, lane: -1, depth: 0, label: c.label, collapsed: false };
+      out.layout.memorySlot.set(c.id, out.add(slot, data.opts.memoryHeight ?? MEMORY_HEIGHT));
+      out.gap();
+    }
+  },
+
+  draw(p, slot, y) {
+    p.rects += drawCounterSlot(p.host, p.ctx, slot, y, p.scale);
+  },
+
+  hit(host, slot, t) {
+    const k = counterHit(host, slot, t);
+    return k >= 0 ? { event: -1, bin: k } : null;
+  },
+
+  tooltip(tip, slot) {
+    return counterSlotTooltip(tip.host, slot, tip.hover.bin);
+  },
+
+  want(_host, slot, w) {
+    w.counters.push(slot.row);
+  },
+};
