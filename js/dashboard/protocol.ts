@@ -103,7 +103,7 @@ export interface LinkRequest {
   rank: number;
   /** target "event": the event to show (e.g. the operator running at a memory peak). */
   eid?: number;
-  /** target "event" at a memory peak: the device whose counter lane the timeline reveals. */
+  /** target "event" at a memory peak: the device whose memory lane the timeline reveals. */
   device_type?: string;
   device?: number;
   bin?: number;
@@ -121,8 +121,8 @@ export interface LinkAnswer {
   /** The rank the timeline emphasises (scrolled to, highlighted). */
   focus: number;
   search?: string;
-  /** The memory counter lane to reveal (an id of the timeline state's `_counters`). */
-  counter?: number;
+  /** The memory lane to reveal (an id of the timeline state's `_memory`). */
+  memory?: number;
   error?: string;
 }
 

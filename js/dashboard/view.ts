@@ -545,7 +545,7 @@ export class DashboardView {
       if (answer.search !== undefined) m.set("search", answer.search);
       m.save_changes();
       this.show("timeline");
-      if (answer.counter !== undefined) tl.view.revealCounter(answer.counter);
+      if (answer.memory !== undefined) tl.view.revealMemory(answer.memory);
     } catch (err) {
       if (this.disposed) return;
       this.flash(`Could not follow the link: ${String(err instanceof Error ? err.message : err)}`);

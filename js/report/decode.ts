@@ -1,10 +1,10 @@
 /**
- * Decoding the report timeline's embedded details and counter levels (base64 of zlib-deflated
- * little-endian arrays, written by views/timeline/details.py and counters.py::counter_levels).
+ * Decoding the report timeline's embedded details and memory levels (base64 of zlib-deflated
+ * little-endian arrays, written by views/timeline/details.py and memory.py::memory_levels).
  */
 import {
-  type CounterLevel,
-  type CounterLevelsPayload,
+  type MemoryLevel,
+  type MemoryLevelsPayload,
   type DetailsPayload,
   type RankDetails,
   ReportDetails,
@@ -47,8 +47,8 @@ export async function decodeDetails(
   return new ReportDetails(p.cells, p.end, p.kinds, p.names, p.short, ranks, table, p.row_entries, rows);
 }
 
-export async function decodeCounterLevels(p: CounterLevelsPayload): Promise<CounterLevel[]> {
-  const out: CounterLevel[] = [];
+export async function decodeMemoryLevels(p: MemoryLevelsPayload): Promise<MemoryLevel[]> {
+  const out: MemoryLevel[] = [];
   for (const lv of p.levels) out.push({ cells: lv.cells, values: await f64(lv.data) });
   return out;
 }

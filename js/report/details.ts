@@ -1,7 +1,7 @@
 /**
  * The report timeline's answers that need more than the levels: search (names), the names of
- * a hovered column, measured-range summaries and memory counter lanes, from what
- * jupyter_traceview/views/timeline/details.py and counters.py::counter_levels embed. Pure
+ * a hovered column, measured-range summaries and memory lanes, from what
+ * jupyter_traceview/views/timeline/details.py and memory.py::memory_levels embed. Pure
  * (given decoded arrays), unit-tested in js/tests/report-details.test.ts.
  *
  * The details grid splits `[0, end)` into `cells` bins (edges `floor(k * end / cells)`, as
@@ -322,17 +322,17 @@ function lowerBound(a: Uint32Array, x: number): number {
   return lo;
 }
 
-// ------------------------------------------------------------------ memory counter lanes
+// ------------------------------------------------------------------ memory lanes
 
-/** The embedded counter levels (`counter_levels` in counters.py). */
-export interface CounterLevelsPayload {
+/** The embedded memory levels (`memory_levels` in memory.py). */
+export interface MemoryLevelsPayload {
   lanes: number[];
   series: string[];
   levels: { cells: number; data: string }[];
 }
 
-/** One decoded counter level: per lane, 4 series (allocated max/end, reserved max/end) of `cells`. */
-export interface CounterLevel {
+/** One decoded memory level: per lane, 4 series (allocated max/end, reserved max/end) of `cells`. */
+export interface MemoryLevel {
   cells: number;
   values: Float64Array;
 }
@@ -342,8 +342,8 @@ export interface CounterLevel {
  * `[0, end)`: a column's max is the largest max of the bins it overlaps, its end value the end
  * value of the bin holding its last instant (NaN where the lane has no value yet).
  */
-export function counterColumns(
-  level: CounterLevel,
+export function memoryColumns(
+  level: MemoryLevel,
   lanePos: number,
   end: number,
   lo: number,

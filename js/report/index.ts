@@ -3,25 +3,25 @@
  * bundle, jupyter_traceview/static/report.js, and report.css): mounts the timeline view on
  * each `.tvr-timeline` element, with a `LocalModel` holding the timeline's opening state and
  * the in-page owner of offline.ts answering its requests from the embedded levels, details
- * (search by name, hovered columns' names, range summaries) and memory counter levels.
+ * (search by name, hovered columns' names, range summaries) and memory levels.
  *
  * The element's `data-source` names the `<script type="application/json">` holding
- * `{state, levels, details, counters}`; once the view is mounted the element gets
+ * `{state, levels, details, memory}`; once the view is mounted the element gets
  * `data-ready="1"` (or `data-error` with the reason), what the tests read.
  */
 import type { TimelineModel } from "../timeline/model";
 import { LocalModel } from "../timeline/state";
 import { TimelineView } from "../timeline/view";
 import "../timeline/timeline.css";
-import type { CounterLevelsPayload, DetailsPayload } from "./details";
-import { decodeCounterLevels, decodeDetails } from "./decode";
+import type { MemoryLevelsPayload, DetailsPayload } from "./details";
+import { decodeMemoryLevels, decodeDetails } from "./decode";
 import { type LevelsPayload, LevelWindows, decodeLevels, offlineInvoke } from "./offline";
 
 interface Embedded {
   state: TimelineModel;
   levels: LevelsPayload;
   details?: DetailsPayload | null;
-  counters?: CounterLevelsPayload | null;
+  memory?: MemoryLevelsPayload | null;
 }
 
 async function mount(host: HTMLElement): Promise<void> {
@@ -31,10 +31,10 @@ async function mount(host: HTMLElement): Promise<void> {
   const levels = await decodeLevels(embedded.levels);
   const rowRank = new Map(embedded.state._rows.map((r) => [r.id, r.rank]));
   const details = embedded.details ? await decodeDetails(embedded.details, embedded.state._rows) : null;
-  const counters = embedded.counters
-    ? { payload: embedded.counters, levels: await decodeCounterLevels(embedded.counters) }
+  const memory = embedded.memory
+    ? { payload: embedded.memory, levels: await decodeMemoryLevels(embedded.memory) }
     : null;
-  const windows = new LevelWindows(embedded.levels, levels, details, counters);
+  const windows = new LevelWindows(embedded.levels, levels, details, memory);
   const model = new LocalModel<TimelineModel>(embedded.state);
   // The toolbar's match count: what the kernel's Timeline sets, here from the details.
   if (details)

@@ -8,7 +8,7 @@
  * fraction and starts are read off the level's prefix sums (exact where columns and bins
  * align, prorated inside a bin otherwise), its kind is the kind of the level's bin covering
  * most of it. Every row comes merged per column. Search (by name), range summaries and memory
- * counter lanes are answered from the embedded details (details.ts) when the page holds them;
+ * memory lanes are answered from the embedded details (details.ts) when the page holds them;
  * event details need the events, which the page does not hold: they answer an error.
  */
 import type {
@@ -19,12 +19,12 @@ import type {
   WindowResponseMeta,
 } from "../timeline/model";
 import type { Invoke } from "../timeline/state";
-import { type CounterLevel, type CounterLevelsPayload, type ReportDetails, counterColumns } from "./details";
+import { type MemoryLevel, type MemoryLevelsPayload, type ReportDetails, memoryColumns } from "./details";
 
 /** The memory lanes' embedded levels, decoded. */
-export interface OfflineCounters {
-  payload: CounterLevelsPayload;
-  levels: CounterLevel[];
+export interface OfflineMemory {
+  payload: MemoryLevelsPayload;
+  levels: MemoryLevel[];
 }
 
 /** The embedded payload (`encode_levels` in levels.py). */
@@ -114,7 +114,7 @@ export class LevelWindows {
     readonly payload: LevelsPayload,
     readonly levels: Level[],
     readonly details: ReportDetails | null = null,
-    readonly counters: OfflineCounters | null = null,
+    readonly memory: OfflineMemory | null = null,
   ) {
     payload.rows.forEach((r, i) => this.track.set(`row:${r}`, i));
     payload.ranks.forEach((r, i) => this.track.set(`rank:${r}`, payload.rows.length + i));
@@ -222,17 +222,17 @@ export class LevelWindows {
       for (const sm of summaries)
         matches.push(d.columnMatches(d.rowsOf(sm.rank), req.lo, req.hi, width, req.pattern));
     }
-    // Memory counter lanes from the counter levels.
+    // Memory lanes from the memory levels.
     const ctr: [Float64Array, Float64Array, Float64Array, Float64Array][] = [];
-    const counters: NonNullable<WindowResponseMeta["counters"]> = [];
-    const c = this.counters;
-    if (c && req.counters?.length) {
+    const memory: NonNullable<WindowResponseMeta["memory"]> = [];
+    const c = this.memory;
+    if (c && req.memory?.length) {
       const cl = chooseLevel(c.levels, this.payload.end, (req.hi - req.lo) / width);
-      for (const id of req.counters) {
+      for (const id of req.memory) {
         const pos = c.payload.lanes.indexOf(id);
-        if (pos < 0 || counters.some((x) => x.counter === id)) continue;
-        counters.push({ counter: id, offset: ctr.length * width, count: width });
-        ctr.push(counterColumns(c.levels[cl]!, pos, this.payload.end, req.lo, req.hi, width));
+        if (pos < 0 || memory.some((x) => x.memory === id)) continue;
+        memory.push({ memory: id, offset: ctr.length * width, count: width });
+        ctr.push(memoryColumns(c.levels[cl]!, pos, this.payload.end, req.lo, req.hi, width));
       }
     }
     // Sections 8-byte aligned, as _pack in protocol.py lays them out.
@@ -246,7 +246,7 @@ export class LevelWindows {
     if (matches.length) plan.push(["bin_match", n, 4, "u4"]);
     if (ctr.length) {
       const m = ctr.length * width;
-      for (const name of ["ctr_allocated_max", "ctr_allocated_end", "ctr_reserved_max", "ctr_reserved_end"])
+      for (const name of ["mem_allocated_max", "mem_allocated_end", "mem_reserved_max", "mem_reserved_end"])
         plan.push([name, m, 8, "f8"]);
     }
     for (const [name, len, size, dtype] of plan) {
@@ -269,7 +269,7 @@ export class LevelWindows {
       matches.forEach((m, i) => match.set(m, i * width));
     }
     if (ctr.length) {
-      const names = ["ctr_allocated_max", "ctr_allocated_end", "ctr_reserved_max", "ctr_reserved_end"];
+      const names = ["mem_allocated_max", "mem_allocated_end", "mem_reserved_max", "mem_reserved_end"];
       names.forEach((name, s) => {
         const arr = view(name, Float64Array);
         ctr.forEach((cols, i) => arr.set(cols[s]!, i * width));
@@ -282,7 +282,7 @@ export class LevelWindows {
       width,
       rows,
       summaries,
-      ...(counters.length ? { counters } : {}),
+      ...(memory.length ? { memory } : {}),
       names: [],
       name_colors: [],
       layout,

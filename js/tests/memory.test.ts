@@ -1,23 +1,23 @@
 import { describe, expect, it } from "vitest";
 import {
-  counterBinAt,
-  counterOutline,
-  counterTooltip,
-  counterTop,
-  counterY,
-  drawCounter,
+  memoryBinAt,
+  memoryOutline,
+  memoryTooltip,
+  memoryTop,
+  memoryY,
+  drawMemory,
   peakMark,
 } from "../timeline/lanes/memory";
 import { computeLayout } from "../timeline/layout";
-import type { CounterMeta, LaneMeta, RowMeta } from "../timeline/model";
-import type { CounterBins } from "../timeline/protocol";
+import type { MemoryMeta, LaneMeta, RowMeta } from "../timeline/model";
+import type { MemoryBins } from "../timeline/protocol";
 import { drawScore, fits, pickWindow, requestedExtent } from "../timeline/windows";
 import { MockCtx, asCtx } from "./mockctx";
 
 const MiB = 2 ** 20;
 const GiB = 2 ** 30;
 
-function meta(over: Partial<CounterMeta> = {}): CounterMeta {
+function meta(over: Partial<MemoryMeta> = {}): MemoryMeta {
   return {
     id: 0,
     rank: 0,
@@ -35,7 +35,7 @@ function meta(over: Partial<CounterMeta> = {}): CounterMeta {
   };
 }
 
-function bins(allocMax: number[], allocEnd?: number[], resMax?: number[], resEnd?: number[]): CounterBins {
+function bins(allocMax: number[], allocEnd?: number[], resMax?: number[], resEnd?: number[]): MemoryBins {
   return {
     allocMax: Float64Array.from(allocMax),
     allocEnd: Float64Array.from(allocEnd ?? allocMax),
@@ -47,51 +47,41 @@ function bins(allocMax: number[], allocEnd?: number[], resMax?: number[], resEnd
 // 10 columns over [0, 100) drawn on 100 px starting at x = 0.
 const S = { lo: 0, hi: 100, x0: 0, width: 100 };
 
-describe("counter lane geometry", () => {
+describe("memory lane geometry", () => {
   it("scales to the lane's peak, fixed and clamped", () => {
-    expect(counterTop(meta())).toBe(2 * GiB);
-    expect(counterTop(meta({ peak_allocated: 0, peak_reserved: 0 }))).toBe(1);
-    expect(counterY(0, 10, 20, 100)).toBe(30);
-    expect(counterY(100, 10, 20, 100)).toBe(10);
-    expect(counterY(50, 10, 20, 100)).toBe(20);
-    expect(counterY(500, 10, 20, 100)).toBe(10);
-    expect(counterY(-5, 10, 20, 100)).toBe(30);
+    expect(memoryTop(meta())).toBe(2 * GiB);
+    expect(memoryTop(meta({ peak_allocated: 0, peak_reserved: 0 }))).toBe(1);
+    expect(memoryY(0, 10, 20, 100)).toBe(30);
+    expect(memoryY(100, 10, 20, 100)).toBe(10);
+    expect(memoryY(50, 10, 20, 100)).toBe(20);
+    expect(memoryY(500, 10, 20, 100)).toBe(10);
+    expect(memoryY(-5, 10, 20, 100)).toBe(30);
   });
 
   it("draws each column's maximum as a flat step, split where there is no value yet", () => {
     const v = Float64Array.from([NaN, NaN, 50, 100, 25, NaN, 0, 0, 0, 0]);
-    const polys = counterOutline(v, 0, 100, 10, S, 0, 100, 100, true);
+    const polys = memoryOutline(v, 0, 100, 10, S, 0, 100, 100, true);
     expect(polys).toHaveLength(2);
     // Baseline at x=20, then the steps of columns 2..4, back to the baseline at x=50.
     expect(polys[0]).toEqual([20, 100, 20, 50, 30, 50, 30, 0, 40, 0, 40, 75, 50, 75, 50, 100]);
     expect(polys[1]![0]).toBe(60);
     expect(polys[1]!.at(-2)).toBe(100);
     // Open (a line): no baseline points.
-    const line = counterOutline(v, 0, 100, 10, S, 0, 100, 100, false);
+    const line = memoryOutline(v, 0, 100, 10, S, 0, 100, 100, false);
     expect(line[0]).toEqual([20, 50, 30, 50, 30, 0, 40, 0, 40, 75, 50, 75]);
   });
 
   it("a one-column spike keeps its height (the peak is never lost)", () => {
     const v = new Float64Array(1000).fill(MiB);
     v[517] = GiB;
-    const polys = counterOutline(
-      v,
-      0,
-      1000,
-      1000,
-      { lo: 0, hi: 1000, x0: 0, width: 1000 },
-      0,
-      40,
-      GiB,
-      false,
-    );
+    const polys = memoryOutline(v, 0, 1000, 1000, { lo: 0, hi: 1000, x0: 0, width: 1000 }, 0, 40, GiB, false);
     const ys = polys[0]!.filter((_, i) => i % 2 === 1);
     expect(Math.min(...ys)).toBe(0); // the top of the lane: the spike reaches the scale's top
   });
 
   it("skips columns outside the plot", () => {
     const v = Float64Array.from([1, 2, 3, 4]);
-    const polys = counterOutline(v, 0, 100, 4, { lo: 30, hi: 60, x0: 10, width: 30 }, 0, 10, 4, false);
+    const polys = memoryOutline(v, 0, 100, 4, { lo: 30, hi: 60, x0: 10, width: 30 }, 0, 10, 4, false);
     const xs = polys.flatMap((p) => p.filter((_, i) => i % 2 === 0));
     expect(Math.min(...xs)).toBeGreaterThanOrEqual(10 - 25);
     expect(polys).toHaveLength(1);
@@ -105,18 +95,18 @@ describe("counter lane geometry", () => {
 
   it("finds the column under the pointer only where the lane has a value", () => {
     const b = bins([NaN, 5, 7]);
-    expect(counterBinAt(b, 0, 30, 3, 5)).toBe(-1);
-    expect(counterBinAt(b, 0, 30, 3, 15)).toBe(1);
-    expect(counterBinAt(b, 0, 30, 3, 29.9)).toBe(2);
-    expect(counterBinAt(b, 0, 30, 3, 30)).toBe(-1);
+    expect(memoryBinAt(b, 0, 30, 3, 5)).toBe(-1);
+    expect(memoryBinAt(b, 0, 30, 3, 15)).toBe(1);
+    expect(memoryBinAt(b, 0, 30, 3, 29.9)).toBe(2);
+    expect(memoryBinAt(b, 0, 30, 3, 30)).toBe(-1);
   });
 });
 
-describe("counter lane drawing and tooltip", () => {
+describe("memory lane drawing and tooltip", () => {
   it("fills the area, strokes allocated and reserved, labels the peak with its size", () => {
     const ctx = new MockCtx();
     const b = bins([NaN, MiB, GiB, MiB, MiB, MiB, 0, 0, 0, 0]);
-    const n = drawCounter(asCtx(ctx), meta(), b, 0, 100, 10, S, 0, 40, {
+    const n = drawMemory(asCtx(ctx), meta(), b, 0, 100, 10, S, 0, 40, {
       area: "rgba(0,0,255,0.3)",
       line: "#00f",
       reserved: "#888",
@@ -135,7 +125,7 @@ describe("counter lane drawing and tooltip", () => {
   it("draws no reserved line for the CPU allocator (reserves nothing)", () => {
     const ctx = new MockCtx();
     const m = meta({ device_type: "CPU", device: -1, peak_reserved: 0, peak_ts: 500 });
-    drawCounter(asCtx(ctx), m, bins([1, 2]), 0, 100, 2, S, 0, 40, {
+    drawMemory(asCtx(ctx), m, bins([1, 2]), 0, 100, 2, S, 0, 40, {
       area: "a",
       line: "l",
       reserved: "r",
@@ -149,20 +139,20 @@ describe("counter lane drawing and tooltip", () => {
 
   it("the tooltip writes sizes with format.ts and the column's times", () => {
     const b = bins([1.5 * MiB, GiB], [MiB, 512 * MiB], [2 * GiB, 2 * GiB], [2 * GiB, 2 * GiB]);
-    const t0 = counterTooltip(meta(), b, 0, 0, 10);
+    const t0 = memoryTooltip(meta(), b, 0, 0, 10);
     expect(t0.title).toBe("memory · CUDA:0");
     expect(t0.lines).toContainEqual(["allocated", "1 MiB"]);
     expect(t0.lines).toContainEqual(["max in column", "1.5 MiB"]);
     expect(t0.lines).toContainEqual(["reserved", "2 GiB"]);
     expect(t0.lines).toContainEqual(["at", "+0 ns – +10 ns"]);
     expect(t0.lines).toContainEqual(["peak", "1 GiB at +50 ns"]);
-    const t1 = counterTooltip(meta(), b, 1, 45, 55);
+    const t1 = memoryTooltip(meta(), b, 1, 45, 55);
     expect(t1.lines).toContainEqual(["peak", "1 GiB at +50 ns (here)"]);
     expect(t1.lines).toContainEqual(["allocated", "512 MiB"]);
   });
 });
 
-describe("counter lanes in the layout", () => {
+describe("memory lanes in the layout", () => {
   const rows: RowMeta[] = [
     { id: 0, rank: 0, lane: 0, depth: 0, type: "gpu", events: 1 },
     { id: 1, rank: 0, lane: 1, depth: 0, type: "cpu", events: 1 },
@@ -184,10 +174,10 @@ describe("counter lanes in the layout", () => {
     { id: 2, rank: 1, type: "cpu", label: "thread 2", device: -1, stream: -1, pid: 1, tid: 2, rows: [2] },
   ];
   const opts = { headerHeight: 20, gpuRowHeight: 18, cpuRowHeight: 15, laneGap: 3, memoryHeight: 30 };
-  const counters = [meta({ id: 0, rank: 0, label: "memory · CPU" }), meta({ id: 1, rank: 0 })];
+  const memory = [meta({ id: 0, rank: 0, label: "memory · CPU" }), meta({ id: 1, rank: 0 })];
 
-  it("puts a rank's counter lanes under its lanes, whether CPU lanes show or not", () => {
-    const l = computeLayout(rows, lanes, [0, 1], new Set(), true, opts, counters);
+  it("puts a rank's memory lanes under its lanes, whether CPU lanes show or not", () => {
+    const l = computeLayout(rows, lanes, [0, 1], new Set(), true, opts, memory);
     expect(l.slots.map((s) => [s.kind, s.row, s.y])).toEqual([
       ["header", -1, 0],
       ["row", 0, 20],
@@ -199,35 +189,35 @@ describe("counter lanes in the layout", () => {
     ]);
     expect(l.memorySlot.get(1)).toBe(4);
     expect(l.slots[3]!.label).toBe("memory · CPU");
-    const noCpu = computeLayout(rows, lanes, [0, 1], new Set(), false, opts, counters);
+    const noCpu = computeLayout(rows, lanes, [0, 1], new Set(), false, opts, memory);
     expect(noCpu.slots.filter((s) => s.kind === "memory").map((s) => s.y)).toEqual([41, 74]);
   });
 
-  it("hides them with their rank (collapsed or not shown), and has none without counters", () => {
-    expect(computeLayout(rows, lanes, [0, 1], new Set([0]), true, opts, counters).memorySlot.size).toBe(0);
-    expect(computeLayout(rows, lanes, [1], new Set(), true, opts, counters).memorySlot.size).toBe(0);
+  it("hides them with their rank (collapsed or not shown), and has none without memory", () => {
+    expect(computeLayout(rows, lanes, [0, 1], new Set([0]), true, opts, memory).memorySlot.size).toBe(0);
+    expect(computeLayout(rows, lanes, [1], new Set(), true, opts, memory).memorySlot.size).toBe(0);
     const none = computeLayout(rows, lanes, [0, 1], new Set(), true, opts);
     expect(none.slots.some((s) => s.kind === "memory")).toBe(false);
   });
 });
 
-describe("counter lanes in the window cache", () => {
+describe("memory lanes in the window cache", () => {
   const want = {
     range: { lo: 0, hi: 100 },
     width: 100,
     rows: [],
     summaries: [],
-    counters: [3],
+    memory: [3],
     pattern: "",
     nameColors: false,
   };
-  const extent = (counters: number[] | undefined) => ({
+  const extent = (memory: number[] | undefined) => ({
     lo: -25,
     hi: 125,
     width: 150,
     rows: new Set<number>(),
     summaries: new Set<number>(),
-    counters: counters === undefined ? undefined : new Set(counters),
+    memory: memory === undefined ? undefined : new Set(memory),
     pattern: "",
     nameColors: false,
     epoch: 0,
@@ -237,8 +227,8 @@ describe("counter lanes in the window cache", () => {
     expect(fits(extent([3]), want, 0)).toBe(true);
     expect(fits(extent([]), want, 0)).toBe(false);
     expect(fits(extent(undefined), want, 0)).toBe(false);
-    expect(fits(extent(undefined), { ...want, counters: [] }, 0)).toBe(true);
-    expect(requestedExtent(want, 0).counters?.has(3)).toBe(true);
+    expect(fits(extent(undefined), { ...want, memory: [] }, 0)).toBe(true);
+    expect(requestedExtent(want, 0).memory?.has(3)).toBe(true);
   });
 
   it("prefers the window holding the lanes", () => {

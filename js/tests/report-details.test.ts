@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type RankDetails, ReportDetails, compilePattern, counterColumns } from "../report/details";
+import { type RankDetails, ReportDetails, compilePattern, memoryColumns } from "../report/details";
 
 // A grid of 4 cells over [0, 400): edges 0, 100, 200, 300, 400. Kinds: 0 compute, 1 communication.
 function handmade(): ReportDetails {
@@ -134,7 +134,7 @@ describe("ReportDetails: the report timeline's search, names and range summaries
   });
 });
 
-describe("counterColumns: memory lanes from an embedded level", () => {
+describe("memoryColumns: memory lanes from an embedded level", () => {
   it("takes each column's largest max and its last bin's end value, NaN before the lane starts", () => {
     // One lane, 4 bins over [0, 400): allocated max/end, reserved max/end.
     const values = new Float64Array([
@@ -155,12 +155,12 @@ describe("counterColumns: memory lanes from an embedded level", () => {
       40,
       40, // reserved end
     ]);
-    const [am, ae, rm, re] = counterColumns({ cells: 4, values }, 0, 400, 0, 400, 2);
+    const [am, ae, rm, re] = memoryColumns({ cells: 4, values }, 0, 400, 0, 400, 2);
     expect([...am]).toEqual([10, 30]);
     expect([...ae]).toEqual([10, 5]);
     expect([...rm]).toEqual([20, 40]);
     expect([...re]).toEqual([20, 40]);
-    const [fine] = counterColumns({ cells: 4, values }, 0, 400, 0, 100, 2);
+    const [fine] = memoryColumns({ cells: 4, values }, 0, 400, 0, 100, 2);
     expect(Number.isNaN(fine[0]!)).toBe(true);
   });
 });

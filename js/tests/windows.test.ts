@@ -177,7 +177,7 @@ describe("motion-aware prefetch", () => {
     expect(fits(win(-250, 1250, 1500), want(100, 200), 0)).toBe(false);
     // Not with summaries (always merged per column), nor zoomed out.
     expect(fits(raw, want(100, 200, 1000, { summaries: [0] }), 0)).toBe(false);
-    expect(fits(raw, want(100, 200, 1000, { counters: [3] }), 0)).toBe(false);
+    expect(fits(raw, want(100, 200, 1000, { memory: [3] }), 0)).toBe(false);
     expect(fits(raw, want(-2000, 3000), 0)).toBe(false);
   });
 });

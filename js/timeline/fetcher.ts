@@ -177,7 +177,7 @@ export class Fetcher {
       ...paddedRequest(want),
       rows: want.rows,
       summaries: want.summaries,
-      counters: want.counters ?? [],
+      memory: want.memory ?? [],
       ...(want.folds?.length ? { folds: want.folds } : {}),
       pattern: want.pattern,
       name_colors: want.nameColors,
@@ -219,14 +219,14 @@ export class Fetcher {
           width: data.width,
           rows: data.rows,
           summaries: data.summaries,
-          counters: data.counters,
+          memory: data.memory,
           folds: data.folds,
           pattern: want.pattern,
           nameColors: want.nameColors,
           epoch,
           exact:
             want.summaries.length === 0 &&
-            (want.counters ?? []).length === 0 &&
+            (want.memory ?? []).length === 0 &&
             (want.folds ?? []).length === 0 &&
             data.rows.size > 0 &&
             [...data.rows.values()].every((x) => x.mode === "raw"),

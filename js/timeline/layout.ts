@@ -6,7 +6,7 @@
  */
 import { LANE_KINDS, type LaneKindName } from "./lanes";
 import type { LaneData, LayoutBuilder, NewSlot } from "./lanes/kind";
-import type { CounterMeta, LaneMeta, RowMeta } from "./model";
+import type { MemoryMeta, LaneMeta, RowMeta } from "./model";
 
 export interface LayoutOptions {
   headerHeight: number;
@@ -73,7 +73,7 @@ export function computeLayout(
   collapsed: ReadonlySet<number>,
   showCpu: boolean,
   opts: LayoutOptions = DEFAULT_LAYOUT,
-  memory: readonly CounterMeta[] = [],
+  memory: readonly MemoryMeta[] = [],
   /** Ranks whose CPU threads are folded into one summary row (a "fold" slot). */
   cpuCollapsed: ReadonlySet<number> = new Set(),
 ): Layout {

@@ -61,8 +61,8 @@ export interface LaneMeta {
   rows: number[];
 }
 
-/** A memory counter lane: one device of one rank (views/timeline/counters.py CounterInfo). */
-export interface CounterMeta {
+/** A memory lane: one device of one rank (views/timeline/messages.py MemoryMeta, built by memory.py). */
+export interface MemoryMeta {
   id: number;
   rank: number;
   device_type: string;
@@ -96,8 +96,8 @@ export interface TimelineModel {
   _palette: Palette;
   _rows: RowMeta[];
   _lanes: LaneMeta[];
-  /** Memory counter lanes (none without memory records). */
-  _counters: CounterMeta[];
+  /** Memory lanes (none without memory records). */
+  _memory: MemoryMeta[];
   _all_ranks: number[];
   _steps: StepMark[];
   _span: [number, number];
@@ -155,8 +155,8 @@ export interface WindowRequest {
   summaries: number[];
   pattern: string;
   name_colors: boolean;
-  /** Memory counter lanes wanted (ids of `_counters`). */
-  counters?: number[];
+  /** Memory lanes wanted (ids of `_memory`). */
+  memory?: number[];
   /** Ranks whose folded CPU row is wanted (views/timeline/fold.py). */
   folds?: number[];
 }
@@ -208,9 +208,9 @@ export interface RowSlice {
   count: number;
 }
 
-/** Where a counter lane's columns sit in the `ctr_*` sections. */
-export interface CounterSlice {
-  counter: number;
+/** Where a memory lane's columns sit in the `mem_*` sections. */
+export interface MemorySlice {
+  memory: number;
   offset: number;
   count: number;
 }
@@ -233,7 +233,7 @@ export interface WindowResponseMeta {
   width: number;
   rows: RowSlice[];
   summaries: SummarySlice[];
-  counters?: CounterSlice[];
+  memory?: MemorySlice[];
   /** Where the folded CPU rows asked for sit (bin sections, after the summaries). */
   folds?: SummarySlice[];
   names: string[];

@@ -36,8 +36,8 @@ export interface BinRow {
 
 export type RowData = RawRow | BinRow;
 
-/** A memory counter lane per pixel column: bytes, NaN before the lane's first record. */
-export interface CounterBins {
+/** A memory lane per pixel column: bytes, NaN before the lane's first record. */
+export interface MemoryBins {
   /** Largest allocated bytes in each column (a peak is never lost). */
   allocMax: Float64Array;
   /** Allocated bytes at each column's end. */
@@ -58,8 +58,8 @@ export interface WindowData {
   folds: Map<number, BinRow>;
   /** The owner answered the folded rows asked for (an owner that does not know them omits `folds`). */
   foldsAnswered: boolean;
-  /** Memory counter lanes by counter id. */
-  counters: Map<number, CounterBins>;
+  /** Memory lanes by lane id. */
+  memory: Map<number, MemoryBins>;
   names: string[];
   nameColors: number[];
   /** Per name: does it match the search pattern sent with the request. */
@@ -153,18 +153,18 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
   for (const sm of meta.summaries) summaries.set(sm.rank, bins(sm.offset, sm.count));
   const folds = new Map<number, BinRow>();
   for (const f of meta.folds ?? []) folds.set(f.rank, bins(f.offset, f.count));
-  const counters = new Map<number, CounterBins>();
+  const memory = new Map<number, MemoryBins>();
   const ctr = (name: string) => get(s, name, Float64Array);
   const [am, ae, rm, re] = [
-    ctr("ctr_allocated_max"),
-    ctr("ctr_allocated_end"),
-    ctr("ctr_reserved_max"),
-    ctr("ctr_reserved_end"),
+    ctr("mem_allocated_max"),
+    ctr("mem_allocated_end"),
+    ctr("mem_reserved_max"),
+    ctr("mem_reserved_end"),
   ];
-  for (const c of meta.counters ?? []) {
+  for (const c of meta.memory ?? []) {
     const a = c.offset;
     const b = c.offset + c.count;
-    counters.set(c.counter, {
+    memory.set(c.memory, {
       allocMax: am.subarray(a, b),
       allocEnd: ae.subarray(a, b),
       resMax: rm.subarray(a, b),
@@ -180,7 +180,7 @@ export function decodeWindow(meta: WindowResponseMeta, buffer: ArrayBuffer | nul
     summaries,
     folds,
     foldsAnswered: meta.folds !== undefined,
-    counters,
+    memory,
     names: meta.names,
     nameColors: meta.name_colors,
     nameMatch: meta.name_match ?? meta.names.map(() => false),

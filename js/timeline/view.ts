@@ -9,7 +9,7 @@
 import { Colors } from "./colors";
 import { laneKind } from "./lanes";
 import type { Wants } from "./lanes/kind";
-import { countersOnScreen } from "./lanes/memory";
+import { memoryOnScreen } from "./lanes/memory";
 import { Fetcher } from "./fetcher";
 import { drawFrame } from "./frame";
 import { type Hover, type Measure, type Selected, type ViewHost, AXIS, GUTTER, SCROLLBAR } from "./host";
@@ -303,7 +303,7 @@ export class TimelineView implements ViewHost {
       new Set(this.model.get("collapsed")),
       this.model.get("show_cpu"),
       undefined,
-      this.model.get("_counters"),
+      this.model.get("_memory"),
       new Set(this.model.get("cpu_collapsed")),
     );
     this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS - this.viewHeight)}px`;
@@ -481,7 +481,7 @@ export class TimelineView implements ViewHost {
   /** The window the view needs: visible rows and collapsed ranks' summaries (with some slack). */
   private want() {
     const [a, b] = visibleSlots(this.layout, this.scrollTop - 100, this.viewHeight + 200);
-    const w: Wants = { rows: [], summaries: [], counters: [], folds: [] };
+    const w: Wants = { rows: [], summaries: [], memory: [], folds: [] };
     for (let i = a; i < b; i++) {
       const s = this.layout.slots[i]!;
       laneKind(s).want(this, s, w);
@@ -563,9 +563,9 @@ export class TimelineView implements ViewHost {
     if (res.eid >= 0) this.select(res.rank, res.eid);
   }
 
-  /** Make memory counter lane `id` visible: show and expand its rank, scroll to the lane. */
-  revealCounter(id: number): void {
-    const meta = this.model.get("_counters").find((c) => c.id === id);
+  /** Make memory lane `id` visible: show and expand its rank, scroll to the lane. */
+  revealMemory(id: number): void {
+    const meta = this.model.get("_memory").find((c) => c.id === id);
     if (!meta) return;
     const ranks = this.model.get("ranks");
     if (!ranks.includes(meta.rank))
@@ -688,7 +688,7 @@ export class TimelineView implements ViewHost {
     ds.dimmed = String(stats.dimmed);
     ds.collectiveDrawn = String(stats.collectiveRanks);
     ds.range = `${this.range.lo},${this.range.hi}`;
-    ds.counterLanes = JSON.stringify(countersOnScreen(this));
+    ds.memoryLanes = JSON.stringify(memoryOnScreen(this));
     if (this.data && !this.firstPaint) {
       this.firstPaint = true;
       ds.firstPaint = performance.now().toFixed(1);

@@ -27,8 +27,8 @@ export interface WindowKey {
   width: number;
   rows: number[];
   summaries: number[];
-  /** Memory counter lanes (ids). */
-  counters?: number[];
+  /** Memory lanes (ids). */
+  memory?: number[];
   /** Ranks whose folded CPU row is drawn (views/timeline/fold.py). */
   folds?: number[];
   pattern: string;
@@ -42,14 +42,14 @@ export interface WindowExtent {
   width: number;
   rows: { has(row: number): boolean };
   summaries: { has(rank: number): boolean };
-  counters?: { has(id: number): boolean };
+  memory?: { has(id: number): boolean };
   folds?: { has(rank: number): boolean };
   pattern: string;
   nameColors: boolean;
   /** The fetcher's generation when asked for (a forced request starts a new one). */
   epoch: number;
   /**
-   * Every row came as raw events and no summary or counter lane was asked for: exact at any
+   * Every row came as raw events and no summary or memory lane was asked for: exact at any
    * deeper zoom it covers (unknown, so false, for a request in flight).
    */
   exact?: boolean;
@@ -66,12 +66,12 @@ export function resolutionRatio(w: WindowExtent, want: WindowKey): number {
 export function fits(w: WindowExtent, want: WindowKey, epoch: number): boolean {
   if (w.epoch !== epoch || w.pattern !== want.pattern || w.nameColors !== want.nameColors) return false;
   if (want.rows.some((r) => !w.rows.has(r)) || want.summaries.some((r) => !w.summaries.has(r))) return false;
-  if ((want.counters ?? []).some((c) => !w.counters?.has(c))) return false;
+  if ((want.memory ?? []).some((c) => !w.memory?.has(c))) return false;
   if ((want.folds ?? []).some((r) => !w.folds?.has(r))) return false;
   if (!(w.lo <= want.range.lo && w.hi >= want.range.hi)) return false;
   const ratio = resolutionRatio(w, want);
-  // Raw events stay exact deeper in; summaries and counter lanes are merged per column.
-  if (w.exact === true && want.summaries.length === 0 && !want.counters?.length && !want.folds?.length) {
+  // Raw events stay exact deeper in; summaries and memory lanes are merged per column.
+  if (w.exact === true && want.summaries.length === 0 && !want.memory?.length && !want.folds?.length) {
     return ratio > 1 / RESOLUTION_SLACK;
   }
   return ratio < RESOLUTION_SLACK && ratio > 1 / RESOLUTION_SLACK;
@@ -92,13 +92,13 @@ export function coverage(w: WindowExtent, range: Range): number {
 export function drawScore(w: WindowExtent, want: WindowKey, epoch: number): number {
   const cov = coverage(w, want.range);
   if (cov <= 0) return -Infinity;
-  const counters = want.counters ?? [];
+  const memory = want.memory ?? [];
   const folds = want.folds ?? [];
-  const needed = want.rows.length + want.summaries.length + counters.length + folds.length;
+  const needed = want.rows.length + want.summaries.length + memory.length + folds.length;
   const held =
     want.rows.filter((r) => w.rows.has(r)).length +
     want.summaries.filter((r) => w.summaries.has(r)).length +
-    counters.filter((c) => w.counters?.has(c)).length +
+    memory.filter((c) => w.memory?.has(c)).length +
     folds.filter((r) => w.folds?.has(r)).length;
   const rowsShare = needed ? held / needed : 1;
   const ratio = resolutionRatio(w, want);
@@ -145,7 +145,7 @@ export function requestedExtent(want: WindowKey, epoch: number): WindowExtent {
     ...r,
     rows: new Set(want.rows),
     summaries: new Set(want.summaries),
-    counters: new Set(want.counters ?? []),
+    memory: new Set(want.memory ?? []),
     folds: new Set(want.folds ?? []),
     pattern: want.pattern,
     nameColors: want.nameColors,

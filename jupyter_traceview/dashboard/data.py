@@ -42,8 +42,8 @@ from ..model.trace import Trace
 from ..progress import Progress
 from ..views.colors import Theme
 from ..views.timeline import protocol as timeline_protocol
-from ..views.timeline.counters import CounterIndex
 from ..views.timeline.index import NO_KIND, LevelOfDetail, TimelineIndex
+from ..views.timeline.memory import MemoryIndex
 from ..views.timeline.messages import TimelineModel
 from .protocol import DashboardPayload, LinkAnswer, TabContent
 from .tabs import TABS, TabBuilder
@@ -336,10 +336,10 @@ class DashboardData:
         if search is not None:
             out["search"] = search
         if target == "event" and "device_type" in msg:
-            # A memory peak: reveal the device's counter lane (views/timeline/counters.py).
-            lane = CounterIndex.of(self.trace).find(rank, str(msg["device_type"]), int(msg.get("device", -1)))
+            # A memory peak: reveal the device's memory lane (views/timeline/memory.py).
+            lane = MemoryIndex.of(self.trace).find(rank, str(msg["device_type"]), int(msg.get("device", -1)))
             if lane is not None:
-                out["counter"] = lane.id
+                out["memory"] = lane["id"]
         return out
 
     def _rank_span(self, rank: int) -> tuple[int, int]:

@@ -143,7 +143,7 @@ class LinkRequest(_LinkRequest, total=False):
     name: str
     range: list[float] | None
     eid: int
-    #: target "event" at a memory peak: the device whose counter lane the timeline reveals.
+    #: target "event" at a memory peak: the device whose memory lane the timeline reveals.
     device_type: str
     device: int
 
@@ -158,8 +158,8 @@ class LinkAnswer(_LinkAnswer, total=False):
     """``_link`` answer: where the timeline goes (:meth:`.data.DashboardData.link`)."""
 
     search: str
-    #: The memory counter lane to reveal (an id of the timeline state's ``_counters``).
-    counter: int
+    #: The memory lane to reveal (an id of the timeline state's ``_memory``).
+    memory: int
     error: str
 
 

@@ -6,7 +6,7 @@ page (the report bundle of ``js/report/``, built into ``jupyter_traceview/static
 and its CSS). The timeline zooms and pans with no kernel, down to the finest level embedded;
 it searches names, names a hovered column's events, summarises a measured range and draws the
 memory lanes from :mod:`jupyter_traceview.views.timeline.details` and
-:func:`~jupyter_traceview.views.timeline.counters.counter_levels`; single events and their
+:func:`~jupyter_traceview.views.timeline.memory.memory_levels`; single events and their
 details need ``tv.Timeline``. See docs/frontend.md ("The HTML report's timeline").
 """
 
@@ -22,7 +22,6 @@ from typing import Any
 from .. import format as fmt
 from ..model.trace import Trace
 from ..views.timeline.coordinator import TimelineIndex
-from ..views.timeline.counters import COUNTER_LEVELS_MAX_BYTES, CounterIndex, counter_levels
 from ..views.timeline.details import DETAILS_MAX_BYTES, payload_size, timeline_details
 from ..views.timeline.levels import (
     BASE_CELLS,
@@ -33,6 +32,7 @@ from ..views.timeline.levels import (
     encode_levels,
     timeline_levels,
 )
+from ..views.timeline.memory import MEMORY_LEVELS_MAX_BYTES, MemoryIndex, memory_levels
 from ..views.timeline.protocol import timeline_state
 
 __all__ = ["ReportTimeline", "timeline_block"]
@@ -57,7 +57,7 @@ class ReportTimeline:
 class _Embedded:
     levels: TimelineLevels | None
     details: dict[str, Any] | None
-    counters: dict[str, Any] | None
+    memory: dict[str, Any] | None
 
 
 def _embedded(trace: Trace, index: TimelineIndex, max_bytes: int) -> _Embedded:
@@ -66,12 +66,10 @@ def _embedded(trace: Trace, index: TimelineIndex, max_bytes: int) -> _Embedded:
     details = timeline_details(index, max_bytes=min(DETAILS_MAX_BYTES, max_bytes // 2))
     end = max(int(index.end_ns), 1)
     cells = [BASE_CELLS * LEVEL_FACTOR**k for k in range(MAX_LEVELS)]
-    counters = counter_levels(
-        CounterIndex.of(trace), end, cells, max_bytes=min(COUNTER_LEVELS_MAX_BYTES, max_bytes // 8)
-    )
-    used = (payload_size(details) if details else 0) + (payload_size(counters) if counters else 0)
+    memory = memory_levels(MemoryIndex.of(trace), end, cells, max_bytes=min(MEMORY_LEVELS_MAX_BYTES, max_bytes // 8))
+    used = (payload_size(details) if details else 0) + (payload_size(memory) if memory else 0)
     levels = timeline_levels(index, max_bytes=max(1, max_bytes - used))
-    return _Embedded(levels=levels, details=details, counters=counters)
+    return _Embedded(levels=levels, details=details, memory=memory)
 
 
 def _script(text: str) -> str:
@@ -98,19 +96,19 @@ def timeline_block(trace: Trace, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Repor
     if levels is None:
         return None
     state = timeline_state(trace, index, height=HEIGHT)
-    if emb.counters is None:
-        # No memory records, or their levels did not fit: no counter lane.
-        state["_counters"] = []
+    if emb.memory is None:
+        # No memory records, or their levels did not fit: no memory lane.
+        state["_memory"] = []
     if not levels.rows:
         # Only the ranks' summaries fit: every rank opens collapsed to its summary row.
         state["collapsed"] = list(trace.ranks)
     payload = json.dumps(
-        {"state": state, "levels": encode_levels(levels), "details": emb.details, "counters": emb.counters},
+        {"state": state, "levels": encode_levels(levels), "details": emb.details, "memory": emb.memory},
         separators=(",", ":"),
         allow_nan=False,
     )
     finest = levels.end_ns / levels.levels[-1].cells
-    extra = (payload_size(emb.details) if emb.details else 0) + (payload_size(emb.counters) if emb.counters else 0)
+    extra = (payload_size(emb.details) if emb.details else 0) + (payload_size(emb.memory) if emb.memory else 0)
     note = (
         f"{len(levels.levels)} levels embedded ({fmt.size(levels.size + extra)} with search and details), the finest "
         f"{fmt.duration(finest)} per bin" + ("" if levels.rows else "; ranks' summaries only (the rows did not fit)")
@@ -126,7 +124,7 @@ def timeline_block(trace: Trace, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Repor
     block = (
         '<div class="tvr-timeline" data-source="tvr-timeline-data" '
         f'data-levels="{len(levels.levels)}" data-bytes="{levels.size + extra}" '
-        f'data-details="{1 if emb.details else 0}" data-counters="{len(emb.counters["lanes"]) if emb.counters else 0}">'
+        f'data-details="{1 if emb.details else 0}" data-memory="{len(emb.memory["lanes"]) if emb.memory else 0}">'
         "</div>"
         f'<script type="application/json" id="tvr-timeline-data">{_script(payload)}</script>'
     )

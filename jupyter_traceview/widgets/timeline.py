@@ -194,8 +194,8 @@ class Timeline(anywidget.AnyWidget):
     _palette = traitlets.Dict().tag(sync=True)
     _rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     _lanes = traitlets.List(traitlets.Dict()).tag(sync=True)
-    #: Memory counter lanes (views/timeline/counters.py): one per rank and device with memory records.
-    _counters = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: Memory lanes (views/timeline/memory.py): one per rank and device with memory records.
+    _memory = traitlets.List(traitlets.Dict()).tag(sync=True)
     _all_ranks = traitlets.List(traitlets.Int()).tag(sync=True)
     _steps = traitlets.List(traitlets.Dict()).tag(sync=True)
     _span = traitlets.List(traitlets.Float()).tag(sync=True)

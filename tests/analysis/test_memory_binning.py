@@ -1,6 +1,6 @@
 """The one binning of counters (``analysis.memory.binning``): against brute force, and both of its users.
 
-``bin_step`` is checked column by column in ``tests/views/test_timeline_counters.py`` (the
+``bin_step`` is checked column by column in ``tests/views/test_timeline_memory.py`` (the
 timeline lanes); here: the edges, the function's NaN semantics before the first record, and
 ``memory_timeline(resample=)`` against a brute-force resampling of the raw series.
 """

@@ -64,18 +64,18 @@ def test_peak_links_to_its_operator_on_the_timeline(bert: tv.Trace) -> None:
 
 def test_peak_link_reveals_the_devices_memory_lane_with_the_peak_in_view(bert: tv.Trace) -> None:
     data = DashboardData(bert)
-    lanes = data.timeline_state()["_counters"]
+    lanes = data.timeline_state()["_memory"]
     for _, row in tv.memory_peaks(bert, per="rank").iterrows():
         eid = int(row["operator_eid"]) if int(row["operator_eid"]) >= 0 else int(row["peak_eid"])
         msg = {"target": "event", "rank": 0, "eid": eid, "device_type": str(row["device_type"])}
         out = data.link({**msg, "device": int(row["device"])})
-        lane = lanes[out["counter"]]
+        lane = lanes[out["memory"]]
         assert (lane["rank"], lane["device_type"], lane["device"]) == (0, row["device_type"], row["device"])
         assert lane["peak_allocated"] == int(row["peak_allocated_bytes"])
         lo, hi = out["x_range"]
         assert lo <= lane["peak_ts"] < hi
     # Without a device (other event links), no lane is named.
-    assert "counter" not in data.link({"target": "event", "rank": 0, "eid": eid})
+    assert "memory" not in data.link({"target": "event", "rank": 0, "eid": eid})
 
 
 def test_cpu_only_memory_run_shows_a_real_memory_view(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """The HTML report timeline's embedded details and memory levels: the kernel's numbers, added up.
 
 A range summary read from the details grid equals ``TimelineIndex.range_summary`` for ranges
-whose ends are grid edges; the per-row name counts are the rows' events; the counter levels are
-``CounterIndex.window``'s (``bin_step``); the report keeps all of it within its 3 MB.
+whose ends are grid edges; the per-row name counts are the rows' events; the memory levels are
+``MemoryIndex.window``'s (``bin_step``); the report keeps all of it within its 3 MB.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.report.timeline import timeline_block
 from jupyter_traceview.views.timeline.coordinator import TimelineIndex
-from jupyter_traceview.views.timeline.counters import CounterIndex, counter_levels
 from jupyter_traceview.views.timeline.details import payload_size, timeline_details
 from jupyter_traceview.views.timeline.levels import DEFAULT_MAX_BYTES
+from jupyter_traceview.views.timeline.memory import MemoryIndex, memory_levels
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -130,22 +130,22 @@ def memory_trace() -> tv.Trace:
     return tv.load(DATA / "h100_bert_small", cache=False)
 
 
-def test_counter_levels_are_the_lanes_binned_by_bin_step(memory_trace: tv.Trace) -> None:
-    ci = CounterIndex.of(memory_trace)
+def test_memory_levels_are_the_lanes_binned_by_bin_step(memory_trace: tv.Trace) -> None:
+    ci = MemoryIndex.of(memory_trace)
     end = TimelineIndex.of(memory_trace).end_ns
-    got = counter_levels(ci, end, [64, 256])
-    assert got is not None and got["lanes"] == [c.id for c in ci.lanes]
+    got = memory_levels(ci, end, [64, 256])
+    assert got is not None and got["lanes"] == [c["id"] for c in ci.lanes]
     for lv in got["levels"]:
         n = lv["cells"]
         values = arr(lv["data"], "<f8").reshape(len(ci.lanes), 4, n)
         edges = (np.arange(n + 1, dtype=np.int64) * end) // n
         for lane, w in zip(ci.lanes, ci.window(edges, got["lanes"]), strict=True):
-            i = got["lanes"].index(lane.id)
+            i = got["lanes"].index(lane["id"])
             np.testing.assert_array_equal(values[i, 0], w.series["allocated"][0])
             np.testing.assert_array_equal(values[i, 3], w.series["reserved"][1])
-            assert np.nanmax(values[i, 0]) == lane.peak_allocated  # the peak survives every level
-    assert counter_levels(ci, end, [64], max_bytes=10) is None
-    assert counter_levels(CounterIndex.of(tv.load(tv.sample_path())), end, [64]) is None  # no memory records
+            assert np.nanmax(values[i, 0]) == lane["peak_allocated"]  # the peak survives every level
+    assert memory_levels(ci, end, [64], max_bytes=10) is None
+    assert memory_levels(MemoryIndex.of(tv.load(tv.sample_path())), end, [64]) is None  # no memory records
 
 
 def test_the_report_embeds_details_and_memory_lanes_within_3_mb(memory_trace: tv.Trace) -> None:
@@ -154,9 +154,9 @@ def test_the_report_embeds_details_and_memory_lanes_within_3_mb(memory_trace: tv
     host = re.search(r'<div class="tvr-timeline"[^>]*>', block.html)
     assert host is not None
     attrs = dict(re.findall(r'(data-[a-z]+)="([^"]*)"', host.group(0)))
-    assert attrs["data-details"] == "1" and int(attrs["data-counters"]) == len(CounterIndex.of(memory_trace).lanes)
+    assert attrs["data-details"] == "1" and int(attrs["data-memory"]) == len(MemoryIndex.of(memory_trace).lanes)
     payload = json.loads(re.search(r'id="tvr-timeline-data">(.*)</script>', block.html, re.S).group(1))  # type: ignore[union-attr]
-    assert payload["state"]["_counters"], "the lanes are in the state the page opens"
+    assert payload["state"]["_memory"], "the lanes are in the state the page opens"
     assert len(json.dumps(payload)) <= DEFAULT_MAX_BYTES + 200_000  # levels + details + lanes, plus the small state
     assert int(attrs["data-bytes"]) <= DEFAULT_MAX_BYTES
     assert "Search (names), hover and range summaries work to" in block.note

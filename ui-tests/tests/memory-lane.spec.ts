@@ -1,4 +1,4 @@
-// The timeline's memory counter lane on a CPU profile_memory recording (tests/data/cpu_memory):
+// The timeline's memory lane on a CPU profile_memory recording (tests/data/cpu_memory):
 // the lane is drawn under the rank's lanes, its peak marked, and hovering it shows a size.
 import { expect, test } from "@jupyterlab/galata";
 import * as path from "path";
@@ -29,7 +29,7 @@ test("a memory trace's timeline draws its memory lane, with the size in the tool
   });
   await settled(widget);
   const lanes = async (): Promise<LaneOnScreen[]> =>
-    JSON.parse((await widget.getAttribute("data-counter-lanes")) ?? "[]") as LaneOnScreen[];
+    JSON.parse((await widget.getAttribute("data-memory-lanes")) ?? "[]") as LaneOnScreen[];
   await expect.poll(async () => (await lanes()).length, { timeout: 30000 }).toBe(1);
   const [lane] = await lanes();
   expect(lane!.peakX).not.toBeNull(); // the whole trace is shown: its peak is in view
@@ -85,7 +85,7 @@ test("the Memory tab's peak link opens the timeline at the peak with the device'
   const widget = dash.locator(".tv-timeline");
   await settled(widget);
   const lanes = async (): Promise<LaneOnScreen[]> =>
-    JSON.parse((await widget.getAttribute("data-counter-lanes")) ?? "[]") as LaneOnScreen[];
+    JSON.parse((await widget.getAttribute("data-memory-lanes")) ?? "[]") as LaneOnScreen[];
   // The CUDA:0 lane (id 1: CPU comes first) is on screen with its peak in the window.
   await expect
     .poll(async () => (await lanes()).filter((l) => l.id === 1 && l.peakX !== null).length, { timeout: 30000 })

@@ -69,7 +69,7 @@ test("the report's timeline searches names, names a hovered column, summarises a
 }) => {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), "tv-report-"));
   const file = path.join(folder, "report.html");
-  // A trace recorded with profile_memory=True (H100, BERT): memory counter lanes too.
+  // A trace recorded with profile_memory=True (H100, BERT): memory lanes too.
   const trace = path.join(REPO, "tests", "data", "h100_bert_small");
   execFileSync(
     "python",
@@ -81,7 +81,7 @@ test("the report's timeline searches names, names a hovered column, summarises a
   const host = page.locator(".tvr-timeline");
   await expect(host).toHaveAttribute("data-ready", "1", { timeout: 60_000 });
   await expect(host).toHaveAttribute("data-details", "1");
-  expect(Number(await host.getAttribute("data-counters"))).toBeGreaterThan(0);
+  expect(Number(await host.getAttribute("data-memory"))).toBeGreaterThan(0);
   const view = host.locator(".tv-timeline");
   await expect(view).toHaveAttribute("data-first-paint", /\d/);
   await view.scrollIntoViewIfNeeded();
@@ -133,8 +133,8 @@ test("the report's timeline searches names, names a hovered column, summarises a
   await expect(panel).toContainText("%");
   await page.screenshot({ path: path.join(ARTIFACTS, "report-timeline-measure.png") });
 
-  // The memory lanes: scrolled into view, drawn from the embedded counter levels.
+  // The memory lanes: scrolled into view, drawn from the embedded memory levels.
   await view.locator(".tv-scroller").evaluate((e) => (e.scrollTop = e.scrollHeight));
-  await expect.poll(async () => JSON.parse((await view.getAttribute("data-counter-lanes")) ?? "[]").length).toBeGreaterThan(0);
+  await expect.poll(async () => JSON.parse((await view.getAttribute("data-memory-lanes")) ?? "[]").length).toBeGreaterThan(0);
   await page.screenshot({ path: path.join(ARTIFACTS, "report-timeline-memory.png") });
 });

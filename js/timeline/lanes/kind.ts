@@ -8,7 +8,7 @@
 import type { Ctx, Scale } from "../draw";
 import type { Hover, ViewHost } from "../host";
 import type { Layout, LayoutOptions, Slot } from "../layout";
-import type { CounterMeta, LaneMeta, RowMeta } from "../model";
+import type { MemoryMeta, LaneMeta, RowMeta } from "../model";
 import type { BinRow } from "../protocol";
 
 /** What the model holds that the kinds lay out, indexed once per layout. */
@@ -18,7 +18,7 @@ export interface LaneData {
   /** Each rank's lanes, GPU streams first, then CPU threads. */
   readonly lanesByRank: ReadonlyMap<number, readonly LaneMeta[]>;
   /** Each rank's memory lanes. */
-  readonly memoryByRank: ReadonlyMap<number, readonly CounterMeta[]>;
+  readonly memoryByRank: ReadonlyMap<number, readonly MemoryMeta[]>;
   readonly collapsed: ReadonlySet<number>;
   readonly showCpu: boolean;
   /** Ranks whose CPU threads are folded into one row. */
@@ -41,11 +41,11 @@ export interface LayoutBuilder {
 export interface Wants {
   rows: number[];
   summaries: number[];
-  counters: number[];
+  memory: number[];
   folds: number[];
 }
 
-/** What a kind draws with: the frame's batch of rectangles and its counters. */
+/** What a kind draws with: the frame's batch of rectangles and its memory. */
 export interface Painter {
   readonly host: ViewHost;
   readonly ctx: Ctx;

@@ -2,27 +2,27 @@
  * Memory lanes: allocated bytes drawn as an area of each pixel column's maximum
  * (a peak is never lost when zoomed out), reserved bytes as a dashed line over it, the
  * lane's peak marked; the tooltip's text for a column (pure helpers, unit-tested; the
- * numbers are memory_timeline's, binned by views/timeline/counters.py).
+ * numbers are memory_timeline's, binned by views/timeline/memory.py).
  */
 import { formatBytes, formatTimePrecise } from "../../format";
 import { withAlpha } from "../colors";
 import { type Ctx, type Scale, xOf } from "../draw";
 import { type ViewHost, AXIS, GUTTER } from "../host";
 import type { Slot } from "../layout";
-import type { CounterMeta } from "../model";
-import type { CounterBins } from "../protocol";
+import type { MemoryMeta } from "../model";
+import type { MemoryBins } from "../protocol";
 import { type LaneKind, columnSpan } from "./kind";
 
 /** Default height of a memory lane, px. */
 export const MEMORY_HEIGHT = 36;
 
 /** The largest value a lane's vertical scale must hold: the lane's peak (fixed while zooming). */
-export function counterTop(meta: CounterMeta): number {
+export function memoryTop(meta: MemoryMeta): number {
   return Math.max(meta.peak_allocated, meta.peak_reserved, 1);
 }
 
 /** Canvas y of `bytes` in a lane drawn in `[y, y + h)` whose scale tops at `top` bytes. */
-export function counterY(bytes: number, y: number, h: number, top: number): number {
+export function memoryY(bytes: number, y: number, h: number, top: number): number {
   const f = Math.min(Math.max(bytes / top, 0), 1);
   return y + h - f * h;
 }
@@ -35,7 +35,7 @@ export function counterY(bytes: number, y: number, h: number, top: number): numb
  * baseline (an area); otherwise it is the step line alone. Columns outside the plot
  * (`s.x0` to `s.x0 + s.width`) are skipped.
  */
-export function counterOutline(
+export function memoryOutline(
   values: Float64Array,
   lo: number,
   hi: number,
@@ -64,7 +64,7 @@ export function counterOutline(
       finish();
       continue;
     }
-    const yy = counterY(v, y, h, top);
+    const yy = memoryY(v, y, h, top);
     if (!cur) {
       cur = closed ? [x0, base, x0, yy] : [x0, yy];
     } else {
@@ -78,13 +78,13 @@ export function counterOutline(
 }
 
 /** Where the lane's peak is drawn (x, y), or null when it is outside the plot. */
-export function peakMark(meta: CounterMeta, s: Scale, y: number, h: number): [number, number] | null {
+export function peakMark(meta: MemoryMeta, s: Scale, y: number, h: number): [number, number] | null {
   const x = xOf(s, meta.peak_ts);
   if (x < s.x0 || x > s.x0 + s.width) return null;
-  return [x, counterY(meta.peak_allocated, y, h, counterTop(meta))];
+  return [x, memoryY(meta.peak_allocated, y, h, memoryTop(meta))];
 }
 
-export interface CounterStyle {
+export interface MemoryStyle {
   area: string;
   line: string;
   reserved: string;
@@ -93,25 +93,25 @@ export interface CounterStyle {
   font: string;
 }
 
-/** Draw one counter lane in `[y, y + h)`; returns the polygons drawn. */
-export function drawCounter(
+/** Draw one memory lane in `[y, y + h)`; returns the polygons drawn. */
+export function drawMemory(
   ctx: Ctx,
-  meta: CounterMeta,
-  bins: CounterBins,
+  meta: MemoryMeta,
+  bins: MemoryBins,
   lo: number,
   hi: number,
   width: number,
   s: Scale,
   y: number,
   h: number,
-  style: CounterStyle,
+  style: MemoryStyle,
 ): number {
-  const top = counterTop(meta);
+  const top = memoryTop(meta);
   const trace = (poly: number[]) => {
     ctx.moveTo(poly[0]!, poly[1]!);
     for (let i = 2; i < poly.length; i += 2) ctx.lineTo(poly[i]!, poly[i + 1]!);
   };
-  const area = counterOutline(bins.allocMax, lo, hi, width, s, y, h, top, true);
+  const area = memoryOutline(bins.allocMax, lo, hi, width, s, y, h, top, true);
   ctx.fillStyle = style.area;
   ctx.beginPath();
   for (const p of area) trace(p);
@@ -119,11 +119,11 @@ export function drawCounter(
   ctx.strokeStyle = style.line;
   ctx.lineWidth = 1;
   ctx.beginPath();
-  for (const p of counterOutline(bins.allocMax, lo, hi, width, s, y, h, top, false)) trace(p);
+  for (const p of memoryOutline(bins.allocMax, lo, hi, width, s, y, h, top, false)) trace(p);
   ctx.stroke();
   let n = area.length;
   if (meta.peak_reserved > 0) {
-    const res = counterOutline(bins.resMax, lo, hi, width, s, y, h, top, false);
+    const res = memoryOutline(bins.resMax, lo, hi, width, s, y, h, top, false);
     ctx.strokeStyle = style.reserved;
     ctx.setLineDash([3, 2]);
     ctx.beginPath();
@@ -155,16 +155,16 @@ export function drawCounter(
 }
 
 /** Column of `bins` under time `t` that has a value, or -1. */
-export function counterBinAt(bins: CounterBins, lo: number, hi: number, width: number, t: number): number {
+export function memoryBinAt(bins: MemoryBins, lo: number, hi: number, width: number, t: number): number {
   if (t < lo || t >= hi || width <= 0) return -1;
   const k = Math.min(Math.floor(((t - lo) / (hi - lo)) * width), width - 1);
   return Number.isFinite(bins.allocMax[k]) ? k : -1;
 }
 
 /** The tooltip of column `k` (covering `[a, b)`): a title and `[label, value]` lines. */
-export function counterTooltip(
-  meta: CounterMeta,
-  bins: CounterBins,
+export function memoryTooltip(
+  meta: MemoryMeta,
+  bins: MemoryBins,
   k: number,
   a: number,
   b: number,
@@ -190,14 +190,14 @@ export function counterTooltip(
   return { title: meta.label, lines };
 }
 
-/** Draw the counter lane of `slot` (a counter slot) at canvas `y`; returns the polygons drawn. */
-export function drawCounterSlot(host: ViewHost, ctx: Ctx, slot: Slot, y: number, s: Scale): number {
+/** Draw the memory lane of `slot` (a memory slot) at canvas `y`; returns the polygons drawn. */
+export function drawMemorySlot(host: ViewHost, ctx: Ctx, slot: Slot, y: number, s: Scale): number {
   const d = host.data;
-  const bins = d?.counters.get(slot.row);
-  const meta = counterMeta(host, slot.row);
+  const bins = d?.memory.get(slot.row);
+  const meta = memoryMeta(host, slot.row);
   if (!d || !bins || !meta) return 0;
   const th = host.theme;
-  return drawCounter(ctx, meta, bins, d.lo, d.hi, d.width, s, y + 2, slot.h - 5, {
+  return drawMemory(ctx, meta, bins, d.lo, d.hi, d.width, s, y + 2, slot.h - 5, {
     area: withAlpha(th.accent, 0.35),
     line: th.accent,
     reserved: th.muted,
@@ -208,41 +208,41 @@ export function drawCounterSlot(host: ViewHost, ctx: Ctx, slot: Slot, y: number,
 }
 
 /** The lane `id` of the host's state, or undefined. */
-export function counterMeta(host: ViewHost, id: number): CounterMeta | undefined {
-  return host.model.get("_counters").find((c) => c.id === id);
+export function memoryMeta(host: ViewHost, id: number): MemoryMeta | undefined {
+  return host.model.get("_memory").find((c) => c.id === id);
 }
 
-/** The column under time `t` in the counter lane of `slot`, or -1. */
-export function counterHit(host: ViewHost, slot: Slot, t: number): number {
+/** The column under time `t` in the memory lane of `slot`, or -1. */
+export function memoryHit(host: ViewHost, slot: Slot, t: number): number {
   const d = host.data;
-  const bins = d?.counters.get(slot.row);
-  return d && bins ? counterBinAt(bins, d.lo, d.hi, d.width, t) : -1;
+  const bins = d?.memory.get(slot.row);
+  return d && bins ? memoryBinAt(bins, d.lo, d.hi, d.width, t) : -1;
 }
 
-/** The tooltip of column `k` of the counter lane of `slot`, or null. */
-export function counterSlotTooltip(
+/** The tooltip of column `k` of the memory lane of `slot`, or null. */
+export function memorySlotTooltip(
   host: ViewHost,
   slot: Slot,
   k: number,
 ): { title: string; lines: [string, string][] } | null {
   const d = host.data;
-  const bins = d?.counters.get(slot.row);
-  const meta = counterMeta(host, slot.row);
+  const bins = d?.memory.get(slot.row);
+  const meta = memoryMeta(host, slot.row);
   if (!d || !bins || !meta || k < 0) return null;
   const [a, b] = columnSpan(d, k);
-  return counterTooltip(meta, bins, k, a, b);
+  return memoryTooltip(meta, bins, k, a, b);
 }
 
-/** The counter lanes on screen with data: id, canvas y of the lane's middle and its peak's x (or null). */
-export function countersOnScreen(host: ViewHost): { id: number; y: number; peakX: number | null }[] {
+/** The memory lanes on screen with data: id, canvas y of the lane's middle and its peak's x (or null). */
+export function memoryOnScreen(host: ViewHost): { id: number; y: number; peakX: number | null }[] {
   const out: { id: number; y: number; peakX: number | null }[] = [];
   const d = host.data;
   const s: Scale = { lo: host.range.lo, hi: host.range.hi, x0: GUTTER, width: host.width };
   for (const [id, idx] of host.layout.memorySlot) {
     const slot = host.layout.slots[idx]!;
     const y = slot.y + AXIS - host.scrollTop;
-    const meta = counterMeta(host, id);
-    if (!d?.counters.has(id) || !meta || y + slot.h <= AXIS || y >= host.viewHeight) continue;
+    const meta = memoryMeta(host, id);
+    if (!d?.memory.has(id) || !meta || y + slot.h <= AXIS || y >= host.viewHeight) continue;
     const pk = peakMark(meta, s, y + 2, slot.h - 5);
     out.push({ id, y: y + slot.h / 2, peakX: pk ? pk[0] : null });
   }
@@ -260,19 +260,19 @@ export const memoryLane: LaneKind = {
   },
 
   draw(p, slot, y) {
-    p.rects += drawCounterSlot(p.host, p.ctx, slot, y, p.scale);
+    p.rects += drawMemorySlot(p.host, p.ctx, slot, y, p.scale);
   },
 
   hit(host, slot, t) {
-    const k = counterHit(host, slot, t);
+    const k = memoryHit(host, slot, t);
     return k >= 0 ? { event: -1, bin: k } : null;
   },
 
   tooltip(tip, slot) {
-    return counterSlotTooltip(tip.host, slot, tip.hover.bin);
+    return memorySlotTooltip(tip.host, slot, tip.hover.bin);
   },
 
   want(_host, slot, w) {
-    w.counters.push(slot.row);
+    w.memory.push(slot.row);
   },
 };

@@ -35,7 +35,7 @@ first event): relative times stay exact in a JavaScript float64 for 104 days.
 
 Modules. :mod:`.layout` (lanes and rows of a rank), :mod:`.binning` (tracks and per-pixel
 binning), :mod:`.rank_index` (:class:`RankIndex` and where the parts live),
-:mod:`.coordinator` (:class:`TimelineIndex`), :mod:`.counters` (the memory counter lanes: one
+:mod:`.coordinator` (:class:`TimelineIndex`), :mod:`.memory` (the memory lanes: one
 per rank and device with memory records, ``tv.memory_timeline``'s series binned per column
 keeping each column's maximum). This module is the public face: import from it.
 """

@@ -26,8 +26,6 @@ __all__ = [
     "CollectiveRank",
     "CollectiveRequest",
     "CommandError",
-    "CounterMeta",
-    "CounterSlice",
     "DetailsRequest",
     "EventDetails",
     "FindRequest",
@@ -38,6 +36,8 @@ __all__ = [
     "KindBusy",
     "LaneMeta",
     "LaunchInfo",
+    "MemoryMeta",
+    "MemorySlice",
     "NamePalette",
     "OperatorRef",
     "Palette",
@@ -102,19 +102,24 @@ class StepMark(TypedDict):
     end: float
 
 
-class CounterMeta(TypedDict):
-    """A memory counter lane: one device of one rank (:class:`.counters.CounterInfo`; times relative ns)."""
+class MemoryMeta(TypedDict):
+    """A memory lane: one device of one rank (built by :class:`.memory.RankMemory`; times relative ns)."""
 
     id: int
     rank: int
     device_type: str
     device: int
+    #: ``memory · CUDA:0``: the lane's label.
     label: str
+    #: Records (allocations and frees) in the series.
     records: int
+    #: The largest allocated value and when it was first reached.
     peak_allocated: int
     peak_ts: int
+    #: The largest reserved value (0 for the CPU allocator) and when it was first reached.
     peak_reserved: int
     peak_reserved_ts: int
+    #: First and last record.
     start: int
     end: int
 
@@ -132,7 +137,7 @@ class TimelineModel(TypedDict):
     _palette: Palette
     _rows: list[RowMeta]
     _lanes: list[LaneMeta]
-    _counters: list[CounterMeta]
+    _memory: list[MemoryMeta]
     _all_ranks: list[int]
     _steps: list[StepMark]
     _span: list[float]
@@ -171,10 +176,10 @@ class _WindowRequest(TypedDict):
 
 class WindowRequest(_WindowRequest, total=False):
     """``_window`` request: the rows and summaries of ``[lo, hi)`` at ``width`` pixel columns;
-    ``counters``: the memory counter lanes wanted (ids of ``_counters``); ``folds``: the ranks
+    ``memory``: the memory lanes wanted (ids of ``_memory``); ``folds``: the ranks
     whose folded CPU row is wanted (views/timeline/fold.py)."""
 
-    counters: list[int]
+    memory: list[int]
     folds: list[int]
 
 
@@ -236,10 +241,10 @@ class RowSlice(TypedDict):
     count: int
 
 
-class CounterSlice(TypedDict):
-    """Where a counter lane's columns sit in the ``ctr_*`` sections."""
+class MemorySlice(TypedDict):
+    """Where a memory lane's columns sit in the ``mem_*`` sections."""
 
-    counter: int
+    memory: int
     offset: int
     count: int
 
@@ -269,13 +274,13 @@ class WindowResponseMeta(_WindowResponseMeta, total=False):
     """``_window`` answer: the buffer's layout and what each row holds (:func:`.protocol.encode_window`).
 
     ``name_match`` (per name: does it match the request's pattern) only with a pattern;
-    ``counters`` where the counter lanes asked for sit, ``folds`` where the folded CPU rows
+    ``memory`` where the memory lanes asked for sit, ``folds`` where the folded CPU rows
     asked for sit (in the bin sections, after the summaries). ``kernel_cpu_ms`` (the answering
     process's CPU time for it) and ``kernel_at_ms`` (wall clock, ms since the epoch, when the
     owner started answering) let the front end tell queueing from work (the frame benchmark).
     """
 
-    counters: list[CounterSlice]
+    memory: list[MemorySlice]
     folds: list[SummarySlice]
     name_match: list[bool]
     kernel_cpu_ms: float

@@ -8,7 +8,7 @@ Traces sidebar, over HTTP) answer the same four commands of the timeline front e
 command    request                                        answer
 ========== ============================================== ==========================================
 ``_window``  ``{seq, lo, hi, width, rows, summaries,       JSON layout and one binary buffer
-             pattern, name_colors, counters}``             (:func:`encode_window`)
+             pattern, name_colors, memory}``             (:func:`encode_window`)
 ``_details`` ``{rank, eid}``                               tooltip details (:meth:`TimelineIndex.details`)
 ``_find``    ``{pattern, t, direction, rows}``             the next/previous match
 ``_summary`` ``{lo, hi, ranks}``                           per-kind summary of a range
@@ -42,14 +42,13 @@ from ...model.trace import Trace
 from ..colors import palette
 from .collective import collective_instance
 from .commands import COMMANDS
-from .counters import COUNTER_SERIES, CounterIndex, CounterWindow, counter_meta
 from .index import LevelOfDetail, TimelineIndex, Window
+from .memory import MEMORY_SERIES, MemoryIndex, MemoryWindow
 from .messages import (
     Answer,
     CollectiveInstance,
     CollectiveRequest,
     CommandError,
-    CounterSlice,
     DetailsRequest,
     EventDetails,
     FindRequest,
@@ -58,6 +57,7 @@ from .messages import (
     FoldSummary,
     LaneMeta,
     Layout,
+    MemorySlice,
     RangeSummary,
     RankPresets,
     RowMeta,
@@ -162,7 +162,7 @@ def timeline_state(
             )
             for ln in ix.lanes
         ],
-        "_counters": [counter_meta(c) for c in CounterIndex.of(trace).lanes],
+        "_memory": list(MemoryIndex.of(trace).lanes),
         "_all_ranks": list(trace.ranks),
         "_steps": [StepMark(step=st, start=float(a), end=float(b)) for st, a, b in ix.steps()],
         "_span": [0.0, float(max(ix.end_ns, 1))],
@@ -211,7 +211,7 @@ def encode_window(
     win: Window,
     *,
     pattern: str | None = None,
-    counters: list[CounterWindow] | None = None,
+    memory: list[MemoryWindow] | None = None,
     seq: int = 0,
 ) -> tuple[WindowResponseMeta, bytes]:
     """The binary answer to a window request: JSON metadata and one buffer.
@@ -220,10 +220,10 @@ def encode_window(
     as float64, ``ev_name`` as uint32 indices into ``names``, ``ev_kind`` as uint8 and, with a
     ``pattern``, ``ev_match`` as uint8: 1 where the event's name or argument text matches); binned
     rows, then summaries, then folded CPU rows, are ``width`` columns each in ``bin_frac`` (float32 busy fraction),
-    ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``. Counter
-    lanes (``counters``) are ``width`` columns each in ``ctr_<series>_max`` and
-    ``ctr_<series>_end`` (float64 bytes, NaN before the first record; see
-    :mod:`~jupyter_traceview.views.timeline.counters`).
+    ``bin_kind``, ``bin_count`` and, when asked for, ``bin_match`` and ``bin_color``. Memory
+    lanes (``memory``) are ``width`` columns each in ``mem_<series>_max`` and
+    ``mem_<series>_end`` (float64 bytes, NaN before the first record; see
+    :mod:`~jupyter_traceview.views.timeline.memory`).
     """
     width = len(win.edges) - 1
     raw = [r for r in win.rows if r.mode == "raw"]
@@ -282,14 +282,14 @@ def encode_window(
         sections["bin_color"] = _cat(
             [r.name_color if r.name_color is not None else np.full(width, 255, np.uint8) for r in binned], np.uint8
         )
-    ctr_meta: list[CounterSlice] = []
-    for j, c in enumerate(counters or []):
-        ctr_meta.append(CounterSlice(counter=c.id, offset=j * width, count=width))
-    for name in COUNTER_SERIES:
+    mem_meta: list[MemorySlice] = []
+    for j, c in enumerate(memory or []):
+        mem_meta.append(MemorySlice(memory=c.id, offset=j * width, count=width))
+    for name in MEMORY_SERIES:
         for part, k in (("max", 0), ("end", 1)):
-            got = [c.series[name][k] for c in counters or []]
+            got = [c.series[name][k] for c in memory or []]
             if got:
-                sections[f"ctr_{name}_{part}"] = np.concatenate(got).astype(np.float64)
+                sections[f"mem_{name}_{part}"] = np.concatenate(got).astype(np.float64)
     layout, buf = _pack(sections)
     names = [index.names[i] for i in uniq.tolist()]
     meta = WindowResponseMeta(
@@ -299,7 +299,7 @@ def encode_window(
         width=width,
         rows=rows_meta,
         summaries=sums_meta,
-        counters=ctr_meta,
+        memory=mem_meta,
         names=names,
         name_colors=index.name_colors[uniq].tolist() if len(uniq) else [],
         layout=layout,
@@ -454,9 +454,9 @@ def answer_window(
             with_name_colors=bool(msg.get("name_colors", False)),
             folds=_ids(msg, "folds") or [],
         )
-        wanted = _ids(msg, "counters") or []
-        counters = CounterIndex.of(index.trace).window(win.edges, wanted) if wanted else None
-        meta, buf = encode_window(index, win, pattern=pattern, counters=counters, seq=seq)
+        wanted = _ids(msg, "memory") or []
+        memory = MemoryIndex.of(index.trace).window(win.edges, wanted) if wanted else None
+        meta, buf = encode_window(index, win, pattern=pattern, memory=memory, seq=seq)
     except _ERRORS as exc:
         return WindowError(seq=seq, error=str(exc)), []
     meta["kernel_ms"] = (time.perf_counter() - t) * 1e3

@@ -1,4 +1,4 @@
-"""The timeline's memory counter lanes: memory_timeline's numbers, binned without losing a peak.
+"""The timeline's memory lanes: memory_timeline's numbers, binned without losing a peak.
 
 Checked against brute force on random step functions, against ``tv.memory_timeline`` and
 ``tv.memory_peaks`` on real traces with memory records (CPU torch recordings here, the H100
@@ -23,8 +23,8 @@ from jupyter_traceview.analysis.memory.binning import block_maxima
 from jupyter_traceview.analysis.memory.binning import range_max as _range_max
 from jupyter_traceview.errors import TraceSelectionError
 from jupyter_traceview.views.timeline import protocol
-from jupyter_traceview.views.timeline.counters import CounterIndex
 from jupyter_traceview.views.timeline.index import TimelineIndex
+from jupyter_traceview.views.timeline.memory import MemoryIndex
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MEMORY_TRACES = ["cpu_memory/mlp_train", "cpu_memory/leak", "h100_bert_small"]
@@ -122,59 +122,63 @@ def memory_trace(request: pytest.FixtureRequest) -> tv.Trace:
 
 
 def test_lanes_are_one_per_rank_and_device_of_memory_timeline(memory_trace: tv.Trace) -> None:
-    lanes = CounterIndex.of(memory_trace).lanes
+    lanes = MemoryIndex.of(memory_trace).lanes
     tl = tv.memory_timeline(memory_trace)
     groups = tl.groupby(["rank", "device_type", "device"], observed=True, sort=True)
-    assert [(c.rank, c.device_type, c.device) for c in lanes] == [(r, str(t), int(d)) for r, t, d in groups.groups]
-    assert [c.id for c in lanes] == list(range(len(lanes)))
-    assert [c.records for c in lanes] == groups.size().tolist()
-    assert all(c.label.startswith("memory · ") for c in lanes)
+    assert [(c["rank"], c["device_type"], c["device"]) for c in lanes] == [
+        (r, str(t), int(d)) for r, t, d in groups.groups
+    ]
+    assert [c["id"] for c in lanes] == list(range(len(lanes)))
+    assert [c["records"] for c in lanes] == groups.size().tolist()
+    assert all(c["label"].startswith("memory · ") for c in lanes)
 
 
 def test_lane_values_equal_memory_timeline_at_every_record(memory_trace: tv.Trace) -> None:
-    ci = CounterIndex.of(memory_trace)
+    ci = MemoryIndex.of(memory_trace)
     tl = tv.memory_timeline(memory_trace)
     t0 = memory_trace.t0_ns
     for c in ci.lanes:
-        g = tl.loc[(tl["rank"] == c.rank) & (tl["device_type"] == c.device_type) & (tl["device"] == c.device)]
+        g = tl.loc[(tl["rank"] == c["rank"]) & (tl["device_type"] == c["device_type"]) & (tl["device"] == c["device"])]
         ts = g["ts_ns"].to_numpy() - t0
         # The value in force at a record's time is the last record at that time.
         last = ~pd.Series(ts).duplicated(keep="last").to_numpy()
-        got = ci.values_at(c.id, ts[last])
+        got = ci.values_at(c["id"], ts[last])
         np.testing.assert_array_equal(got["allocated"].to_numpy(), g["allocated_bytes"].to_numpy()[last])
         np.testing.assert_array_equal(got["reserved"].to_numpy(), g["reserved_bytes"].to_numpy()[last])
         # Before the first record: no value.
-        assert np.isnan(ci.values_at(c.id, np.array([ts[0] - 1]))["allocated"].iloc[0])
+        assert np.isnan(ci.values_at(c["id"], np.array([ts[0] - 1]))["allocated"].iloc[0])
 
 
 def test_lane_peaks_are_memory_peaks(memory_trace: tv.Trace) -> None:
-    ci = CounterIndex.of(memory_trace)
+    ci = MemoryIndex.of(memory_trace)
     peaks = tv.memory_peaks(memory_trace, per="rank")
     assert len(peaks) == len(ci.lanes)
     for c in ci.lanes:
         p = peaks.loc[
-            (peaks["rank"] == c.rank) & (peaks["device_type"] == c.device_type) & (peaks["device"] == c.device)
+            (peaks["rank"] == c["rank"]) & (peaks["device_type"] == c["device_type"]) & (peaks["device"] == c["device"])
         ]
-        assert c.peak_allocated == int(p["peak_allocated_bytes"].iloc[0])
-        assert c.peak_ts == int(p["peak_ts_ns"].iloc[0]) - memory_trace.t0_ns
-        assert c.peak_reserved == int(p["peak_reserved_bytes"].iloc[0])
+        assert c["peak_allocated"] == int(p["peak_allocated_bytes"].iloc[0])
+        assert c["peak_ts"] == int(p["peak_ts_ns"].iloc[0]) - memory_trace.t0_ns
+        assert c["peak_reserved"] == int(p["peak_reserved_bytes"].iloc[0])
 
 
 @pytest.mark.parametrize("width", [2, 5, 64, 700, 3000])
 def test_binned_lanes_keep_the_peak_and_match_memory_timeline_resampled(memory_trace: tv.Trace, width: int) -> None:
-    ci = CounterIndex.of(memory_trace)
+    ci = MemoryIndex.of(memory_trace)
     ix = TimelineIndex.of(memory_trace)
     t0 = memory_trace.t0_ns
     lo, hi = 0, ix.end_ns + 1
     edges = lo + (np.arange(width + 1, dtype=np.int64) * (hi - lo)) // width
-    got = ci.window(edges, [c.id for c in ci.lanes])
+    got = ci.window(edges, [c["id"] for c in ci.lanes])
     # memory_timeline(resample=width) over the same span: each point is the maximum of its bin.
     res = tv.memory_timeline(memory_trace, time_range=(t0 + lo, t0 + hi), resample=width)
     for c, w in zip(ci.lanes, got, strict=True):
         top, _ = w.series["allocated"]
-        assert np.nanmax(top) == c.peak_allocated
-        assert np.nanmax(w.series["reserved"][0]) == c.peak_reserved
-        g = res.loc[(res["rank"] == c.rank) & (res["device_type"] == c.device_type) & (res["device"] == c.device)]
+        assert np.nanmax(top) == c["peak_allocated"]
+        assert np.nanmax(w.series["reserved"][0]) == c["peak_reserved"]
+        g = res.loc[
+            (res["rank"] == c["rank"]) & (res["device_type"] == c["device_type"]) & (res["device"] == c["device"])
+        ]
         # One binning (analysis.memory.binning.bin_step): a row exactly where the lane has a value, the same value.
         defined = ~np.isnan(top)
         np.testing.assert_array_equal(g["ts_ns"].to_numpy() - t0, edges[:-1][defined])
@@ -183,26 +187,26 @@ def test_binned_lanes_keep_the_peak_and_match_memory_timeline_resampled(memory_t
 
 
 def test_zoomed_in_windows_keep_the_peak(memory_trace: tv.Trace) -> None:
-    ci = CounterIndex.of(memory_trace)
+    ci = MemoryIndex.of(memory_trace)
     for c in ci.lanes:
         for span in (10, 1_000, 10**6, 10**9):
             for shift in (0.0, 0.3, 0.99):
-                lo = c.peak_ts - int(span * shift)
+                lo = c["peak_ts"] - int(span * shift)
                 for width in (1, 3, 800):
                     edges = lo + (np.arange(width + 1, dtype=np.int64) * span) // width
-                    (w,) = ci.window(edges, [c.id])
-                    assert np.nanmax(w.series["allocated"][0]) == c.peak_allocated
+                    (w,) = ci.window(edges, [c["id"]])
+                    assert np.nanmax(w.series["allocated"][0]) == c["peak_allocated"]
 
 
 def test_the_window_command_sends_the_lanes(memory_trace: tv.Trace) -> None:
     ix = TimelineIndex.of(memory_trace)
-    ci = CounterIndex.of(memory_trace)
-    ids = [c.id for c in ci.lanes][::-1]
+    ci = MemoryIndex.of(memory_trace)
+    ids = [c["id"] for c in ci.lanes][::-1]
     meta, bufs = protocol.answer(
-        ix, "_window", {"seq": 3, "lo": 0, "hi": ix.end_ns, "width": 257, "rows": [], "counters": ids + ids[:1]}
+        ix, "_window", {"seq": 3, "lo": 0, "hi": ix.end_ns, "width": 257, "rows": [], "memory": ids + ids[:1]}
     )
     assert "error" not in meta, meta
-    assert [m["counter"] for m in meta["counters"]] == ids  # duplicates dropped, order kept
+    assert [m["memory"] for m in meta["memory"]] == ids  # duplicates dropped, order kept
     (buf,) = bufs
     width = meta["width"]
     # The same edges as the rows' columns (snapped to the index's grid when zoomed out).
@@ -214,44 +218,44 @@ def test_the_window_command_sends_the_lanes(memory_trace: tv.Trace) -> None:
         off, n, dtype = meta["layout"][name]
         return np.frombuffer(buf, dtype=dtype, count=n, offset=off)
 
-    for m, w in zip(meta["counters"], want, strict=True):
+    for m, w in zip(meta["memory"], want, strict=True):
         assert m["count"] == width
         for series in ("allocated", "reserved"):
             for part, k in (("max", 0), ("end", 1)):
-                got = section(f"ctr_{series}_{part}")[m["offset"] : m["offset"] + width]
+                got = section(f"mem_{series}_{part}")[m["offset"] : m["offset"] + width]
                 np.testing.assert_array_equal(got, w.series[series][k])
     state = protocol.timeline_state(memory_trace, ix)
-    assert [c["id"] for c in state["_counters"]] == [c.id for c in ci.lanes]
-    assert state["_counters"][0]["peak_allocated"] == ci.lanes[0].peak_allocated
+    assert [c["id"] for c in state["_memory"]] == [c["id"] for c in ci.lanes]
+    assert state["_memory"][0]["peak_allocated"] == ci.lanes[0]["peak_allocated"]
 
 
 def test_no_lane_without_memory_records(dlrm: tv.Trace) -> None:
     assert tv.memory_timeline(dlrm).empty
     ix = TimelineIndex.of(dlrm)
-    assert CounterIndex.of(dlrm).lanes == []
-    assert protocol.timeline_state(dlrm, ix)["_counters"] == []
+    assert MemoryIndex.of(dlrm).lanes == []
+    assert protocol.timeline_state(dlrm, ix)["_memory"] == []
     meta, _ = protocol.answer(ix, "_window", {"seq": 1, "lo": 0, "hi": ix.end_ns, "width": 100, "rows": []})
-    assert meta["counters"] == [] and not any(k.startswith("ctr_") for k in meta["layout"])
+    assert meta["memory"] == [] and not any(k.startswith("mem_") for k in meta["layout"])
     # Asking for a lane that does not exist is answered as an error, never raised.
     meta, bufs = protocol.answer(
-        ix, "_window", {"seq": 2, "lo": 0, "hi": ix.end_ns, "width": 100, "rows": [], "counters": [0]}
+        ix, "_window", {"seq": 2, "lo": 0, "hi": ix.end_ns, "width": 100, "rows": [], "memory": [0]}
     )
     assert "no memory records" in meta["error"] and bufs == []
-    with pytest.raises(TraceSelectionError, match="unknown counter lane 0"):
-        CounterIndex.of(dlrm).values_at(0, np.array([0]))
+    with pytest.raises(TraceSelectionError, match="unknown memory lane 0"):
+        MemoryIndex.of(dlrm).values_at(0, np.array([0]))
 
 
 def test_a_narrowed_trace_has_the_lanes_of_its_window() -> None:
     trace = tv.load(DATA / "h100_bert_small", cache=False)
-    full = CounterIndex.of(trace).find(0, "cuda", 0)
+    full = MemoryIndex.of(trace).find(0, "cuda", 0)
     assert full is not None
     t0 = trace.t0_ns
-    part = trace.select(time_range=(t0 + full.peak_ts - 100_000, t0 + full.peak_ts + 100_000))
-    lane = CounterIndex.of(part).find(0, "CUDA", 0)
-    assert lane is not None and lane.peak_allocated == full.peak_allocated
+    part = trace.select(time_range=(t0 + full["peak_ts"] - 100_000, t0 + full["peak_ts"] + 100_000))
+    lane = MemoryIndex.of(part).find(0, "CUDA", 0)
+    assert lane is not None and lane["peak_allocated"] == full["peak_allocated"]
     tl = tv.memory_timeline(part, device="cuda:0")
-    assert lane.records == len(tl)
-    got = CounterIndex.of(part).values_at(lane.id, tl["ts_ns"].to_numpy() - part.t0_ns)
+    assert lane["records"] == len(tl)
+    got = MemoryIndex.of(part).values_at(lane["id"], tl["ts_ns"].to_numpy() - part.t0_ns)
     last = ~tl["ts_ns"].duplicated(keep="last").to_numpy()
     np.testing.assert_array_equal(got["allocated"].to_numpy()[last], tl["allocated_bytes"].to_numpy()[last])
 
@@ -267,13 +271,13 @@ def bert_on_dask(dask_client: Any) -> Any:
 @given(data=st.data())
 def test_dask_lanes_answer_as_in_process(bert_on_dask: tv.Trace, data: Any) -> None:
     here = tv.load(DATA / "h100_bert_small")
-    a, b = CounterIndex.of(here), CounterIndex.of(bert_on_dask)
+    a, b = MemoryIndex.of(here), MemoryIndex.of(bert_on_dask)
     assert a.lanes == b.lanes
     lo = data.draw(st.integers(-1000, 4_000_000))
     span = data.draw(st.integers(1, 5_000_000))
     width = data.draw(st.integers(1, 500))
     edges = lo + (np.arange(width + 1, dtype=np.int64) * span) // width
-    ids = [c.id for c in a.lanes]
+    ids = [c["id"] for c in a.lanes]
     for x, y in zip(a.window(edges, ids), b.window(edges, ids), strict=True):
         for s in x.series:
             np.testing.assert_array_equal(x.series[s][0], y.series[s][0])

@@ -1,12 +1,12 @@
-"""Counter lanes of the timeline: memory allocated and reserved per rank and device, binned to a window.
+"""Memory lanes of the timeline: memory allocated and reserved per rank and device, binned to a window.
 
-A rank with memory records (``profile_memory=True``) gets one *counter lane* per device
+A rank with memory records (``profile_memory=True``) gets one *memory lane* per device
 (``CUDA:0``, ``CPU``, ...) drawn under its lanes. Its values are
 :func:`jupyter_traceview.memory_timeline`'s, unchanged (one truth): allocated and reserved
 bytes as a step function that changes at every record and holds its value until the next
 one; before a device's first record it has no value.
 
-Window query (:meth:`CounterIndex.window`, binned by
+Window query (:meth:`MemoryIndex.window`, binned by
 :func:`jupyter_traceview.analysis.memory.binning.bin_step`, the one binning of every counter
 surface, ``memory_timeline(resample=)`` included). Over the bin edges of a timeline window (the
 same edges as :meth:`TimelineIndex.window`'s answer) each lane gets, per pixel column
@@ -21,8 +21,12 @@ bounded however many records the window holds.
 
 Where the work happens. As for the event rows (:mod:`.rank_index`), each rank's series
 lives where the rank's tables live (this process, or the dask worker holding the rank):
-:func:`build_rank_counters` runs there; :class:`CounterIndex`, kept by the notebook, holds
-only the lanes' descriptions (:class:`CounterInfo`) and asks the ranks for windows.
+:func:`build_rank_memory` runs there; :class:`MemoryIndex`, kept by the notebook, holds
+only the lanes' descriptions (:class:`~.messages.MemoryMeta`, what the timeline's state
+lists as ``_memory``) and asks the ranks for windows.
+
+Not to be confused with the *counters* of :mod:`jupyter_traceview.analysis.counters` (launch
+queue length and copy bandwidth, the dashboard's Counters tab).
 """
 
 from __future__ import annotations
@@ -39,42 +43,19 @@ from ...analysis.memory.binning import bin_step, block_maxima
 from ...errors import TraceSelectionError
 from ...model.rank_data import RankData
 from ...model.trace import Trace
-from .messages import CounterMeta
+from .messages import MemoryMeta
 from .rank_index import _DaskParts, _LocalParts
 
-__all__ = ["COUNTER_SERIES", "CounterIndex", "CounterInfo", "CounterWindow", "RankCounters", "build_rank_counters"]
+__all__ = ["MEMORY_SERIES", "MemoryIndex", "MemoryWindow", "RankMemory", "build_rank_memory"]
 
-#: The series of a memory counter lane, as named in window answers: column of memory_timeline.
-COUNTER_SERIES = {"allocated": "allocated_bytes", "reserved": "reserved_bytes"}
+#: The series of a memory lane, as named in window answers: column of memory_timeline.
+MEMORY_SERIES = {"allocated": "allocated_bytes", "reserved": "reserved_bytes"}
 #: Records per block of the block maxima that bound a zoomed-out query's cost.
 BLOCK = 64
 
 
 @dataclass(frozen=True)
-class CounterInfo:
-    """One counter lane: memory of one device of one rank (times relative to the trace's origin)."""
-
-    id: int
-    rank: int
-    device_type: str
-    device: int
-    #: ``memory · CUDA:0``: the lane's label.
-    label: str
-    #: Records (allocations and frees) in the series.
-    records: int
-    #: The largest allocated value and when it was first reached (relative ns).
-    peak_allocated: int
-    peak_ts: int
-    #: The largest reserved value (0 for the CPU allocator) and when it was first reached.
-    peak_reserved: int
-    peak_reserved_ts: int
-    #: First and last record (relative ns).
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class CounterWindow:
+class MemoryWindow:
     """One lane over a window's columns: per series, the maximum and the end value of each column."""
 
     id: int
@@ -84,14 +65,14 @@ class CounterWindow:
 
 @dataclass
 class _Series:
-    info: CounterInfo
+    info: MemoryMeta
     ts: np.ndarray  # int64, relative ns, sorted
     values: dict[str, np.ndarray]  # series -> bytes after each record (float64, exact)
     blocks: dict[str, np.ndarray]  # series -> float64 maximum of each BLOCK records
 
 
-class RankCounters:
-    """The counter series of one rank (ids local to the rank), built where the rank lives."""
+class RankMemory:
+    """The memory series of one rank (ids local to the rank), built where the rank lives."""
 
     def __init__(self, trace: Trace, t0_ns: int) -> None:
         (rank,) = trace.ranks
@@ -103,10 +84,10 @@ class RankCounters:
         for (dtype, dev), g in tl.groupby(["device_type", "device"], observed=True, sort=True):
             ts = g["ts_ns"].to_numpy(dtype=np.int64) - int(t0_ns)
             # Float64 once (bytes stay exact below 2**53): a query converts nothing.
-            values = {name: g[col].to_numpy(dtype=np.float64) for name, col in COUNTER_SERIES.items()}
+            values = {name: g[col].to_numpy(dtype=np.float64) for name, col in MEMORY_SERIES.items()}
             alloc, res = values["allocated"], values["reserved"]
             ia, ir = int(np.argmax(alloc)), int(np.argmax(res))
-            info = CounterInfo(
+            info = MemoryMeta(
                 id=len(self.series),
                 rank=self.rank,
                 device_type=str(dtype),
@@ -123,17 +104,17 @@ class RankCounters:
             blocks = {k: block_maxima(v, BLOCK) for k, v in values.items()}
             self.series.append(_Series(info=info, ts=ts, values=values, blocks=blocks))
 
-    def info(self) -> list[CounterInfo]:
+    def info(self) -> list[MemoryMeta]:
         """The rank's lanes (local ids)."""
         return [s.info for s in self.series]
 
-    def window(self, edges: np.ndarray, ids: Sequence[int]) -> list[CounterWindow]:
+    def window(self, edges: np.ndarray, ids: Sequence[int]) -> list[MemoryWindow]:
         """The lanes ``ids`` (local) binned over ``edges`` (see the module docstring)."""
         out = []
         for i in ids:
             s = self.series[int(i)]
             series = {k: bin_step(s.ts, v, edges, blocks=(BLOCK, s.blocks[k])) for k, v in s.values.items()}
-            out.append(CounterWindow(id=int(i), series=series))
+            out.append(MemoryWindow(id=int(i), series=series))
         return out
 
     def values_at(self, local: int, times: np.ndarray) -> dict[str, np.ndarray]:
@@ -144,13 +125,13 @@ class RankCounters:
         return {k: np.where(at >= 0, v[np.maximum(at, 0)].astype(np.float64), np.nan) for k, v in s.values.items()}
 
 
-def build_rank_counters(data: RankData, t0_ns: int, window: tuple[int, int] | None) -> RankCounters:
-    """The counter series of one rank's tables (module-level: dask runs it where the rank lives)."""
-    return RankCounters(Trace([data], window=window, _classified=True), t0_ns)
+def build_rank_memory(data: RankData, t0_ns: int, window: tuple[int, int] | None) -> RankMemory:
+    """The memory series of one rank's tables (module-level: dask runs it where the rank lives)."""
+    return RankMemory(Trace([data], window=window, _classified=True), t0_ns)
 
 
-class CounterIndex:
-    """The timeline's counter lanes of a trace: their descriptions here, their series with the ranks.
+class MemoryIndex:
+    """The timeline's memory lanes of a trace: their descriptions here, their series with the ranks.
 
     Lane ids run rank by rank, device by device (``CPU`` before ``CUDA:0``, ...); a trace
     without memory records has none.
@@ -159,41 +140,47 @@ class CounterIndex:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.t0_ns = int(trace.t0_ns)
-        held = trace.keep_on_workers(build_rank_counters, self.t0_ns, trace.window)
+        held = trace.keep_on_workers(build_rank_memory, self.t0_ns, trace.window)
         self._parts: _LocalParts | _DaskParts = (
             _DaskParts(trace.client, held) if trace.client is not None else _LocalParts(held)
         )
-        infos: dict[int, list[CounterInfo]] = self._parts.call("info", {int(r): () for r in trace.ranks})
-        self.lanes: list[CounterInfo] = []
+        infos: dict[int, list[MemoryMeta]] = self._parts.call("info", {int(r): () for r in trace.ranks})
+        self.lanes: list[MemoryMeta] = []
         self._local: list[tuple[int, int]] = []
         for rank in trace.ranks:
             for info in infos[int(rank)]:
-                self._local.append((int(rank), info.id))
-                self.lanes.append(_with_id(info, len(self.lanes)))
+                self._local.append((int(rank), info["id"]))
+                lane = info.copy()
+                lane["id"] = len(self.lanes)
+                self.lanes.append(lane)
 
     @classmethod
-    def of(cls, trace: Trace) -> CounterIndex:
-        """The counter lanes of ``trace``, built on first use and kept with the trace."""
-        index = trace._cached("timeline_counters", lambda: cls(trace))
+    def of(cls, trace: Trace) -> MemoryIndex:
+        """The memory lanes of ``trace``, built on first use and kept with the trace."""
+        index = trace._cached("timeline_memory", lambda: cls(trace))
         return index if isinstance(index, cls) else cls(trace)
 
-    def find(self, rank: int, device_type: str, device: int) -> CounterInfo | None:
+    def find(self, rank: int, device_type: str, device: int) -> MemoryMeta | None:
         """The lane of ``rank``'s device (type compared case-insensitively), or None."""
         for c in self.lanes:
-            if c.rank == int(rank) and c.device_type.upper() == str(device_type).upper() and c.device == int(device):
+            if (
+                c["rank"] == int(rank)
+                and c["device_type"].upper() == str(device_type).upper()
+                and c["device"] == int(device)
+            ):
                 return c
         return None
 
-    def _check(self, counter: int) -> tuple[int, int]:
-        if not 0 <= int(counter) < len(self.lanes):
+    def _check(self, lane: int) -> tuple[int, int]:
+        if not 0 <= int(lane) < len(self.lanes):
             known = f"0..{len(self.lanes) - 1}" if self.lanes else "none (no memory records)"
-            raise TraceSelectionError(f"unknown counter lane {counter}; lanes are {known}")
-        return self._local[int(counter)]
+            raise TraceSelectionError(f"unknown memory lane {lane}; lanes are {known}")
+        return self._local[int(lane)]
 
-    def window(self, edges: np.ndarray, counters: Sequence[int]) -> list[CounterWindow]:
-        """Lanes ``counters`` binned over ``edges`` (int64 relative ns), in the order asked."""
+    def window(self, edges: np.ndarray, lanes: Sequence[int]) -> list[MemoryWindow]:
+        """Lanes ``lanes`` binned over ``edges`` (int64 relative ns), in the order asked."""
         by_rank: dict[int, list[int]] = {}
-        for c in counters:
+        for c in lanes:
             rank, local = self._check(int(c))
             by_rank.setdefault(rank, []).append(local)
         if not by_rank:
@@ -202,53 +189,29 @@ class CounterIndex:
         got = self._parts.call("window", {r: (e, ids) for r, ids in by_rank.items()})
         answers = {(r, w.id): w for r, ws in got.items() for w in ws}
         out = []
-        for c in counters:
+        for c in lanes:
             w = answers[self._local[int(c)]]
-            out.append(CounterWindow(id=int(c), series=w.series))
+            out.append(MemoryWindow(id=int(c), series=w.series))
         return out
 
-    def values_at(self, counter: int, times: np.ndarray) -> pd.DataFrame:
+    def values_at(self, lane: int, times: np.ndarray) -> pd.DataFrame:
         """Each series' value in force at ``times`` (relative ns): columns ``t`` and one per series (NaN before the first record)."""
-        rank, local = self._check(int(counter))
+        rank, local = self._check(int(lane))
         t = np.asarray(times, dtype=np.int64)
         got = self._parts.call("values_at", {rank: (local, t)})[rank]
         return pd.DataFrame({"t": t, **got})
 
 
-def _with_id(info: CounterInfo, new_id: int) -> CounterInfo:
-    d = {k: getattr(info, k) for k in info.__dataclass_fields__}
-    d["id"] = new_id
-    return CounterInfo(**d)
+#: Bound on the report's embedded memory levels (characters of base64 text): part of its 3 MB.
+MEMORY_LEVELS_MAX_BYTES = 400_000
 
 
-def counter_meta(info: CounterInfo) -> CounterMeta:
-    """A lane's description as the timeline's state lists it (``_counters``; JSON-able)."""
-    return CounterMeta(
-        id=info.id,
-        rank=info.rank,
-        device_type=info.device_type,
-        device=info.device,
-        label=info.label,
-        records=info.records,
-        peak_allocated=info.peak_allocated,
-        peak_ts=info.peak_ts,
-        peak_reserved=info.peak_reserved,
-        peak_reserved_ts=info.peak_reserved_ts,
-        start=info.start,
-        end=info.end,
-    )
-
-
-#: Bound on the report's embedded counter levels (characters of base64 text): part of its 3 MB.
-COUNTER_LEVELS_MAX_BYTES = 400_000
-
-
-def counter_levels(
-    index: CounterIndex, end_ns: int, cells: Sequence[int], *, max_bytes: int = COUNTER_LEVELS_MAX_BYTES
+def memory_levels(
+    index: MemoryIndex, end_ns: int, cells: Sequence[int], *, max_bytes: int = MEMORY_LEVELS_MAX_BYTES
 ) -> dict[str, Any] | None:
     """The memory lanes binned over ``[0, end_ns)`` at each of ``cells`` (coarsest first), for the HTML report.
 
-    Each level is :meth:`CounterIndex.window` over ``TimelineIndex.edges(0, end_ns, cells)``
+    Each level is :meth:`MemoryIndex.window` over ``TimelineIndex.edges(0, end_ns, cells)``
     (the binning of every counter surface, :func:`~jupyter_traceview.analysis.memory.binning.bin_step`):
     per lane, ``allocated`` max and end, ``reserved`` max and end, float64 (NaN before the
     lane's first record), deflated and base64-encoded. Levels are added while the text stays
@@ -259,7 +222,7 @@ def counter_levels(
 
     if not index.lanes:
         return None
-    ids = [c.id for c in index.lanes]
+    ids = [c["id"] for c in index.lanes]
     levels: list[dict[str, Any]] = []
     size = 0
     end = max(int(end_ns), 1)
