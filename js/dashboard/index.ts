@@ -6,7 +6,7 @@
  * the views (view.ts, ../timeline/view.ts) know nothing of anywidget.
  */
 import type { AnyModel, Experimental, RenderProps } from "@anywidget/types";
-import type { TimelineModel } from "../timeline/model";
+import type { TimelineModel } from "../timeline/messages";
 import type { InvokeOptions, StateModel } from "../timeline/state";
 import type { DashboardModel } from "./model";
 import type {

@@ -6,7 +6,7 @@
  * first event, as in the timeline.
  */
 import type { InvokeOptions, StateModel } from "../timeline/state";
-import type { TimelineModel } from "../timeline/model";
+import type { TimelineModel } from "../timeline/messages";
 
 /** Version of the contract this front end speaks (dashboard.data.PROTOCOL). */
 export const PROTOCOL = 1;

@@ -5,7 +5,7 @@
  * JupyterLab Traces sidebar (HTTP) share it. Only the DOM: no JupyterLab import.
  */
 import { formatDuration, formatTimePrecise as formatTime } from "../format";
-import type { TimelineModel } from "../timeline/model";
+import type { TimelineModel } from "../timeline/messages";
 import { type StateModel, LocalModel, type Invoke, type InvokeOptions } from "../timeline/state";
 import { readTheme } from "../timeline/theme";
 import { withRanks } from "../timeline/ranks";

@@ -6,7 +6,8 @@ import { URLExt } from "@jupyterlab/coreutils";
 import { ServerConnection } from "@jupyterlab/services";
 
 import { TracesApiError } from "./tokens";
-import type { ErrorBody, ITracesApi, ListOptions, RawAnswer, RunsListing } from "./tokens";
+import type { ErrorBody, RunsListing } from "./messages";
+import type { ITracesApi, ListOptions, RawAnswer } from "./tokens";
 
 const NOT_ENABLED =
   "The Traces server extension does not answer: check that jupyter_traceview is installed in " +

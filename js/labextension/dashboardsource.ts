@@ -16,10 +16,10 @@ import type {
   CommandPending,
   DashboardRequest,
   ErrorBody,
-  RawAnswer,
   TaskProgress,
   TaskState,
-} from "./tokens";
+} from "./messages";
+import type { RawAnswer } from "./tokens";
 
 /** Sends one command to the server: `ITracesApi.dashboard` (api.ts: JupyterLab's ServerConnection). */
 export type DashboardTransport = (

@@ -204,4 +204,5 @@ const plugin: JupyterFrontEndPlugin<ITracesModel> = {
 };
 
 export default plugin;
+export * from "./messages";
 export * from "./tokens";

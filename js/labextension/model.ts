@@ -7,7 +7,8 @@ import { Signal } from "@lumino/signaling";
 import type { ISignal } from "@lumino/signaling";
 
 import { DEFAULT_SETTINGS, TracesApiError } from "./tokens";
-import type { ITracesApi, ITracesModel, RunRow, SelectMode, TracesSettings } from "./tokens";
+import type { RunRow } from "./messages";
+import type { ITracesApi, ITracesModel, SelectMode, TracesSettings } from "./tokens";
 
 /** Seconds between refreshes while some run is being analysed (progress moves). */
 export const BUSY_INTERVAL_S = 1;

@@ -15,7 +15,7 @@ import { CommandToolbarButton, Toolbar } from "@jupyterlab/ui-components";
 import { formatBytes, formatDuration, formatPct, plural } from "../format";
 import { displayName, formatAge, formatProgress } from "./format";
 import type { TracesModel } from "./model";
-import type { RunRow } from "./tokens";
+import type { RunRow } from "./messages";
 import { tracesIcon } from "./icons";
 
 /** Command ids (index.ts registers them). */

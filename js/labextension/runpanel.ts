@@ -19,7 +19,7 @@ import type { RestDashboardSource } from "./dashboardsource";
 import { displayName } from "./format";
 import { tracesIcon } from "./icons";
 import { TaskView } from "./task";
-import type { TaskState } from "./tokens";
+import type { TaskState } from "./messages";
 
 /** The main-area content of a run (or of two runs compared): the dashboard. */
 export class RunView extends TaskView<DashboardPayload> {

@@ -7,7 +7,7 @@ import type { Message } from "@lumino/messaging";
 import { Widget } from "@lumino/widgets";
 
 import { formatProgress } from "./format";
-import type { TaskState } from "./tokens";
+import type { TaskState } from "./messages";
 
 /** First and longest wait between polls, ms. */
 const FIRST_POLL_MS = 250;

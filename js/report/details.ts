@@ -8,7 +8,7 @@
  * the kernel's). Range figures are sums over the bins a range touches, prorated by the overlap
  * in its end bins: exact when the range's ends are bin edges.
  */
-import type { FindResult, KindBusy, RangeSummary, TopName } from "../timeline/model";
+import type { FindResult, KindBusy, RangeSummary, TopName } from "../timeline/messages";
 
 /** The embedded details (`timeline_details` in details.py). */
 export interface DetailsPayload {

@@ -9,7 +9,7 @@
  * `{state, levels, details, memory}`; once the view is mounted the element gets
  * `data-ready="1"` (or `data-error` with the reason), what the tests read.
  */
-import type { TimelineModel } from "../timeline/model";
+import type { TimelineModel } from "../timeline/messages";
 import { LocalModel } from "../timeline/state";
 import { TimelineView } from "../timeline/view";
 import "../timeline/timeline.css";

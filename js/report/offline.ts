@@ -17,7 +17,7 @@ import type {
   SummaryRequest,
   WindowRequest,
   WindowResponseMeta,
-} from "../timeline/model";
+} from "../timeline/messages";
 import type { Invoke } from "../timeline/state";
 import { type MemoryLevel, type MemoryLevelsPayload, type ReportDetails, memoryColumns } from "./details";
 

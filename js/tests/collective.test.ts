@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type FoundInstance, collectiveMarks, collectiveText, isFound } from "../timeline/collective";
 import { computeLayout } from "../timeline/layout";
-import type { LaneMeta, RowMeta } from "../timeline/model";
+import type { LaneMeta, RowMeta } from "../timeline/messages";
 
 // Two ranks of one GPU stream each (rows 0 and 1), and a third rank (2) whose kernel is not drawn.
 const rows: RowMeta[] = [

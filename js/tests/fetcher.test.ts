@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { Fetcher, PREFETCH_DELAY_MS, type WindowWant } from "../timeline/fetcher";
-import type { WindowRequest, WindowResponseMeta } from "../timeline/model";
+import type { WindowRequest, WindowResponseMeta } from "../timeline/messages";
 import type { Invoke } from "../timeline/state";
 
 /** An owner answering `_window` requests when the test says so (one bin row per request). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { foldTooltip } from "../timeline/lanes/fold";
-import type { FoldSummary } from "../timeline/model";
+import type { FoldSummary } from "../timeline/messages";
 import { type BinRow, NO_KIND } from "../timeline/protocol";
 
 const bins = (frac: number[], kind: number[], count: number[]): BinRow => ({

@@ -4,7 +4,7 @@ import { niceStep, ticks, unitForStep } from "../timeline/axis";
 import { binAt, eventAt, lastAtOrBefore } from "../timeline/hittest";
 import { computeLayout, slotAt, visibleSlots } from "../timeline/layout";
 import { MAX_PATTERN_CHARS, patternProblem } from "../timeline/search";
-import type { LaneMeta, RowMeta } from "../timeline/model";
+import type { LaneMeta, RowMeta } from "../timeline/messages";
 import {
   MIN_SPAN_NS,
   clampRange,

@@ -9,7 +9,7 @@ import {
   peakMark,
 } from "../timeline/lanes/memory";
 import { computeLayout } from "../timeline/layout";
-import type { MemoryMeta, LaneMeta, RowMeta } from "../timeline/model";
+import type { MemoryMeta, LaneMeta, RowMeta } from "../timeline/messages";
 import type { MemoryBins } from "../timeline/protocol";
 import { drawScore, fits, pickWindow, requestedExtent } from "../timeline/windows";
 import { MockCtx, asCtx } from "./mockctx";

@@ -9,7 +9,7 @@ import {
   offlineInvoke,
   splitLevel,
 } from "../report/offline";
-import type { FindResult, WindowRequest, WindowResponseMeta } from "../timeline/model";
+import type { FindResult, WindowRequest, WindowResponseMeta } from "../timeline/messages";
 import { aligned, decodeWindow } from "../timeline/protocol";
 
 const NO_KIND = 255;

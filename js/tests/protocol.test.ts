@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import palette from "../../jupyter_traceview/views/colors.json";
 import { Colors, parseColor, textOn, withAlpha } from "../timeline/colors";
-import type { Palette, WindowResponseMeta } from "../timeline/model";
+import type { Palette, WindowResponseMeta } from "../timeline/messages";
 import { aligned, decodeWindow } from "../timeline/protocol";
 
 /** Pack sections the way jupyter_traceview/widgets/timeline.py::_pack does (8-byte aligned). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { computeLayout, slotAt, visibleSlots } from "../timeline/layout";
-import type { LaneMeta, RowMeta } from "../timeline/model";
+import type { LaneMeta, RowMeta } from "../timeline/messages";
 import { displayOrder, keepPinned, moveRank, parseRankFilter, rankBlock, withRanks } from "../timeline/ranks";
 
 const ALL = Array.from({ length: 16 }, (_, i) => i);

@@ -3,7 +3,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BUSY_INTERVAL_S, TracesModel, matches } from "../labextension/model";
 import { TracesApiError } from "../labextension/tokens";
-import type { ITracesApi, ListOptions, RunRow, RunsListing } from "../labextension/tokens";
+import type { RunRow, RunsListing } from "../labextension/messages";
+import type { ITracesApi, ListOptions } from "../labextension/tokens";
 
 function run(path: string, mtime: number, extra: Partial<RunRow> = {}): RunRow {
   return {

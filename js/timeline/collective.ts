@@ -14,7 +14,7 @@ import { withAlpha } from "./colors";
 import type { Scale } from "./draw";
 import { xOf } from "./draw";
 import type { Layout } from "./layout";
-import type { CollectiveInstance } from "./model";
+import type { CollectiveInstance } from "./messages";
 import type { Invoke } from "./state";
 
 /** A found instance (every optional field present). */

@@ -2,7 +2,7 @@
  * Colours from the palette the kernel sends (jupyter_traceview/views/colors.json): kinds by code,
  * names by palette index, in the light or dark variant.
  */
-import type { Palette } from "./model";
+import type { Palette } from "./messages";
 
 export class Colors {
   readonly kinds: string[];

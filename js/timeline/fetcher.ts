@@ -23,7 +23,7 @@ import type {
   WindowError,
   WindowRequest,
   WindowResponseMeta,
-} from "./model";
+} from "./messages";
 import { type WindowData, aligned, decodeWindow } from "./protocol";
 import type { Invoke } from "./state";
 import { MARGIN } from "./viewport";

@@ -7,7 +7,7 @@ import type { FoundInstance } from "./collective";
 import type { Colors } from "./colors";
 import type { WindowData } from "./protocol";
 import type { Layout } from "./layout";
-import type { EventDetails, FoldSummary, LaneMeta, TimelineModel } from "./model";
+import type { EventDetails, FoldSummary, LaneMeta, TimelineModel } from "./messages";
 import type { StateModel } from "./state";
 import type { Theme } from "./theme";
 import type { Limits, Range } from "./viewport";

@@ -3,7 +3,7 @@
  * js/build.mjs into jupyter_traceview/static/timeline.js (+ timeline.css).
  */
 import type { RenderProps } from "@anywidget/types";
-import type { TimelineModel } from "./model";
+import type { TimelineModel } from "./messages";
 import type { Invoke } from "./state";
 import { TimelineView } from "./view";
 import "./timeline.css";

@@ -6,7 +6,7 @@
  */
 import { LANE_KINDS, type LaneKindName } from "./lanes";
 import type { LaneData, LayoutBuilder, NewSlot } from "./lanes/kind";
-import type { MemoryMeta, LaneMeta, RowMeta } from "./model";
+import type { MemoryMeta, LaneMeta, RowMeta } from "./messages";
 
 export interface LayoutOptions {
   headerHeight: number;

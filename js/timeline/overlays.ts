@@ -4,7 +4,7 @@
  */
 import { formatCount, formatDuration, formatPct, formatTimePrecise as formatTime } from "../format";
 import type { Measure, ViewHost } from "./host";
-import type { RangeSummary } from "./model";
+import type { RangeSummary } from "./messages";
 import { el } from "../dom";
 
 /** The keys and gestures of the timeline, as the help overlay lists them. */

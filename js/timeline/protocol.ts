@@ -2,7 +2,7 @@
  * Decoding the kernel's binary window responses (encode_window in
  * jupyter_traceview/widgets/timeline.py) into typed-array views per row.
  */
-import type { Layout, WindowResponseMeta } from "./model";
+import type { Layout, WindowResponseMeta } from "./messages";
 
 /** Raw events of one row, in start order (views into the response buffer). */
 export interface RawRow {

@@ -13,7 +13,7 @@ import { formatCount, formatDuration } from "../format";
 import { el } from "../dom";
 import { AXIS, SCROLLBAR } from "./host";
 import type { Layout } from "./layout";
-import type { CommandError, RankPresets, TimelineModel } from "./model";
+import type { CommandError, RankPresets, TimelineModel } from "./messages";
 import type { Invoke, StateModel } from "./state";
 import { scrollToRow, stepRow, virtualWindow } from "./virtual";
 

@@ -17,7 +17,7 @@ import { Input } from "./input";
 import { RankPicker, displayOrder } from "./ranks";
 import { HelpOverlay, MeasureOverlay } from "./overlays";
 import { type Layout, computeLayout, visibleSlots } from "./layout";
-import type { EventDetails, FoldSummary, LaneMeta, RangeSummary, TimelineModel } from "./model";
+import type { EventDetails, FoldSummary, LaneMeta, RangeSummary, TimelineModel } from "./messages";
 import type { WindowData } from "./protocol";
 import type { Invoke, StateModel } from "./state";
 import { type Theme, readTheme } from "./theme";

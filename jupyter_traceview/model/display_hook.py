@@ -43,7 +43,7 @@ class HeadlineFigures(TypedDict):
 
     Meaning and unit of each key: ``HEADLINE_KEYS`` in :mod:`jupyter_traceview.analysis.headline`
     and docs/semantics.md ("Headline figures"). Mirrored by ``RunFigures`` in
-    ``js/labextension/tokens.ts``.
+    ``js/labextension/messages.ts``.
     """
 
     ranks: int

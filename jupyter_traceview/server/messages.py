@@ -1,6 +1,6 @@
 """The server extension's JSON, typed: what the REST endpoints (:mod:`.handlers`) accept and answer.
 
-Mirrored by the TypeScript interfaces of ``js/labextension/tokens.ts`` (same names, same
+Mirrored by the TypeScript interfaces of ``js/labextension/messages.ts`` (same names, same
 snake_case keys; ``tests/server/test_server_messages.py`` compares the keys). The dashboard's
 own messages, carried inside ``POST dashboard`` answers, are typed in
 :mod:`jupyter_traceview.dashboard.protocol` and :mod:`jupyter_traceview.views.timeline.messages`.

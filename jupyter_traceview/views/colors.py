@@ -71,7 +71,7 @@ class NamePalette(TypedDict):
 class Palette(TypedDict):
     """``colors.json`` (without its comment): what every widget sends once, as ``_palette``.
 
-    Mirrored by ``Palette`` in ``js/timeline/model.ts``.
+    Mirrored by ``Palette`` in ``js/timeline/messages.ts``.
     """
 
     kinds: list[PaletteKind]

@@ -237,7 +237,7 @@ class Dashboard(anywidget.AnyWidget):
         return answer(self._data, name, dict(msg), progress=progress)
 
     # The messages are typed in dashboard/protocol.py and views/timeline/messages.py (mirrored
-    # by js/dashboard/protocol.ts and js/timeline/model.ts); ``answer`` checks each request.
+    # by js/dashboard/protocol.ts and js/timeline/messages.ts); ``answer`` checks each request.
     @command
     def _tab(self, msg: TabRequest, buffers: list[bytes]) -> tuple[TabContent | CommandError, list[bytes]]:
         """One tab's content: ``{seq, tab, theme, range}``."""

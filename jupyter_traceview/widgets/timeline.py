@@ -190,7 +190,7 @@ class Timeline(anywidget.AnyWidget):
     _esm = _ESM if _ESM.exists() else _NOT_BUILT
     _css = _CSS if _CSS.exists() else ""
 
-    # Sent once (see js/timeline/model.ts for the TypeScript mirror of every trait).
+    # Sent once (see js/timeline/messages.ts for the TypeScript mirror of every trait).
     _palette = traitlets.Dict().tag(sync=True)
     _rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     _lanes = traitlets.List(traitlets.Dict()).tag(sync=True)
@@ -355,7 +355,7 @@ class Timeline(anywidget.AnyWidget):
         return check_ranks(self.trace, ranks)
 
     def _on_selection(self, _change: dict[str, Any]) -> None:
-        # The trait holds what the front end wrote (js/timeline/model.ts SelectedEvent); from_traits checks it.
+        # The trait holds what the front end wrote (js/timeline/messages.ts SelectedEvent); from_traits checks it.
         selected = cast(SelectedEvent, self.selected_event)
         sel = TimelineSelection.from_traits(selected, self.selected_range, self._index)
         self.set_trait("selection", sel)

@@ -1,5 +1,5 @@
 """The server's TypedDicts (server/messages.py) and the TypeScript interfaces they mirror
-(js/labextension/tokens.ts) name the same keys, optional on both sides or on neither; the
+(js/labextension/messages.ts) name the same keys, optional on both sides or on neither; the
 headline figures the runs list carries are typed with the keys tv.headline documents."""
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from jupyter_traceview.model.trace import Trace
 from jupyter_traceview.server import messages
 from tests.typescript import ROOT, py_keys, ts_interfaces
 
-TS = ts_interfaces(ROOT / "js" / "labextension" / "tokens.ts")
-#: Interfaces of tokens.ts that are not JSON the server sends or receives.
-NOT_MESSAGES = {"ListOptions", "RawAnswer", "ITracesApi", "TracesSettings", "ITracesModel"}
+TS = ts_interfaces(ROOT / "js" / "labextension" / "messages.ts")
 #: Answers of endpoints the sidebar does not call (GET run, GET diff): typed in Python only.
 PYTHON_ONLY = {"RunPending", "DiffPending", "FrameJson", "RunData", "RunAnswer", "DiffSide", "DiffData", "DiffAnswer"}
 MIRRORED = [n for n in messages.__all__ if n not in PYTHON_ONLY]
@@ -28,12 +26,12 @@ def test_the_parser_follows_extends() -> None:
 
 @pytest.mark.parametrize("name", MIRRORED)
 def test_typed_dict_matches_the_typescript_interface(name: str) -> None:
-    assert name in TS, f"js/labextension/tokens.ts has no interface {name}"
+    assert name in TS, f"js/labextension/messages.ts has no interface {name}"
     assert py_keys(getattr(messages, name)) == TS[name]
 
 
 def test_every_message_interface_is_typed() -> None:
-    assert set(TS) - NOT_MESSAGES == set(MIRRORED)
+    assert set(TS) == set(MIRRORED)
     assert set(messages.__all__) >= PYTHON_ONLY
 
 

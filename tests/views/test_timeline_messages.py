@@ -1,5 +1,5 @@
 """The timeline's TypedDicts (views/timeline/messages.py, the palette's in views/colors.py) and the
-TypeScript interfaces they mirror (js/timeline/model.ts) name the same keys, optional on both
+TypeScript interfaces they mirror (js/timeline/messages.ts) name the same keys, optional on both
 sides or on neither; and what the protocol sends has exactly the typed keys."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from jupyter_traceview.views.timeline import messages, protocol
 from jupyter_traceview.views.timeline.index import TimelineIndex
 from tests.typescript import ROOT, py_keys, ts_interfaces
 
-TS = ts_interfaces(ROOT / "js" / "timeline" / "model.ts")
+TS = ts_interfaces(ROOT / "js" / "timeline" / "messages.ts")
 TYPED = [n for n in messages.__all__ if isinstance(getattr(messages, n), type)]
 
 
@@ -24,12 +24,12 @@ def test_the_parser_reads_the_model() -> None:
 
 @pytest.mark.parametrize("name", TYPED)
 def test_typed_dict_matches_the_typescript_interface(name: str) -> None:
-    assert name in TS, f"js/timeline/model.ts has no interface {name}"
+    assert name in TS, f"js/timeline/messages.ts has no interface {name}"
     assert py_keys(getattr(messages, name)) == TS[name]
 
 
 def test_every_interface_is_typed() -> None:
-    """Every interface of model.ts has its TypedDict: a shape added on one side only fails here."""
+    """Every interface of messages.ts has its TypedDict: a shape added on one side only fails here."""
     assert set(TS) == set(TYPED)
 
 

@@ -260,12 +260,12 @@ def test_palette_is_one_file_shared_with_the_front_end() -> None:
 
 
 def test_typescript_model_mirrors_the_python_traits() -> None:
-    """js/timeline/model.ts declares every synced trait of Timeline, under the same name."""
+    """js/timeline/messages.ts declares every synced trait of Timeline, under the same name."""
     import re
 
     import anywidget
 
-    source = (ROOT / "js" / "timeline" / "model.ts").read_text()
+    source = (ROOT / "js" / "timeline" / "messages.ts").read_text()
     body = source.split("export interface TimelineModel {", 1)[1].split("}", 1)[0]
     declared = set(re.findall(r"^\s*(\w+)\s*:", body, flags=re.MULTILINE))
     synced = set(Timeline.class_trait_names(sync=True)) - set(anywidget.AnyWidget.class_trait_names(sync=True))

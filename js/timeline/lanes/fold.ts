@@ -12,7 +12,7 @@ import { formatCount, formatDuration, formatPct, formatTimePrecise as formatTime
 import { binAt } from "../hittest";
 import type { ViewHost } from "../host";
 import type { Slot } from "../layout";
-import type { FoldSummary } from "../model";
+import type { FoldSummary } from "../messages";
 import { type BinRow, NO_KIND } from "../protocol";
 import { type LaneKind, type Tip, columnSpan } from "./kind";
 

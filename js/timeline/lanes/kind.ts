@@ -8,7 +8,7 @@
 import type { Ctx, Scale } from "../draw";
 import type { Hover, ViewHost } from "../host";
 import type { Layout, LayoutOptions, Slot } from "../layout";
-import type { MemoryMeta, LaneMeta, RowMeta } from "../model";
+import type { MemoryMeta, LaneMeta, RowMeta } from "../messages";
 import type { BinRow } from "../protocol";
 
 /** What the model holds that the kinds lay out, indexed once per layout. */

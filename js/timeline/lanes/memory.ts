@@ -9,7 +9,7 @@ import { withAlpha } from "../colors";
 import { type Ctx, type Scale, xOf } from "../draw";
 import { type ViewHost, AXIS, GUTTER } from "../host";
 import type { Slot } from "../layout";
-import type { MemoryMeta } from "../model";
+import type { MemoryMeta } from "../messages";
 import type { MemoryBins } from "../protocol";
 import { type LaneKind, columnSpan } from "./kind";
 

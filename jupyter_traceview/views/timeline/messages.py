@@ -1,6 +1,6 @@
 """The timeline's messages, typed: its synced state, the command requests and their answers.
 
-Mirrored by the TypeScript interfaces of ``js/timeline/model.ts`` (same names, same snake_case
+Mirrored by the TypeScript interfaces of ``js/timeline/messages.ts`` (same names, same snake_case
 keys; ``tests/views/test_timeline_messages.py`` compares the keys) and documented in
 ``docs/frontend.md`` ("The timeline's protocol"). :mod:`.protocol` builds them; ``tv.Timeline``
 (its traits), ``tv.Dashboard`` and the Jupyter server send them. Times are float ns relative

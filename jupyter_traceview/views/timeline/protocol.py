@@ -19,7 +19,7 @@ command    request                                        answer
 ========== ============================================== ==========================================
 
 Errors are answered as ``{"error": message}`` (and no buffer), never raised. The messages are
-typed in :mod:`.messages` (mirrored by ``js/timeline/model.ts``).
+typed in :mod:`.messages` (mirrored by ``js/timeline/messages.ts``).
 
 Every size a client sends is bounded before anything is allocated: the window's width is
 clamped to :data:`MAX_WIDTH` columns, lists of rows or ranks lose their duplicates and may hold
@@ -121,7 +121,7 @@ def timeline_state(
     height_key: str = "",
     focus: int | None = None,
 ) -> TimelineModel:
-    """The timeline's synced state when it opens (JSON-able; ``js/timeline/model.ts``).
+    """The timeline's synced state when it opens (JSON-able; ``js/timeline/messages.ts``).
 
     The traits of :class:`jupyter_traceview.Timeline`, by name: what a host that is not an
     anywidget (the Traces sidebar) hands to the TypeScript view as its local model. ``focus``

@@ -55,7 +55,7 @@ class StragglerRank(TypedDict):
 
 
 class RankPresets(TypedDict):
-    """The ``_ranks`` answer (``RankPresets`` in ``js/timeline/model.ts``)."""
+    """The ``_ranks`` answer (``RankPresets`` in ``js/timeline/messages.ts``)."""
 
     #: Every rank with steps, slowest first.
     slowest: list[SlowRank]
