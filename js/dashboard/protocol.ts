@@ -85,7 +85,8 @@ export interface TabContent {
   charts: Chart[];
   notes: string[];
   elapsed_ms: number;
-  seq?: number;
+  /** The request's `seq` (null when it sent none). */
+  seq?: number | null;
   error?: string;
 }
 

@@ -86,7 +86,7 @@ export class RestDashboardSource implements DashboardSource {
   async ask(command: string, msg: unknown, signal?: AbortSignal): Promise<Answer | Pending> {
     const params: Record<string, string> = { path: this.path };
     if (this.baseline !== null) params.baseline = this.baseline;
-    const request: DashboardRequest = { command, msg: msg ?? {} };
+    const request: DashboardRequest = { command, msg: (msg ?? {}) as Record<string, unknown> };
     const answer = await this._transport(params, JSON.stringify(request), signal);
     if (answer.status === 200) return decodeAnswer(answer.body);
     const body = jsonBody(answer);

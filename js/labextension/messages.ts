@@ -16,9 +16,10 @@ export interface RunFigures {
   ranks: number;
   rank_ids: number[];
   devices: string[];
-  /** The trace's origin, absolute ns (a JSON number: not exact in JavaScript). */
-  t0_ns: number;
-  window: [number, number] | null;
+  /** The trace's origin, absolute ns as a string (exact), as everywhere. */
+  t0_ns: string;
+  /** The trace's time window, absolute ns as strings, or null. */
+  window: [string, string] | null;
   /** Counts, summed over ranks. */
   events: number;
   cpu_ops: number;
@@ -107,7 +108,7 @@ export interface CommandPending extends TaskPending {
 /** `POST /traceview/api/dashboard` body: one command of the dashboard's front end and its message. */
 export interface DashboardRequest {
   command: string;
-  msg: unknown;
+  msg: Record<string, unknown>;
 }
 
 /** The JSON head of a ready `POST /traceview/api/dashboard` answer: the message and its buffers' lengths. */

@@ -19,7 +19,7 @@ function run(path: string, mtime: number, extra: Partial<RunRow> = {}): RunRow {
       ranks: 1,
       rank_ids: [0],
       devices: ["Test GPU"],
-      t0_ns: 0,
+      t0_ns: "0",
       window: null,
       events: 10,
       cpu_ops: 4,

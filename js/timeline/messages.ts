@@ -320,7 +320,8 @@ export interface EventDetails {
   kind: string;
   event_kind: string;
   start: number;
-  start_ns: number;
+  /** The event's start, absolute ns as a string (exact), as `_t0_ns`. */
+  start_ns: string;
   dur_ns: number;
   device: number;
   stream: number;

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 
 __all__ = [
     "Headline",
+    "HeadlineCounts",
     "HeadlineFigures",
     "MimebundleHook",
     "headline_hook",
@@ -38,19 +39,17 @@ def mimebundle_hook() -> MimebundleHook | None:
     return _hook
 
 
-class HeadlineFigures(TypedDict):
-    """``tv.headline(trace)`` without ``source``: what the Traces sidebar lists for a run.
+class HeadlineCounts(TypedDict):
+    """The headline figures that hold no absolute time: counts, spans and shares.
 
-    Meaning and unit of each key: ``HEADLINE_KEYS`` in :mod:`jupyter_traceview.analysis.headline`
-    and docs/semantics.md ("Headline figures"). Mirrored by ``RunFigures`` in
-    ``js/labextension/messages.ts``.
+    The one list of these keys, for :class:`HeadlineFigures` (absolute ns as ints) and the
+    Traces sidebar's ``RunFigures`` (:mod:`jupyter_traceview.server.messages`: absolute ns
+    as strings, exact in JavaScript).
     """
 
     ranks: int
     rank_ids: list[int]
     devices: list[str]
-    t0_ns: int
-    window: list[int] | None
     events: int
     cpu_ops: int
     kernels: int
@@ -70,6 +69,18 @@ class HeadlineFigures(TypedDict):
     exposed_comm_pct: float | None
     workload: str
     workload_evidence: str
+
+
+class HeadlineFigures(HeadlineCounts):
+    """``tv.headline(trace)`` without ``source``.
+
+    Meaning and unit of each key: ``HEADLINE_KEYS`` in :mod:`jupyter_traceview.analysis.headline`
+    and docs/semantics.md ("Headline figures"). The Traces sidebar lists them as ``RunFigures``
+    (``js/labextension/messages.ts``), absolute ns as strings.
+    """
+
+    t0_ns: int
+    window: list[int] | None
 
 
 class Headline(HeadlineFigures):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-from ..model.display_hook import HeadlineFigures
+from ..model.display_hook import HeadlineCounts
 from .runs import RunKind
 
 __all__ = [
@@ -38,8 +38,13 @@ __all__ = [
 
 RunStatus = Literal["ready", "queued", "running", "error"]
 
-#: A run's figures in the list: ``tv.headline(trace)`` without ``source`` (worker.headline_figures).
-RunFigures = HeadlineFigures
+
+class RunFigures(HeadlineCounts):
+    """A run's figures in the list: ``tv.headline(trace)`` without ``source`` (:func:`.worker.headline_figures`),
+    its absolute ns (``t0_ns``, ``window``) as strings, exact in JavaScript."""
+
+    t0_ns: str
+    window: list[str] | None
 
 
 class TaskProgress(TypedDict, total=False):

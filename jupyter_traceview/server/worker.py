@@ -180,12 +180,18 @@ def headline_figures(trace: Any) -> RunFigures:
     """The figures the Traces list shows for a trace: ``tv.headline(trace)`` without ``source``.
 
     (The run's entry carries its own path, relative to the server root; the trace's
-    absolute source path stays on the server.) Keys and units: docs/semantics.md,
-    "Headline figures".
+    absolute source path stays on the server.) Absolute ns (``t0_ns``, ``window``) travel as
+    strings, as in every protocol. Keys and units: docs/semantics.md, "Headline figures".
     """
     from ..analysis.headline import figures_of, headline
 
-    return figures_of(headline(trace))
+    figures = figures_of(headline(trace))
+    window = figures["window"]
+    return RunFigures(
+        **{k: v for k, v in figures.items() if k not in ("t0_ns", "window")},  # type: ignore[typeddict-item]
+        t0_ns=str(figures["t0_ns"]),
+        window=None if window is None else [str(t) for t in window],
+    )
 
 
 def compute_headline(

@@ -9,11 +9,17 @@ import typing
 import pytest
 
 from jupyter_traceview.dashboard import protocol
-from tests.typescript import ROOT, py_keys, ts_interfaces
+from tests.typescript import ROOT, py_keys, py_types, ts_interfaces, ts_types
 
 TS = ts_interfaces(ROOT / "js" / "dashboard" / "protocol.ts")
 #: TypedDicts of types written inline in TypeScript: (interface, key, the inline type's keys).
 INLINE = {"TabInfo": ("DashboardPayload", "tabs", "{ id: string; label: string }[]")}
+TS_TYPES = ts_types(ROOT / "js" / "dashboard" / "protocol.ts")
+#: Keys whose TypeScript type is narrower than the Python annotation, and why.
+NARROWER_IN_TS = {
+    ("Chart", "item"): "bokeh's json_item, a mapping in Python, is typed where BokehJS reads it",
+    ("Finding", "severity"): "a str in analysis/findings (tv.findings); its values, SEVERITIES, are listed in TS",
+}
 
 
 def test_the_parser_reads_interfaces() -> None:
@@ -25,6 +31,24 @@ def test_the_parser_reads_interfaces() -> None:
 def test_typed_dict_matches_the_typescript_interface(name: str) -> None:
     assert name in TS, f"js/dashboard/protocol.ts has no interface {name}"
     assert py_keys(getattr(protocol, name)) == TS[name]
+
+
+@pytest.mark.parametrize("name", [n for n in protocol.__all__ if n not in INLINE])
+def test_typed_dict_value_types_match_the_typescript(name: str) -> None:
+    py = py_types(getattr(protocol, name), frozenset(INLINE))
+    ts = {k: v for k, v in TS_TYPES[name].items() if (name, k) not in NARROWER_IN_TS}
+    assert {k: v for k, v in py.items() if (name, k) not in NARROWER_IN_TS} == ts
+
+
+def test_narrower_typescript_types_are_still_narrower() -> None:
+    from jupyter_traceview.analysis.findings import SEVERITIES
+
+    assert TS_TYPES["Finding"]["severity"] == " | ".join(sorted(f'"{s}"' for s in SEVERITIES))
+    assert TS_TYPES["Chart"]["item"].startswith("{") and py_types(protocol.Chart)["item"] == "Record<string, unknown>"
+
+
+def test_absolute_ns_are_strings() -> None:
+    assert TS_TYPES["DashboardPayload"]["t0_ns"] == py_types(protocol.DashboardPayload)["t0_ns"] == "string"
 
 
 def test_inline_types_match() -> None:

@@ -131,9 +131,12 @@ async def test_listing_figures_match_the_summary(jp_fetch: Any, root: Path) -> N
     assert body["truncated"] is False
     assert [r["mtime"] for r in body["runs"]] == sorted((r["mtime"] for r in body["runs"]), reverse=True)
 
-    # The figures are tv.headline's (without the trace's absolute source path).
+    # The figures are tv.headline's (without the trace's absolute source path), absolute ns as
+    # strings (exact in JavaScript) as in every protocol.
     trace = tv.load(root / "dlrm")
     expected = {k: v for k, v in tv.headline(trace).items() if k != "source"}
+    expected["t0_ns"] = str(expected["t0_ns"])
+    expected["window"] = None if expected["window"] is None else [str(t) for t in expected["window"]]
     fig = runs["dlrm"]["figures"]
     assert fig == json.loads(json.dumps(expected))
     s = tv.summary(trace)

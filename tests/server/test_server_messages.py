@@ -12,9 +12,10 @@ from jupyter_traceview.analysis.headline import HEADLINE_KEYS, figures_of, headl
 from jupyter_traceview.model.display_hook import Headline, HeadlineFigures
 from jupyter_traceview.model.trace import Trace
 from jupyter_traceview.server import messages
-from tests.typescript import ROOT, py_keys, ts_interfaces
+from tests.typescript import ROOT, py_keys, py_types, ts_interfaces, ts_types
 
 TS = ts_interfaces(ROOT / "js" / "labextension" / "messages.ts")
+TS_TYPES = ts_types(ROOT / "js" / "labextension" / "messages.ts")
 #: Answers of endpoints the sidebar does not call (GET run, GET diff): typed in Python only.
 PYTHON_ONLY = {"RunPending", "DiffPending", "FrameJson", "RunData", "RunAnswer", "DiffSide", "DiffData", "DiffAnswer"}
 MIRRORED = [n for n in messages.__all__ if n not in PYTHON_ONLY]
@@ -28,6 +29,20 @@ def test_the_parser_follows_extends() -> None:
 def test_typed_dict_matches_the_typescript_interface(name: str) -> None:
     assert name in TS, f"js/labextension/messages.ts has no interface {name}"
     assert py_keys(getattr(messages, name)) == TS[name]
+
+
+@pytest.mark.parametrize("name", MIRRORED)
+def test_typed_dict_value_types_match_the_typescript(name: str) -> None:
+    assert py_types(getattr(messages, name)) == TS_TYPES[name]
+
+
+def test_absolute_ns_are_strings(dlrm: Trace) -> None:
+    """The runs list sends the trace's origin and window as strings, as every protocol does."""
+    from jupyter_traceview.server.worker import headline_figures
+
+    figures = headline_figures(dlrm)
+    assert figures["t0_ns"] == str(dlrm.t0_ns) and TS_TYPES["RunFigures"]["t0_ns"] == "string"
+    assert figures["window"] is None or all(isinstance(t, str) for t in figures["window"])
 
 
 def test_every_message_interface_is_typed() -> None:

@@ -11,9 +11,10 @@ import pytest
 from jupyter_traceview.model.trace import Trace
 from jupyter_traceview.views.timeline import messages, protocol
 from jupyter_traceview.views.timeline.index import TimelineIndex
-from tests.typescript import ROOT, py_keys, ts_interfaces
+from tests.typescript import ROOT, py_keys, py_types, ts_interfaces, ts_types
 
 TS = ts_interfaces(ROOT / "js" / "timeline" / "messages.ts")
+TS_TYPES = ts_types(ROOT / "js" / "timeline" / "messages.ts")
 TYPED = [n for n in messages.__all__ if isinstance(getattr(messages, n), type)]
 
 
@@ -26,6 +27,17 @@ def test_the_parser_reads_the_model() -> None:
 def test_typed_dict_matches_the_typescript_interface(name: str) -> None:
     assert name in TS, f"js/timeline/messages.ts has no interface {name}"
     assert py_keys(getattr(messages, name)) == TS[name]
+
+
+@pytest.mark.parametrize("name", TYPED)
+def test_typed_dict_value_types_match_the_typescript(name: str) -> None:
+    """Each key's value has the same type on both sides (tests/typescript.py: py_types, ts_types)."""
+    assert py_types(getattr(messages, name)) == TS_TYPES[name]
+
+
+def test_absolute_ns_are_strings() -> None:
+    """One representation of absolute ns in every protocol: a string (exact in JavaScript)."""
+    assert TS_TYPES["TimelineModel"]["_t0_ns"] == TS_TYPES["EventDetails"]["start_ns"] == "string"
 
 
 def test_every_interface_is_typed() -> None:

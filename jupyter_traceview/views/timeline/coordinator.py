@@ -612,7 +612,7 @@ class TimelineIndex:
         """What the tooltip and the selection show about one event (JSON-able).
 
         Keys: ``rank``, ``eid``, ``name``, ``kind`` (colour kind), ``event_kind``,
-        ``start`` (ns relative to :attr:`t0_ns`), ``start_ns`` (absolute), ``dur_ns``,
+        ``start`` (ns relative to :attr:`t0_ns`), ``start_ns`` (absolute, a string), ``dur_ns``,
         ``device``, ``stream``, ``pid``, ``tid``, ``step``, ``row`` (None if not drawn), and
         where they apply ``grid``, ``block``, ``registers_per_thread``,
         ``shared_memory_bytes``, ``occupancy_pct``, ``bytes``, ``bandwidth_gbps``,

@@ -4,7 +4,9 @@ Mirrored by the TypeScript interfaces of ``js/timeline/messages.ts`` (same names
 keys; ``tests/views/test_timeline_messages.py`` compares the keys) and documented in
 ``docs/frontend.md`` ("The timeline's protocol"). :mod:`.protocol` builds them; ``tv.Timeline``
 (its traits), ``tv.Dashboard`` and the Jupyter server send them. Times are float ns relative
-to the trace's origin (``_t0_ns``, absolute ns as a string: exact in JavaScript).
+to the trace's origin (``_t0_ns``). Absolute ns travel as strings (exact in JavaScript) in
+every protocol: here, the dashboard's (``DashboardPayload.t0_ns``) and the server's
+(``RunFigures.t0_ns``).
 
 A key that TypeScript marks optional (``key?:``) is a key of the ``total=False`` class here;
 the required ones sit in a private base class (``_Name``), as in
@@ -365,7 +367,8 @@ class _EventDetails(TypedDict):
     kind: str
     event_kind: str
     start: int
-    start_ns: int
+    #: The event's start, absolute ns as a string (exact in JavaScript), as ``_t0_ns``.
+    start_ns: str
     dur_ns: int
     device: int
     stream: int

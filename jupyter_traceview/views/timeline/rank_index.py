@@ -580,7 +580,7 @@ class RankIndex:
             kind=KINDS[int(kind_codes(kc, gc)[0])],
             event_kind=str(rec["kind"]),
             start=int(rec["ts_ns"]) - self.t0_ns,
-            start_ns=int(rec["ts_ns"]),
+            start_ns=str(int(rec["ts_ns"])),
             dur_ns=int(rec["dur_ns"]),
             device=int(rec["device"]),
             stream=int(rec["stream"]),
