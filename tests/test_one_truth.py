@@ -97,6 +97,9 @@ def test_sidebar_figures_are_the_headline(name: str) -> None:
 
     figures = headline_figures(_trace(name))
     expected = {k: v for k, v in _headline(name).items() if k != "source"}
+    # Absolute ns travel as strings (exact in JavaScript), as in every protocol.
+    expected["t0_ns"] = str(expected["t0_ns"])
+    expected["window"] = None if expected["window"] is None else [str(t) for t in expected["window"]]
     assert figures == expected
     assert json.loads(json.dumps(figures)) == expected  # as the /runs answer carries it
 

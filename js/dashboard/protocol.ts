@@ -9,7 +9,7 @@ import type { InvokeOptions, StateModel } from "../timeline/state";
 import type { TimelineModel } from "../timeline/messages";
 
 /** Version of the contract this front end speaks (dashboard.data.PROTOCOL). */
-export const PROTOCOL = 1;
+export const PROTOCOL = 2;
 
 /** A headline figure (dashboard.data.figure_). */
 export interface Figure {

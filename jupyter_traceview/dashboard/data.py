@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: Version of the payload and command contract (docs/frontend.md); bumped on breaking changes.
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 @cache
