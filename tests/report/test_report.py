@@ -105,7 +105,7 @@ def test_report_embeds_a_bounded_timeline(report: Path) -> None:
     text = report.read_text(encoding="utf-8")
     m = re.search(
         r'<div class="tvr-timeline" data-source="tvr-timeline-data" data-levels="(\d+)" data-bytes="(\d+)" '
-        r'data-details="(\d)" data-counters="(\d+)">',
+        r'data-details="(\d)" data-memory="(\d+)">',
         text,
     )
     assert m is not None, "the interactive timeline is in the Timeline section"
