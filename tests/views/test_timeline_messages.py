@@ -4,6 +4,7 @@ sides or on neither; and what the protocol sends has exactly the typed keys."""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from jupyter_traceview.model.trace import Trace
 from jupyter_traceview.views.timeline import messages, protocol
 from jupyter_traceview.views.timeline.index import TimelineIndex
+from jupyter_traceview.views.timeline.layout import LaneInfo, RowInfo
 from tests.typescript import ROOT, py_keys, py_types, ts_interfaces, ts_types
 
 TS = ts_interfaces(ROOT / "js" / "timeline" / "messages.ts")
@@ -38,6 +40,12 @@ def test_typed_dict_value_types_match_the_typescript(name: str) -> None:
 def test_absolute_ns_are_strings() -> None:
     """One representation of absolute ns in every protocol: a string (exact in JavaScript)."""
     assert TS_TYPES["TimelineModel"]["_t0_ns"] == TS_TYPES["EventDetails"]["start_ns"] == "string"
+
+
+@pytest.mark.parametrize(("info", "message"), [(RowInfo, messages.RowMeta), (LaneInfo, messages.LaneMeta)])
+def test_the_index_dataclasses_name_their_messages_fields(info: type, message: type) -> None:
+    """``message_of`` copies a row's or lane's fields by name: both sides name the same ones."""
+    assert {f.name for f in dataclasses.fields(info)} == set(typing.get_type_hints(message))
 
 
 def test_every_interface_is_typed() -> None:

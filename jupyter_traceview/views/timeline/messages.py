@@ -15,7 +15,7 @@ the required ones sit in a private base class (``_Name``), as in
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar, cast, get_type_hints
 
 from ..colors import NamePalette, Palette, PaletteKind, ThemeColor
 from .ranks import RankPresets, SlowRank, StragglerRank
@@ -60,11 +60,38 @@ __all__ = [
     "WindowError",
     "WindowRequest",
     "WindowResponseMeta",
+    "message_of",
 ]
+
+_T = TypeVar("_T")
 
 RowType = Literal["gpu", "cpu"]
 #: ``[byte offset, length, dtype]`` of each section of a window's buffer (dtype f8, f4, u4 or u1).
 Layout = dict[str, tuple[int, int, str]]
+
+
+_KEYS: dict[object, tuple[str, ...]] = {}
+
+
+def _keys(message: object) -> tuple[str, ...]:
+    keys = _KEYS.get(message)
+    if keys is None:
+        keys = _KEYS[message] = tuple(get_type_hints(message))
+    return keys
+
+
+def message_of(obj: object, message: type[_T]) -> _T:
+    """``message`` (a TypedDict) filled from the attributes of the same names of ``obj``.
+
+    The index's dataclasses (``layout.RowInfo``, ``layout.LaneInfo``) name the fields of
+    their message (``RowMeta``, ``LaneMeta``) once: this copies them (tuples as lists, as
+    JSON has them); tests/views/test_timeline_messages.py checks that the names agree.
+    """
+    out: dict[str, Any] = {}
+    for key in _keys(message):
+        value = getattr(obj, key)
+        out[key] = list(value) if isinstance(value, tuple) else value
+    return cast(_T, out)
 
 
 # ---------------------------------------------------------------------------------------

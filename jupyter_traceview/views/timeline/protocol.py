@@ -69,6 +69,7 @@ from .messages import (
     WindowError,
     WindowRequest,
     WindowResponseMeta,
+    message_of,
 )
 from .pattern import check_pattern
 from .ranks import initial_cpu_collapsed, rank_presets
@@ -145,23 +146,8 @@ def timeline_state(
         hi = float(min(trace.window[1] - ix.t0_ns, hi))
     return {
         "_palette": palette(),
-        "_rows": [
-            RowMeta(id=r.id, rank=r.rank, lane=r.lane, depth=r.depth, type=r.type, events=r.events) for r in ix.rows
-        ],
-        "_lanes": [
-            LaneMeta(
-                id=ln.id,
-                rank=ln.rank,
-                type=ln.type,
-                label=ln.label,
-                device=ln.device,
-                stream=ln.stream,
-                pid=ln.pid,
-                tid=ln.tid,
-                rows=list(ln.rows),
-            )
-            for ln in ix.lanes
-        ],
+        "_rows": [message_of(r, RowMeta) for r in ix.rows],
+        "_lanes": [message_of(ln, LaneMeta) for ln in ix.lanes],
         "_memory": list(MemoryIndex.of(trace).lanes),
         "_all_ranks": list(trace.ranks),
         "_steps": [StepMark(step=st, start=float(a), end=float(b)) for st, a, b in ix.steps()],
