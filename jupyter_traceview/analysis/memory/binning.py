@@ -2,7 +2,7 @@
 
 One function, :func:`bin_step`, serves every surface that shows a counter binned:
 ``memory_timeline(resample=N)`` (the Memory tab's and the report's chart) and the
-timeline's memory counter lanes (:mod:`jupyter_traceview.views.timeline.counters`, the
+timeline's memory lanes (:mod:`jupyter_traceview.views.timeline.memory`, the
 widget and the HTML report's timeline).
 
 Semantics. A counter is a step function given by its changes: ``ts`` (sorted) and
