@@ -18,6 +18,7 @@ from .counters import memory_bandwidth as memory_bandwidth
 from .counters import queue_length as queue_length
 from .cpu_ops import cpu_op_breakdown as cpu_op_breakdown
 from .critical_path import critical_path as critical_path
+from .compare import compare as compare
 from .diff import trace_diff as trace_diff
 from .efficiency import efficiency as efficiency
 from .efficiency import iteration_stats as iteration_stats

@@ -142,7 +142,7 @@ def _warn_no_steps(analysis: str, trace: Trace) -> None:
     )
 
 
-def _step_windows(trace: Trace, ranks: Iterable[int]) -> pd.DataFrame:
+def step_windows(trace: Trace, ranks: Iterable[int]) -> pd.DataFrame:
     """Per (rank, step) the iteration's window on that rank: ``rank, step, start_ns, end_ns``.
 
     A step starts where its ``ProfilerStep#N`` starts and ends where the rank's next
@@ -170,7 +170,7 @@ def _step_windows(trace: Trace, ranks: Iterable[int]) -> pd.DataFrame:
     return pd.DataFrame({"rank": rank, "step": step, "start_ns": start, "end_ns": end}).astype("int64")
 
 
-def _window_times(acts: Activities, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
+def window_times(acts: Activities, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
     """Busy, compute, communication and exposed-communication time of ``acts`` in each window."""
     work = acts.union()
     comp = acts.union(COMPUTE)
@@ -287,7 +287,7 @@ def efficiency(
     acts = _gpu_ranks(trace, "efficiency")
     if not acts:
         return empty(columns)
-    win = _step_windows(trace, acts)
+    win = step_windows(trace, acts)
     if win.empty:
         _warn_no_steps("efficiency", trace)
         return empty(columns)
@@ -533,15 +533,15 @@ def iteration_stats(
 
 
 def _rank_step_times(trace: Trace) -> pd.DataFrame | None:
-    """One rank's step windows (:func:`_step_windows`) with their busy, compute, communication and
-    exposed-communication times (:func:`_window_times`): ``step, rank, start_ns, end_ns`` and those
+    """One rank's step windows (:func:`step_windows`) with their busy, compute, communication and
+    exposed-communication times (:func:`window_times`): ``step, rank, start_ns, end_ns`` and those
     ``*_ns`` columns, in start order; None without GPU work (no rows without steps)."""
     (r,) = trace.ranks
     a = activities(trace, r, work_only=True)
     if not len(a):
         return None
-    win = _step_windows(trace, [r])
-    times = _window_times(a, win["start_ns"].to_numpy(), win["end_ns"].to_numpy())
+    win = step_windows(trace, [r])
+    times = window_times(a, win["start_ns"].to_numpy(), win["end_ns"].to_numpy())
     # One frame built at once (setting columns one by one costs more than computing them).
     return pd.DataFrame(
         {**{c: win[c].to_numpy() for c in win.columns}, **{c: np.asarray(v, dtype=np.int64) for c, v in times.items()}}

@@ -19,6 +19,7 @@ MODULES = [
     "host_syncs",
     "headline",
     "perfmodel.performance",
+    "compare.core",
 ]
 
 

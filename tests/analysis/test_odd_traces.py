@@ -36,6 +36,8 @@ def _call(name: str, trace: tv.Trace, tmp_path: Path) -> Any:
     fn = getattr(analysis, name)
     if name == "trace_diff":
         return fn(trace, trace)
+    if name == "compare":
+        return fn(trace, trace).causes
     if name == "frequent_kernel_sequences":
         op = _most_common(trace, "cpu_op")
         return fn(trace, operator=op) if op is not None else pd.DataFrame()
