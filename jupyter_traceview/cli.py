@@ -344,6 +344,73 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Where ``traceview compare`` looks for run names (``%%traceprofile``'s default ``--out``).
+RUNS_DIR = "traceview-runs"
+
+
+def _run_path(text: str, runs_dir: str) -> Path:
+    """A run given as a trace file or folder, or a run name under ``runs_dir``: ``NAME`` (its
+    latest run, ``<runs_dir>/NAME/<timestamp>``) or ``NAME/TIMESTAMP`` (docs/runs.md)."""
+    from .errors import TraceFormatError
+
+    given = Path(text)
+    if given.exists():
+        return given
+    folder = Path(runs_dir) / text
+    if folder.is_dir():
+        stamps = sorted((p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")), key=_stamp_key)
+        return stamps[-1] if stamps and not any(folder.glob("*.json*")) else folder
+    raise TraceFormatError(
+        text,
+        f"no such file or folder, and no run of that name under {runs_dir}/",
+        "give a trace file, a folder of rank traces, or a run name (NAME or NAME/TIMESTAMP, --runs DIR)",
+    )
+
+
+def _stamp_key(p: Path) -> tuple[str, int]:
+    """``20250301-141502-2`` sorts after ``20250301-141502`` (docs/runs.md's folder names)."""
+    head, _, tail = p.name.rpartition("-")
+    return (head, int(tail)) if tail.isdigit() and len(tail) < 4 and head.count("-") == 1 else (p.name, 0)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from . import format as fmt
+    from .analysis.compare import compare, markdown
+    from .loading.loader import load
+
+    if args.fail_above is not None and not args.fail_above >= 0:
+        raise _UsageError(f"--fail-above {args.fail_above}: give a percentage >= 0")
+    paths = [_run_path(args.base, args.runs), _run_path(args.new, args.runs)]
+    options = _load_options(args)
+    base, new = (load(p, progress=_progress(args), prepare=False, **options) for p in paths)
+    c = compare(base, new)
+    slower = c.verdict == "slower" and (args.fail_above is None or c.delta_pct > args.fail_above)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(c, base=args.base, new=args.new), encoding="utf-8")
+    if args.json:
+        print(json.dumps({"base": str(paths[0]), "new": str(paths[1]), "fails": slower, **c.to_dict()}, indent=2))
+    else:
+        print(c.headline())
+        rows = [
+            {
+                "cause": fmt.short_name(r["cause"], 60),
+                "status": r["status"],
+                "base": fmt.duration(r["base_ns"]),
+                "new": fmt.duration(r["new_ns"]),
+                "change": ("+" if r["delta_ns"] >= 0 else "-") + fmt.duration(abs(r["delta_ns"])),
+                "share": fmt.percent(r["share_pct"]),
+                "noise": "within" if r["within_noise"] else "",
+            }
+            for r in c.causes.head(args.top).to_dict(orient="records")
+        ]
+        if rows:
+            cols = [(k, k) for k in ("cause", "status", "base", "new", "change", "share", "noise")]
+            print(_table(rows, cols))
+        for w in c.warnings:
+            print(f"note: {w}")
+    return 1 if slower else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="traceview",
@@ -397,6 +464,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", choices=["light", "dark"], default="light", help="colours of the report")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser(
+        "compare",
+        help="why NEW's steps are slower or faster than BASE's, in causes that add up; exit 1 when slower (a CI gate)",
+        description="Exit status: 0 when NEW is not slower (or only within noise, or by at most --fail-above %%), "
+        "1 when it is slower, 2 on bad input (and on an internal error).",
+    )
+    p.add_argument("base", metavar="BASE", help=f"a trace file or folder, or a run name under --runs ({RUNS_DIR})")
+    p.add_argument("new", metavar="NEW", help="the run compared with BASE (the same forms)")
+    p.add_argument("--runs", default=RUNS_DIR, metavar="DIR", help=f"folder of named runs (default ./{RUNS_DIR})")
+    p.add_argument("--fail-above", type=float, metavar="PCT", help="exit 1 only when slower by more than PCT %%")
+    p.add_argument("--markdown", metavar="FILE", help="write a summary for a pull-request comment (<= 60 lines)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="causes shown (default 10)")
+    p.add_argument("--ranks", metavar="RANKS", help="only these ranks (e.g. 0,1,7 or 0-3,8)")
+    p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="as for the other commands")
+    p.add_argument("--no-cache", action="store_true", help="parse again instead of using the cache")
+    p.set_defaults(func=_cmd_compare, pid_map=None, skip_bad=False, internal_error_status=2)
     return parser
 
 
@@ -460,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(run again with --debug and report it)",
             file=sys.stderr,
         )
-        return 1
+        return int(getattr(args, "internal_error_status", 1))
 
 
 def _one_line(text: str) -> str:

@@ -40,7 +40,9 @@ def _step_events(k: int, t0: float, dur: float, gemm_us: float, gemm_name: str, 
     ]
 
 
-def _run(path: Path, *, steps: int, dur: float, gemm_us: float, gemm_name: str, rank: int = 0, world: int = 1) -> Path:
+def write_run(
+    path: Path, *, steps: int, dur: float, gemm_us: float, gemm_name: str, rank: int = 0, world: int = 1
+) -> Path:
     events: list[dict[str, Any]] = []
     for k in range(steps):
         events += _step_events(k, 1_000 + k * dur, dur, gemm_us, gemm_name, corr=10 * k + 1)
@@ -55,9 +57,9 @@ def _parts_sum(c: Comparison) -> float:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[tv.Trace, tv.Trace]:
     d = tmp_path_factory.mktemp("cmp")
-    base = _run(d / "base", steps=4, dur=1000, gemm_us=300, gemm_name="volta_sgemm_128x64_nn")
+    base = write_run(d / "base", steps=4, dur=1000, gemm_us=300, gemm_name="volta_sgemm_128x64_nn")
     # The kernel under aten::linear is renamed and 200 us slower; the steps 200 us longer.
-    new = _run(d / "new", steps=4, dur=1200, gemm_us=500, gemm_name="sm90_xmma_gemm_f32")
+    new = write_run(d / "new", steps=4, dur=1200, gemm_us=500, gemm_name="sm90_xmma_gemm_f32")
     return tv.load(base, cache=False), tv.load(new, cache=False)
 
 
@@ -103,9 +105,9 @@ def test_stragglers_and_world_sizes(tmp_path: Path) -> None:
     # Job step = slowest rank: 1000 -> 1200. Mean over ranks of the parts: 1000 -> 1100;
     # stragglers = 1200 - 1100 = 100; aten::linear (300 + 500) / 2 - 300 = +100.
     for r in (0, 1):
-        _run(tmp_path / "base", steps=3, dur=1000, gemm_us=300, gemm_name="g", rank=r, world=2)
-    _run(tmp_path / "new", steps=3, dur=1000, gemm_us=300, gemm_name="g", rank=0, world=2)
-    _run(tmp_path / "new", steps=3, dur=1200, gemm_us=500, gemm_name="g", rank=1, world=2)
+        write_run(tmp_path / "base", steps=3, dur=1000, gemm_us=300, gemm_name="g", rank=r, world=2)
+    write_run(tmp_path / "new", steps=3, dur=1000, gemm_us=300, gemm_name="g", rank=0, world=2)
+    write_run(tmp_path / "new", steps=3, dur=1200, gemm_us=500, gemm_name="g", rank=1, world=2)
     c = tv.compare(tv.load(tmp_path / "base", cache=False), tv.load(tmp_path / "new", cache=False))
     by = c.causes.set_index("cause")
     assert by.loc["stragglers", "delta_ns"] == pytest.approx(100 * US)
@@ -115,7 +117,7 @@ def test_stragglers_and_world_sizes(tmp_path: Path) -> None:
     assert c.per_rank.set_index("rank").loc[0, "delta_ns"] == pytest.approx(0)
     assert by.loc["stragglers", "rank"] == 1
     # A one-rank run against the two-rank one: compared over rank 0, with a warning.
-    _run(tmp_path / "one", steps=3, dur=1000, gemm_us=300, gemm_name="g", rank=0, world=1)
+    write_run(tmp_path / "one", steps=3, dur=1000, gemm_us=300, gemm_name="g", rank=0, world=1)
     w = tv.compare(tv.load(tmp_path / "one", cache=False), tv.load(tmp_path / "new", cache=False))
     assert w.ranks == (0,) and any("different world sizes" in m for m in w.warnings)
 
