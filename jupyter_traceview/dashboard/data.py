@@ -36,6 +36,7 @@ import pandas as pd
 
 from .. import format as fmt
 from ..analysis._memo import save_facts, shared_rank_facts
+from ..analysis.compare import Comparison
 from ..errors import OptionError, TraceSelectionError, TraceviewError, TraceviewWarning
 from ..model.display_hook import Headline
 from ..model.trace import Trace
@@ -112,6 +113,7 @@ class DashboardData:
         self.lod = lod or LevelOfDetail()
         self._frames: dict[tuple[Any, ...], pd.DataFrame] = {}
         self._flags: dict[str, bool] = {}
+        self._comparison: Comparison | None = None
 
     # ------------------------------------------------------------------ basics
     @property
@@ -185,9 +187,9 @@ class DashboardData:
             if name == "iterations":
                 df = self.trace.iterations
             elif name == "trace_diff":
-                if self.baseline is None:
-                    raise TraceviewError("no baseline to compare with: DashboardData(trace, baseline=other_trace)")
-                df = analysis.trace_diff(self.baseline, self.trace, **kw)
+                df = analysis.trace_diff(self._baseline(), self.trace, **kw)
+            elif name == "compare":
+                df = self.comparison().causes
             elif name == "findings":
                 # findings keeps its per-rank results itself, with worker processes of its own
                 # (an outer scope would keep the results but lose the workers). One run of the
@@ -209,6 +211,21 @@ class DashboardData:
                 )
         self._frames[key] = df
         return df
+
+    def _baseline(self) -> Trace:
+        if self.baseline is None:
+            raise TraceviewError("no baseline to compare with: DashboardData(trace, baseline=other_trace)")
+        return self.baseline
+
+    def comparison(self) -> Comparison:
+        """``tv.compare(baseline, trace)``, computed once (its causes are ``frame("compare")``)."""
+        if self._comparison is None:
+            from ..analysis.compare import compare
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TraceviewWarning)
+                self._comparison = compare(self._baseline(), self.trace)
+        return self._comparison
 
     # ------------------------------------------------------------------ payload
     def payload(self) -> DashboardPayload:

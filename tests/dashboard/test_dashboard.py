@@ -267,6 +267,9 @@ def test_diff_tab_with_a_baseline(dlrm: tv.Trace) -> None:
     out = d.tab("diff")
     assert {f["label"] for f in out["figures"]} >= {"baseline", "changes"}
     assert next(f for f in out["figures"] if f["label"] == "changes")["value"] == "0", "a trace against itself"
+    # tv.compare's verdict and causes come first.
+    assert next(f for f in out["figures"] if f["label"] == "verdict")["value"] == "same (+0.0%)"
+    assert [t["id"] for t in out["tables"]][:2] == ["causes", "diff"]
     with pytest.raises(TraceSelectionError, match="diff"):
         DashboardData(dlrm).tab("diff")
 

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from ...analysis.compare import Comparison
 from ...errors import TraceviewError
 from ...model.display_hook import Headline
 from ...model.trace import Trace
@@ -45,6 +46,8 @@ class Source(Protocol):
     def headline(self) -> Headline: ...
 
     def frame(self, name: str, *, time_range: tuple[int, int] | None = None, **kw: Any) -> pd.DataFrame: ...
+
+    def comparison(self) -> Comparison: ...
 
 
 #: Rows kept per table (tables show the top rows; the analyses give everything).
