@@ -65,6 +65,9 @@ def trace_diff(
 ) -> pd.DataFrame:
     """Operators and kernels of two traces side by side: counts, durations, what changed.
 
+    This is the table by name; why one run's steps are slower, in causes that add up to
+    the change, with a verdict and the noise, is :func:`jupyter_traceview.compare`.
+
     Events are grouped by (kind, name) (and rank with ``per_rank=True``); each side gets
     its count and total duration. A row's ``status`` is ``added`` (only in ``b``),
     ``removed`` (only in ``a``), ``changed`` (the count differs, or the total duration
