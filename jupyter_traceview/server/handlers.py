@@ -8,7 +8,7 @@ as JSON ``{"message": ...}`` without stack traces.
 =========================================  ==============================================
 ``GET runs[?roots=a,b]``                   the runs, newest first, with headline figures
 ``GET run?path=p``                         one run's dashboard data (202 while computing)
-``GET diff?a=p&b=q``                       ``tv.trace_diff(a, b)`` (202 while computing)
+``GET diff?a=p&b=q``                       ``tv.compare(a, b)`` and ``tv.trace_diff(a, b)`` (202 while computing)
 ``POST dashboard?path=p[&baseline=q]``     one command of the dashboard's front end
 body ``{command, msg}``                    (js/dashboard; 202 while computing)
 =========================================  ==============================================
@@ -182,7 +182,7 @@ class RunHandler(_Base):
 
 
 class DiffHandler(_Base):
-    """GET /traceview/api/diff?a=<baseline>&b=<other>: ``tv.trace_diff(a, b)`` (202 while computing)."""
+    """GET /traceview/api/diff?a=<baseline>&b=<other>: ``tv.compare`` and ``tv.trace_diff`` (202 while computing)."""
 
     @web.authenticated
     @authorized

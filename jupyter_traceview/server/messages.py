@@ -167,10 +167,15 @@ class DiffSide(TypedDict):
 
 
 class DiffData(TypedDict):
-    """What ``GET diff`` computes (:func:`.worker.compute_diff`): ``tv.trace_diff(a, b)``."""
+    """What ``GET diff`` computes (:func:`.worker.compute_diff`): ``tv.compare(a, b)``'s
+    ``verdict``, one-line ``summary`` (its headline) and ``causes``; ``tv.trace_diff(a, b)``'s
+    ``table`` and its ``status_counts``."""
 
     a: DiffSide
     b: DiffSide
+    verdict: str
+    summary: str
+    causes: FrameJson
     status_counts: dict[str, int]
     table: FrameJson
 

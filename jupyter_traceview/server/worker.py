@@ -228,17 +228,26 @@ def compute_run_data(root: str, entry: RunEntry, cache: str | bool, progress: An
 def compute_diff(
     root: str, a: RunEntry, b: RunEntry, cache: str | bool, progress: Any = None, label: str = ""
 ) -> DiffData:
-    """``tv.trace_diff(a, b)`` as a JSON-able table with both runs' figures; runs in a worker process."""
+    """``tv.compare(a, b)`` (verdict, headline, causes) and ``tv.trace_diff(a, b)`` as JSON-able
+    tables with both runs' figures; runs in a worker process."""
+    import warnings
+
     from .. import analysis
 
     ta = _load(root, a, cache, progress, label, "loading the baseline")
     tb = _load(root, b, cache, progress, label, "loading the other run")
     _stage(progress, label, "comparing")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = analysis.compare(ta, tb)
     diff = analysis.trace_diff(ta, tb)
     counts = {str(k): int(v) for k, v in diff["status"].value_counts().items()}
     return DiffData(
         a={"path": a.path, "headline": headline_figures(ta)},
         b={"path": b.path, "headline": headline_figures(tb)},
+        verdict=cmp.verdict,
+        summary=cmp.headline(),
+        causes=_frame_json(cmp.causes),
         status_counts=counts,
         table=_frame_json(diff),
     )

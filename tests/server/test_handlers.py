@@ -218,6 +218,12 @@ async def test_diff(jp_fetch: Any, root: Path) -> None:
     assert kernels["gemm"]["status"] == "changed" and kernels["gemm"]["total_delta_ns"] == 200_000
     assert kernels["new"]["status"] == "added" and kernels["old"]["status"] == "removed"
     assert data["status_counts"] == {k: int(v) for k, v in expected["status"].value_counts().items()}
+    # tv.compare's answer: the gemm ran 200 us longer in the one step (no noise estimate).
+    cmp = tv.compare(tv.load(root / "before"), tv.load(root / "after"))
+    assert data["verdict"] == cmp.verdict and data["summary"] == cmp.headline()
+    causes = [dict(zip(data["causes"]["columns"], row, strict=True)) for row in data["causes"]["data"]]
+    assert [c["cause"] for c in causes] == cmp.causes["cause"].tolist()
+    assert sum(c["delta_ns"] for c in causes) == pytest.approx(cmp.delta_ns)
 
 
 async def test_diff_of_a_corrupt_run_is_a_json_error(jp_fetch: Any, root: Path) -> None:
