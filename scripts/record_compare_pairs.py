@@ -196,19 +196,27 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     record("warmup", args.out)  # unsaved: the first profiled loop of a process is slower
     shutil.rmtree(args.out / "warmup")
-    base_loader_ns = record("base", args.out)
+    loads: dict[str, float] = {}
+
+    def record_noting_load(variant: str, **change: float) -> int:
+        import os
+
+        loads[variant] = round(os.getloadavg()[0], 2)  # the machine's 1-minute load, as it starts
+        return record(variant, args.out, **change)
+
+    base_loader_ns = record_noting_load("base")
     labels = {k: dict(v) for k, v in LABELS.items()}
     if not args.only_reruns:
         labels["matmul"]["expected_ns"] = _mm_cost_ns()
-        labels["sleep"]["measured_ns"] = record("sleep", args.out, sleep_s=SLEEP_S)
-        labels["matmul"]["measured_ns"] = record("matmul", args.out, extra_mm=EXTRA_MM)
-        labels["dataloader"]["measured_ns"] = record("dataloader", args.out, batch_sleep_s=0.010) - base_loader_ns
+        labels["sleep"]["measured_ns"] = record_noting_load("sleep", sleep_s=SLEEP_S)
+        labels["matmul"]["measured_ns"] = record_noting_load("matmul", extra_mm=EXTRA_MM)
+        labels["dataloader"]["measured_ns"] = record_noting_load("dataloader", batch_sleep_s=0.010) - base_loader_ns
     for i in range(args.reruns):
-        record(f"rerun_{i}", args.out)
+        record_noting_load(f"rerun_{i}")
         labels[f"rerun_{i}"] = {"verdict": "same"}
     import torch
 
-    meta = {"torch": torch.__version__, "steps": STEPS, "labels": labels}
+    meta = {"torch": torch.__version__, "steps": STEPS, "labels": labels, "load_average": loads}
     (args.out / "labels.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(f"wrote {args.out}: {', '.join(sorted(labels))} and base")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import jupyter_traceview as tv
@@ -147,3 +148,13 @@ def test_different_world_sizes_on_real_traces() -> None:
     c = tv.compare(tv.load(DATA / "hta_dlrm_2of128_ranks"), tv.load(tv.sample_path()))
     assert c.ranks == (0, 1) and any("different world sizes" in w for w in c.warnings)
     assert _parts_sum(c) == pytest.approx(c.delta_ns, rel=1e-9)
+
+
+def test_spread_splits_intervals_across_windows() -> None:
+    """Windows [0, 10), [10, 20), [20, 30): a [2, 5) -> 3 in the first; b [8, 25) -> 2, 10, 5;
+    c [40, 50) lies after every window -> nothing."""
+    from jupyter_traceview.analysis.compare.parts import _spread
+
+    ts, end = np.array([2, 8, 40]), np.array([5, 25, 50])
+    got = _spread(ts, end, np.array(["a", "b", "c"], dtype=object), np.array([0, 10, 20]), np.array([10, 20, 30]))
+    assert {k: v.tolist() for k, v in got.items()} == {"a": [3, 0, 0], "b": [2, 10, 5], "c": [0, 0, 0]}

@@ -149,7 +149,7 @@ def _rank_parts(trace: Trace, rank: int, whole: bool) -> RankParts | None:
         op_row = np.where(launch >= 0, top_of[np.maximum(launch, 0)], -1)
         kname = np.asarray(acts.names.astype(str), dtype=object)[acts.name[k]]
         key = np.where(op_row >= 0, _keys_at(keys, tops, op_row), "kernel " + kname.astype(str).astype(object))
-        shares, _ = _spread(acts.ts[k], acts.end[k], key, starts, ends)
+        shares = _spread(acts.ts[k], acts.end[k], key, starts, ends)
         cols.update(_scaled(shares, compute))
         _kernels_by_key(kernels, key, kname, acts.end[k] - acts.ts[k])
         # GPU idle, by what the step's thread does meanwhile.
@@ -167,7 +167,7 @@ def _rank_parts(trace: Trace, rank: int, whole: bool) -> RankParts | None:
         op_u = iv.subtract(ops, loader)
         op_ns = iv.coverage_of(op_u, starts, ends)
         outside = on_thread[tops] & _keys_outside(ev, tops, loader)
-        shares, _ = _spread(
+        shares = _spread(
             ev["ts_ns"].to_numpy()[tops[outside]],
             (ev["ts_ns"].to_numpy() + ev["dur_ns"].to_numpy())[tops[outside]],
             keys[outside],
@@ -307,28 +307,23 @@ def _keys_outside(ev: pd.DataFrame, tops: np.ndarray, loader: iv.Intervals) -> n
 
 def _spread(
     ts: np.ndarray, end: np.ndarray, key: np.ndarray, starts: np.ndarray, ends: np.ndarray
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Per key, the time its intervals spend in each window (intervals spanning several
-    windows are split between them); and each interval's first window."""
-    out: dict[str, np.ndarray] = {}
-    first = np.searchsorted(starts, ts, side="right") - 1
-    last = np.searchsorted(starts, end - 1, side="right") - 1
+) -> dict[str, np.ndarray]:
+    """Per key, the time its intervals spend in each window (sorted, disjoint windows; an
+    interval spanning several windows is split between them)."""
     n = len(starts)
-    if not len(ts):
-        return out, first
+    if not len(ts) or not n:
+        return {}
     codes, uniq = pd.factorize(pd.Series(key, dtype=object))
     sums = np.zeros((len(uniq), n), dtype=np.float64)
-    lo = np.maximum(first, 0)
-    hi = np.minimum(last, n - 1)
-    for w in range(int(lo.min()), int(hi.max()) + 1):
-        sel = (lo <= w) & (hi >= w)
-        if not sel.any():
-            continue
-        ov = np.minimum(end[sel], ends[w]) - np.maximum(ts[sel], starts[w])
-        np.add.at(sums[:, w], codes[sel], np.maximum(ov, 0))
-    for i, k in enumerate(uniq.tolist()):
-        out[str(k)] = sums[i]
-    return out, first
+    lo = np.clip(np.searchsorted(starts, ts, side="right") - 1, 0, n - 1)
+    hi = np.clip(np.searchsorted(starts, end - 1, side="right") - 1, 0, n - 1)
+    one = lo == hi  # nearly every interval: one window, one vectorised pass
+    ov = np.minimum(end, ends[lo]) - np.maximum(ts, starts[lo])
+    np.add.at(sums, (codes[one], lo[one]), np.maximum(ov[one], 0))
+    for i in np.flatnonzero(~one).tolist():  # the few that cross a step boundary
+        w = np.arange(lo[i], hi[i] + 1)
+        sums[codes[i], w] += np.maximum(np.minimum(end[i], ends[w]) - np.maximum(ts[i], starts[w]), 0)
+    return {str(k): sums[i] for i, k in enumerate(uniq.tolist())}
 
 
 def _scaled(shares: dict[str, np.ndarray], total: np.ndarray) -> dict[str, np.ndarray]:
