@@ -352,8 +352,10 @@ def _scaled(shares: dict[str, np.ndarray], total: np.ndarray) -> dict[str, np.nd
 
 
 def _kernels_by_key(out: dict[str, list[str]], key: np.ndarray, kname: np.ndarray, dur: np.ndarray) -> None:
+    """Per cause, the names of its kernels, longest total time first (one grouping for all)."""
     if not len(key):
         return
-    f = pd.DataFrame({"key": key, "k": kname, "d": dur})
-    for k, g in f.groupby("key", sort=False):
-        out[str(k)] = g.groupby("k")["d"].sum().sort_values(ascending=False).index.astype(str).tolist()
+    tot = pd.DataFrame({"key": key, "k": kname, "d": dur}).groupby(["key", "k"], sort=False)["d"].sum()
+    tot = tot.reset_index().sort_values(["key", "d"], ascending=[True, False], kind="stable")
+    for k, names in zip(tot["key"].tolist(), tot["k"].tolist(), strict=True):
+        out.setdefault(str(k), []).append(str(names))
