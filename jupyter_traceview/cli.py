@@ -349,13 +349,18 @@ RUNS_DIR = "traceview-runs"
 
 
 def _run_path(text: str, runs_dir: str) -> Path:
-    """A run given as a trace file or folder, or a run name under ``runs_dir``: ``NAME`` (its
-    latest run, ``<runs_dir>/NAME/<timestamp>``) or ``NAME/TIMESTAMP`` (docs/runs.md)."""
+    """A run given as a trace file or folder, a baseline name (``traceview baseline set``), or a
+    run name under ``runs_dir``: ``NAME`` (its latest run, ``<runs_dir>/NAME/<timestamp>``) or
+    ``NAME/TIMESTAMP`` (docs/runs.md), in that order."""
     from .errors import TraceFormatError
+    from .loading.baselines import resolve_baseline
 
     given = Path(text)
     if given.exists():
         return given
+    baseline = resolve_baseline(runs_dir, text) if _plain_name(text) else None
+    if baseline is not None:
+        return baseline
     folder = Path(runs_dir) / text
     if folder.is_dir():
         stamps = sorted((p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")), key=_stamp_key)
@@ -365,6 +370,30 @@ def _run_path(text: str, runs_dir: str) -> Path:
         f"no such file or folder, and no run of that name under {runs_dir}/",
         "give a trace file, a folder of rank traces, or a run name (NAME or NAME/TIMESTAMP, --runs DIR)",
     )
+
+
+def _plain_name(text: str) -> bool:
+    return bool(text) and "/" not in text and "\\" not in text
+
+
+def _cmd_baseline(args: argparse.Namespace) -> int:
+    from .loading import baselines
+
+    if args.action == "set":
+        path = baselines.set_baseline(args.runs, args.name, _run_path(args.run, args.runs))
+        print(f"baseline {args.name}: {path}")
+    elif args.action == "rm":
+        baselines.remove_baseline(args.runs, args.name)
+        print(f"baseline {args.name} removed (the run itself is kept)")
+    else:
+        rows = baselines.list_baselines(args.runs)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        elif not rows:
+            print(f"no baselines under {args.runs}/ (traceview baseline set NAME RUN)")
+        else:
+            print(_table(rows, [("name", "name"), ("path", "path"), ("set_at", "set at")]))
+    return 0
 
 
 def _stamp_key(p: Path) -> tuple[str, int]:
@@ -471,7 +500,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Exit status: 0 when NEW is not slower (or only within noise, or by at most --fail-above %%), "
         "1 when it is slower, 2 on bad input (and on an internal error).",
     )
-    p.add_argument("base", metavar="BASE", help=f"a trace file or folder, or a run name under --runs ({RUNS_DIR})")
+    p.add_argument(
+        "base", metavar="BASE", help=f"a trace file or folder, a baseline name, or a run name under --runs ({RUNS_DIR})"
+    )
     p.add_argument("new", metavar="NEW", help="the run compared with BASE (the same forms)")
     p.add_argument("--runs", default=RUNS_DIR, metavar="DIR", help=f"folder of named runs (default ./{RUNS_DIR})")
     p.add_argument("--fail-above", type=float, metavar="PCT", help="exit 1 only when slower by more than PCT %%")
@@ -482,6 +513,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--on-error", choices=["raise", "skip"], default="raise", help="as for the other commands")
     p.add_argument("--no-cache", action="store_true", help="parse again instead of using the cache")
     p.set_defaults(func=_cmd_compare, pid_map=None, skip_bad=False, internal_error_status=2)
+
+    p = sub.add_parser(
+        "baseline", help="name runs to compare with: baseline set NAME RUN, baseline list, baseline rm NAME"
+    )
+    acts = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    a = acts.add_parser("set", help="keep RUN (a trace file, folder or run name) as baseline NAME")
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("run", metavar="RUN")
+    a = acts.add_parser("list", help="the baselines")
+    a.add_argument("--json", action="store_true", help="print JSON")
+    a = acts.add_parser("rm", help="forget baseline NAME (the run stays)")
+    a.add_argument("name", metavar="NAME")
+    for a in acts.choices.values():
+        a.add_argument("--runs", default=RUNS_DIR, metavar="DIR", help=f"folder of the runs (default ./{RUNS_DIR})")
+    p.set_defaults(func=_cmd_baseline)
     return parser
 
 

@@ -71,3 +71,30 @@ def test_run_names(runs: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     assert _main("train/20261207-101500", "train/20261207-101500") == 0
     assert _main(runs / "base", "train", "--runs", runs / "traceview-runs") == 1
     capsys.readouterr()
+
+
+def test_baselines(runs: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """baseline set/list/rm keep names in traceview-runs/.traceview-baselines.json; compare reads them."""
+    monkeypatch.chdir(runs)
+    assert main(["baseline", "list"]) == 0
+    assert "no baselines" in capsys.readouterr().out
+    assert main(["baseline", "set", "main", "train/20261207-101500"]) == 0
+    assert main(["baseline", "set", "outside", str(runs / "base")]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "list", "--json"]) == 0
+    listed = {b["name"]: b["path"] for b in json.loads(capsys.readouterr().out)}
+    assert listed == {
+        "main": str((runs / "traceview-runs" / "train" / "20261207-101500").resolve()),
+        "outside": str((runs / "base").resolve()),
+    }
+    stored = json.loads((runs / "traceview-runs" / ".traceview-baselines.json").read_text())
+    assert stored["baselines"]["main"]["path"] == "train/20261207-101500"  # relative: the folder may move
+    assert _main("main", "train") == 1  # the slower latest run against the baseline
+    assert _main("main", runs / "same") == 0
+    assert main(["baseline", "rm", "main"]) == 0
+    capsys.readouterr()
+    assert main(["baseline", "rm", "main"]) == 2
+    assert "unknown baseline 'main'" in capsys.readouterr().err
+    assert main(["baseline", "set", "bad name", "train"]) == 2
+    assert main(["baseline", "set", "x", "nowhere"]) == 2
+    capsys.readouterr()
