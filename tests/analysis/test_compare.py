@@ -42,11 +42,27 @@ def _step_events(k: int, t0: float, dur: float, gemm_us: float, gemm_name: str, 
 
 
 def write_run(
-    path: Path, *, steps: int, dur: float, gemm_us: float, gemm_name: str, rank: int = 0, world: int = 1
+    path: Path,
+    *,
+    steps: int,
+    dur: float,
+    gemm_us: float,
+    gemm_name: str,
+    rank: int = 0,
+    world: int = 1,
+    copy_us: float = 0,
 ) -> Path:
+    """``steps`` steps of :func:`_step_events`; ``copy_us``: a host-to-device copy of that
+    length at [450, 450 + copy_us) of each step (GPU otherwise idle then)."""
     events: list[dict[str, Any]] = []
     for k in range(steps):
-        events += _step_events(k, 1_000 + k * dur, dur, gemm_us, gemm_name, corr=10 * k + 1)
+        t0 = 1_000 + k * dur
+        events += _step_events(k, t0, dur, gemm_us, gemm_name, corr=10 * k + 1)
+        if copy_us:
+            events += [
+                kb.runtime("cudaMemcpyAsync", t0 + 440, 5, corr=10 * k + 5),
+                kb.memcpy(t0 + 450, copy_us, corr=10 * k + 5),
+            ]
     kb.write(path / f"rank{rank}.json", kb.doc(events, rank=rank, world_size=world))
     return path
 
@@ -158,3 +174,18 @@ def test_spread_splits_intervals_across_windows() -> None:
     ts, end = np.array([2, 8, 40]), np.array([5, 25, 50])
     got = _spread(ts, end, np.array(["a", "b", "c"], dtype=object), np.array([0, 10, 20]), np.array([10, 20, 30]))
     assert {k: v.tolist() for k, v in got.items()} == {"a": [3, 0, 0], "b": [2, 10, 5], "c": [0, 0, 0]}
+
+
+def test_memory_copies(tmp_path: Path) -> None:
+    """New copies 40 us per step while the GPU is otherwise idle, in steps 40 us longer:
+    memory copies 0 -> 40 us; the cudaMemcpyAsync call [440, 445) runs while the GPU idles,
+    so launch overhead +5 us and Python/other -5 us; the step +40 us."""
+    write_run(tmp_path / "a", steps=3, dur=1000, gemm_us=300, gemm_name="g")
+    write_run(tmp_path / "b", steps=3, dur=1040, gemm_us=300, gemm_name="g", copy_us=40)
+    c = tv.compare(tv.load(tmp_path / "a", cache=False), tv.load(tmp_path / "b", cache=False))
+    by = c.causes.set_index("cause")
+    assert by.loc["memory copies", ["base_ns", "new_ns", "status"]].tolist() == [0.0, 40 * US, "new"]
+    assert by.loc["host: launch overhead", "delta_ns"] == 5 * US
+    assert by.loc["host: Python / other", "delta_ns"] == -5 * US
+    assert c.delta_ns == 40 * US and _parts_sum(c) == pytest.approx(c.delta_ns)
+    assert by.loc["memory copies", "highlight"] == "Memcpy|Memset"
