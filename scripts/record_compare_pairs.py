@@ -34,6 +34,11 @@ say was written down here (and is saved, as ``labels.json``) before any pair was
     ``slower``.
 ``rerun_<i>``
     The base loop again, unchanged. Expected: verdict ``same`` (no false alarm).
+``allreduce_base`` and ``allreduce``
+    Two processes (a gloo group on 127.0.0.1), each step a 2 ms sleep and one
+    ``dist.all_reduce`` of 256k floats; ``allreduce`` makes a second one per step. Expected
+    (``allreduce`` against ``allreduce_base``): the cause ``exposed communication`` grows by
+    what the extra all_reduce took on rank 0's wall clock (within 25 %); verdict ``slower``.
 
 ``labels.json`` keeps these expectations and, as ``measured_ns``, what the injected change
 took on the wall clock while it was recorded (``perf_counter_ns`` around it, the mean over
@@ -52,6 +57,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "compare"
@@ -129,6 +135,74 @@ def _loop(*, batch_sleep_s: float = 0.002, sleep_s: float = 0.0, extra_mm: int =
     return run
 
 
+def _allreduce_worker(rank: int, out: str, extra: int, port: int, measured: Any) -> None:
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.set_num_threads(1)
+    t = torch.ones(1 << 18)
+    target = Path(out)
+
+    def ready(prof) -> None:  # type: ignore[no-untyped-def]
+        with tempfile.TemporaryDirectory() as tmp:
+            raw = Path(tmp) / "trace.json"
+            prof.export_chrome_trace(str(raw))
+            with gzip.open(target / f"rank{rank}.pt.trace.json.gz", "wb", compresslevel=9) as f:
+                f.write(raw.read_bytes())
+
+    extra_ns = []
+    schedule = torch.profiler.schedule(wait=1, warmup=1, active=STEPS, repeat=1)
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule, on_trace_ready=ready
+    ) as prof:
+        for i in range(STEPS + 2):
+            time.sleep(0.002)
+            dist.all_reduce(t)
+            t0 = time.perf_counter_ns()
+            if extra:
+                dist.all_reduce(t)
+            if i >= 2:
+                extra_ns.append(time.perf_counter_ns() - t0)
+            prof.step()
+    dist.destroy_process_group()
+    if rank == 0:
+        measured.value = int(sum(extra_ns) / len(extra_ns))
+
+
+def record_allreduce(variant: str, out: Path, *, extra: bool) -> int:
+    """Record the two-process gloo loop; returns the mean wall time of the extra all_reduce (ns)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    target = out / variant
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    measured = mp.get_context("spawn").Value("q", 0)
+    mp.spawn(_allreduce_worker, args=(str(target), int(extra), port, measured), nprocs=2)
+    return int(measured.value)
+
+
+def _allreduce_pair(out: Path) -> dict[str, object]:
+    """Record ``allreduce_base`` and ``allreduce``; their label (written before comparing)."""
+    record_allreduce("allreduce_base", out, extra=False)
+    return {
+        "base": "allreduce_base",
+        "cause": "exposed communication",
+        "tolerance_pct": 25,
+        "verdict": "slower",
+        "measured_ns": record_allreduce("allreduce", out, extra=True),
+    }
+
+
 def _mm_cost_ns() -> int:
     """What EXTRA_MM products of 256x256 matrices take alone (median of 20 timings), ns."""
     import torch
@@ -190,7 +264,18 @@ def main() -> None:
     p.add_argument("--wait-minutes", type=float, default=30, help="how long to wait for that (default 30)")
     p.add_argument("--reruns", type=int, default=3, help="reruns of the base loop (rerun_0...)")
     p.add_argument("--only-reruns", action="store_true", help="record base and the reruns only")
+    p.add_argument(
+        "--only-allreduce", action="store_true", help="record the gloo pair only, adding its label to labels.json"
+    )
     args = p.parse_args()
+    if args.only_allreduce:
+        args.out.mkdir(parents=True, exist_ok=True)
+        meta_path = args.out / "labels.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"steps": STEPS, "labels": {}}
+        meta["labels"]["allreduce"] = _allreduce_pair(args.out)
+        meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+        print(f"wrote {args.out}: allreduce_base, allreduce")
+        return
     if args.max_load is not None:
         _wait_for_quiet(args.max_load, args.wait_minutes)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -211,6 +296,8 @@ def main() -> None:
         labels["sleep"]["measured_ns"] = record_noting_load("sleep", sleep_s=SLEEP_S)
         labels["matmul"]["measured_ns"] = record_noting_load("matmul", extra_mm=EXTRA_MM)
         labels["dataloader"]["measured_ns"] = record_noting_load("dataloader", batch_sleep_s=0.010) - base_loader_ns
+    if not args.only_reruns:
+        labels["allreduce"] = _allreduce_pair(args.out)
     for i in range(args.reruns):
         record_noting_load(f"rerun_{i}")
         labels[f"rerun_{i}"] = {"verdict": "same"}

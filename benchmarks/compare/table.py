@@ -63,14 +63,17 @@ def main() -> None:
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, label in labels.items():
-        c = tv.compare(base, tv.load(args.out / name, cache=False))
+        ref = label.get("base", "base")
+        c = tv.compare(
+            base if ref == "base" else tv.load(args.out / ref, cache=False), tv.load(args.out / name, cache=False)
+        )
         top = c.causes.iloc[0] if len(c.causes) else None
         expected = label.get("measured_ns")
         got = float(top["delta_ns"]) if top is not None and top["cause"] == label.get("cause") else float("nan")
         err = f"{100 * (got - expected) / expected:+.1f}" if expected else ""
         sum_ok = abs(float(c.causes["delta_ns"].sum()) - c.delta_ns) <= 0.01 * max(abs(c.delta_ns), 1.0)
         with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-            status = cli(["compare", str(args.out / "base"), str(args.out / name), "--no-cache", "--json"])
+            status = cli(["compare", str(args.out / ref), str(args.out / name), "--no-cache", "--json"])
         row = [
             name,
             str(label.get("cause", "-")),

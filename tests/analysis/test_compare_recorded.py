@@ -34,10 +34,10 @@ def _pair(base: tv.Trace, name: str) -> Comparison:
     return tv.compare(base, tv.load(PAIRS / name))
 
 
-@pytest.mark.parametrize("name", ["sleep", "matmul", "dataloader"])
+@pytest.mark.parametrize("name", ["sleep", "matmul", "dataloader", "allreduce"])
 def test_recorded_pairs_name_the_injected_cause(base: tv.Trace, name: str) -> None:
     label = LABELS[name]
-    c = _pair(base, name)
+    c = _pair(tv.load(PAIRS / label["base"]) if "base" in label else base, name)
     assert c.verdict == label["verdict"]
     assert _parts_sum(c) == pytest.approx(c.delta_ns, rel=0.01)
     top = c.causes.iloc[0]

@@ -26,7 +26,9 @@ On a rank with GPU work (the GPU figures are :func:`tv.iteration_stats`'s, one t
 
 On a CPU-only rank the step's thread is the device: ``data loading`` (its DataLoader ranges,
 operators inside them included), ``operator <path>`` (its outermost operators outside data
-loading, CPU time), ``host: Python / other`` (the rest).
+loading, CPU time), ``exposed communication`` (collective operators, ``c10d::allreduce_``,
+and the time the thread runs no operator while a collective runs, ``gloo:all_reduce`` on
+gloo's thread), ``host: Python / other`` (the rest).
 
 The parts of a window add up to its duration exactly (integer ns; the proportional shares
 are rounded by largest remainders).
@@ -77,6 +79,10 @@ HIGHLIGHT = {
 _STEP_NAME = re.compile(r"^ProfilerStep#\d+$")
 _OP_KINDS = (EventKind.CPU_OP.value, EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value)
 _MAX_PATH = 4
+#: Operators that are collectives on a CPU-only rank (their time is communication).
+_COMM_OP = re.compile(r"^(c10d::|c10d_functional::|_c10d_functional::|record_param_comms$)")
+#: Annotations of a collective running (on the backend's own thread, for gloo).
+_COMM_RANGE = re.compile(r"^(gloo|nccl):")
 
 
 @dataclass(frozen=True)
@@ -174,9 +180,17 @@ def _rank_parts(trace: Trace, rank: int, whole: bool) -> RankParts | None:
             starts,
             ends,
         )
-        cols.update(_scaled(shares, op_ns))
+        scaled = _scaled(shares, op_ns)
+        # Collective operators (c10d::allreduce_...) are communication, not operators; and
+        # the step thread waiting outside any operator while a collective runs (gloo's
+        # gloo:all_reduce on its own thread) waits for communication.
+        comm_ops = [k for k in scaled if _COMM_OP.match(k[len(OPERATOR) :].split(" > ")[-1])]
+        idle = iv.subtract(iv.subtract(iv.union(starts, ends), loader), ops)
+        waiting = iv.coverage_of(iv.intersect(idle, iv.union(*_spans(ev, _comm_rows(ev)))), starts, ends)
+        cols.update({k: v for k, v in scaled.items() if k not in comm_ops})
+        cols[EXPOSED_COMM] = waiting + sum((scaled[k] for k in comm_ops), np.zeros(len(win), dtype=np.int64))
         cols[DATA] = data
-        cols[PYTHON] = dur - data - op_ns
+        cols[PYTHON] = dur - data - op_ns - waiting
         op_calls = tops[outside]
     if LAUNCH not in cols:
         cols[LAUNCH] = np.zeros(len(win), dtype=np.int64)
@@ -233,6 +247,14 @@ def _name_mask(ev: pd.DataFrame, pattern: str) -> np.ndarray:
 def _loader_rows(ev: pd.DataFrame) -> np.ndarray:
     out: np.ndarray = lk.category_mask(ev["kind"], [EventKind.USER_ANNOTATION.value]) & _name_mask(
         ev, DATALOADER_PATTERN
+    )
+    return out
+
+
+def _comm_rows(ev: pd.DataFrame) -> np.ndarray:
+    """Collectives as CPU ranges (any thread): ``gloo:all_reduce``, ``nccl:all_reduce`` annotations."""
+    out: np.ndarray = lk.category_mask(ev["kind"], [EventKind.USER_ANNOTATION.value]) & _name_mask(
+        ev, _COMM_RANGE.pattern
     )
     return out
 
