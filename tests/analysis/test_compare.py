@@ -189,3 +189,13 @@ def test_memory_copies(tmp_path: Path) -> None:
     assert by.loc["host: Python / other", "delta_ns"] == -5 * US
     assert c.delta_ns == 40 * US and _parts_sum(c) == pytest.approx(c.delta_ns)
     assert by.loc["memory copies", "highlight"] == "Memcpy|Memset"
+
+
+def test_paths_leave_python_frames_out() -> None:
+    """A trace recorded with stacks (H200 training loop): operator paths hold annotations and
+    operator names, never a Python frame's file(line) (which moves with every edit)."""
+    t = tv.load(DATA / "h200_cuda" / "train")
+    c = tv.compare(t, t, top_operators=1000)
+    ops = [x for x in c.causes["cause"] if x.startswith("operator ")]
+    assert ops and not any(".py(" in x for x in ops)
+    assert c.verdict == "same" and c.delta_ns == 0

@@ -293,22 +293,29 @@ def _outermost_op(ev: pd.DataFrame) -> np.ndarray:
 
 def _top_operators(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The outermost operators (rows, every thread) and their causes: ``operator <path>``,
-    the path being the annotations enclosing them (not ``ProfilerStep#N``; at most
-    ``_MAX_PATH`` levels) and their name, joined by `` > ``."""
+    the path being the user annotations enclosing them (the innermost ``_MAX_PATH``; not
+    ``ProfilerStep#N``, not Python frames, whose file and line change with the code) and
+    their name, joined by `` > ``."""
     is_op = lk.category_mask(ev["kind"], [EventKind.CPU_OP.value])
     top = np.flatnonzero(is_op & (_outermost_op(ev) == np.arange(len(ev))))
-    names = ev["name"].to_numpy().astype(object)
+    # Which rows are annotations that name a level of the path (decided per name, not per row).
+    levels = lk.category_mask(ev["kind"], [EventKind.USER_ANNOTATION.value]) & ~_name_mask(ev, _STEP_NAME.pattern)
+    codes = np.asarray(ev["name"].array.codes)
+    cats = np.asarray(ev["name"].cat.categories.astype(str), dtype=object)
     parent = _parents(ev)
-    keys = names[top].astype(str).astype(object)
+    keys = cats[codes[top]].astype(object) if len(top) else np.empty(0, dtype=object)
+    added = np.zeros(len(top), dtype=np.int64)
     cur = top.copy()
-    for _ in range(_MAX_PATH):
+    for _ in range(int(ev["depth"].to_numpy().max(initial=0)) + 1):
         cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
         live = cur >= 0
         if not live.any():
             break
-        up = names[np.maximum(cur, 0)].astype(str)
-        add = live & ~np.fromiter((_STEP_NAME.match(u) is not None for u in up), dtype=bool, count=len(up))
-        keys = np.where(add, up.astype(object) + " > " + keys, keys)
+        at = np.maximum(cur, 0)
+        add = live & levels[at] & (added < _MAX_PATH)
+        if add.any():
+            keys = np.where(add, cats[codes[at]] + " > " + keys, keys)
+            added += add
     return top, (OPERATOR + keys).astype(object)
 
 
