@@ -110,6 +110,13 @@ def test_causes_by_construction(built: tuple[tv.Trace, tv.Trace]) -> None:
     assert row["new_end_ns"] - row["new_start_ns"] == 1200 * US and row["highlight"] == "^aten::linear$"
 
 
+def test_repr_in_text_and_in_jupyter(built: tuple[tv.Trace, tv.Trace]) -> None:
+    c = tv.compare(*built)
+    assert repr(c).startswith("<Comparison slower: mean step 1 ms -> 1.2 ms (+200 us, +20.0%)")
+    assert "operator aten::linear" in repr(c).splitlines()[2]
+    assert c._repr_markdown_().startswith("### traceview compare: **slower** (+20.0%)")
+
+
 def test_reversed_is_faster_and_same_is_same(built: tuple[tv.Trace, tv.Trace]) -> None:
     back = tv.compare(built[1], built[0])
     assert back.verdict == "faster" and back.delta_ns == -200 * US

@@ -72,7 +72,7 @@ RANK_COLUMNS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Comparison:
     """What :func:`compare` found; the tables' columns are documented there.
 
@@ -107,6 +107,16 @@ class Comparison:
             f"({sign}{fmt.duration(abs(self.delta_ns))}, {sign}{fmt.percent(abs(self.delta_pct))}) over "
             f"{fmt.plural(len(self.steps), 'matched step')}; {self.noise_test}"
         )
+
+    def __repr__(self) -> str:
+        top = self.causes.head(10)[["cause", "status", "base_ns", "new_ns", "delta_ns", "within_noise"]]
+        return f"<Comparison {self.headline()}>\n{top.to_string(index=False)}"
+
+    def _repr_markdown_(self) -> str:
+        """Jupyter shows the PR-comment summary (:func:`.markdown.markdown`)."""
+        from .markdown import markdown
+
+        return markdown(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Everything as JSON-able values (the CLI's ``--json``)."""
