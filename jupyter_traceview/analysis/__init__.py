@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from .annotations import user_annotation_breakdown as user_annotation_breakdown
 from .call_tree import call_tree as call_tree
+from .compare import compare as compare
 from .concurrency import concurrency as concurrency
 from .concurrency import kernel_overlap_stats as kernel_overlap_stats
 from .counter_trace import write_counters_trace as write_counters_trace
@@ -18,7 +19,6 @@ from .counters import memory_bandwidth as memory_bandwidth
 from .counters import queue_length as queue_length
 from .cpu_ops import cpu_op_breakdown as cpu_op_breakdown
 from .critical_path import critical_path as critical_path
-from .compare import compare as compare
 from .diff import trace_diff as trace_diff
 from .efficiency import efficiency as efficiency
 from .efficiency import iteration_stats as iteration_stats
