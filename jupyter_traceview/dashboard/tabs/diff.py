@@ -9,6 +9,13 @@ from .builder import Column, TabBuilder, charts, figure_, table
 
 def build(b: TabBuilder) -> None:
     c = charts()
+    b.figures.append(
+        figure_(
+            "baseline",
+            b.data.baseline.source or "(memory)" if b.data.baseline is not None else "-",
+            "compared with this trace",
+        )
+    )
 
     def causes() -> None:
         cmp = b.data.comparison()
@@ -34,13 +41,6 @@ def build(b: TabBuilder) -> None:
 
     def tables() -> None:
         d = b.frame("trace_diff")
-        b.figures.append(
-            figure_(
-                "baseline",
-                b.data.baseline.source or "(memory)" if b.data.baseline is not None else "-",
-                "compared with this trace",
-            )
-        )
         changed = d.loc[d["status"] != "unchanged"]
         b.figures.append(figure_("changes", f"{len(changed):,}", f"of {len(d):,} operators and kernels"))
         b.tables.append(
