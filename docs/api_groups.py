@@ -120,7 +120,7 @@ GROUPS: tuple[Group, ...] = (
         "comparison",
         "Comparing runs",
         "What changed between two traces.",
-        ("trace_diff",),
+        ("compare", "trace_diff"),
     ),
     Group(
         "widgets",
