@@ -64,6 +64,19 @@ class RankMeta:
     #: The reader that produced it ("kineto" or "nsys").
     source_format: str = "kineto"
 
+    def device_props(self, device: int) -> dict[str, Any] | None:
+        """The ``deviceProperties`` entry of device ``device``; where no entry has its id
+        (a trace whose kernels run on a device id the list does not hold, as ROCm traces
+        of a remapped ``HIP_VISIBLE_DEVICES`` record), the trace's only device: the one entry,
+        or the first of entries that all name the same model. None if neither."""
+        props = self.device_properties
+        for p in props:
+            if p.get("id") == device:
+                return p
+        if props and len({str(p.get("name", "")) for p in props}) == 1:
+            return props[0]
+        return None
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict (for the cache; it shares this object's dicts: dump it, do not change it)."""
         # Not dataclasses.asdict: its deep copy of every thread name was most of a cache write's metadata.

@@ -513,9 +513,9 @@ def _metadata_row(trace: Trace) -> dict[str, Any]:
     device = ""
     dev = d.events["device"].to_numpy()
     devices = np.flatnonzero(np.bincount(dev[dev >= 0], minlength=1)).tolist()  # sorted distinct ids
-    for p in m.device_properties:
-        if devices and p.get("id") == devices[0]:
-            device = str(p.get("name", ""))
+    props = m.device_props(devices[0]) if devices else None
+    if props is not None:
+        device = str(props.get("name", ""))
     return {
         "rank": m.rank,
         "path": m.path,

@@ -107,9 +107,9 @@ def capacity(trace: Trace, device_type: str, device: int) -> int:
     if device < 0 or device_type.upper() == "CPU":
         return -1
     (r,) = trace.ranks
-    for p in trace.meta(r).device_properties:
-        if p.get("id") == device and isinstance(p.get("totalGlobalMem"), int):
-            return int(p["totalGlobalMem"])
+    p = trace.meta(r).device_props(device)
+    if p is not None and isinstance(p.get("totalGlobalMem"), int):
+        return int(p["totalGlobalMem"])
     return -1
 
 

@@ -181,3 +181,61 @@ def test_recorded_transformer_attention_norm_softmax_embedding() -> None:
     emb = perf[perf["family"] == "embedding"].set_index("name")
     assert emb.loc["aten::index_select", "bytes"] == 2 * 24 * 32 * 4 + 24 * 8
     assert "aten::scaled_dot_product_attention" not in set(perf["name"])  # counted in its flash op
+
+
+def test_device_names_match_by_their_words() -> None:
+    # Vendor words and VF ignored; form factor and memory size pick the row; no guess for others.
+    expect = {
+        "AMD Instinct MI300X VF": "AMD Instinct MI300X",
+        "NVIDIA H100 SXM5 80GB": "NVIDIA H100 80GB HBM3",
+        "NVIDIA H100 80GB PCIe": "NVIDIA H100 PCIe",
+        "NVIDIA A100-SXM4-80GB VF": "NVIDIA A100-SXM4-80GB",
+        "NVIDIA A100 80GB": "NVIDIA A100-SXM4-80GB",  # no form named: the SXM row of that size
+        "NVIDIA H800 PCIe": "NVIDIA H800 PCIe",
+        "NVIDIA H20": "NVIDIA H20",
+        "NVIDIA H200 NVL": "NVIDIA H200 NVL",
+        "NVIDIA GH200 144G HBM3e": "NVIDIA GH200 144G HBM3e",
+        "NVIDIA GH200 480GB": "NVIDIA GH200 480GB",
+        "NVIDIA B300 SXM6 AC": "NVIDIA B300",
+        "AMD Instinct MI355X": "AMD Instinct MI355X",
+    }
+    for name, row in expect.items():
+        found = device_peaks(name)
+        assert found is not None and found.name == row, name
+    for name in ("AMD Radeon Graphics", "NVIDIA A10G", "NVIDIA L40", ""):
+        assert device_peaks(name) is None, name  # A10G is not an A10, L40 not an L40S
+    mi300x = device_peaks("AMD Instinct MI300X VF")
+    assert mi300x is not None and (mi300x.bf16, mi300x.bandwidth_gbps) == (1307.4, 5300)
+
+
+def test_kernels_on_a_device_id_deviceproperties_does_not_list(tmp_path: Path) -> None:
+    # The kernels run on device 3; deviceProperties lists device 0 only (a VM's VF renumbered):
+    # the trace's only device is the one, so MI300X's peaks apply (bf16 1307.4 TFLOP/s).
+    evs = [kb.step(1, 1000, 200), kb.cpu_op("aten::addmm", 1015, 40, **ADDMM)]
+    evs += kb.launch("Cijk_gemm_bf16", 1020, 1100, 100, corr=11, device=3)
+    d = kb.doc(evs, rank=0, deviceProperties=[{"id": 0, "name": "AMD Instinct MI300X VF"}])
+    trace = tv.load(kb.write(tmp_path / "rank-0.json", d), cache=False)
+    assert trace.metadata["device_name"].tolist() == ["AMD Instinct MI300X VF"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tv.TraceviewWarning)  # no "no peak figures" warning
+        perf = tv.op_performance(trace).set_index("name")
+    assert perf.loc["aten::addmm", "peak_tflops"] == 1307.4
+    assert perf.loc["aten::addmm", "pct_of_peak"] == pytest.approx(100 * ADDMM_FLOPS / 1307.4e3 / 100_000)
+
+
+def test_a_non_number_in_peaks_is_an_option_error(tmp_path: Path) -> None:
+    trace = load(tmp_path)
+    with pytest.raises(tv.OptionError, match=r"bf16 must be a number .*'fast'"):
+        tv.op_performance(trace, peaks={"bf16": "fast"})
+    with pytest.raises(tv.OptionError, match="bandwidth_gbps must be a positive number"):
+        tv.op_performance(trace, peaks={"bandwidth_gbps": -1})
+    with pytest.raises(tv.OptionError, match="bf16 must be a positive number"):
+        DevicePeaks("mine", 3350, bf16=float("nan"))
+
+
+def test_rocm_generic_device_name_is_kept_and_not_guessed() -> None:
+    # The MI250 trace names its GCDs "AMD Radeon Graphics" (ROCm 6.2); kernels on device 2,
+    # listed: the name is read, and no table row is guessed for it.
+    trace = tv.load(Path(__file__).parents[2] / "data" / "hta_mi250_rocm", cache=False)
+    assert trace.metadata["device_name"].tolist() == ["AMD Radeon Graphics"]
+    assert device_peaks("AMD Radeon Graphics") is None
