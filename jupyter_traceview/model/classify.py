@@ -9,6 +9,26 @@ Rules, in order, for an event of a GPU activity kind (``kernel``, ``gpu_memcpy``
 4. A name matching one of ``Classifier.other`` is ``other``.
 5. Anything else is ``compute``.
 
+Then, by context (:func:`by_context`), a kernel that rule 5 made compute and whose name
+matches none of ``Classifier.compute`` either (an *unrecognised* kernel: no pattern knows
+it) is ``communication``
+
+6. when the innermost operator or annotation enclosing its launch call (the CPU op,
+   ``record_function``/NVTX range, or Python frame around the ``cudaLaunchKernel``) matches
+   one of ``Classifier.communication_context`` (``c10d::``, ``nccl:``,
+   ``record_param_comms``, an ``all_to_all`` op, an expert-parallel ``dispatch``/``combine``
+   range), or an enclosing Python frame names a communication library
+   (``Classifier.communication_frames``: ``deep_ep``, ``pplx``, ``nvshmem``, ...);
+7. or when it runs on a stream whose kernels are all communication or unrecognised, one of
+   them made communication by rule 6: the stream of the library the context showed to
+   communicate, which runs only its kernels. (An unknown kernel on a stream of named
+   collectives, NCCL's, with no such evidence was put there by the program: it stays
+   compute.)
+
+A kernel the ``compute`` patterns know (GEMM libraries, ATen, Triton, ...; unless its own
+name carries a ``communication_context`` word) is never made communication by its context: an annotation named ``dispatch`` around an MoE layer's
+permutation kernels leaves them compute.
+
 Patterns are Python regular expressions, searched anywhere in the name
 (``re.search``); anchor them with ``^`` to match a prefix. Extend the defaults
 with :meth:`Classifier.extend`, e.g. for an in-house all-to-all kernel::
@@ -30,7 +50,7 @@ import pandas as pd
 
 from .schema import GPU_CLASS_CATEGORIES, EventKind, GpuClass, categorical
 
-__all__ = ["COPY_KINDS", "Classifier", "copy_kind_of"]
+__all__ = ["COPY_KINDS", "Classifier", "by_context", "copy_kind_of"]
 
 #: Communication kernels. NCCL names its kernels ``ncclKernel_*`` (<= 2.18) and
 #: ``ncclDevKernel_*`` (>= 2.19); RCCL keeps NCCL's names; DeepEP, NVSHMEM, vLLM's custom
@@ -42,10 +62,66 @@ DEFAULT_COMMUNICATION: tuple[str, ...] = (
     r"^rccl",
     r"^hccl",  # Habana collective library
     r"deep_ep::",  # DeepEP dispatch/combine (intranode, internode, low-latency)
+    # DeepEP-style expert-parallel kernels outside deep_ep:: (forks keep the namespaces).
+    r"intranode::dispatch",
+    r"intranode::combine",
+    r"internode::dispatch",
+    r"internode::combine",
+    r"internode_ll::dispatch",
+    r"internode_ll::combine",
     r"nvshmem",  # NVSHMEM-based all-to-all and one-sided kernels
+    r"msccl",  # MSCCL and MSCCL++ (mscclpp::)
+    r"pplx",  # pplx-kernels all-to-all dispatch/combine
+    r"^ccl_",  # oneCCL (ccl_*, ccl::)
+    r"^ccl::",
+    r" ccl::",
+    r"::ccl::",
+    r"^ucc_",  # UCC's executor kernels
+    r" ucc_",
     r"cross_device_reduce",  # vLLM custom all-reduce
     r"(?:one|two)Shot(?:All)?Reduce",  # TensorRT-LLM custom all-reduce
     r"userbuffers",  # Transformer Engine userbuffers comm/GEMM overlap
+)
+
+#: Operators and annotations whose kernels communicate (rule 6): searched in the name of the
+#: innermost CPU operator or ``record_function``/NVTX range around a kernel's launch call.
+DEFAULT_COMMUNICATION_CONTEXT: tuple[str, ...] = (
+    r"^c10d::",  # c10d::allreduce_, c10d::alltoall_base_, ...
+    r"^_?c10d_functional::",  # functional collectives
+    r"^nccl:",  # nccl:all_reduce, nccl:all_to_all (newer PyTorch's ranges)
+    r"^rccl:",
+    r"record_param_comms",  # the profiler's record of every c10d collective
+    # A collective or expert-parallel verb as a word: all_to_all(_single), alltoall,
+    # all_reduce, all_gather, reduce_scatter, and an EP library's dispatch/combine range.
+    r"(?i:(?:^|[^a-z0-9])(?:all_?to_?all\w*|all_?reduce|all_?gather\w*|reduce_?scatter\w*|dispatch|combine)"
+    r"(?:$|[^a-z0-9]))",
+)
+
+#: Python frames (rule 6) that name a communication library: a kernel launched inside one,
+#: with no operator in between, communicates.
+DEFAULT_COMMUNICATION_FRAMES: tuple[str, ...] = (
+    r"deep_ep",
+    r"pplx",
+    r"nvshmem",
+    r"msccl",
+    r"(?:inter|intra)node(?:_ll)?_(?:dispatch|combine)",  # DeepEP's C++ methods as Python sees them
+    r"low_latency_(?:dispatch|combine)",
+)
+
+#: Kernels known to compute: matched, they are never made communication by their context
+#: (rules 6, 7) and are *recognised* (``tv.findings``' ``unrecognised_kernels`` counts the
+#: compute kernels that match none). Vendor GEMM/conv libraries, attention kernels, ATen's
+#: and Triton's kernels, optimizers, and the usual kernel families by name.
+DEFAULT_COMPUTE: tuple[str, ...] = (
+    r"(?i:gemm|gemv|cublas|cutlass|xmma|nvjet|cijk_|hipblas|rocblas|tensile|matmul|wgmma|hgmma|s884|s1688|h884)",
+    r"(?i:conv|cudnn|miopen|winograd|dgrad|wgrad|fprop|im2col|col2im|nchw|nhwc)",
+    r"(?i:flash|fmha|attn|attention|softmax|rotary|rope_)",
+    r"(?i:triton|at::native|at::cuda|cunn_|cub::|thrust::|ck::|ck_tile|aiter|flashinfer|xformers|vllm|sglang)",
+    r"(?i:elementwise|vectorized|pointwise|unrolled|reduce|reduction|norm|moments|dropout|philox|curand)",
+    r"(?i:distribution|index|gather|scatter|embedding|sort|topk|radix|scan|cumsum|histogram|bincount|nonzero)",
+    r"(?i:copy|transpose|permute|fill|arange|where|clamp|masked|upsample|pool|interpolate|grid_sampl|loss)",
+    r"(?i:nll|entropy|gelu|silu|relu|sigmoid|tanh|swiglu|act_and_mul|quant|cast|fused|adam|sgd|lamb)",
+    r"(?i:multi_tensor|foreach|amp_|unscale|transformer_engine|deepgemm|deep_gemm|marlin|cutensor|cufft|fft)",
 )
 
 #: Memory kernels (beyond the gpu_memcpy/gpu_memset kinds): HIP and MTIA copy engines.
@@ -116,7 +192,14 @@ class _Matcher:
 
 
 #: The default patterns, by field: a classifier with them needs no check of its patterns.
-_DEFAULTS = {"communication": DEFAULT_COMMUNICATION, "memory": DEFAULT_MEMORY, "other": DEFAULT_OTHER}
+_DEFAULTS = {
+    "communication": DEFAULT_COMMUNICATION,
+    "memory": DEFAULT_MEMORY,
+    "other": DEFAULT_OTHER,
+    "compute": DEFAULT_COMPUTE,
+    "communication_context": DEFAULT_COMMUNICATION_CONTEXT,
+    "communication_frames": DEFAULT_COMMUNICATION_FRAMES,
+}
 
 
 @dataclass(frozen=True)
@@ -139,9 +222,17 @@ class Classifier:
     memory: tuple[str, ...] = field(default=DEFAULT_MEMORY)
     #: Names of device events that are not work, e.g. synchronisation (checked third).
     other: tuple[str, ...] = field(default=DEFAULT_OTHER)
+    #: Names of kernels known to compute: never made communication by their context, and
+    #: *recognised* (the findings rule ``unrecognised_kernels`` reports the others).
+    compute: tuple[str, ...] = field(default=DEFAULT_COMPUTE)
+    #: Names of operators and annotations whose unrecognised kernels communicate (the
+    #: innermost one around the launch call).
+    communication_context: tuple[str, ...] = field(default=DEFAULT_COMMUNICATION_CONTEXT)
+    #: Python frames around a launch call that name a communication library.
+    communication_frames: tuple[str, ...] = field(default=DEFAULT_COMMUNICATION_FRAMES)
 
     def __post_init__(self) -> None:
-        for label in ("communication", "memory", "other"):
+        for label in _DEFAULTS:
             value = getattr(self, label)
             if isinstance(value, str):
                 raise TypeError(
@@ -162,18 +253,54 @@ class Classifier:
         communication: Iterable[str] = (),
         memory: Iterable[str] = (),
         other: Iterable[str] = (),
+        compute: Iterable[str] = (),
+        communication_context: Iterable[str] = (),
+        communication_frames: Iterable[str] = (),
     ) -> Classifier:
         """A classifier with these patterns added to the current ones."""
+        for label, value in locals().items():
+            if isinstance(value, str):
+                raise TypeError(f"Classifier.extend({label}=...) takes a sequence of patterns; write [{value!r}]")
         return replace(
             self,
             communication=self.communication + tuple(communication),
             memory=self.memory + tuple(memory),
             other=self.other + tuple(other),
+            compute=self.compute + tuple(compute),
+            communication_context=self.communication_context + tuple(communication_context),
+            communication_frames=self.communication_frames + tuple(communication_frames),
         )
 
     @cached_property
     def _matchers(self) -> tuple[_Matcher, ...]:
         return (_Matcher(self.communication), _Matcher(self.memory), _Matcher(self.other))
+
+    @cached_property
+    def _context_matchers(self) -> tuple[_Matcher, _Matcher, _Matcher, _Matcher]:
+        """The default compute patterns, the context, the frames, and the compute patterns
+        added to the defaults (which no communication word in a name overrides)."""
+        return (
+            _Matcher(p for p in self.compute if p in DEFAULT_COMPUTE),
+            _Matcher(self.communication_context),
+            _Matcher(self.communication_frames),
+            _Matcher(p for p in self.compute if p not in DEFAULT_COMPUTE),
+        )
+
+    def recognises(self, name: str, kind: str | EventKind = EventKind.KERNEL) -> bool:
+        """Whether some pattern knows this activity: its kind or name decides its class
+        (rules 1-4), or a ``compute`` pattern matches it and no ``communication_context``
+        pattern does (a kernel named after a collective or a ``dispatch``/``combine`` is not
+        known to compute by the default patterns; patterns added with
+        ``extend(compute=...)`` always are). False for kernels that are compute only because nothing else
+        matched: rules 6 and 7 may make them communication; ``unrecognised_kernels``
+        reports the rest."""
+        k = EventKind(kind)
+        if k is not EventKind.KERNEL:
+            return True
+        if self._classify(name, k) is not GpuClass.COMPUTE:
+            return True
+        known, context, _, added = self._context_matchers
+        return added.search(name) or (known.search(name) and not context.search(name))
 
     def classify(self, name: str, kind: str | EventKind = EventKind.KERNEL) -> GpuClass | None:
         """The class of one activity, or None for kinds that are not GPU activities."""
@@ -256,6 +383,96 @@ class Classifier:
 
 
 _CLASS_CODE = {GpuClass(c): i for i, c in enumerate(GPU_CLASS_CATEGORIES)}
+_OP_KINDS = (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value)
+
+
+def by_context(
+    clf: Classifier,
+    classes: np.ndarray,
+    *,
+    kind_codes: np.ndarray,
+    kind_values: list[str],
+    name_codes: np.ndarray,
+    names: pd.Index | list[str],
+    launch: np.ndarray,
+    parent: np.ndarray,
+    lanes: tuple[np.ndarray, ...],
+) -> np.ndarray:
+    """Rules 6 and 7 of the module's docstring: the class codes ``classes`` (of
+    :meth:`Classifier.class_codes`) with the unrecognised compute kernels that communicate
+    by their context made ``communication`` (a new array where any changes).
+
+    Every array is one per row of a table (one rank's events, or several ranks' in a
+    reader's batch): ``kind_codes`` into ``kind_values``; ``name_codes`` into ``names``;
+    ``launch``, the row of a GPU activity's launch call, and ``parent``, the row of a CPU
+    event's enclosing event on its thread (-1: none); ``lanes``, arrays whose values
+    together name a device row's stream (device, stream and, in a batch, the file).
+    """
+    kinds = {v: i for i, v in enumerate(kind_values)}
+    kernel_code = kinds.get(EventKind.KERNEL.value, -2)
+    compute, comm = _CLASS_CODE[GpuClass.COMPUTE], _CLASS_CODE[GpuClass.COMMUNICATION]
+    is_kernel = kind_codes == kernel_code
+    cand = np.flatnonzero(is_kernel & (classes == compute) & (name_codes >= 0))
+    if not len(cand):
+        return classes
+    _, context, frames, _ = clf._context_matchers
+    uniq, inv = np.unique(name_codes[cand], return_inverse=True)
+    unknown = np.array([not clf.recognises(str(names[c])) for c in uniq.tolist()], dtype=bool)
+    cand = cand[unknown[inv.reshape(-1)]]
+    if not len(cand):
+        return classes
+    out: np.ndarray = classes.copy()
+
+    # Rule 6: up from the launch call to the innermost operator or annotation; Python frames
+    # on the way count when they name a communication library.
+    op_codes = np.array([kinds[k] for k in _OP_KINDS if k in kinds], dtype=np.int64)
+    py_code = kinds.get(EventKind.PYTHON_FUNCTION.value, -2)
+    verdicts: dict[int, tuple[bool, bool]] = {}  # name code -> (context, frame)
+    hit = np.zeros(len(cand), dtype=bool)
+    at = launch[cand]
+    idx = np.flatnonzero(at >= 0)
+    at = parent[at[idx]]
+    while len(idx):
+        keep = at >= 0
+        idx, at = idx[keep], at[keep]
+        if not len(idx):
+            break
+        k, nm = kind_codes[at], name_codes[at]
+        for c in np.unique(nm).tolist():
+            if c not in verdicts:
+                text = str(names[c]) if c >= 0 else ""
+                verdicts[c] = (context.search(text), frames.search(text))
+        codes = nm.tolist()
+        is_ctx = np.fromiter((verdicts[c][0] for c in codes), dtype=bool, count=len(codes))
+        is_frame = np.fromiter((verdicts[c][1] for c in codes), dtype=bool, count=len(codes))
+        is_op = np.isin(k, op_codes)
+        found = (is_op & is_ctx) | ((k == py_code) & is_frame)
+        hit[idx[found]] = True
+        go_on = ~(is_op | found)
+        idx, at = idx[go_on], parent[at[go_on]]
+    out[cand[hit]] = comm
+
+    # Rule 7: a stream whose kernels are all communication or unrecognised, with a kernel made
+    # communication by its context, is that library's stream: it runs only communication.
+    rest = cand[~hit]
+    kern = np.flatnonzero(is_kernel)
+    if len(rest) and hit.any():
+        lane_keys = np.stack([np.asarray(a)[kern].astype(np.int64) for a in lanes], axis=1)
+        _, lane_of = np.unique(lane_keys, axis=0, return_inverse=True)
+        lane_of = lane_of.reshape(-1)
+        unrecognised = np.zeros(len(out), dtype=bool)
+        unrecognised[rest] = True
+        cls = out[kern]
+        n = int(lane_of.max()) + 1
+        compute_known = np.bincount(lane_of, weights=(cls == compute) & ~unrecognised[kern], minlength=n)
+        by_ctx = np.zeros(len(out), dtype=bool)
+        by_ctx[cand[hit]] = True
+        has_ctx = np.bincount(lane_of, weights=by_ctx[kern], minlength=n)
+        comm_lane = (compute_known == 0) & (has_ctx > 0)
+        where = np.zeros(len(out), dtype=bool)
+        where[kern[comm_lane[lane_of]]] = True
+        out[rest[where[rest]]] = comm
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -275,5 +492,5 @@ def rules_key(classifier: Classifier) -> str:
     import hashlib
     import json
 
-    what = [_rules_digest(), list(GPU_CLASS_CATEGORIES), classifier.communication, classifier.memory, classifier.other]
+    what = [_rules_digest(), list(GPU_CLASS_CATEGORIES), *(getattr(classifier, label) for label in _DEFAULTS)]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:32]

@@ -15,11 +15,11 @@ from pandas.api.types import union_categoricals
 from ..errors import OptionError, TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
 from . import intervals as iv
-from .classify import Classifier
+from .classify import Classifier, by_context
 from .display_hook import Headline, headline_hook, mimebundle_hook
 from .frames import paused_gc
 from .rank_data import RankData, RankMeta, replaced
-from .schema import GPU_ACTIVITY_KINDS, EventKind
+from .schema import GPU_ACTIVITY_KINDS, GPU_CLASS_CATEGORIES, EventKind, categorical
 
 __all__ = ["Trace"]
 
@@ -421,11 +421,37 @@ def classified(d: RankData, clf: Classifier) -> RankData:
     """A rank's tables with the ``gpu_class`` column computed by ``clf``."""
     ev = d.events.copy(deep=False)
     cls = clf.classify_column(ev["name"].array, ev["kind"].array)
+    cls = categorical(codes=_by_context(ev, clf, np.asarray(cls.codes)), categories=GPU_CLASS_CATEGORIES)
     if "gpu_class" in ev.columns:
         ev["gpu_class"] = cls
     else:
         ev.insert(ev.columns.get_loc("kind") + 1, "gpu_class", cls)
     return replaced(d, events=ev)
+
+
+def _by_context(ev: pd.DataFrame, clf: Classifier, codes: np.ndarray) -> np.ndarray:
+    """:func:`~.classify.by_context` over a rank's events (whose eids may not be its rows:
+    a trace narrowed by :meth:`Trace.select` keeps its events' eids)."""
+    eid = ev["eid"].to_numpy()
+    positional = np.array_equal(eid, np.arange(len(eid)))
+    index = None if positional else pd.Index(eid)
+
+    def rows(col: str) -> np.ndarray:
+        x = ev[col].to_numpy().astype(np.int64, copy=False)
+        return x if index is None else np.where(x >= 0, index.get_indexer(x), -1)
+
+    name, kind = ev["name"].array, ev["kind"].array
+    return by_context(
+        clf,
+        codes.astype(np.int8, copy=False),
+        kind_codes=np.asarray(kind.codes),
+        kind_values=list(kind.categories),
+        name_codes=np.asarray(name.codes),
+        names=name.categories,
+        launch=rows("launch_eid"),
+        parent=rows("parent_eid"),
+        lanes=(ev["device"].to_numpy(), ev["stream"].to_numpy()),
+    )
 
 
 def _select_rank(

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....model.classify import COPY_KINDS, Classifier
+from ....model.classify import COPY_KINDS, Classifier, by_context
 from ....model.frames import frame
 from ....model.rank_data import Deferred, RankData, RankMeta
 from ....model.schema import (
@@ -138,7 +138,6 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
     del lane_a, lane_b
     parent_eid = np.where(parent >= 0, parent - first, -1)
     parent_eid[device_side] = -1
-    del parent
 
     # Names: each file's names one after the other; a rank's categories are the names it
     # uses, in its file's order.
@@ -152,6 +151,18 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
     remap = lut[codes]
     used_at = np.searchsorted(used, name_starts).tolist()
     classes = classifier.class_codes(codes, all_names, kind, list(KIND_CATEGORIES))
+    classes = by_context(
+        classifier,
+        classes,
+        kind_codes=kind,
+        kind_values=list(KIND_CATEGORIES),
+        name_codes=codes,
+        names=all_names,
+        launch=launch,
+        parent=np.where(device_side, -1, parent),
+        lanes=(per_row, cols["device"], cols["stream"]),
+    )
+    del parent
     step = _steps(key, dur_s, codes, kind, all_names, per_row, device_side, launch)
     del codes, lut, key, launch
 
