@@ -443,3 +443,37 @@ def test_dask_engine_gives_the_same_paths(dask_client: object, dlrm: tv.Trace) -
     np.testing.assert_array_equal(
         tv.critical_path(trace, view="categories")["time_ns"], tv.critical_path(dlrm, view="categories")["time_ns"]
     )
+
+
+def test_a_waiting_background_thread_is_never_the_spine(tmp_path: Path) -> None:
+    # A progress bar's monitor thread (tid 300) waits in threading.wait for the whole step
+    # (0-1000 us), ending last; the main thread (tid 100) launches two kernels: aten::mm at
+    # 0-20 (kernel 30-230) and aten::add at 300-320 (kernel 330-430). The path ends at the
+    # last kernel's end, 430 us, and runs on the main thread and the GPU only.
+    bg = {"tid": 300, "cat": "python_function"}
+    events = [
+        *kb.metadata(kb.CPU_PID, name="python3", labels="CPU"),
+        {"ph": "M", "name": "thread_name", "ts": 0, "pid": kb.CPU_PID, "tid": 300, "args": {"name": "tqdm monitor"}},
+        kb.cpu_op("threading.py(320): wait", 0, 1000, **bg),
+        kb.cpu_op("<built-in method acquire of _thread.lock object at 0x7f00>", 1, 998, **bg),
+        kb.cpu_op("aten::mm", 0, 20),
+        kb.runtime("cudaLaunchKernel", 5, 5, corr=1),
+        kb.kernel("gemm_kernel", 30, 200, corr=1),
+        kb.cpu_op("aten::add", 300, 20),
+        kb.runtime("cudaLaunchKernel", 305, 5, corr=2),
+        kb.kernel("add_kernel", 330, 100, corr=2),
+    ]
+    trace = load(tmp_path, events)
+    path = tv.critical_path(trace, ranks=0)
+    check_tiling(path)
+    ev = trace.events(0).set_index("eid")
+    kernel_end = ev.loc[ev["name"] == "add_kernel"]
+    assert path["end_ns"].iloc[-1] == int((kernel_end["ts_ns"] + kernel_end["dur_ns"]).iloc[0])
+    on_cpu = path.loc[ev.loc[path["eid"], "device"].to_numpy() < 0, "eid"]
+    assert set(ev.loc[on_cpu, "tid"]) == {kb.MAIN_TID}
+    (spine,) = path.attrs["spine"]
+    assert (spine["rank"], spine["tid"], spine["launches"]) == (0, kb.MAIN_TID, 2)
+    assert "tid 300 (tqdm monitor): waits only" in spine["reason"]
+    assert tv.critical_path(trace, ranks=0, view="categories").attrs["spine"] == [spine]
+    # The same trace read as one job (the path across ranks) says the same.
+    assert tv.critical_path(trace).attrs["spine"] == [spine]

@@ -28,7 +28,9 @@ time, its start and its end. A point waits for other points:
 
 Each dependency is an edge whose length is the time between its two points, so a path
 of edges covers the time from its first point to its last without gaps or overlap. The
-critical path is found backwards from the end of the trace's last event: at every point,
+critical path is found backwards from the end of the trace's last event (of the GPU work
+and of the threads that carry the step: a thread that only waits, or launches no GPU work
+and hands none to a thread that does, never ends it; ``graph.Graph.final_node``): at every point,
 the path follows the dependency that was satisfied last (the *binding* one: the point
 could not have happened before it), as in Scalasca's backward replay of MPI traces. It
 is the longest path (by time) ending at that event among the paths made of binding
@@ -132,6 +134,16 @@ def critical_path(
         ``category`` (str), ``time_ns`` (int, ns) and ``time_pct`` (float, % of the
         path's length); the times add up to the length.
 
+        Both views carry ``attrs["spine"]``: a list with one dict for the rank the path
+        ends on, saying which CPU thread the path is traced back from and why: ``rank``,
+        ``pid``, ``tid``, ``thread`` (its recorded name, "" if none), ``launches`` (GPU
+        activities it launched) and ``reason`` (in words). The path ends at the last event
+        of a GPU activity or of a thread that launches GPU work: a thread that launches none
+        (a progress bar's monitor thread whose ``threading.wait`` spans the step, a data
+        loader's queue ``get``) is never its spine, and the reason names such threads
+        (``waits only`` where their innermost calls are all waits:
+        :data:`~.graph.WAIT_CALLS`). Where no thread launches GPU work, every thread may.
+
     Raises
     ------
     TraceSelectionError
@@ -171,5 +183,7 @@ def critical_path(
             raise TraceSelectionError.unknown("rank", one, scope.ranks)
         path = one_rank_path(scope, one)
     if view == "categories":
-        return category_times(path)
+        cats = category_times(path)
+        cats.attrs["spine"] = path.attrs.get("spine", [])
+        return cats
     return path

@@ -5,6 +5,7 @@ The model is the package's docstring (:mod:`jupyter_traceview.analysis.critical_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,15 @@ SYNC_COPY_CALLS = frozenset(
         "hipMemset",
     }
 )
+#: Calls that only wait (Python frames and C calls of ``with_stack`` traces, OS waits): a
+#: thread whose innermost calls are all waits carries no step, and a wait ending on one
+#: thread is never what another thread waited for (it ends because something else happened).
+WAIT_CALLS = re.compile(
+    r"(?:^|[\\/])(?:threading|queue|queues|selectors|connection|synchronize|time|subprocess)\.py\(\d+\): "
+    r"(?:wait|_wait_for_tstate_lock|get|select|poll|_poll|recv|_recv|recv_bytes|join|sleep)$"
+    r"|^<built-in (?:method|function) (?:acquire|sleep|select|poll|epoll_wait|wait|_wait|get)\b"
+    r"|futex|^nanosleep$|^pthread_cond_(?:timed)?wait$"
+)
 #: A GPU activity may end this much after the synchronising call returned (CPU and GPU
 #: timestamps come from different clocks, converted by the profiler) and still count.
 SYNC_TOLERANCE_NS = 2_000
@@ -94,9 +104,67 @@ class Graph:
     edge: np.ndarray  # edge code of the binding dependency
     attr: np.ndarray  # local event the segment (pred -> node) belongs to
     loc: np.ndarray  # eid -> local event, -1 if not in the graph
+    #: Local events the path may end at: GPU activities and the events of the threads that
+    #: launch GPU work (all CPU events where no thread launches any).
+    final_ok: np.ndarray
+    #: One dict per CPU thread: pid, tid, thread (its name, "" if not recorded), launches
+    #: (GPU activities it launched), waits_only (its innermost calls all wait).
+    threads: list[dict[str, Any]]
+    #: Local event -> index into ``threads`` (-1 for GPU activities).
+    thread_of: np.ndarray
+    #: GPU activity (local) -> its launch call (local), -1 if none.
+    launcher: np.ndarray
 
     def node(self, eid: int, end: bool) -> int:
         return 2 * int(self.loc[eid]) + int(end)
+
+    def final_node(self) -> int:
+        """The end node of the event that ends last among :attr:`final_ok` (the earliest such
+        event at a tie): where the path is traced back from."""
+        ends = np.where(self.final_ok, self.t[1::2], np.iinfo(np.int64).min)
+        return 2 * int(np.argmax(ends)) + 1
+
+    def spine(self, node: int) -> dict[str, Any]:
+        """The thread the path ending at ``node`` is traced back on (a GPU activity's: its
+        launch call's), and why: the ``critical_path`` result's ``attrs["spine"]`` entry."""
+        i = node // 2
+        if self.is_gpu[i]:
+            i = int(self.launcher[i])
+        th = int(self.thread_of[i]) if i >= 0 else -1
+        left = [x for x in self.threads if not x["carries_step"]]
+        why_not = "; ".join(
+            f"pid {x['pid']} tid {x['tid']}"
+            + (f" ({x['thread']})" if x["thread"] else "")
+            + (": waits only" if x["waits_only"] else ": launches no GPU work")
+            for x in left[:5]
+        ) + (f"; and {len(left) - 5} more" if len(left) > 5 else "")
+        carrying = sum(1 for x in self.threads if x["carries_step"])
+        if th < 0:
+            reason = "the path ends at a GPU activity whose launch call is not in the trace"
+            chosen: dict[str, Any] = {"pid": -1, "tid": -1, "thread": "", "launches": 0}
+        else:
+            chosen = self.threads[th]
+            what = (
+                f"{chosen['launches']} GPU launches"
+                if chosen["launches"]
+                else "hands work to a thread that launches GPU work and waits for it"
+                if chosen["hands_off"]
+                else "no thread launches GPU work in the trace"
+            )
+            reason = (
+                f"of the {carrying} thread(s) that carry the step (launch GPU work, or hand work to a "
+                f"thread that does), the one whose work ends last ({what})"
+            )
+        if left:
+            reason += f"; not candidates: {why_not}"
+        return {
+            "rank": self.rank,
+            "pid": chosen["pid"],
+            "tid": chosen["tid"],
+            "thread": chosen["thread"],
+            "launches": chosen["launches"],
+            "reason": reason,
+        }
 
 
 def _isin(col: pd.Series, values: Iterable[str]) -> np.ndarray:
@@ -158,7 +226,14 @@ def build_graph(trace: Trace) -> Graph | None:
         pending = pending[p[pending] < 0]
     pid = ev["pid"].to_numpy()[pos[c]]
     tid = ev["tid"].to_numpy()[pos[c]]
-    thread, _ = _pairs(pid, tid)
+    thread, thread_pairs = _pairs(pid, tid)
+    name_codes = names.cat.codes.to_numpy()
+    categories = names.cat.categories
+    waits_by_name = np.r_[
+        np.fromiter((bool(WAIT_CALLS.search(str(x))) for x in categories), bool, len(categories)), False
+    ]
+    is_wait = np.zeros(n, dtype=bool)
+    is_wait[c] = waits_by_name[np.where(name_codes[pos[c]] >= 0, name_codes[pos[c]], len(categories))]
     group = np.where(p >= 0, p, n + thread)
     order = np.lexsort((c, group))
     cs, gs, ps = c[order], group[order], p[order]
@@ -188,8 +263,11 @@ def build_graph(trace: Trace) -> Graph | None:
         best = np.full(len(waiting), -1, dtype=np.int64)
         for th in np.unique(thread).tolist():
             # The event of thread th that ends last at or before each waiting point.
-            mine = c[thread == th]
-            by_end = mine[np.argsort(ends_c[thread == th], kind="stable")]
+            keep = (thread == th) & ~is_wait[c]
+            if not keep.any():
+                continue
+            mine = c[keep]
+            by_end = mine[np.argsort(ends_c[keep], kind="stable")]
             j = np.searchsorted(t[2 * by_end + 1], wait_t, side="right") - 1
             before = by_end[np.maximum(j, 0)]
             ok = (j >= 0) & (c_thread[waiting // 2] != th) & (c_pid[before] == c_pid[waiting // 2])
@@ -206,7 +284,7 @@ def build_graph(trace: Trace) -> Graph | None:
         idle_from = np.where(first[top_first], np.iinfo(np.int64).min, t[2 * np.maximum(prev[top_first], 0) + 1])
         parent_local = np.full(n, -1, dtype=np.int64)
         parent_local[c] = p
-        _add_forks(x, idle_from, c, pid, thread, parent_local, t, add)
+        _add_forks(x, idle_from, c, pid, thread, parent_local, t, add, is_wait)
     has_child = np.zeros(n, dtype=bool)
     has_child[p[p >= 0]] = True
     leaf = c[~has_child[c]]
@@ -231,6 +309,8 @@ def build_graph(trace: Trace) -> Graph | None:
     ok = lc >= 0
     ok[ok] = ~is_gpu[lc[ok]]
     add(2 * g[ok], 2 * lc[ok], LAUNCH, g[ok])
+    launcher = np.full(n, -1, dtype=np.int64)
+    launcher[g[ok]] = lc[ok]
 
     # Activities of each stream by correlation (launch order), for "last launched before".
     corr = ev["correlation"].to_numpy()[pos[g]]
@@ -316,8 +396,6 @@ def build_graph(trace: Trace) -> Graph | None:
             add(2 * g[waiting[good]], 2 * g[before[good]] + 1, INFERRED_WAIT, g[waiting[good]])
 
     # ---- synchronising calls: the CPU waits for GPU work
-    name_codes = names.cat.codes.to_numpy()
-    categories = names.cat.categories
 
     def by_name(mask_of_category: np.ndarray) -> np.ndarray:
         """Per event: the mask of its name's category (False for no name)."""
@@ -386,7 +464,61 @@ def build_graph(trace: Trace) -> Graph | None:
     out_pred[node[pick]] = pred[pick]
     out_edge[node[pick]] = edge[pick]
     out_attr[node[pick]] = attr[pick]
-    return Graph(rank=rank, eid=eid, pos=pos, is_gpu=is_gpu, t=t, pred=out_pred, edge=out_edge, attr=out_attr, loc=loc)
+
+    # ---- the threads that carry the step: those that launch GPU work
+    thread_of = np.full(n, -1, dtype=np.int64)
+    thread_of[c] = thread
+    calls = launcher[launcher >= 0]
+    launches = np.bincount(thread_of[calls], minlength=len(thread_pairs)) if len(thread_pairs) else np.zeros(0, int)
+    busy_leaf = np.bincount(thread_of[leaf[~is_wait[leaf]]], minlength=len(thread_pairs))
+    names_of = {(int(p_), int(t_)): str(nm) for p_, t_, nm in d.meta.thread_names}
+    threads = [
+        {
+            "pid": p_,
+            "tid": t_,
+            "thread": names_of.get((p_, t_), ""),
+            "launches": int(launches[i]),
+            "waits_only": bool(busy_leaf[i] == 0),
+            "carries_step": True,
+            "hands_off": False,
+        }
+        for i, (p_, t_) in enumerate(thread_pairs)
+    ]
+    # A thread that hands work to a launching thread and waits for it (the main thread in
+    # loss.backward() while the autograd thread launches) carries the step too; a thread that
+    # only waits never does.
+    waits_only = busy_leaf == 0
+    launching = launches > 0
+    linked = np.zeros(len(thread_pairs), dtype=bool)
+    fj = np.flatnonzero(((out_edge == INFERRED_FORK) | (out_edge == INFERRED_JOIN)) & (out_pred >= 0))
+    a, b = thread_of[fj // 2], thread_of[out_pred[fj] // 2]
+    both = (a >= 0) & (b >= 0)
+    a, b = a[both], b[both]
+    linked[a[launching[b]]] = True
+    linked[b[launching[a]]] = True
+    carries = (launching | linked) & ~waits_only
+    if not carries.any():
+        carries[:] = True  # no thread launches GPU work: any may end the path
+    for i, x in enumerate(threads):
+        x["carries_step"] = bool(carries[i])
+        x["hands_off"] = bool(linked[i] and not launching[i])
+    final_ok = is_gpu.copy()
+    final_ok[c] = carries[thread]
+    return Graph(
+        rank=rank,
+        eid=eid,
+        pos=pos,
+        is_gpu=is_gpu,
+        t=t,
+        pred=out_pred,
+        edge=out_edge,
+        attr=out_attr,
+        loc=loc,
+        final_ok=final_ok,
+        threads=threads,
+        thread_of=thread_of,
+        launcher=launcher,
+    )
 
 
 def _add_forks(
@@ -398,9 +530,11 @@ def _add_forks(
     parent: np.ndarray,
     t: np.ndarray,
     add: Any,
+    is_wait: np.ndarray,
 ) -> None:
     """Inferred forks: ``x`` (local CPU events starting a thread's work) from the innermost call
-    running on another thread of the process that began after ``idle_from``."""
+    running on another thread of the process that began after ``idle_from`` (not a wait: a
+    waiting thread wakes no one)."""
     n_local = len(t) // 2
     thread_of = np.full(n_local, -1, dtype=np.int64)
     thread_of[c] = thread
@@ -420,7 +554,7 @@ def _add_forks(
                 break
             y = np.where(done, parent[np.maximum(y, 0)], y)
         ok = (y >= 0) & (thread_of[np.maximum(y, 0)] != thread_of[x]) & (pid_of[np.maximum(y, 0)] == pid_of[x])
-        ok &= t[2 * np.maximum(y, 0)] > idle_from
+        ok &= (t[2 * np.maximum(y, 0)] > idle_from) & ~is_wait[np.maximum(y, 0)]
         better = ok & ((best < 0) | (t[2 * np.maximum(y, 0)] > t[2 * np.maximum(best, 0)]))
         best = np.where(better, y, best)
     good = best >= 0

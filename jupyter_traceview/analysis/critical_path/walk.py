@@ -55,12 +55,6 @@ def _lists(g: Graph) -> dict[str, list[Any]]:
     }
 
 
-def _final_node(g: Graph) -> int:
-    """The end node of the event that ends last (the earliest such event at a tie)."""
-    ends = g.t[1::2]
-    return 2 * int(np.argmax(ends)) + 1
-
-
 def _roots(g: Graph, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every node: the stop or source its backward chain reaches, and the minimum time on the way."""
     nxt = g.pred.copy()
@@ -80,21 +74,24 @@ def _roots(g: Graph, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------- one rank
 def one_rank_path(trace: Trace, rank: int) -> pd.DataFrame:
     one = trace.select(ranks=[rank])
-    segs = one.map_ranks(_rank_full_path)[rank]
-    if segs is None:
+    got = one.map_ranks(_rank_full_path)[rank]
+    if got is None:
         warn_no_gpu("critical_path", [rank])
         return empty(CRITICAL_PATH_COLUMNS)
+    segs, spine = got
     if len(trace.ranks) > 1:
         segs = _split_waits(trace, rank, segs)
-    return path_frame(trace, segs)
+    out = path_frame(trace, segs)
+    out.attrs["spine"] = [spine]
+    return out
 
 
-def _rank_full_path(trace: Trace) -> np.ndarray | None:
+def _rank_full_path(trace: Trace) -> tuple[np.ndarray, dict[str, Any]] | None:
     g = build_graph(trace)
     if g is None:
         return None
-    end = _final_node(g)
-    return _seg_array(_walk(g, end, int(g.t[end]), None, _lists(g))[::-1])
+    end = g.final_node()
+    return _seg_array(_walk(g, end, int(g.t[end]), None, _lists(g))[::-1]), g.spine(end)
 
 
 def _seg_array(segs: list[_Seg]) -> np.ndarray:
@@ -147,9 +144,10 @@ def _rank_summary(trace: Trace) -> dict[str, Any] | None:
     k_local = g.loc[kernels["eid"].to_numpy()]
     stops = 2 * k_local + 1
     root, low = _roots(g, stops)
-    final = _final_node(g)
+    final = g.final_node()
     starts = 2 * k_local
     return {
+        "spine": g.spine(final),
         "final_eid": int(g.eid[final // 2]),
         "final_t": int(g.t[final]),
         "final_root": _node_ref(g, int(root[final])),
@@ -259,7 +257,9 @@ def cross_rank_path(trace: Trace) -> pd.DataFrame:
             segments.extend(expanded[r][index])
         else:
             segments.append(what)
-    return path_frame(trace, _seg_array(segments[::-1]))
+    out = path_frame(trace, _seg_array(segments[::-1]))
+    out.attrs["spine"] = [live[end_rank]["spine"]]
+    return out
 
 
 def _consistent(inst: pd.DataFrame) -> pd.DataFrame:
