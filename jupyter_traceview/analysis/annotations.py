@@ -17,6 +17,7 @@ from . import _links as lk
 from ._common import empty, pct, warn_no_gpu
 from ._gpu import CLASSES, OTHER, activities
 from ._memo import sharing
+from ._range_names import split_range_names
 from .launch import rows_of
 
 __all__ = ["user_annotation_breakdown"]
@@ -94,6 +95,10 @@ def user_annotation_breakdown(
     ``record_function`` range onto the GPU stream that ran its kernels); ``kind="cpu"``
     takes the CPU-side ``user_annotation`` ranges (``record_function``, ``ProfilerStep#N``,
     ``## forward ##``...).
+
+    Names are taken without the per-call suffix of PyTorch's ``emit_nvtx`` ranges
+    (``aten::mm, seq = 3, op_id = 7`` counts as ``aten::mm``; :mod:`._range_names`), so
+    one kind of range gives one row; ``pattern`` is matched against the names as recorded.
 
     Two kinds of numbers come out, per (rank, name):
 
@@ -317,6 +322,12 @@ def _rank_breakdown(
     categories = name.categories  # (all of them as an array when they are few: cheaper than a take)
     texts = categories.to_numpy()[uniq] if len(categories) <= _FEW_NAMES else categories.array.take(uniq)
     names = np.array([str(x) for x in texts.tolist()], dtype=object)
+    # One row per range name: per-call suffixes (", seq = N", ", op_id = N") taken off.
+    base, suffix = split_range_names(names)
+    if (suffix != "").any():
+        names, merged = np.unique(base, return_inverse=True)
+        gid = merged.reshape(-1)[gid]
+        uniq = np.arange(len(names))
     totals = np.bincount(gid, weights=a_dur.astype(np.float64), minlength=len(uniq))
     if top_k is not None and len(uniq) > top_k:
         rank_of = np.empty(len(uniq), dtype=np.int64)

@@ -12,6 +12,7 @@ from ..errors import OptionError
 from ..model.schema import LAUNCH_KINDS, EventKind
 from ..model.trace import Trace
 from ._common import WORK_CLASSES, empty, gpu_activities, scoped, warn_no_gpu
+from ._range_names import split_range_names
 
 __all__ = ["nvtx_gpu_projection"]
 
@@ -19,6 +20,7 @@ NVTX_GPU_PROJECTION_COLUMNS = {
     "rank": "int64",
     "eid": "int64",
     "name": "str",
+    "name_suffix": "str",
     "pid": "int64",
     "tid": "int64",
     "depth": "int64",
@@ -76,7 +78,11 @@ def nvtx_gpu_projection(
         ``eid`` : int
             The range's event id (``trace.events(rank)``).
         ``name`` : str
-            The range's name (``domain:text`` for NVTX ranges of a named domain).
+            The range's name (``domain:text`` for NVTX ranges of a named domain), without
+            the per-call suffix PyTorch's ``emit_nvtx`` adds (``, seq = N``, ``, op_id = N``,
+            ``, sizes = [...]``, ...): every call of an operator has one name.
+        ``name_suffix`` : str
+            That suffix (``"seq = 3, op_id = 7"``), "" for a name without one.
         ``pid``, ``tid`` : int
             The thread the range was recorded on.
         ``depth`` : int
@@ -221,11 +227,16 @@ def _rank_projection(trace: Trace, rank: int, acts: pd.DataFrame, pattern: re.Pa
         time[idx] = agg["d"].to_numpy()
         busy[idx] = _union_lengths(rng, s, e, n)[idx]
 
+    codes = ann["name"].cat.codes.to_numpy()
+    cat_base, cat_suffix = split_range_names(ann["name"].cat.categories)
+    base = cat_base[codes] if len(codes) else np.empty(0, dtype=object)
+    suffix = cat_suffix[codes] if len(codes) else np.empty(0, dtype=object)
     return pd.DataFrame(
         {
             "rank": np.full(n, rank, dtype=np.int64),
             "eid": ann["eid"].to_numpy(np.int64),
-            "name": ann["name"].astype(str).to_numpy(),
+            "name": base,
+            "name_suffix": suffix,
             "pid": ann["pid"].to_numpy(np.int64),
             "tid": ann["tid"].to_numpy(np.int64),
             "depth": ann["depth"].to_numpy(np.int64),

@@ -189,3 +189,36 @@ def test_same_projection_through_the_kineto_path(tmp_path: Path) -> None:
     b = b.drop(columns="eid").sort_values(key, kind="stable").reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
     assert a["gpu_activities"].sum() > 1000
+
+
+def test_per_call_suffixes_are_a_column_and_one_name_is_one_row(tmp_path: Path) -> None:
+    """Two calls of aten::mm named as emit_nvtx names them, each 20 us launching one 30 us
+    kernel, inside one ``forward`` range of 200 us: the breakdown gives one ``aten::mm`` row
+    (2 ranges, 40 us, 2 kernels, 60 us of kernel time); the projection keeps a row per range
+    with the suffix in ``name_suffix``."""
+    events = [
+        kb.annotation("forward", 0, 200),
+        kb.annotation("aten::mm, seq = 1, op_id = 10, sizes = [[2, 3], [3, 4]]", 10, 20),
+        *kb.launch("gemm_a", 12, 50, 30, corr=1),
+        kb.annotation("aten::mm, seq = 2, op_id = 11", 100, 20),
+        *kb.launch("gemm_b", 102, 150, 30, corr=2),
+    ]
+    trace = tv.load(kb.write(tmp_path / "t.json", kb.doc(events)), cache=False)
+    ann = tv.user_annotation_breakdown(trace, kind="cpu").set_index("name")
+    assert sorted(ann.index) == ["aten::mm", "forward"]
+    mm = ann.loc["aten::mm"]
+    assert (mm["count"], mm["total_ns"], mm["kernels"], mm["kernel_ns"]) == (2, 40 * US, 2, 60 * US)
+    proj = tv.nvtx_gpu_projection(trace).set_index("eid")
+    mine = proj.loc[proj["name"] == "aten::mm"].sort_values("ts_ns")
+    assert mine["name_suffix"].tolist() == ["seq = 1, op_id = 10, sizes = [[2, 3], [3, 4]]", "seq = 2, op_id = 11"]
+    assert mine["kernels"].tolist() == [1, 1]
+    assert proj.loc[proj["name"] == "forward", "name_suffix"].tolist() == [""]
+    assert list(proj.columns) == [c for c in NVTX_GPU_PROJECTION_COLUMNS if c != "eid"]
+
+
+def test_split_range_name() -> None:
+    from jupyter_traceview.analysis._range_names import split_range_name
+
+    assert split_range_name("aten::add_, stashed seq = 5") == ("aten::add_", "stashed seq = 5")
+    assert split_range_name("a, b") == ("a, b", "")  # a comma alone is part of the name
+    assert split_range_name("ncclSend") == ("ncclSend", "")
