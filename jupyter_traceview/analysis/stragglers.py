@@ -123,7 +123,10 @@ def stragglers(
         last; ``last_pct`` (float, %): ``last_count / collectives``; ``lateness_ns`` (int,
         ns): summed ``lateness_ns`` of the collectives where it was last; ``mean_delay_ns``,
         ``max_delay_ns`` (int, ns): its arrival after the first rank's, mean and max;
-        ``wait_ns`` (int, ns): summed time it waited for the last rank.
+        ``wait_ns`` (int, ns): its *arrival wait*, summed: at each collective, the time
+        from its arrival to the last rank's arrival (whether or not compute ran meanwhile:
+        the part the step pays is ``collective_wait``'s *exposed peer wait*; docs/semantics.md,
+        "Waits: one word per quantity").
 
         ``by="collective"``, sorted by first arrival: ``collective_id`` (int);
         ``collective`` (str): kind; ``pg_name`` (str; empty when matched by order);
@@ -133,12 +136,12 @@ def stragglers(
         ``last_arrival_ns`` (int, ns, trace clock); ``last_rank`` (int): the rank that
         arrived last (the lowest such rank on a tie); ``lateness_ns`` (int, ns): last
         arrival minus the second-last, by how much that rank alone held the collective
-        up; ``spread_ns`` (int, ns): last minus first arrival; ``wait_ns`` (int, ns): summed
-        over ranks, time spent waiting for the last one.
+        up; ``spread_ns`` (int, ns): last minus first arrival; ``wait_ns`` (int, ns): the
+        arrival wait summed over the ranks (each rank's time from its arrival to the last's).
 
         ``by="arrival"``: ``collective_id``; ``rank``; ``collective``; ``arrival_ns`` (int,
-        ns); ``delay_ns`` (int, ns): after the first arrival; ``wait_ns`` (int, ns): until
-        the last arrival; ``is_last`` (bool); ``eid`` (int): the communication kernel.
+        ns); ``delay_ns`` (int, ns): after the first arrival; ``wait_ns`` (int, ns): the
+        arrival wait, until the last arrival; ``is_last`` (bool); ``eid`` (int): the communication kernel.
 
         No communication kernels, or fewer than two ranks, give an empty frame and a
         :class:`TraceviewWarning`.

@@ -1,4 +1,11 @@
-"""``collective_wait``: ranks waiting in collectives for late peers."""
+"""``collective_wait``: ranks waiting in collectives for late peers (their *exposed peer wait*).
+
+The words (docs/semantics.md, "Waits: one word per quantity"): a rank's *arrival wait* at a
+collective is the time from its arrival to the last rank's (``tv.stragglers``' ``wait_ns``);
+its *exposed peer wait* is the part of its summed arrival wait the step pays, at most its
+exposed communication (``Context.comm_split``'s ``waiting_ns``). This rule reports the
+second; ``straggler`` names who causes the first.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +22,8 @@ from ..thresholds import Thresholds
 class CollectiveWaitThresholds(Thresholds):
     """The thresholds of ``collective_wait``."""
 
-    #: A rank is named when it waits in collectives for late peers
-    #: (while no compute runs) for at least this share (%) of its GPU span.
+    #: A rank is named when its exposed peer wait (its arrival wait in collectives, at most
+    #: its exposed communication) is at least this share (%) of its GPU span.
     collective_wait_min_pct: float = 5.0
 
 
@@ -24,8 +31,9 @@ class CollectiveWaitThresholds(Thresholds):
     id="collective_wait",
     order=30,
     thresholds=CollectiveWaitThresholds,
-    text="Time a rank's collectives wait for the last rank to arrive (stragglers wait_ns, at "
-    "most its exposed communication) >= {collective_wait_min_pct}% of its GPU span.",
+    text="Exposed peer wait: a rank's arrival wait in collectives (time from its arrival to the last "
+    "rank's, stragglers wait_ns), at most its exposed communication, >= {collective_wait_min_pct}% of its "
+    "GPU span.",
     analyses="tv.stragglers(by='collective'), tv.stragglers(by='arrival')",
 )
 def collective_wait(ctx: Context, r: CollectiveWaitThresholds) -> list[Finding]:
@@ -67,14 +75,19 @@ def collective_wait(ctx: Context, r: CollectiveWaitThresholds) -> list[Finding]:
     )
     most_late = ", ".join(f"rank {k} ({v} of {len(coll)})" for k, v in last_counts[:3])
     detail = (
-        f"On {ranks_text(named)} collectives spin waiting for the last rank to arrive: "
-        f"{amount(named, worst, fmt_ns(w['waiting_ns']))} ({fmt_pct(share)} of its GPU span). The longest wait is at {which}, where rank "
-        f"{c0['last_rank']} arrived {fmt_ns(c0['spread_ns'])} after the first; last to arrive most often: {most_late}. "
+        f"On {ranks_text(named)} collectives spin waiting for the last rank to arrive, with no compute alongside "
+        f"(exposed peer wait): {amount(named, worst, fmt_ns(w['waiting_ns']))} ({fmt_pct(share)} of its GPU span). "
+        f"The most arrival wait (time from each rank's arrival to the last rank's, {fmt_ns(c0['wait_ns'])} over all "
+        f"ranks) is at {which}, where rank {c0['last_rank']} arrived {fmt_ns(c0['spread_ns'])} after the first; last "
+        f"to arrive most often: {most_late}. "
         "Speed up or rebalance the late ranks (see the load_imbalance and straggler findings); a late first "
         "collective often means the ranks began the step at different times (data loading, host work before "
         "it). Arrivals compare clocks across ranks: with several hosts, align them first (tv.align_clocks(trace))."
     )
-    title = f"Ranks wait for late peers in collectives: {fmt_ns(w['waiting_ns'])} on rank {worst} ({fmt_pct(share)} of its GPU span)"
+    title = (
+        f"Ranks wait for late peers in collectives: exposed peer wait {fmt_ns(w['waiting_ns'])} on rank {worst} "
+        f"({fmt_pct(share)} of its GPU span)"
+    )
     evidence = {
         "worst_rank": worst,
         "per_rank": [{"rank": k, **split[k]} for k in named],

@@ -1,4 +1,4 @@
-"""``exposed_communication``: communication not hidden under compute (waiting for late ranks excluded)."""
+"""``exposed_communication``: communication not hidden under compute (the exposed peer wait excluded)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class ExposedCommunicationThresholds(Thresholds):
     """The thresholds of ``exposed_communication``."""
 
     #: A rank is named when communication runs with no compute
-    #: alongside, not counting the time spent waiting for late ranks, for at least this
+    #: alongside, not counting its exposed peer wait (waiting for late ranks), for at least this
     #: share (%) of its GPU span.
     exposed_comm_min_pct: float = 10.0
     #: A collective's bus bandwidth below this fraction of the
@@ -31,7 +31,7 @@ class ExposedCommunicationThresholds(Thresholds):
     order=20,
     thresholds=ExposedCommunicationThresholds,
     text="Communication running with no compute kernel alongside (comm_comp_overlap), less the "
-    "time spent waiting for late ranks (stragglers wait_ns), >= {exposed_comm_min_pct}% of "
+    "exposed peer wait (the arrival wait for late ranks it holds: collective_wait's), >= {exposed_comm_min_pct}% of "
     "a rank's GPU span.",
     analyses="tv.comm_comp_overlap, tv.nccl_summary, tv.utilization_heatmap(kind='overlap')",
 )
@@ -84,7 +84,7 @@ def exposed_communication(ctx: Context, r: ExposedCommunicationThresholds) -> li
         )
     waiting_text = ""
     if w["waiting_ns"]:
-        waiting_text = f" (not counting {fmt_ns(w['waiting_ns'])} of waiting for late ranks)"
+        waiting_text = f" (not counting {fmt_ns(w['waiting_ns'])} of exposed peer wait: waiting for late ranks)"
     detail = (
         f"On {ranks_text(named)} communication runs with no compute kernel alongside: "
         f"{amount(named, worst, fmt_ns(w['exposed_transfer_ns']))}{waiting_text}, {fmt_pct(share)} of its GPU span; "

@@ -89,7 +89,7 @@ def low_overlap_collective(ctx: Context, r: LowOverlapCollectiveThresholds) -> l
             f"The {int(row['count'])} {kind} kernels ({short(kernels[0])}"
             + (f" and {len(kernels) - 1} more" if len(kernels) > 1 else "")
             + f") run {fmt_pct(exposed_pct)} of their time with no compute kernel on any stream; on rank {worst} that costs "
-            f"up to {fmt_ns(stake[worst])} once waiting for late ranks is set aside. Launch them where independent compute "
+            f"up to {fmt_ns(stake[worst])} once the exposed peer wait (waiting for late ranks) is set aside. Launch them where independent compute "
             "can run alongside (on their own stream, async_op=True, and wait just before the result is needed), or "
             "overlap them with the next layer's compute (DDP/FSDP bucketing and prefetching)."
         )

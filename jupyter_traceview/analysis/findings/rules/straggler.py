@@ -83,7 +83,8 @@ def straggler(ctx: Context, r: StragglerThresholds) -> list[Finding]:
             f"Rank {k_rank} arrived last, at least {fmt_ns(r.straggler_min_lateness_ns)} after the second-last, at {k} of "
             f"the {n} collectives it joined ({', '.join(f'{b} {a}' for a, b in kinds_list)}); by chance a rank is last "
             f"in 1 of {1.0 / chance:.3g}, and {k} or more of {n} has {_p_text(p_value)}. It held them up by {fmt_ns(lateness / k)} on average "
-            f"({fmt_ns(lateness)} in all); the other ranks waited {fmt_ns(caused)} in those collectives. Look at what "
+            f"({fmt_ns(lateness)} in all); the other ranks' arrival wait in those collectives (from their arrival to "
+            f"its) is {fmt_ns(caused)}. Look at what "
             f"rank {k_rank} does before them: more compute (load imbalance), host stalls or data loading, a slower "
             "GPU or link, or another process on its host."
         )
