@@ -294,10 +294,11 @@ class Classifier:
         ``extend(compute=...)`` always are). False for kernels that are compute only because nothing else
         matched: rules 6 and 7 may make them communication; ``unrecognised_kernels``
         reports the rest."""
-        k = EventKind(kind)
-        if k is not EventKind.KERNEL:
-            return True
-        if self._classify(name, k) is not GpuClass.COMPUTE:
+        return EventKind(kind) is not EventKind.KERNEL or self._recognised(name)
+
+    @lru_cache(maxsize=1 << 16)  # noqa: B019 - as _classify
+    def _recognised(self, name: str) -> bool:
+        if self._classify(name, EventKind.KERNEL) is not GpuClass.COMPUTE:
             return True
         known, context, _, added = self._context_matchers
         return added.search(name) or (known.search(name) and not context.search(name))
@@ -386,6 +387,13 @@ _CLASS_CODE = {GpuClass(c): i for i, c in enumerate(GPU_CLASS_CATEGORIES)}
 _OP_KINDS = (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value)
 
 
+def _texts(names: pd.Index | list[str], codes: np.ndarray) -> list[object]:
+    """The names at ``codes`` (an Index's, taken at once)."""
+    if isinstance(names, list):
+        return [names[i] for i in codes.tolist()]
+    return list(names.take(codes)) if len(codes) else []
+
+
 def by_context(
     clf: Classifier,
     classes: np.ndarray,
@@ -417,7 +425,7 @@ def by_context(
         return classes
     _, context, frames, _ = clf._context_matchers
     uniq, inv = np.unique(name_codes[cand], return_inverse=True)
-    unknown = np.array([not clf.recognises(str(names[c])) for c in uniq.tolist()], dtype=bool)
+    unknown = np.array([not clf._recognised(str(x)) for x in _texts(names, uniq)], dtype=bool)
     cand = cand[unknown[inv.reshape(-1)]]
     if not len(cand):
         return classes
@@ -438,10 +446,10 @@ def by_context(
         if not len(idx):
             break
         k, nm = kind_codes[at], name_codes[at]
-        for c in np.unique(nm).tolist():
-            if c not in verdicts:
-                text = str(names[c]) if c >= 0 else ""
-                verdicts[c] = (context.search(text), frames.search(text))
+        new = [c for c in np.unique(nm).tolist() if c not in verdicts]
+        for c, text in zip(new, _texts(names, np.array([max(c, 0) for c in new], dtype=np.int64)), strict=True):
+            text = str(text) if c >= 0 else ""
+            verdicts[c] = (context.search(text), frames.search(text))
         codes = nm.tolist()
         is_ctx = np.fromiter((verdicts[c][0] for c in codes), dtype=bool, count=len(codes))
         is_frame = np.fromiter((verdicts[c][1] for c in codes), dtype=bool, count=len(codes))
