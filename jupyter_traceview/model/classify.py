@@ -440,7 +440,9 @@ def by_context(
     at = launch[cand]
     idx = np.flatnonzero(at >= 0)
     at = parent[at[idx]]
-    while len(idx):
+    for _ in range(1 << 15):  # (nesting depth is an int16: no chain is longer)
+        if not len(idx):
+            break
         keep = at >= 0
         idx, at = idx[keep], at[keep]
         if not len(idx):
