@@ -120,7 +120,7 @@ DEFAULT_COMPUTE: tuple[str, ...] = (
     r"(?i:elementwise|vectorized|pointwise|unrolled|reduce|reduction|norm|moments|dropout|philox|curand)",
     r"(?i:distribution|index|gather|scatter|embedding|sort|topk|radix|scan|cumsum|histogram|bincount|nonzero)",
     r"(?i:copy|transpose|permute|fill|arange|where|clamp|masked|upsample|pool|interpolate|grid_sampl|loss)",
-    r"(?i:nll|entropy|gelu|silu|relu|sigmoid|tanh|swiglu|act_and_mul|quant|cast|fused|adam|sgd|lamb)",
+    r"(?i:nll|entropy|gelu|silu|relu|sigmoid|tanh|swiglu|act_and_mul|quant|cast|adam|sgd|lamb)",
     r"(?i:multi_tensor|foreach|amp_|unscale|transformer_engine|deepgemm|deep_gemm|marlin|cutensor|cufft|fft)",
 )
 

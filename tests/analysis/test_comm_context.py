@@ -12,7 +12,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.analysis.findings.rules.unrecognised_kernels import stem, suggestion
-from jupyter_traceview.loading.readers import batch, native
+from jupyter_traceview.loading.readers import kineto
 from tests import kineto_builder as kb
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32"
@@ -65,6 +65,16 @@ def test_unknown_kernels_under_a_collective_or_on_its_stream_communicate(tmp_pat
     # Every figure sees it: the kernel breakdown and the efficiency model's communication.
     kb_type = tv.kernel_breakdown(trace, by="kernel").set_index("name")
     assert kb_type.loc[EP_DISPATCH, "kernel_type"] == "communication"
+
+
+def test_fused_says_how_a_kernel_was_built_not_what_it_does(tmp_path: Path) -> None:
+    """``fused`` in a name is no sign of compute: a fused dispatch kernel launched by an
+    all_to_all (as the expert-parallel step above, renamed) communicates, and the same name
+    with no context is unrecognised, not known compute."""
+    fused = "void ep_lib::fused_send_tokens<8>(ep_lib::Params)"
+    events = [{**e, "name": fused} if e.get("name") == EP_DISPATCH else e for e in expert_parallel_events()]
+    assert classes(load(tmp_path, events))[fused] == "communication"
+    assert not tv.Classifier().recognises("fused_moe_gate_up_sm90<128, 4>")
 
 
 def test_the_same_kernels_without_context_are_compute_and_reported(tmp_path: Path) -> None:
@@ -150,19 +160,19 @@ def test_suggested_patterns() -> None:
     assert patterns == [r"a\.b", "c::d::"] and line.endswith(r'(communication=[r"a\.b", r"c::d::"]))')
 
 
-@pytest.mark.skipif(not native.AVAILABLE, reason="the batched path reads what the C scanner read")
+@pytest.mark.skipif(not kineto.NATIVE_AVAILABLE, reason="the batched path reads what the C scanner read")
 def test_the_batched_reader_classifies_by_context_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two ranks' small files read together (``readers.batch``): the same classes as alone."""
+    """Two ranks' small files read together (``readers.kineto.batch``): the same classes as alone."""
     for r in (0, 1):
         kb.write(tmp_path / "job" / f"rank-{r}.json", kb.doc(expert_parallel_events(), rank=r, world_size=2))
     built: list[int] = []
-    real = batch.tables
+    real = kineto.batch_tables
 
     def spy(pending: Any, classifier: Any) -> Any:
         built.append(len(pending))
         return real(pending, classifier)
 
-    monkeypatch.setattr(batch, "tables", spy)
+    monkeypatch.setattr(kineto, "batch_tables", spy)
     trace = tv.load(tmp_path / "job", cache=False, progress=False)
     assert built == [2]
     for r in (0, 1):
