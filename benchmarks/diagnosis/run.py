@@ -46,7 +46,7 @@ WORKLOADS = ("training", "inference", "graph_capture", "graph_replay", "cpu_only
 #: The rule ids issue 32 adds (known before the rules exist in the package).
 NEW_IDS = ("unrecognised_kernels", "copy_bound", "dominant_kernel_family")
 FLAGS = ("has_backward", "has_optimizer", "graph_capture", "graph_replay")
-KEYS = {"trace", "rank", "workload", "top3", "also_ok", "forbidden", "forbidden_ids", "notes", *FLAGS}
+KEYS = {"trace", "rank", "workload", "top3", "also_ok", "forbidden", "forbidden_ids", "forbidden_in", "notes", *FLAGS}
 TOP = 3
 
 
@@ -63,6 +63,9 @@ class Expected:
     rank: int | None = None
     also_ok: tuple[str, ...] = ()
     forbidden_ids: tuple[str, ...] = ()
+    #: Phrases a given finding must not name (in its title, detail or evidence): e.g.
+    #: ``{low_occupancy = ["deep_ep"]}``, the rule may fire, but never on those kernels.
+    forbidden_in: dict[str, tuple[str, ...]] = field(default_factory=dict)
     flags: dict[str, bool] = field(default_factory=dict)
 
     @property
@@ -105,6 +108,7 @@ def load_expected(name: str) -> Expected:
         rank=raw.get("rank"),
         also_ok=tuple(raw.get("also_ok", ())),
         forbidden_ids=tuple(raw.get("forbidden_ids", ())),
+        forbidden_in={k: tuple(v) for k, v in raw.get("forbidden_in", {}).items()},
         flags={k: raw[k] for k in FLAGS if k in raw},
     )
 
@@ -143,6 +147,15 @@ def validate(raw: dict[str, Any], ids: set[str]) -> list[str]:
                 out.append(f"{k} id {i!r} is not a known finding id")
     if not all(isinstance(p, str) and p for p in raw.get("forbidden", [])):
         out.append("forbidden must be a list of non-empty phrases")
+    within = raw.get("forbidden_in", {})
+    if not isinstance(within, dict):
+        out.append("forbidden_in must be a table: finding id = [phrases]")
+        within = {}
+    for i, phrases in within.items():
+        if i not in ids:
+            out.append(f"forbidden_in id {i!r} is not a known finding id")
+        if not isinstance(phrases, list) or not all(isinstance(p, str) and p for p in phrases):
+            out.append(f"forbidden_in.{i} must be a list of non-empty phrases")
     for k in FLAGS:
         if k in raw and not isinstance(raw[k], bool):
             out.append(f"{k} must be true or false")
@@ -210,6 +223,8 @@ def check(name: str) -> Result:
         res.forbidden_hits += [f"{row.id}: {p!r}" for p in exp.forbidden if p.lower() in text]
         if row.id in exp.forbidden_ids:
             res.forbidden_hits.append(f"{row.id}: forbidden finding")
+        named = f"{text}\n{row.evidence}".lower()
+        res.forbidden_hits += [f"{row.id} names {p!r}" for p in exp.forbidden_in.get(row.id, ()) if p.lower() in named]
     if verdicts is not None:
         rank = exp.rank if exp.rank is not None else int(verdicts["rank"].min())
         row = verdicts.loc[verdicts["rank"] == rank].iloc[0]

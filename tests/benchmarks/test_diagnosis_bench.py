@@ -68,6 +68,7 @@ def test_validate_names_each_problem() -> None:
         "notes": " ",
         "has_backward": "no",
         "also_ok": ["nope"],
+        "forbidden_in": {"nope": ["x"], "copy_bound": [""]},
         "colour": "red",
     }
     problems = "\n".join(run.validate(bad, ids))
@@ -81,6 +82,8 @@ def test_validate_names_each_problem() -> None:
         "forbidden must be a list of non-empty phrases",
         "has_backward must be true or false",
         "notes must say",
+        "forbidden_in id 'nope'",
+        "forbidden_in.copy_bound must be a list of non-empty phrases",
     ):
         assert words in problems
     assert "missing 'notes'" in "\n".join(run.validate({"workload": "inference", "top3": [], "forbidden": []}, ids))
