@@ -202,13 +202,13 @@ def main() -> None:
         path = dataset_path(spec)
         size = json_bytes(path)
         files = sum(1 for f in path.iterdir() if f.name.endswith((".json", ".gz")))
-        # As engine="auto" decides (loading/loader.py): several files above _PARALLEL_BYTES
-        # in a pool, one file above _SPLIT_BYTES in byte ranges by a pool, else in-process.
-        from jupyter_traceview.loading import loader
+        # As engine="auto" decides (loading/plan.py): several files above PARALLEL_BYTES
+        # in a pool, one file above SPLIT_BYTES in byte ranges by a pool, else in-process.
+        from jupyter_traceview.loading import plan
 
         cpus = os.cpu_count() or 1
         if files > 1:
-            cores = min(files, cpus) if size > loader._PARALLEL_BYTES else 1
+            cores = min(files, cpus) if size > plan.PARALLEL_BYTES else 1
         else:
             # One file: split only where a pool starts cheaply; the probe is threaded (its
             # memory sampler), so its first pool would wait for a cold forkserver: in-process.

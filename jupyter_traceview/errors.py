@@ -117,6 +117,21 @@ class TraceviewWarning(UserWarning):
     """
 
 
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning to the first caller outside this package
+    (the user's line, however deep in the package the warning is raised)."""
+    import sys
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parent)
+    frame = sys._getframe(1)  # the function about to warn
+    level = 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
 class OptionError(TraceviewError, ValueError):
     """An analysis option with a value it does not accept (a misspelt ``kind=``, ``bins=0``).
 

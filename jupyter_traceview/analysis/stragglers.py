@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ..deprecation import removed_parameters
 from ..errors import OptionError, TraceviewWarning
 from ..model.collectives import kernel_collective
 from ..model.schema import EventKind, GpuClass
@@ -65,6 +66,10 @@ def kind_from_name(name: str) -> str:
     return kernel_collective(name, fallback="name")
 
 
+@removed_parameters(
+    align_ends="align the ranks' clocks first, "
+    "tv.stragglers(tv.align_clocks(trace)) (tv.clock_alignment(trace) shows the offsets)"
+)
 def stragglers(
     trace: Trace,
     *,
@@ -74,7 +79,6 @@ def stragglers(
     ranks: Iterable[int] | int | None = None,
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
-    align_ends: None = None,
 ) -> pd.DataFrame:
     """Collectives matched across ranks: who arrived last, by how much, and how often.
 
@@ -111,9 +115,6 @@ def stragglers(
     ranks, iterations, time_range
         Scope (see :meth:`Trace.select`); ``time_range`` keeps the communication kernels
         that run in it (their launch calls may come before it).
-    align_ends
-        Removed: align the trace's clocks with :func:`tv.align_clocks` first. Passing it
-        raises :class:`OptionError`.
 
     Returns
     -------
@@ -146,6 +147,12 @@ def stragglers(
         No communication kernels, or fewer than two ranks, give an empty frame and a
         :class:`TraceviewWarning`.
 
+    Raises
+    ------
+    OptionError
+        ``by``, ``arrival`` or ``match`` not one of the above, or the removed
+        ``align_ends=`` (align the clocks first: ``tv.stragglers(tv.align_clocks(trace))``).
+
     Examples
     --------
     >>> import jupyter_traceview as tv
@@ -154,11 +161,6 @@ def stragglers(
     >>> int(per_rank["last_count"].sum()) == len(tv.stragglers(trace, by="collective"))
     True
     """
-    if align_ends is not None:
-        raise OptionError(
-            "stragglers: align_ends= was removed; align the ranks' clocks first, "
-            "tv.stragglers(tv.align_clocks(trace)) (tv.clock_alignment(trace) shows the offsets)"
-        )
     if by not in ("rank", "collective", "arrival"):
         raise OptionError.invalid("by", by, ("rank", "collective", "arrival"))
     if arrival not in ("kernel", "launch"):

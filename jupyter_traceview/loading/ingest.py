@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import TraceFormatError, TraceviewWarning
+from ..errors import TraceFormatError, TraceviewWarning, caller_stacklevel
 from ..model.classify import Classifier
 from ..model.rank_data import RankData, RankMeta, replaced
 from ..model.trace import classified
@@ -222,7 +222,9 @@ def warn_reader_messages(metas: dict[int, RankMeta]) -> None:
             ranks_of.setdefault(str(message), []).append(r)
     for message, rs in ranks_of.items():
         listed = ", ".join(map(str, rs[:10])) + (", ..." if len(rs) > 10 else "")
-        warnings.warn(f"{message} (rank{'s' if len(rs) > 1 else ''} {listed})", TraceviewWarning, stacklevel=3)
+        warnings.warn(
+            f"{message} (rank{'s' if len(rs) > 1 else ''} {listed})", TraceviewWarning, stacklevel=caller_stacklevel()
+        )
 
 
 def report_failures(not_traces: list[TraceFile], failures: list[tuple[TraceFile, TraceFormatError]]) -> None:
@@ -230,11 +232,17 @@ def report_failures(not_traces: list[TraceFile], failures: list[tuple[TraceFile,
     if not_traces:
         listed = ", ".join(tf.path.name for tf in not_traces[:10])
         warnings.warn(
-            f"skipped {len(not_traces)} file(s) that are not traces: {listed}", TraceviewWarning, stacklevel=3
+            f"skipped {len(not_traces)} file(s) that are not traces: {listed}",
+            TraceviewWarning,
+            stacklevel=caller_stacklevel(),
         )
     if failures:
         listed = "; ".join(f"{tf.path.name}: {exc.problem}" for tf, exc in failures[:10])
-        warnings.warn(f"skipped {len(failures)} unreadable trace file(s): {listed}", TraceviewWarning, stacklevel=3)
+        warnings.warn(
+            f"skipped {len(failures)} unreadable trace file(s): {listed}",
+            TraceviewWarning,
+            stacklevel=caller_stacklevel(),
+        )
 
 
 def warn_skipped_events(metas: dict[int, RankMeta]) -> None:
@@ -247,4 +255,6 @@ def warn_skipped_events(metas: dict[int, RankMeta]) -> None:
         counts = {r: c for r, c in counts.items() if c}
         if counts:
             where = ", ".join(f"rank {r}: {c:,}" for r, c in sorted(counts.items())[:10])
-            warnings.warn(f"{sum(counts.values()):,} {what} ({where})", TraceviewWarning, stacklevel=3)
+            warnings.warn(
+                f"{sum(counts.values()):,} {what} ({where})", TraceviewWarning, stacklevel=caller_stacklevel()
+            )

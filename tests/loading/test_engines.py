@@ -70,21 +70,21 @@ def test_engines_agree_on_a_scoped_trace(engines: dict[str, tv.Trace], dlrm: tv.
 def test_auto_engine_reads_small_inputs_in_process_and_many_ranks_in_a_pool(
     dlrm: tv.Trace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jupyter_traceview.loading import loader
+    from jupyter_traceview.loading import plan, pool
 
     calls: list[int] = []
-    real = loader._load_parallel
+    real = pool.read_in_pool
 
     def spy(files: Any, todo: list[int], *args: Any) -> None:
         calls.append(len(todo))
         real(files, todo, *args)
 
-    monkeypatch.setattr(loader, "_load_parallel", spy)
+    monkeypatch.setattr(pool, "read_in_pool", spy)
     # The bundled sample (8 small gzip files, ~4 MB of JSON): read in this process.
     small = tv.load(tv.sample_path(), cache=False)
     assert calls == [] and small.ranks == dlrm.ranks
     # The same 8 ranks counted as a big job: read by a process pool, one task per file.
-    monkeypatch.setattr(loader, "_PARALLEL_BYTES", 2**20)
+    monkeypatch.setattr(plan, "PARALLEL_BYTES", 2**20)
     big = tv.load(tv.sample_path(), cache=False)
     assert calls == [8]
     pd.testing.assert_frame_equal(tv.summary(big), tv.summary(dlrm))

@@ -17,7 +17,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError, TraceviewError
-from jupyter_traceview.loading import ingest, loader
+from jupyter_traceview.loading import ingest, plan, pool, split
 from jupyter_traceview.loading.readers import kineto
 from jupyter_traceview.loading.readers.files import read_bytes
 from jupyter_traceview.loading.readers.kineto import pieces
@@ -133,8 +133,8 @@ def test_a_cut_inside_an_element_fails_and_the_load_falls_back(tmp_path: Path, m
     f = tmp_path / "rank-0.json"
     f.write_bytes(data)
     monkeypatch.setattr(ingest, "PIECE_BYTES", 997)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 997)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 1000)
+    monkeypatch.setattr(split, "PIECE_BYTES", 997)
     whole = kineto.parse_kineto(f, data, name_rank=0)
     _same(whole, ingest.read_file(ingest.TraceFile(f, len(data), 0, 0), ingest.ReadOptions("raise", None), None))
     _same(_whole_load(f), _ranks(tv.load(f, cache=False, engine="process")))
@@ -150,7 +150,7 @@ def _whole_load(path: Path, **kw: Any) -> list[RankData]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ingest, "PIECE_BYTES", 1 << 62)
         mp.setattr(ingest.kineto, "NATIVE_AVAILABLE", False)  # small files too: read whole by msgspec
-        mp.setattr(loader, "_SPLIT_BYTES", 1 << 62)
+        mp.setattr(plan, "SPLIT_BYTES", 1 << 62)
         return _ranks(tv.load(path, cache=False, engine="serial", **kw))
 
 
@@ -162,8 +162,8 @@ def test_malformed_events_fall_back_to_the_whole_file_read(tmp_path: Path, monke
     f.write_bytes(data)
     with pytest.raises(kineto.SplitFailed):
         _across(f, data, 2000, bad_events="drop")
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 1000)
+    monkeypatch.setattr(split, "PIECE_BYTES", 2000)
     monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
     with pytest.raises(TraceFormatError) as whole_error:
         kineto.parse_kineto(f, data)
@@ -185,17 +185,17 @@ def test_one_big_file_is_read_by_a_pool_with_the_same_tables(tmp_path: Path, mon
     packed = tmp_path / "packed.json.gz"
     packed.write_bytes(gzip.compress(data, 1))
     calls: list[Any] = []
-    real = loader._load_split
+    real = split.read_split
 
     def spy(*args: Any) -> Any:
         out = real(*args)
         calls.append(out is not None)
         return out
 
-    monkeypatch.setattr(loader, "_load_split", spy)
-    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: True)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 2**16)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", len(data) // 5)
+    monkeypatch.setattr(split, "read_split", spy)
+    monkeypatch.setattr(pool, "starts_cheaply", lambda: True)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 2**16)
+    monkeypatch.setattr(split, "PIECE_BYTES", len(data) // 5)
     before = _scratch_in_shm()
     for f in (plain, packed):
         _same(_whole_load(f), _ranks(tv.load(f, cache=False)))
@@ -222,8 +222,8 @@ def _split_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A 400-event file, and the loader made to split files over 1000 bytes in 2000-byte pieces."""
     f = tmp_path / "rank-0.json"
     f.write_bytes(_trace_text(_events(400)))
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 1000)
+    monkeypatch.setattr(split, "PIECE_BYTES", 2000)
     return f
 
 
@@ -231,15 +231,15 @@ def test_a_worker_dying_on_a_piece_fails_the_load_with_the_file_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     f = _split_small(tmp_path, monkeypatch)
-    monkeypatch.setattr(loader, "_read_piece_task", _die)
-    monkeypatch.setattr(loader, "pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
+    monkeypatch.setattr(split, "read_piece_task", _die)
+    monkeypatch.setattr(pool, "pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
     with pytest.raises(TraceviewError, match=r"rank-0\.json"):
         tv.load(f, cache=False)
 
 
 def test_a_worker_dying_on_a_file_fails_the_load_with_the_file_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loader, "_read_file_task", _die)
-    monkeypatch.setattr(loader, "pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
+    monkeypatch.setattr(pool, "read_file_task", _die)
+    monkeypatch.setattr(pool, "pool_context", lambda **_: __import__("multiprocessing").get_context("fork"))
     with pytest.raises(TraceviewError, match=r"a worker process died while reading .*worker\d_step"):
         tv.load(tv.sample_path(), cache=False, engine="process")
 
@@ -249,15 +249,15 @@ def test_auto_reads_one_big_file_alone_in_process_while_no_pool_starts_cheaply(
 ) -> None:
     f = _split_small(tmp_path, monkeypatch)
     calls: list[Path] = []
-    monkeypatch.setattr(loader, "_load_split", lambda tf, *a: calls.append(tf.path))
-    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: False)
+    monkeypatch.setattr(split, "read_split", lambda tf, *a: calls.append(tf.path))
+    monkeypatch.setattr(pool, "starts_cheaply", lambda: False)
     tv.load(f, cache=False)
     assert calls == []
-    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: True)
+    monkeypatch.setattr(pool, "starts_cheaply", lambda: True)
     tv.load(f, cache=False)
     assert calls == [f]
     # engine="process" always reads one file in byte ranges.
-    monkeypatch.setattr(loader, "_pool_starts_cheaply", lambda: False)
+    monkeypatch.setattr(pool, "starts_cheaply", lambda: False)
     tv.load(f, cache=False, engine="process")
     assert calls == [f, f]
 
@@ -270,8 +270,8 @@ def test_a_big_plain_file_with_a_gz_name_is_refused_as_a_small_one_is(
     f = tmp_path / "rank-0.json.gz"
     f.write_bytes(_trace_text(_events(300)))
     monkeypatch.setattr(ingest, "PIECE_BYTES", 2000)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 2000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 2000)
+    monkeypatch.setattr(split, "PIECE_BYTES", 2000)
     with pytest.raises(tv.TraceFormatError, match=r"has a \.gz name but is not gzip-compressed") as exc:
         tv.load(f, cache=False, engine=engine)
     assert str(f) in str(exc.value)

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import jupyter_traceview as tv
-from jupyter_traceview.loading import handoff, heap, loader
+from jupyter_traceview.loading import handoff, heap, plan, pool
 from jupyter_traceview.loading.ingest import ReadOptions, read_file
 from jupyter_traceview.loading.readers import files as files_mod
 from jupyter_traceview.loading.readers.files import discover
@@ -149,7 +149,7 @@ def test_a_pooled_load_hands_back_through_shared_memory_and_leaves_nothing(monke
         return real(result)
 
     monkeypatch.setattr(handoff, "load", spy)
-    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(pool, "pool_context", lambda **_: multiprocessing.get_context("fork"))
     pooled = tv.load(tv.sample_path(), cache=False, engine="process")
     serial = tv.load(tv.sample_path(), cache=False, engine="serial")
     assert handed and set(handed) == {handoff.Handed}
@@ -194,15 +194,15 @@ def test_the_pool_takes_the_biggest_files_first(monkeypatch: pytest.MonkeyPatch)
     sizes = {f.name: f.stat().st_size for f in Path(tv.sample_path()).glob("*.json.gz")}
     assert len(set(sizes.values())) == len(sizes) == 8  # the sample's files differ in size
     submitted: list[str] = []
-    real = loader.ProcessPoolExecutor
+    real = pool.ProcessPoolExecutor
 
     class Recording(real):  # type: ignore[misc, valid-type]
         def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             submitted.append(args[0].path.name)
             return super().submit(fn, *args, **kwargs)
 
-    monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
-    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(pool, "pool_context", lambda **_: multiprocessing.get_context("fork"))
     tv.load(tv.sample_path(), cache=False, engine="process")
     assert submitted == sorted(sizes, key=lambda name: -sizes[name])
 
@@ -213,15 +213,15 @@ def test_workers_get_the_classifier_s_patterns_not_its_memo(monkeypatch: pytest.
     clf = Classifier().extend(communication=("my_allreduce",))
     clf._kernel_codes.update({f"kernel_{k}": 0 for k in range(5000)})  # a classifier used before
     sent: list[Classifier] = []
-    real = loader.ProcessPoolExecutor
+    real = pool.ProcessPoolExecutor
 
     class Recording(real):  # type: ignore[misc, valid-type]
         def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
             sent.extend(a for a in args if isinstance(a, Classifier))
             return super().submit(fn, *args, **kwargs)
 
-    monkeypatch.setattr(loader, "ProcessPoolExecutor", Recording)
-    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", Recording)
+    monkeypatch.setattr(pool, "pool_context", lambda **_: multiprocessing.get_context("fork"))
     pooled = tv.load(tv.sample_path(), cache=False, engine="process", classifier=clf)
     assert len(sent) == 8 and all(c == clf and "_kernel_codes" not in vars(c) for c in sent)
     serial = tv.load(tv.sample_path(), cache=False, engine="serial", classifier=clf)
@@ -248,11 +248,11 @@ def test_each_pool_task_first_asks_for_the_file_a_later_task_reads(
         with open(log, "a") as fh:
             fh.write(f"{Path(path).name}\n")
 
-    monkeypatch.setattr(loader, "prefetch", record)
-    monkeypatch.setattr(loader, "pool_context", lambda **_: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(pool, "prefetch", record)
+    monkeypatch.setattr(pool, "pool_context", lambda **_: multiprocessing.get_context("fork"))
     found, _ = discover(tv.sample_path())
     workers = min(len(found), os.cpu_count() or 1)
-    order = sorted(found, key=lambda tf: -loader._estimated_json_bytes([tf]))
+    order = sorted(found, key=lambda tf: -plan.estimated_json_bytes([tf]))
     later = [tf.path.name for tf in order[workers:]]
     t = tv.load(tv.sample_path(), cache=False, engine="process")
     assert len(t.ranks) == len(found)

@@ -16,7 +16,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError
-from jupyter_traceview.loading import ingest, loader
+from jupyter_traceview.loading import ingest, plan, split
 from jupyter_traceview.loading.readers import kineto
 from jupyter_traceview.loading.readers.files import TraceFile, read_bytes
 from jupyter_traceview.loading.readers.kineto import native
@@ -82,11 +82,11 @@ def _fails_alike(path: Path, message: str, monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(TraceFormatError) as big:
         tv.load(path, cache=False, engine="serial")
     assert str(big.value) == message
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 2000)
-    with pytest.raises(TraceFormatError) as split:
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 1000)
+    monkeypatch.setattr(split, "PIECE_BYTES", 2000)
+    with pytest.raises(TraceFormatError) as in_ranges:
         tv.load(path, cache=False, engine="process")
-    assert str(split.value) == message
+    assert str(in_ranges.value) == message
 
 
 def _with_bad_header(tmp_path: Path, n_events: int) -> tuple[Path, bytes]:

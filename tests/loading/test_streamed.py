@@ -17,7 +17,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError
-from jupyter_traceview.loading import ingest, loader
+from jupyter_traceview.loading import ingest, plan, split
 from jupyter_traceview.loading.readers import files, kineto
 from jupyter_traceview.loading.readers.files import inflate_chunks, read_bytes
 from jupyter_traceview.loading.readers.kineto import cutting, pieces
@@ -121,8 +121,8 @@ def test_metadata_after_the_events_gives_the_same_tables(
     reference = _whole_load(f)
     assert reference[0].meta.rank == 5 and reference[0].meta.base_time_ns == 17 * 10**17
     _small_pieces(monkeypatch)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 3000)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 1000)
+    monkeypatch.setattr(split, "PIECE_BYTES", 3000)
     passes: list[int] = []
     real = files.inflate_chunks
 
@@ -161,15 +161,15 @@ def test_a_late_time_base_that_decides_validity_reads_the_file_again(
     f = _write_gz(tmp_path / "rank-0.json.gz", _late_base(events, 3 * 10**18))
     reference = _whole_load(f)
     _small_pieces(monkeypatch)
-    monkeypatch.setattr(loader, "_SPLIT_PIECE_BYTES", 3000)
+    monkeypatch.setattr(split, "PIECE_BYTES", 3000)
     passes = _passes(monkeypatch)
-    split: list[bool] = []
-    real_split = loader._split_streamed
-    monkeypatch.setattr(loader, "_split_streamed", lambda *a: split.append(True) or real_split(*a))
+    streamed: list[bool] = []
+    real_split = split.split_streamed
+    monkeypatch.setattr(split, "split_streamed", lambda *a: streamed.append(True) or real_split(*a))
     _same(reference, _ranks(tv.load(f, cache=False, engine=engine)))
     # In this process: read again with the file's time base. Through the pool: the pieces the
     # workers read are dropped, and this process reads the file (twice) instead.
-    assert len(passes) == 2 and split == ([True] if engine == "process" else [])
+    assert len(passes) == 2 and streamed == ([True] if engine == "process" else [])
     # Beyond 2**62 ns with the late base only: the whole-file read's error, not a table.
     for e in events:
         e["ts"] += 2e15
@@ -220,7 +220,7 @@ def test_gzip_truncated_mid_piece_names_the_file(tmp_path: Path, monkeypatch: py
     f = tmp_path / "rank-0.json.gz"
     f.write_bytes(packed[: len(packed) * 2 // 3])
     _small_pieces(monkeypatch)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 1000)
     seen = _counted(monkeypatch)
     before = set(Path("/dev/shm").glob("traceview-*"))
     with pytest.raises(TraceFormatError) as exc:
@@ -240,7 +240,7 @@ def test_corrupt_data_mid_stream_names_the_file(tmp_path: Path, monkeypatch: pyt
     f = tmp_path / "rank-0.json.gz"
     f.write_bytes(bytes(packed))
     _small_pieces(monkeypatch)
-    monkeypatch.setattr(loader, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(plan, "SPLIT_BYTES", 1000)
     with pytest.raises(TraceFormatError) as exc:
         tv.load(f, cache=False, engine=engine)
     # (The CRC check, or the inflater itself, finds it.)

@@ -48,6 +48,7 @@ from typing import Literal
 
 import pandas as pd
 
+from ...deprecation import removed_parameters
 from ...errors import OptionError, TraceSelectionError
 from ...model.trace import Trace
 from .._common import scoped
@@ -57,6 +58,10 @@ from .walk import cross_rank_path, one_rank_path
 __all__ = ["CATEGORY_COLUMNS", "CRITICAL_PATH_CATEGORIES", "CRITICAL_PATH_COLUMNS", "critical_path"]
 
 
+@removed_parameters(
+    rank="pass ranks={value} (one rank: the path within it, "
+    "with the waits for the other ranks split off), as every analysis takes its ranks"
+)
 def critical_path(
     trace: Trace,
     *,
@@ -64,7 +69,6 @@ def critical_path(
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
     view: Literal["path", "categories"] = "path",
-    rank: None = None,
 ) -> pd.DataFrame:
     """The critical path ending at the last event of the chosen ranks, within one rank or across ranks.
 
@@ -89,9 +93,6 @@ def critical_path(
         range, and the path ends at the last event of what is left.
     view:
         ``"path"``: the path's segments; ``"categories"``: the time of each category.
-    rank:
-        Removed: ``rank=r`` is now ``ranks=r`` (the same path). Passing it raises
-        :class:`OptionError`.
 
     Returns
     -------
@@ -149,7 +150,8 @@ def critical_path(
     TraceSelectionError
         One of ``ranks`` is not in the trace.
     OptionError
-        ``view`` is not one of the above, or the removed ``rank=`` was passed.
+        ``view`` is not one of the above, or the removed ``rank=`` was passed (``rank=r``
+        is now ``ranks=r``, the same path).
 
     Examples
     --------
@@ -158,11 +160,6 @@ def critical_path(
     >>> int(path["dur_ns"].sum()) == int(path["end_ns"].iloc[-1] - path["start_ns"].iloc[0])
     True
     """
-    if rank is not None:
-        raise OptionError(
-            f"critical_path: rank= was removed; pass ranks={rank!r} (one rank: the path within it, "
-            "with the waits for the other ranks split off), as every analysis takes its ranks"
-        )
     if view not in ("path", "categories"):
         raise OptionError.invalid("view", view, ("path", "categories"))
     chosen: list[int] | None = None

@@ -425,7 +425,7 @@ def test_folder_of_per_rank_exports(tmp_path: Path) -> None:
 
 
 def test_rank_selection_and_parallel_heuristic(mfu: tv.Trace) -> None:
-    from jupyter_traceview.loading import loader
+    from jupyter_traceview.loading import plan
     from jupyter_traceview.loading.readers.files import TraceFile
 
     one = tv.load(MFU, ranks=[1], cache=False)
@@ -435,7 +435,7 @@ def test_rank_selection_and_parallel_heuristic(mfu: tv.Trace) -> None:
         tv.load(MFU, ranks=[5], cache=False)
     # SQLite exports read about 4x slower per byte than JSON: the pool starts earlier for them.
     sizes = [TraceFile(Path(n), 10, 0, None) for n in ("a.sqlite", "b.json", "c.json.gz")]
-    assert loader._estimated_json_bytes(sizes) == 40 + 10 + 100
+    assert plan.estimated_json_bytes(sizes) == 40 + 10 + 100
 
 
 def test_report_beside_its_export_is_ignored(tmp_path: Path) -> None:
