@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.ipc
 
 import jupyter_traceview as tv
-from jupyter_traceview.loading import cache
+from jupyter_traceview.loading import cache, cache_arrow
 from jupyter_traceview.loading.ingest import ReadOptions
 from jupyter_traceview.loading.readers.files import discover
 from jupyter_traceview.model.classify import Classifier
@@ -68,13 +68,13 @@ def main() -> None:
         # (At the first use of a rank's tables since format 7: a load reads no stream.)
         batch = timed("first use: IPC stream", lambda buffer=buffer, doc=doc: stream(buffer, doc["streams"][0]))
         schema_key = timed(
-            "first use: checks", lambda b=buffer, s=start, n=length: cache._schema_message(b.slice(s, n))
+            "first use: checks", lambda b=buffer, s=start, n=length: cache_arrow.schema_message(b.slice(s, n))
         )
-        checked = timed("first use: checks", lambda batch=batch, k=schema_key: cache._check_rank(batch, k))
+        checked = timed("first use: checks", lambda batch=batch, k=schema_key: cache_arrow.check_rank(batch, k))
         tables = {}
         for name, names, rows in checked:
             tables[name] = timed(
-                "first use: five frames from Arrow", lambda names=names, rows=rows: cache._from_arrow(names, rows)
+                "first use: five frames from Arrow", lambda names=names, rows=rows: cache_arrow.from_arrow(names, rows)
             )
         d = RankData(meta=meta, **tables)
         timed("classified (gpu_class, in Trace)", lambda d=d: classified(d, clf))

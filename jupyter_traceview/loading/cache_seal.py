@@ -1,6 +1,6 @@
 """The seal of the cache's entries: a key per cache folder, and each entry's keyed hash.
 
-An entry is checked once, when it is written (``cache._check_rank``), then sealed; a load
+An entry is checked once, when it is written (``cache_arrow.check_rank``), then sealed; a load
 trusts a sealed entry's tables without checking them again (their CRC-32 still compared),
 and an entry without a valid seal is a miss. Light (no numpy, pandas or Arrow).
 """
@@ -26,7 +26,7 @@ def seal(key: bytes, body_crc: int, body_size: int, entry_format: int) -> bytes:
     of what precedes the trailer, and the format.
 
     It is what lets a load trust the entry's tables without checking them again: the writer
-    checks them (``cache._check_rank``) before it seals, and an entry that was changed, or
+    checks them (``cache_arrow.check_rank``) before it seals, and an entry that was changed, or
     written by anything else (another cache folder, a hand-made file with a valid CRC-32),
     is a miss. Hashing the CRC rather than the bytes costs nothing (a keyed hash of a rank's
     330 KB would cost more than the checks it saves); it gives up only against someone who

@@ -21,7 +21,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
-from jupyter_traceview.loading import ingest, loader
+from jupyter_traceview.loading import cache_arrow, ingest, loader
 from tests.loading.entries import entry_files, key_of, read_entry, rewrite_column, table_of, write_entry
 from tests.loading.readers.test_reader_golden import _odd_trace, _real_traces
 from tests.loading.test_cache_integrity import parses
@@ -211,7 +211,7 @@ def test_an_entry_of_the_previous_format_is_rebuilt(
 def test_dictionary_indices_become_codes_with_nulls_as_minus_one(type_: pa.DataType) -> None:
     values = [5, None, 7, 8, None, 9, 1, 2, None, 4, 0, 3]
     for array in (pa.array(values, type_), pa.array(values, type_).slice(3), pa.array([None] * 3, type_)):
-        got = tv_cache._codes(array)
+        got = cache_arrow._codes(array)
         want = np.array([-1 if v is None else v for v in array.to_pylist()], dtype=type_.to_pandas_dtype())
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
@@ -298,7 +298,7 @@ def test_tables_written_in_memory_or_streamed_read_back_exactly(
 
 
 def test_categories_found_unique_are_remembered_by_their_texts_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """cache._unique remembers lists found free of repeats by their exact texts: a list met
+    """cache_arrow._unique remembers lists found free of repeats by their exact texts: a list met
     again is not checked again, one that differs by a repeat (or a slice of another) is."""
     monkeypatch.setattr(tv_cache, "_UNIQUE", {})
     checked: list[int] = []
@@ -311,19 +311,19 @@ def test_categories_found_unique_are_remembered_by_their_texts_only(monkeypatch:
     good = pa.array(["a", "b", "c"], type=pa.large_string())
     repeated = pa.array(["a", "b", "a"], type=pa.large_string())
     monkeypatch.setattr(tv_cache, "set", counting_set, raising=False)
-    assert tv_cache._unique(good)
-    assert tv_cache._unique(pa.array(["a", "b", "c"], type=pa.large_string()))  # remembered: no set
+    assert cache_arrow._unique(good)
+    assert cache_arrow._unique(pa.array(["a", "b", "c"], type=pa.large_string()))  # remembered: no set
     assert len(checked) == 1
-    assert not tv_cache._unique(repeated)
-    assert not tv_cache._unique(repeated)  # never remembered
+    assert not cache_arrow._unique(repeated)
+    assert not cache_arrow._unique(repeated)  # never remembered
     assert len(checked) == 3
     # Slices: checked as what they hold.
-    assert tv_cache._unique(pa.array(["x", "a", "b", "c"], type=pa.large_string()).slice(1))
-    assert not tv_cache._unique(pa.array(["a", "b", "a", "b"], type=pa.large_string()).slice(1))
+    assert cache_arrow._unique(pa.array(["x", "a", "b", "c"], type=pa.large_string()).slice(1))
+    assert not cache_arrow._unique(pa.array(["a", "b", "a", "b"], type=pa.large_string()).slice(1))
     # Big lists (Arrow's hash): the same.
     monkeypatch.setattr(tv_cache, "_SET_CHECKED", 0)
-    assert not tv_cache._unique(pa.array(["q", "r", "q"], type=pa.large_string()))
-    assert tv_cache._unique(pa.array(["q", "r", "s"], type=pa.large_string()))
+    assert not cache_arrow._unique(pa.array(["q", "r", "q"], type=pa.large_string()))
+    assert cache_arrow._unique(pa.array(["q", "r", "s"], type=pa.large_string()))
 
 
 def _as_int32(column: pa.Array) -> pa.Array:
@@ -469,7 +469,7 @@ def test_missing_values_in_a_numeric_column_keep_its_dtype(
 
 
 def test_layouts_are_remembered_by_the_schema_message_arrow_reads(filled: tuple[Path, tv.Trace]) -> None:
-    """cache._schema_message gives exactly the bytes of a stream's schema message (Arrow reads
+    """cache_arrow.schema_message gives exactly the bytes of a stream's schema message (Arrow reads
     them back as the batch's schema), None for what is not a stream of that form; a layout
     is remembered under those bytes only."""
     cache, _ = filled
@@ -478,11 +478,11 @@ def test_layouts_are_remembered_by_the_schema_message_arrow_reads(filled: tuple[
         doc = tv_cache._entry_doc(buffer, key_of(path))
         start, length = doc["streams"][0]
         stream = buffer.slice(start, length)
-        key = tv_cache._schema_message(stream)
+        key = cache_arrow.schema_message(stream)
         assert key is not None
         batch = pa.ipc.open_stream(stream).read_next_batch()
         assert pa.ipc.read_schema(pa.py_buffer(key)).equals(batch.schema)
-        assert tv_cache._layout(batch, key) is tv_cache._LAYOUTS[key]
-        assert tv_cache._schema_message(pa.py_buffer(b"\x00" * 16 + key)) is None
-        assert tv_cache._schema_message(pa.py_buffer(key[:-1])) is None
-        assert tv_cache._schema_message(pa.py_buffer(key[:4] + (-8).to_bytes(4, "little", signed=True))) is None
+        assert cache_arrow._layout(batch, key) is cache_arrow._LAYOUTS[key]
+        assert cache_arrow.schema_message(pa.py_buffer(b"\x00" * 16 + key)) is None
+        assert cache_arrow.schema_message(pa.py_buffer(key[:-1])) is None
+        assert cache_arrow.schema_message(pa.py_buffer(key[:4] + (-8).to_bytes(4, "little", signed=True))) is None

@@ -16,6 +16,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
+from jupyter_traceview.loading import cache_arrow
 from jupyter_traceview.model import facts
 from jupyter_traceview.model.rank_data import Deferred, built
 from tests.loading.entries import entry_files, read_entry
@@ -26,7 +27,7 @@ from tests.loading.test_cache_integrity import parses
 def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Record the column names of every frame the cache builds from now on."""
     calls: list[list[str]] = []
-    real = tv_cache._from_arrow
+    real = cache_arrow.from_arrow
 
     def counting(names, rows):  # type: ignore[no-untyped-def]
         calls.append(list(names))
@@ -59,7 +60,7 @@ def test_threads_reading_one_table_at_once_build_it_once(
 ) -> None:
     cache, _ = filled
     started = threading.Barrier(8)
-    real = tv_cache._from_arrow
+    real = cache_arrow.from_arrow
     calls: list[int] = []
 
     def slow(names, rows):  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.loading import cache as tv_cache
-from jupyter_traceview.loading import cache_seal
+from jupyter_traceview.loading import cache_arrow, cache_seal
 from tests.loading.entries import column_change, entry_files, read_entry, rewrite_table, with_table, write_entry
 from tests.loading.test_cache_exact import TABLES, assert_same_trace
 from tests.loading.test_cache_integrity import parses
@@ -77,7 +77,7 @@ def test_the_writer_seals_no_tables_that_fail_its_checks(
 ) -> None:
     """What the writer would seal passes the checks first: tables that do not are not written."""
     table, change = FORGERIES[forgery]
-    real = tv_cache._rank_batch
+    real = cache_arrow.rank_batch
 
     def forged(d: object) -> pa.RecordBatch:
         batch = real(d)  # type: ignore[arg-type]
