@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent
 EXTENSIONS = {
     "jupyter_traceview.loading.readers._kscan": "jupyter_traceview/loading/readers/_kscan.c",
     "jupyter_traceview.model._sweep": "jupyter_traceview/model/_sweep.c",
+    "jupyter_traceview.analysis._loops": "jupyter_traceview/analysis/_loops.c",
 }
 
 

@@ -531,23 +531,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The analyses' compiled loops as --version finds them: ``analysis.loops``' NAME and VERSION
+#: (that module imports the analyses; tests/test_cli.py checks that the two agree).
+ANALYSIS_LOOPS = ("jupyter_traceview.analysis._loops", 1)
+
+
 class _Version(argparse.Action):
     """--version: the package's version, which Kineto reader this install runs and whether the
-    analyses' loops are compiled.
+    interval algebra's and the analyses' loops are compiled.
 
-    Neither the reader nor numpy or pandas is imported (:mod:`.loading.readers.build` knows
-    which reader runs, :mod:`.model.sweep_build` whether the loops are compiled), so that
-    --version is as quick as --help."""
+    Neither the reader, the analyses nor numpy or pandas is imported
+    (:mod:`.loading.readers.build` knows which reader runs, :mod:`.model.sweep_build` whether
+    the interval loops are compiled, :mod:`.model.native_ext` finds the analyses' without
+    importing them: their name and version are :data:`ANALYSIS_LOOPS`), so that --version is
+    as quick as --help."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
         from .loading.readers import build
-        from .model import sweep_build
+        from .model import native_ext, sweep_build
 
         print(
-            f"{parser.prog} {__version__}\nKineto reader: {build.describe()}\nAnalysis loops: {sweep_build.describe()}"
+            f"{parser.prog} {__version__}\nKineto reader: {build.describe()}\n"
+            f"Interval loops: {sweep_build.describe()}\nAnalysis loops: {native_ext.describe(*ANALYSIS_LOOPS)}"
         )
         raise SystemExit(0)
 

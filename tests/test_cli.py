@@ -154,7 +154,9 @@ def test_version_names_the_reader_in_use() -> None:
     assert off.returncode == 0, off.stderr
     assert off.stdout.startswith("traceview ")
     assert "Kineto reader: msgspec only (TRACEVIEW_NATIVE=0" in off.stdout
+    assert "Interval loops: numpy only (TRACEVIEW_NATIVE=0" in off.stdout
     assert "Analysis loops: numpy only (TRACEVIEW_NATIVE=0" in off.stdout
+    from jupyter_traceview.analysis import loops
     from jupyter_traceview.loading.readers.kineto import native
     from jupyter_traceview.model import intervals
 
@@ -162,30 +164,41 @@ def test_version_names_the_reader_in_use() -> None:
     assert on.returncode == 0, on.stderr
     assert f"Kineto reader: {native.describe()}" in on.stdout
     assert ("C scanner (compiled)" in on.stdout) == native.AVAILABLE
-    # The loops the analyses call (intervals.native) are the ones --version names.
-    assert ("Analysis loops: compiled (_sweep)" in on.stdout) == (intervals.native is not None)
+    # The loops the analyses call (intervals.native, loops.native) are the ones --version names.
+    assert ("Interval loops: compiled (_sweep)" in on.stdout) == (intervals.native is not None)
+    assert ("Analysis loops: compiled (_loops)" in on.stdout) == (loops.native is not None)
+
+
+def test_version_finds_the_analyses_loops_by_their_name_and_version() -> None:
+    from jupyter_traceview.analysis import loops
+    from jupyter_traceview.cli import ANALYSIS_LOOPS
+
+    assert ANALYSIS_LOOPS == (loops.NAME, loops.VERSION)
 
 
 def test_version_imports_neither_the_reader_nor_numpy_nor_pandas() -> None:
-    """--version answers from readers/build.py (as the reader itself does): the same two lines, quickly."""
+    """--version answers from readers/build.py (as the reader itself does) and finds the compiled
+    loops without importing them: the same lines, quickly."""
     code = (
         "import sys\n"
         "from jupyter_traceview.cli import main\n"
         "try:\n    main(['--version'])\n"
         "except SystemExit:\n    pass\n"
         "heavy = ('numpy', 'pandas', 'pyarrow', 'msgspec', 'jupyter_traceview.loading.readers.kineto.native',\n"
-        "         'jupyter_traceview.model.intervals')\n"
+        "         'jupyter_traceview.model.intervals', 'jupyter_traceview.analysis')\n"
         "print('imported:', sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     from jupyter_traceview import __version__
+    from jupyter_traceview.analysis import loops
     from jupyter_traceview.loading.readers.kineto import native
     from jupyter_traceview.model import sweep_build
 
     assert out.stdout.splitlines() == [
         f"traceview {__version__}",
         f"Kineto reader: {native.describe()}",
-        f"Analysis loops: {sweep_build.describe()}",
+        f"Interval loops: {sweep_build.describe()}",
+        f"Analysis loops: {loops.describe()}",
         "imported: []",
     ]

@@ -176,7 +176,7 @@ def code_key() -> str:
     h = hashlib.sha256(__version__.encode())
     try:
         for sub in ("analysis", "model"):
-            # The C sources too (model/_sweep.c): a compiled loop computes what its numpy
+            # The C sources too (model/_sweep.c, analysis/_loops.c): a compiled loop computes what its numpy
             # fallback computes, but a fix to one must not read results of the other.
             for path in sorted(p for p in (root / sub).rglob("*") if p.suffix in (".py", ".c")):
                 h.update(str(path.relative_to(root)).encode())

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from ..model import intervals as iv
 from ..model.schema import EventKind
 from ..model.trace import Trace
+from . import loops
 from ._common import distinct_ints, pct, scoped
 from ._gpu import activities
 from ._memo import per_rank
@@ -163,9 +163,9 @@ def _count_steps(steps: np.ndarray) -> int:
     value in one scatter, where steps are small integers from -1 up (no step: -1)."""
     if len(steps) == 0:
         return 0
-    if iv.native is not None:
+    if loops.native is not None:
         with contextlib.suppress(TypeError, BufferError):  # (steps of another dtype: below)
-            n = int(iv.native.count_steps(np.ascontiguousarray(steps)))
+            n = int(loops.native.count_steps(np.ascontiguousarray(steps)))
             if n >= 0:
                 return n
     lo, hi = int(steps.min()), int(steps.max())

@@ -165,16 +165,17 @@ def test_another_code_version_recomputes(tmp_path: Path, dlrm_path: Path, monkey
         assert stored == {"another version of the analyses"}
 
 
-def test_the_code_key_covers_the_c_sources(monkeypatch: pytest.MonkeyPatch) -> None:
-    # model/_sweep.c computes what its numpy fallback computes; a change to it still
-    # recomputes the kept results.
+@pytest.mark.parametrize("source", ["_sweep.c", "_loops.c"])
+def test_the_code_key_covers_the_c_sources(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # model/_sweep.c and analysis/_loops.c compute what their numpy fallbacks compute; a
+    # change to one still recomputes the kept results.
     _memo.code_key.cache_clear()
     key = _memo.code_key()
     original = Path.read_bytes
 
     def changed(self: Path) -> bytes:
         data = original(self)
-        return data + b"/* changed */" if self.name == "_sweep.c" else data
+        return data + b"/* changed */" if self.name == source else data
 
     monkeypatch.setattr(Path, "read_bytes", changed)
     try:

@@ -16,6 +16,7 @@ import pandas as pd
 from ...model import intervals as iv
 from ...model.schema import EventKind, GpuClass
 from ...model.trace import Trace
+from .. import loops
 from .._common import distinct_ints
 from .._gpu import activities
 from ..launch import rows_of
@@ -197,15 +198,15 @@ def _native_occupancy(
     n_codes: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The occupancy sums of :func:`rank_facts` (time and time x occupancy per name code, the
-    codes present) by one compiled pass over the argument rows (``_sweep.occupancy``: the
+    codes present) by one compiled pass over the argument rows (``_loops.occupancy``: the
     same sums in the same order as the bincounts); None where it does not run."""
-    if iv.native is None:
+    if loops.native is None:
         return None
     occ_ns, occ_w = np.zeros(n_codes, dtype=np.float64), np.zeros(n_codes, dtype=np.float64)
     count = np.zeros(n_codes, dtype=np.int64)
     c = np.ascontiguousarray
     try:
-        done = iv.native.occupancy(
+        done = loops.native.occupancy(
             c(a_rows, dtype=np.int64), c(occ), kind_codes, kernel_kind, class_codes, compute, name_codes,
             c(dur, dtype=np.int64), occ_ns, occ_w, count,
         )  # fmt: skip

@@ -34,10 +34,10 @@ import numpy as np
 import pandas as pd
 
 from ...errors import OptionError, TraceviewWarning
-from ...model import intervals as iv
 from ...model.schema import EventKind
 from ...model.trace import Trace
 from .. import _links as lk
+from .. import loops
 from .._common import empty
 from ..launch import rows_of
 from ..operators import GPU_WORK_KINDS, _RankLinks
@@ -180,7 +180,7 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
             return a if j is None else a[j]
 
         # Codes as stored (int8-64) for the compiled loop, which reads any width; int64 otherwise.
-        native = iv.native if j is None else None
+        native = loops.native if j is None else None
         cols = [_codes_and_values(oa[c], widen=native is None) for c in ("input_dims", "input_type", "concrete_inputs")]
         span = float(len(names) + 1)
         for _, vals in cols:
@@ -236,7 +236,7 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
 def _native_calls(
     native: Any, name_codes: np.ndarray, rows: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray]]
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_work_of_ops`' distinct calls by one compiled hashing pass (``_sweep.factorize_calls``):
+    """:func:`_work_of_ops`' distinct calls by one compiled hashing pass (``_loops.factorize_calls``):
     each call's position among the distinct keys in increasing order (``pd.factorize(key,
     sort=True)``) and each key's last call; None where the loop does not take these codes."""
     n = len(rows)

@@ -1,0 +1,405 @@
+/*
+ * _loops: single-pass loops of the analyses (analysis/loops.py finds the module).
+ *
+ * Each function computes exactly what the numpy code of its caller computes, in one pass
+ * over its input instead of several whole-array numpy passes: the distinct operator calls
+ * of perfmodel/performance.py (factorize_calls), the kernels' occupancy sums of
+ * findings/extraction.py (occupancy), the steps counted by summary.py (count_steps). The
+ * callers keep the numpy code as the fallback (no compiler, or TRACEVIEW_NATIVE=0), and
+ * tests/analysis/test_loops.py compares both. The interval algebra's loops are model/_sweep.c.
+ *
+ * Arrays are passed through the buffer protocol, one-dimensional and C-contiguous. Outputs
+ * are the caller's writable buffers. The GIL is released while looping. Plain C99.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The buffer helpers below are model/_sweep.c's (each extension is one file). */
+
+/* A 1-d C-contiguous int64 buffer; writable if asked. Returns 0, or -1 with an exception. */
+static int get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    const char *f = view->format;
+    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+    if (view->ndim != 1 || view->itemsize != 8 || f == NULL || (strcmp(f, "q") != 0 && strcmp(f, "l") != 0)) {
+        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional int64 array is needed", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static void release(Py_buffer *v, int n) {
+    for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
+}
+
+#define LEN(v) ((v).len / 8)
+
+/* A signed integer array of any width (codes as pandas stores them: int8-64). */
+typedef struct {
+    const char *p;
+    int size;
+} ints_t;
+
+static inline int64_t at_int(ints_t a, Py_ssize_t i) {
+    switch (a.size) {
+    case 1:
+        return ((const int8_t *)a.p)[i];
+    case 2:
+        return ((const int16_t *)a.p)[i];
+    case 4:
+        return ((const int32_t *)a.p)[i];
+    default:
+        return ((const int64_t *)a.p)[i];
+    }
+}
+
+/* A 1-d C-contiguous buffer of signed integers (format b, h, i, l, q) or, with flags, bools. */
+static int get_ints(PyObject *obj, Py_buffer *view, int bools, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    const char *f = view->format;
+    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+    int ok = view->ndim == 1 && f != NULL && f[0] != 0 && f[1] == 0;
+    if (ok) {
+        char c = f[0];
+        /* Signed integers by their size (a C long is 4 bytes on Windows, 8 elsewhere). */
+        Py_ssize_t size = view->itemsize;
+        ok = bools ? (c == '?' && size == 1)
+                   : (c != 0 && strchr("bhilq", c) != NULL && (size == 1 || size == 2 || size == 4 || size == 8));
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional %s array is needed", what,
+                     bools ? "bool" : "signed integer");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+PyDoc_STRVAR(factorize_calls_doc,
+             "factorize_calls(name, rows, c1, c2, c3, radix, inv, first) -> k\n\n"
+             "perfmodel._work_of_ops' distinct calls: key[i] = ((name[rows[i]] * radix[0] + c1[i] + 1) * radix[1] +\n"
+             "c2[i] + 1) * radix[2] + c3[i] + 1 (int64, the caller checked it cannot overflow); inv[i] = the\n"
+             "position of key[i] among the k distinct keys in increasing order (pd.factorize(key, sort=True)),\n"
+             "first[g] = the last i with inv[i] == g. Codes of any signed integer width; rows int64 in\n"
+             "[0, len(name)). Outputs of len(rows) at least.");
+
+static PyObject *loops_factorize_calls(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:factorize_calls", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    static const char *const what[] = {"name", "rows", "c1", "c2", "c3", "radix", "inv", "first"};
+    Py_buffer v[8];
+    for (int i = 0; i < 8; i++) {
+        int r = (i == 0 || (i >= 2 && i <= 4)) ? get_ints(o[i], &v[i], 0, what[i]) : get_i64(o[i], &v[i], i >= 6, what[i]);
+        if (r < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    Py_ssize_t n_names = v[0].len / v[0].itemsize, n = LEN(v[1]);
+    if (v[2].len / v[2].itemsize != n || v[3].len / v[3].itemsize != n || v[4].len / v[4].itemsize != n ||
+        LEN(v[5]) != 3 || LEN(v[6]) < n || LEN(v[7]) < n) {
+        release(v, 8);
+        PyErr_SetString(PyExc_ValueError, "factorize_calls: columns of one length, 3 radices, outputs as long");
+        return NULL;
+    }
+    ints_t name = {v[0].buf, (int)v[0].itemsize}, c1 = {v[2].buf, (int)v[2].itemsize},
+           c2 = {v[3].buf, (int)v[3].itemsize}, c3 = {v[4].buf, (int)v[4].itemsize};
+    const int64_t *rows = v[1].buf, *radix = v[5].buf;
+    int64_t *inv = v[6].buf, *first = v[7].buf;
+    Py_ssize_t k = 0;
+    int err = 0;
+    /* Open addressing: key -> provisional id (first-seen order); grown at half full. */
+    size_t cap = 1024;
+    int64_t *keys = malloc(cap * sizeof(int64_t));
+    int64_t *slot = malloc(2 * cap * sizeof(int64_t)); /* id + 1, 0 empty */
+    int64_t *order = NULL, *rank = NULL;
+    if (keys == NULL || slot == NULL) {
+        err = 2;
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    memset(slot, 0, 2 * cap * sizeof(int64_t));
+    size_t mask = 2 * cap - 1;
+    int64_t last_key = 0;
+    Py_ssize_t last_id = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = rows[i];
+        if (r < 0 || r >= n_names) {
+            err = 1;
+            break;
+        }
+        uint64_t key = (uint64_t)at_int(name, r);
+        key = key * (uint64_t)radix[0] + (uint64_t)(at_int(c1, i) + 1);
+        key = key * (uint64_t)radix[1] + (uint64_t)(at_int(c2, i) + 1);
+        key = key * (uint64_t)radix[2] + (uint64_t)(at_int(c3, i) + 1);
+        int64_t kk = (int64_t)key;
+        Py_ssize_t id;
+        if (last_id >= 0 && kk == last_key) {
+            id = last_id;
+        } else {
+            size_t h = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+            for (;;) {
+                int64_t x = slot[h];
+                if (x == 0) {
+                    if ((size_t)k >= cap) { /* grow: keys and a table twice as large */
+                        size_t ncap = cap * 2;
+                        int64_t *nkeys = realloc(keys, ncap * sizeof(int64_t));
+                        int64_t *nslot = nkeys == NULL ? NULL : calloc(2 * ncap, sizeof(int64_t));
+                        if (nkeys != NULL) keys = nkeys;
+                        if (nslot == NULL) {
+                            err = 2;
+                            break;
+                        }
+                        free(slot);
+                        slot = nslot;
+                        cap = ncap;
+                        mask = 2 * cap - 1;
+                        for (Py_ssize_t j = 0; j < k; j++) {
+                            size_t g = (size_t)(((uint64_t)keys[j] * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+                            while (slot[g] != 0) g = (g + 1) & mask;
+                            slot[g] = j + 1;
+                        }
+                        h = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+                        while (slot[h] != 0) h = (h + 1) & mask;
+                    }
+                    keys[k] = kk;
+                    slot[h] = k + 1;
+                    id = k++;
+                    break;
+                }
+                if (keys[x - 1] == kk) {
+                    id = x - 1;
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+            if (err) break;
+            last_key = kk;
+            last_id = id;
+        }
+        inv[i] = id;
+    }
+    if (!err) {
+        /* The distinct keys in increasing order: each provisional id's rank. */
+        order = malloc((size_t)(k > 0 ? k : 1) * 2 * sizeof(int64_t));
+        rank = malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+        if (order == NULL || rank == NULL) err = 2;
+    }
+    if (!err) {
+        for (Py_ssize_t j = 0; j < k; j++) {
+            order[2 * j] = keys[j];
+            order[2 * j + 1] = j;
+        }
+        qsort(order, (size_t)k, 2 * sizeof(int64_t), cmp_i64); /* by key (distinct) */
+        for (Py_ssize_t j = 0; j < k; j++) rank[order[2 * j + 1]] = j;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            inv[i] = rank[inv[i]];
+            first[inv[i]] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+done:
+    free(keys);
+    free(slot);
+    free(order);
+    free(rank);
+    release(v, 8);
+    if (err == 2) return PyErr_NoMemory();
+    if (err) {
+        PyErr_SetString(PyExc_ValueError, "factorize_calls: a row out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(k);
+}
+
+PyDoc_STRVAR(occupancy_doc,
+             "occupancy(rows, occ, kind, kernel_kind, gpu_class, compute, name, dur, occ_ns, occ_w, count) -> ok\n\n"
+             "findings' kernel occupancy sums: for each argument row j in order with occ[j] > 0 and an event row\n"
+             "r = rows[j] >= 0 whose kind code is flagged in kernel_kind (code -1: its last entry) and whose\n"
+             "gpu_class code == compute: occ_ns[name[r]] += dur[r], occ_w[name[r]] += dur[r] * occ[j] (doubles,\n"
+             "in that order: np.bincount's sums), count[name[r]] += 1. occ float32 or float64; the outputs of one\n"
+             "length, zeroed by the caller. False (outputs unspecified) for a name code outside them.");
+
+static PyObject *loops_occupancy(PyObject *self, PyObject *args) {
+    PyObject *o[11];
+    long long compute;
+    if (!PyArg_ParseTuple(args, "OOOOOLOOOOO:occupancy", &o[0], &o[1], &o[2], &o[3], &o[4], &compute, &o[5], &o[6],
+                          &o[7], &o[8], &o[9]))
+        return NULL;
+    /* o: rows, occ, kind, kernel_kind, gpu_class, name, dur, occ_ns, occ_w, count */
+    Py_buffer v[10];
+    int got = 0;
+    for (; got < 10; got++) {
+        int r;
+        PyObject *obj = o[got];
+        if (got == 0 || got == 6)
+            r = get_i64(obj, &v[got], 0, got == 0 ? "rows" : "dur");
+        else if (got == 9)
+            r = get_i64(obj, &v[got], 1, "count");
+        else if (got == 3)
+            r = get_ints(obj, &v[got], 1, "kernel_kind");
+        else if (got == 2 || got == 4 || got == 5)
+            r = get_ints(obj, &v[got], 0, got == 2 ? "kind" : got == 4 ? "gpu_class" : "name");
+        else { /* occ (1, float32 or float64), occ_ns and occ_w (7, 8: writable float64) */
+            r = PyObject_GetBuffer(obj, &v[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got > 1 ? PyBUF_WRITABLE : 0));
+            if (r == 0) {
+                const char *f = v[got].format;
+                if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+                int ok = v[got].ndim == 1 && f != NULL &&
+                         ((strcmp(f, "d") == 0 && v[got].itemsize == 8) ||
+                          (got == 1 && strcmp(f, "f") == 0 && v[got].itemsize == 4));
+                if (!ok) {
+                    PyBuffer_Release(&v[got]);
+                    PyErr_SetString(PyExc_TypeError, "occupancy: float arrays of the documented types are needed");
+                    r = -1;
+                }
+            }
+        }
+        if (r < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t m = LEN(v[0]), n = v[2].len / v[2].itemsize, n_lut = v[3].len, n_codes = LEN(v[9]);
+    if (v[1].len / v[1].itemsize != m || v[4].len / v[4].itemsize != n || v[5].len / v[5].itemsize != n ||
+        LEN(v[6]) != n || LEN(v[7]) != n_codes || LEN(v[8]) != n_codes || n_lut < 1) {
+        release(v, 10);
+        PyErr_SetString(PyExc_ValueError, "occupancy: arrays of inconsistent lengths");
+        return NULL;
+    }
+    const int64_t *rows = v[0].buf, *dur = v[6].buf;
+    int occ32 = v[1].itemsize == 4;
+    const float *occ_f = v[1].buf;
+    const double *occ_d = v[1].buf;
+    ints_t kind = {v[2].buf, (int)v[2].itemsize}, cls = {v[4].buf, (int)v[4].itemsize},
+           name = {v[5].buf, (int)v[5].itemsize};
+    const uint8_t *kernel_kind = v[3].buf;
+    double *occ_ns = v[7].buf, *occ_w = v[8].buf;
+    int64_t *count = v[9].buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        double oc = occ32 ? (double)occ_f[j] : occ_d[j];
+        int64_t r = rows[j];
+        if (!(oc > 0) || r < 0) continue;
+        if (r >= n) {
+            ok = 0;
+            break;
+        }
+        int64_t kc = at_int(kind, r);
+        if (kc < 0) kc = n_lut - 1;
+        if (kc >= n_lut) {
+            ok = 0;
+            break;
+        }
+        if (!kernel_kind[kc] || at_int(cls, r) != compute) continue;
+        int64_t c = at_int(name, r);
+        if (c < 0 || c >= n_codes) {
+            ok = 0;
+            break;
+        }
+        double d = (double)dur[r];
+        /* Stored before it is added: the product rounded on its own, as numpy's d * occ array
+         * is (no fused multiply-add where the target has one). */
+        volatile double w = d * oc;
+        occ_ns[c] += d;
+        occ_w[c] += w;
+        count[c] += 1;
+    }
+    Py_END_ALLOW_THREADS;
+    release(v, 10);
+    return PyBool_FromLong(ok);
+}
+
+PyDoc_STRVAR(count_steps_doc,
+             "count_steps(steps) -> n\n\n"
+             "summary._count_steps: how many distinct values >= 0 (len >= 1); -1 where the values are below -1\n"
+             "or too far apart for a table (over 4 * len + 4096: the caller sorts).");
+
+static PyObject *loops_count_steps(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O:count_steps", &obj)) return NULL;
+    Py_buffer v;
+    if (get_ints(obj, &v, 0, "steps") < 0) return NULL;
+    Py_ssize_t n = v.len / v.itemsize;
+    if (n < 1) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "count_steps: at least one value");
+        return NULL;
+    }
+    ints_t st = {v.buf, (int)v.itemsize};
+    Py_ssize_t count = 0;
+    int64_t lo = at_int(st, 0), hi = lo;
+    uint8_t *seen = NULL;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t x = at_int(st, i);
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    if (hi < 0) {
+        count = 0;
+    } else if (lo < -1 || hi > 4 * (int64_t)n + 4096) {
+        count = -1;
+    } else {
+        seen = calloc((size_t)hi + 2, 1);
+        if (seen == NULL) {
+            count = -2;
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) seen[at_int(st, i) + 1] = 1; /* -1 at 0 */
+            for (int64_t x = 0; x <= hi; x++) count += seen[x + 1];
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(seen);
+    PyBuffer_Release(&v);
+    if (count == -2) return PyErr_NoMemory();
+    return PyLong_FromSsize_t(count);
+}
+
+static PyMethodDef loops_methods[] = {
+    {"factorize_calls", loops_factorize_calls, METH_VARARGS, factorize_calls_doc},
+    {"occupancy", loops_occupancy, METH_VARARGS, occupancy_doc},
+    {"count_steps", loops_count_steps, METH_VARARGS, count_steps_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int loops_exec(PyObject *m) {
+    if (PyModule_AddIntConstant(m, "VERSION", 1) < 0) return -1;
+#ifdef TRACEVIEW_SOURCE_SHA256
+    /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", TRACEVIEW_SOURCE_SHA256) < 0) return -1;
+#endif
+    return 0;
+}
+
+static PyModuleDef_Slot loops_slots[] = {
+    {Py_mod_exec, (void *)loops_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef loops_module = {
+    PyModuleDef_HEAD_INIT,
+    "_loops",
+    "Single-pass loops of the analyses (see analysis/loops.py).",
+    0,
+    loops_methods,
+    loops_slots,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__loops(void) { return PyModuleDef_Init(&loops_module); }
