@@ -54,9 +54,9 @@ def test_select_align_and_report_options(small: Path) -> None:
     with pytest.raises(tv.OptionError, match=r"theme='blue' is not accepted; use one of 'light', 'dark'"):
         DashboardData(trace).tab("overview", theme="blue")
     with pytest.raises(tv.OptionError, match=r"rank= was removed; pass ranks=0"):
-        tv.critical_path(trace, rank=0)  # type: ignore[arg-type]
+        tv.critical_path(trace, rank=0)  # type: ignore[call-arg]
     with pytest.raises(tv.OptionError, match="align_ends= was removed"):
-        tv.stragglers(trace, align_ends=True)  # type: ignore[arg-type]
+        tv.stragglers(trace, align_ends=True)  # type: ignore[call-arg]
 
 
 def test_analyses_take_a_trace_and_scope_it_one_way() -> None:

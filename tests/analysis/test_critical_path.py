@@ -249,7 +249,7 @@ def test_unknown_rank_and_view(tmp_path: Path) -> None:
         tv.critical_path(trace, view="tree")  # type: ignore[arg-type]
     # rank= was replaced by ranks= (as every analysis takes its ranks): the error says so.
     with pytest.raises(tv.OptionError, match=r"rank= was removed; pass ranks=0"):
-        tv.critical_path(trace, rank=0)  # type: ignore[arg-type]
+        tv.critical_path(trace, rank=0)  # type: ignore[call-arg]
 
 
 def test_time_range_clips_the_path(tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def test_clock_skew_and_aligned_clocks(tmp_path: Path) -> None:
     assert aligned["spread_ns"].tolist() == [300 * US, 90 * US, 250 * US]
     # The former align_ends= says where alignment went.
     with pytest.raises(tv.OptionError, match=r"align_ends= was removed.*tv\.align_clocks"):
-        tv.stragglers(trace, align_ends=True)  # type: ignore[arg-type]
+        tv.stragglers(trace, align_ends=True)  # type: ignore[call-arg]
 
 
 def test_uneven_counts_warn(tmp_path: Path) -> None:

@@ -289,4 +289,4 @@ def test_progress_is_the_one_protocol(tmp_path: Path) -> None:
     tv.load(tmp_path, cache=cache, progress=report)
     assert seen == [(3, 3, "loading traces")]  # every file came from the cache
     with pytest.raises(tv.OptionError, match=r"on_progress= was removed; pass the callable as progress="):
-        tv.load(tmp_path, on_progress=lambda done, total: None)  # type: ignore[arg-type]
+        tv.load(tmp_path, on_progress=lambda done, total: None)  # type: ignore[call-arg]

@@ -238,7 +238,7 @@ def test_align_clocks_estimates_when_not_given_offsets(dlrm: tv.Trace) -> None:
     assert aligned.metadata["clock_offset_ns"].tolist() == expected["offset_ns"].tolist()
     pd.testing.assert_frame_equal(aligned.events(2), tv.align_clocks(dlrm, expected).events(2))
     with pytest.raises(tv.OptionError, match=r"align= was removed.*tv\.align_clocks\(tv\.load\(path\)\)"):
-        tv.load(tv.sample_path(), align="collectives")  # type: ignore[arg-type]
+        tv.load(tv.sample_path(), align="collectives")  # type: ignore[call-arg]
 
 
 def test_align_clocks_checks_its_offsets(dlrm: tv.Trace) -> None:
