@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..deprecation import removed_parameters
-from ..errors import OptionError, TraceviewWarning
+from ..errors import OptionError, TraceviewWarning, caller_stacklevel
 from ..model.collectives import kernel_collective
 from ..model.schema import EventKind, GpuClass
 from ..model.trace import Trace
@@ -205,7 +205,7 @@ def _views(
     iterations: Iterable[int] | int | None,
     time_range: tuple[int, int] | None,
 ) -> dict[str, pd.DataFrame]:
-    # Called by the public functions: warnings name their caller (stacklevel 4).
+    # Called by the public functions: warnings name their caller (caller_stacklevel).
     trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
 
     parts = []
@@ -220,7 +220,7 @@ def _views(
         has_gpu = [r for r in no_comm if _has_gpu(trace, r)]
         cpu_only = [r for r in no_comm if r not in has_gpu]
         if cpu_only:
-            warn_no_gpu("stragglers", cpu_only, stacklevel=4)
+            warn_no_gpu("stragglers", cpu_only, stacklevel=caller_stacklevel() + 1)  # (warned one call deeper)
         if has_gpu:
             _warn(f"stragglers: rank(s) {has_gpu} have no communication kernels; they take part in no collective")
     if len(parts) < 2:
@@ -285,7 +285,7 @@ def _views(
 
 
 def _warn(message: str) -> None:
-    warnings.warn(message, TraceviewWarning, stacklevel=4)
+    warnings.warn(message, TraceviewWarning, stacklevel=caller_stacklevel())
 
 
 def _has_gpu(trace: Trace, rank: int) -> bool:

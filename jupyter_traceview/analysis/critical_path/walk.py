@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...errors import TraceviewWarning
+from ...errors import TraceviewWarning, caller_stacklevel
 from ...model.collectives import match_instances, rank_collective_kernels
 from ...model.trace import Trace
 from .._common import empty, warn_no_gpu
@@ -76,7 +76,7 @@ def one_rank_path(trace: Trace, rank: int) -> pd.DataFrame:
     one = trace.select(ranks=[rank])
     got = one.map_ranks(_rank_full_path)[rank]
     if got is None:
-        warn_no_gpu("critical_path", [rank])
+        warn_no_gpu("critical_path", [rank], stacklevel=caller_stacklevel() + 1)  # (warned one call deeper)
         return empty(CRITICAL_PATH_COLUMNS)
     segs, spine = got
     if len(trace.ranks) > 1:
@@ -188,7 +188,7 @@ def cross_rank_path(trace: Trace) -> pd.DataFrame:
     without = [r for r, s in summaries.items() if s is None]
     live = {r: s for r, s in summaries.items() if s is not None}
     if without:
-        warn_no_gpu("critical_path", without)
+        warn_no_gpu("critical_path", without, stacklevel=caller_stacklevel() + 1)
     if not live:
         return empty(CRITICAL_PATH_COLUMNS)
     kernels = {r: s["kernels"].reset_index() for r, s in live.items()}
@@ -232,7 +232,7 @@ def cross_rank_path(trace: Trace) -> pd.DataFrame:
                 f"critical_path: rank {cur_rank}'s events tie in time; the path is traced back only "
                 "to where the ties begin",
                 TraceviewWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
             break
         key, own_start, own_root, own_low = info[cur_rank][root_eid]
@@ -281,6 +281,6 @@ def _consistent(inst: pd.DataFrame) -> pd.DataFrame:
             "with tv.align_clocks(trace)) or, for collectives matched by order, the ranks ran different "
             "sequences of them",
             TraceviewWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
     return inst.loc[~bad]
