@@ -93,7 +93,7 @@ def test_repr_shows_the_headline(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(TRACES))
 def test_sidebar_figures_are_the_headline(name: str) -> None:
-    from jupyter_traceview.server.worker import headline_figures
+    from jupyter_traceview.server.tasks import headline_figures
 
     figures = headline_figures(_trace(name))
     expected = {k: v for k, v in _headline(name).items() if k != "source"}

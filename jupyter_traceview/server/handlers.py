@@ -54,7 +54,8 @@ from .messages import (
     RunsListing,
 )
 from .runs import PathRefused, RunEntry, find_runs, resolve_inside, resolve_run
-from .worker import Analyzer, CommandResult
+from .tasks import CommandResult
+from .worker import Analyzer
 
 AUTH_RESOURCE = "traceview"
 #: Longest query argument accepted (characters).

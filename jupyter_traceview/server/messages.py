@@ -40,7 +40,7 @@ RunStatus = Literal["ready", "queued", "running", "error"]
 
 
 class RunFigures(HeadlineCounts):
-    """A run's figures in the list: ``tv.headline(trace)`` without ``source`` (:func:`.worker.headline_figures`),
+    """A run's figures in the list: ``tv.headline(trace)`` without ``source`` (:func:`.tasks.headline_figures`),
     its absolute ns (``t0_ns``, ``window``) as strings, exact in JavaScript."""
 
     t0_ns: str
@@ -143,7 +143,7 @@ class FrameJson(TypedDict):
 
 
 class RunData(TypedDict):
-    """What ``GET run`` computes (:func:`.worker.compute_run_data`)."""
+    """What ``GET run`` computes (:func:`.tasks.compute_run_data`)."""
 
     ranks: list[int]
     source: str
@@ -167,7 +167,7 @@ class DiffSide(TypedDict):
 
 
 class DiffData(TypedDict):
-    """What ``GET diff`` computes (:func:`.worker.compute_diff`): ``tv.compare(a, b)``'s
+    """What ``GET diff`` computes (:func:`.tasks.compute_diff`): ``tv.compare(a, b)``'s
     ``verdict``, one-line ``summary`` (its headline) and ``causes``; ``tv.trace_diff(a, b)``'s
     ``table`` and its ``status_counts``."""
 

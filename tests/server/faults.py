@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_traceview.server.worker import _report
+from jupyter_traceview.server.tasks import report
 
 
 def blocking(root: str, entry: Any, cache: Any, progress: Any = None, label: str = "") -> dict[str, Any]:
@@ -21,7 +21,7 @@ def blocking(root: str, entry: Any, cache: Any, progress: Any = None, label: str
     if child == 0:  # the "parse pool" child: holds the pipes, outlives a killed worker
         time.sleep(600)
         os._exit(0)
-    _report(progress, label, {"stage": "loading", "done": 0, "total": 1})
+    report(progress, label, {"stage": "loading", "done": 0, "total": 1})
     tmp = base / f".started-{os.getpid()}"
     tmp.write_text(str(child))
     tmp.rename(base / f"started-{os.getpid()}")  # whole or absent: the test reads it at once
@@ -29,5 +29,5 @@ def blocking(root: str, entry: Any, cache: Any, progress: Any = None, label: str
         time.sleep(0.02)
     os.kill(child, 9)
     os.waitpid(child, 0)
-    _report(progress, label, {"stage": "analysing", "done": 1, "total": 1})  # the Manager may be dead
+    report(progress, label, {"stage": "analysing", "done": 1, "total": 1})  # the Manager may be dead
     return {"pid": os.getpid(), "path": entry.path}

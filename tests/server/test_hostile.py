@@ -85,12 +85,12 @@ async def test_the_worker_reads_only_the_checked_files(jp_fetch: Any, root: Path
 
 def test_a_file_swapped_for_a_link_after_the_check_is_refused(root: Path, tmp_path: Path) -> None:
     from jupyter_traceview.errors import TraceFormatError
-    from jupyter_traceview.server.worker import _checked_files
+    from jupyter_traceview.server.tasks import checked_files
 
     entry = resolve_run(root, "run")
     os.replace(root / "run" / "rank-1.json", root / "run" / "rank-0.json")  # now a link
     with pytest.raises(TraceFormatError, match="no longer a regular file"):
-        _checked_files(str(root), entry)
+        checked_files(str(root), entry)
 
 
 async def test_errors_never_quote_file_content(jp_fetch: Any, root: Path) -> None:
