@@ -343,3 +343,20 @@ def test_base_time_out_of_range(tmp_path: Path) -> None:
     with pytest.raises(tv.TraceFormatError) as exc:
         tv.load(p, cache=False)
     check(exc, p, "baseTimeNanoseconds is out of range")
+
+
+@pytest.mark.parametrize("engine", ["serial", "dask"])
+def test_the_loads_warnings_name_the_callers_line(tmp_path: Path, engine: str) -> None:
+    """Files skipped and events dropped are warned about at the line that called tv.load,
+    however deep in the loader (or its dask engine) the warning is raised."""
+    if engine == "dask":
+        pytest.importorskip("distributed")
+    d = good_doc()
+    d["traceEvents"][1]["dur"] = -5
+    kb.write(tmp_path / "rank-0.json", d)
+    (tmp_path / "notes.txt").write_text("not a trace")
+    with pytest.warns(tv.TraceviewWarning) as caught:
+        tv.load(tmp_path, cache=False, bad_events="drop", engine=engine)  # type: ignore[arg-type]
+    messages = {str(w.message).split(" (")[0] for w in caught}
+    assert messages >= {"skipped 1 file(s) that are not traces: notes.txt", "1 malformed events were dropped"}
+    assert all(Path(w.filename) == Path(__file__) for w in caught), [w.filename for w in caught]
