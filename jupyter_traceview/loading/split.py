@@ -25,7 +25,6 @@ from ..model.trace import classified
 from .readers import kineto
 from . import cache, handoff, heap, pool
 from .ingest import ReadOptions
-
 from .readers.files import TraceFile, inflate_chunks, is_compressed
 
 __all__ = ["PIECE_BYTES", "read_split"]
