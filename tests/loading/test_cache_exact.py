@@ -145,7 +145,7 @@ def test_a_repeated_category_behind_a_valid_crc_is_a_miss(
     for big dictionaries)."""
     cache, cold = filled
     if not by_set:
-        monkeypatch.setattr(tv_cache, "_SET_CHECKED", 0)
+        monkeypatch.setattr(cache_arrow, "_SET_CHECKED", 0)
 
     def doubled(column: pa.DictionaryArray) -> pa.DictionaryArray:
         names = column.dictionary.to_pylist()
@@ -300,7 +300,7 @@ def test_tables_written_in_memory_or_streamed_read_back_exactly(
 def test_categories_found_unique_are_remembered_by_their_texts_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """cache_arrow._unique remembers lists found free of repeats by their exact texts: a list met
     again is not checked again, one that differs by a repeat (or a slice of another) is."""
-    monkeypatch.setattr(tv_cache, "_UNIQUE", {})
+    monkeypatch.setattr(cache_arrow, "_UNIQUE", {})
     checked: list[int] = []
     real_set = set
 
@@ -310,7 +310,7 @@ def test_categories_found_unique_are_remembered_by_their_texts_only(monkeypatch:
 
     good = pa.array(["a", "b", "c"], type=pa.large_string())
     repeated = pa.array(["a", "b", "a"], type=pa.large_string())
-    monkeypatch.setattr(tv_cache, "set", counting_set, raising=False)
+    monkeypatch.setattr(cache_arrow, "set", counting_set, raising=False)
     assert cache_arrow._unique(good)
     assert cache_arrow._unique(pa.array(["a", "b", "c"], type=pa.large_string()))  # remembered: no set
     assert len(checked) == 1
@@ -321,7 +321,7 @@ def test_categories_found_unique_are_remembered_by_their_texts_only(monkeypatch:
     assert cache_arrow._unique(pa.array(["x", "a", "b", "c"], type=pa.large_string()).slice(1))
     assert not cache_arrow._unique(pa.array(["a", "b", "a", "b"], type=pa.large_string()).slice(1))
     # Big lists (Arrow's hash): the same.
-    monkeypatch.setattr(tv_cache, "_SET_CHECKED", 0)
+    monkeypatch.setattr(cache_arrow, "_SET_CHECKED", 0)
     assert not cache_arrow._unique(pa.array(["q", "r", "q"], type=pa.large_string()))
     assert cache_arrow._unique(pa.array(["q", "r", "s"], type=pa.large_string()))
 

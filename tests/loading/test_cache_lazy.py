@@ -33,7 +33,7 @@ def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         calls.append(list(names))
         return real(names, rows)
 
-    monkeypatch.setattr(tv_cache, "_from_arrow", counting)
+    monkeypatch.setattr(tv_cache, "from_arrow", counting)
     return calls
 
 
@@ -68,7 +68,7 @@ def test_threads_reading_one_table_at_once_build_it_once(
         threading.Event().wait(0.05)  # every thread is asking meanwhile
         return real(names, rows)
 
-    monkeypatch.setattr(tv_cache, "_from_arrow", slow)
+    monkeypatch.setattr(tv_cache, "from_arrow", slow)
     hot = tv.load(folder, cache=cache)
     assert calls == []
     seen: list[object] = []

@@ -84,7 +84,7 @@ def test_the_writer_seals_no_tables_that_fail_its_checks(
         rows = batch.column(TABLES.index(table)).values
         return with_table(batch, table, change(pa.RecordBatch.from_struct_array(rows)))
 
-    monkeypatch.setattr(tv_cache, "_rank_batch", forged)
+    monkeypatch.setattr(tv_cache, "rank_batch", forged)
     cache = tmp_path / "cache"
     tv.load(folder, cache=cache)
     assert entry_files(cache) == []
