@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-THRESHOLD = 80
+THRESHOLD = 72
 TARGET = 10
 
 

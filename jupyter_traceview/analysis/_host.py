@@ -121,7 +121,7 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     has = parent >= 0
     if has.any():
         np.add.at(child_sum, parent[has], dur[has])
-    exclusive = dur - _children_cover(parent, r_ts, r_end)
+    exclusive = dur - children_cover(parent, r_ts, r_end)
     n_children = np.bincount(parent[has], minlength=n).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
     calls_ns = _runtime_children(ev, rows, window, n, n_children)
     # The rows are host kinds (valid codes): their texts through the categories, not per event.
@@ -170,7 +170,7 @@ def _runtime_children(
     return out
 
 
-def _children_cover(parent: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+def children_cover(parent: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per range, the length of the union of its children's intervals.
 
     Children of one parent can overlap only where ranges nest improperly (a

@@ -88,7 +88,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 PyDoc_STRVAR(factorize_calls_doc,
              "factorize_calls(name, rows, c1, c2, c3, radix, inv, first) -> k\n\n"
-             "perfmodel._work_of_ops' distinct calls: key[i] = ((name[rows[i]] * radix[0] + c1[i] + 1) * radix[1] +\n"
+             "perfmodel.work_of_ops' distinct calls: key[i] = ((name[rows[i]] * radix[0] + c1[i] + 1) * radix[1] +\n"
              "c2[i] + 1) * radix[2] + c3[i] + 1 (int64, the caller checked it cannot overflow); inv[i] = the\n"
              "position of key[i] among the k distinct keys in increasing order (pd.factorize(key, sort=True)),\n"
              "first[g] = the last i with inv[i] == g. Codes of any signed integer width; rows int64 in\n"

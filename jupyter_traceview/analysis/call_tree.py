@@ -24,7 +24,7 @@ from ..model.schema import EventKind
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty
-from ._host import _children_cover, host_ranges
+from ._host import children_cover, host_ranges
 from .cpu_ops import STEP_KEY
 
 __all__ = ["call_tree"]
@@ -149,7 +149,7 @@ def _rank_tree(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.Da
     excl = np.bincount(node, weights=h.exclusive_ns.astype(np.float64), minlength=m)
     top = depth == 0
     # A thread root's time: the union of its top-level ranges (its busy time).
-    incl[:n_threads] = _children_cover(np.where(top, thread_codes, -1), h.ts, h.end)[:n_threads]
+    incl[:n_threads] = children_cover(np.where(top, thread_codes, -1), h.ts, h.end)[:n_threads]
     calls[:n_threads] = 1
     # First call of each node (ranges are in time order); a thread root's is its first range.
     first_range = np.full(m, -1, dtype=np.int64)

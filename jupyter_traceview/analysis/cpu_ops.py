@@ -22,7 +22,7 @@ from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty
 from ._host import HOST_KINDS, HostRanges, host_ranges
-from .operators import GPU_WORK_KINDS, _RankLinks
+from .operators import GPU_WORK_KINDS, RankLinks
 
 __all__ = ["cpu_op_breakdown"]
 
@@ -192,7 +192,7 @@ def _gpu_times(trace: Trace, rank: int, h: HostRanges, window: tuple[int, int] |
     n = len(h)
     inclusive = np.zeros(n, dtype=np.int64)
     direct = np.zeros(n, dtype=np.int64)
-    links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
+    links = RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
     if links.acts.empty or n == 0:
         return inclusive, direct
     # Launch calls as points inside the ranges (rows of ev); map pairs back to range positions.

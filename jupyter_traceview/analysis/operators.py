@@ -89,7 +89,7 @@ def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise OptionError.invalid(name, value, choices)
 
 
-class _RankLinks:
+class RankLinks:
     """A rank's events with the lookups the analyses share, and its selected GPU activities."""
 
     def __init__(self, trace: Trace, rank: int, kinds: list[str], window: tuple[int, int] | None) -> None:
@@ -212,7 +212,7 @@ def frequent_kernel_sequences(
     no_gpu: list[int] = []
     matched = False
     for r in trace.ranks:
-        links = _RankLinks(trace, r, kinds, window)
+        links = RankLinks(trace, r, kinds, window)
         ev = links.ev
         marked = lk.match_names(ev["name"], operator, match) & lk.category_mask(ev["kind"], SCOPE_KINDS)
         matched |= bool(marked.any())
@@ -244,7 +244,7 @@ def _scope_names(trace: Trace) -> list[str]:
 
 
 def _sequences_of_rank(
-    links: _RankLinks, marked: np.ndarray, *, length: int | None, min_kernels: int, top_k: int | None
+    links: RankLinks, marked: np.ndarray, *, length: int | None, min_kernels: int, top_k: int | None
 ) -> pd.DataFrame | None:
     # Annotations (``## backward ##``, ProfilerStep) hold the launches of every thread of
     # their process: the autograd engine runs backward on its own threads. Operators and
@@ -428,7 +428,7 @@ def op_kernels(
     rows: list[pd.DataFrame] = []
     no_gpu: list[int] = []
     for r in trace.ranks:
-        links = _RankLinks(trace, r, kinds, window)
+        links = RankLinks(trace, r, kinds, window)
         if links.acts.empty:
             no_gpu.append(r)
             continue
@@ -464,7 +464,7 @@ def _op_names(trace: Trace) -> list[str]:
 
 
 def _op_kernels_of_rank(
-    links: _RankLinks, is_op: np.ndarray, is_reported: np.ndarray, *, level: str, by: str
+    links: RankLinks, is_op: np.ndarray, is_reported: np.ndarray, *, level: str, by: str
 ) -> pd.DataFrame | None:
     pairs = lk.containing_pairs(links.ev, np.flatnonzero(is_op), links.launch)
     n = len(links.acts)

@@ -54,7 +54,7 @@ def same(x: Any, y: Any) -> bool:
     return bool(x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y))
 
 
-# --- perfmodel._work_of_ops: the distinct operator calls
+# --- perfmodel.work_of_ops: the distinct operator calls
 
 
 @needs_native
@@ -100,7 +100,7 @@ def _work_same(trace: tv.Trace) -> None:
         d = trace.rank_data(r)
         ops = np.flatnonzero(lk.category_mask(d.events["kind"], ["cpu_op"]))
         (code_c, work_c), (code_n, work_n) = both(
-            lambda d=d, ops=ops: performance._work_of_ops(d.events, d.op_args, ops)
+            lambda d=d, ops=ops: performance.work_of_ops(d.events, d.op_args, ops)
         )
         assert same(code_c, code_n)
         assert [repr(w) for w in work_c.tolist()] == [repr(w) for w in work_n.tolist()]

@@ -26,15 +26,15 @@ from ...model.trace import Trace
 from .. import _links as lk
 from .._common import empty
 from .._memo import per_rank
-from ..operators import GPU_WORK_KINDS, _RankLinks
+from ..operators import GPU_WORK_KINDS, RankLinks
 from .model import COMPOSITE, Work
 from .performance import (
     MATRIX_FAMILIES,
     SHAPE_COLUMNS,
-    _by_shape,
-    _resolve_peaks,
-    _shape_texts,
-    _work_of_ops,
+    by_shape,
+    resolve_peaks,
+    shape_texts,
+    work_of_ops,
 )
 
 __all__ = ["matrix_shapes"]
@@ -44,12 +44,12 @@ def matrix_shapes(trace: Trace, *, time_range: tuple[int, int] | None = None) ->
     """``op_performance(trace, by="shape", time_range=time_range)`` restricted to the rows with
     status ``modelled``, a family in :data:`MATRIX_FAMILIES` and ``gpu_ns > 0`` (same columns)."""
     trace, window = lk.scope_linked(trace, ranks=None, iterations=None, time_range=time_range)
-    device_peaks_of = _resolve_peaks(trace, None)
+    device_peaks_of = resolve_peaks(trace, None)
     per = per_rank(trace, _one_rank_matrix, window, keep=window is None)  # kept for the whole trace only
     frames = [f for f in per.values() if f is not None and len(f)]
     if not frames:
         return empty(SHAPE_COLUMNS)
-    out = _by_shape(pd.concat(frames, ignore_index=True), device_peaks_of, False)
+    out = by_shape(pd.concat(frames, ignore_index=True), device_peaks_of, False)
     return out.loc[out["gpu_ns"].to_numpy() > 0].reset_index(drop=True)
 
 
@@ -74,7 +74,7 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
     n_ops = len(op_rows)
     if not n_ops:
         return None
-    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows)
+    work_code, distinct = work_of_ops(ev, d.op_args, op_rows)
     u = distinct.tolist()
     u_is_work = np.array([isinstance(w, Work) for w in u], dtype=bool)
     u_family = np.array([w.family if isinstance(w, Work) else "" for w in u], dtype=object)
@@ -85,7 +85,7 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
     matrix = np.flatnonzero(u_matrix[work_code])
     if not len(matrix):
         return None
-    links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
+    links = RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
     is_work = u_is_work[work_code]
     family = u_family[work_code]
     composite = np.isin(links.names.astype(str), list(COMPOSITE))[links.name_codes[op_rows]]
@@ -143,7 +143,7 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
             "reason": pd.Series(none, dtype=object),
             "family": attr("family"),
             "dtype": attr("dtype"),
-            "shape": pd.Series(_shape_texts(d.op_args, links.ev, rows), dtype=object),
+            "shape": pd.Series(shape_texts(d.op_args, links.ev, rows), dtype=object),
             "detail": attr("detail"),
             "flops": num("flops"),
             "bytes": num("bytes"),

@@ -40,7 +40,7 @@ from .. import _links as lk
 from .. import loops
 from .._common import empty
 from ..launch import rows_of
-from ..operators import GPU_WORK_KINDS, _RankLinks
+from ..operators import GPU_WORK_KINDS, RankLinks
 from .model import COMPOSITE, NotModelled, OpCall, Work, model_op
 from .peaks import DevicePeaks, device_peaks
 
@@ -146,7 +146,7 @@ def _model_key(name: str, dims: object, types: object, concrete: object) -> Work
     return model_op(call)
 
 
-def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Model result per operator row (None: no work; NotModelled: with the reason), as codes
     into an object array of the distinct results. Each distinct (name, shapes, types,
     concrete inputs) is modelled once."""
@@ -236,7 +236,7 @@ def _work_of_ops(ev: pd.DataFrame, oa: pd.DataFrame, op_rows: np.ndarray) -> tup
 def _native_calls(
     native: Any, name_codes: np.ndarray, rows: np.ndarray, cols: list[tuple[np.ndarray, np.ndarray]]
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_work_of_ops`' distinct calls by one compiled hashing pass (``_loops.factorize_calls``):
+    """:func:`work_of_ops`' distinct calls by one compiled hashing pass (``_loops.factorize_calls``):
     each call's position among the distinct keys in increasing order (``pd.factorize(key,
     sort=True)``) and each key's last call; None where the loop does not take these codes."""
     n = len(rows)
@@ -251,7 +251,7 @@ def _native_calls(
     return inv, first[:k]
 
 
-def _shape_texts(oa: pd.DataFrame, ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def shape_texts(oa: pd.DataFrame, ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """The ``shape`` text (``Input Dims`` and ``Input type``) of the operators at ``rows``
     (sorted event rows; None where no arguments were recorded)."""
     shape = np.full(len(rows), None, dtype=object)
@@ -301,7 +301,7 @@ def _codes_and_values(col: pd.Series, widen: bool = True) -> tuple[np.ndarray, n
 
 
 # ---------------------------------------------------------------------------------- peaks
-def _resolve_peaks(trace: Trace, peaks: PeaksArg) -> dict[int, DevicePeaks | None]:
+def resolve_peaks(trace: Trace, peaks: PeaksArg) -> dict[int, DevicePeaks | None]:
     if peaks is not None:
         if isinstance(peaks, DevicePeaks):
             given = peaks
@@ -377,11 +377,11 @@ def _rank_instances(
     """One row per reported operator of ``rank`` (the ``by="instance"`` columns before the
     peak columns) and the per-activity arrays ``mfu`` reads. ``texts=False`` leaves the text
     columns as object arrays (``by="shape"`` groups them and converts only the groups)."""
-    links = _RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
+    links = RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
     ev = links.ev
     d = trace.rank_data(rank)
     op_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
-    work_code, distinct = _work_of_ops(ev, d.op_args, op_rows)
+    work_code, distinct = work_of_ops(ev, d.op_args, op_rows)
     n_ops = len(op_rows)
     u_is_work = np.array([isinstance(w, Work) for w in distinct.tolist()], dtype=bool)
     is_work = u_is_work[work_code]
@@ -437,7 +437,7 @@ def _rank_instances(
         report &= (kernels > 0) | in_window
     idx = np.flatnonzero(report)
     rows = op_rows[idx]
-    shape = _shape_texts(d.op_args, links.ev, rows)
+    shape = shape_texts(d.op_args, links.ev, rows)
     # Per distinct model result, then per reported operator.
     u = distinct.tolist()
     u_reason = np.array(
@@ -587,10 +587,10 @@ def op_performance(
     """
     _check_scope_options(by, tf32)
     trace, window = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=time_range)
-    device_peaks_of = _resolve_peaks(trace, peaks)
+    device_peaks_of = resolve_peaks(trace, peaks)
     frames = []
     for r in trace.ranks:
-        # By shape, the peak columns are computed on the groups (_by_shape), not per call.
+        # By shape, the peak columns are computed on the groups (by_shape), not per call.
         frame, _ = _rank_instances(trace, r, window, texts=by == "instance")
         if by == "instance":
             _peak_columns(frame, device_peaks_of.get(r), tf32)
@@ -599,12 +599,12 @@ def op_performance(
         return empty(OP_PERFORMANCE_COLUMNS if by == "instance" else SHAPE_COLUMNS)
     out = pd.concat([f for f in frames if not f.empty], ignore_index=True)
     if by == "shape":
-        return _by_shape(out, device_peaks_of, tf32)
+        return by_shape(out, device_peaks_of, tf32)
     out = out.sort_values(["rank", "gpu_ns", "eid"], ascending=[True, False, True], kind="stable")
     return out[list(OP_PERFORMANCE_COLUMNS)].reset_index(drop=True)
 
 
-def _by_shape(inst: pd.DataFrame, device_peaks_of: Mapping[int, DevicePeaks | None], tf32: bool) -> pd.DataFrame:
+def by_shape(inst: pd.DataFrame, device_peaks_of: Mapping[int, DevicePeaks | None], tf32: bool) -> pd.DataFrame:
     keys = ["rank", "name", "status", "reason", "family", "dtype", "shape", "detail"]
     g = inst.groupby(keys, dropna=False, sort=False)
     out = g.agg(
@@ -685,7 +685,7 @@ def mfu(
         raise OptionError.invalid("dtype", dtype, ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8"))
     _check_scope_options("instance", tf32)
     trace, _ = lk.scope_linked(trace, ranks=ranks, iterations=iterations, time_range=None)
-    device_peaks_of = _resolve_peaks(trace, peaks)
+    device_peaks_of = resolve_peaks(trace, peaks)
     its = trace.iterations
     rows = []
     for r in trace.ranks:

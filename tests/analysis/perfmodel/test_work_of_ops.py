@@ -1,4 +1,4 @@
-"""performance._work_of_ops against the computation it replaced (sorting, not hashing, the calls).
+"""performance.work_of_ops against the computation it replaced (sorting, not hashing, the calls).
 
 The reference below is the earlier code: operators found by ``searchsorted``, the last
 argument row of each operator by ``np.unique``, distinct calls by ``np.unique``. The
@@ -19,7 +19,7 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.analysis import _links as lk
 from jupyter_traceview.analysis.perfmodel.model import NotModelled, OpCall, model_op
-from jupyter_traceview.analysis.perfmodel.performance import _codes_and_values, _model_key, _work_of_ops
+from jupyter_traceview.analysis.perfmodel.performance import _codes_and_values, _model_key, work_of_ops
 from jupyter_traceview.model.schema import EventKind
 from tests.conftest import DATA
 
@@ -85,7 +85,7 @@ def test_work_of_ops_as_before(path: Path) -> None:
         if path == DATA / "h100_bert_small":  # one argument row per operator, in order: the fast path
             assert np.array_equal(rows, op_rows)
         for oa in _args_variants(d.op_args):
-            code, distinct = _work_of_ops(ev, oa, op_rows)
+            code, distinct = work_of_ops(ev, oa, op_rows)
             want_code, want_distinct = _reference(ev, oa, op_rows, table)
             assert np.array_equal(code, want_code)
             assert [repr(w) for w in distinct.tolist()] == [repr(w) for w in want_distinct]
