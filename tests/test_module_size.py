@@ -17,10 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 800
 #: Modules allowed over the cap, each with why (one line). Remove the line when the module is
 #: split or back under the cap (test_allowed_modules_are_still_over_the_cap says when).
-ALLOWED: dict[str, str] = {
-    "jupyter_traceview/loading/readers/kineto.py": "the Kineto reader, being made a package (issue 36)",
-    "jupyter_traceview/loading/readers/nsys.py": "the Nsight reader, being made a package (issue 36)",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def _modules() -> list[Path]:

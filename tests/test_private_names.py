@@ -6,10 +6,9 @@ that uses it belongs beside it. ``scripts/private_names.py`` counts the uses
 (``from .x import _y`` and ``x._y`` on an imported module of the package), each
 (module, name) pair once; ``python scripts/private_names.py`` lists them.
 
-The target is 10 (issue 36). The threshold is where the package stands now: the views'
-timeline modules and the Kineto reader's modules (``loading/pieces.py``, ``loading/split.py``
-and the readers) still share private names; the lead lowers it after merging the reader
-branch, and again as the rest follow, until it reaches 10.
+Issue 36 asked for at most 10; the package reached 0 (the readers made packages with public
+names inside, the analyses' and the timeline views' shared helpers renamed), and the
+threshold holds it there: a new use is a seam to fix, not a number to raise.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-THRESHOLD = 72
-TARGET = 10
+THRESHOLD = 0
 
 
 def _script() -> ModuleType:
@@ -36,7 +34,7 @@ def test_private_names_used_across_modules_stay_under_the_threshold() -> None:
     total = sum(len(names) for names in found.values())
     listed = "\n".join(f"  {module}: {', '.join(names)}" for module, names in sorted(found.items()))
     assert total <= THRESHOLD, (
-        f"{total} private names are used from other modules (at most {THRESHOLD}; the target is {TARGET}). "
+        f"{total} private names are used from other modules (at most {THRESHOLD}). "
         f"Make a shared name public in its module, or move the code that uses it beside it:\n{listed}"
     )
 

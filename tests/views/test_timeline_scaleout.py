@@ -130,7 +130,7 @@ def dask_dlrm(dask_client: object) -> Iterator[tv.Trace]:
 def test_dask_index_keeps_the_parts_on_the_workers(dask_dlrm: tv.Trace, dask_client: Any) -> None:
     ix = TimelineIndex(dask_dlrm)
     parts = ix._parts
-    assert not isinstance(parts, rank_index._LocalParts)
+    assert not isinstance(parts, rank_index.LocalParts)
     futures = list(parts.futures.values())  # type: ignore[union-attr]
     assert len(futures) == 8 and all(isinstance(f, distributed.Future) for f in futures)
     # Each part is built on the worker that holds its rank's tables.

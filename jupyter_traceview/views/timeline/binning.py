@@ -1,7 +1,7 @@
 """Per-pixel binning of a track of events: covered time, dominant kind and starts per column.
 
 A track (a row of the timeline, or a rank's summary) is kept as disjoint intervals with the
-prefix sums of their lengths (:class:`_Coverage`) and its sorted starts (:class:`_Starts`),
+prefix sums of their lengths (:class:`Coverage`) and its sorted starts (:class:`Starts`),
 so that binning costs O(width x log n) per track, or O(width) on the points of a grid where
 big tracks are tabulated. Part of the timeline index (see
 :mod:`jupyter_traceview.views.timeline.index`).
@@ -45,7 +45,7 @@ class RowWindow:
     name_color: np.ndarray | None = None
 
 
-def _sorted_search(a: np.ndarray, t: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
+def sorted_search(a: np.ndarray, t: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
     """``np.searchsorted(a, t, side)`` for sorted ``t``, searching only the slice ``t`` spans."""
     if len(t) == 0 or len(a) < 4096:
         return np.searchsorted(a, t, side=side)
@@ -54,7 +54,7 @@ def _sorted_search(a: np.ndarray, t: np.ndarray, side: Literal["left", "right"])
     return i0 + np.searchsorted(a[i0:i1], t, side=side)
 
 
-class _Coverage:
+class Coverage:
     """Disjoint sorted intervals with the prefix sums of their lengths.
 
     :func:`jupyter_traceview.model.intervals.binned_coverage` with the prefix sums computed once,
@@ -70,14 +70,14 @@ class _Coverage:
         self.cum = np.concatenate(([0], np.cumsum(e - s)))
         self.grid: np.ndarray | None = None
 
-    def bare(self) -> _Coverage:
+    def bare(self) -> Coverage:
         """The same intervals (shared, not copied) without a grid."""
-        c = _Coverage.__new__(_Coverage)
+        c = Coverage.__new__(Coverage)
         c.s, c.e, c.cum, c.grid = self.s, self.e, self.cum, None
         return c
 
     @classmethod
-    def tabulated(cls, grid: np.ndarray) -> _Coverage:
+    def tabulated(cls, grid: np.ndarray) -> Coverage:
         """A track known only at the points of a grid (queries must be on grid points)."""
         empty = np.empty(0, dtype=np.int64)
         c = cls(empty, empty)
@@ -94,7 +94,7 @@ class _Coverage:
             return np.asarray(self.grid[k])
         if len(self.s) == 0:
             return np.zeros(len(t), dtype=np.int64)
-        idx = _sorted_search(self.s, t, "right")
+        idx = sorted_search(self.s, t, "right")
         km1 = np.maximum(idx - 1, 0)
         partial = np.clip(t - self.s[km1], 0, self.e[km1] - self.s[km1])
         return np.where(idx > 0, self.cum[km1] + partial, 0)
@@ -104,7 +104,7 @@ class _Coverage:
         return int(u[1] - u[0])
 
 
-class _Starts:
+class Starts:
     """Sorted start times and, for big rows, how many start before each grid point."""
 
     __slots__ = ("a", "grid", "n")
@@ -115,7 +115,7 @@ class _Starts:
         self.grid: np.ndarray | None = None
 
     @classmethod
-    def tabulated(cls, grid: np.ndarray, n: int) -> _Starts:
+    def tabulated(cls, grid: np.ndarray, n: int) -> Starts:
         """``n`` starts known only by their counts at the points of a grid."""
         s = cls(np.empty(0, dtype=np.int64))
         s.n = n
@@ -131,31 +131,31 @@ class _Starts:
         if k is not None and self.grid is not None:
             out = np.asarray(self.grid[k])
             return out if after is None else np.where(after, self.n, out)
-        return _sorted_search(self.a, t, "left")
+        return sorted_search(self.a, t, "left")
 
 
-def _is_disjoint(s: np.ndarray, e: np.ndarray) -> bool:
+def is_disjoint(s: np.ndarray, e: np.ndarray) -> bool:
     return bool(len(s) < 2 or np.all(s[1:] >= e[:-1]))
 
 
-def _coverage_of(s: np.ndarray, e: np.ndarray) -> _Coverage:
-    if _is_disjoint(s, e):
-        return _Coverage(s, e)
+def coverage_of(s: np.ndarray, e: np.ndarray) -> Coverage:
+    if is_disjoint(s, e):
+        return Coverage(s, e)
     u = iv.union(s, e)
-    return _Coverage(u[0], u[1])
+    return Coverage(u[0], u[1])
 
 
 #: What binning needs of a row or summary: all its events' coverage, per-kind coverage,
 #: its single kind (NO_KIND if several) and its starts.
-_Binned = tuple[_Coverage, dict[int, _Coverage], int, _Starts]
+Binned = tuple[Coverage, dict[int, Coverage], int, Starts]
 
 
-def _single(kinds: dict[int, _Coverage]) -> int:
+def single_kind(kinds: dict[int, Coverage]) -> int:
     return next(iter(kinds)) if len(kinds) == 1 else NO_KIND
 
 
-def _bin_batch(
-    items: Sequence[_Binned], edges: np.ndarray, k: np.ndarray | None, cells: int
+def bin_batch(
+    items: Sequence[Binned], edges: np.ndarray, k: np.ndarray | None, cells: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per column: covered time, dominant kind and events started before each edge, of many tracks at once.
 
@@ -196,6 +196,6 @@ def _bin_batch(
     return cov, kind, first
 
 
-def _grid_points(end: int, cells: int) -> np.ndarray:
+def grid_points(end: int, cells: int) -> np.ndarray:
     """The points of a uniform grid of ``cells`` cells over ``[0, end]``: ``(k * end) // cells``."""
     return (np.arange(cells + 1, dtype=np.int64) * end) // cells

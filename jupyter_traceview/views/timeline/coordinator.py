@@ -19,12 +19,12 @@ from ...errors import TraceSelectionError
 from ...format import short_names
 from ...model.trace import Trace
 from ..colors import KINDS, name_color_index
-from .binning import RowWindow, _bin_batch, _Binned, _Coverage, _Starts
+from .binning import Binned, Coverage, RowWindow, Starts, bin_batch
 from .fold import RankFoldSummary
 from .layout import LaneInfo, RowInfo, RowType
 from .messages import BusyTotal, EventDetails, FoldName, FoldSummary, KindBusy, RangeSummary, TopName
 from .pattern import compile_pattern
-from .rank_index import RankRangeSummary, _LocalParts, _parts_of, _PartWindow, _RankInfo
+from .rank_index import LocalParts, PartWindow, RankInfo, RankRangeSummary, parts_of
 
 __all__ = ["LevelOfDetail", "TimelineIndex", "Window"]
 
@@ -134,9 +134,9 @@ class TimelineIndex:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.t0_ns = int(trace.t0_ns)
-        self._parts = _parts_of(trace, self.t0_ns)
+        self._parts = parts_of(trace, self.t0_ns)
         ranks = list(trace.ranks)
-        infos: dict[int, _RankInfo] = self._parts.call("info", {r: () for r in ranks})
+        infos: dict[int, RankInfo] = self._parts.call("info", {r: () for r in ranks})
         names: dict[str, int] = {"": 0}  # "" names events without one
         rows: list[RowInfo] = []
         lanes: list[LaneInfo] = []
@@ -218,7 +218,7 @@ class TimelineIndex:
         # Grid points are (k * end) // GRID_CELLS: at least 1 ns apart, and k * end far from
         # int64 overflow (traces up to ~200 days).
         self._grid_ok = GRID_CELLS <= end < 2**62 // (8 * GRID_CELLS)
-        self._views: dict[int, _Binned] = {}
+        self._views: dict[int, Binned] = {}
         if not self._grid_ok:
             return
         self._parts.tabulate(end, self._grid_cells, GRID_MIN)
@@ -281,7 +281,7 @@ class TimelineIndex:
 
     def _columns_of(self, wanted: dict[int, np.ndarray]) -> dict[int, dict[str, np.ndarray]]:
         """Columns (local names) of local positions per rank: remembered ones, else from the parts."""
-        if isinstance(self._parts, _LocalParts):
+        if isinstance(self._parts, LocalParts):
             return {r: self._parts.parts[r].columns(p) for r, p in wanted.items()}
         out: dict[int, dict[str, np.ndarray]] = {}
         for rank, p in wanted.items():
@@ -427,7 +427,7 @@ class TimelineIndex:
         by_rank = self._by_rank(row_ids)
         wanted = set() if here else set(sum_ranks)
         asked = set(by_rank) | wanted | set(fold_ranks)
-        remote = not isinstance(self._parts, _LocalParts)
+        remote = not isinstance(self._parts, LocalParts)
         args = {
             r: (
                 edges,
@@ -443,7 +443,7 @@ class TimelineIndex:
             )
             for r in sorted(asked)
         }
-        answers: dict[int, _PartWindow] = self._parts.call("window", args) if args else {}
+        answers: dict[int, PartWindow] = self._parts.call("window", args) if args else {}
         if remote:
             self._remember(
                 {
@@ -467,7 +467,7 @@ class TimelineIndex:
             out.rows.append(rw)
         if here and sum_ranks:
             items = [self._views[r] for r in sum_ranks]
-            cov, kind, first = _bin_batch(items, edges, k_coarse, self._coarse_cells)
+            cov, kind, first = bin_batch(items, edges, k_coarse, self._coarse_cells)
             out.summaries.extend(
                 RowWindow(
                     row=r,
@@ -592,7 +592,7 @@ class TimelineIndex:
         if best is None:
             return None
         _, rank, local_pos, cols = best
-        if not isinstance(self._parts, _LocalParts):
+        if not isinstance(self._parts, LocalParts):
             self._remember({rank: (np.array([local_pos], dtype=np.int64), cols)})
         return self._offset_of[rank] + local_pos
 
@@ -707,7 +707,7 @@ class TimelineIndex:
             elif isinstance(o, (list, tuple, set)):
                 for v in o:
                     walk(v)
-            elif isinstance(o, (_Coverage, _Starts)):
+            elif isinstance(o, (Coverage, Starts)):
                 for s in o.__slots__:
                     walk(getattr(o, s))
             elif isinstance(o, (RowInfo, LaneInfo)):

@@ -8,7 +8,7 @@ a Python function, whatever its depth under ``ProfilerStep#`` annotations) merge
 track. Per pixel column the row holds the time
 any thread is busy (the union, so the busy fraction is at most 1), the kind covering most of
 it and the events starting in it, binned like every other row
-(:func:`~.binning._bin_batch`). A rank whose CPU rows hold no work (annotations only) folds
+(:func:`~.binning.bin_batch`). A rank whose CPU rows hold no work (annotations only) folds
 its threads' top-level events instead.
 
 While searching, the row's columns count the matches of every CPU event of the rank (any
@@ -27,7 +27,7 @@ import numpy as np
 
 from ...model import intervals as iv
 from ..colors import kind_code
-from .binning import NO_KIND, _Coverage, _coverage_of, _grid_points, _Starts
+from .binning import NO_KIND, Coverage, Starts, coverage_of, grid_points
 
 
 class RankIndex(Protocol):
@@ -63,10 +63,10 @@ class FoldTrack:
         #: Local lane id (thread) of each event.
         self.lane = np.asarray([0], dtype=np.int64)[:0]
         u = iv.union(s, e)
-        self.all = _Coverage(u[0], u[1])
+        self.all = Coverage(u[0], u[1])
         present = np.flatnonzero(np.bincount(k, minlength=NO_KIND)).tolist() if len(k) else []
-        self.kinds = {int(c): _coverage_of(s[k == c], e[k == c]) for c in present}
-        self.starts = _Starts(s)
+        self.kinds = {int(c): coverage_of(s[k == c], e[k == c]) for c in present}
+        self.starts = Starts(s)
         # Running maximum of the (instant events: 1 ns) ends: the first event that may overlap a time.
         self.maxend = np.maximum.accumulate(np.maximum(e, s + 1)) if len(s) else np.empty(0, dtype=np.int64)
 
@@ -75,7 +75,7 @@ class FoldTrack:
 
     def tabulate(self, grid_end: int, cells: int, min_size: int) -> None:
         """Tabulate the big tracks on the index's fine grid (as :meth:`RankIndex.tabulate` does)."""
-        points = _grid_points(grid_end, cells)
+        points = grid_points(grid_end, cells)
         for c in [self.all, *self.kinds.values()]:
             if len(c.s) >= min_size and c.grid is None:
                 c.grid = c.until(points)

@@ -53,7 +53,7 @@ class LaneInfo:
     rows: tuple[int, ...]
 
 
-def _rank_rows(
+def rank_rows(
     rank: int, ev: pd.DataFrame, thread_names: Iterable[tuple[int, int, str]]
 ) -> tuple[np.ndarray, np.ndarray, list[RowInfo], list[LaneInfo], list[tuple[RowType, int, int, int]]]:
     """A rank's lanes and rows (ids local to the rank).
@@ -133,13 +133,13 @@ def _rank_rows(
 
 def _drawn(ev: pd.DataFrame) -> np.ndarray:
     """Events the timeline draws: all but memory records and instant markers of kind "other"."""
-    codes = _fixed_codes(ev["kind"], KIND_CATEGORIES)
+    codes = fixed_codes(ev["kind"], KIND_CATEGORIES)
     skipped = np.isin(codes, [KIND_CATEGORIES.index(k) for k in _SKIPPED_KINDS])
     marker = (codes == KIND_CATEGORIES.index(EventKind.OTHER.value)) & (ev["dur_ns"].to_numpy() == 0)
     return np.asarray(~(skipped | marker))
 
 
-def _fixed_codes(col: pd.Series, categories: Sequence[str]) -> np.ndarray:
+def fixed_codes(col: pd.Series, categories: Sequence[str]) -> np.ndarray:
     """Codes of a categorical column relative to the fixed ``categories`` (-1 for NaN)."""
     cat = col.array
     if not isinstance(cat, pd.Categorical):

@@ -44,7 +44,7 @@ from ...errors import TraceSelectionError
 from ...model.rank_data import RankData
 from ...model.trace import Trace
 from .messages import MemoryMeta
-from .rank_index import _DaskParts, _LocalParts
+from .rank_index import DaskParts, LocalParts
 
 __all__ = ["MEMORY_SERIES", "MemoryIndex", "MemoryWindow", "RankMemory", "build_rank_memory"]
 
@@ -141,8 +141,8 @@ class MemoryIndex:
         self.trace = trace
         self.t0_ns = int(trace.t0_ns)
         held = trace.keep_on_workers(build_rank_memory, self.t0_ns, trace.window)
-        self._parts: _LocalParts | _DaskParts = (
-            _DaskParts(trace.client, held) if trace.client is not None else _LocalParts(held)
+        self._parts: LocalParts | DaskParts = (
+            DaskParts(trace.client, held) if trace.client is not None else LocalParts(held)
         )
         infos: dict[int, list[MemoryMeta]] = self._parts.call("info", {int(r): () for r in trace.ranks})
         self.lanes: list[MemoryMeta] = []

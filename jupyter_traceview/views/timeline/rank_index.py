@@ -27,19 +27,19 @@ from ..colors import KINDS, kind_code, kind_codes, name_color_index
 from .args import event_args_codes
 from .binning import (
     NO_KIND,
+    Binned,
+    Coverage,
     RowWindow,
-    _bin_batch,
-    _Binned,
-    _Coverage,
-    _coverage_of,
-    _grid_points,
-    _is_disjoint,
-    _single,
-    _sorted_search,
-    _Starts,
+    Starts,
+    bin_batch,
+    coverage_of,
+    grid_points,
+    is_disjoint,
+    single_kind,
+    sorted_search,
 )
 from .fold import FoldTrack, RankFoldSummary, build_fold, fold_summary
-from .layout import LaneInfo, RowInfo, RowType, _fixed_codes, _rank_rows
+from .layout import LaneInfo, RowInfo, RowType, fixed_codes, rank_rows
 from .messages import CollectiveInfo, EventDetails, LaunchInfo, OperatorRef
 from .pattern import compile_pattern
 
@@ -55,26 +55,26 @@ class _Row:
     lo: int  # slice of the event arrays
     hi: int
     disjoint: bool
-    all: _Coverage
+    all: Coverage
     #: kind code -> coverage of that kind (only when the row has several kinds)
-    kinds: dict[int, _Coverage]
+    kinds: dict[int, Coverage]
     single_kind: int
-    starts: _Starts
+    starts: Starts
 
 
 @dataclass
 class _Summary:
     rank: int
     source: Literal["gpu", "cpu"]
-    all: _Coverage
-    kinds: dict[int, _Coverage]
+    all: Coverage
+    kinds: dict[int, Coverage]
     #: starts (sorted) of the events summarised, their index in the event arrays (same order)
-    starts: _Starts
+    starts: Starts
     positions: np.ndarray
 
 
 @dataclass(frozen=True)
-class _RankInfo:
+class RankInfo:
     """What the coordinator keeps of a rank's part (small: no per-event array)."""
 
     rank: int
@@ -94,7 +94,7 @@ class _RankInfo:
 
 
 @dataclass(frozen=True)
-class _PartWindow:
+class PartWindow:
     """A rank's answer to a window query (row ids and positions local to the rank)."""
 
     rows: list[RowWindow]
@@ -121,7 +121,7 @@ class RankIndex:
         self.rank = rank
         self.t0_ns = int(t0_ns)
         self.data = data
-        sel, sizes, rows, lanes, keys = _rank_rows(rank, ev, data.meta.thread_names)
+        sel, sizes, rows, lanes, keys = rank_rows(rank, ev, data.meta.thread_names)
         ncat = ev["name"].array
         if not isinstance(ncat, pd.Categorical):
             ncat = pd.Categorical(ev["name"])
@@ -136,8 +136,8 @@ class RankIndex:
         eid = ev["eid"].to_numpy()[sel]
         fits = len(eid) == 0 or (int(eid.min()) >= 0 and int(eid.max()) < 2**31)
         self.eid = eid.astype(np.int32 if fits else np.int64)
-        kcodes = _fixed_codes(ev["kind"], KIND_CATEGORIES)[sel]
-        gcodes = _fixed_codes(ev["gpu_class"], GPU_CLASS_CATEGORIES)[sel]
+        kcodes = fixed_codes(ev["kind"], KIND_CATEGORIES)[sel]
+        gcodes = fixed_codes(ev["gpu_class"], GPU_CLASS_CATEGORIES)[sel]
         self.kind = kind_codes(kcodes, gcodes).astype(np.uint8)
         self.row_ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         self.end_ns = int(self.end.max()) if len(self.end) else 0
@@ -152,21 +152,21 @@ class RankIndex:
                 self._maxend[lo:hi] = np.maximum.accumulate(np.maximum(e, s + 1))
             k = self.kind[lo:hi]
             present = np.flatnonzero(np.bincount(k, minlength=NO_KIND))
-            kinds: dict[int, _Coverage] = {}
+            kinds: dict[int, Coverage] = {}
             if len(present) > 1:
                 for code in present.tolist():
                     m = k == code
-                    kinds[int(code)] = _coverage_of(s[m], e[m])
+                    kinds[int(code)] = coverage_of(s[m], e[m])
             self.rows.append(
                 _Row(
                     info=info,
                     lo=lo,
                     hi=hi,
-                    disjoint=_is_disjoint(s, e),
-                    all=_coverage_of(s, e),
+                    disjoint=is_disjoint(s, e),
+                    all=coverage_of(s, e),
                     kinds=kinds,
                     single_kind=int(present[0]) if len(present) == 1 else NO_KIND,
-                    starts=_Starts(s),
+                    starts=Starts(s),
                 )
             )
         self.summary = self._summary()
@@ -205,21 +205,21 @@ class RankIndex:
         order = np.argsort(s, kind="stable")
         pos, s, e, k = pos[order], s[order], e[order], k[order]
         present = np.flatnonzero(np.bincount(k, minlength=NO_KIND)).tolist() if len(k) else []
-        kinds = {int(c): _coverage_of(s[k == c], e[k == c]) for c in present}
+        kinds = {int(c): coverage_of(s[k == c], e[k == c]) for c in present}
         u = iv.union(s, e)
         return _Summary(
             rank=self.rank,
             source=source,
-            all=_Coverage(u[0], u[1]),
+            all=Coverage(u[0], u[1]),
             kinds=kinds,
-            starts=_Starts(s),
+            starts=Starts(s),
             positions=pos.astype(np.int32 if len(self.start) < 2**31 else np.int64),
         )
 
     # ------------------------------------------------------------------ building (coordinator's calls)
-    def info(self) -> _RankInfo:
+    def info(self) -> RankInfo:
         """What the coordinator keeps: rows, lanes, names and a few totals."""
-        return _RankInfo(
+        return RankInfo(
             rank=self.rank,
             events=len(self.start),
             names=self.names,
@@ -259,7 +259,7 @@ class RankIndex:
         self._grid = (grid_end, cells)
         self._grid_min = min_size
         self._fold = None
-        points = _grid_points(grid_end, cells)
+        points = grid_points(grid_end, cells)
         holders = [([r.all, *r.kinds.values()], r.starts) for r in self.rows]
         holders.append(([self.summary.all, *self.summary.kinds.values()], self.summary.starts))
         for covs, starts in holders:
@@ -270,23 +270,23 @@ class RankIndex:
                 starts.grid = starts.before(points)
         return self
 
-    def summary_view(self, grid_end: int, cells: int, keep: int) -> _Binned:
+    def summary_view(self, grid_end: int, cells: int, keep: int) -> Binned:
         """The summary as the coordinator keeps it: tracks of at most ``keep`` intervals as they
         are, bigger ones tabulated on the coarse grid (``cells`` cells over ``[0, grid_end]``)."""
-        points = _grid_points(grid_end, cells) if grid_end > 0 else None
+        points = grid_points(grid_end, cells) if grid_end > 0 else None
         s = self.summary
 
         # Tables here are on the coarse grid: kept tracks must not carry the fine grid's.
-        def cov(c: _Coverage) -> _Coverage:
+        def cov(c: Coverage) -> Coverage:
             if len(c.s) <= keep or points is None:
                 return c.bare()
-            return _Coverage.tabulated(c.until(points))
+            return Coverage.tabulated(c.until(points))
 
-        starts = _Starts(s.starts.a)
+        starts = Starts(s.starts.a)
         if len(starts.a) > keep and points is not None:
-            starts = _Starts.tabulated(starts.before(points), len(starts.a))
+            starts = Starts.tabulated(starts.before(points), len(starts.a))
         kinds = {code: cov(c) for code, c in s.kinds.items()}
-        return (cov(s.all), kinds, _single(kinds), starts)
+        return (cov(s.all), kinds, single_kind(kinds), starts)
 
     @property
     def fold(self) -> FoldTrack:
@@ -401,13 +401,13 @@ class RankIndex:
             fc = (self.start[pos], np.concatenate(([0], np.cumsum(match["ev"][pos]))))
             match["fold_cum"] = fc
         starts, cm = fc
-        counts: np.ndarray = np.diff(cm[_sorted_search(starts, edges, "left")]).astype(np.uint32)
+        counts: np.ndarray = np.diff(cm[sorted_search(starts, edges, "left")]).astype(np.uint32)
         return counts
 
     def _name_colors_at(self, r: _Row, edges: np.ndarray) -> np.ndarray:
         """Name colour of the event covering each column's centre (NO_KIND where none does)."""
         mid = (edges[:-1] + edges[1:]) // 2
-        j = _sorted_search(r.starts.a, mid, "right") - 1
+        j = sorted_search(r.starts.a, mid, "right") - 1
         at = r.lo + np.maximum(j, 0)
         eff = np.maximum(self.end[at], self.start[at] + 1) if len(at) else at
         inside = (j >= 0) & (r.hi > r.lo) & (eff > mid)
@@ -426,7 +426,7 @@ class RankIndex:
         with_name_colors: bool,
         with_columns: bool,
         fold: bool = False,
-    ) -> _PartWindow:
+    ) -> PartWindow:
         """Rows (local ids) and the summary over ``edges`` (see :meth:`TimelineIndex.window`).
 
         ``k``: grid indices of the edges on the fine grid of :meth:`tabulate`, or None;
@@ -452,16 +452,16 @@ class RankIndex:
             else:
                 binned.append((len(out), r))
                 out.append(RowWindow(row=r.info.id, mode="bins"))
-        items: list[_Binned] = [(r.all, r.kinds, r.single_kind, r.starts) for _, r in binned]
+        items: list[Binned] = [(r.all, r.kinds, r.single_kind, r.starts) for _, r in binned]
         s = self.summary
         if summary:
-            items.append((s.all, s.kinds, _single(s.kinds), s.starts))
+            items.append((s.all, s.kinds, single_kind(s.kinds), s.starts))
         if fold:
             f = self.fold
             items.append((f.all, f.kinds, f.single_kind(), f.starts))
         sum_out = fold_out = None
         if items:
-            cov, kind, first = _bin_batch(items, edges, k, cells)
+            cov, kind, first = bin_batch(items, edges, k, cells)
             for j, (slot, r) in enumerate(binned):
                 matches = None
                 if match is not None:
@@ -503,10 +503,10 @@ class RankIndex:
                     matches=self._fold_matches(match, edges) if match is not None else None,
                 )
         if not with_columns:
-            return _PartWindow(rows=out, summary=sum_out, fold=fold_out)
+            return PartWindow(rows=out, summary=sum_out, fold=fold_out)
         raw = [r.events for r in out if r.mode == "raw" and r.events is not None and len(r.events)]
         pos = np.unique(np.concatenate(raw)) if raw else np.empty(0, dtype=np.int64)
-        return _PartWindow(rows=out, summary=sum_out, positions=pos, columns=self.columns(pos), fold=fold_out)
+        return PartWindow(rows=out, summary=sum_out, positions=pos, columns=self.columns(pos), fold=fold_out)
 
     def count_matches(self, pattern: tuple[str, np.ndarray], rows: Sequence[int] | None) -> int:
         """Events matching among ``rows`` (local ids; None: every event of the rank)."""
@@ -571,8 +571,8 @@ class RankIndex:
             raise TraceSelectionError(f"rank {self.rank} has no event with eid {eid}")
         rec = ev.iloc[i]
         pos = self.position_of(eid)
-        kc = _fixed_codes(ev["kind"].iloc[i : i + 1], KIND_CATEGORIES)
-        gc = _fixed_codes(ev["gpu_class"].iloc[i : i + 1], GPU_CLASS_CATEGORIES)
+        kc = fixed_codes(ev["kind"].iloc[i : i + 1], KIND_CATEGORIES)
+        gc = fixed_codes(ev["gpu_class"].iloc[i : i + 1], GPU_CLASS_CATEGORIES)
         out = EventDetails(
             rank=self.rank,
             eid=int(eid),
@@ -691,7 +691,7 @@ def _call_part(part: RankIndex, method: str | Callable[..., Any], *args: Any) ->
 
 
 # ---------------------------------------------------------------------- where the parts live
-class _LocalParts:
+class LocalParts:
     """Parts held in this process (an ordinary trace): calls are plain method calls."""
 
     local = True
@@ -700,7 +700,7 @@ class _LocalParts:
         self.parts = parts
 
     @classmethod
-    def build(cls, trace: Trace, t0_ns: int) -> _LocalParts:
+    def build(cls, trace: Trace, t0_ns: int) -> LocalParts:
         return cls({r: build_rank_index(trace.rank_data(r), t0_ns) for r in trace.ranks})
 
     def call(self, method: str | Callable[..., Any], args: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
@@ -711,7 +711,7 @@ class _LocalParts:
             p.tabulate(grid_end, cells, min_size)
 
 
-class _DaskParts:
+class DaskParts:
     """Parts held on the dask workers that hold the ranks (futures): one task per rank and call."""
 
     local = False
@@ -721,7 +721,7 @@ class _DaskParts:
         self.futures = futures
 
     @classmethod
-    def build(cls, trace: Trace, t0_ns: int) -> _DaskParts:
+    def build(cls, trace: Trace, t0_ns: int) -> DaskParts:
         return cls(trace.client, trace.keep_on_workers(build_rank_index, t0_ns))
 
     def call(self, method: str | Callable[..., Any], args: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
@@ -744,10 +744,10 @@ class _DaskParts:
                 f.result()
 
 
-def _parts_of(trace: Trace, t0_ns: int) -> _LocalParts | _DaskParts:
+def parts_of(trace: Trace, t0_ns: int) -> LocalParts | DaskParts:
     if trace.client is not None:
-        return _DaskParts.build(trace, t0_ns)
-    return _LocalParts.build(trace, t0_ns)
+        return DaskParts.build(trace, t0_ns)
+    return LocalParts.build(trace, t0_ns)
 
 
 def _row_of_eid(frame: pd.DataFrame, eid: int) -> int | None:
