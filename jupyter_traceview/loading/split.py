@@ -22,9 +22,9 @@ from ..errors import TraceFormatError, TraceviewError
 from ..model.classify import Classifier
 from ..model.rank_data import RankData
 from ..model.trace import classified
-from .readers import kineto
 from . import cache, handoff, heap, pool
 from .ingest import ReadOptions
+from .readers import kineto
 from .readers.files import TraceFile, inflate_chunks, is_compressed
 
 __all__ = ["PIECE_BYTES", "read_split"]
