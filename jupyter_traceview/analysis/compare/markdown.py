@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
+import pandas as pd
+
 from ... import format as fmt
-from .core import Comparison
 
 __all__ = ["MAX_LINES", "markdown"]
 
@@ -12,6 +15,32 @@ MAX_LINES = 60
 _CAUSES = 10
 _RANKS = 16
 _WARNINGS = 5
+
+
+class Comparison(Protocol):
+    """What the summary reads of a :class:`.core.Comparison` (named here, not imported: core
+    imports this module to show a comparison in Jupyter)."""
+
+    @property
+    def causes(self) -> pd.DataFrame: ...
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def steps(self) -> pd.DataFrame: ...
+    @property
+    def per_rank(self) -> pd.DataFrame: ...
+    @property
+    def warnings(self) -> tuple[str, ...]: ...
+    @property
+    def base_ns(self) -> float: ...
+    @property
+    def new_ns(self) -> float: ...
+    @property
+    def delta_ns(self) -> float: ...
+    @property
+    def delta_pct(self) -> float: ...
+    @property
+    def noise_test(self) -> str: ...
 
 
 def _signed(ns: float) -> str:
