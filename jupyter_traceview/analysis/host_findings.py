@@ -9,6 +9,7 @@ its iterations (``ProfilerStep#N``), or over its host events' extent without ite
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -159,8 +160,11 @@ def _worst(named: dict[int, dict[str, Any]], key: str) -> int:
     return max(named, key=lambda r: (named[r][key], -r))
 
 
-def dataloader_stall(facts: dict[int, dict[str, Any]], min_pct: float) -> list[dict[str, Any]]:
-    """Partial findings (``id, title, detail, time_at_stake_ns, ranks, evidence``)."""
+def dataloader_stall(
+    facts: dict[int, dict[str, Any]], min_pct: float, *, cpu_only: Collection[int] = ()
+) -> list[dict[str, Any]]:
+    """Partial findings (``id, title, detail, time_at_stake_ns, ranks, evidence``); ``cpu_only``:
+    the ranks without GPU work, where pinned memory (a host-to-GPU copy's remedy) does not apply."""
     named = {r: f for r, f in facts.items() if f["dataloader_ns"] >= min_pct / 100 * f["wall_ns"]}
     if not named:
         return []
@@ -177,8 +181,9 @@ def dataloader_stall(facts: dict[int, dict[str, Any]], min_pct: float) -> list[d
                 f"On {where} the main thread ({f['thread']}) spends {_fmt(f['dataloader_ns'])} of "
                 f"{_fmt(f['wall_ns'])} in its iterations inside the DataLoader's next() "
                 "(enumerate(DataLoader)#... ranges) without running an operator: the model waits for its data. "
-                "Load in worker processes (DataLoader(num_workers=N, pin_memory=True, persistent_workers=True), "
-                "prefetch_factor), and make __getitem__ cheaper (decode, augment or read less per item)."
+                "Load in worker processes (DataLoader(num_workers=N, "
+                + ("" if w in cpu_only else "pin_memory=True, ")
+                + "persistent_workers=True), prefetch_factor), and make __getitem__ cheaper (decode, augment or read less per item)."
             ),
             "time_at_stake_ns": int(f["dataloader_ns"]),
             "ranks": ranks,
@@ -193,7 +198,10 @@ def dataloader_stall(facts: dict[int, dict[str, Any]], min_pct: float) -> list[d
     ]
 
 
-def python_overhead(facts: dict[int, dict[str, Any]], min_pct: float) -> list[dict[str, Any]]:
+def python_overhead(
+    facts: dict[int, dict[str, Any]], min_pct: float, *, cpu_only: Collection[int] = ()
+) -> list[dict[str, Any]]:
+    """Partial findings; ``cpu_only``: the ranks without GPU work, where CUDA graphs do not apply."""
     named = {r: f for r, f in facts.items() if f["outside_ops_ns"] >= min_pct / 100 * f["wall_ns"]}
     if not named:
         return []
@@ -221,7 +229,13 @@ def python_overhead(facts: dict[int, dict[str, Any]], min_pct: float) -> list[di
                 f"{_fmt(f['wall_ns'])} in its iterations and waits on data loading for {_fmt(f['dataloader_ns'])}; "
                 f"the other {_fmt(f['outside_ops_ns'])} it is outside any operator: {what}"
                 "Move per-step Python work (logging, metrics, .item(), Python loops over tensors) out of the loop "
-                "or batch it; torch.compile removes much of the per-operator dispatch."
+                "or batch it; "
+                + (
+                    "torch.compile removes much of the per-operator dispatch, and larger operators (batching "
+                    "the work of a Python loop into one tensor operation) amortise what is left."
+                    if w in cpu_only
+                    else "torch.compile or CUDA graphs remove the per-operator dispatch."
+                )
             ),
             "time_at_stake_ns": int(f["outside_ops_ns"]),
             "ranks": sorted(named),

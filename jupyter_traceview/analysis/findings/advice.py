@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from .context import Context
 from .text import ranks_text
 
-__all__ = ["capture_ranks", "graphs_note", "inference_ranks", "replay_ranks"]
+__all__ = ["capture_ranks", "cpu_only_ranks", "gpu_memory", "graphs_note", "inference_ranks", "replay_ranks"]
 
 
 def capture_ranks(ctx: Context, ranks: Iterable[int]) -> list[int]:
@@ -28,6 +28,30 @@ def replay_ranks(ctx: Context, ranks: Iterable[int]) -> list[int]:
 def inference_ranks(ctx: Context, ranks: Iterable[int]) -> list[int]:
     """The ranks among ``ranks`` that run GPU work without backward or optimizer."""
     return sorted(int(k) for k in ranks if int(k) in ctx.workloads() and ctx.workload(k).inference)
+
+
+def cpu_only_ranks(ctx: Context, ranks: Iterable[int]) -> list[int]:
+    """The ranks among ``ranks`` that run no GPU work: GPU remedies (CUDA graphs, pinned memory,
+    ``non_blocking`` copies, cuDNN autotuning, the CUDA allocator's settings) do not apply there.
+
+    That is the workload ``cpu_only``, and also ``data_loading_bound`` on a rank without GPU
+    work (the verdicts' precedence names the data loading first; such a rank is still CPU-only).
+    """
+    return sorted(
+        int(k)
+        for k in ranks
+        if int(k) in ctx.workloads()
+        and (
+            ctx.workload(k).workload == "cpu_only"
+            or (ctx.workload(k).workload == "data_loading_bound" and int(k) not in ctx.gpu_ranks)
+        )
+    )
+
+
+def gpu_memory(device_type: str) -> bool:
+    """Whether a memory device (``tv.memory_*``'s ``device_type``) is a GPU's: the CUDA/HIP caching
+    allocator's settings (``PYTORCH_CUDA_ALLOC_CONF``) apply to it, not to host memory (``CPU``)."""
+    return str(device_type).lower() not in ("cpu", "")
 
 
 def graphs_note(ctx: Context, ranks: Iterable[int]) -> str | None:

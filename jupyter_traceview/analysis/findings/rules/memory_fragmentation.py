@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...memory import device_label, memory_allocator_stats
-from ..advice import inference_ranks
+from ..advice import gpu_memory, inference_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_bytes, fmt_pct
@@ -46,8 +46,9 @@ def memory_fragmentation(ctx: Context, r: MemoryFragmentationThresholds) -> list
         f"On rank {int(worst['rank'])}, {dev}, {fmt_pct(float(worst['fragmentation_pct']))} of the reserved memory "
         f"was cached (reserved by the caching allocator, not allocated) when reserved memory peaked; the cache "
         f"reached {fmt_bytes(int(worst['max_cached_bytes']))}. Blocks freed in sizes the next requests cannot reuse "
-        "keep the reserve high: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, allocating the largest buffers "
-        "first, or fewer distinct tensor sizes (padding, bucketing) reduce it"
+        "keep the reserve high: "
+        + ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, " if gpu_memory(str(worst["device_type"])) else "")
+        + "allocating the largest buffers first, or fewer distinct tensor sizes (padding, bucketing) reduce it"
         + (
             "."
             if not inference_ranks(ctx, [int(worst["rank"])])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...memory import device_label, memory_oom_events
-from ..advice import inference_ranks
+from ..advice import gpu_memory, inference_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_bytes, ranks_text
@@ -31,12 +31,16 @@ def out_of_memory(ctx: Context, _: Thresholds) -> list[Finding]:
         + (f" of {fmt_bytes(int(first['capacity_bytes']))}" if int(first["capacity_bytes"]) > 0 else "")
         + ". tv.memory_peak_holders shows what held memory then; "
         + (
-            "reduce the batch, checkpoint activations, or "
+            "reduce the batch, checkpoint activations"
             if not inference_ranks(ctx, [int(first["rank"])])
             else "reduce the batch (concurrent sequences), the maximum sequence length or the KV cache's share of "
-            "memory, or "
+            "memory"
         )
-        + "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when fragmentation is the cause."
+        + (
+            ", or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when fragmentation is the cause."
+            if gpu_memory(str(first["device_type"]))
+            else "."
+        )
     )
     title = f"Out of memory: {len(ooms)} failed request{'s' if len(ooms) != 1 else ''}, first in {first['operator']} ({fmt_bytes(int(first['request_bytes']))})"
     return [
