@@ -7,10 +7,21 @@ cache, batch and sequence length for inference, a capture described as a capture
 
 It is read from names the profiler records, counted once per rank (:func:`_rank_markers`):
 
-* backward: CPU operators ``autograd::engine::evaluate_function: ...``, ``*Backward*`` and
-  ``aten::*_backward*`` (they run only when autograd computes gradients);
+* backward: CPU operators or annotations (an Nsight export's NVTX ranges)
+  ``autograd::engine::evaluate_function: ...``, ``*Backward*``, ``*_backward*`` (``aten::``
+  backward operators, FSDP's ``pre_backward``/``post_backward`` hooks), DDP's
+  ``reducer::copy_bucket_to_grad``; and backward kernels (``*backward*``, ``wgrad``,
+  ``dgrad``, ``bwd``: cuDNN/CUTLASS weight and data gradients, FlashAttention's
+  ``flash_bwd_*``), which a trace without host ranges still names. They run only when
+  autograd computes gradients;
 * optimizer steps: ``Optimizer.step#...`` (PyTorch's profiler hook), ``optimizer.step``
-  annotations, fused optimizer operators (``aten::_fused_adam(w)_``, ``aten::_fused_sgd_``);
+  annotations, fused optimizer operators (``aten::_fused_adam(w)_``, ``aten::_fused_sgd_``),
+  and fused/multi-tensor optimizer kernels (``multi_tensor_apply`` with Adam, SGD, LAMB,
+  Adagrad or Lion functors, Apex/DeepSpeed ``multi_tensor_adam``);
+* a forward that sets up a backward: hooks registered only when autograd records the
+  forward (``Register*Backward*``: FSDP's ``RegisterPostBackwardFunction``; DDP's
+  ``reducer::search_unused_parameters``): training even where the window holds no backward
+  (these set neither ``has_backward`` nor ``has_optimizer``);
 * graph capture: runtime calls ``cudaStreamBeginCapture``/``EndCapture`` (and ``hip``/``cu``
   spellings), ``cudaGraphInstantiate``;
 * graph replay: ``cudaGraphLaunch``, ``hipGraphLaunch``, ``cuGraphLaunch``;
@@ -54,23 +65,57 @@ _RUNTIME_KINDS = (EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value)
 _GPU_WORK_KINDS = (EventKind.KERNEL.value, EventKind.GPU_MEMCPY.value, EventKind.GPU_MEMSET.value)
 _ANNOTATION_KINDS = (EventKind.USER_ANNOTATION.value, EventKind.GPU_USER_ANNOTATION.value)
 
-#: The markers counted, by group: (the event kinds looked at, the pattern searched in names).
-_MARKERS: dict[str, tuple[tuple[str, ...], re.Pattern[str]]] = {
+_HOST_RANGE_KINDS = (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value)
+
+#: Names with "backward" in them that run in the *forward*: hooks that set up the backward pass
+#: (FSDP's ``RegisterPostBackwardFunction``). They are not backward work, but they are set up only
+#: when autograd records the forward (``torch.is_grad_enabled()``): ``grad_forward`` counts them.
+_REGISTERS_BACKWARD = re.compile(r"register\w*backward", re.IGNORECASE)
+
+#: The markers counted, by group: (the event kinds looked at, the pattern searched in names,
+#: a pattern whose names are left out, or None).
+_MARKERS: dict[str, tuple[tuple[str, ...], re.Pattern[str], re.Pattern[str] | None]] = {
+    # Backward operators and ranges: CPU operators in a Kineto trace, NVTX ranges in an Nsight
+    # export (emit_nvtx, record_function), FSDP's and DDP's backward hooks.
     "backward": (
-        (EventKind.CPU_OP.value,),
-        re.compile(r"^autograd::engine::evaluate_function|Backward|^aten::\w*_backward"),
+        _HOST_RANGE_KINDS,
+        re.compile(r"^autograd::engine::evaluate_function|Backward|\w_backward|ddp\.reducer::copy_bucket_to_grad"),
+        _REGISTERS_BACKWARD,
+    ),
+    # Backward kernels: what a trace without host ranges still names (an Nsight export without NVTX).
+    "backward_kernels": (
+        (EventKind.KERNEL.value,),
+        re.compile(r"backward|(?<![a-z])(?:wgrad|dgrad|bwd)(?![a-z])", re.IGNORECASE),
+        None,
+    ),
+    # Set up in a forward that computes gradients (training), before any backward runs.
+    "grad_forward": (
+        _HOST_RANGE_KINDS,
+        re.compile(r"register\w*backward|ddp\.reducer::search_unused_parameters", re.IGNORECASE),
+        None,
     ),
     "optimizer": (
-        (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value),
+        _HOST_RANGE_KINDS,
         re.compile(r"^Optimizer\.step#|optimizer\.step|^aten::_fused_(?:adamw?|sgd|adagrad)_?$"),
+        None,
     ),
-    "begin_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamBeginCapture")),
-    "end_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamEndCapture")),
-    "instantiate": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphInstantiate")),
-    "graph_launch": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphLaunch")),
-    "no_grad": (_CPU_KINDS, re.compile(r"inference_mode|no_grad", re.IGNORECASE)),
-    "prefill": (_ANNOTATION_KINDS, re.compile(r"prefill", re.IGNORECASE)),
-    "decode": (_ANNOTATION_KINDS, re.compile(r"decode", re.IGNORECASE)),
+    # Optimizer kernels: fused/multi-tensor optimizer updates (PyTorch's fused Adam/SGD, Apex,
+    # DeepSpeed); plain foreach kernels are left out (gradient clipping and AMP use them too).
+    "optimizer_kernels": (
+        (EventKind.KERNEL.value,),
+        re.compile(
+            r"multi_tensor_apply.*(?:adam|sgd|lamb|adagrad|lion)|fused_?(?:adam|sgd|lamb)|multi_tensor_(?:adam|sgd|lamb)",
+            re.IGNORECASE,
+        ),
+        None,
+    ),
+    "begin_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamBeginCapture"), None),
+    "end_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamEndCapture"), None),
+    "instantiate": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphInstantiate"), None),
+    "graph_launch": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphLaunch"), None),
+    "no_grad": (_CPU_KINDS, re.compile(r"inference_mode|no_grad", re.IGNORECASE), None),
+    "prefill": (_ANNOTATION_KINDS, re.compile(r"prefill", re.IGNORECASE), None),
+    "decode": (_ANNOTATION_KINDS, re.compile(r"decode", re.IGNORECASE), None),
 }
 
 _COLUMNS = {
@@ -127,8 +172,10 @@ def workload(
        :data:`DATA_LOADING_MIN_PCT` (50) % of its iterations (as ``dataloader_stall``
        measures it).
     4. ``cpu_only``: no GPU work (kernels, copies, sets) at all.
-    5. ``training``: backward operators (``autograd::engine::evaluate_function``,
-       ``*Backward*``) or optimizer steps (``Optimizer.step#...``, ``optimizer.step``).
+    5. ``training``: backward operators or kernels (``autograd::engine::evaluate_function``,
+       ``*Backward*``, ``*_backward*``, ``wgrad``/``dgrad``/``bwd`` kernels), optimizer steps
+       or kernels (``Optimizer.step#...``, ``optimizer.step``, ``multi_tensor_apply`` Adam/SGD
+       kernels), or backward hooks set up in the forward (``RegisterPostBackwardFunction``).
     6. ``inference``: GPU work without backward or optimizer.
 
     Parameters
@@ -151,9 +198,9 @@ def workload(
             optimizer steps, capture and launch calls, GPU activities, the data-loading
             share, prefill/decode annotations, ``inference_mode``/``no_grad`` hints).
         has_backward : bool
-            Backward operators were recorded.
+            Backward operators or kernels were recorded.
         has_optimizer : bool
-            Optimizer steps were recorded.
+            Optimizer steps or optimizer kernels were recorded.
         graph_capture : bool
             Graph capture calls were recorded.
         graph_replay : bool
@@ -191,14 +238,14 @@ def _rank_markers(trace: Trace) -> dict[str, Any]:
     cats = ev["name"].cat.categories
     out: dict[str, Any] = {"gpu_work": int(lk.category_mask(ev["kind"], _GPU_WORK_KINDS).sum()), "names": {}}
     by_kinds: dict[tuple[str, ...], tuple[np.ndarray, list[str]]] = {}
-    for group, (kinds, pattern) in _MARKERS.items():
+    for group, (kinds, pattern, exclude) in _MARKERS.items():
         if kinds not in by_kinds:
             c = codes[lk.category_mask(ev["kind"], kinds)].astype(np.int64)
             counts = np.bincount(c[c >= 0], minlength=len(cats)) if len(c) else np.zeros(0, dtype=np.int64)
             present = np.flatnonzero(counts)
             by_kinds[kinds] = (counts[present], [str(x) for x in cats[present].tolist()])
         counts, names = by_kinds[kinds]
-        hit = [i for i, n in enumerate(names) if pattern.search(n)]
+        hit = [i for i, n in enumerate(names) if pattern.search(n) and not (exclude and exclude.search(n))]
         out[group] = int(counts[hit].sum()) if hit else 0
         top = sorted(hit, key=lambda i: (-int(counts[i]), names[i]))
         out["names"][group] = [names[i] for i in top[:2]] + (["..."] if len(top) > 2 else [])
@@ -212,7 +259,9 @@ def _verdict(rank: int, m: dict[str, Any], host: Mapping[str, Any] | None) -> Ra
 
     capture = m["begin_capture"] + m["end_capture"] + m["instantiate"] > 0
     replay = m["graph_launch"] > 0
-    backward, optimizer = m["backward"] > 0, m["optimizer"] > 0
+    backward = m["backward"] + m["backward_kernels"] > 0
+    optimizer = m["optimizer"] + m["optimizer_kernels"] > 0
+    grad_forward = m["grad_forward"] > 0
     dl_pct = 0.0
     if host is not None and host.get("wall_ns", 0) > 0:
         dl_pct = 100.0 * float(host["dataloader_ns"]) / float(host["wall_ns"])
@@ -224,8 +273,23 @@ def _verdict(rank: int, m: dict[str, Any], host: Mapping[str, Any] | None) -> Ra
         )
     if replay:
         facts.append(f"{m['graph_launch']} graph launches{named('graph_launch')}")
-    facts.append(f"{m['backward']} backward operators{named('backward')}" if backward else "no backward operators")
-    facts.append(f"{m['optimizer']} optimizer steps{named('optimizer')}" if optimizer else "no optimizer steps")
+    if m["backward"]:
+        facts.append(f"{m['backward']} backward operators{named('backward')}")
+    if m["backward_kernels"]:
+        facts.append(f"{m['backward_kernels']} backward kernels{named('backward_kernels')}")
+    if not backward:
+        facts.append("no backward operators or kernels")
+    if m["optimizer"]:
+        facts.append(f"{m['optimizer']} optimizer steps{named('optimizer')}")
+    if m["optimizer_kernels"]:
+        facts.append(f"{m['optimizer_kernels']} optimizer kernels{named('optimizer_kernels')}")
+    if not optimizer:
+        facts.append("no optimizer steps")
+    if grad_forward:
+        facts.append(
+            f"{m['grad_forward']} backward hooks set up in the forward{named('grad_forward')}, "
+            "done only when gradients will be computed"
+        )
     facts.append(f"{m['gpu_work']} GPU activities (kernels, copies, sets)")
     if dl_pct > 0:
         facts.append(f"the main thread waits on the DataLoader for {dl_pct:.0f}% of its iterations")
@@ -245,6 +309,8 @@ def _verdict(rank: int, m: dict[str, Any], host: Mapping[str, Any] | None) -> Ra
         verdict, why = "cpu_only", "no GPU work was recorded"
     elif backward or optimizer:
         verdict, why = "training", "gradients are computed or applied"
+    elif grad_forward:
+        verdict, why = "training", "the forward sets up a backward pass (the window holds no backward)"
     else:
         verdict, why = "inference", "GPU work without backward or optimizer"
     return RankWorkload(
