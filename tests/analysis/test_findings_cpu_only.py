@@ -28,7 +28,11 @@ def _steps(loader_us: float, op_us: float, gpu: bool = False) -> list[dict[str, 
     ev: list[dict[str, Any]] = []
     for i in range(3):
         t0 = 100.0 * i
-        ev += [kb.step(i + 1, t0, 100), kb.annotation(LOADER, t0, loader_us), kb.cpu_op("aten::mm", t0 + loader_us, op_us)]
+        ev += [
+            kb.step(i + 1, t0, 100),
+            kb.annotation(LOADER, t0, loader_us),
+            kb.cpu_op("aten::mm", t0 + loader_us, op_us),
+        ]
         if gpu:
             ev += kb.launch("volta_sgemm_128x64_nn", t0 + loader_us + 1, t0 + loader_us + 3, 5, corr=i + 1)
     return ev

@@ -141,6 +141,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
         "call_ns": int(dur_ev[p_call].sum()),
         "idle_ns": _idle_from_calls(ts_ev[p_call], ts_ev[p_call] + dur_ev[p_call], ga, gb),
         "operators": _top_names(name_codes, categories, rows_of(ev, parent[p_call])),
+        **_pageable_slowness(trace, args, a_rows, pageable, dur_ev, tiny_kernel_ns),
     }
     b_codes = name_codes[blocking].astype(np.int64)
     out["blocking"] = {
@@ -184,6 +185,59 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     texts = np.asarray(categories[seen].astype(str), dtype=object).tolist()  # one conversion for all names
     out["occupancy"] = {t: (float(occ_ns[c]), float(occ_w[c])) for t, c in zip(texts, seen.tolist(), strict=True)}
     return out
+
+
+#: Pinned copies at least this large measure the link's rate: the fixed cost of a copy (about
+#: a launch, ``tiny_kernel_ns``) is then under ~12 % of its time even at PCIe Gen5's rate.
+PINNED_SAMPLE_MIN_BYTES = 4 << 20
+
+
+def _pageable_slowness(
+    trace: Trace, args: pd.DataFrame, a_rows: np.ndarray, pageable: np.ndarray, dur: np.ndarray, fixed_ns: int
+) -> dict[str, Any]:
+    """What pageable memory cost the copies themselves (docs/semantics.md, ``pageable_copies``).
+
+    A pageable copy is staged by the driver through a pinned buffer (a host memcpy, then the
+    DMA, chunk by chunk), so it runs slower than the same copy from pinned memory. Per
+    host-to-device and device-to-host copy: ``slow_ns = max(0, dur - (fixed_ns + bytes /
+    pinned rate))``, the pinned rate of its direction being, in order: measured on this rank
+    (its pinned copies of that direction of at least :data:`PINNED_SAMPLE_MIN_BYTES`, bytes
+    over time), the device's host link (:func:`..perfmodel.links.host_link`), or PCIe Gen3
+    x16's, the slowest link in use (so the excess is then a lower bound).
+    """
+    from ..perfmodel.links import GEN3, host_link
+
+    kinds = args["copy_kind"].astype(str).to_numpy()
+    byt = args["bytes"].to_numpy()
+    ok = a_rows >= 0
+    names = trace.metadata["device_name"] if len(trace.ranks) else pd.Series([], dtype=str)
+    link = host_link(str(names.iloc[0])) if len(names) else None
+    slow_by_kind: dict[str, int] = {}
+    rate_by_kind: dict[str, list[Any]] = {}
+    p_kinds = kinds[pageable]
+    for kind in ("HtoD", "DtoH"):
+        mine = pageable[(p_kinds == kind) & (byt[pageable] > 0)]
+        if len(mine) == 0:
+            continue
+        sample = np.flatnonzero(
+            ok & (kinds == kind) & ~args["pageable"].to_numpy(dtype=bool) & (byt >= PINNED_SAMPLE_MIN_BYTES)
+        )
+        sample_ns = float(dur[a_rows[sample]].sum()) if len(sample) else 0.0
+        if sample_ns > 0:
+            gbps, source = float(byt[sample].sum()) / sample_ns, f"measured on {len(sample)} pinned {kind} copies"
+        elif link is not None:
+            gbps, source = link.pinned_gbps, f"{link.name} of the device"
+        else:
+            gbps, source = GEN3.pinned_gbps, f"{GEN3.name}, the slowest link in use (device not known)"
+        pinned_ns = fixed_ns + byt[mine].astype(np.float64) / gbps  # GB/s = bytes per ns
+        slow = np.maximum(dur[a_rows[mine]].astype(np.float64) - pinned_ns, 0.0)
+        slow_by_kind[kind] = round(float(slow.sum()))
+        rate_by_kind[kind] = [gbps, source]
+    return {
+        "slow_ns": sum(slow_by_kind.values()),
+        "slow_by_kind": slow_by_kind,
+        "pinned_gbps_by_kind": rate_by_kind,
+    }
 
 
 def _native_occupancy(

@@ -28,7 +28,9 @@ class DataloaderStall(Thresholds):
 )
 def dataloader_stall(ctx: Context, t: DataloaderStall) -> list[Finding]:
     facts = ctx.host_facts()
-    found = findings_of(ctx, hf.dataloader_stall(facts, float(t.dataloader_min_pct), cpu_only=cpu_only_ranks(ctx, facts)))
+    found = findings_of(
+        ctx, hf.dataloader_stall(facts, float(t.dataloader_min_pct), cpu_only=cpu_only_ranks(ctx, facts))
+    )
     if not found:
         share = {k: 100.0 * f["dataloader_ns"] / f["wall_ns"] for k, f in facts.items() if f["wall_ns"] > 0}
         if not share:

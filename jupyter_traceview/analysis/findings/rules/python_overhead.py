@@ -34,7 +34,9 @@ def python_overhead(ctx: Context, t: PythonOverhead) -> list[Finding]:
         )
         return []
     facts = ctx.host_facts()
-    found = findings_of(ctx, hf.python_overhead(facts, float(t.python_overhead_min_pct), cpu_only=cpu_only_ranks(ctx, facts)))
+    found = findings_of(
+        ctx, hf.python_overhead(facts, float(t.python_overhead_min_pct), cpu_only=cpu_only_ranks(ctx, facts))
+    )
     if not found:
         share = {k: 100.0 * f["outside_ops_ns"] / f["wall_ns"] for k, f in facts.items() if f["wall_ns"] > 0}
         if share:
