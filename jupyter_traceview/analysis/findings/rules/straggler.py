@@ -26,7 +26,8 @@ class StragglerThresholds(Thresholds):
     straggler_max_p_value: float = 0.01
     #: Or (however seldom it is last) the wait its lateness causes, lateness x (ranks - 1)
     #: summed where it is last, is at least this share (%) of all the wait in collectives,
-    #: and at least twice an even share (200 / ranks %): one rank holds up most of the job.
+    #: and at least twice an even share (2 x the mean of 100 / ranks over collectives):
+    #: one rank holds up most of the job.
     straggler_min_wait_share_pct: float = 50.0
 
     def check(self) -> None:
@@ -56,8 +57,8 @@ def straggler(ctx: Context, r: StragglerThresholds) -> list[Finding]:
     # second-last, each of the other ranks-1 ranks would have waited lateness less.
     due_all = counted["lateness_ns"].to_numpy(dtype=float) * (counted["ranks"].to_numpy(dtype=float) - 1)
     total_wait = float(coll["wait_ns"].sum())
-    even_pct = 100.0 * float(coll["ranks"].to_numpy(dtype=float).mean()) ** -1 if len(coll) else 100.0
-    share_min = max(float(r.straggler_min_wait_share_pct), 2.0 * even_pct)
+    # An even share of the wait is the chance of being last (1 / ranks per collective).
+    share_min = max(float(r.straggler_min_wait_share_pct), 2.0 * 100.0 * chance)
     out = []
     for _, row in per.iterrows():
         k_rank = int(row["rank"])
