@@ -97,3 +97,17 @@ def test_host_texts_depend_on_the_cpu_only_ranks() -> None:
 def test_allocator_settings_only_for_gpu_memory() -> None:
     assert gpu_memory("CUDA") and gpu_memory("HIP")
     assert not gpu_memory("CPU") and not gpu_memory("cpu")
+
+
+def test_out_of_memory_on_host_memory_gets_no_cuda_allocator_setting(tmp_path: Path) -> None:
+    # A CPU-only step whose host allocator fails a 1 MiB request ([OutOfMemory], device type 0 =
+    # CPU): the advice is the batch and activations, never PYTORCH_CUDA_ALLOC_CONF.
+    ev = [
+        kb.step(1, 0, 100),
+        kb.cpu_op("aten::mm", 10, 50),
+        kb.mem(20, 4096, 1, total_allocated=4096, total_reserved=4096, device=-1, device_type=0),
+        kb.oom(30, 1 << 20, total_allocated=4096, total_reserved=4096, device=-1, device_type=0),
+    ]
+    oom = _finding(tv.findings(_load(tmp_path, "cpu_oom", ev)), "out_of_memory")
+    assert "CPU" in oom["title"] or "CPU" in oom["detail"]
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in oom["detail"] and "reduce the batch" in oom["detail"]

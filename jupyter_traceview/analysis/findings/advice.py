@@ -32,7 +32,7 @@ def inference_ranks(ctx: Context, ranks: Iterable[int]) -> list[int]:
 
 def cpu_only_ranks(ctx: Context, ranks: Iterable[int]) -> list[int]:
     """The ranks among ``ranks`` that run no GPU work: GPU remedies (CUDA graphs, pinned memory,
-    ``non_blocking`` copies, cuDNN autotuning, the CUDA allocator's settings) do not apply there.
+    ``non_blocking`` copies, the CUDA allocator's settings) do not apply there.
 
     That is the workload ``cpu_only``, and also ``data_loading_bound`` on a rank without GPU
     work (the verdicts' precedence names the data loading first; such a rank is still CPU-only).

@@ -10,7 +10,7 @@ import numpy as np
 
 from ....errors import OptionError
 from ...efficiency import iteration_stats
-from ..advice import capture_ranks, cpu_only_ranks
+from ..advice import capture_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_ns, fmt_pct
@@ -91,9 +91,8 @@ def slow_iteration(ctx: Context, r: SlowIterationThresholds) -> list[Finding]:
     warm = ""
     if s0["step"] == first_step:
         warm = (
-            f" Step {first_step} is the first profiled step: warm-up ("
-            + ("" if cpu_only_ranks(ctx, [s0["slowest_rank"]]) else "cuDNN autotuning, ")
-            + "allocator growth, compilation, lazy initialisation) often makes it slow; profile with a warm-up "
+            f" Step {first_step} is the first profiled step: warm-up (cuDNN autotuning, allocator growth, "
+            "compilation, lazy initialisation) often makes it slow; profile with a warm-up "
             "(torch.profiler.schedule(wait=1, warmup=1, active=3))."
         )
     cap = capture_ranks(ctx, {d["slowest_rank"] for d in slow_list})
