@@ -207,10 +207,12 @@ def _pageable_slowness(
     """
     from ..perfmodel.links import GEN3, host_link
 
+    if len(pageable) == 0:
+        return {"slow_ns": 0, "slow_by_kind": {}, "pinned_gbps_by_kind": {}}
     kinds = args["copy_kind"].astype(str).to_numpy()
     byt = args["bytes"].to_numpy()
     ok = a_rows >= 0
-    names = trace.metadata["device_name"] if len(trace.ranks) else pd.Series([], dtype=str)
+    names = trace.metadata["device_name"]
     link = host_link(str(names.iloc[0])) if len(names) else None
     slow_by_kind: dict[str, int] = {}
     rate_by_kind: dict[str, list[Any]] = {}
