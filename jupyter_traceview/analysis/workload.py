@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..format import short_name
 from ..model.schema import EventKind
 from ..model.trace import Trace
 from . import _links as lk
@@ -254,7 +255,10 @@ def _rank_markers(trace: Trace) -> dict[str, Any]:
 
 def _verdict(rank: int, m: dict[str, Any], host: Mapping[str, Any] | None) -> RankWorkload:
     def named(group: str) -> str:
-        shown = ", ".join(m["names"][group])
+        names = m["names"][group]
+        if group.endswith("_kernels"):  # C++ signatures: the kernel's short name
+            names = [n if n == "..." else short_name(n) for n in names]
+        shown = ", ".join(names)
         return f" ({shown})" if shown else ""
 
     capture = m["begin_capture"] + m["end_capture"] + m["instantiate"] > 0

@@ -14,8 +14,8 @@ from tests.analysis.test_workload import verdict
 
 FWD = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctorOnSelf_add<float>>(int, T2, T3)"
 ADAM = (
-    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
-    "TensorListMetadata<(int)4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, (int)4>>(T1, T2)"
+    "void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<4>, "
+    "at::native::FusedAdamMathFunctor<float, 4>>(at::native::TensorListMetadata<4>, int)"
 )
 FOREACH = "void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor<float>>(T1, T2)"
 
@@ -53,6 +53,8 @@ def test_an_optimizer_kernel_is_training(tmp_path: Path) -> None:
     assert row["workload"] == "training"
     assert bool(row["has_optimizer"]) and not row["has_backward"]
     assert "2 optimizer kernels" in row["evidence"]
+    # Named by their short names (format.short_name): no return type or namespaces.
+    assert "(multi_tensor_apply_kernel<" in row["evidence"] and "anonymous namespace" not in row["evidence"]
 
 
 def test_forward_and_foreach_kernels_are_inference(tmp_path: Path) -> None:
