@@ -45,7 +45,9 @@ TABLES = ("events", "gpu_args", "comms", "memory", "op_args")
 
 def _real_traces() -> dict[str, Path]:
     files = sorted(
-        p for p in DATA.glob("**/*.json*") if "key_averages" not in p.name and p.name not in ("facts.json", "labels.json")
+        p
+        for p in DATA.glob("**/*.json*")
+        if "key_averages" not in p.name and p.name not in ("facts.json", "labels.json")
     )
     files += sorted(Path(tv.sample_path()).glob("*.json*"))
     return {f"{p.parent.name}/{p.name}": p for p in files}
