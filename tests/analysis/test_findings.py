@@ -234,6 +234,14 @@ def test_exposed_communication(tmp_path: Path) -> None:
     lo = by_id(f, "low_overlap_collective")
     assert lo["evidence"]["collective"] == "all_reduce" and lo["evidence"]["exposed_pct"] == 100.0
     assert lo["time_at_stake_ns"] == 3 * 200_000
+    # No backward, no optimizer: an inference job (tv.workload), no gradients to bucket, so the
+    # advice names neither DDP nor FSDP.
+    assert set(
+        tv.workload(jb.load_job(tmp_path, exposed_job(), [(s, 1000 * s, 1000) for s in range(3)]))["workload"]
+    ) == {"inference"}
+    for row in (ec, lo):
+        assert "DDP" not in row["detail"] and "FSDP" not in row["detail"]
+        assert "no gradients to bucket" in row["detail"]
 
 
 def test_no_communication_no_communication_finding(tmp_path: Path) -> None:

@@ -8,7 +8,15 @@ from collections.abc import Iterable
 from .context import Context
 from .text import ranks_text
 
-__all__ = ["capture_ranks", "cpu_only_ranks", "gpu_memory", "graphs_note", "inference_ranks", "replay_ranks"]
+__all__ = [
+    "capture_ranks",
+    "cpu_only_ranks",
+    "gpu_memory",
+    "graphs_note",
+    "inference_ranks",
+    "overlap_remedy",
+    "replay_ranks",
+]
 
 
 def capture_ranks(ctx: Context, ranks: Iterable[int]) -> list[int]:
@@ -75,3 +83,26 @@ def graphs_note(ctx: Context, ranks: Iterable[int]) -> str | None:
             "off the loop or bring it into the graphs."
         )
     return " ".join(parts) if parts else None
+
+
+def overlap_remedy(ctx: Context, ranks: Iterable[int]) -> str:
+    """How to hide communication under compute, for the named ranks' workload.
+
+    Training overlaps the gradients' collectives with backward (DDP buckets, FSDP prefetch).
+    Where every named rank runs inference there are no gradients: the collectives are a
+    tensor-parallel layer's all-reduce/all-gather or an expert-parallel dispatch/combine,
+    overlapped with the neighbouring layer's compute instead.
+    """
+    ranks = list(ranks)
+    if ranks and len(inference_ranks(ctx, ranks)) == len(ranks):
+        return (
+            "In inference there are no gradients to bucket: overlap each layer's collective with "
+            "independent compute (the next micro-batch or the shared expert while an expert-parallel "
+            "dispatch/combine runs; GEMM and collective split into chunks or fused kernels for tensor "
+            "parallelism), issue it asynchronously on its own stream, and wait just before the result is needed."
+        )
+    return (
+        "DDP gradient bucketing (bucket_cap_mb) so all-reduces start during backward, FSDP prefetching, "
+        "async collectives (async_op=True) waited on just before their result is needed, and communication "
+        "on its own stream."
+    )

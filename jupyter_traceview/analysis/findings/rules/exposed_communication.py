@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...nccl import nccl_summary
+from ..advice import overlap_remedy
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import amount, fmt_ns, fmt_pct, ranks_text
@@ -90,9 +91,8 @@ def exposed_communication(ctx: Context, r: ExposedCommunicationThresholds) -> li
         f"{amount(named, worst, fmt_ns(w['exposed_transfer_ns']))}{waiting_text}, {fmt_pct(share)} of its GPU span; "
         f"{fmt_pct(w['overlap_pct'])} of its communication time is hidden under compute. "
         + (f"Largest collectives: {named_coll}.{bw_text} " if top else "")
-        + "Overlap it with compute: DDP gradient bucketing (bucket_cap_mb) so all-reduces start during "
-        "backward, FSDP prefetching, async collectives (async_op=True) waited on just before their result is "
-        "needed, and communication on its own stream."
+        + "Overlap it with compute: "
+        + overlap_remedy(ctx, named)
     )
     title = (
         f"Exposed communication: {fmt_ns(w['exposed_transfer_ns'])} on rank {worst} ({fmt_pct(share)} of its GPU span)"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ...concurrency import kernel_overlap_stats
 from ...stragglers import kind_from_name
+from ..advice import inference_ranks
 from ..context import Context, Finding
 from ..registry import rule
 from ..text import fmt_ns, fmt_pct, short
@@ -63,6 +64,7 @@ def low_overlap_collective(ctx: Context, r: LowOverlapCollectiveThresholds) -> l
         if not named:
             continue
         worst = max(named, key=lambda k: (stake[k], -k))
+        ranks_all_inference = len(inference_ranks(ctx, named)) == len(named)
         kernels = sorted(set(str(n) for n in mine["name"]))
         evidence = {
             "collective": str(kind),
@@ -91,7 +93,11 @@ def low_overlap_collective(ctx: Context, r: LowOverlapCollectiveThresholds) -> l
             + f") run {fmt_pct(exposed_pct)} of their time with no compute kernel on any stream; on rank {worst} that costs "
             f"up to {fmt_ns(stake[worst])} once the exposed peer wait (waiting for late ranks) is set aside. Launch them where independent compute "
             "can run alongside (on their own stream, async_op=True, and wait just before the result is needed), or "
-            "overlap them with the next layer's compute (DDP/FSDP bucketing and prefetching)."
+            + (
+                "overlap them with the neighbouring layer's or micro-batch's compute (inference: no gradients to bucket)."
+                if ranks_all_inference
+                else "overlap them with the next layer's compute (DDP/FSDP bucketing and prefetching)."
+            )
         )
         out.append(
             ctx.finding(
