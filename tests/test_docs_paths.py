@@ -31,6 +31,11 @@ DOCS = sorted(
 TOP = ("jupyter_traceview/", "js/", "tests/", "docs/", "scripts/", "benchmarks/", "ui-tests/", "schema/")
 #: Written by scripts, tests or builds, not kept in the repository.
 GENERATED = (
+    # The documentation site's build (scripts/docs.sh): its output, its generated API pages and
+    # the notebooks it copies in.
+    "docs/_build",
+    "docs/api/",
+    "docs/examples/",
     "benchmarks/.data",
     "benchmarks/.venv-hta",
     "ui-tests/artifacts",

@@ -38,7 +38,7 @@ def test_typed_dict_value_types_match_the_typescript(name: str) -> None:
 
 def test_absolute_ns_are_strings(dlrm: Trace) -> None:
     """The runs list sends the trace's origin and window as strings, as every protocol does."""
-    from jupyter_traceview.server.worker import headline_figures
+    from jupyter_traceview.server.tasks import headline_figures
 
     figures = headline_figures(dlrm)
     assert figures["t0_ns"] == str(dlrm.t0_ns) and TS_TYPES["RunFigures"]["t0_ns"] == "string"
