@@ -26,9 +26,22 @@ echo "== installing the package and its test and docs dependencies (builds the f
 python -m pip install --quiet --disable-pip-version-check --upgrade pip
 python -m pip install --quiet --disable-pip-version-check -e ".[test,docs]"
 # An editable install builds jupyter_traceview/static only when it is older than js/:
-# rebuild so that the tests below always run the current sources.
+# rebuild when any front-end source is newer than any built target, so that the tests below
+# always run the current sources (on a fresh clone the install has just built them).
 jlpm install --immutable
-jlpm build
+stale=
+for target in jupyter_traceview/static/dashboard.js jupyter_traceview/static/timeline.js \
+    jupyter_traceview/labextension/package.json; do
+    if [ ! -f "$target" ] || [ -n "$(find js schema package.json tsconfig.json yarn.lock -type f \
+        -newer "$target" -print -quit)" ]; then
+        stale=1
+    fi
+done
+if [ -n "$stale" ]; then
+    jlpm build
+else
+    echo "front end up to date (built by the install)"
+fi
 
 # Chromium, before any test: the report's tests (pytest) and the UI tests (Galata) drive it.
 chromium=${CHROMIUM_PATH:-/usr/bin/chromium}
