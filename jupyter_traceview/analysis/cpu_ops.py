@@ -295,19 +295,28 @@ def _rank_breakdown(
         self_ns, gpu_direct = self_ns.copy(), gpu_direct.copy()
         np.add.at(self_ns, into[dup], self_ns[dup])
         np.add.at(gpu_direct, into[dup], gpu_direct[dup])
-    sel = np.flatnonzero(np.isin(h.kind, kinds) & ~dup)
+    kind_codes = ev["kind"].cat.codes.to_numpy()[h.rows]
+    sel = np.flatnonzero(lk.category_mask(ev["kind"], kinds)[h.rows] & ~dup)
     if not len(sel):
         return None
-    # Names decided once per distinct name; ProfilerStep#N annotations share one key.
-    cat_names = np.asarray(h.names, dtype=object).astype(str)
-    step_name = np.char.startswith(cat_names, "ProfilerStep#") if len(cat_names) else np.zeros(0, dtype=bool)
+    # Grouped by integer codes (a name's code, its kind's code), texts put back per group:
+    # names decided once per distinct name; ProfilerStep#N annotations share one key.
+    name_texts = [str(x) for x in h.names.tolist()]
+    step_name = np.array([x.startswith("ProfilerStep#") for x in name_texts], dtype=bool)
+    step_code = name_texts.index(STEP_KEY) if STEP_KEY in name_texts else len(name_texts)
+    name_table = np.array([*name_texts, STEP_KEY], dtype=object)
+    kind_table = np.array([str(x) for x in ev["kind"].cat.categories.tolist()], dtype=object)
     codes = h.name_codes[sel]
-    is_step = (h.kind[sel] == EventKind.USER_ANNOTATION.value) & step_name[codes]
-    names = np.where(is_step, STEP_KEY, cat_names[codes])
+    annotation = (
+        kind_table.tolist().index(EventKind.USER_ANNOTATION.value)
+        if EventKind.USER_ANNOTATION.value in kind_table
+        else -2
+    )
+    is_step = (kind_codes[sel] == annotation) & step_name[codes]
     frame = pd.DataFrame(
         {
-            "name": names,
-            "kind": h.kind[sel],
+            "name": np.where(is_step, step_code, codes),
+            "kind": kind_codes[sel].astype(np.int64),
             "dur": h.dur[sel],
             "self": self_ns[sel],
             "gpu": gpu[sel],
@@ -336,6 +345,8 @@ def _rank_breakdown(
         first_eid=("eid", "first"),
         first_ts_ns=("ts", "first"),
     ).reset_index()
+    out["name"] = name_table[out["name"].to_numpy()]
+    out["kind"] = kind_table[out["kind"].to_numpy()]
     out["mean_ns"] = np.rint(out["total_ns"] / out["calls"]).astype(np.int64)
     out["self_mean_ns"] = np.rint(out["self_ns"] / out["calls"]).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
