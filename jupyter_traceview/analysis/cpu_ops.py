@@ -236,20 +236,27 @@ def _stacks(h: HostRanges, depth: int) -> np.ndarray:
     """Per range, its ``depth`` innermost enclosing Python frames' names joined (innermost first)."""
     n = len(h)
     is_py = h.kind == EventKind.PYTHON_FUNCTION.value
-    frames: list[list[str]] = [[] for _ in range(n)]
+    # Frame name codes per range, innermost first (-1 past the last), walking up level by
+    # level; then each distinct row of codes is joined once.
+    frames = np.full((n, depth), -1, dtype=np.int64)
+    filled = np.zeros(n, dtype=np.int64)
     cur = h.parent.copy()
-    # Walk up level by level (vectorised per level), collecting Python frames.
     while True:
-        live = np.flatnonzero(cur >= 0)
+        live = np.flatnonzero((cur >= 0) & (filled < depth))
         if not len(live):
             break
         p = cur[live]
         py = is_py[p]
-        for j, q in zip(live[py].tolist(), p[py].tolist(), strict=True):
-            if len(frames[j]) < depth:
-                frames[j].append(str(h.names[h.name_codes[q]]))
+        j = live[py]
+        frames[j, filled[j]] = h.name_codes[p[py]]
+        filled[j] += 1
         cur[live] = h.parent[p]
-    return np.array([STACK_SEP.join(f) for f in frames], dtype=object)
+    if n == 0:
+        return np.empty(0, dtype=object)
+    ids, first = lk.row_ids(frames)
+    names = [str(x) for x in h.names.tolist()]
+    texts = np.array([STACK_SEP.join(names[c] for c in row if c >= 0) for row in frames[first].tolist()], dtype=object)
+    return texts[ids]
 
 
 def _shapes(op_args: pd.DataFrame, eids: np.ndarray) -> np.ndarray:
