@@ -59,6 +59,7 @@ for name in names:
         out["cpu"][name] = time.process_time() - c
     except Exception as e:
         out["calls"][name] = out["cpu"][name] = type(e).__name__
+out["package"] = tv.__file__
 print(json.dumps(out))
 """
 
@@ -81,7 +82,7 @@ print(json.dumps(out))
 
 def analysis_names() -> list[str]:
     sys.path.insert(0, str(ROOT / "docs"))
-    from api_groups import GROUPS  # type: ignore[import-not-found]
+    from api_groups import GROUPS
 
     return [n for g in GROUPS if g.slug in ANALYSIS_GROUPS for n in g.names if n not in NOT_ANALYSES]
 
@@ -89,7 +90,10 @@ def analysis_names() -> list[str]:
 def _child(code: str, *args: str, root: Path = ROOT) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules byte-compiled once
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
+    # cwd=root: ``python -c`` puts the working folder first on sys.path, before PYTHONPATH.
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False, cwd=str(root)
+    )
     if r.returncode:
         raise SystemExit(r.stderr)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -110,7 +114,7 @@ def _analyses(a: argparse.Namespace, names: list[str], root: Path) -> dict:
     merged: dict = {"calls": {}, "cpu": {}}
     for n in names:
         out = _child(CHILD, str(a.trace), json.dumps([n]), *args, root=root)
-        merged["load_s"] = out["load_s"]
+        merged["load_s"], merged["package"] = out["load_s"], out["package"]
         merged["calls"].update(out["calls"])
         merged["cpu"].update(out["cpu"])
     return merged
@@ -134,7 +138,7 @@ def main() -> None:
     a = p.parse_args()
     if a.trace == DEFAULT_TRACE and not DEFAULT_TRACE.exists():
         sys.path.insert(0, str(ROOT / "scripts"))
-        from record_stack_trace import record  # type: ignore[import-not-found]
+        from record_stack_trace import record
 
         print(f"recording {DEFAULT_TRACE} (about a minute) ...", flush=True)
         record(DEFAULT_TRACE, events=200_000)
@@ -152,7 +156,8 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.1f}"
     )
     for i, root in enumerate(roots):
-        print(f"[{i}] {root}: load (cache=False) {_median([r['load_s'] for r in runs[root]])} s")
+        package = runs[root][0].get("package", "?")
+        print(f"[{i}] {root} ({package}): load (cache=False) {_median([r['load_s'] for r in runs[root]])} s")
     head = " | ".join(f"[{i}] wall (s) | [{i}] CPU (s)" for i in range(len(roots)))
     print(f"| analysis | {head} |")
     print("|---|" + "---|---|" * len(roots))

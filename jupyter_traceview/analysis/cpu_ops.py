@@ -256,7 +256,8 @@ def _stacks(h: HostRanges, depth: int) -> np.ndarray:
     ids, first = lk.row_ids(frames)
     names = [str(x) for x in h.names.tolist()]
     texts = np.array([STACK_SEP.join(names[c] for c in row if c >= 0) for row in frames[first].tolist()], dtype=object)
-    return texts[ids]
+    out: np.ndarray = texts[ids]
+    return out
 
 
 def _shapes(op_args: pd.DataFrame, eids: np.ndarray) -> np.ndarray:
