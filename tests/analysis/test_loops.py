@@ -178,7 +178,7 @@ def test_occupancy_sums_by_hand() -> None:
 def _host_arrays(trace: tv.Trace, window: tuple[int, int] | None) -> list[tuple[np.ndarray, ...]]:
     from jupyter_traceview.analysis._host import host_ranges
 
-    out = []
+    out: list[tuple[np.ndarray, ...]] = []
     for r in trace.ranks:
         h = host_ranges(trace.rank_data(r).events, window)
         out.append((h.rows, h.parent, h.self_ns, h.n_children, h.exclusive_ns))
