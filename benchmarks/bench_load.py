@@ -22,7 +22,12 @@ Tools:
 * ``ours-cached``: ``tv.load(path, cache=DIR)`` with the cache filled beforehand
 * ``hta``: ``TraceAnalysis(trace_dir=path)`` (HTA parses every rank file at construction)
 
-Data sets: ``dlrm`` (the bundled 8-rank DLRM sample) and ``synth:RANKS:EVENTS`` (written
+Data sets: ``dlrm`` (the bundled 8-rank DLRM sample); real traces with rich ``args``:
+``bert`` (H100 bert-small inference with shapes and memory), ``mi250`` (AMD MI250, ROCm),
+``dlrm128`` (2 of 128 DLRM ranks), read from ``../shared/traces`` (or
+``$TRACEVIEW_SHARED_TRACES``), and ``stack`` (a ~200k-event CPU inference loop recorded with
+``record_shapes=True, with_stack=True`` by ``scripts/record_stack_trace.py``, on demand into
+``benchmarks/.data/``); and ``synth:RANKS:EVENTS`` (written
 once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank; ``synth:1:190000``
 is one 55 MB file, which ``engine="auto"`` reads in byte ranges by a pool).
 Results go to ``benchmarks/results/load.json`` and a Markdown table on stdout.
@@ -124,9 +129,33 @@ print(json.dumps({"seconds": elapsed, "rss_base_kb": base, "rss_peak_kb": peak, 
 """
 
 
+#: Real traces with rich ``args`` (recorded shapes, strides, concrete inputs, stacks): the
+#: shared third-party recordings (``../shared/traces``, see its SOURCES.md) and our own.
+SHARED = ROOT.parent.parent / "shared" / "traces"
+REAL_SETS = {
+    "bert": "h100_bert_small",  # HF bert-small inference, H100, shapes and memory
+    "mi250": "hta_mi250_rocm",  # AMD MI250, ROCm 6.2
+    "dlrm128": "hta_dlrm_2of128_ranks",  # 2 ranks of a 128-rank DLRM job
+}
+
+
 def dataset_path(spec: str) -> Path:
     if spec == "dlrm":
         return ROOT / "jupyter_traceview" / "samples" / "dlrm_8rank_v100"
+    if spec in REAL_SETS:
+        for base in (Path(os.environ.get("TRACEVIEW_SHARED_TRACES", SHARED)), Path("/work/shared/traces")):
+            if (base / REAL_SETS[spec]).is_dir():
+                return base / REAL_SETS[spec]
+        sys.exit(f"{spec}: {REAL_SETS[spec]} not found under {SHARED} (set TRACEVIEW_SHARED_TRACES)")
+    if spec == "stack":  # a ~200k-event CPU inference trace with Python stacks, recorded here
+        out = DATA / "stack_200k"
+        if not (out / "stack_200k.pt.trace.json.gz").exists():
+            sys.path.insert(0, str(ROOT / "scripts"))
+            from record_stack_trace import record
+
+            print(f"recording {spec} into {out} ...", file=sys.stderr, flush=True)
+            record(out / "stack_200k.pt.trace.json.gz", events=200_000)
+        return out
     if spec.startswith("synth:"):
         _, ranks, events = spec.split(":")
         out = DATA / f"synth_{ranks}x{events}"
@@ -254,8 +283,8 @@ def main() -> None:
 
 def table(results: list[dict]) -> str:
     lines = [
-        "| data set | JSON | tool | load (median) | HTA / ours | MB/s | MB/s per core | CPU, all processes | peak RSS above baseline: main process | all processes |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| data set | JSON | tool | load (median) | HTA / ours | MB/s | MB/s per core | CPU, all processes | MB/s of CPU | HTA / ours, CPU | peak RSS above baseline: main process | all processes | peak / JSON |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results:
         mb = row["json_bytes"] / 1e6
@@ -265,14 +294,20 @@ def table(results: list[dict]) -> str:
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {row['set']} | {mb:.0f} MB | {tool} | {r['error']} | | | | | | |")
+                lines.append(f"| {row['set']} | {mb:.0f} MB | {tool} | {r['error']} | | | | | | | | | |")
                 continue
             ratio = f"{hta['seconds'] / r['seconds']:.1f}x" if "seconds" in hta and tool != "hta" else ""
             speed = mb / r["seconds"]
             per_core = f"{speed / row['cores_used']:.0f}" if tool == "ours-cold" else ""
+            cpu = r.get("cpu_seconds", float("nan"))
+            cpu_ratio = f"{hta['cpu_seconds'] / cpu:.1f}x" if "cpu_seconds" in hta and tool != "hta" and cpu else ""
+            per_cpu = f"{mb / cpu:.0f}" if cpu else ""
+            mem = r.get("tree_above_base_mb") if r.get("memory", True) else None
+            ratio_mem = f"{mem / mb:.2f}x" if mem is not None and mb else ""
             lines.append(
-                f"| {row['set']} | {mb:.0f} MB | {tool} | {r['seconds']:.3f} s | {ratio} | {speed:.0f} | {per_core} "
-                f"| {r.get('cpu_seconds', float('nan')):.3f} s | {_mb(r, 'rss_above_base_mb')} | {_mb(r, 'tree_above_base_mb')} |"
+                f"| {row['set']} | {mb:.1f} MB | {tool} | {r['seconds']:.3f} s | {ratio} | {speed:.0f} | {per_core} "
+                f"| {cpu:.3f} s | {per_cpu} | {cpu_ratio} | {_mb(r, 'rss_above_base_mb')} | {_mb(r, 'tree_above_base_mb')} "
+                f"| {ratio_mem} |"
             )
     return "\n".join(lines)
 

@@ -17,8 +17,9 @@ per operator name equal ``prof.key_averages()``'s ``cpu_time_total`` and
 Runtime calls are not ranges here (nothing nests in them, and no breakdown reports them);
 instants are neither ranges nor children.
 
-Everything is vectorised through :func:`._links.containing_pairs` (sorted searches per
-thread; pairs are ranges x nesting depth).
+The nesting is one stack sweep per thread in compiled code (``_loops.innermost``: O(n log n)
+for the sort, then linear); without the compiled loops, :func:`._links.containing_pairs`
+(sorted searches per thread; pairs are ranges x nesting depth) gives the same parents.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import pandas as pd
 
 from ..model.schema import EventKind
 from . import _links as lk
+from . import loops
 
 __all__ = ["HOST_KINDS", "HostRanges", "host_ranges"]
 
@@ -102,21 +104,11 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     n = len(rows)
     parent = np.full(n, -1, dtype=np.int64)
     if n:
-        # Enclosure on the clipped times (clipping keeps nesting): a frame with those times.
-        frame = pd.DataFrame(
-            {"pid": ev["pid"].to_numpy()[rows], "tid": ev["tid"].to_numpy()[rows], "ts_ns": r_ts, "dur_ns": dur}
-        )
-        pos = np.arange(n, dtype=np.int64)
-        i, r = lk.containing_pairs(frame, pos, pos)
-        # Not itself; of equal ranges, the earlier one is the parent.
-        same = (r_ts[r] == r_ts[i]) & (r_end[r] == r_end[i])
-        keep = (r != i) & (~same | (r < i))
-        i, r = i[keep], r[keep]
-        # Innermost: latest start, then shortest, then listed last.
-        o = np.lexsort((r, -dur[r], r_ts[r], i))
-        i, r = i[o], r[o]
-        last = np.concatenate((i[1:] != i[:-1], [True])) if len(i) else np.zeros(0, dtype=bool)
-        parent[i[last]] = r[last]
+        pid, tid = ev["pid"].to_numpy()[rows], ev["tid"].to_numpy()[rows]
+        if loops.native is not None:
+            parent = _innermost(pid, tid, r_ts, r_end, np.zeros(n, dtype=bool))
+        else:
+            parent = _parents_by_pairs(pid, tid, r_ts, r_end, dur)
     child_sum = np.zeros(n, dtype=np.int64)
     has = parent >= 0
     if has.any():
@@ -143,6 +135,44 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     )
 
 
+def _innermost(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, end: np.ndarray, is_point: np.ndarray) -> np.ndarray:
+    """Per entry, the position of its innermost enclosing range on its thread (-1 if none).
+
+    Ranges are the entries with ``is_point`` False, in their innermost-last order (a
+    range's position breaks ties between equal ranges: only an earlier one encloses a
+    later one). The compiled stack sweep ``_loops.innermost``.
+    """
+    n = len(ts)
+    thread = lk.row_ids(np.column_stack((pid, tid)))[0]
+    pos = np.arange(n, dtype=np.int64)
+    order = np.lexsort((pos, is_point, -end, ts, thread)).astype(np.int64)
+    out = np.empty(n, dtype=np.int64)
+    loops.native.innermost(
+        thread, np.ascontiguousarray(end, dtype=np.int64), np.ascontiguousarray(is_point, dtype=bool), order, out
+    )
+    return out
+
+
+def _parents_by_pairs(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, end: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """:func:`_innermost` of ranges only, through :func:`._links.containing_pairs` (numpy)."""
+    n = len(ts)
+    parent = np.full(n, -1, dtype=np.int64)
+    # Enclosure on the clipped times (clipping keeps nesting): a frame with those times.
+    frame = pd.DataFrame({"pid": pid, "tid": tid, "ts_ns": ts, "dur_ns": dur})
+    pos = np.arange(n, dtype=np.int64)
+    i, r = lk.containing_pairs(frame, pos, pos)
+    # Not itself; of equal ranges, the earlier one is the parent.
+    same = (ts[r] == ts[i]) & (end[r] == end[i])
+    keep = (r != i) & (~same | (r < i))
+    i, r = i[keep], r[keep]
+    # Innermost: latest start, then shortest, then listed last.
+    o = np.lexsort((r, -dur[r], ts[r], i))
+    i, r = i[o], r[o]
+    last = np.concatenate((i[1:] != i[:-1], [True])) if len(i) else np.zeros(0, dtype=bool)
+    parent[i[last]] = r[last]
+    return parent
+
+
 def _runtime_children(
     ev: pd.DataFrame, rows: np.ndarray, window: tuple[int, int] | None, n: int, n_children: np.ndarray
 ) -> np.ndarray:
@@ -158,7 +188,19 @@ def _runtime_children(
     end = ts + ev["dur_ns"].to_numpy()[calls]
     if window is not None:
         ts, end = np.maximum(ts, window[0]), np.minimum(end, window[1])
-    inner = lk.innermost(len(calls), lk.containing_pairs(ev, rows, calls))
+    if loops.native is not None:  # the ranges' unclipped times, as containing_pairs reads them
+        both = np.concatenate((rows, calls))
+        b_ts = ev["ts_ns"].to_numpy()[both]
+        at = _innermost(
+            ev["pid"].to_numpy()[both],
+            ev["tid"].to_numpy()[both],
+            b_ts,
+            b_ts + ev["dur_ns"].to_numpy()[both],
+            np.arange(len(both)) >= len(rows),
+        )[len(rows) :]
+        inner = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
+    else:
+        inner = lk.innermost(len(calls), lk.containing_pairs(ev, rows, calls))
     k = np.flatnonzero(inner >= 0)
     if not len(k):
         return out

@@ -4,7 +4,8 @@
  * Each function computes exactly what the numpy code of its caller computes, in one pass
  * over its input instead of several whole-array numpy passes: the distinct operator calls
  * of perfmodel/performance.py (factorize_calls), the kernels' occupancy sums of
- * findings/extraction.py (occupancy), the steps counted by summary.py (count_steps). The
+ * findings/extraction.py (occupancy), the steps counted by summary.py (count_steps), the host ranges' nesting of _host.py
+ * (innermost). The
  * callers keep the numpy code as the fallback (no compiler, or TRACEVIEW_NATIVE=0), and
  * tests/analysis/test_loops.py compares both. The interval algebra's loops are model/_sweep.c.
  *
@@ -369,15 +370,95 @@ static PyObject *loops_count_steps(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(count);
 }
 
+PyDoc_STRVAR(innermost_doc,
+             "innermost(thread, end, is_point, order, out)\n\n"
+             "The innermost enclosing range of each range and point (analysis/_host.py), by one stack sweep per\n"
+             "thread: out[i] = the range j != i (is_point[j] == 0) on the same thread with ts[j] <= ts[i] and\n"
+             "end[i] <= end[j] that comes last in ``order``, or -1. ``order`` visits the entries by (thread, ts,\n"
+             "-end, is_point, tie) (numpy.lexsort: the starts are in the order), so of two equal ranges only the earlier encloses the later,\n"
+             "and of the enclosing ranges the last visited is the latest to start, then the shortest, then the\n"
+             "last by tie. A range that ends before a later-visited range ends is never again innermost (the\n"
+             "later one encloses everything it does and starts no earlier), so it leaves the stack: the stack's\n"
+             "ends never increase from bottom to top, and a point's answer is found by bisection. int64 arrays\n"
+             "(is_point: bool) of one length n; out written in full.");
+
+static PyObject *loops_innermost(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    if (!PyArg_ParseTuple(args, "OOOOO:innermost", &o[0], &o[1], &o[2], &o[3], &o[4])) return NULL;
+    static const char *const what[] = {"thread", "end", "is_point", "order", "out"};
+    Py_buffer v[5];
+    int got = 0;
+    for (; got < 5; got++) {
+        int rc = got == 2 ? get_ints(o[got], &v[got], 1, what[got]) : get_i64(o[got], &v[got], got == 4, what[got]);
+        if (rc < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = LEN(v[0]);
+    for (int k = 1; k < 5; k++) {
+        Py_ssize_t m = k == 2 ? v[k].len : LEN(v[k]);
+        if (m != n) {
+            release(v, 5);
+            PyErr_Format(PyExc_ValueError, "innermost: %s has %zd entries, thread has %zd", what[k], m, n);
+            return NULL;
+        }
+    }
+    const int64_t *thread = v[0].buf, *end = v[1].buf, *order = v[3].buf;
+    const uint8_t *is_point = v[2].buf;
+    int64_t *out = v[4].buf;
+    int64_t *stack = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    int bad = 0;
+    if (stack == NULL) {
+        release(v, 5);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    Py_ssize_t top = 0; /* stack[0 .. top) */
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t i = order[k];
+        if (i < 0 || i >= n) {
+            bad = 1;
+            break;
+        }
+        if (k > 0 && thread[i] != thread[order[k - 1]]) top = 0;
+        int64_t e = end[i];
+        if (is_point[i]) {
+            Py_ssize_t lo = 0, hi = top; /* the first stack entry with end < e */
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (end[stack[mid]] >= e)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            out[i] = lo ? stack[lo - 1] : -1;
+        } else {
+            while (top && end[stack[top - 1]] < e) top--;
+            out[i] = top ? stack[top - 1] : -1;
+            stack[top++] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(stack);
+    release(v, 5);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "innermost: order holds a position out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef loops_methods[] = {
     {"factorize_calls", loops_factorize_calls, METH_VARARGS, factorize_calls_doc},
     {"occupancy", loops_occupancy, METH_VARARGS, occupancy_doc},
     {"count_steps", loops_count_steps, METH_VARARGS, count_steps_doc},
+    {"innermost", loops_innermost, METH_VARARGS, innermost_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static int loops_exec(PyObject *m) {
-    if (PyModule_AddIntConstant(m, "VERSION", 1) < 0) return -1;
+    if (PyModule_AddIntConstant(m, "VERSION", 2) < 0) return -1;
 #ifdef TRACEVIEW_SOURCE_SHA256
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", TRACEVIEW_SOURCE_SHA256) < 0) return -1;

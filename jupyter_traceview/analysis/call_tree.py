@@ -114,11 +114,19 @@ def _rank_tree(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.Da
     n = len(h)
     if n == 0:
         return None
-    names = h.names[h.name_codes].astype(str)
-    is_step = (h.kind == EventKind.USER_ANNOTATION.value) & np.char.startswith(names, "ProfilerStep#")
-    names = np.where(is_step, STEP_KEY, names)
-    name_codes, name_values = pd.factorize(names)
-    kind_codes, kind_values = pd.factorize(h.kind)
+    # Names and kinds as integer codes, their texts looked up once per distinct value:
+    # ProfilerStep#N annotations share one name, STEP_KEY.
+    name_texts = [str(x) for x in h.names.tolist()]
+    step_name = np.array([x.startswith("ProfilerStep#") for x in name_texts], dtype=bool)
+    step_code = name_texts.index(STEP_KEY) if STEP_KEY in name_texts else len(name_texts)
+    name_table = np.array([*name_texts, STEP_KEY], dtype=object)
+    kind_table = np.array([str(x) for x in ev["kind"].cat.categories.tolist()], dtype=object)
+    ev_kind = ev["kind"].cat.codes.to_numpy().astype(np.int64)[h.rows]
+    is_step = (kind_table[ev_kind] == EventKind.USER_ANNOTATION.value) & step_name[h.name_codes]
+    name_codes, name_uniques = pd.factorize(np.where(is_step, step_code, h.name_codes))
+    name_values = name_table[name_uniques]
+    kind_codes, kind_uniques = pd.factorize(ev_kind)
+    kind_values = kind_table[kind_uniques]
     key_codes, key_first = lk.row_ids(np.column_stack((name_codes, kind_codes)))
     pid = ev["pid"].to_numpy()[h.rows]
     tid = ev["tid"].to_numpy()[h.rows]

@@ -232,24 +232,63 @@ def _merged_into(h: HostRanges) -> np.ndarray:
         into = nxt
 
 
+def _aggregate(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of ``keys`` (in order of first row), what ``groupby(keys, sort=False).agg``
+    gives: ``calls``, the sums, ``min_ns``/``max_ns`` of ``dur`` and the first row's ``eid``
+    and ``ts``; by sorted reductions (exact int64), without pandas' per-call overhead."""
+    cols = {c: frame[c].to_numpy() for c in frame.columns}
+    mat = np.column_stack([cols[k] if k in ("name", "kind") else pd.factorize(cols[k])[0] for k in keys])
+    ids, first = lk.row_ids(mat.astype(np.int64))
+    order = np.argsort(ids, kind="stable")
+    calls = np.bincount(ids, minlength=len(first)).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(calls)[:-1]))
+
+    def reduce(ufunc: np.ufunc, x: np.ndarray) -> np.ndarray:
+        out: np.ndarray = ufunc.reduceat(x[order], starts)
+        return out
+
+    return pd.DataFrame(
+        {
+            **{k: cols[k][first] for k in keys},
+            "calls": calls,
+            "total_ns": reduce(np.add, cols["dur"]),
+            "self_ns": reduce(np.add, cols["self"]),
+            "min_ns": reduce(np.minimum, cols["dur"]),
+            "max_ns": reduce(np.maximum, cols["dur"]),
+            "gpu_ns": reduce(np.add, cols["gpu"]),
+            "self_gpu_ns": reduce(np.add, cols["gpu_direct"]),
+            "first_eid": cols["eid"][first],
+            "first_ts_ns": cols["ts"][first],
+        }
+    )
+
+
 def _stacks(h: HostRanges, depth: int) -> np.ndarray:
     """Per range, its ``depth`` innermost enclosing Python frames' names joined (innermost first)."""
     n = len(h)
     is_py = h.kind == EventKind.PYTHON_FUNCTION.value
-    frames: list[list[str]] = [[] for _ in range(n)]
+    # Frame name codes per range, innermost first (-1 past the last), walking up level by
+    # level; then each distinct row of codes is joined once.
+    frames = np.full((n, depth), -1, dtype=np.int64)
+    filled = np.zeros(n, dtype=np.int64)
     cur = h.parent.copy()
-    # Walk up level by level (vectorised per level), collecting Python frames.
     while True:
-        live = np.flatnonzero(cur >= 0)
+        live = np.flatnonzero((cur >= 0) & (filled < depth))
         if not len(live):
             break
         p = cur[live]
         py = is_py[p]
-        for j, q in zip(live[py].tolist(), p[py].tolist(), strict=True):
-            if len(frames[j]) < depth:
-                frames[j].append(str(h.names[h.name_codes[q]]))
+        j = live[py]
+        frames[j, filled[j]] = h.name_codes[p[py]]
+        filled[j] += 1
         cur[live] = h.parent[p]
-    return np.array([STACK_SEP.join(f) for f in frames], dtype=object)
+    if n == 0:
+        return np.empty(0, dtype=object)
+    ids, first = lk.row_ids(frames)
+    names = [str(x) for x in h.names.tolist()]
+    texts = np.array([STACK_SEP.join(names[c] for c in row if c >= 0) for row in frames[first].tolist()], dtype=object)
+    out: np.ndarray = texts[ids]
+    return out
 
 
 def _shapes(op_args: pd.DataFrame, eids: np.ndarray) -> np.ndarray:
@@ -295,19 +334,28 @@ def _rank_breakdown(
         self_ns, gpu_direct = self_ns.copy(), gpu_direct.copy()
         np.add.at(self_ns, into[dup], self_ns[dup])
         np.add.at(gpu_direct, into[dup], gpu_direct[dup])
-    sel = np.flatnonzero(np.isin(h.kind, kinds) & ~dup)
+    kind_codes = ev["kind"].cat.codes.to_numpy()[h.rows]
+    sel = np.flatnonzero(lk.category_mask(ev["kind"], kinds)[h.rows] & ~dup)
     if not len(sel):
         return None
-    # Names decided once per distinct name; ProfilerStep#N annotations share one key.
-    cat_names = np.asarray(h.names, dtype=object).astype(str)
-    step_name = np.char.startswith(cat_names, "ProfilerStep#") if len(cat_names) else np.zeros(0, dtype=bool)
+    # Grouped by integer codes (a name's code, its kind's code), texts put back per group:
+    # names decided once per distinct name; ProfilerStep#N annotations share one key.
+    name_texts = [str(x) for x in h.names.tolist()]
+    step_name = np.array([x.startswith("ProfilerStep#") for x in name_texts], dtype=bool)
+    step_code = name_texts.index(STEP_KEY) if STEP_KEY in name_texts else len(name_texts)
+    name_table = np.array([*name_texts, STEP_KEY], dtype=object)
+    kind_table = np.array([str(x) for x in ev["kind"].cat.categories.tolist()], dtype=object)
     codes = h.name_codes[sel]
-    is_step = (h.kind[sel] == EventKind.USER_ANNOTATION.value) & step_name[codes]
-    names = np.where(is_step, STEP_KEY, cat_names[codes])
+    annotation = (
+        kind_table.tolist().index(EventKind.USER_ANNOTATION.value)
+        if EventKind.USER_ANNOTATION.value in kind_table
+        else -2
+    )
+    is_step = (kind_codes[sel] == annotation) & step_name[codes]
     frame = pd.DataFrame(
         {
-            "name": names,
-            "kind": h.kind[sel],
+            "name": np.where(is_step, step_code, codes),
+            "kind": kind_codes[sel].astype(np.int64),
             "dur": h.dur[sel],
             "self": self_ns[sel],
             "gpu": gpu[sel],
@@ -324,18 +372,9 @@ def _rank_breakdown(
         frame["input_shapes"] = _shapes(trace.rank_data(rank).op_args, frame["eid"].to_numpy())
         keys = ["name", "input_shapes", "kind"]
     frame = frame.sort_values(["ts", "eid"], kind="stable")
-    g = frame.groupby(keys, sort=False, observed=True)
-    out = g.agg(
-        calls=("dur", "size"),
-        total_ns=("dur", "sum"),
-        self_ns=("self", "sum"),
-        min_ns=("dur", "min"),
-        max_ns=("dur", "max"),
-        gpu_ns=("gpu", "sum"),
-        self_gpu_ns=("gpu_direct", "sum"),
-        first_eid=("eid", "first"),
-        first_ts_ns=("ts", "first"),
-    ).reset_index()
+    out = _aggregate(frame, keys)
+    out["name"] = name_table[out["name"].to_numpy()]
+    out["kind"] = kind_table[out["kind"].to_numpy()]
     out["mean_ns"] = np.rint(out["total_ns"] / out["calls"]).astype(np.int64)
     out["self_mean_ns"] = np.rint(out["self_ns"] / out["calls"]).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):

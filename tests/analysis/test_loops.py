@@ -4,7 +4,7 @@
 each test runs an analysis with the compiled loops (the analyses' and the interval
 algebra's, ``intervals.native``) and with the numpy code (both set to None), and asks for
 the same results: the distinct operator calls of the performance model, the kernels'
-occupancy sums of findings, the steps counted by ``summary``. The hand-made cases also pin
+occupancy sums of findings, the steps counted by ``summary``, the host ranges' nesting. The hand-made cases also pin
 the values, so that a wrong loop fails even where both paths were wrong the same way.
 """
 
@@ -170,6 +170,59 @@ def test_occupancy_sums_by_hand() -> None:
     assert occ_w.tolist() == [250.0, 0.0, 100.0 * 50.0 + 100.0 * float(np.float32(0.1))]
     # A name code past the outputs: declined (the numpy code then raises as it always did).
     assert _native_occupancy(a_rows, occ, kind, kernel_kind, cls, 0, name, dur, 2) is None
+
+
+# --- _host.host_ranges: the host ranges' nesting (a stack sweep per thread)
+
+
+def _host_arrays(trace: tv.Trace, window: tuple[int, int] | None) -> list[tuple[np.ndarray, ...]]:
+    from jupyter_traceview.analysis._host import host_ranges
+
+    out: list[tuple[np.ndarray, ...]] = []
+    for r in trace.ranks:
+        h = host_ranges(trace.rank_data(r).events, window)
+        out.append((h.rows, h.parent, h.self_ns, h.n_children, h.exclusive_ns))
+    return out
+
+
+HOST_TRACES = [
+    *(KINETO_FOLDERS[n] for n in ("dlrm_8rank_v100", "h100_bert_small", "hta_mi250_rocm", "h200_train")),
+    *sorted(p for p in (Path(__file__).parents[1] / "data" / "torch_cpu").iterdir() if p.is_dir()),
+]
+
+
+@pytest.mark.parametrize("path", HOST_TRACES, ids=str)
+@pytest.mark.filterwarnings("ignore::jupyter_traceview.errors.TraceviewWarning")  # key_averages files beside
+def test_host_nesting_of_real_traces(path: Path) -> None:
+    trace = tv.load(path, cache=False)
+    ev = trace.rank_data(trace.ranks[0]).events
+    ts = ev["ts_ns"].to_numpy()
+    mid = int(np.median(ts)) if len(ts) else 0
+    for window in (None, (mid, int(ts.max()) if len(ts) else 1), (int(ts.min()) if len(ts) else 0, mid)):
+        compiled, fallback = both(_host_arrays, trace, window)
+        assert same(tuple(compiled), tuple(fallback))
+
+
+@needs_native
+def test_host_nesting_by_hand() -> None:
+    from jupyter_traceview.analysis._host import _innermost, _parents_by_pairs
+
+    # One thread: 0 [0, 100] holds 1 [10, 50] and its equal twin 2; 3 [40, 80] overlaps 1 and 2
+    # without nesting; 4 [45, 48] sits in 1, 2 and 3 (3 starts last: innermost); 5 [60, 60] is
+    # a zero-length range in 3. Entry 6 is on another thread, at the same times as 0.
+    ts = a(0, 10, 10, 40, 45, 60, 0)
+    end = a(100, 50, 50, 80, 48, 60, 100)
+    pid = a(1, 1, 1, 1, 1, 1, 1)
+    tid = a(7, 7, 7, 7, 7, 7, 8)
+    ranges = np.zeros(7, dtype=bool)
+    expected = [-1, 0, 1, 0, 3, 3, -1]
+    assert _innermost(pid, tid, ts, end, ranges).tolist() == expected
+    assert _parents_by_pairs(pid, tid, ts, end, end - ts).tolist() == expected
+    # Points: not ranges, never parents; a point equal to a range lies in it (the later twin).
+    p_ts, p_end = np.append(ts, (10, 49, 85)), np.append(end, (50, 49, 101))
+    is_point = np.append(ranges, (True, True, True))
+    got = _innermost(np.append(pid, (1, 1, 1)), np.append(tid, (7, 7, 7)), p_ts, p_end, is_point)
+    assert got[7:].tolist() == [2, 3, -1]
 
 
 # --- summary: the trace span and the steps counted
