@@ -149,7 +149,7 @@ async function activate(
         if (pair === null) return;
         [a, b] = [pair[0].path, pair[1].path];
       }
-      // The dashboard of `b` with `a` as its baseline, on its Diff tab (tv.trace_diff(a, b)).
+      // The dashboard of `b` with `a` as its baseline, on its Diff tab (tv.compare(a, b)).
       const open = diffs.find((w) => w.content.baseline === a && w.content.path === b);
       if (open) {
         shell.activateById(open.id);
