@@ -2,8 +2,8 @@
 
 ``traceview baseline set NAME RUN`` keeps a baseline in ``<runs>/.traceview-baselines.json``
 (:mod:`jupyter_traceview.loading.baselines`; ``runs`` is ``./traceview-runs`` by default). The
-sidebar looks for that file in each listed root and in its ``traceview-runs`` folder
-(:func:`find_baselines`); the runs' verdicts are against the most recently set baseline
+sidebar looks for that file in each listed root, in its ``traceview-runs`` folder and in the
+``traceview-runs`` folders that hold the listed runs (:func:`find_baselines`); the runs' verdicts are against the most recently set baseline
 (:func:`current_baseline`). "Set as Baseline" in the sidebar writes the same file
 (:func:`keep_baseline`): in the ``traceview-runs`` folder that holds the run, else in the
 listed root that holds it.
@@ -22,7 +22,7 @@ from ..loading.baselines import BASELINES_FILE, RUNS_DIR, parse_baselines, set_b
 from .messages import BaselineRef
 from .runs import PathRefused, check_regular_file, open_checked, resolve_inside
 
-__all__ = ["MAX_BASELINES_BYTES", "current_baseline", "find_baselines", "keep_baseline"]
+__all__ = ["MAX_BASELINES_BYTES", "current_baseline", "find_baselines", "keep_baseline", "runs_folder"]
 
 #: Largest baselines file read (bytes).
 MAX_BASELINES_BYTES = 1 << 20
@@ -30,10 +30,20 @@ MAX_BASELINES_BYTES = 1 << 20
 MAX_BASELINES = 256
 
 
-def _folders(root: Path, roots: list[str]) -> list[Path]:
-    """The folders whose baselines file counts: each root and its ``traceview-runs``, inside ``root``."""
+def runs_folder(run: str) -> str | None:
+    """The ``traceview-runs`` folder holding ``run`` (a path relative to the root), or None."""
+    parts = PurePosixPath(run).parts
+    if RUNS_DIR not in parts[:-1]:
+        return None
+    return PurePosixPath(*parts[: parts.index(RUNS_DIR) + 1]).as_posix()
+
+
+def _folders(root: Path, roots: list[str], runs: list[str]) -> list[Path]:
+    """The folders whose baselines file counts, inside ``root``: each listed root, its
+    ``traceview-runs``, and the ``traceview-runs`` folders holding the listed runs."""
     out: list[Path] = []
-    for r in roots or [""]:
+    held = sorted({f for f in map(runs_folder, runs) if f is not None})
+    for r in [*(roots or [""]), *held]:
         try:
             base = root if r in ("", ".") else resolve_inside(root, r)
         except PathRefused:
@@ -48,15 +58,16 @@ def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix() or "."
 
 
-def find_baselines(root: Path, roots: list[str]) -> list[BaselineRef]:
-    """The baselines kept in the listed ``roots`` (relative to ``root``), each run inside ``root``.
+def find_baselines(root: Path, roots: list[str], runs: tuple[str, ...] | list[str] = ()) -> list[BaselineRef]:
+    """The baselines kept in the listed ``roots`` (relative to ``root``) and beside the listed
+    ``runs`` (their ``traceview-runs`` folders), each run inside ``root``.
 
     Unreadable or malformed baselines files are skipped (the CLI reports them); so is a
     baseline whose run is gone or lies outside the root.
     """
     root = root.resolve()
     found: list[BaselineRef] = []
-    for folder in _folders(root, roots):
+    for folder in _folders(root, roots, list(runs)):
         file = folder / BASELINES_FILE
         try:
             check_regular_file(file)
@@ -99,9 +110,9 @@ def keep_baseline(root: Path, roots: list[str], run: str, name: str) -> Baseline
     that file exists and is not a regular file, OptionError for a bad name.
     """
     root = root.resolve()
-    parts = PurePosixPath(run).parts
-    if RUNS_DIR in parts[:-1]:
-        folder = root.joinpath(*parts[: parts.index(RUNS_DIR) + 1])
+    held = runs_folder(run)
+    if held is not None:
+        folder = root / held
     else:
         holders = [r.strip("/") for r in roots if r not in ("", ".") and (run + "/").startswith(r.strip("/") + "/")]
         folder = root / max(holders, key=len) if holders else root

@@ -145,7 +145,7 @@ class RunsHandler(_Base):
             return
         # Walking folders touches the disk: off the event loop.
         runs, baseline, base_entry = await asyncio.get_running_loop().run_in_executor(
-            None, lambda: (self._runs(roots), *self._baseline(roots))
+            None, lambda: self._listing(roots)
         )
         out = [self._row(entry) for entry in runs]
         if baseline is not None and base_entry is not None:
@@ -160,24 +160,22 @@ class RunsHandler(_Base):
             listing["baseline"] = baseline
         self.finish(json.dumps(listing))
 
-    def _runs(self, roots: list[str]) -> list[RunEntry]:
-        return find_runs(
+    def _listing(self, roots: list[str]) -> tuple[list[RunEntry], BaselineRef | None, RunEntry | None]:
+        """The runs; the baseline kept beside them, and its run (None when it cannot be read)."""
+        runs = find_runs(
             self.root,
             roots,
             max_depth=self.tv_config.max_depth,
             max_runs=self.tv_config.max_runs,
             memo=self.analyzer.sniff_memo,
         )
-
-    def _baseline(self, roots: list[str]) -> tuple[BaselineRef | None, RunEntry | None]:
-        """The baseline kept in the listed roots, and its run (None when it cannot be read)."""
-        baseline = current_baseline(find_baselines(self.analyzer.root_path, roots))
+        baseline = current_baseline(find_baselines(self.analyzer.root_path, roots, [e.path for e in runs]))
         if baseline is None:
-            return None, None
+            return runs, None, None
         try:
-            return baseline, self.run(baseline["path"])
+            return runs, baseline, self.run(baseline["path"])
         except PathRefused:
-            return baseline, None
+            return runs, baseline, None
 
     def _verdict(self, base: RunEntry, entry: RunEntry, row: RunRow, base_ready: bool) -> VerdictState:
         """The run against the baseline: compared once both have their figures (both readable)."""

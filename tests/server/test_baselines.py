@@ -75,6 +75,19 @@ async def test_each_run_has_its_verdict_against_the_baseline(jp_fetch: Any, runs
     assert str(runs) not in json.dumps(body), "no server paths"
 
 
+async def test_a_baseline_kept_in_a_nested_runs_folder_is_found(jp_fetch: Any, jp_root_dir: Path) -> None:
+    # %%traceprofile in a notebook of a subfolder writes <sub>/traceview-runs: the sidebar,
+    # listing the whole server root, finds the baseline kept there (and sets it there).
+    _run(jp_root_dir / "project" / RUNS / "base", 100)
+    _run(jp_root_dir / "project" / RUNS / "slow", 400)
+    r = await jp_fetch("traceview", "api", "baseline", method="POST", body="", params={"path": f"project/{RUNS}/base"})
+    assert json.loads(r.body)["baseline"]["file"] == f"project/{RUNS}/{BASELINES_FILE}"
+    _, body = await poll(jp_fetch, "traceview", "api", "runs", until=_verdicts_done)
+    assert body["baseline"]["path"] == f"project/{RUNS}/base"
+    slow = next(run for run in body["runs"] if run["path"] == f"project/{RUNS}/slow")
+    assert slow["verdict"]["result"]["verdict"] == "slower"
+
+
 async def test_no_baseline_no_verdicts(jp_fetch: Any, runs: Path) -> None:
     def ready(r: Any, body: dict) -> bool:
         return all(run["status"] == "ready" for run in body["runs"])
