@@ -41,3 +41,15 @@ def test_mirror_across_world_sizes(dlrm: tv.Trace) -> None:
     assert (m["status_ab"].map(status) == m["status_ba"]).all()
     # Not everything "changed": the same operators on both sides pair (by call-tree path).
     assert {"slower", "faster", "same"} & set(ab.causes["status"])
+
+
+def test_four_ranks_against_eight_are_compared_rank_by_rank(dlrm: tv.Trace) -> None:
+    """The issue's case: a 4-rank run against an 8-rank one. The four ranks both have are
+    compared rank r with rank r, said in a warning; the same ranks' work is not "changed"."""
+    four = dlrm.select(ranks=[0, 1, 2, 3])
+    c = tv.compare(four, dlrm)
+    assert c.ranks == (0, 1, 2, 3) and list(c.per_rank["rank"]) == [0, 1, 2, 3]
+    [warning] = [w for w in c.warnings if "different world sizes" in w]
+    assert "base has 4 ranks, new 8 ranks" in warning and "rank by rank over the 4 both have" in warning
+    assert c.verdict == "same" and c.delta_ns == 0
+    assert (c.causes["delta_ns"] == 0).all() and set(c.causes["status"]) == {"same"}
