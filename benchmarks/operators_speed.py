@@ -42,7 +42,7 @@ def _calls(trace: tv.Trace, operator: str) -> dict[str, Callable[[], pd.DataFram
         "op_kernels(level='all')": lambda: tv.op_kernels(trace, level="all"),
         "user_annotation_breakdown(kind='cpu')": lambda: tv.user_annotation_breakdown(trace, kind="cpu"),
         "stragglers()": lambda: tv.stragglers(trace),
-        "trace_diff(trace, trace)": lambda: tv.trace_diff(trace, trace),
+        "compare(trace, trace)": lambda: tv.compare(trace, trace),
     }
 
 

@@ -120,7 +120,7 @@ GROUPS: tuple[Group, ...] = (
         "comparison",
         "Comparing runs",
         "What changed between two traces.",
-        ("compare", "trace_diff"),
+        ("compare",),
     ),
     Group(
         "widgets",

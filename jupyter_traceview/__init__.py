@@ -103,7 +103,9 @@ if not TYPE_CHECKING:  # type checkers read the imports above, and know no other
         elif not name.startswith("_") and name in _analyses():
             value = getattr(importlib.import_module(f"{__name__}.analysis"), name)
         else:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            from .deprecation import removed_name
+
+            raise removed_name(__name__, name) or AttributeError(f"module {__name__!r} has no attribute {name!r}")
         globals()[name] = value  # the next look-up is a plain attribute
         return value
 

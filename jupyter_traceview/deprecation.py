@@ -1,4 +1,4 @@
-"""Keywords that were removed: refused with a message that names their replacement.
+"""Keywords and names that were removed: refused with a message that names their replacement.
 
 One helper for every entry point (polars' ``_utils/deprecation.py`` is the model): a removed
 keyword lives in a decorator, not in the function's signature, so the signature, the
@@ -12,6 +12,15 @@ says what to write instead.
 >>> head(size=3)  # doctest: +IGNORE_EXCEPTION_DETAIL
 Traceback (most recent call last):
 OptionError: head: size= was removed; pass n= instead (the count of rows)
+
+A removed public name (a function that went) is listed in :data:`REMOVED_NAMES`; the
+packages' module ``__getattr__`` answers it with :func:`removed_name`, an AttributeError
+whose message says what to use instead (an AttributeError, so ``hasattr`` stays false).
+
+>>> import jupyter_traceview as tv
+>>> tv.trace_diff  # doctest: +IGNORE_EXCEPTION_DETAIL
+Traceback (most recent call last):
+AttributeError: jupyter_traceview.trace_diff was removed; ...
 """
 
 from __future__ import annotations
@@ -22,7 +31,18 @@ from typing import ParamSpec, TypeVar
 
 from .errors import OptionError
 
-__all__ = ["removed_parameters"]
+__all__ = ["REMOVED_NAMES", "removed_name", "removed_parameters"]
+
+#: Public names that were removed (``tv.<name>``, ``jupyter_traceview.analysis.<name>``), each
+#: with what to do instead.
+REMOVED_NAMES: dict[str, str] = {
+    "trace_diff": (
+        "the one comparison of two runs is tv.compare(base, new): its causes table says why the step "
+        "time changed, in rows that add up to the change (operators matched by their place in the call "
+        "tree, with their calls a step and kernels in `evidence`), with a verdict and the noise "
+        "(docs/semantics.md, 'compare')"
+    ),
+}
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -48,3 +68,12 @@ def removed_parameters(**hints: str) -> Callable[[Callable[P, T]], Callable[P, T
         return refusing
 
     return decorate
+
+
+def removed_name(module: str, name: str) -> AttributeError | None:
+    """The error for ``module.name`` when ``name`` was removed (:data:`REMOVED_NAMES`), else None.
+
+    A module's ``__getattr__`` raises it: ``"<module>.<name> was removed; <hint>"``.
+    """
+    hint = REMOVED_NAMES.get(name)
+    return None if hint is None else AttributeError(f"{module}.{name} was removed; {hint}")

@@ -62,8 +62,16 @@ def findings_table(trace: tv.Trace) -> pd.DataFrame:
     )
 
 
-def _diff_with(other: str) -> Callable[[str], Analysis]:
-    return lambda folder: lambda t: tv.trace_diff(t, load(other), aggregate="mean")
+def _compare_with(other: str) -> Callable[[str], Analysis]:
+    """tv.compare's causes, this folder's run as the baseline of ``other`` (another world size)."""
+    return lambda folder: lambda t: tv.compare(t, load(other)).causes
+
+
+def _halves(t: tv.Trace) -> pd.DataFrame:
+    """tv.compare's causes of a run's first half of steps against its second half (matched in order)."""
+    ids = sorted(int(i) for i in t.iterations["step"].unique())
+    half = len(ids) // 2
+    return tv.compare(t.select(iterations=ids[:half]), t.select(iterations=ids[half:])).causes
 
 
 #: analysis file name -> (folder -> the call that produces it). One line per pinned result.
@@ -92,8 +100,8 @@ ANALYSES: dict[str, Callable[[str], Analysis]] = {
     "stragglers": every(lambda t: tv.stragglers(t)),
     "stragglers_collective": every(lambda t: tv.stragglers(t, by="collective")),
     "stragglers_arrival": every(lambda t: tv.stragglers(t, by="arrival")),
-    "trace_diff_vs_hta_dlrm_2of128_ranks": _diff_with("hta_dlrm_2of128_ranks"),
-    "trace_diff_rank0_vs_rank1": every(lambda t: tv.trace_diff(t.select(ranks=0), t.select(ranks=1))),
+    "compare_vs_hta_dlrm_2of128_ranks": _compare_with("hta_dlrm_2of128_ranks"),
+    "compare_halves": every(_halves),
     "utilization_heatmap": every(lambda t: tv.utilization_heatmap(t, bins=100)),
     "utilization_heatmap_overlap": every(lambda t: tv.utilization_heatmap(t, bins=100, kind="overlap")),
     "utilization_heatmap_rank_start": every(
@@ -125,8 +133,9 @@ APPLIES: dict[str, set[str]] = {
     "stragglers": MULTI_RANK,
     "stragglers_collective": MULTI_RANK,
     "stragglers_arrival": MULTI_RANK,
-    "trace_diff_vs_hta_dlrm_2of128_ranks": {"dlrm_8rank_v100"},
-    "trace_diff_rank0_vs_rank1": MULTI_RANK,
+    "compare_vs_hta_dlrm_2of128_ranks": {"dlrm_8rank_v100"},
+    # The folders with two steps or more.
+    "compare_halves": {"h200_train", "hta_dlrm_2of128_ranks", "hta_mi250_rocm"},
     "kernel_pace": set(FOLDERS) - {"hta_cpu_only"},
     # The real traces with memory records (profile_memory=True).
     "memory_peaks": {"h100_bert_small"},

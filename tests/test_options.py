@@ -60,7 +60,7 @@ def test_select_align_and_report_options(small: Path) -> None:
 
 
 def test_analyses_take_a_trace_and_scope_it_one_way() -> None:
-    """Every public analysis takes a Trace first (``trace_diff`` and ``compare`` two) and its ranks as
+    """Every public analysis takes a Trace first (``compare`` two) and its ranks as
     ``ranks=``; a keyword kept only to say it was removed is typed ``None``."""
     import inspect
 
@@ -71,10 +71,8 @@ def test_analyses_take_a_trace_and_scope_it_one_way() -> None:
         if inspect.isclass(fn) or name == "peaks_table":  # FindingRules, DevicePeaks; a table of devices
             continue
         params = inspect.signature(fn).parameters
-        first = list(params)[:2] if name in ("trace_diff", "compare", "write_counters_trace") else list(params)[:1]
-        assert first in (["trace"], ["a", "b"], ["base", "new"], ["trace", "out_dir"]), (
-            name
-        )  # the exporter: where to write
+        first = list(params)[:2] if name in ("compare", "write_counters_trace") else list(params)[:1]
+        assert first in (["trace"], ["base", "new"], ["trace", "out_dir"]), name  # the exporter: where to write
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in list(params.values())[len(first) :]), name
         removed = [k for k in ("rank", "align_ends", "path", "paths") if k in params]
         assert all(params[k].annotation in (None, "None") and params[k].default is None for k in removed), name

@@ -6,18 +6,19 @@ import { URLExt } from "@jupyterlab/coreutils";
 import { ServerConnection } from "@jupyterlab/services";
 
 import { TracesApiError } from "./tokens";
-import type { ErrorBody, RunsListing } from "./messages";
+import type { BaselineSet, ErrorBody, RunsListing } from "./messages";
 import type { ITracesApi, ListOptions, RawAnswer } from "./tokens";
 
 const NOT_ENABLED =
   "The Traces server extension does not answer: check that jupyter_traceview is installed in " +
   "the environment that runs JupyterLab (`jupyter server extension list` shows it) and restart JupyterLab.";
 
-/** GET /traceview/api/<endpoint>?<params>: the parsed JSON body and the HTTP status. */
+/** GET (or POST) /traceview/api/<endpoint>?<params>: the parsed JSON body and the HTTP status. */
 async function get(
   settings: ServerConnection.ISettings,
   endpoint: string,
   params: Record<string, string>,
+  method: "GET" | "POST" = "GET",
 ): Promise<{ status: number; body: unknown }> {
   const query = Object.entries(params).filter(([, v]) => v !== "");
   const url =
@@ -25,7 +26,8 @@ async function get(
     URLExt.objectToQueryString(Object.fromEntries(query));
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url, { method: "GET" }, settings);
+    // A POST: JupyterLab's ServerConnection adds the XSRF token the server checks.
+    response = await ServerConnection.makeRequest(url, { method }, settings);
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     throw new TracesApiError(0, `The Jupyter server cannot be reached: ${why}`);
@@ -55,6 +57,17 @@ export class RestTracesApi implements ITracesApi {
     const roots = options.roots.map((r) => r.trim()).filter(Boolean);
     const answer = await get(this._settings, "runs", { roots: roots.join(",") });
     return answer.body as RunsListing;
+  }
+
+  async setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet> {
+    const roots = options.roots.map((r) => r.trim()).filter(Boolean);
+    const answer = await get(
+      this._settings,
+      "baseline",
+      { path, name: options.name ?? "", roots: roots.join(",") },
+      "POST",
+    );
+    return answer.body as BaselineSet;
   }
 
   async dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer> {

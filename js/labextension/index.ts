@@ -68,7 +68,13 @@ async function activate(
     return sel.length === 1 ? sel[0]!.path : (model.activeRun?.path ?? null);
   };
   const refreshCommands = (): void => {
-    for (const id of [CommandIds.openRun, CommandIds.insertLoadCode, CommandIds.diffRuns]) {
+    for (const id of [
+      CommandIds.openRun,
+      CommandIds.insertLoadCode,
+      CommandIds.diffRuns,
+      CommandIds.compareBaseline,
+      CommandIds.setBaseline,
+    ]) {
       commands.notifyCommandChanged(id);
     }
   };
@@ -135,7 +141,7 @@ async function activate(
   commands.addCommand(CommandIds.diffRuns, {
     label: (args) => (args.toolbar ? "Diff" : "Diff the Two Selected Trace Runs"),
     caption:
-      "Compare two runs (select two with Ctrl+click or Shift+arrows): operators and kernels side by side",
+      "Compare two runs (select two with Ctrl+click or Shift+arrows): why the newer one's steps are slower or faster (tv.compare)",
     isEnabled: (args) =>
       (typeof args.a === "string" && typeof args.b === "string") || model.diffPair() !== null,
     execute: async (args) => {
@@ -149,7 +155,7 @@ async function activate(
         if (pair === null) return;
         [a, b] = [pair[0].path, pair[1].path];
       }
-      // The dashboard of `b` with `a` as its baseline, on its Diff tab (tv.trace_diff(a, b)).
+      // The dashboard of `b` with `a` as its baseline, on its Diff tab (tv.compare(a, b)).
       const open = diffs.find((w) => w.content.baseline === a && w.content.path === b);
       if (open) {
         shell.activateById(open.id);
@@ -167,6 +173,41 @@ async function activate(
     },
   });
 
+  commands.addCommand(CommandIds.compareBaseline, {
+    label: (args) => (args.toolbar ? "Compare" : "Compare with Baseline"),
+    caption: () => {
+      const b = model.baseline;
+      return b === null
+        ? "No baseline yet: set one with “Set as Baseline” or `traceview baseline set NAME RUN`"
+        : `Compare the selected run with baseline ${b.name} (${b.path}): why its steps are slower or faster`;
+    },
+    isEnabled: (args) =>
+      (typeof args.path === "string" && model.baseline !== null) || model.baselinePair() !== null,
+    execute: async (args) => {
+      const pair = model.baselinePair();
+      const b = typeof args.path === "string" ? args.path : pair?.[1].path;
+      const a = model.baseline?.path;
+      if (a === undefined || b === undefined || a === b) return;
+      await commands.execute(CommandIds.diffRuns, { a, b });
+    },
+  });
+
+  commands.addCommand(CommandIds.setBaseline, {
+    label: "Set as Baseline",
+    caption:
+      "Keep the selected run as baseline “main”, beside the runs (as `traceview baseline set main RUN`)",
+    isEnabled: (args) => selectedPath(args) !== null && !model.isBaseline(selectedPath(args) ?? ""),
+    execute: async (args) => {
+      const path = selectedPath(args);
+      if (path === null) return;
+      try {
+        await model.setBaseline(path);
+      } catch (err) {
+        await showErrorMessage("Cannot set the baseline", err instanceof Error ? err.message : String(err));
+      }
+    },
+  });
+
   if (palette) {
     for (const command of Object.values(CommandIds)) {
       palette.addItem({ command, category: CATEGORY });
@@ -176,6 +217,8 @@ async function activate(
   app.contextMenu.addItem({ command: CommandIds.openRun, selector: ".tv-RunRow", rank: 1 });
   app.contextMenu.addItem({ command: CommandIds.insertLoadCode, selector: ".tv-RunRow", rank: 2 });
   app.contextMenu.addItem({ command: CommandIds.diffRuns, selector: ".tv-RunRow", rank: 3 });
+  app.contextMenu.addItem({ command: CommandIds.compareBaseline, selector: ".tv-RunRow", rank: 4 });
+  app.contextMenu.addItem({ command: CommandIds.setBaseline, selector: ".tv-RunRow", rank: 5 });
 
   if (restorer) {
     restorer.add(panel, "jupyter_traceview:traces");

@@ -83,6 +83,52 @@ export interface RunRow {
   message?: string;
   /** When status is "queued" or "running". */
   progress?: TaskProgress;
+  /** Against the listing's baseline (not on the baseline itself; only the newest runs). */
+  verdict?: VerdictState;
+}
+
+/**
+ * A run against the baseline: `tv.compare(baseline, run)` summed up (tasks.py `verdict_of`).
+ * Durations in ns (mean steps), null when not finite.
+ */
+export interface RunVerdict {
+  /** "faster", "slower" or "same" (within noise). */
+  verdict: string;
+  base_ns: number | null;
+  new_ns: number | null;
+  delta_ns: number | null;
+  delta_pct: number | null;
+  /** The largest cause outside noise, else the largest. */
+  top_cause: string;
+  top_cause_delta_ns: number | null;
+  top_cause_within_noise: boolean;
+  /** How the noise was judged (the bootstrap interval, or why there is none). */
+  noise_test: string;
+  /** The first warnings (world sizes, warm-up, steps matched). */
+  warnings: string[];
+}
+
+/** A run's verdict against `baseline` (its path) in `GET /traceview/api/runs`. */
+export interface VerdictState {
+  status: RunStatus;
+  baseline: string;
+  /** When status is "ready". */
+  result?: RunVerdict;
+  /** When status is "error". */
+  message?: string;
+  /** When status is "queued" or "running". */
+  progress?: TaskProgress;
+}
+
+/** A baseline kept beside the runs (`traceview baseline set`, or "Set as Baseline"). */
+export interface BaselineRef {
+  name: string;
+  /** The run, relative to the server root. */
+  path: string;
+  /** When it was set, ISO 8601. */
+  set_at: string;
+  /** The baselines file that keeps it, relative to the server root. */
+  file: string;
 }
 
 /** `GET /traceview/api/runs`. */
@@ -90,6 +136,13 @@ export interface RunsListing {
   runs: RunRow[];
   /** More runs exist than the server lists (c.TraceviewServer.max_runs). */
   truncated: boolean;
+  /** The baseline the runs' verdicts are against (the most recently set), if any. */
+  baseline?: BaselineRef;
+}
+
+/** `POST /traceview/api/baseline`: the baseline as now kept. */
+export interface BaselineSet {
+  baseline: BaselineRef;
 }
 
 /** A task still computing (HTTP 202): its progress, its place in the queue, its age in seconds. */

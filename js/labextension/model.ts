@@ -7,7 +7,7 @@ import { Signal } from "@lumino/signaling";
 import type { ISignal } from "@lumino/signaling";
 
 import { DEFAULT_SETTINGS, TracesApiError } from "./tokens";
-import type { RunRow } from "./messages";
+import type { BaselineRef, RunRow } from "./messages";
 import type { ITracesApi, ITracesModel, SelectMode, TracesSettings } from "./tokens";
 
 /** Seconds between refreshes while some run is being analysed (progress moves). */
@@ -66,7 +66,8 @@ export class TracesModel implements ITracesModel, IDisposable {
 
   /** Runs being analysed or waiting for it. */
   get pending(): number {
-    return this._runs.filter((r) => r.status === "queued" || r.status === "running").length;
+    const busy = (s: string | undefined): boolean => s === "queued" || s === "running";
+    return this._runs.filter((r) => busy(r.status) || busy(r.verdict?.status)).length;
   }
 
   /** Whether the server left runs out (more than it lists). */
@@ -86,6 +87,31 @@ export class TracesModel implements ITracesModel, IDisposable {
 
   get error(): string | null {
     return this._error;
+  }
+
+  get baseline(): BaselineRef | null {
+    return this._baseline;
+  }
+
+  /** Whether `path` is the baseline's run. */
+  isBaseline(path: string): boolean {
+    return this._baseline?.path === path;
+  }
+
+  /** The run to compare with the baseline: the one selected run, if it is not the baseline. */
+  baselinePair(): [string, RunRow] | null {
+    const sel = this.selectedRuns;
+    if (this._baseline === null || sel.length !== 1 || sel[0]!.path === this._baseline.path) return null;
+    return [this._baseline.path, sel[0]!];
+  }
+
+  /** Keep `path` as the baseline (beside the runs, as `traceview baseline set` does), then list again. */
+  async setBaseline(path: string, name?: string): Promise<BaselineRef> {
+    const answer = await this._api.setBaseline(path, { roots: this._settings.roots, name });
+    this._baseline = answer.baseline;
+    this._changed.emit();
+    await this.refresh();
+    return answer.baseline;
   }
 
   get filter(): string {
@@ -234,12 +260,14 @@ export class TracesModel implements ITracesModel, IDisposable {
       }
       const paths = new Set(runs.map((r) => r.path));
       for (const p of this._fresh) if (!paths.has(p)) this._fresh.delete(p);
-      const signature = JSON.stringify(runs) + String(listing.truncated);
+      const baseline = listing.baseline ?? null;
+      const signature = JSON.stringify(runs) + String(listing.truncated) + JSON.stringify(baseline);
       const changed = signature !== this._signature || this._error !== null || !this._listed;
       this._signature = signature;
       this._runs = runs;
       this._visible = null;
       this._truncated = listing.truncated;
+      this._baseline = baseline;
       this._selected = this._selected.filter((p) => paths.has(p));
       if (this._active !== null && !paths.has(this._active)) this._active = null;
       this._error = null;
@@ -283,6 +311,7 @@ export class TracesModel implements ITracesModel, IDisposable {
   private _active: string | null = null;
   private _anchor: string | null = null;
   private _error: string | null = null;
+  private _baseline: BaselineRef | null = null;
   private _listed = false;
   private readonly _fresh = new Set<string>();
   private _inflight: Promise<void> | null = null;

@@ -15,8 +15,9 @@ import { CommandToolbarButton, Toolbar } from "@jupyterlab/ui-components";
 import { formatBytes, formatDuration, formatPct, plural } from "../format";
 import { displayName, formatAge, formatProgress } from "./format";
 import type { TracesModel } from "./model";
-import type { RunRow } from "./messages";
+import type { BaselineRef, RunRow } from "./messages";
 import { tracesIcon } from "./icons";
+import { verdictBadge } from "./verdict";
 
 /** Command ids (index.ts registers them). */
 export const CommandIds = {
@@ -25,6 +26,8 @@ export const CommandIds = {
   openRun: "traceview:open-run",
   insertLoadCode: "traceview:insert-load-code",
   diffRuns: "traceview:diff-runs",
+  compareBaseline: "traceview:compare-baseline",
+  setBaseline: "traceview:set-baseline",
 } as const;
 
 /** Seconds between updates of the "3 min ago" texts. */
@@ -199,7 +202,14 @@ export class RunList extends Widget {
     const rows: HTMLElement[] = [];
     let activeId = "";
     runs.forEach((run, i) => {
-      const row = renderRow(run, now, m.isSelected(run.path), run.path === active, m.isNew(run.path));
+      const row = renderRow(
+        run,
+        now,
+        m.isSelected(run.path),
+        run.path === active,
+        m.isNew(run.path),
+        m.baseline,
+      );
       row.id = this._rowId(i);
       if (run.path === active) activeId = row.id;
       rows.push(row);
@@ -255,6 +265,7 @@ export function renderRow(
   selected: boolean,
   active: boolean,
   fresh: boolean,
+  baseline: BaselineRef | null = null,
 ): HTMLElement {
   const row = el("li", "tv-RunRow");
   row.setAttribute("role", "option");
@@ -272,6 +283,12 @@ export function renderRow(
   head.appendChild(name);
   if (run.kind !== "folder") head.appendChild(el("span", "tv-RunRow-kind", run.kind));
   if (fresh) head.appendChild(el("span", "tv-RunRow-kind tv-RunRow-newBadge", "new"));
+  if (baseline !== null && baseline.path === run.path) {
+    const badge = el("span", "tv-RunRow-kind tv-RunRow-baselineBadge", "baseline");
+    badge.title = `Baseline ${baseline.name} (kept in ${baseline.file}, set ${baseline.set_at}): the runs' verdicts are against it`;
+    head.appendChild(badge);
+  }
+
   const age = el("span", "tv-RunRow-age", formatAge(run.mtime, nowMs));
   age.dataset.mtime = String(run.mtime);
   age.title = `Modified ${new Date(run.mtime * 1000).toLocaleString()}`;
@@ -327,6 +344,16 @@ export function renderRow(
     progress.appendChild(bar);
     progress.appendChild(el("span", "tv-RunRow-stage", formatProgress(p)));
     row.appendChild(progress);
+  }
+  // Against the baseline: its own line, so that the run's name keeps the head.
+  const verdict = verdictBadge(run.verdict, baseline?.name);
+  if (verdict !== null) {
+    const line = el("div", "tv-RunRow-compare");
+    const badge = el("span", `tv-RunRow-verdict tv-mod-${verdict.tone}`, verdict.text);
+    badge.title = `${verdict.title}\n(right-click: Compare with Baseline)`;
+    badge.dataset.verdict = verdict.tone;
+    line.appendChild(badge);
+    row.appendChild(line);
   }
   return row;
 }

@@ -5,7 +5,7 @@
 import { Token } from "@lumino/coreutils";
 import type { ISignal } from "@lumino/signaling";
 
-import type { RunRow, RunsListing } from "./messages";
+import type { BaselineRef, BaselineSet, RunRow, RunsListing } from "./messages";
 
 /** Where to look for runs: from the settings (the cache folder is the server's configuration). */
 export interface ListOptions {
@@ -25,6 +25,8 @@ export interface ITracesApi {
   listRuns(options: ListOptions): Promise<RunsListing>;
   /** One command of a run's dashboard: `params` (path, baseline) and the JSON body. */
   dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer>;
+  /** Keep the run at `path` as baseline `name` (the server's default: "main"), beside the runs. */
+  setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet>;
 }
 
 /** An answer of the server that is not the data: its HTTP status and message. */
@@ -64,6 +66,8 @@ export interface ITracesModel {
   settings: TracesSettings;
   /** Why the last listing failed, or null. */
   readonly error: string | null;
+  /** The baseline the runs' verdicts are against (the server's listing), or null. */
+  readonly baseline: BaselineRef | null;
   /** Emitted on any change of runs, filter, selection, error. */
   readonly changed: ISignal<ITracesModel, void>;
   refresh(): Promise<void>;

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BUSY_INTERVAL_S, TracesModel, matches } from "../labextension/model";
 import { TracesApiError } from "../labextension/tokens";
-import type { RunRow, RunsListing } from "../labextension/messages";
+import type { BaselineRef, BaselineSet, RunRow, RunsListing } from "../labextension/messages";
 import type { ITracesApi, ListOptions } from "../labextension/tokens";
 
 function run(path: string, mtime: number, extra: Partial<RunRow> = {}): RunRow {
@@ -56,6 +56,20 @@ class MockApi implements ITracesApi {
   }
   dashboard(): never {
     throw new Error("not used");
+  }
+  baselines: { path: string; options: ListOptions & { name?: string } }[] = [];
+  setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet> {
+    this.baselines.push({ path, options });
+    const baseline: BaselineRef = {
+      name: options.name ?? "main",
+      path,
+      set_at: "2026-12-07T10:00:00+00:00",
+      file: ".traceview-baselines.json",
+    };
+    // The server now lists it.
+    const last = this.listings[this.listings.length - 1];
+    if (last !== undefined && !(last instanceof Error)) last.baseline = baseline;
+    return Promise.resolve({ baseline });
   }
 }
 
@@ -269,5 +283,58 @@ describe("TracesModel", () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(api.calls).toHaveLength(2);
     expect(model.isDisposed).toBe(true);
+  });
+});
+
+describe("TracesModel with a baseline", () => {
+  const BASE: BaselineRef = {
+    name: "main",
+    path: "exp/old",
+    set_at: "2026-12-07T09:00:00+00:00",
+    file: "exp/.traceview-baselines.json",
+  };
+
+  it("keeps the listing's baseline and pairs the one selected run with it", async () => {
+    const verdict = { status: "running" as const, baseline: "exp/old", progress: { stage: "comparing" } };
+    const api = new MockApi([
+      { ...listing(run("exp/old", 100), run("exp/new", 300, { verdict })), baseline: BASE },
+    ]);
+    const model = new TracesModel(api);
+    await model.refresh();
+    expect(model.baseline).toEqual(BASE);
+    expect(model.isBaseline("exp/old")).toBe(true);
+    expect(model.isBaseline("exp/new")).toBe(false);
+    expect(model.baselinePair()).toBeNull(); // nothing selected
+    model.select("exp/new");
+    expect(model.baselinePair()![0]).toBe("exp/old");
+    expect(model.baselinePair()![1].path).toBe("exp/new");
+    model.select("exp/old");
+    expect(model.baselinePair()).toBeNull(); // the baseline itself
+    // A comparison in progress keeps the list refreshing quickly, as an analysis does.
+    expect(model.pending).toBe(1);
+  });
+
+  it("sets a run as the baseline through the server, then lists again", async () => {
+    const api = new MockApi([listing(run("exp/old", 100), run("exp/new", 300))]);
+    const model = new TracesModel(api, { roots: ["exp"], refreshInterval: 0 });
+    await model.refresh();
+    expect(model.baseline).toBeNull();
+    const kept = await model.setBaseline("exp/new");
+    expect(api.baselines).toEqual([{ path: "exp/new", options: { roots: ["exp"], name: undefined } }]);
+    expect(kept.path).toBe("exp/new");
+    expect(api.calls.length).toBe(2);
+    expect(model.baseline?.path).toBe("exp/new");
+  });
+
+  it("drops the baseline when the server lists none", async () => {
+    const api = new MockApi([
+      { ...listing(run("exp/old", 100)), baseline: BASE },
+      listing(run("exp/old", 100)),
+    ]);
+    const model = new TracesModel(api);
+    await model.refresh();
+    expect(model.baseline).not.toBeNull();
+    await model.refresh();
+    expect(model.baseline).toBeNull();
   });
 });

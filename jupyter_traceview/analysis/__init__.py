@@ -7,7 +7,7 @@ The public analyses, one line each: ``from .<module> import <name> as <name>`` b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .annotations import user_annotation_breakdown as user_annotation_breakdown
 from .call_tree import call_tree as call_tree
@@ -19,7 +19,6 @@ from .counters import memory_bandwidth as memory_bandwidth
 from .counters import queue_length as queue_length
 from .cpu_ops import cpu_op_breakdown as cpu_op_breakdown
 from .critical_path import critical_path as critical_path
-from .diff import trace_diff as trace_diff
 from .efficiency import efficiency as efficiency
 from .efficiency import iteration_stats as iteration_stats
 from .findings import FindingRules as FindingRules
@@ -56,6 +55,13 @@ from .timeseries import utilization_heatmap as utilization_heatmap
 from .workload import workload as workload
 
 if not TYPE_CHECKING:  # type checkers read the ``as`` imports above
+
+    def __getattr__(name: str) -> Any:
+        """A removed analysis (``trace_diff``): an AttributeError that names its replacement."""
+        from ..deprecation import removed_name
+
+        raise removed_name(__name__, name) or AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
     #: Every name imported above from the analyses' modules.
     __all__ = sorted(
         name

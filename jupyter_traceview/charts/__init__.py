@@ -26,7 +26,7 @@ from ._style import LINK_TAG, bokeh_theme, duration_text, time_unit
 from .breakdown import comm_comp_overlap_chart, concurrency_chart, idle_breakdown_chart, temporal_breakdown_chart
 from .call_tree import call_tree_chart
 from .comm import nccl_bandwidth_chart, stragglers_chart
-from .diff import trace_diff_chart
+from .compare import compare_chart
 from .efficiency import efficiency_chart, iteration_chart
 from .kernels import kernel_duration_chart, kernel_type_chart, top_kernels_chart
 from .memory import memory_timeline_chart
@@ -46,6 +46,7 @@ __all__ = [
     "bokeh_theme",
     "call_tree_chart",
     "comm_comp_overlap_chart",
+    "compare_chart",
     "concurrency_chart",
     "duration_text",
     "efficiency_chart",
@@ -65,6 +66,5 @@ __all__ = [
     "time_unit",
     "timeline_overview_chart",
     "top_kernels_chart",
-    "trace_diff_chart",
     "utilization_heatmap_chart",
 ]

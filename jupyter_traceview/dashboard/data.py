@@ -85,7 +85,7 @@ class DashboardData:
     trace
         The trace shown.
     baseline
-        Another trace to compare with: adds a "Diff" tab (``tv.trace_diff(baseline, trace)``).
+        Another trace to compare with: adds a "Diff" tab (``tv.compare(baseline, trace)``).
     heatmap_bins
         Time bins of the utilisation heatmaps.
     lod
@@ -186,10 +186,10 @@ class DashboardData:
             warnings.simplefilter("ignore", TraceviewWarning)
             if name == "iterations":
                 df = self.trace.iterations
-            elif name == "trace_diff":
-                df = analysis.trace_diff(self._baseline(), self.trace, **kw)
             elif name == "compare":
                 df = self.comparison().causes
+            elif name == "compare_per_rank":
+                df = self.comparison().per_rank
             elif name == "findings":
                 # findings keeps its per-rank results itself, with worker processes of its own
                 # (an outer scope would keep the results but lose the workers). One run of the

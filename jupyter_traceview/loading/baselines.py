@@ -23,9 +23,20 @@ from typing import Any
 
 from ..errors import OptionError, TraceFormatError, TraceSelectionError
 
-__all__ = ["BASELINES_FILE", "FORMAT", "list_baselines", "remove_baseline", "resolve_baseline", "set_baseline"]
+__all__ = [
+    "BASELINES_FILE",
+    "FORMAT",
+    "RUNS_DIR",
+    "list_baselines",
+    "parse_baselines",
+    "remove_baseline",
+    "resolve_baseline",
+    "set_baseline",
+]
 
 BASELINES_FILE = ".traceview-baselines.json"
+#: The runs folder by default (``%%traceprofile``'s, ``traceview compare --runs``'s).
+RUNS_DIR = "traceview-runs"
 FORMAT = "jupyter_traceview.baselines/1"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
@@ -39,8 +50,18 @@ def _read(runs: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, ValueError) as exc:
+        raise TraceFormatError(path, f"cannot read the baselines ({exc})", "fix or delete the file") from None
+    return parse_baselines(text, path)
+
+
+def parse_baselines(text: str | bytes, path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The baselines of a baselines file's content (by name: ``path``, ``set_at``); ``path``
+    names the file in errors (TraceFormatError)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
         raise TraceFormatError(path, f"cannot read the baselines ({exc})", "fix or delete the file") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("baselines"), dict):
         raise TraceFormatError(path, f"not a baselines file of format {FORMAT}", "fix or delete the file")

@@ -51,7 +51,7 @@ def write_report(
     path
         The HTML file to write (its folder must exist).
     baseline
-        Another trace to compare with: adds the Diff section (``tv.trace_diff(baseline, trace)``).
+        Another trace to compare with: adds the Diff section (``tv.compare(baseline, trace)``).
     theme
         ``"light"`` or ``"dark"``.
     heatmap_bins

@@ -36,7 +36,7 @@ class TraceviewServer(Configurable):
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     from jupyter_server.utils import url_path_join
 
-    from .handlers import DashboardHandler, DiffHandler, RunHandler, RunsHandler
+    from .handlers import BaselineHandler, DashboardHandler, DiffHandler, RunHandler, RunsHandler
     from .worker import Analyzer
 
     config = TraceviewServer(parent=serverapp)
@@ -52,6 +52,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
             (url_path_join(base, "traceview", "api", "runs"), RunsHandler, args),
             (url_path_join(base, "traceview", "api", "run"), RunHandler, args),
             (url_path_join(base, "traceview", "api", "diff"), DiffHandler, args),
+            (url_path_join(base, "traceview", "api", "baseline"), BaselineHandler, args),
             (url_path_join(base, "traceview", "api", "dashboard"), DashboardHandler, args),
         ],
     )

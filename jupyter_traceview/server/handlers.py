@@ -6,9 +6,11 @@ server root (see runs.resolve_run), bounds what it accepts and returns, and answ
 as JSON ``{"message": ...}`` without stack traces.
 
 =========================================  ==============================================
-``GET runs[?roots=a,b]``                   the runs, newest first, with headline figures
+``GET runs[?roots=a,b]``                   the runs, newest first, with headline figures, the
+                                           baseline and each run's verdict against it
 ``GET run?path=p``                         one run's dashboard data (202 while computing)
-``GET diff?a=p&b=q``                       ``tv.compare(a, b)`` and ``tv.trace_diff(a, b)`` (202 while computing)
+``GET diff?a=p&b=q``                       ``tv.compare(a, b)`` (202 while computing)
+``POST baseline?path=p[&name=n][&roots=]`` keep run p as baseline n ("main"; .baselines)
 ``POST dashboard?path=p[&baseline=q]``     one command of the dashboard's front end
 body ``{command, msg}``                    (js/dashboard; 202 while computing)
 =========================================  ==============================================
@@ -39,8 +41,11 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..dashboard.commands import ALL_COMMANDS
+from .baselines import current_baseline, find_baselines, keep_baseline
 from .messages import (
     AnswerHeader,
+    BaselineRef,
+    BaselineSet,
     CommandPending,
     DiffAnswer,
     DiffData,
@@ -52,6 +57,8 @@ from .messages import (
     RunPending,
     RunRow,
     RunsListing,
+    RunVerdict,
+    VerdictState,
 )
 from .runs import PathRefused, RunEntry, find_runs, resolve_inside, resolve_run
 from .tasks import CommandResult
@@ -70,6 +77,11 @@ MAX_DEPTH = 32
 MAX_ANSWER = 256 * 1024 * 1024
 #: How long a dashboard request waits for its answer before it is told to ask again (s).
 LONG_POLL_S = 1.0
+#: Runs of a listing (the newest) that get a verdict against the baseline: each is a comparison
+#: in the worker, so a listing of thousands of runs starts at most this many.
+MAX_VERDICTS = 32
+#: The baseline's name when "Set as Baseline" gives none.
+DEFAULT_BASELINE = "main"
 #: Commands of the dashboard's front end: the one list, ``dashboard.commands.ALL_COMMANDS``.
 DASHBOARD_COMMANDS = frozenset(ALL_COMMANDS)
 
@@ -100,6 +112,17 @@ class _Base(APIHandler):
             raise PathRefused(400, f"query argument {name!r} is too long")
         return value
 
+    def roots(self) -> list[str]:
+        """The listed roots: ``?roots=a,b`` or the configuration's; each checked, or PathRefused."""
+        roots_arg = self.query("roots")
+        roots = [r.strip() for r in roots_arg.split(",") if r.strip()] if roots_arg else list(self.tv_config.roots)
+        if len(roots) > MAX_ROOTS:
+            raise PathRefused(400, f"at most {MAX_ROOTS} roots are searched")
+        for r in roots:
+            if r not in ("", "."):
+                resolve_inside(self.analyzer.root_path, r)
+        return roots
+
     def run(self, rel: str) -> RunEntry:
         """The run at ``rel`` (relative to the root), or PathRefused."""
         return resolve_run(self.root, rel, memo=self.analyzer.sniff_memo)
@@ -116,29 +139,61 @@ class RunsHandler(_Base):
     @authorized
     async def get(self) -> None:
         try:
-            roots_arg = self.query("roots")
-            roots = [r.strip() for r in roots_arg.split(",") if r.strip()] if roots_arg else list(self.tv_config.roots)
-            if len(roots) > MAX_ROOTS:
-                raise PathRefused(400, f"at most {MAX_ROOTS} roots are searched")
-            for r in roots:
-                if r not in ("", "."):
-                    resolve_inside(self.analyzer.root_path, r)
+            roots = self.roots()
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
         # Walking folders touches the disk: off the event loop.
-        runs = await asyncio.get_running_loop().run_in_executor(
-            None,
-            lambda: find_runs(
-                self.root,
-                roots,
-                max_depth=self.tv_config.max_depth,
-                max_runs=self.tv_config.max_runs,
-                memo=self.analyzer.sniff_memo,
-            ),
+        runs, baseline, base_entry = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self._listing(roots)
         )
         out = [self._row(entry) for entry in runs]
-        self.finish(json.dumps(RunsListing(runs=out, truncated=len(runs) >= self.tv_config.max_runs)))
+        if baseline is not None and base_entry is not None:
+            base_ready = self.analyzer.status("headline", base_entry)["status"] == "ready"
+            others = sorted((e for e in runs if e.path != base_entry.path), key=lambda e: (-e.mtime, e.path))
+            wanted = {e.path for e in others[:MAX_VERDICTS]}
+            for entry, row in zip(runs, out, strict=True):
+                if entry.path in wanted:
+                    row["verdict"] = self._verdict(base_entry, entry, row, base_ready)
+        listing = RunsListing(runs=out, truncated=len(runs) >= self.tv_config.max_runs)
+        if baseline is not None:
+            listing["baseline"] = baseline
+        self.finish(json.dumps(listing))
+
+    def _listing(self, roots: list[str]) -> tuple[list[RunEntry], BaselineRef | None, RunEntry | None]:
+        """The runs; the baseline kept beside them, and its run (None when it cannot be read)."""
+        runs = find_runs(
+            self.root,
+            roots,
+            max_depth=self.tv_config.max_depth,
+            max_runs=self.tv_config.max_runs,
+            memo=self.analyzer.sniff_memo,
+        )
+        baseline = current_baseline(find_baselines(self.analyzer.root_path, roots, [e.path for e in runs]))
+        if baseline is None:
+            return runs, None, None
+        try:
+            return runs, baseline, self.run(baseline["path"])
+        except PathRefused:
+            return runs, baseline, None
+
+    def _verdict(self, base: RunEntry, entry: RunEntry, row: RunRow, base_ready: bool) -> VerdictState:
+        """The run against the baseline: compared once both have their figures (both readable)."""
+        state = VerdictState(status="queued", baseline=base.path)
+        if row["status"] == "error":
+            return VerdictState(status="error", baseline=base.path, message="this run cannot be read")
+        if row["status"] != "ready" or not base_ready:
+            state["progress"] = {"stage": "waiting for the runs' figures"}
+            return state
+        task = self.analyzer.status("verdict", base, entry)
+        state["status"] = task["status"]
+        if task["status"] == "ready":
+            state["result"] = cast(RunVerdict, task["result"])  # a "verdict" task's result
+        elif task["status"] == "error":
+            state["message"] = task["message"]
+        else:
+            state["progress"] = task.get("progress", {})
+        return state
 
     def _row(self, entry: RunEntry) -> RunRow:
         state = self.analyzer.status("headline", entry)
@@ -183,7 +238,7 @@ class RunHandler(_Base):
 
 
 class DiffHandler(_Base):
-    """GET /traceview/api/diff?a=<baseline>&b=<other>: ``tv.compare`` and ``tv.trace_diff`` (202 while computing)."""
+    """GET /traceview/api/diff?a=<baseline>&b=<other>: ``tv.compare(a, b)`` (202 while computing)."""
 
     @web.authenticated
     @authorized
@@ -203,6 +258,39 @@ class DiffHandler(_Base):
         else:
             self.set_status(202)
             self.finish(json.dumps(DiffPending(**state, a=a.path, b=b.path)))
+
+
+class BaselineHandler(_Base):
+    """POST /traceview/api/baseline?path=<run>[&name=<name>][&roots=a,b]: keep a run as baseline.
+
+    Writes the baselines file ``traceview baseline set`` writes (server/baselines.py says
+    which); answers the baseline as kept (:class:`BaselineSet`), 400 for a bad name, 409 when
+    the baselines file is not a regular file.
+    """
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from ..errors import OptionError, TraceFormatError
+
+        try:
+            entry = self.run(self.query("path"))
+            roots = self.roots()
+            name = self.query("name") or DEFAULT_BASELINE
+        except PathRefused as exc:
+            self.fail(exc.status, exc.message)
+            return
+        try:
+            kept = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: keep_baseline(self.analyzer.root_path, roots, entry.path, name)
+            )
+        except PathRefused as exc:
+            self.fail(exc.status, exc.message)
+            return
+        except (OptionError, TraceFormatError) as exc:
+            self.fail(400, str(exc).replace(self.root.rstrip("/") + "/", ""))
+            return
+        self.finish(json.dumps(BaselineSet(baseline=kept)))
 
 
 class DashboardHandler(_Base):

@@ -18,6 +18,8 @@ from .runs import RunKind
 
 __all__ = [
     "AnswerHeader",
+    "BaselineRef",
+    "BaselineSet",
     "CommandPending",
     "DashboardRequest",
     "DiffAnswer",
@@ -31,9 +33,11 @@ __all__ = [
     "RunFigures",
     "RunPending",
     "RunRow",
+    "RunVerdict",
     "RunsListing",
     "TaskPending",
     "TaskProgress",
+    "VerdictState",
 ]
 
 RunStatus = Literal["ready", "queued", "running", "error"]
@@ -97,19 +101,77 @@ class _RunRow(TypedDict):
     status: RunStatus
 
 
-class RunRow(_RunRow, total=False):
-    """One run of ``GET runs``: ``figures`` when ready, ``message`` on error, else ``progress``."""
+class RunVerdict(TypedDict):
+    """A run against the baseline (:func:`.tasks.verdict_of`): ``tv.compare(baseline, run)``'s
+    ``verdict`` ("faster", "slower", "same"), mean steps and change (ns, %; null when not
+    finite), its ``top_cause`` (the largest cause outside noise, else the largest) with its
+    change and whether that is within noise, the ``noise_test`` and the first ``warnings``."""
 
-    figures: RunFigures
+    verdict: str
+    base_ns: float | None
+    new_ns: float | None
+    delta_ns: float | None
+    delta_pct: float | None
+    top_cause: str
+    top_cause_delta_ns: float | None
+    top_cause_within_noise: bool
+    noise_test: str
+    warnings: list[str]
+
+
+class _VerdictState(TypedDict):
+    status: RunStatus
+    baseline: str
+
+
+class VerdictState(_VerdictState, total=False):
+    """A run's verdict against ``baseline`` (its path) in ``GET runs``: ``result`` when ready,
+    ``message`` on error, else ``progress``."""
+
+    result: RunVerdict
     message: str
     progress: TaskProgress
 
 
-class RunsListing(TypedDict):
-    """``GET runs``: the runs, newest first; ``truncated`` when more exist than are listed."""
+class RunRow(_RunRow, total=False):
+    """One run of ``GET runs``: ``figures`` when ready, ``message`` on error, else ``progress``;
+    ``verdict`` against the listing's baseline (not on the baseline itself, and only on the
+    newest runs: see handlers.MAX_VERDICTS)."""
 
+    figures: RunFigures
+    message: str
+    progress: TaskProgress
+    verdict: VerdictState
+
+
+class BaselineRef(TypedDict):
+    """A baseline kept beside the runs (``traceview baseline set``, or the sidebar's "Set as
+    Baseline"): its ``name``, the run's ``path`` (relative to the server root), when it was set
+    (ISO 8601) and the ``file`` that keeps it (relative to the server root)."""
+
+    name: str
+    path: str
+    set_at: str
+    file: str
+
+
+class _RunsListing(TypedDict):
     runs: list[RunRow]
     truncated: bool
+
+
+class RunsListing(_RunsListing, total=False):
+    """``GET runs``: the runs, newest first; ``truncated`` when more exist than are listed;
+    ``baseline``: the baseline the runs' verdicts are against (the most recently set of those
+    kept in the listed folders), absent when there is none."""
+
+    baseline: BaselineRef
+
+
+class BaselineSet(TypedDict):
+    """``POST baseline`` when done: the baseline as now kept."""
+
+    baseline: BaselineRef
 
 
 class DashboardRequest(TypedDict):
@@ -168,16 +230,18 @@ class DiffSide(TypedDict):
 
 class DiffData(TypedDict):
     """What ``GET diff`` computes (:func:`.tasks.compute_diff`): ``tv.compare(a, b)``'s
-    ``verdict``, one-line ``summary`` (its headline) and ``causes``; ``tv.trace_diff(a, b)``'s
-    ``table`` and its ``status_counts``."""
+    ``verdict``, one-line ``summary`` (its headline), mean-step change (``delta_ns``,
+    ``delta_pct``), ``causes`` (adding up to the change), ``per_rank`` and ``warnings``."""
 
     a: DiffSide
     b: DiffSide
     verdict: str
     summary: str
+    delta_ns: float | None
+    delta_pct: float | None
     causes: FrameJson
-    status_counts: dict[str, int]
-    table: FrameJson
+    per_rank: FrameJson
+    warnings: list[str]
 
 
 class DiffAnswer(TypedDict):

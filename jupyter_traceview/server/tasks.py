@@ -20,7 +20,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, TypedDict
 
-from .messages import DiffData, FrameJson, RunData, RunFigures, TaskProgress
+from .messages import DiffData, FrameJson, RunData, RunFigures, RunVerdict, TaskProgress
 from .runs import RunEntry
 
 __all__ = [
@@ -31,12 +31,16 @@ __all__ = [
     "compute_diff",
     "compute_headline",
     "compute_run_data",
+    "compute_verdict",
     "headline_figures",
     "report",
+    "verdict_of",
 ]
 
 #: Rows kept per table in a run's data and in a diff (the panels show top-k tables anyway).
 MAX_ROWS = 5000
+#: Warnings kept in a run's verdict (the Diff tab has them all).
+MAX_VERDICT_WARNINGS = 8
 #: Traces kept loaded in a worker process (the last ones used).
 KEEP_TRACES = 2
 #: Dashboards (their analyses' frames, their timeline index) kept in a worker process.
@@ -189,31 +193,73 @@ def compute_run_data(root: str, entry: RunEntry, cache: str | bool, progress: An
     )
 
 
+def _compare(ta: Any, tb: Any) -> Any:
+    """``tv.compare(ta, tb)``, its warnings kept in the result (not shown as Python warnings)."""
+    import warnings
+
+    from ..analysis.compare import compare
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compare(ta, tb)
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def verdict_of(cmp: Any) -> RunVerdict:
+    """A run's verdict against a baseline, from ``tv.compare(baseline, run)`` (a Comparison).
+
+    The top cause is the largest change outside noise (the causes are sorted by
+    ``|delta_ns|``), else the largest change.
+    """
+    causes = cmp.causes
+    outside = causes.loc[~causes["within_noise"].astype(bool)]
+    top = outside.iloc[0] if len(outside) else (causes.iloc[0] if len(causes) else None)
+    return RunVerdict(
+        verdict=str(cmp.verdict),
+        base_ns=_finite(cmp.base_ns),
+        new_ns=_finite(cmp.new_ns),
+        delta_ns=_finite(cmp.delta_ns),
+        delta_pct=_finite(cmp.delta_pct),
+        top_cause="" if top is None else str(top["cause"]),
+        top_cause_delta_ns=None if top is None else _finite(float(top["delta_ns"])),
+        top_cause_within_noise=False if top is None else bool(top["within_noise"]),
+        noise_test=str(cmp.noise_test),
+        warnings=[str(w) for w in cmp.warnings[:MAX_VERDICT_WARNINGS]],
+    )
+
+
+def compute_verdict(
+    root: str, baseline: RunEntry, run: RunEntry, cache: str | bool, progress: Any = None, label: str = ""
+) -> RunVerdict:
+    """``run`` against ``baseline`` (:func:`verdict_of`), for the runs list; runs in a worker process."""
+    tb = _load(root, baseline, cache, progress, label, "loading the baseline")
+    tr = _load(root, run, cache, progress, label)
+    _stage(progress, label, "comparing")
+    return verdict_of(_compare(tb, tr))
+
+
 def compute_diff(
     root: str, a: RunEntry, b: RunEntry, cache: str | bool, progress: Any = None, label: str = ""
 ) -> DiffData:
-    """``tv.compare(a, b)`` (verdict, headline, causes) and ``tv.trace_diff(a, b)`` as JSON-able
-    tables with both runs' figures; runs in a worker process."""
-    import warnings
-
-    from .. import analysis
-
+    """``tv.compare(a, b)`` (verdict, headline, causes, ranks, warnings) as JSON-able tables with
+    both runs' figures; runs in a worker process."""
     ta = _load(root, a, cache, progress, label, "loading the baseline")
     tb = _load(root, b, cache, progress, label, "loading the other run")
     _stage(progress, label, "comparing")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cmp = analysis.compare(ta, tb)
-    diff = analysis.trace_diff(ta, tb)
-    counts = {str(k): int(v) for k, v in diff["status"].value_counts().items()}
+    cmp = _compare(ta, tb)
     return DiffData(
         a={"path": a.path, "headline": headline_figures(ta)},
         b={"path": b.path, "headline": headline_figures(tb)},
         verdict=cmp.verdict,
         summary=cmp.headline(),
+        delta_ns=_finite(cmp.delta_ns),
+        delta_pct=_finite(cmp.delta_pct),
         causes=_frame_json(cmp.causes),
-        status_counts=counts,
-        table=_frame_json(diff),
+        per_rank=_frame_json(cmp.per_rank),
+        warnings=[str(w) for w in cmp.warnings],
     )
 
 
@@ -224,8 +270,8 @@ class CommandResult(TypedDict):
     buffers: list[bytes]
 
 
-#: What a task computes, by its kind: "headline", "run", "diff", "command".
-TaskResult = RunFigures | RunData | DiffData | CommandResult
+#: What a task computes, by its kind: "headline", "run", "diff", "verdict", "command".
+TaskResult = RunFigures | RunData | DiffData | RunVerdict | CommandResult
 
 
 #: DashboardData of this worker process, by (run, baseline, cache), most recent last.

@@ -1,7 +1,7 @@
 """Background analysis for the server: runs in worker processes, never on the event loop.
 
 :class:`Analyzer` schedules tasks (a run's headline figures, its dashboard data, the diff
-of two runs) on a process pool, interactive tasks before background ones, and keeps their
+of two runs, a run's verdict against the baseline) on a process pool, interactive tasks before background ones, and keeps their
 results in memory by run signature (paths, sizes, modification times), so a changed run is
 analysed again. Parsing goes through tv.load's on-disk cache; a worker process also keeps
 its last loaded traces, so that the figures, the dashboard and a diff of one run load it once.
@@ -38,15 +38,16 @@ from typing import Any, Literal, TypedDict
 
 from .messages import TaskPending, TaskProgress
 from .runs import RunEntry
-from .tasks import TaskResult, compute_command, compute_diff, compute_headline, compute_run_data
+from .tasks import TaskResult, compute_command, compute_diff, compute_headline, compute_run_data, compute_verdict
 
 __all__ = ["Analyzer", "Task"]
 
 #: Interactive tasks (a panel waits for them) run before background ones (list figures).
-PRIORITY = {"run": 0, "diff": 0, "command": 0, "headline": 1}
+#: A run's verdict against the baseline (the runs list) comes after the list's figures.
+PRIORITY = {"run": 0, "diff": 0, "command": 0, "headline": 1, "verdict": 2}
 #: Results kept in the server process, by kind of task (the others: DEFAULT_KEEP). A
 #: dashboard command's answer is handed out once, then dropped (see Analyzer.status).
-KEEP = {"headline": 4096, "command": 8}
+KEEP = {"headline": 4096, "verdict": 4096, "command": 8}
 DEFAULT_KEEP = 16
 KEEP_ERRORS = 4096
 #: Characters kept of an error message.
@@ -83,7 +84,7 @@ TaskStatus = TaskReady | TaskError | TaskPending
 
 @dataclass(frozen=True)
 class Task:
-    """One computation: ``what`` ("headline", "run", "diff" or "command") over one or two runs.
+    """One computation: ``what`` ("headline", "run", "diff", "verdict" or "command") over one or two runs.
 
     ``args`` are a command's name and JSON message (``what == "command"``).
     """
@@ -123,6 +124,7 @@ _FUNCTIONS: dict[str, Callable[..., TaskResult]] = {
     "headline": compute_headline,
     "run": compute_run_data,
     "diff": compute_diff,
+    "verdict": compute_verdict,
 }
 
 

@@ -86,7 +86,7 @@ class Dashboard(anywidget.AnyWidget):
     trace
         The trace to show (``tv.load(...)``).
     baseline
-        Another trace to compare with: adds a Diff tab (``tv.trace_diff(baseline, trace)``).
+        Another trace to compare with: adds a Diff tab (``tv.compare(baseline, trace)``).
     tab
         The tab open first (default: the first tab, Overview; Operators for a trace without GPU activity).
     expanded

@@ -7,7 +7,7 @@ from typing import Any
 
 from tests import kineto_builder as kb
 
-#: A kernel name longer than any real one (trace_diff once made a fixed-width string array of it).
+#: A kernel name longer than any real one (trace_diff, now tv.compare, once made a fixed-width string array of it).
 HUGE = "k" * (1 << 20)
 
 

@@ -27,7 +27,7 @@ BUILDERS: dict[str, Callable[[tv.Trace], pd.DataFrame]] = {
     "concurrency_chart": lambda t: tv.concurrency(t),
     "nccl_bandwidth_chart": lambda t: tv.nccl_summary(t),
     "stragglers_chart": lambda t: tv.stragglers(t),
-    "trace_diff_chart": lambda t: tv.trace_diff(t, t),
+    "compare_chart": lambda t: tv.compare(t, t).causes,
     "efficiency_chart": lambda t: tv.efficiency(t),
     "iteration_chart": lambda t: tv.iteration_stats(t),
     "kernel_type_chart": lambda t: tv.kernel_breakdown(t, by="type"),
@@ -212,32 +212,32 @@ def test_efficiency_waterfall_multiplies_out(frames: dict[str, pd.DataFrame]) ->
     assert src["top"][0] == pytest.approx(100)
 
 
-def test_trace_diff_waterfall_of_largest_changes() -> None:
+def test_compare_waterfall_lands_on_the_new_step() -> None:
+    # Causes of tv.compare: they add up to the change, so the waterfall ends on the new step.
     df = pd.DataFrame(
         {
-            "kind": ["kernel", "kernel", "operator"],
-            "name": ["gemm", "nccl", "aten::add"],
-            "count_a": [10, 5, 3],
-            "count_b": [10, 5, 3],
-            "total_ns_a": [5_000_000, 2_000_000, 100_000],
-            "total_ns_b": [3_000_000, 2_500_000, 100_000],
-            "mean_ns_a": [500_000, 400_000, 33_333],
-            "mean_ns_b": [300_000, 500_000, 33_333],
-            "count_delta": [0, 0, 0],
-            "total_delta_ns": [-2_000_000, 500_000, 0],
-            "mean_delta_ns": [-200_000, 100_000, 0],
-            "total_delta_pct": [-40.0, 25.0, 0.0],
-            "status": ["faster", "slower", "unchanged"],
+            "cause": ["operator aten::mm", "exposed communication", "host: syncs", "data loading"],
+            "status": ["faster", "slower", "same", "same"],
+            "base_ns": [5_000_000.0, 2_000_000.0, 300_000.0, 100_000.0],
+            "new_ns": [3_000_000.0, 2_500_000.0, 310_000.0, 100_000.0],
+            "delta_ns": [-2_000_000.0, 500_000.0, 10_000.0, 0.0],
+            "within_noise": [False, False, True, True],
         }
     )
-    fig = charts.trace_diff_chart(df)
+    fig = charts.compare_chart(df)
     src = renderers(fig, VBar)[0].data_source.data
     names = list(src["name"])
-    assert "gemm" in names and "nccl" in names and "aten::add" not in names
-    assert names.index("gemm") < names.index("nccl"), "largest change first"
+    assert "operator aten::mm" in names and "exposed communication" in names and "data loading" not in names
+    assert names.index("operator aten::mm") < names.index("exposed communication"), "largest change first"
     assert fig.yaxis[0].axis_label.endswith("(ms)")
     steps = dict(zip(names, np.subtract(src["top"], src["bottom"]), strict=True))
-    assert abs(steps["gemm"]) == pytest.approx(2.0) and abs(steps["nccl"]) == pytest.approx(0.5)
+    assert abs(steps["operator aten::mm"]) == pytest.approx(2.0) and abs(
+        steps["exposed communication"]
+    ) == pytest.approx(0.5)
+    assert src["top"][0] == pytest.approx(7.4) and src["top"][-1] == pytest.approx(5.91)
+    # The last cause ends where the new step's bar ends: the rows add up.
+    assert src["bottom"][-2] == pytest.approx(5.91) or src["top"][-2] == pytest.approx(5.91)
+    assert "(within noise)" in src["status"][names.index("host: syncs")]
 
 
 def test_time_units_and_texts() -> None:

@@ -265,11 +265,20 @@ def test_diff_tab_with_a_baseline(dlrm: tv.Trace) -> None:
     d = DashboardData(dlrm, baseline=dlrm)
     assert [t["id"] for t in d.payload()["tabs"]] == [*TABS, "diff"]
     out = d.tab("diff")
-    assert {f["label"] for f in out["figures"]} >= {"baseline", "changes"}
-    assert next(f for f in out["figures"] if f["label"] == "changes")["value"] == "0", "a trace against itself"
-    # tv.compare's verdict and causes come first.
+    assert {f["label"] for f in out["figures"]} >= {"baseline", "verdict"}
+    # The one comparison, tv.compare: its verdict, causes (adding up to the change) and ranks.
+    cmp = tv.compare(dlrm, dlrm)
     assert next(f for f in out["figures"] if f["label"] == "verdict")["value"] == "same (+0.0%)"
-    assert [t["id"] for t in out["tables"]][:2] == ["causes", "diff"]
+    assert [t["id"] for t in out["tables"]] == ["causes", "per_rank"]
+    causes = next(t for t in out["tables"] if t["id"] == "causes")
+    assert causes["total_rows"] == len(cmp.causes)
+    delta = [c["key"] for c in causes["columns"]].index("delta_ns")
+    assert sum(r[delta] for r in causes["rows"]) == 0, "a trace against itself"
+    per_rank = next(t for t in out["tables"] if t["id"] == "per_rank")
+    assert [r[0] for r in per_rank["rows"]] == list(cmp.per_rank["rank"])
+    assert [c["id"] for c in out["charts"]] == ["compare"]
+    # Its warnings (here: one step a side, no noise estimate) are the tab's notes.
+    assert cmp.warnings and out["notes"] == [f"compare: {w}" for w in cmp.warnings]
     with pytest.raises(TraceSelectionError, match="diff"):
         DashboardData(dlrm).tab("diff")
 

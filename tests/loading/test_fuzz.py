@@ -269,16 +269,14 @@ def _some_name(trace: tv.Trace, kinds: tuple[str, ...]) -> str:
     return str(names.value_counts().index[0]) if len(names) else "none"
 
 
-#: Public analyses and how to call them on any trace (trace_diff and compare compare the trace with itself).
+#: Public analyses and how to call them on any trace (compare compares the trace with itself).
 def _analyses(tmp: Path) -> dict[str, Callable[[tv.Trace], Any]]:
     calls: dict[str, Callable[[tv.Trace], Any]] = {}
     for name in analysis.__all__:
         fn = getattr(analysis, name)
         if isinstance(fn, type) or name == "peaks_table":
             continue  # FindingRules, DevicePeaks and the device table take no trace
-        if name == "trace_diff":
-            calls[name] = lambda t, fn=fn: fn(t, t)
-        elif name == "compare":
+        if name == "compare":
             calls[name] = lambda t, fn=fn: fn(t, t).causes
         elif name == "frequent_kernel_sequences":
             calls[name] = lambda t, fn=fn: fn(t, operator=_some_name(t, ("cpu_op", "user_annotation")))

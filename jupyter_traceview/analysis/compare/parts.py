@@ -154,7 +154,9 @@ def _rank_parts(trace: Trace, rank: int, whole: bool) -> RankParts | None:
         top_of = _outermost_op(ev)
         op_row = np.where(launch >= 0, top_of[np.maximum(launch, 0)], -1)
         kname = np.asarray(acts.names.astype(str), dtype=object)[acts.name[k]]
-        key = np.where(op_row >= 0, _keys_at(keys, tops, op_row), "kernel " + kname.astype(str).astype(object))
+        # Object arrays throughout: never a fixed-width string array, whose width is that of the
+        # longest name (a 1 MiB kernel name made it allocate 4 MiB a kernel).
+        key = np.where(op_row >= 0, _keys_at(keys, tops, op_row), "kernel " + kname)
         shares = _spread(acts.ts[k], acts.end[k], key, starts, ends)
         cols.update(_scaled(shares, compute))
         _kernels_by_key(kernels, key, kname, acts.end[k] - acts.ts[k])
@@ -220,8 +222,8 @@ def _step_thread(ev: pd.DataFrame) -> tuple[int, int]:
     """The (pid, tid) that records the ``ProfilerStep#N`` ranges (the most of them); without
     steps the thread with the most operators; (-1, -1) without either."""
     rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.USER_ANNOTATION.value]))
-    names = ev["name"].to_numpy()[rows].astype(str)
-    rows = rows[np.fromiter((_STEP_NAME.match(n) is not None for n in names), dtype=bool, count=len(names))]
+    names = ev["name"].to_numpy()[rows]  # objects: no fixed-width copy of a huge name
+    rows = rows[np.fromiter((_STEP_NAME.match(str(n)) is not None for n in names), dtype=bool, count=len(names))]
     if not len(rows):
         rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
     if not len(rows):

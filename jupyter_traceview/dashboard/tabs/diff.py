@@ -1,5 +1,6 @@
-"""The Diff tab: the comparison with a baseline trace (``tv.compare``'s causes and verdict, then
-``tv.trace_diff``'s operators and kernels by name)."""
+"""The Diff tab: the comparison with a baseline trace, ``tv.compare``'s verdict, the causes that
+add up to the change of the mean step, each rank's change, and the warnings (world sizes,
+warm-up, steps matched)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def build(b: TabBuilder) -> None:
         cmp = b.data.comparison()
         sign = "+" if cmp.delta_pct >= 0 else "-"
         b.figures.append(figure_("verdict", f"{cmp.verdict} ({sign}{fmt.percent(abs(cmp.delta_pct))})", cmp.headline()))
+        b.notes.extend(f"compare: {w}" for w in cmp.warnings)
         b.tables.append(
             table(
                 "causes",
@@ -39,30 +41,25 @@ def build(b: TabBuilder) -> None:
             )
         )
 
-    def tables() -> None:
-        d = b.frame("trace_diff")
-        changed = d.loc[d["status"] != "unchanged"]
-        b.figures.append(figure_("changes", f"{len(changed):,}", f"of {len(d):,} operators and kernels"))
+    def per_rank() -> None:
         b.tables.append(
             table(
-                "diff",
-                "Largest changes (b = this trace, a = the baseline)",
-                changed,
+                "per_rank",
+                "Each rank's mean step (the ranks both runs have) and its largest change",
+                b.frame("compare_per_rank"),
                 [
-                    Column("kind", "kind"),
-                    Column("name", "name"),
-                    Column("count_a", "count a", "int"),
-                    Column("count_b", "count b", "int"),
-                    Column("total_ns_a", "total a", "duration"),
-                    Column("total_ns_b", "total b", "duration"),
-                    Column("total_delta_ns", "change", "duration"),
-                    Column("total_delta_pct", "change %", "pct"),
-                    Column("status", "status"),
+                    Column("rank", "rank", "int"),
+                    Column("base_ns", "baseline", "duration"),
+                    Column("new_ns", "this trace", "duration"),
+                    Column("delta_ns", "change", "duration"),
+                    Column("delta_pct", "change %", "pct"),
+                    Column("top_cause", "largest change"),
+                    Column("top_cause_delta_ns", "by", "duration"),
                 ],
-                limit=50,
+                limit=64,
             )
         )
 
     b.step("compare", causes)
-    b.step("trace diff", tables)
-    b.step("diff chart", lambda: b.chart("diff", lambda: c.trace_diff_chart(b.frame("trace_diff"), theme=b.theme)))
+    b.step("per rank", per_rank)
+    b.step("compare chart", lambda: b.chart("compare", lambda: c.compare_chart(b.frame("compare"), theme=b.theme)))

@@ -113,7 +113,8 @@ def slow_iteration(ctx: Context, r: SlowIterationThresholds) -> list[Finding]:
         f"Of {len(steps)} steps, {len(slow_list)} last(s) at least {fmt_pct(r.slow_iteration_min_pct)} longer than the median "
         f"step ({fmt_ns(median)}; step time = the slowest rank's); step-time jitter {fmt_pct(jitter)}. In step {s0['step']} "
         f"(slowest on rank {s0['slowest_rank']}) {s0['grew_most']} grew the most, by {fmt_ns(s0['grew_most_ns'])} over "
-        f"the median step.{warm}{capture} Compare it with a typical step (tv.iteration_stats, tv.trace_diff of the two steps) "
+        f"the median step.{warm}{capture} Compare it with a typical step (tv.iteration_stats; tv.compare(t.select(iterations=[typical]), "
+        f"t.select(iterations=[{s0['step']}])) says which causes grew) "
         "to find what changed: data loading, a recompilation, a checkpoint or evaluation, garbage collection."
     )
     evidence = {"steps": len(steps), "median_step_ns": median, "jitter_pct": jitter, "slow_steps": slow_list}

@@ -1,8 +1,7 @@
-"""Comparing two traces: a waterfall of the largest changes in GPU time."""
+"""Comparing two runs: a waterfall from the baseline's mean step to the new one, cause by cause."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -13,77 +12,66 @@ from ..format import short_names
 from ..views.colors import Theme
 from ._style import add_hover, duration_text, empty_chart, kind_colors, mix, new_figure, require, time_unit
 
-__all__ = ["trace_diff_chart"]
+__all__ = ["compare_chart"]
 
 
-def trace_diff_chart(
-    df: pd.DataFrame,
-    *,
-    theme: Theme = "light",
-    top: int = 12,
-    kinds: Iterable[str] = ("kernel", "gpu_memcpy", "gpu_memset"),
-    height: int = 340,
-) -> Any:
-    """A waterfall from the baseline's GPU time to the new trace's: the ``top`` largest changes, then the rest.
+def compare_chart(df: pd.DataFrame, *, theme: Theme = "light", top: int = 12, height: int = 340) -> Any:
+    """A waterfall from the baseline's mean step to the new run's: the ``top`` largest causes, then the rest.
 
-    ``df`` is :func:`jupyter_traceview.trace_diff`'s result (not per rank). Only ``kinds``
-    enter (GPU work by default: CPU operator times nest, so they do not add up).
-    Increases are drawn in the communication (red) tone, decreases in the memory (green) one.
+    ``df`` is the ``causes`` table of :func:`jupyter_traceview.compare` (its rows add up to
+    the change of the mean step, so the bars land exactly on the new mean step). Causes
+    within noise are drawn paler. Increases are drawn in the communication (red) tone,
+    decreases in the memory (green) one.
     """
-    title = "What changed: GPU time of the baseline, the largest changes, the new trace"
-    require(df, ["kind", "name", "total_ns_a", "total_ns_b", "total_delta_ns", "status"], "trace_diff_chart")
-    d = df.loc[df["kind"].astype(str).isin(list(kinds))]
-    if "rank" in d.columns:
-        raise ValueError("trace_diff_chart: pass trace_diff(a, b) without per_rank=True")
-    if d.empty:
-        return empty_chart(title, "No GPU work in either trace")
+    title = "Why the step changed: the baseline's mean step, the causes, the new mean step"
+    require(df, ["cause", "status", "base_ns", "new_ns", "delta_ns", "within_noise"], "compare_chart")
+    if df.empty:
+        return empty_chart(title, "No steps compared")
     colors = kind_colors(theme)
-    total_a = float(d["total_ns_a"].sum())
-    total_b = float(d["total_ns_b"].sum())
-    order = d.reindex(d["total_delta_ns"].abs().sort_values(ascending=False).index)
-    changed = order.loc[order["total_delta_ns"] != 0]
+    total_a = float(df["base_ns"].sum())
+    total_b = float(df["new_ns"].sum())
+    order = df.reindex(df["delta_ns"].abs().sort_values(ascending=False, kind="stable").index)
+    changed = order.loc[order["delta_ns"] != 0]
     head = changed.head(top)
-    rest = float(changed["total_delta_ns"].iloc[top:].sum()) if len(changed) > top else 0.0
-    labels = ["Baseline"]
-    bottoms = [0.0]
-    tops = [total_a]
-    fills = [mix(colors["other"], "#ffffff" if theme == "light" else "#000000", 0.2)]
-    names = ["baseline total"]
-    deltas = [total_a]
-    statuses = [""]
+    rest = float(changed["delta_ns"].iloc[top:].sum()) if len(changed) > top else 0.0
+    paper = "#ffffff" if theme == "light" else "#000000"
+    labels, bottoms, tops = ["Baseline"], [0.0], [total_a]
+    fills, names, deltas, statuses = [mix(colors["other"], paper, 0.2)], ["baseline mean step"], [total_a], [""]
     level = total_a
-    short = short_names(head["name"].astype(str), 48)
-    for i, (name, label, delta, status) in enumerate(
+    short = short_names(head["cause"].astype(str), 48)
+    for i, (name, label, delta, status, noise) in enumerate(
         zip(
-            head["name"].astype(str),
+            head["cause"].astype(str),
             short,
-            head["total_delta_ns"].astype(float),
+            head["delta_ns"].astype(float),
             head["status"].astype(str),
+            head["within_noise"].astype(bool),
             strict=True,
         )
     ):
+        tone = colors["communication"] if delta > 0 else colors["memory"]
         labels.append(f"{i + 1}. {label}")
         bottoms.append(min(level, level + delta))
         tops.append(max(level, level + delta))
-        fills.append(colors["communication"] if delta > 0 else colors["memory"])
+        fills.append(mix(tone, paper, 0.6) if noise else tone)
         names.append(name)
         deltas.append(delta)
-        statuses.append(status)
+        statuses.append(f"{status} (within noise)" if noise else status)
         level += delta
     if rest:
         labels.append(f"{len(changed) - top} more")
         bottoms.append(min(level, level + rest))
         tops.append(max(level, level + rest))
         fills.append(mix(colors["communication"] if rest > 0 else colors["memory"], colors["other"], 0.5))
-        names.append(f"{len(changed) - top} smaller changes")
+        names.append(f"{len(changed) - top} smaller causes")
         deltas.append(rest)
-        statuses.append("changed")
+        statuses.append("")
         level += rest
     labels.append("New")
     bottoms.append(0.0)
     tops.append(total_b)
     fills.append(colors["compute"])
-    names.append("new total")
+    names.append("new mean step")
     deltas.append(total_b)
     statuses.append("")
     unit, scale = time_unit([total_a, total_b])
@@ -106,7 +94,7 @@ def trace_diff_chart(
         height=height,
         tooltips=None,
         x_range=FactorRange(factors=list(labels)),
-        y_label=f"GPU time ({unit})",
+        y_label=f"Mean step ({unit})",
     )
     r = fig.vbar(x="x", bottom="bottom", top="top", width=0.75, fill_color="color", line_color=None, source=source)
     add_hover(fig, [("", "@name"), ("change", "@delta_txt"), ("status", "@status")], [r])
