@@ -25,7 +25,7 @@ from ..model.rank_data import RankData
 from ..model.trace import Trace
 from ..progress import Progress
 from . import cache as cache_folder
-from . import pool, split
+from . import dataset, pool, split
 from . import prepare as preparing
 from .ingest import (
     ReadOptions,
@@ -80,7 +80,8 @@ def load(
     ----------
     path:
         A trace file (``.json``, ``.json.gz`` or an Nsight ``.sqlite`` export), a folder of
-        rank traces (read non-recursively), or a list of files.
+        rank traces (read non-recursively), or a list of files; or a dataset written by
+        :func:`~jupyter_traceview.export` (read back as it was written).
     ranks:
         Load only these ranks. Ranks come from ``distributedInfo.rank``, else from the
         file name (``rank-3``, ``worker3``), else 0. An Nsight export holds one rank per
@@ -163,6 +164,8 @@ def load(
         pid_map=pid_map,
         max_json_bytes=max_json_bytes,
     )
+    if isinstance(path, (str, os.PathLike)) and dataset.is_dataset(path):
+        return dataset.read_dataset(str(path), ranks=ranks, classifier=classifier)
     found = find(path, ranks)
     cache_dir = cache_folder.resolve_dir(cache)
     classifier = classifier or Classifier()
