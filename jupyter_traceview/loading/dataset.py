@@ -203,17 +203,26 @@ def read_dataset(
     ranks: Iterable[int] | None = None,
     classifier: Classifier | None = None,
     storage_options: dict[str, Any] | None = None,
+    engine: str = "auto",
+    client: Any | None = None,
 ) -> Trace:
     """The trace :func:`export` wrote in ``dest`` (``tv.load`` calls it for a dataset).
 
     The ``gpu_class`` written is kept unless ``classifier`` is given (then the kernels are
-    classified again by it).
+    classified again by it). ``engine="dask"``: each rank read by a worker and kept there
+    (a :class:`~.dask_engine.DaskTrace`).
     """
     doc = _metadata(dest, storage_options)
     wanted = None if ranks is None else {int(r) for r in ranks}
     metas = [m for m in doc["ranks"] if wanted is None or int(m["rank"]) in wanted]
     if not metas:
         raise TraceFormatError(dest, f"holds no rank of {sorted(wanted or ())}", "Check ranks=")
+    if engine == "dask":
+        from .dask_engine import load_dataset_dask
+
+        return load_dataset_dask(
+            dest, doc, metas, classifier=classifier, client=client, storage_options=storage_options
+        )
     data = [read_rank(dest, m, storage_options) for m in metas]
     return _trace(doc, data, classifier, dest)
 

@@ -144,3 +144,98 @@ def errors(url: str) -> Iterator[None]:
         if not is_url(url) or not names & {"ClientError", "HttpResponseError", "HttpError", "OSError"}:
             raise
         raise TraceFormatError(redacted(url), f"cannot be read ({_clean(exc, url)})", "Check the URL") from None
+
+
+#: Reads of a remote object go through a read-ahead buffer of this many bytes (fsspec's
+#: ``block_size``): a piece of the Kineto reader (4 MiB) is a few requests.
+REMOTE_BLOCK_BYTES = 8 * 2**20
+
+
+class RemotePath:
+    """An object in storage, where the readers take a file's path: its URL (shown redacted),
+    the options to reach it (never shown), what the store says identifies its content (ETag,
+    version or generation), and its size.
+
+    ``open()`` gives a file object reading it in blocks (:data:`REMOTE_BLOCK_BYTES`), never
+    the whole object at once.
+    """
+
+    __slots__ = ("_options", "size", "url", "version")
+
+    def __init__(self, url: str, size: int, version: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = url
+        self.size = size
+        self.version = version
+        self._options = dict(storage_options or {})
+
+    @property
+    def name(self) -> str:
+        """The object's name (the last part of its key)."""
+        return redacted(self.url).rstrip("/").rsplit("/", 1)[-1]
+
+    def __str__(self) -> str:
+        return redacted(self.url)
+
+    def __repr__(self) -> str:
+        return f"RemotePath({redacted(self.url)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RemotePath) and (self.url, self.version) == (other.url, other.version)
+
+    def __hash__(self) -> int:
+        return hash((self.url, self.version))
+
+    def __reduce__(self) -> tuple[type[RemotePath], tuple[str, int, str, dict[str, Any]]]:
+        # (to worker processes: the options travel in memory, as the load was given them)
+        return (RemotePath, (self.url, self.size, self.version, self._options))
+
+    def cache_identity(self) -> list[Any]:
+        """What the cache keys the object by: its URL without secrets, its size and version."""
+        return [redacted(self.url), self.size, self.version]
+
+    def open(self) -> IO[bytes]:
+        """A file object over the object, read in blocks; errors as :func:`errors` gives them."""
+        fs, root = filesystem(self.url, self._options)
+        with errors(self.url):
+            fh: IO[bytes] = fs.open(root, "rb", block_size=REMOTE_BLOCK_BYTES, cache_type="readahead")
+        return fh
+
+
+def version_of(info: dict[str, Any]) -> str:
+    """What identifies an object's content in a listing's entry: its version (S3 VersionId,
+    GCS generation), else its ETag, else its modification time (and size, beside it in the key)."""
+    for key in (
+        "VersionId",
+        "generation",
+        "version_id",
+        "ETag",
+        "etag",
+        "md5Hash",
+        "LastModified",
+        "last_modified",
+        "mtime",
+    ):
+        value = info.get(key)
+        if value not in (None, "", "null"):
+            return f"{key}={value}"
+    return ""
+
+
+def listing(url: str, storage_options: dict[str, Any] | None = None) -> tuple[list[RemotePath], bool]:
+    """The objects at ``url``: the object itself (False), or those directly under it as a
+    folder (True); a :class:`TraceFormatError` naming the URL when there is nothing there."""
+    fs, root = filesystem(url, storage_options)
+    scheme = url.split("://", 1)[0]
+    with errors(url):
+        info = fs.info(root)
+        if info.get("type") != "directory":
+            return [RemotePath(url, int(info.get("size") or 0), version_of(info), storage_options)], False
+        entries = fs.ls(root, detail=True)
+    out = []
+    for entry in sorted(entries, key=lambda e: str(e["name"])):
+        if entry.get("type") == "directory":
+            continue
+        name = str(entry["name"])
+        full = fs.unstrip_protocol(name) if hasattr(fs, "unstrip_protocol") else f"{scheme}://{name}"
+        out.append(RemotePath(full, int(entry.get("size") or 0), version_of(entry), storage_options))
+    return out, True
