@@ -25,6 +25,7 @@ from ..model.classify import Classifier
 from ..model.rank_data import RankData, RankMeta
 from ..model.trace import Trace
 from . import cache as _cache
+from .dataset import read_rank
 from .ingest import number_unranked, read_file, report_failures, warn_reader_messages, warn_skipped_events, with_rank
 from .readers.files import TraceFile
 
@@ -299,7 +300,6 @@ def _read_dataset_rank(
     dest: str, meta: dict[str, Any], storage_options: Any, classifier: Classifier | None
 ) -> RankData:
     from ..model.trace import classified
-    from .dataset import read_rank
 
     data = read_rank(dest, meta, storage_options)
     return data if classifier is None else classified(data, classifier)

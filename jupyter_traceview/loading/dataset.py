@@ -37,10 +37,11 @@ from ..model.versions import SCHEMA_VERSION
 from . import storage
 from .cache_arrow import TABLES, to_arrow
 
-__all__ = ["DATASET_FORMAT", "METADATA_FILE", "export", "is_dataset", "read_dataset", "read_rank"]
+__all__ = ["DATASET_FORMAT", "METADATA_FILE", "dataset_ranks", "export", "is_dataset", "read_dataset", "read_rank"]
 
 #: The metadata document at a dataset's root (its presence makes a folder a dataset).
-METADATA_FILE = "traceview.json"
+METADATA_FILE = storage.DATASET_METADATA
+is_dataset = storage.is_dataset
 #: The dataset layout's version (``format`` in the metadata document).
 DATASET_FORMAT = 1
 #: Where a Parquet file's Arrow metadata keeps its categorical columns' category lists.
@@ -133,20 +134,6 @@ def _write_rank(one: Trace, dest: str, storage_options: dict[str, Any] | None) -
     return meta
 
 
-def is_dataset(path: object, storage_options: dict[str, Any] | None = None) -> bool:
-    """Whether ``path`` (a folder or URL) holds a dataset written by :func:`export`."""
-    if not isinstance(path, str) and not hasattr(path, "__fspath__"):
-        return False
-    text = str(path)
-    if not storage.is_url(text):
-        import os
-
-        return os.path.isfile(os.path.join(os.path.expanduser(text), METADATA_FILE))
-    fs, root = storage.filesystem(text, storage_options)
-    with storage.errors(text):
-        return bool(fs.exists(posixpath.join(root, METADATA_FILE)))
-
-
 def _metadata(dest: str, storage_options: dict[str, Any] | None) -> dict[str, Any]:
     fs, root = storage.filesystem(dest, storage_options)
     with storage.errors(dest), fs.open(posixpath.join(root, METADATA_FILE), "rb") as fh:
@@ -197,32 +184,33 @@ def _frame(arrow: pa.Table) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=arrow.column_names)
 
 
+def dataset_ranks(
+    dest: str, ranks: Iterable[int] | None, storage_options: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The metadata document of the dataset in ``dest`` and the entries of the ranks wanted
+    (``ranks``: None for all); an error naming ``dest`` when it holds none of them."""
+    doc = _metadata(dest, storage_options)
+    wanted = None if ranks is None else {int(r) for r in ranks}
+    metas = [m for m in doc["ranks"] if wanted is None or int(m["rank"]) in wanted]
+    if not metas:
+        raise TraceFormatError(dest, f"holds no rank of {sorted(wanted or ())}", "Check ranks=")
+    return doc, metas
+
+
 def read_dataset(
     dest: str,
     *,
     ranks: Iterable[int] | None = None,
     classifier: Classifier | None = None,
     storage_options: dict[str, Any] | None = None,
-    engine: str = "auto",
-    client: Any | None = None,
 ) -> Trace:
-    """The trace :func:`export` wrote in ``dest`` (``tv.load`` calls it for a dataset).
+    """The trace :func:`export` wrote in ``dest`` (``tv.load`` calls it for a dataset; with
+    ``engine="dask"``, :func:`~.dask_engine.load_dataset_dask` reads it on the workers).
 
     The ``gpu_class`` written is kept unless ``classifier`` is given (then the kernels are
-    classified again by it). ``engine="dask"``: each rank read by a worker and kept there
-    (a :class:`~.dask_engine.DaskTrace`).
+    classified again by it).
     """
-    doc = _metadata(dest, storage_options)
-    wanted = None if ranks is None else {int(r) for r in ranks}
-    metas = [m for m in doc["ranks"] if wanted is None or int(m["rank"]) in wanted]
-    if not metas:
-        raise TraceFormatError(dest, f"holds no rank of {sorted(wanted or ())}", "Check ranks=")
-    if engine == "dask":
-        from .dask_engine import load_dataset_dask
-
-        return load_dataset_dask(
-            dest, doc, metas, classifier=classifier, client=client, storage_options=storage_options
-        )
+    doc, metas = dataset_ranks(dest, ranks, storage_options)
     data = [read_rank(dest, m, storage_options) for m in metas]
     return _trace(doc, data, classifier, dest)
 

@@ -25,7 +25,7 @@ from ..model.rank_data import RankData
 from ..model.trace import Trace
 from ..progress import Progress
 from . import cache as cache_folder
-from . import dataset, pool, split
+from . import pool, split
 from . import prepare as preparing
 from .ingest import (
     ReadOptions,
@@ -42,6 +42,7 @@ from .pool import pool_context
 from .readers import kineto
 from .readers.common import NotATraceError
 from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile
+from .storage import is_dataset
 
 __all__ = ["load", "pool_context"]
 
@@ -175,15 +176,17 @@ def load(
         pid_map=pid_map,
         max_json_bytes=max_json_bytes,
     )
-    if isinstance(path, (str, os.PathLike)) and dataset.is_dataset(path, storage_options):
-        return dataset.read_dataset(
-            str(path),
-            ranks=ranks,
-            classifier=classifier,
-            storage_options=storage_options,
-            engine=engine,
-            client=client,
-        )
+    if isinstance(path, (str, os.PathLike)) and is_dataset(path, storage_options):
+        from . import dataset
+
+        if engine == "dask":
+            from .dask_engine import load_dataset_dask
+
+            doc, metas = dataset.dataset_ranks(str(path), ranks, storage_options)
+            return load_dataset_dask(
+                str(path), doc, metas, classifier=classifier, client=client, storage_options=storage_options
+            )
+        return dataset.read_dataset(str(path), ranks=ranks, classifier=classifier, storage_options=storage_options)
     found = find(path, ranks, storage_options)
     cache_dir = cache_folder.resolve_dir(cache)
     classifier = classifier or Classifier()

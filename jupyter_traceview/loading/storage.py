@@ -19,7 +19,22 @@ from typing import IO, Any
 
 from ..errors import TraceFormatError
 
-__all__ = ["LocalFS", "errors", "filesystem", "is_url", "redacted"]
+__all__ = [
+    "DATASET_METADATA",
+    "LocalFS",
+    "RemotePath",
+    "errors",
+    "filesystem",
+    "is_dataset",
+    "is_url",
+    "listing",
+    "redacted",
+    "version_of",
+]
+
+#: The metadata document at the root of a dataset written by ``tv.export`` (:mod:`.dataset`):
+#: its presence makes a folder a dataset.
+DATASET_METADATA = "traceview.json"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -41,6 +56,20 @@ def redacted(url: str) -> str:
     if "@" in host:
         host = host.rsplit("@", 1)[1]
     return f"{m.group(1)}://{host}{sep}{path}"
+
+
+def is_dataset(path: object, storage_options: dict[str, Any] | None = None) -> bool:
+    """Whether ``path`` (a folder or URL) holds a dataset written by ``tv.export``."""
+    if not isinstance(path, (str, os.PathLike)):
+        return False
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        return False
+    if not is_url(text):
+        return os.path.isfile(os.path.join(os.path.expanduser(text), DATASET_METADATA))
+    fs, root = filesystem(text, storage_options)
+    with errors(text):
+        return bool(fs.exists(root.rstrip("/") + "/" + DATASET_METADATA))
 
 
 class LocalFS:
