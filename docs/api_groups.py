@@ -30,6 +30,8 @@ GROUPS: tuple[Group, ...] = (
             "load",
             "sample_path",
             "clear_cache",
+            "export",
+            "sql",
             "Trace",
             "EventKind",
             "GpuClass",

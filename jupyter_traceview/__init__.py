@@ -40,7 +40,9 @@ if TYPE_CHECKING:
         TraceviewWarning as TraceviewWarning,
     )
     from .loading.cache import clear_cache as clear_cache
+    from .loading.dataset import export as export
     from .loading.loader import load as load
+    from .loading.sql import sql as sql
     from .model.classify import Classifier as Classifier
     from .model.clock import align_clocks as align_clocks
     from .model.clock import clock_alignment as clock_alignment
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
 _PUBLIC: dict[str, str] = {
     "load": "jupyter_traceview.loading.loader",
     "clear_cache": "jupyter_traceview.loading.cache",
+    "export": "jupyter_traceview.loading.dataset",
+    "sql": "jupyter_traceview.loading.sql",
     "Trace": "jupyter_traceview.model.trace",
     "Classifier": "jupyter_traceview.model.classify",
     "EventKind": "jupyter_traceview.model.schema",

@@ -344,6 +344,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .loading.dataset import export
+
+    trace = _load(args, prepare=False)
+    dest = export(trace, args.dest, overwrite=args.overwrite)
+    if not args.quiet:
+        print(f"{dest}: {len(trace.ranks)} rank(s) as a Parquet dataset; read it with tv.load, DuckDB or polars")
+    return 0
+
+
 #: Where ``traceview compare`` looks for run names (``%%traceprofile``'s default ``--out``).
 RUNS_DIR = "traceview-runs"
 
@@ -493,6 +503,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", choices=["light", "dark"], default="light", help="colours of the report")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser(
+        "export",
+        help="write a run as a Parquet dataset (events by rank, GPU args, op args, memory, collectives, metadata)",
+    )
+    add_trace_args(p)
+    p.add_argument("dest", metavar="DEST", help="the dataset's folder or URL (s3://bucket/run); created if missing")
+    p.add_argument("--overwrite", action="store_true", help="replace a dataset already in DEST")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser(
         "compare",

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..model.versions import READER_VERSION, SCHEMA_VERSION
 from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile
+from .storage import RemotePath
 
 __all__ = ["FINGERPRINT_BYTES", "ReadOptions", "default_cache_dir", "entry_key", "fingerprint", "resolve_dir"]
 
@@ -109,6 +110,9 @@ def entry_key(tf: TraceFile, options: dict[str, Any], real_dirs: dict[str, str] 
     real path), filled here: the files of one folder resolve their folder once (a real path
     costs an lstat per component) and themselves by one lstat.
     """
+    if isinstance(tf.path, RemotePath):  # an object in storage: by its URL (no secrets), size and version
+        ident = [*tf.path.cache_identity(), READER_VERSION, SCHEMA_VERSION, sorted(options.items())]
+        return hashlib.sha256(json.dumps(ident, default=str).encode()).hexdigest()[:32]
     ident = [
         _real_path(str(tf.path), real_dirs),
         tf.size,

@@ -25,6 +25,7 @@ from ..model.classify import Classifier
 from ..model.rank_data import RankData, RankMeta
 from ..model.trace import Trace
 from . import cache as _cache
+from .dataset import read_rank
 from .ingest import number_unranked, read_file, report_failures, warn_reader_messages, warn_skipped_events, with_rank
 from .readers.files import TraceFile
 
@@ -293,3 +294,42 @@ def load_dask(
         cluster.close()
         raise TraceFormatError(source, "no readable trace", "Point tv.load() at PyTorch profiler traces")
     return DaskTrace(futures, metas, cluster=cluster, classifier=classifier, source=source)
+
+
+def _read_dataset_rank(
+    dest: str, meta: dict[str, Any], storage_options: Any, classifier: Classifier | None
+) -> RankData:
+    from ..model.trace import classified
+
+    data = read_rank(dest, meta, storage_options)
+    return data if classifier is None else classified(data, classifier)
+
+
+def load_dataset_dask(
+    dest: str,
+    doc: dict[str, Any],
+    metas: list[dict[str, Any]],
+    *,
+    classifier: Classifier | None,
+    client: Any | None,
+    storage_options: dict[str, Any] | None,
+) -> DaskTrace:
+    """A dataset written by ``tv.export`` read on the workers, each rank by the worker that
+    keeps it (the dataset must be where the workers can read it: object storage, a shared disk)."""
+    cluster = _start_client(client)
+    c = cluster.client
+    futures = {
+        int(m["rank"]): c.submit(_read_dataset_rank, dest, m, storage_options, classifier, pure=False) for m in metas
+    }
+    window = doc.get("window")
+    trace = DaskTrace(
+        futures,
+        {int(m["rank"]): RankMeta.from_json(m) for m in metas},
+        cluster=cluster,
+        classifier=classifier or Classifier(),
+        source=doc.get("source") or dest,
+        window=None if window is None else (int(window[0]), int(window[1])),
+    )
+    if doc.get("origin_ns") is not None:
+        trace._origin = int(doc["origin_ns"])
+    return trace

@@ -25,6 +25,7 @@ from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
 from .readers.files import TraceFile, inflate_chunks, inflate_whole, is_compressed, read_bytes, trace_format
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
+from .storage import RemotePath
 
 __all__ = [
     "ReadOptions",
@@ -54,6 +55,10 @@ def _read(
     """:func:`read_file`; ``defer``: a small one-rank Kineto file read by the C scanner gives its
     columns instead (:class:`.readers.kineto.Pending`: nothing classified or stored yet)."""
     if trace_format(tf.path) == "nsys":
+        if isinstance(tf.path, RemotePath):
+            raise TraceFormatError(
+                tf.path, "is an Nsight Systems export: SQLite reads local files only", "Copy it to a local disk first"
+            )
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     else:
         got = _read_kineto(tf, options, defer=defer)

@@ -42,6 +42,7 @@ from .pool import pool_context
 from .readers import kineto
 from .readers.common import NotATraceError
 from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile
+from .storage import is_dataset
 
 __all__ = ["load", "pool_context"]
 
@@ -70,6 +71,7 @@ def load(
     progress: bool | Progress | None = None,
     client: Any | None = None,
     prepare: bool | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Trace:
     """Load PyTorch profiler traces: one file, or a folder with one file per rank.
 
@@ -80,7 +82,9 @@ def load(
     ----------
     path:
         A trace file (``.json``, ``.json.gz`` or an Nsight ``.sqlite`` export), a folder of
-        rank traces (read non-recursively), or a list of files.
+        rank traces (read non-recursively), or a list of files; or a dataset written by
+        :func:`~jupyter_traceview.export` (read back as it was written). Each may be an
+        fsspec URL (``s3://bucket/run/``): see ``storage_options``.
     ranks:
         Load only these ranks. Ranks come from ``distributedInfo.rank``, else from the
         file name (``rank-3``, ``worker3``), else 0. An Nsight export holds one rank per
@@ -132,6 +136,15 @@ def load(
         None (default) for a load that reads at least 512 MB of JSON in worker processes.
         Needs the cache (nothing is prepared with ``cache=False`` or ``engine="dask"``);
         files read from the cache keep what was prepared when they were read.
+    storage_options:
+        For a URL (``s3://bucket/run/``, ``gs://``, ``az://``, ``hf://``, ``https://``: any
+        fsspec URL; extra ``jupyter_traceview[cloud]``): the filesystem's options
+        (``{"profile": ...}``, ``{"endpoint_url": ...}``, keys), as fsspec takes them. By
+        default the store's usual environment (``AWS_PROFILE``, ``AWS_ENDPOINT_URL``,
+        ``AWS_ACCESS_KEY_ID``..., ``GOOGLE_APPLICATION_CREDENTIALS``...). Objects are read in
+        blocks as they are parsed, never whole; the cache keys them by their ETag or version
+        (never by the credentials, which are not written anywhere). With ``engine="dask"``
+        the workers read the objects themselves.
 
     Returns
     -------
@@ -163,7 +176,18 @@ def load(
         pid_map=pid_map,
         max_json_bytes=max_json_bytes,
     )
-    found = find(path, ranks)
+    if isinstance(path, (str, os.PathLike)) and is_dataset(path, storage_options):
+        from . import dataset
+
+        if engine == "dask":
+            from .dask_engine import load_dataset_dask
+
+            doc, metas = dataset.dataset_ranks(str(path), ranks, storage_options)
+            return load_dataset_dask(
+                str(path), doc, metas, classifier=classifier, client=client, storage_options=storage_options
+            )
+        return dataset.read_dataset(str(path), ranks=ranks, classifier=classifier, storage_options=storage_options)
+    found = find(path, ranks, storage_options)
     cache_dir = cache_folder.resolve_dir(cache)
     classifier = classifier or Classifier()
     if engine == "dask":

@@ -15,7 +15,7 @@ import re
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import TraceFormatError, TraceviewWarning, caller_stacklevel
 from ..model.classify import Classifier
@@ -24,7 +24,8 @@ from ..model.rank_data import RankData
 from . import cache, pool
 from . import prepare as preparing
 from .ingest import ReadOptions
-from .readers.files import NSYS_SUFFIXES, TraceFile, discover, trace_format
+from .readers.files import NSYS_SUFFIXES, TraceFile, discover, open_file, trace_format
+from .storage import RemotePath, is_url
 
 __all__ = ["ENGINES", "Engine", "Found", "OnError", "Plan", "estimated_json_bytes", "find", "make_plan"]
 
@@ -72,7 +73,11 @@ class Found:
     claimed: set[int]
 
 
-def find(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], ranks: Iterable[int] | None) -> Found:
+def find(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    ranks: Iterable[int] | None,
+    storage_options: dict[str, Any] | None = None,
+) -> Found:
     """The trace files under ``path`` (a file, a folder, a list of them), those of other ranks
     than ``ranks`` left out where a file's rank can be read cheaply; warns of the files
     skipped as not traces."""
@@ -82,7 +87,7 @@ def find(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], ranks:
     files: list[TraceFile] = []
     skipped_names: list[Path] = []
     for p in paths:
-        found, skipped = discover(p)
+        found, skipped = discover(p, storage_options)
         files += found
         skipped_names += skipped
     if skipped_names:
@@ -107,7 +112,11 @@ def find(path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], ranks:
                 kept.append(tf)
         files = kept
     source = str(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
-    folder_mode = len(paths) > 1 or Path(paths[0]).is_dir()
+    folder_mode = len(paths) > 1 or (
+        len(files) > 1 or bool(skipped_names) or str(paths[0]).endswith("/")
+        if is_url(paths[0])
+        else Path(paths[0]).is_dir()
+    )
     return Found(files=files, source=source, folder_mode=folder_mode, wanted=wanted, claimed=claimed)
 
 
@@ -127,19 +136,21 @@ def peek_rank(tf: TraceFile) -> int | None:
 
 
 def _head(path: Path, size: int) -> bytes:
-    with open(path, "rb") as fh:
-        start = fh.read(2)
-    if start == b"\x1f\x8b":
-        import gzip
-        import zlib
+    try:
+        with open_file(path) as fh:
+            start = fh.read(2)
+            if start != b"\x1f\x8b":
+                return start + fh.read(size - 2)
+    except TraceFormatError as exc:
+        raise OSError(str(exc)) from None
+    import gzip
+    import zlib
 
-        with gzip.open(path, "rb") as gz:
-            try:
-                return gz.read(size)
-            except (EOFError, OSError, zlib.error):
-                return b""
-    with open(path, "rb") as fh:
-        return fh.read(size)
+    with open_file(path) as raw, gzip.open(raw, "rb") as gz:
+        try:
+            return gz.read(size)
+        except (EOFError, OSError, zlib.error):
+            return b""
 
 
 @dataclasses.dataclass
@@ -196,7 +207,8 @@ def make_plan(
     reading: Reading = "serial"
     if len(todo) == 1 and engine in ("auto", "process") and (os.cpu_count() or 1) > 1:
         big = json_bytes > SPLIT_BYTES and pool.starts_cheaply()
-        if trace_format(found.files[todo[0]].path) == "kineto" and (engine == "process" or big):
+        local = not isinstance(found.files[todo[0]].path, RemotePath)  # (an object: read as it streams)
+        if local and trace_format(found.files[todo[0]].path) == "kineto" and (engine == "process" or big):
             reading = "split"
     many = engine == "auto" and len(todo) > 1 and json_bytes > PARALLEL_BYTES
     if reading == "serial" and todo and (engine == "process" or many):

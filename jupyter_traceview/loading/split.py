@@ -25,7 +25,7 @@ from ..model.trace import classified
 from . import cache, handoff, heap, pool
 from .ingest import ReadOptions
 from .readers import kineto
-from .readers.files import TraceFile, inflate_chunks, is_compressed
+from .readers.files import TraceFile, inflate_chunks, is_compressed, open_file
 
 __all__ = ["PIECE_BYTES", "read_split"]
 
@@ -45,7 +45,7 @@ def read_split(
     """
 
     try:
-        with open(tf.path, "rb") as fh:
+        with open_file(tf.path) as fh:
             compressed = is_compressed(tf.path, fh.read(2))
         got = split_streamed(tf, options) if compressed else split_plain(tf, options)
         if got is None:

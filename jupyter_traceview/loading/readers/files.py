@@ -9,10 +9,11 @@ import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from ...errors import TraceFormatError
 from ...format import size as format_size
+from ..storage import RemotePath, is_url, listing, redacted
 
 _zlib: Any = zlib
 _INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error, EOFError, OSError, ValueError)
@@ -32,6 +33,7 @@ __all__ = [
     "discover",
     "inflate_chunks",
     "inflate_whole",
+    "open_file",
     "prefetch",
     "rank_from_name",
     "read_bytes",
@@ -62,6 +64,8 @@ _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|worker)[-_.]?(\d+)", re.IGNOREC
 class TraceFile:
     """A file to read, with what is known of it before parsing."""
 
+    #: A local path, or a :class:`~..storage.RemotePath` (an object in storage, read through
+    #: fsspec: :func:`open_file`, ``open_source``) typed as one.
     path: Path
     size: int
     mtime_ns: int
@@ -86,9 +90,9 @@ def trace_format(path: Path) -> str:
     if lower.endswith(NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES):
         return "nsys"
     try:
-        with open(path, "rb") as fh:
+        with _open(path) as fh:
             head = fh.read(len(SQLITE_MAGIC))
-    except OSError:
+    except (OSError, TraceFormatError):
         return "kineto"  # the Kineto reader reports the error
     return "nsys" if head == SQLITE_MAGIC else "kineto"
 
@@ -111,14 +115,21 @@ def _stat(path: Path) -> TraceFile:
     return TraceFile(path=path, size=st.st_size, mtime_ns=st.st_mtime_ns, name_rank=rank_from_name(path.name))
 
 
-def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]:
+def discover(
+    path: str | os.PathLike[str], storage_options: dict[str, Any] | None = None
+) -> tuple[list[TraceFile], list[Path]]:
     """The trace files at ``path`` (a file or a folder), and the files skipped in a folder.
 
     A folder is read non-recursively: every ``*.json``, ``*.json.gz``, ``*.gz`` and
     ``*.sqlite`` file in it is a candidate, and so is an Nsight ``*.nsys-rep`` report without
     its SQLite export beside it (reading it explains how to export it). Other regular files
     are returned as skipped (hidden files are ignored silently).
+
+    A URL (``s3://bucket/run/``) is listed through fsspec (:func:`~..storage.listing`) with
+    ``storage_options``: the object, or the objects directly under it.
     """
+    if is_url(path):
+        return _discover_remote(str(path), storage_options)
     p = Path(path).expanduser()
     if not p.exists():
         parent = p.parent
@@ -179,7 +190,37 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
     return files, skipped
 
 
+def _discover_remote(url: str, storage_options: dict[str, Any] | None) -> tuple[list[TraceFile], list[Path]]:
+    objects, folder = listing(url, storage_options)
+    files: list[TraceFile] = []
+    skipped: list[Path] = []
+    for obj in objects:
+        name = obj.name
+        if name.startswith("."):
+            continue
+        if not folder or _is_candidate(name):
+            # (typed as a Path: the readers open it with open_file and open_source)
+            files.append(TraceFile(path=cast(Path, obj), size=obj.size, mtime_ns=0, name_rank=rank_from_name(name)))
+        else:
+            skipped.append(cast(Path, obj))
+    if not files:
+        raise TraceFormatError(
+            redacted(url),
+            "no trace files here" + (f" (only: {', '.join(s.name for s in skipped[:8])})" if skipped else ""),
+            "Point tv.load() at a PyTorch profiler trace (*.json or *.json.gz) or a folder of them",
+        )
+    return files, skipped
+
+
+def open_file(path: Path) -> BinaryIO:
+    """A trace file opened for reading (a local file, or an object in storage in blocks);
+    a :class:`TraceFormatError` naming it where it cannot be."""
+    return _open(path)
+
+
 def _open(path: Path) -> BinaryIO:
+    if isinstance(path, RemotePath):
+        return cast(BinaryIO, path.open())
     try:
         return open(path, "rb")
     except PermissionError:
@@ -234,7 +275,7 @@ def inflate_chunks(
     """
     with _open(path) as fh:
         try:
-            size = os.fstat(fh.fileno()).st_size
+            size = path.size if isinstance(path, RemotePath) else os.fstat(fh.fileno()).st_size
         except OSError as exc:
             raise _unreadable(path, exc) from None
         if not size:
@@ -353,7 +394,7 @@ def prefetch(path: Path | str) -> threading.Thread | None:
     is the task's to report, nothing happens here.
     """
     advise = getattr(os, "posix_fadvise", None)
-    if advise is None:
+    if advise is None or not isinstance(path, (str, os.PathLike)):  # (an object in storage: no page cache)
         return None
 
     def run() -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 import msgspec
 
 from ....errors import TraceFormatError
+from ...storage import RemotePath
 from .decode import check_surrogates, first_byte
 from .events import MAX_NS, Doc
 
@@ -105,7 +106,10 @@ class Plan:
 
 
 def open_source(path: Path) -> tuple[ReadAt, int, Callable[[], None]]:
-    """``(read_at, size, close)`` over a plain (not compressed) file, read with ``pread``."""
+    """``(read_at, size, close)`` over a plain (not compressed) file, read with ``pread``; an
+    object in storage (:class:`~...storage.RemotePath`) through its file object, in blocks."""
+    if isinstance(path, RemotePath):
+        return _remote_source(path)
     fd = os.open(path, os.O_RDONLY)
     size = os.fstat(fd).st_size
 
@@ -116,6 +120,22 @@ def open_source(path: Path) -> tuple[ReadAt, int, Callable[[], None]]:
         return out
 
     return read_at, size, functools.partial(os.close, fd)
+
+
+def _remote_source(path: RemotePath) -> tuple[ReadAt, int, Callable[[], None]]:
+    try:
+        fh = path.open()
+    except TraceFormatError as exc:
+        raise OSError(str(exc)) from None  # (the whole-file read reports it, as for a local file)
+
+    def read_at(offset: int, n: int) -> bytes:
+        fh.seek(offset)
+        out = fh.read(n)
+        if len(out) != n:
+            raise SplitFailed(f"short read at {offset}")
+        return out
+
+    return read_at, path.size, fh.close
 
 
 class BytesSource:
