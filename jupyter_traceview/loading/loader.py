@@ -42,6 +42,7 @@ from .pool import pool_context
 from .readers import kineto
 from .readers.common import NotATraceError
 from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile
+from .run_notes import run_status_of, skipped_files_of
 
 __all__ = ["load", "pool_context"]
 
@@ -410,7 +411,20 @@ def _assemble(plan: Plan, results: dict[int, list[RankData]], failures: _Failure
     warn_reader_messages({r: d.meta for r, d in by_rank.items()})
     if not by_rank:
         raise _nothing_read(plan.found, results, failures)
-    return Trace(list(by_rank.values()), classifier=plan.classifier, source=plan.found.source, _classified=True)
+    return Trace(
+        list(by_rank.values()),
+        classifier=plan.classifier,
+        source=plan.found.source,
+        skipped_files=skipped_files_of(failures.failed),
+        run_status=run_status_of(_run_folder(plan.found)),
+        _classified=True,
+    )
+
+
+def _run_folder(found: Found) -> str | None:
+    """The folder a run record may sit in: the one folder loaded, or the one folder of the files loaded."""
+    folders = {str(tf.path.parent) for tf in found.files}
+    return folders.pop() if len(folders) == 1 else None
 
 
 def _keep_in_cache(plan: Plan, results: dict[int, list[RankData]]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-from ..model.display_hook import HeadlineCounts
+from ..model.display_hook import HeadlineCounts, SkippedFile
 from .runs import RunKind
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "RunPending",
     "RunRow",
     "RunsListing",
+    "SkippedFile",
     "TaskPending",
     "TaskProgress",
 ]
@@ -90,6 +91,7 @@ class DiffPending(TaskPending, total=False):
 class _RunRow(TypedDict):
     path: str
     name: str
+    title: str
     kind: RunKind
     files: int
     mtime: float
