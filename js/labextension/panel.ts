@@ -249,8 +249,8 @@ function emptyText(m: TracesModel): string {
   );
 }
 
-/** Characters of a run's name shown in its row (the whole name on hover). */
-const NAME_CHARS = 40;
+/** Characters of a run's name shown in its row (the whole name on hover): fits a default-width sidebar. */
+const NAME_CHARS = 32;
 
 function figure(text: string, title: string, className = ""): HTMLElement {
   const span = el("span", `tv-RunRow-figure ${className}`.trim(), text);
