@@ -95,3 +95,17 @@ def test_dask_engine_carries_the_notes(tmp_path: Path, dask_client: object) -> N
     h = tv.headline(trace)
     assert len(h["skipped_files"]) == 1 and h["run_status"] == "error"
     assert tv.headline(trace.select(ranks=[0]))["run_status"] == "error"
+
+
+def test_cli_summary_says_what_was_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from jupyter_traceview.cli import main
+
+    folder = _run_folder(tmp_path, status="error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        assert main(["summary", str(folder), "--skip-bad", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    lines = [ln.split(None, 1) for ln in out.splitlines() if ln.startswith(("skipped ", "run "))]
+    assert [ln[0] for ln in lines] == ["skipped", "run"]
+    assert lines[0][1].startswith("1 trace file not read (") and "truncated" in lines[0][1]
+    assert lines[1][1].startswith("partial (cell raised)")
