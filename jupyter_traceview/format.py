@@ -24,6 +24,7 @@ The rules
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
@@ -32,12 +33,14 @@ from typing import Any
 __all__ = [
     "ABSENT_IF_NEGATIVE",
     "MISSING",
+    "WARNING_LABELS",
     "cell",
     "count",
     "duration",
     "evidence",
     "evidence_label",
     "headline_items",
+    "headline_warnings",
     "kind_of_key",
     "percent",
     "plural",
@@ -234,7 +237,7 @@ def headline_items(h: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     HTML report, the Traces sidebar, ``traceview summary``) writes these texts, so that the
     same figure reads the same everywhere. Terms as defined in docs/semantics.md.
     """
-    out: list[tuple[str, str, str]] = []
+    out = headline_warnings(h)
     n = int(h["ranks"])
     ids = h.get("rank_ids") or []
     out.append(("ranks", f"{n} ({ranges(ids)})" if n > 1 else str(n), ""))
@@ -257,6 +260,38 @@ def headline_items(h: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     out.append(("events", count(h["events"]), "every kind, all ranks"))
     out.append(("kernels", count(h["kernels"]), "GPU kernels"))
     out.append(("GPU activities", count(h["gpu_activities"]), "kernels, copies, sets and syncs"))
+    return out
+
+
+#: Labels of :func:`headline_warnings`' items (shown as warnings: a badge, a warning tone).
+WARNING_LABELS = ("skipped", "run")
+#: What a run status other than "ok" means, in words.
+_RUN_STATUS_TEXT = {
+    "error": "the profiled cell raised: the last step is partial (findings leave it out)",
+    "interrupted": "the profiled cell was interrupted: the last step is partial (findings leave it out)",
+}
+
+
+def headline_warnings(h: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """What the headline's figures leave out, as ``(label, value, hint)`` items: the skipped
+    trace files (``skipped_files``) and a run that did not end well (``run_status``); none
+    for a complete trace. The first items of :func:`headline_items`."""
+    out: list[tuple[str, str, str]] = []
+    skipped = h.get("skipped_files") or []
+    if skipped:
+        names = ", ".join(os.path.basename(str(f["path"])) for f in skipped[:3])
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        hint = "; ".join(f"{f['path']}: {f['reason']}" for f in skipped)
+        out.append(("skipped", f"{plural(len(skipped), 'trace file')} not read ({names}{more})", hint))
+    status = str(h.get("run_status") or "ok")
+    if status != "ok":
+        out.append(
+            (
+                "run",
+                "partial (cell raised)" if status == "error" else f"partial ({status})",
+                _RUN_STATUS_TEXT.get(status, status),
+            )
+        )
     return out
 
 

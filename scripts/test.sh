@@ -82,6 +82,11 @@ if [ -z "${TRACEVIEW_UI_PORT:-}" ]; then
     TRACEVIEW_UI_PORT=$(python -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
     export TRACEVIEW_UI_PORT
 fi
+# ... and one for Notebook 7 (the "notebook7" project: the Traces sidebar there).
+if [ -z "${TRACEVIEW_NB7_PORT:-}" ]; then
+    TRACEVIEW_NB7_PORT=$(python -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+    export TRACEVIEW_NB7_PORT
+fi
 (
     cd ui-tests
     # Playwright's own browser download is not used: the tests drive the system Chromium.

@@ -101,11 +101,7 @@ export class DashboardView {
     el("b", "", title, "Trace dashboard ");
     el("code", "tvd-source", title, payload.source);
     const chips = el("div", "tvd-chips", head);
-    for (const f of payload.headline) {
-      const c = el("span", "tvd-chip", chips);
-      el("span", "tvd-chip-label", c, f.label);
-      c.append(` ${f.value}`);
-    }
+    for (const f of payload.headline) renderChip(chips, f);
 
     this.tabBar = el("div", "tvd-tabs", root);
     this.tabBar.setAttribute("role", "tablist");
@@ -648,6 +644,19 @@ function cellText(v: unknown): string {
   return typeof v === "string" ? v : JSON.stringify(v);
 }
 
+/**
+ * A headline figure as a chip of the header or the card, its meaning on hover. A warning
+ * (skipped trace files, a partial run: `tone` "warn") is a badge: "⚠ skipped …".
+ */
+function renderChip(parent: HTMLElement, f: Figure): void {
+  const warn = f.tone === "warn";
+  const c = el("span", warn ? "tvd-chip tvd-chip-warn" : "tvd-chip", parent);
+  if (warn) c.setAttribute("role", "status");
+  el("span", "tvd-chip-label", c, warn ? `⚠ ${f.label}` : f.label);
+  c.append(` ${f.value}`);
+  if (f.hint) c.title = f.hint;
+}
+
 /** The compact card `trace` shows on the last line of a cell: headline figures and a button. */
 export function renderCard(parent: HTMLElement, payload: DashboardPayload, onOpen: () => void): () => void {
   const card = el("div", "tvd-card", parent);
@@ -655,11 +664,7 @@ export function renderCard(parent: HTMLElement, payload: DashboardPayload, onOpe
   el("b", "", head, "Trace ");
   el("code", "tvd-source", head, payload.source);
   const chips = el("div", "tvd-chips", card);
-  for (const f of payload.headline) {
-    const c = el("span", "tvd-chip", chips);
-    el("span", "tvd-chip-label", c, f.label);
-    c.append(` ${f.value}`);
-  }
+  for (const f of payload.headline) renderChip(chips, f);
   const open = el("button", "tvd-button tvd-primary", card, "Open dashboard");
   open.title = "Figures, findings, charts and the timeline of this trace";
   open.addEventListener("click", onOpen);

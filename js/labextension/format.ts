@@ -2,6 +2,7 @@
  * Words and path helpers of the Traces sidebar: pure functions, tested in
  * js/tests/traces-format.test.ts. Numbers are written by js/format.ts.
  */
+import { URLExt } from "@jupyterlab/coreutils";
 
 /** How long ago `mtimeS` (seconds since the epoch) was, from `nowMs`: "just now", "5 min ago", ... */
 export function formatAge(mtimeS: number, nowMs: number): string {
@@ -76,9 +77,65 @@ export function loadCode(runPath: string, notebookPath: string, sources: readonl
   return importsTraceview(sources) ? load : `import jupyter_traceview as tv\n\n${load}`;
 }
 
-/** A short display name: the last two path parts for %%traceprofile runs (NAME/timestamp). */
-export function displayName(path: string, kind: string): string {
+/**
+ * A short display name: a %%traceprofile run's title (its --name, else its cell's first
+ * meaningful line) when its record has one, else the last two path parts (NAME/timestamp);
+ * the last path part for other runs.
+ */
+export function displayName(path: string, kind: string, title = ""): string {
   const parts = path.split("/");
+  if (kind === "traceprofile" && title) return title;
   if (kind === "traceprofile" && parts.length >= 2) return parts.slice(-2).join("/");
   return parts[parts.length - 1] ?? path;
+}
+
+/** `text` cut to `max` characters in the middle ("loss = loss_fn(m…, y)"), so that both ends show. */
+export function middleEllipsis(text: string, max: number): string {
+  const chars = Array.from(text);
+  if (chars.length <= max) return text;
+  const keep = Math.max(2, max - 1);
+  const head = Math.ceil(keep / 2);
+  return chars.slice(0, head).join("") + "…" + chars.slice(chars.length - (keep - head)).join("");
+}
+
+/** How a run that did not end well is marked: "partial" when its cell raised, else its status. */
+export const RUN_STATUS_TEXT: Record<string, { badge: string; hint: string }> = {
+  error: {
+    badge: "partial",
+    hint: "The profiled cell raised: its last step is partial (findings leave it out)",
+  },
+  interrupted: {
+    badge: "interrupted",
+    hint: "The profiled cell was interrupted: its last step is partial (findings leave it out)",
+  },
+};
+
+/** The trace files a load left out, one "path: reason" line each. */
+export function skippedText(skipped: readonly { path: string; reason: string }[]): string {
+  return skipped.map((f) => `${f.path}: ${f.reason}`).join("\n");
+}
+
+/** The URL parameters of a run panel to open when a page starts (Notebook 7: placement.ts). */
+export const OPEN_PARAM = "traceview-open";
+export const BASELINE_PARAM = "traceview-baseline";
+
+/** What to open: a run (`baseline` null) or a diff of `baseline` and `path`. */
+export interface OpenRequest {
+  path: string;
+  baseline: string | null;
+}
+
+/** The tree page's URL that opens `request` when it starts. */
+export function treeUrl(request: OpenRequest, baseUrl: string): string {
+  const query: Record<string, string> = { [OPEN_PARAM]: request.path };
+  if (request.baseline !== null) query[BASELINE_PARAM] = request.baseline;
+  return URLExt.join(baseUrl, "tree") + URLExt.objectToQueryString(query);
+}
+
+/** The panel a page was opened to show (its URL's parameters), or null. */
+export function pendingOpen(search: string): OpenRequest | null {
+  const params = new URLSearchParams(search);
+  const path = params.get(OPEN_PARAM);
+  if (!path) return null;
+  return { path, baseline: params.get(BASELINE_PARAM) || null };
 }

@@ -16,6 +16,8 @@ import { tracesIcon } from "./icons";
 import { TracesModel } from "./model";
 import { insertLoadCode } from "./notebook";
 import { CommandIds, TracesPanel } from "./panel";
+import { pendingOpen } from "./format";
+import { activateShown, showInMain } from "./placement";
 import { createRunWidget } from "./runpanel";
 import type { RunView } from "./runpanel";
 import { DEFAULT_SETTINGS, ITraces } from "./tokens";
@@ -106,7 +108,7 @@ async function activate(
       if (path === null) return;
       const open = runs.find((w) => w.content.path === path);
       if (open) {
-        shell.activateById(open.id);
+        activateShown(shell, open);
         return;
       }
       const kind = model.runs.find((r) => r.path === path)?.kind ?? "folder";
@@ -117,8 +119,7 @@ async function activate(
         insertCommand: notebooks ? CommandIds.insertLoadCode : null,
       });
       await runs.add(widget);
-      shell.add(widget, "main");
-      shell.activateById(widget.id);
+      showInMain(shell, widget, { path, baseline: null });
     },
   });
 
@@ -130,8 +131,8 @@ async function activate(
       const path = selectedPath(args);
       if (path === null || notebooks === null) return;
       try {
-        const nb = await insertLoadCode(notebooks, commands, path);
-        shell.activateById(nb.id);
+        const nb = await insertLoadCode(notebooks, commands, app.serviceManager, path);
+        if (nb) shell.activateById(nb.id);
       } catch (err) {
         await showErrorMessage("Cannot insert the code", err instanceof Error ? err.message : String(err));
       }
@@ -158,7 +159,7 @@ async function activate(
       // The dashboard of `b` with `a` as its baseline, on its Diff tab (tv.compare(a, b)).
       const open = diffs.find((w) => w.content.baseline === a && w.content.path === b);
       if (open) {
-        shell.activateById(open.id);
+        activateShown(shell, open);
         return;
       }
       const widget = createRunWidget({
@@ -168,8 +169,7 @@ async function activate(
         insertCommand: notebooks ? CommandIds.insertLoadCode : null,
       });
       await diffs.add(widget);
-      shell.add(widget, "main");
-      shell.activateById(widget.id);
+      showInMain(shell, widget, { path: b, baseline: a });
     },
   });
 
@@ -232,6 +232,16 @@ async function activate(
       args: (w) => ({ a: w.content.baseline, b: w.content.path }),
       name: (w) => `${w.content.baseline ?? ""}|${w.content.path}`,
     });
+  }
+
+  // A page opened to show a run or a diff (Notebook 7: see placement.ts).
+  const pending = pendingOpen(window.location.search);
+  if (pending) {
+    void app.restored.then(() =>
+      pending.baseline === null
+        ? commands.execute(CommandIds.openRun, { path: pending.path })
+        : commands.execute(CommandIds.diffRuns, { a: pending.baseline, b: pending.path }),
+    );
   }
 
   return model;

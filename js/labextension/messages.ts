@@ -49,6 +49,16 @@ export interface RunFigures {
   workload: string;
   /** Why, in words with the counts (`tv.workload`'s evidence). */
   workload_evidence: string;
+  /** Trace files the load left out (`on_error="skip"`): a rank missing from every figure. */
+  skipped_files: SkippedFile[];
+  /** How the `%%traceprofile` run ended (its run record): "ok", "error" or "interrupted". */
+  run_status: string;
+}
+
+/** A trace file a load left out: its path and why. */
+export interface SkippedFile {
+  path: string;
+  reason: string;
 }
 
 /** How far a background task is: worker.py progress entries. */
@@ -69,6 +79,8 @@ export interface RunRow {
   /** Relative to the server root, with forward slashes. */
   path: string;
   name: string;
+  /** A %%traceprofile run's title (its --name, else the cell's first meaningful line); "" for others. */
+  title: string;
   kind: RunKind;
   /** Trace files of the run. */
   files: number;

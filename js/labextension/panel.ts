@@ -13,7 +13,14 @@ import { Panel, Widget } from "@lumino/widgets";
 import { CommandToolbarButton, Toolbar } from "@jupyterlab/ui-components";
 
 import { formatBytes, formatDuration, formatPct, plural } from "../format";
-import { displayName, formatAge, formatProgress } from "./format";
+import {
+  RUN_STATUS_TEXT,
+  displayName,
+  formatAge,
+  formatProgress,
+  middleEllipsis,
+  skippedText,
+} from "./format";
 import type { TracesModel } from "./model";
 import type { BaselineRef, RunRow } from "./messages";
 import { tracesIcon } from "./icons";
@@ -252,6 +259,9 @@ function emptyText(m: TracesModel): string {
   );
 }
 
+/** Characters of a run's name shown in its row (the whole name on hover): fits a default-width sidebar. */
+const NAME_CHARS = 32;
+
 function figure(text: string, title: string, className = ""): HTMLElement {
   const span = el("span", `tv-RunRow-figure ${className}`.trim(), text);
   span.title = title;
@@ -276,12 +286,32 @@ export function renderRow(
   row.classList.toggle("tv-mod-active", active);
   row.classList.toggle("tv-mod-new", fresh);
   row.classList.toggle("tv-mod-error", run.status === "error");
-  row.title = `${run.path}\n${String(run.files)} trace file${run.files === 1 ? "" : "s"}, ${formatBytes(run.size)}`;
+  const skipped = run.status === "ready" ? (run.figures?.skipped_files ?? []) : [];
+  const files = `${String(run.files)} trace file${run.files === 1 ? "" : "s"}`;
+  const read = skipped.length ? ` (${String(skipped.length)} not read:\n${skippedText(skipped)})` : "";
+  const fullName = displayName(run.path, run.kind, run.title);
+  row.title = `${fullName === run.path ? "" : fullName + "\n"}${run.path}\n${files}${read}, ${formatBytes(run.size)}`;
 
   const head = el("div", "tv-RunRow-head");
-  const name = el("span", "tv-RunRow-name", displayName(run.path, run.kind));
+  const name = el("span", "tv-RunRow-name", middleEllipsis(fullName, NAME_CHARS));
+  name.title = fullName;
   head.appendChild(name);
   if (run.kind !== "folder") head.appendChild(el("span", "tv-RunRow-kind", run.kind));
+  const status = run.status === "ready" ? RUN_STATUS_TEXT[run.figures?.run_status ?? "ok"] : undefined;
+  if (status) {
+    const badge = el("span", "tv-RunRow-kind tv-RunRow-warnBadge tv-RunRow-partial", status.badge);
+    badge.title = status.hint;
+    head.appendChild(badge);
+  }
+  if (skipped.length) {
+    const badge = el(
+      "span",
+      "tv-RunRow-kind tv-RunRow-warnBadge tv-RunRow-skipped",
+      `${String(skipped.length)} skipped`,
+    );
+    badge.title = `Trace files not read (a rank missing from every figure):\n${skippedText(skipped)}`;
+    head.appendChild(badge);
+  }
   if (fresh) head.appendChild(el("span", "tv-RunRow-kind tv-RunRow-newBadge", "new"));
   if (baseline !== null && baseline.path === run.path) {
     const badge = el("span", "tv-RunRow-kind tv-RunRow-baselineBadge", "baseline");
@@ -295,13 +325,23 @@ export function renderRow(
   head.appendChild(age);
   row.appendChild(head);
 
-  const parent = run.path.split("/").slice(0, run.kind === "traceprofile" ? -2 : -1);
+  // A titled %%traceprofile run shows its whole folder below (NAME/timestamp tell runs apart).
+  const parts = run.path.split("/");
+  const parent = run.kind !== "traceprofile" ? parts.slice(0, -1) : run.title ? parts : parts.slice(0, -2);
   if (parent.length) row.appendChild(el("div", "tv-RunRow-path", parent.join("/") + "/"));
 
   if (run.status === "ready" && run.figures) {
     const f = run.figures;
     const figures = el("div", "tv-RunRow-figures");
-    figures.appendChild(figure(plural(f.ranks, "rank"), "Ranks (trace files)"));
+    figures.appendChild(
+      figure(
+        plural(f.ranks, "rank"),
+        skipped.length
+          ? `Ranks read: ${files}, ${String(skipped.length)} not read (on_error "skip")`
+          : "Ranks (trace files)",
+        skipped.length ? "tv-RunRow-warnFigure" : "",
+      ),
+    );
     figures.appendChild(
       f.gpu
         ? figure(formatDuration(f.job_span_ns), "Job span: first GPU work to last, all ranks")

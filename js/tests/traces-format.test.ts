@@ -6,7 +6,10 @@ import {
   formatProgress,
   importsTraceview,
   loadCode,
+  middleEllipsis,
   relativePath,
+  RUN_STATUS_TEXT,
+  skippedText,
 } from "../labextension/format";
 
 describe("format", () => {
@@ -31,6 +34,32 @@ describe("format", () => {
     );
     expect(displayName("exp/dlrm", "folder")).toBe("dlrm");
     expect(displayName("one.json.gz", "file")).toBe("one.json.gz");
+  });
+
+  it("titled %%traceprofile runs: the --name or the cell's first line, cut in the middle", () => {
+    const path = "traceview-runs/loss_fn/20260101-120000";
+    expect(displayName(path, "traceprofile", "loss = loss_fn(model(x), y)")).toBe(
+      "loss = loss_fn(model(x), y)",
+    );
+    expect(displayName(path, "traceprofile", "")).toBe("loss_fn/20260101-120000");
+    expect(displayName("exp/dlrm", "folder", "ignored")).toBe("dlrm");
+    expect(middleEllipsis("short", 10)).toBe("short");
+    const cut = middleEllipsis("loss = loss_fn(model(batch_a), target_a)", 20);
+    expect(Array.from(cut)).toHaveLength(20);
+    expect(cut).toBe("loss = los…target_a)");
+    // Two runs that a prefix cut would show alike stay apart.
+    expect(middleEllipsis("out = loss_fn(model(x), labels_train)", 20)).not.toBe(
+      middleEllipsis("out = loss_fn(model(x), labels_valid)", 20),
+    );
+  });
+
+  it("what a run lacks: skipped files, a partial run", () => {
+    expect(skippedText([{ path: "run/rank-2.json.gz", reason: "truncated" }])).toBe(
+      "run/rank-2.json.gz: truncated",
+    );
+    expect(RUN_STATUS_TEXT.error?.badge).toBe("partial");
+    expect(RUN_STATUS_TEXT.interrupted?.badge).toBe("interrupted");
+    expect(RUN_STATUS_TEXT.ok).toBeUndefined();
   });
 });
 

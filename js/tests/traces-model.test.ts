@@ -10,6 +10,7 @@ function run(path: string, mtime: number, extra: Partial<RunRow> = {}): RunRow {
   return {
     path,
     name: path.split("/").pop()!,
+    title: "",
     kind: "folder",
     files: 1,
     mtime,
@@ -40,6 +41,8 @@ function run(path: string, mtime: number, extra: Partial<RunRow> = {}): RunRow {
       exposed_comm_pct: 5,
       workload: "training",
       workload_evidence: "gradients are computed or applied: 2 backward operators; 1 optimizer steps.",
+      skipped_files: [],
+      run_status: "ok",
     },
     ...extra,
   };

@@ -63,6 +63,10 @@ HEADLINE_KEYS: dict[str, str] = {
     "workload": "what the trace records (tv.workload): the verdict, or the verdicts by rank "
     "(e.g. 'training', 'graph_capture (rank 0); inference (ranks 1-3)')",
     "workload_evidence": "why, in words with the counts: tv.workload's evidence of the first rank (of each verdict)",
+    "skipped_files": "the trace files the load left out (on_error='skip'), each {'path': str, 'reason': str}; "
+    "[] when every file was read",
+    "run_status": "how the %%traceprofile run ended, from its run record: 'ok', 'error' (the cell raised: "
+    "the last step is partial) or 'interrupted'; 'ok' without a run record",
 }
 
 #: Columns of ``headline(trace, per_rank=True)``: ``summary``'s, under the headline's names.
@@ -114,7 +118,9 @@ def headline(trace: Trace, *, per_rank: bool = False) -> Headline | pd.DataFrame
         ``steps`` (ProfilerStep ids), ``step_median_ns``, ``gpu``, ``job_span_ns``,
         ``span_ns``, ``trace_span_ns``, ``gpu_busy_pct``, ``gpu_busy_min_pct``,
         ``gpu_busy_max_pct``, ``idle_pct``, ``compute_pct``, ``exposed_comm_pct``,
-        ``workload``, ``workload_evidence``.
+        ``workload``, ``workload_evidence``, ``skipped_files`` (list of ``{"path",
+        "reason"}``: files ``on_error="skip"`` left out), ``run_status`` (``"ok"``,
+        ``"error"`` or ``"interrupted"``: how the ``%%traceprofile`` run ended).
     pandas.DataFrame
         With ``per_rank=True``, one row per rank: ``rank``; ``device`` (str);
         ``events``, ``cpu_ops``, ``kernels``, ``gpu_activities``, ``iterations`` (int);
@@ -206,6 +212,8 @@ def _figures(trace: Trace, s: pd.DataFrame) -> Headline:
         "exposed_comm_pct": _mean(gpu["exposed_comm_pct"]),
         "workload": kind,
         "workload_evidence": evidence,
+        "skipped_files": [{"path": str(f["path"]), "reason": str(f["reason"])} for f in trace.skipped_files],
+        "run_status": trace.run_status,
     }
 
 

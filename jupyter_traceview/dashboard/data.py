@@ -232,7 +232,10 @@ class DashboardData:
         """What the dashboard needs to open: no analysis runs (see docs/frontend.md)."""
         import bokeh
 
-        figures = [figure_(label, value, hint) for label, value, hint in fmt.headline_items(self.headline)]
+        figures = [
+            figure_(label, value, hint, "warn" if label in fmt.WARNING_LABELS else "")
+            for label, value, hint in fmt.headline_items(self.headline)
+        ]
         return {
             "protocol": PROTOCOL,
             "source": self.trace.source or "(memory)",

@@ -28,6 +28,7 @@ from . import cache as _cache
 from .dataset import read_rank
 from .ingest import number_unranked, read_file, report_failures, warn_reader_messages, warn_skipped_events, with_rank
 from .readers.files import TraceFile
+from .run_notes import run_folder, run_status_of, skipped_files_of
 
 __all__ = ["DaskTrace"]
 
@@ -204,13 +205,15 @@ class DaskTrace(Trace):
         futures = {r: client.submit(_transform, self._futures[r], transform, kwargs, pure=False) for r in ranks}
         # A transform may change a rank's metadata (clock alignment records its shift there).
         metas = client.gather([client.submit(_meta_of, f, pure=False) for f in futures.values()])
-        return DaskTrace(
-            futures,
-            dict(zip(futures, metas, strict=True)),
-            cluster=self._cluster,
-            classifier=classifier,
-            source=self._source,
-            window=window,
+        return self._carry_notes(
+            DaskTrace(
+                futures,
+                dict(zip(futures, metas, strict=True)),
+                cluster=self._cluster,
+                classifier=classifier,
+                source=self._source,
+                window=window,
+            )
         )
 
     def close(self) -> None:
@@ -293,7 +296,10 @@ def load_dask(
     if not metas:
         cluster.close()
         raise TraceFormatError(source, "no readable trace", "Point tv.load() at PyTorch profiler traces")
-    return DaskTrace(futures, metas, cluster=cluster, classifier=classifier, source=source)
+    trace = DaskTrace(futures, metas, cluster=cluster, classifier=classifier, source=source)
+    trace._skipped = tuple(skipped_files_of(failures))
+    trace._run_status = run_status_of(run_folder(tf.path for tf in files))
+    return trace
 
 
 def _read_dataset_rank(

@@ -42,6 +42,7 @@ from .pool import pool_context
 from .readers import kineto
 from .readers.common import NotATraceError
 from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile
+from .run_notes import run_folder, run_status_of, skipped_files_of
 from .storage import is_dataset
 
 __all__ = ["load", "pool_context"]
@@ -434,7 +435,14 @@ def _assemble(plan: Plan, results: dict[int, list[RankData]], failures: _Failure
     warn_reader_messages({r: d.meta for r, d in by_rank.items()})
     if not by_rank:
         raise _nothing_read(plan.found, results, failures)
-    return Trace(list(by_rank.values()), classifier=plan.classifier, source=plan.found.source, _classified=True)
+    return Trace(
+        list(by_rank.values()),
+        classifier=plan.classifier,
+        source=plan.found.source,
+        skipped_files=skipped_files_of(failures.failed),
+        run_status=run_status_of(run_folder(tf.path for tf in plan.found.files)),
+        _classified=True,
+    )
 
 
 def _keep_in_cache(plan: Plan, results: dict[int, list[RankData]]) -> None:

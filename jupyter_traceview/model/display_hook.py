@@ -16,6 +16,7 @@ __all__ = [
     "HeadlineCounts",
     "HeadlineFigures",
     "MimebundleHook",
+    "SkippedFile",
     "headline_hook",
     "mimebundle_hook",
     "set_headline_hook",
@@ -37,6 +38,13 @@ def set_mimebundle_hook(hook: MimebundleHook | None) -> None:
 def mimebundle_hook() -> MimebundleHook | None:
     """The installed hook, or None."""
     return _hook
+
+
+class SkippedFile(TypedDict):
+    """A trace file a load left out (``on_error="skip"``): its path and why."""
+
+    path: str
+    reason: str
 
 
 class HeadlineCounts(TypedDict):
@@ -69,6 +77,8 @@ class HeadlineCounts(TypedDict):
     exposed_comm_pct: float | None
     workload: str
     workload_evidence: str
+    skipped_files: list[SkippedFile]
+    run_status: str
 
 
 class HeadlineFigures(HeadlineCounts):

@@ -16,7 +16,7 @@ from ..errors import OptionError, TraceSelectionError
 from ..format import duration, headline_items, plural, ranges, time
 from . import intervals as iv
 from .classify import Classifier, by_context
-from .display_hook import Headline, headline_hook, mimebundle_hook
+from .display_hook import Headline, SkippedFile, headline_hook, mimebundle_hook
 from .frames import paused_gc
 from .rank_data import RankData, RankMeta, replaced
 from .schema import GPU_ACTIVITY_KINDS, GPU_CLASS_CATEGORIES, EventKind, categorical
@@ -74,6 +74,8 @@ class Trace:
         classifier: Classifier | None = None,
         source: str | None = None,
         window: tuple[int, int] | None = None,
+        skipped_files: Iterable[SkippedFile] = (),
+        run_status: str = "ok",
         _classified: bool = False,
     ) -> None:
         data = sorted(ranks, key=lambda d: d.meta.rank)
@@ -89,6 +91,8 @@ class Trace:
         self._data: dict[int, RankData] = {d.meta.rank: d for d in data}
         self._source = source
         self._window = window
+        self._skipped: tuple[SkippedFile, ...] = tuple(skipped_files)
+        self._run_status = run_status
         self._cache: dict[str, Any] = {}
         #: The origin inherited from the trace this one was narrowed from (see t0_ns).
         self._origin: int | None = None
@@ -144,7 +148,7 @@ class Trace:
             _classified=True,
         )
         one._origin = getattr(self, "_origin", None)
-        return one
+        return self._carry_notes(one)
 
     def _rebuild(
         self,
@@ -161,14 +165,35 @@ class Trace:
             classifier=classifier,
             source=self._source,
             window=window,
+            skipped_files=self.skipped_files,
+            run_status=self.run_status,
             _classified=True,
         )
+
+    def _carry_notes(self, other: Trace) -> Trace:
+        """``other`` (made from this trace) with this trace's :attr:`skipped_files` and :attr:`run_status`."""
+        other._skipped = self.skipped_files
+        other._run_status = self.run_status
+        return other
 
     # ------------------------------------------------------------------ identity
     @property
     def source(self) -> str | None:
         """The path the trace was loaded from, if any."""
         return self._source
+
+    @property
+    def skipped_files(self) -> tuple[SkippedFile, ...]:
+        """The trace files the load left out (``tv.load(..., on_error="skip")``): their
+        ``path`` and the ``reason``; empty when every file was read."""
+        return getattr(self, "_skipped", ())
+
+    @property
+    def run_status(self) -> str:
+        """How the ``%%traceprofile`` run that wrote this trace ended, from its run record:
+        ``"ok"``, ``"error"`` (the cell raised: its last step is partial) or ``"interrupted"``;
+        ``"ok"`` for a trace without a run record."""
+        return getattr(self, "_run_status", "ok")
 
     @property
     def classifier(self) -> Classifier:

@@ -46,7 +46,7 @@ class _Cell:
         transformed = shell.transform_cell(cell)
         # Tracebacks show "Cell In[n], line k" with k counted in the visible cell (header included).
         self.filename = shell.compile.cache(
-            f"{header}\n{transformed}", shell.execution_count, raw_code=f"{header}\n{cell}"
+            f"{header}\n{transformed}", _cell_number(shell), raw_code=f"{header}\n{cell}"
         )
         flags = _TOP_LEVEL_AWAIT if shell.autoawait else 0
         self._codes: list[tuple[Any, bool]] = []  # (code, evaluates to a value to show)
@@ -98,6 +98,16 @@ class _Cell:
             return
         for v in values:
             self._shell.displayhook(v)
+
+
+def _cell_number(shell: Any) -> int:
+    """The number of the cell running now (its ``In[n]``).
+
+    IPython 9 counts the next cell (``shell.execution_count``) before running this one (8 did
+    after): the running cell's own number is that of the result it fills in.
+    """
+    number = getattr(getattr(shell.displayhook, "exec_result", None), "execution_count", None)
+    return int(number) if isinstance(number, int) else int(shell.execution_count)
 
 
 def _ends_with_semicolon(source: str) -> bool:
@@ -168,7 +178,12 @@ class TraceviewMagics(Magics):
         "--warmup", type=int, default=0, metavar="W", help="Runs before the profiled ones, not recorded (default 0)."
     )
     @argument("--out", default="traceview-runs", metavar="DIR", help="Folder of the runs (default ./traceview-runs).")
-    @argument("--name", default=None, help="Sub-folder for this cell's runs (default: the first function it calls).")
+    @argument(
+        "--name",
+        default=None,
+        help="Sub-folder and title of this cell's runs (default: the first function it calls; "
+        "the title: the cell's first meaningful line).",
+    )
     @argument("--no-show", action="store_true", help="Print one summary line instead of the inline view.")
     @argument("-o", default=None, metavar="VAR", help="Bind the loaded Trace to this variable.")
     @cell_magic
@@ -276,6 +291,7 @@ class TraceviewMagics(Magics):
         from ..analysis.headline import headline
         from ..analysis.summary import summary
         from ..loading import loader
+        from ..model.trace import Trace
         from ..widgets.display import show, summary_line
 
         if outcome is None:
@@ -290,13 +306,23 @@ class TraceviewMagics(Magics):
                 trace = loader.load(files[0] if len(files) == 1 else files)
             except TraceviewError as exc:
                 load_error = str(exc)
+        if trace is not None and outcome.status != "ok":
+            # The run record (which tv.load reads the status from) is written below.
+            trace = Trace(
+                [trace.rank_data(r) for r in trace.ranks],
+                classifier=trace.classifier,
+                source=trace.source,
+                skipped_files=trace.skipped_files,
+                run_status=outcome.status,
+                _classified=True,
+            )
         if outcome.rank == 0:
             rows = figures = None
             if trace is not None:
                 rows = summary(trace).to_dict("records")
                 figures = headline(trace)
             record = recording.run_record(
-                outcome, source=cell, summary_rows=rows, headline=figures, load_error=load_error
+                outcome, source=cell, summary_rows=rows, headline=figures, load_error=load_error, title=args.name
             )
             try:
                 recording.write_json_atomic(outcome.run_dir / recording.RUN_RECORD, record)

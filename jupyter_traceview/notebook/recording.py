@@ -34,6 +34,7 @@ from typing import IO, Any
 from .._version import __version__
 from ..errors import TraceviewError
 from ..loading.readers.files import rank_from_name
+from ..loading.run_notes import RUN_RECORD
 
 __all__ = [
     "RUN_RECORD",
@@ -43,14 +44,13 @@ __all__ = [
     "RunOutcome",
     "TorchMissingError",
     "cell_name",
+    "cell_title",
     "import_torch",
     "list_runs",
     "read_run_record",
     "write_atomic",
 ]
 
-#: File name of the run record inside a run folder (hidden: ``tv.load`` ignores it).
-RUN_RECORD = ".traceview-run.json"
 #: Value of the record's ``format`` field; bumped when a field changes meaning.
 RUN_RECORD_FORMAT = "jupyter_traceview.run/1"
 #: How long rank 0 waits for the other ranks' files in a distributed run (seconds).
@@ -162,6 +162,29 @@ def cell_name(source: str) -> str:
                 clean = _NAME_CHARS.sub("-", name).strip("-.")
                 if clean:
                     return clean
+    return "cell"
+
+
+#: Longest run title kept (characters): the sidebar shows it whole on hover.
+_TITLE_CHARS = 120
+
+
+def cell_title(source: str) -> str:
+    """A run's title from its cell: the first meaningful line, "cell" when there is none.
+
+    Blank lines, comments, imports, magics (``%``) and shell lines (``!``) are passed over:
+    they say nothing about what the cell runs. Long lines are cut to 120 characters.
+
+    >>> cell_title("import torch\n# warm\nloss = loss_fn(model(x), y)\nloss.backward()")
+    'loss = loss_fn(model(x), y)'
+    >>> cell_title("%time\n\n")
+    'cell'
+    """
+    for line in source.splitlines():
+        text = line.strip()
+        if not text or text.startswith(("#", "%", "!")) or re.match(r"(import|from)\s", text):
+            continue
+        return text if len(text) <= _TITLE_CHARS else text[: _TITLE_CHARS - 1] + "…"
     return "cell"
 
 
@@ -566,16 +589,19 @@ def run_record(
     summary_rows: Sequence[Mapping[str, Any]] | None,
     headline: Mapping[str, Any] | None,
     load_error: str | None = None,
+    title: str | None = None,
 ) -> dict[str, Any]:
     """The run record (``.traceview-run.json``) of ``outcome``; see ``docs/runs.md``.
 
-    ``headline`` is ``tv.headline(trace)`` of the loaded trace (None if none was loaded).
+    ``headline`` is ``tv.headline(trace)`` of the loaded trace (None if none was loaded);
+    ``title`` names the run in lists (default: :func:`cell_title` of ``source``).
     """
     options = asdict(outcome.options)
     options["out"] = str(outcome.options.out)
     return {
         "format": RUN_RECORD_FORMAT,
         "name": outcome.options.name,
+        "title": title if title else cell_title(source),
         "run_dir": str(outcome.run_dir.resolve()),
         "status": outcome.status,
         "error": outcome.error,

@@ -14,9 +14,12 @@ tests read from a headless browser.
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import html
 import json
+import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +144,7 @@ def render_report(
             report("Timeline")
             tl = timeline_block(trace)
             if tl is not None:
-                assets = tl.assets
+                assets = tl.assets + packed("tvr-timeline-js", tl.script.encode("utf-8"))
             fig = charts.timeline_overview_chart(timeline_overview(trace), theme=theme)
             live = (
                 '<p class="tvr-hint">Wheel or W/S to zoom, drag or A/D to pan, double-click to fit, '
@@ -180,8 +183,7 @@ def render_report(
     created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     title = f"Trace report: {payload['title']}"
     # "</" inside inline scripts would end them early.
-    items_json = json.dumps(items, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    bokeh_text = js.decode("utf-8").replace("</script", "<\\/script")
+    items_json = json.dumps(items, separators=(",", ":"), allow_nan=False)
     return _PAGE.format(
         title=html.escape(title),
         theme=theme,
@@ -193,11 +195,27 @@ def render_report(
         created=created,
         version=html.escape(__version__),
         bokeh_version=html.escape(version),
-        bokehjs=bokeh_text,
-        items=items_json,
+        bokehjs=packed("tvr-bokehjs", js),
+        items=packed("tvr-items", items_json.encode("utf-8")),
         draw=_DRAW.replace("__VERSION__", json.dumps(version)),
         assets=assets,
     )
+
+
+def packed(element_id: str, data: bytes) -> str:
+    """``data`` in an inert script element, zlib-deflated and base64-encoded (BokehJS and the
+    charts' JSON take a third of their size this way); the page inflates them with the
+    browser's ``DecompressionStream`` (:data:`_DRAW`). Base64 holds no ``</``."""
+    text = base64.b64encode(zlib.compress(data, 9)).decode("ascii")
+    return f'<script type="application/octet-stream" id="{element_id}" data-bytes="{len(data)}">{text}</script>'
+
+
+def unpacked(page: str, element_id: str) -> bytes:
+    """The data :func:`packed` put in ``page`` under ``element_id`` (for tests and tools)."""
+    m = re.search(rf'<script type="application/octet-stream" id="{re.escape(element_id)}"[^>]*>([^<]*)</script>', page)
+    if m is None:
+        raise ValueError(f"no packed element {element_id!r} in the page")
+    return zlib.decompress(base64.b64decode(m.group(1)))
 
 
 # ---------------------------------------------------------------------- pieces
@@ -261,6 +279,18 @@ def _cell(value: Any, kind: str) -> str:
     return fmt.cell(value, kind)
 
 
+#: Text cells longer than this show ``format.short_name`` (the whole text on hover), so that a
+#: table of demangled kernel names fits the report's column.
+_TEXT_CHARS = 64
+
+
+def _text_cell(v: Any) -> str:
+    text = _cell(v, "text")
+    if len(text) <= _TEXT_CHARS:
+        return f'<td class="tvr-text">{html.escape(text)}</td>'
+    return f'<td class="tvr-text" title="{html.escape(text)}">{html.escape(fmt.short_name(text, _TEXT_CHARS))}</td>'
+
+
 def _table(t: Table) -> str:
     cols = t["columns"]
     head = "".join(
@@ -269,7 +299,7 @@ def _table(t: Table) -> str:
     rows = "".join(
         "<tr>"
         + "".join(
-            f'<td class="{"tvr-num" if c["format"] != "text" else "tvr-text"}">{html.escape(_cell(v, c["format"]))}</td>'
+            _text_cell(v) if c["format"] == "text" else f'<td class="tvr-num">{html.escape(_cell(v, c["format"]))}</td>'
             for v, c in zip(r, cols, strict=True)
         )
         + "</tr>"
@@ -332,11 +362,12 @@ code { font-size: 12px; }
 .tvr-chart { min-height: 120px; }
 .tvr-chart.tvr-wide { grid-column: 1 / -1; }
 .tvr-chart[data-error] { color: var(--bad); }
-.tvr-table-wrap { overflow-x: auto; max-height: 420px; overflow-y: auto; }
+.tvr-table-wrap { overflow-x: auto; max-width: 100%; max-height: 420px; overflow-y: auto; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { padding: 3px 8px; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
-td.tvr-text { white-space: normal; overflow-wrap: anywhere; min-width: 12em; max-width: 60em; }
-th { position: sticky; top: 0; background: var(--bg); }
+td.tvr-text { white-space: normal; overflow-wrap: anywhere; min-width: 10em; max-width: 32em; }
+th { position: sticky; top: 0; background: var(--bg); white-space: normal; vertical-align: bottom; }
+section, h2, h3 { scroll-margin-top: 48px; }
 .tvr-num { text-align: right; font-variant-numeric: tabular-nums; }
 footer { padding: 12px 24px; color: var(--muted); font-size: 12px; }
 .tvr-timeline { margin: 8px 0 4px; --jp-layout-color0: var(--bg); --jp-layout-color1: var(--card);
@@ -348,12 +379,27 @@ footer { padding: 12px 24px; color: var(--muted); font-size: 12px; }
 #: Draws every chart with the inlined BokehJS and marks it drawn (or failed).
 _DRAW = """
 (function () {
-  var items = JSON.parse(document.getElementById("tvr-items").textContent);
   var body = document.body;
   var drawn = 0, failed = 0;
-  var Bokeh = window.Bokeh && window.Bokeh[__VERSION__];
   function done() { body.setAttribute("data-charts-drawn", String(drawn));
     body.setAttribute("data-charts-failed", String(failed)); }
+  function unpack(id) {
+    var el = document.getElementById(id);
+    if (!el || !window.DecompressionStream) return Promise.resolve(null);
+    var bin = atob(el.textContent.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Response(stream).text();
+  }
+  unpack("tvr-timeline-js").then(function (text) {
+    if (text) { var m = document.createElement("script"); m.type = "module"; m.textContent = text; document.body.appendChild(m); }
+  });
+  Promise.all([unpack("tvr-bokehjs"), unpack("tvr-items")]).then(function (texts) {
+    if (texts[0]) { var s = document.createElement("script"); s.textContent = texts[0]; document.head.appendChild(s); }
+    draw(texts[1] ? JSON.parse(texts[1]) : {});
+  }).catch(function (err) { body.setAttribute("data-bokeh-missing", String(err)); done(); });
+  function draw(items) {
+  var Bokeh = window.Bokeh && window.Bokeh[__VERSION__];
   if (!Bokeh) { body.setAttribute("data-bokeh-missing", "1"); done(); return; }
   var ids = Object.keys(items);
   var pending = ids.map(function (id) {
@@ -367,6 +413,7 @@ _DRAW = """
     });
   });
   Promise.all(pending).then(function () { body.setAttribute("data-charts-total", String(ids.length)); done(); });
+  }
 })();
 """
 
@@ -378,7 +425,6 @@ _PAGE = """<!DOCTYPE html>
 <meta name="generator" content="jupyter_traceview {version}">
 <title>{title}</title>
 <style>{css}</style>
-<script>{bokehjs}</script>
 </head>
 <body class="tvr-{theme}">
 <header>
@@ -390,9 +436,10 @@ _PAGE = """<!DOCTYPE html>
 <main>{sections}</main>
 <footer>Written by jupyter_traceview {version} on {created}; charts drawn by BokehJS {bokeh_version},
 inlined in this file (it needs no network).</footer>
-<script type="application/json" id="tvr-items">{items}</script>
-<script>{draw}</script>
+{bokehjs}
+{items}
 {assets}
+<script>{draw}</script>
 </body>
 </html>
 """

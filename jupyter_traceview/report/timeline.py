@@ -46,11 +46,13 @@ HEIGHT = 420
 
 @dataclass(frozen=True)
 class ReportTimeline:
-    """The timeline's HTML, the page assets it needs, and a line saying what it holds."""
+    """The timeline's HTML, the page assets it needs (its style), its script (the module
+    drawing it, which the page runs), and a line saying what it holds."""
 
     html: str
     assets: str
     note: str
+    script: str = ""
 
 
 @dataclass(frozen=True)
@@ -129,5 +131,6 @@ def timeline_block(trace: Trace, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Repor
         f'<script type="application/json" id="tvr-timeline-data">{_script(payload)}</script>'
     )
     css = css_path.read_text(encoding="utf-8") if css_path.exists() else ""
-    assets = f"<style>{css}</style>" + f'<script type="module">{_script(js_path.read_text(encoding="utf-8"))}</script>'
-    return ReportTimeline(html=block, assets=assets, note=html.escape(note))
+    assets = f"<style>{css}</style>"
+    script = js_path.read_text(encoding="utf-8")
+    return ReportTimeline(html=block, assets=assets, note=html.escape(note), script=script)

@@ -200,6 +200,7 @@ class RunsHandler(_Base):
         row = RunRow(
             path=entry.path,
             name=entry.path.rsplit("/", 1)[-1],
+            title=entry.title,
             kind=entry.kind,
             files=len(entry.files),
             mtime=entry.mtime,

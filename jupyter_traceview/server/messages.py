@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-from ..model.display_hook import HeadlineCounts
+from ..model.display_hook import HeadlineCounts, SkippedFile
 from .runs import RunKind
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "RunRow",
     "RunVerdict",
     "RunsListing",
+    "SkippedFile",
     "TaskPending",
     "TaskProgress",
     "VerdictState",
@@ -94,6 +95,7 @@ class DiffPending(TaskPending, total=False):
 class _RunRow(TypedDict):
     path: str
     name: str
+    title: str
     kind: RunKind
     files: int
     mtime: float

@@ -90,6 +90,9 @@ class RunEntry:
     load_options: str = ""
     #: Why the run's load options file was refused ("" when it was read or is absent).
     options_error: str = ""
+    #: A %%traceprofile run's title from its run record (the --name, else the cell's first
+    #: meaningful line); "" for other runs.
+    title: str = ""
 
 
 #: Sniff results kept in a memo (see find_runs) before it is emptied.
@@ -203,6 +206,17 @@ def _entry(root: Path, folder: Path, files: list[Path], kind: RunKind, as_path: 
                 options = json.dumps(read_load_options(opt_path), sort_keys=True, separators=(",", ":"))
             except LoadOptionsError as exc:
                 error = str(exc)
+    title = ""
+    if kind == "traceprofile":
+        # The run record: its status is part of the headline (run_status), its title names the run.
+        rec_path = folder / RUN_RECORD
+        try:
+            rec_st = os.lstat(rec_path)
+        except OSError:
+            pass
+        else:
+            extra.append((rec_path.relative_to(root).as_posix(), rec_st.st_size, rec_st.st_mtime_ns))
+            title = read_run_title(rec_path)
     return RunEntry(
         path=as_path.relative_to(root).as_posix() or ".",
         kind=kind,
@@ -212,7 +226,28 @@ def _entry(root: Path, folder: Path, files: list[Path], kind: RunKind, as_path: 
         signature=tuple(sig + extra),
         load_options=options,
         options_error=error,
+        title=title,
     )
+
+
+#: Largest run record read for its title (bytes; a record is a few KiB).
+MAX_RECORD_BYTES = 1 << 20
+
+
+def read_run_title(path: str | os.PathLike[str]) -> str:
+    """The ``title`` of a run record (``.traceview-run.json``): the ``--name`` given to
+    ``%%traceprofile``, else the cell's first meaningful line; "" when the record is not
+    readable or has none (records written before titles)."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_RECORD_BYTES:
+            return ""
+        with open(path, encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        return ""
+    title = record.get("title") if isinstance(record, dict) else None
+    return title[:200] if isinstance(title, str) else ""
 
 
 class LoadOptionsError(ValueError):

@@ -126,6 +126,8 @@ def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: s
             [trace.rank_data(r) for r in trace.ranks],
             classifier=trace.classifier,
             source=str(Path(root) / entry.path),
+            skipped_files=trace.skipped_files,
+            run_status=trace.run_status,
             _classified=True,
         )
     _LOADED[key] = trace

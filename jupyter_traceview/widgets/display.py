@@ -93,7 +93,7 @@ def _in_kernel() -> bool:
 
 #: The headline items (``format.headline_items``) the one-line summary shows (in their order).
 SUMMARY_LINE_ITEMS = frozenset(
-    {"ranks", "job span", "trace span", "GPU busy", "iterations", "median step", "events", "kernels"}
+    {"skipped", "run", "ranks", "job span", "trace span", "GPU busy", "iterations", "median step", "events", "kernels"}
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -161,7 +162,7 @@ def test_run_record(ip: Any, work: Path, shown: list[tv.Trace]) -> None:
     assert rec["format"] == recording.RUN_RECORD_FORMAT
     assert rec["status"] == "ok" and rec["error"] is None
     assert rec["source"] == body + "\n" or rec["source"] == body
-    assert rec["name"] == "rec"
+    assert rec["name"] == "rec" and rec["title"] == "rec"  # --name names the run in lists too
     assert Path(rec["run_dir"]) == run_dir.resolve()
     assert rec["files"] == ["rank-0.pt.trace.json.gz"]
     assert rec["options"]["repeat"] == 2 and rec["options"]["warmup"] == 0
@@ -187,6 +188,13 @@ def test_default_name_comes_from_the_cell(ip: Any, work: Path, shown: list[tv.Tr
     ip.run_cell("def train_one_step():\n    return 3")
     assert run(ip, "", "result = train_one_step()").success
     assert only_run_dir(work / "traceview-runs").parent.name == "train_one_step"
+    # Lists show the cell's first meaningful line: two cells calling one function differ.
+    assert recording.read_run_record(only_run_dir(work / "traceview-runs"))["title"] == "result = train_one_step()"
+    assert recording.cell_title("import torch\n\n# one step\nloss = loss_fn(a, b)\nloss.backward()") == (
+        "loss = loss_fn(a, b)"
+    )
+    assert recording.cell_title("from x import y\n%time\n!ls\n") == "cell"
+    assert len(recording.cell_title("v = " + "1" * 500)) == 120
     assert recording.cell_name("x = 1") == "cell"
     assert recording.cell_name("opt.zero_grad()\nloss = model(x)") == "model"
     assert recording.cell_name("for _ in range(3):\n    print(len(a))") == "cell"
@@ -236,11 +244,16 @@ def test_exception_saves_partial_trace_and_propagates(ip: Any, work: Path, shown
     # IPython shows the original traceback, pointing at the line of the visible cell.
     assert "ValueError" in captured.out and "boom on run 2" in captured.out
     assert "line 4" in captured.out
+    # ... in the cell that ran: "Cell In[n]" names its own number, not the next cell's.
+    assert set(re.findall(r"Cell In\[(\d+)\]", captured.out)) == {str(r.execution_count)}
     run_dir = only_run_dir(work / "traceview-runs")
     rec = recording.read_run_record(run_dir)
     assert rec["status"] == "error" and rec["error"] == "ValueError: boom on run 2"
     assert rec["runs_completed"] == 1
+    assert rec["headline"]["run_status"] == "error"
     trace = ip.user_ns["partial"]
+    assert trace.run_status == "error" and tv.headline(trace)["run_status"] == "error"
+    assert tv.load(run_dir, cache=False).run_status == "error"  # from the run record
     # Run 0 completed; run 1 was recorded up to the exception.
     assert trace.iterations["step"].tolist() == [0, 1]
     assert shown == []  # no inline view for a failed cell, only the line above
@@ -278,7 +291,7 @@ def _interrupt_and_check(ip: Any, work: Path, capsys: Any) -> None:
     assert isinstance(r.error_in_exec, KeyboardInterrupt)
     assert "was interrupted in profiled run 3 of 5; partial trace saved to traceview-runs" in capsys.readouterr().err
     rec = recording.read_run_record(only_run_dir(work / "traceview-runs"))
-    assert rec["status"] == "interrupted"
+    assert rec["status"] == "interrupted" and rec["headline"]["run_status"] == "interrupted"
     assert ip.user_ns["interrupted"].iterations["step"].tolist() == [0, 1, 2]
     assert run(ip, "--no-show", "v = 5").success
 

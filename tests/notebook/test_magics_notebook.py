@@ -7,6 +7,7 @@ The same cell run in JupyterLab, seeing the inline view appear, is left to the G
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,10 @@ def test_notebook_training_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     # A failing cell: the partial trace's path first, then the original exception.
     failing = nb.cells[-1].outputs
     assert failing[-1]["output_type"] == "error" and failing[-1]["ename"] == "KeyError"
+    # The traceback names the cell that ran (IPython 9 counts the next cell before running one).
+    number = nb.cells[-1]["execution_count"]
+    frames = re.findall(r"Cell In\[(\d+)\]", re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(failing[-1]["traceback"])))
+    assert frames and set(frames) == {str(number)}, (frames, number)
     assert "partial trace saved to traceview-runs/failing/" in _text(failing[:-1])
     (failed_dir,) = (tmp_path / "traceview-runs" / "failing").iterdir()
     assert recording.read_run_record(failed_dir)["status"] == "error"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -14,7 +15,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.dashboard.data import bokehjs_source
-from jupyter_traceview.report.html import render_report
+from jupyter_traceview.report.html import render_report, unpacked
 from jupyter_traceview.views.timeline.levels import DEFAULT_MAX_BYTES
 from tests import kineto_builder as kb
 
@@ -74,7 +75,8 @@ def body_attrs(dom: str) -> dict[str, str]:
 def test_report_is_self_contained(report: Path, dlrm: tv.Trace) -> None:
     text = report.read_text(encoding="utf-8")
     version, js = bokehjs_source()
-    assert js.decode("utf-8")[:2000] in text and f"BokehJS {version}" in text, "BokehJS is inlined"
+    assert unpacked(text, "tvr-bokehjs") == js and f"BokehJS {version}" in text, "BokehJS is inlined, whole"
+    assert len(json.loads(unpacked(text, "tvr-items"))) == 24, "the charts' JSON items"
     assert not re.search(r'<(script|link|img|iframe)[^>]+(src|href)="(https?:)?//', text), "nothing from the network"
     assert "cdn.bokeh.org" not in text
     for sid in SECTIONS:
@@ -129,7 +131,9 @@ def test_report_timeline_mounts_in_chromium_offline(report: Path, tmp_path: Path
 def test_the_chromium_check_fails_without_bokehjs(dlrm: tv.Trace, tmp_path: Path) -> None:
     """The check above can fail: the same report without its BokehJS draws nothing."""
     _, js = bokehjs_source()
-    text = render_report(dlrm).replace(js.decode("utf-8").replace("</script", "<\\/script"), "")
+    text = render_report(dlrm)
+    assert unpacked(text, "tvr-bokehjs") == js
+    text = re.sub(r'<script type="application/octet-stream" id="tvr-bokehjs"[^>]*>[^<]*</script>', "", text)
     broken = tmp_path / "broken.html"
     broken.write_text(text, encoding="utf-8")
     attrs = body_attrs(dom_after_load(broken, tmp_path))
@@ -213,3 +217,33 @@ def test_report_command_errors_are_one_line_exit_2(tmp_path: Path, args: list[st
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("traceview: error:") and words in err[0], err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_report_size_is_what_the_readme_says(report: Path) -> None:
+    """README and docs/frontend.md: "about 2 MB for the sample" (BokehJS, the charts' JSON and
+    the timeline's script are deflated in the file: 4.1 MB before)."""
+    assert report.stat().st_size <= 2_200_000, report.stat().st_size
+    assert len(unpacked(report.read_text(encoding="utf-8"), "tvr-timeline-js")) > 0
+
+
+def test_report_tables_fit_their_column() -> None:
+    """Long names show format.short_name, the whole name on hover; headings stay clear of the sticky bar."""
+    from jupyter_traceview import format as fmt
+    from jupyter_traceview.report.html import _CSS, _table
+
+    name = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::sqrt_kernel_cuda(at::TensorIteratorBase&)"
+        "::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, "
+        "at::detail::Array<char*, 2>)"
+    )
+    table = {
+        "id": "k",
+        "title": "Kernels",
+        "columns": [{"key": "name", "label": "name", "format": "text"}, {"key": "n", "label": "n", "format": "int"}],
+        "rows": [[name, 3], ["short", 4]],
+        "total_rows": 2,
+    }
+    out = _table(table)  # type: ignore[arg-type]
+    assert f'title="{html.escape(name)}">{html.escape(fmt.short_name(name, 64))}</td>' in out
+    assert '<td class="tvr-text">short</td>' in out
+    assert "scroll-margin-top" in _CSS and "max-width: 32em" in _CSS

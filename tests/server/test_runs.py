@@ -83,3 +83,21 @@ def test_resolve_run(tmp_path: Path) -> None:
     assert resolve_run(root, "experiments/dlrm").kind == "folder"
     assert resolve_run(root, "./experiments/dlrm/").path == "experiments/dlrm"
     assert resolve_run(root, "alexnet/alexnet_trace.json.gz").kind == "file"
+
+
+def test_a_traceprofile_run_has_its_record_title_and_status_in_its_signature(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    rel = "traceview-runs/cell/20260101-120000"
+    record = root / rel / ".traceview-run.json"
+    before = resolve_run(root, rel)
+    assert before.title == ""  # a record written before titles
+    record.write_text('{"format": "jupyter_traceview.run/1", "status": "error", "title": "loss = loss_fn(m(x), y)"}')
+    os.utime(record, ns=(10**18, 10**18))
+    after = resolve_run(root, rel)
+    assert after.title == "loss = loss_fn(m(x), y)"
+    assert {r.path: r for r in find_runs(root)}[rel].title == after.title
+    # The record is part of the run's identity: its headline (run_status) is computed again.
+    assert after.signature != before.signature
+    assert all(r.title == "" for r in find_runs(root) if r.kind != "traceprofile")
+    record.write_text("[not an object")
+    assert resolve_run(root, rel).title == ""

@@ -62,6 +62,12 @@ class Context:
     ) -> None:
         self.rules = rules
         self.common: Common = rules.common
+        #: A run that did not end well (``Trace.run_status``): its last step, cut short by
+        #: the error, left out of the findings where other steps remain (rule ``partial_run``).
+        self.partial_step, self.partial_left_out = _partial_step(trace, iterations)
+        if self.partial_left_out:
+            steps = sorted({int(s) for s in trace.iterations["step"].tolist()})
+            iterations = [s for s in steps if s != self.partial_step]
         # Ranks and iterations are selected once; the time range goes to every analysis,
         # which applies it after following launch links (see _links.scope_linked).
         self.trace = scoped(trace, ranks=ranks, iterations=iterations)
@@ -269,3 +275,15 @@ def clean(obj: Any) -> Any:
             return None
         return float(f"{x:.6g}")
     return obj
+
+
+def _partial_step(trace: Trace, iterations: Iterable[int] | int | None) -> tuple[int | None, bool]:
+    """The last step of a run that raised or was interrupted (None for a run that ended
+    well, or with no step), and whether the findings leave it out: only when no
+    ``iterations=`` were asked for and other steps remain."""
+    if trace.run_status == "ok":
+        return None, False
+    steps = sorted({int(s) for s in trace.iterations["step"].tolist()})
+    if not steps:
+        return None, False
+    return steps[-1], iterations is None and len(steps) > 1

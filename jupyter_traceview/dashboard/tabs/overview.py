@@ -21,7 +21,8 @@ def build(b: TabBuilder) -> None:
             "exposed communication": _tone(h["exposed_comm_pct"], 10, 30, low_is_good=True),
         }
         for label, value, hint in fmt.headline_items(h):
-            b.figures.append(figure_(label, value, hint, tones.get(label, "")))
+            tone = "warn" if label in fmt.WARNING_LABELS else tones.get(label, "")
+            b.figures.append(figure_(label, value, hint, tone))
         eff = b.frame("efficiency")
         if len(eff) and math.isfinite(float(eff["parallel_efficiency_pct"].iloc[0])):
             pe = float(eff["parallel_efficiency_pct"].iloc[0])
