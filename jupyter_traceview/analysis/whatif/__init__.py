@@ -92,26 +92,26 @@ def _times(m: Model, trace: Trace, changes: tuple[Change, ...]) -> np.ndarray:
 
 def step_times(m: Model, t: np.ndarray) -> np.ndarray:
     """Each step's duration (``m.steps`` rows) under node times ``t``: from its ProfilerStep's
-    start to the later of its end and the last end of the GPU work launched in it; a rank
-    without steps: from its first event's start to its last event's end."""
+    start to the last end of its events (:attr:`Model.ev_step_row`); a rank without steps:
+    from its first event's start to its last event's end."""
     n = m.n_events
     starts, ends = t[0 : 2 * n : 2], t[1 : 2 * n : 2]
-    frame = pd.DataFrame({"rank": m.ev_rank, "step": m.ev_step, "end": ends, "start": starts, "gpu": m.ev_gpu})
-    gpu_end = frame.loc[frame["gpu"]].groupby(["rank", "step"])["end"].max()
-    whole = frame.groupby("rank").agg(lo=("start", "min"), hi=("end", "max"))
-    st = m.steps
-    out = np.zeros(len(st), dtype=np.int64)
-    ev = st["event"].to_numpy()
+    ev = m.steps["event"].to_numpy()
     has = ev >= 0
-    key = pd.MultiIndex.from_arrays([st["rank"].to_numpy(), st["step"].to_numpy()])
-    g_end = gpu_end.reindex(key).to_numpy()
-    e_ = np.where(has, ends[np.maximum(ev, 0)], 0)
-    g_end = np.where(np.isnan(g_end), e_, g_end).astype(np.int64)
-    out[has] = np.maximum(e_, g_end)[has] - starts[ev[has]]
+    hi = np.full(len(ev), np.iinfo(np.int64).min, dtype=np.int64)
+    lo = np.full(len(ev), np.iinfo(np.int64).max, dtype=np.int64)
+    lo[has] = starts[ev[has]]
+    row = m.ev_step_row
+    counted = row >= 0
+    np.maximum.at(hi, row[counted], ends[counted])
+    empty = has & (hi == np.iinfo(np.int64).min)
+    hi[empty] = ends[ev[empty]]
+    whole = m.ev_rank_row
     if (~has).any():
-        w = whole.reindex(st["rank"].to_numpy()[~has])
-        out[~has] = w["hi"].to_numpy() - w["lo"].to_numpy()
-    return out
+        every = whole >= 0
+        np.maximum.at(hi, whole[every], ends[every])
+        np.minimum.at(lo, whole[every], starts[every])
+    return np.asarray(hi - lo, dtype=np.int64)
 
 
 def _chosen(values: Iterable[int] | int | None) -> list[int] | None:
@@ -165,8 +165,8 @@ def what_if(
             The ProfilerStep number; ``-1`` for a rank without ProfilerStep iterations (one
             row for its whole span, first event start to last event end).
         ``measured_ns`` : int, ns
-            The step as recorded: from its ProfilerStep's start to the later of its end
-            and the last end of the GPU work launched in it.
+            The step as recorded: from its ProfilerStep's start to the last end of its
+            events (the CPU events in its span, the GPU work launched from them).
         ``replayed_ns`` : int, ns
             The same, replayed without a change (equal to ``measured_ns`` unless the
             recorded times contradict each other: see ``docs/semantics.md``).
@@ -210,9 +210,11 @@ def what_if(
         m = _model(trace)
     except ValueError:
         return empty(WHAT_IF_COLUMNS)
-    base = step_times(m, _times(m, trace, ()))
+    measured, base = m.measured_steps, m.replayed_steps
+    if base is None or measured is None:
+        measured = m.measured_steps = step_times(m, m.t)
+        base = m.replayed_steps = step_times(m, _times(m, trace, ()))
     pred = step_times(m, _times(m, trace, tuple(changes))) if changes else base
-    measured = step_times(m, m.t)
     saving = base - pred
     with np.errstate(divide="ignore", invalid="ignore"):
         pct = np.where(measured > 0, saving / np.maximum(measured, 1) * 100.0, 0.0)

@@ -1,8 +1,18 @@
-"""The changes :func:`~jupyter_traceview.what_if` can replay: small frozen dataclasses.
+"""The changes :func:`~jupyter_traceview.what_if` can replay (``tv.changes``): small frozen dataclasses.
 
-Each says what it assumes in :meth:`describe` (the ``change`` column of ``findings``);
-how each one changes the graph is in ``docs/semantics.md`` (*What-if replay*) and in
-:mod:`.apply`.
+Each says what it assumes in ``describe()`` (the ``change`` column of ``findings``); how
+each one changes the graph is in ``docs/semantics.md`` (*What-if replay*) and in
+:mod:`.apply`. Changes combine: ``tv.what_if(trace, RemoveSyncs(), ScaleKernels(...))``.
+
+Examples
+--------
+>>> import jupyter_traceview as tv
+>>> tv.changes.ScaleKernels(family="gemm", factor=0.5).describe()
+'gemm kernels take 0.5x their duration'
+>>> trace = tv.load(tv.sample_path())
+>>> rows = tv.what_if(trace, tv.changes.RemoveSyncs(), tv.changes.GraphLaunch(), ranks=0)
+>>> int(rows["saving_ns"].iloc[0]) > 0
+True
 """
 
 from __future__ import annotations

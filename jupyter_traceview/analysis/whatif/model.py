@@ -68,7 +68,13 @@ class Model:
     coll_kernel: np.ndarray  # events that are matched collective kernels (bool per event)
     # ---- steps: one row per (rank, step)
     steps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Event -> the row of ``steps`` whose end it may set (:func:`_step_rows`), -1 if none.
+    ev_step_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: Event -> the row of ``steps`` of its rank when that rank has no steps (step -1), else -1.
+    ev_rank_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     memo: dict[Any, Any] = field(default_factory=dict)
+    measured_steps: np.ndarray | None = None
+    replayed_steps: np.ndarray | None = None
 
     @property
     def n_events(self) -> int:
@@ -165,7 +171,8 @@ def build_model(trace: Trace) -> Model:
     t, edges = _collectives(trace, ranks, eid_to_global, t, edges, coll_kernel)
     order = np.argsort(edges["dst"], kind="stable")
     edges = {k: v[order] for k, v in edges.items()}
-    steps = pd.concat(step_rows, ignore_index=True) if step_rows else pd.DataFrame()
+    steps = pd.concat(step_rows, ignore_index=True)
+    ev_step_row, ev_rank_row = _step_rows(steps, cat["ev_rank"], cat["ev_step"], cat["ev_parent"])
     return Model(
         ranks=ranks,
         ev_rank=cat["ev_rank"],
@@ -189,7 +196,30 @@ def build_model(trace: Trace) -> Model:
         attr=edges["attr"],
         coll_kernel=coll_kernel,
         steps=steps,
+        ev_step_row=ev_step_row,
+        ev_rank_row=ev_rank_row,
     )
+
+
+def _step_rows(
+    steps: pd.DataFrame, rank: np.ndarray, step: np.ndarray, parent: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per event: the row of ``steps`` it counts for (the events of a step: CPU events in its
+    ProfilerStep span, GPU work launched from it; not a ProfilerStep event without children,
+    whose recorded length the replay cannot shorten), and its rank's row (ranks without steps)."""
+    key = pd.MultiIndex.from_arrays([steps["rank"].to_numpy(), steps["step"].to_numpy()])
+    rows = pd.Series(np.arange(len(steps)), index=key)
+    rows = rows[~rows.index.duplicated()]
+    at = rows.reindex(pd.MultiIndex.from_arrays([rank, step])).to_numpy()
+    step_row = np.where((step >= 0) & ~np.isnan(at), np.nan_to_num(at, nan=-1), -1).astype(np.int64)
+    has_child = np.bincount(parent[parent >= 0], minlength=len(rank)) > 0
+    own = steps["event"].to_numpy()
+    own = own[own >= 0]
+    step_row[own[~has_child[own]]] = -1
+    no_steps = steps.loc[steps["step"] < 0]
+    whole = pd.Series(no_steps.index.to_numpy(), index=no_steps["rank"].to_numpy())
+    rank_row = pd.Series(rank).map(whole).fillna(-1).to_numpy().astype(np.int64)
+    return step_row, rank_row
 
 
 def _rank_steps(trace: Trace, rank: int, ev: pd.DataFrame, g: Graph, off: int) -> pd.DataFrame:
@@ -214,6 +244,14 @@ def _rank_steps(trace: Trace, rank: int, ev: pd.DataFrame, g: Graph, off: int) -
     return pd.DataFrame(rows, columns=["rank", "step", "event"])
 
 
+def _collective_kernels(trace: Trace, rank: int) -> pd.DataFrame:
+    one = trace.select(ranks=[rank])
+    out: pd.DataFrame = rank_memo(
+        one.rank_data(rank).events, "whatif_collectives", lambda: rank_collective_kernels(one)
+    )
+    return out
+
+
 def _collectives(
     trace: Trace,
     ranks: list[int],
@@ -225,7 +263,7 @@ def _collectives(
     """Add one arrival node per collective instance matched across ranks (one kernel per rank)."""
     if len(ranks) < 2:
         return t, edges
-    kernels = {r: rank_collective_kernels(trace.select(ranks=[r])) for r in ranks}
+    kernels = {r: _collective_kernels(trace, r) for r in ranks}
     inst, _ = match_instances({r: k.loc[k["collective"] != "unknown"] for r, k in kernels.items()})
     if not len(inst):
         return t, edges
