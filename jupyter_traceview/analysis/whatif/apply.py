@@ -95,10 +95,13 @@ def subtree(m: Model, roots: np.ndarray) -> np.ndarray:
 
 def names_matching(m: Model, pattern: re.Pattern[str] | str) -> np.ndarray:
     """Events whose name matches (bool per event), by distinct name."""
-    codes, uniq = pd.factorize(m.ev_name)
     rx = re.compile(pattern) if isinstance(pattern, str) else pattern
-    ok = np.fromiter((bool(rx.search(str(u))) for u in uniq), bool, len(uniq))
-    return np.asarray(np.r_[ok, False][np.where(codes >= 0, codes, len(uniq))], dtype=bool)
+    return by_name(m, np.fromiter((bool(rx.search(str(u))) for u in m.names), bool, len(m.names)))
+
+
+def by_name(m: Model, ok: np.ndarray) -> np.ndarray:
+    """Per event: ``ok`` of its name (``ok`` per distinct name, ``m.names``)."""
+    return np.asarray(ok[m.ev_name], dtype=bool)
 
 
 def _kernels(m: Model) -> np.ndarray:
@@ -114,7 +117,7 @@ def _remove_syncs(m: Model, e: Edit, c: RemoveSyncs, trace: Trace) -> None:
     waits = np.zeros(m.n_events, dtype=bool)
     syncing = m.code == SYNC
     waits[_dst_event(m)[syncing]] = True
-    calls = ~m.ev_gpu & (np.isin(m.ev_name, list(_SYNC_NAMES)) | waits)
+    calls = ~m.ev_gpu & (by_name(m, np.isin(m.names, list(_SYNC_NAMES))) | waits)
     into = _into(m, calls, end=True)
     e.keep &= ~(into & np.isin(m.code, [SYNC, INFERRED_JOIN]))
     own = into & np.isin(m.code, [SPAN, SELF])
@@ -191,9 +194,7 @@ def _scale_kernels(m: Model, e: Edit, c: ScaleKernels, trace: Trace) -> None:
     if c.pattern is not None:
         k &= names_matching(m, c.pattern)
     if c.family is not None:
-        codes, uniq = pd.factorize(m.ev_name)
-        fam = np.fromiter((family_of(str(u)) == c.family for u in uniq), bool, len(uniq))
-        k &= np.r_[fam, False][np.where(codes >= 0, codes, len(uniq))]
+        k &= by_name(m, np.fromiter((family_of(str(u)) == c.family for u in m.names), bool, len(m.names)))
     factor = np.full(m.n_events, c.factor)
     if c.to_roofline:
         ratio = _roofline_ratio(m, trace)

@@ -47,7 +47,8 @@ class Model:
     ev_rank: np.ndarray
     ev_eid: np.ndarray
     ev_gpu: np.ndarray  # a GPU activity
-    ev_name: np.ndarray  # object (str)
+    ev_name: np.ndarray  # code into ``names``
+    names: np.ndarray  # object (str): the distinct names
     ev_kind: np.ndarray  # object (str)
     ev_class: np.ndarray  # object (str): gpu_class ("" where none)
     ev_parent: np.ndarray  # global index of the parent CPU event, -1
@@ -112,10 +113,7 @@ def build_model(trace: Trace) -> Model:
         ev = trace.rank_data(rank).events
         n = len(g.eid)
         rows = g.pos
-        name = np.asarray(ev["name"].to_numpy()[rows], dtype=object)
-        kind = np.asarray(ev["kind"].astype(str).to_numpy()[rows], dtype=object)
-        cls = np.asarray(ev["gpu_class"].astype(str).to_numpy()[rows], dtype=object)
-        cls[pd.isna(ev["gpu_class"].to_numpy()[rows])] = ""
+        name, kind, cls = (_strings(ev[c], rows) for c in ("name", "kind", "gpu_class"))
         # Parents in the graph (the nearest ancestor that is a graph event).
         size = int(ev["eid"].max()) + 1
         pe = ev["parent_eid"].to_numpy()[rows]
@@ -164,6 +162,7 @@ def build_model(trace: Trace) -> Model:
     if not parts:
         raise ValueError("no events to replay")
     cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    name_codes, names = pd.factorize(cat["ev_name"])
     t = cat.pop("t")
     edges = {k: cat.pop(k) for k in ("dst", "src", "code", "w", "binding", "attr")}
     n_events = ev_off
@@ -178,7 +177,8 @@ def build_model(trace: Trace) -> Model:
         ev_rank=cat["ev_rank"],
         ev_eid=cat["ev_eid"],
         ev_gpu=cat["ev_gpu"],
-        ev_name=cat["ev_name"],
+        ev_name=name_codes.astype(np.int64),
+        names=np.asarray(names, dtype=object),
         ev_kind=cat["ev_kind"],
         ev_class=cat["ev_class"],
         ev_parent=cat["ev_parent"],
@@ -222,19 +222,31 @@ def _step_rows(
     return step_row, rank_row
 
 
+def _strings(col: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """The column's values at ``rows`` as str objects ("" where missing), by category."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = np.r_[np.asarray(col.cat.categories.astype(str), dtype=object), np.array([""], dtype=object)]
+        codes = col.cat.codes.to_numpy()[rows]
+        out: np.ndarray = cats[np.where(codes >= 0, codes, len(cats) - 1)]
+        return out
+    vals = col.to_numpy()[rows]
+    return np.asarray(["" if pd.isna(v) else str(v) for v in vals], dtype=object)
+
+
 def _rank_steps(trace: Trace, rank: int, ev: pd.DataFrame, g: Graph, off: int) -> pd.DataFrame:
     """The rank's steps: its ProfilerStep events (global index), or one row (step -1) without any."""
     it = trace.iterations
     it = it.loc[it["rank"] == rank]
-    names = ev["name"].to_numpy()[g.pos]
     cpu = ~g.is_gpu
     rows = []
     if len(it):
-        is_step = cpu & np.asarray(pd.Series(names, dtype=object).astype(str).str.startswith(_STEP_PREFIX))
-        cand = np.flatnonzero(is_step)
+        cats = ev["name"].cat.categories
+        codes = ev["name"].cat.codes.to_numpy()[g.pos]
+        step_cat = np.r_[np.asarray(cats.str.startswith(_STEP_PREFIX), dtype=bool), False]
+        cand = np.flatnonzero(cpu & step_cat[np.where(codes >= 0, codes, len(cats))])
         by_name: dict[str, int] = {}
         for i in cand.tolist():
-            by_name.setdefault(str(names[i]), i)
+            by_name.setdefault(str(cats[codes[i]]), i)
         for step in it["step"].tolist():
             i = by_name.get(f"{_STEP_PREFIX}{step}")
             if i is not None:
