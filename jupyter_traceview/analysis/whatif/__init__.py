@@ -64,8 +64,8 @@ WHAT_IF_COLUMNS = {
 }
 
 
-#: Replays kept per trace (the no-change one and the last few changes asked for).
-_KEEP_REPLAYS = 16
+#: Step times kept per trace (the replay without a change and the last changes asked for).
+_KEEP_REPLAYS = 32
 
 
 def _model(trace: Trace) -> Model:
@@ -74,19 +74,23 @@ def _model(trace: Trace) -> Model:
 
 
 def _times(m: Model, trace: Trace, changes: tuple[Change, ...]) -> np.ndarray:
-    """Every node's replayed time with ``changes`` (memoised per set of changes on the model)."""
-    key = tuple(changes)
-    hit = m.memo.get(key)
-    if hit is not None:
-        return hit  # type: ignore[no-any-return]
+    """Every node's replayed time with ``changes``."""
     e = Edit.of(m)
     for c in changes:
         apply_change(m, e, c, trace)
     k = e.keep
-    out = longest_times(m.t, m.dst[k], e.src[k], e.w[k], m.binding[k])
+    return longest_times(m.t, m.dst[k], e.src[k], e.w[k], m.binding[k])
+
+
+def _steps(m: Model, trace: Trace, changes: tuple[Change, ...]) -> np.ndarray:
+    """Each step's replayed duration with ``changes`` (the last few kept with the model)."""
+    hit = m.memo.get(changes)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    out = step_times(m, _times(m, trace, changes))
     if len(m.memo) >= _KEEP_REPLAYS:
         m.memo.pop(next(iter(m.memo)))
-    m.memo[key] = out
+    m.memo[changes] = out
     return out
 
 
@@ -210,11 +214,11 @@ def what_if(
         m = _model(trace)
     except ValueError:
         return empty(WHAT_IF_COLUMNS)
-    measured, base = m.measured_steps, m.replayed_steps
-    if base is None or measured is None:
+    measured = m.measured_steps
+    if measured is None:
         measured = m.measured_steps = step_times(m, m.t)
-        base = m.replayed_steps = step_times(m, _times(m, trace, ()))
-    pred = step_times(m, _times(m, trace, tuple(changes))) if changes else base
+    base = _steps(m, trace, ())
+    pred = _steps(m, trace, tuple(changes)) if changes else base
     saving = base - pred
     with np.errstate(divide="ignore", invalid="ignore"):
         pct = np.where(measured > 0, saving / np.maximum(measured, 1) * 100.0, 0.0)

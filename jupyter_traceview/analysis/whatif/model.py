@@ -75,7 +75,6 @@ class Model:
     ev_rank_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     memo: dict[Any, Any] = field(default_factory=dict)
     measured_steps: np.ndarray | None = None
-    replayed_steps: np.ndarray | None = None
 
     @property
     def n_events(self) -> int:
