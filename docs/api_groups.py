@@ -119,6 +119,14 @@ GROUPS: tuple[Group, ...] = (
         ("findings", "FindingRules", "workload"),
     ),
     Group(
+        "whatif",
+        "What-if: what a fix would save",
+        "Replay the trace's dependency graph with a change (syncs removed, kernels faster, "
+        "communication overlapped, a straggler balanced...) and read each step's predicted time "
+        "([What-if replay](../semantics.md#what-if-replay)).",
+        ("what_if", "changes"),
+    ),
+    Group(
         "comparison",
         "Comparing runs",
         "What changed between two traces.",

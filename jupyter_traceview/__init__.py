@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from . import analysis as analysis
     from . import charts as charts
     from .analysis import *  # noqa: F403 (the public analyses: analysis/__init__.py)
+    from .analysis.whatif import changes as changes
     from .errors import (
         OptionError as OptionError,
     )
@@ -78,6 +79,7 @@ _PUBLIC: dict[str, str] = {
     "Timeline": "jupyter_traceview.widgets.timeline",
     "TimelineSelection": "jupyter_traceview.widgets.timeline",
     "write_report": "jupyter_traceview.report.html",
+    "changes": "jupyter_traceview.analysis.whatif",
 }
 #: Subpackages reachable as attributes (``tv.charts``: bokeh figures of the analyses).
 _SUBPACKAGES = ("analysis", "charts")

@@ -105,7 +105,9 @@ def test_findings_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--sample", "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert "8 rank(s), 8 finding(s)" in out
-    assert "1. [high] Ranks wait for late peers in collectives" in out
+    # Ranked by what fixing them saves (tv.findings' saving_ns): the host syncs first.
+    assert "1. [low] Blocking host calls" in out
+    assert "4. [high] Ranks wait for late peers in collectives" in out
     assert "   collective_wait: 11.1 ms at stake (56.2% of the job span); ranks 0-7" in out
     assert "Rule: " in out and "More: tv." in out
 
@@ -113,8 +115,8 @@ def test_findings_text(capsys: pytest.CaptureFixture[str]) -> None:
 def test_findings_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--sample", "--json", "--no-cache"]) == 0
     data = json.loads(capsys.readouterr().out)
-    stakes = [f["time_at_stake_ns"] for f in data["findings"]]
-    assert stakes == sorted(stakes, reverse=True)
+    order = [(-f["saving_ns"], -f["time_at_stake_ns"]) for f in data["findings"]]
+    assert order == sorted(order)
     straggler = next(f for f in data["findings"] if f["id"] == "straggler")
     assert straggler["ranks"] == [7] and straggler["evidence"]["last_count"] == 5
 

@@ -52,6 +52,7 @@ from .temporal import temporal_breakdown as temporal_breakdown
 from .threads import thread_activity as thread_activity
 from .timeseries import kernel_pace as kernel_pace
 from .timeseries import utilization_heatmap as utilization_heatmap
+from .whatif import what_if as what_if
 from .workload import workload as workload
 
 if not TYPE_CHECKING:  # type checkers read the ``as`` imports above

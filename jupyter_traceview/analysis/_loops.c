@@ -4,8 +4,9 @@
  * Each function computes exactly what the numpy code of its caller computes, in one pass
  * over its input instead of several whole-array numpy passes: the distinct operator calls
  * of perfmodel/performance.py (factorize_calls), the kernels' occupancy sums of
- * findings/extraction.py (occupancy), the steps counted by summary.py (count_steps), the host ranges' nesting of _host.py
- * (innermost). The
+ * findings/extraction.py (occupancy), the steps counted by summary.py (count_steps), the host
+ * ranges' nesting of _host.py (innermost), the what-if replay's longest-path times (replay,
+ * whatif/replay.py). The
  * callers keep the numpy code as the fallback (no compiler, or TRACEVIEW_NATIVE=0), and
  * tests/analysis/test_loops.py compares both. The interval algebra's loops are model/_sweep.c.
  *
@@ -449,11 +450,91 @@ static PyObject *loops_innermost(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(replay_doc,
+             "replay(in_ptr, in_src, in_w, out_ptr, out_dst, base, out) -> done\n\n"
+             "whatif/replay.py: the longest-path times of a graph in topological order (Kahn). Node v's\n"
+             "incoming edges are in_src/in_w[in_ptr[v]:in_ptr[v+1]], its outgoing ones out_dst[out_ptr[v]:\n"
+             "out_ptr[v+1]]; out[v] = max(base[v], max(out[u] + w)). Returns how many nodes were reached\n"
+             "(fewer than all: a cycle; those left keep out = INT64_MIN).");
+
+static PyObject *loops_replay(PyObject *self, PyObject *args) {
+    PyObject *o[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO:replay", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6])) return NULL;
+    static const char *what[7] = {"in_ptr", "in_src", "in_w", "out_ptr", "out_dst", "base", "out"};
+    Py_buffer v[7];
+    for (int i = 0; i < 7; i++) {
+        if (get_i64(o[i], &v[i], i == 6, what[i]) < 0) {
+            release(v, i);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = LEN(v[5]);
+    Py_ssize_t m = LEN(v[1]);
+    if (LEN(v[0]) != n + 1 || LEN(v[3]) != n + 1 || LEN(v[6]) != n || LEN(v[2]) != m || LEN(v[4]) != m) {
+        release(v, 7);
+        PyErr_SetString(PyExc_ValueError, "replay: inconsistent array lengths");
+        return NULL;
+    }
+    const int64_t *in_ptr = v[0].buf, *in_src = v[1].buf, *in_w = v[2].buf;
+    const int64_t *out_ptr = v[3].buf, *out_dst = v[4].buf, *base = v[5].buf;
+    int64_t *out = v[6].buf;
+    int bad = 0;
+    Py_ssize_t done = 0;
+    int64_t *deg = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *queue = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (deg == NULL || queue == NULL) {
+        free(deg);
+        free(queue);
+        release(v, 7);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    Py_ssize_t head = 0, tail = 0;
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        if (in_ptr[i + 1] < in_ptr[i] || in_ptr[i + 1] > m || out_ptr[i + 1] < out_ptr[i] || out_ptr[i + 1] > m) {
+            bad = 1;
+            break;
+        }
+        deg[i] = in_ptr[i + 1] - in_ptr[i];
+        out[i] = INT64_MIN;
+        if (deg[i] == 0) queue[tail++] = i;
+    }
+    for (Py_ssize_t e = 0; e < m && !bad; e++) {
+        if (in_src[e] < 0 || in_src[e] >= n || out_dst[e] < 0 || out_dst[e] >= n) bad = 1;
+    }
+    while (!bad && head < tail) {
+        int64_t x = queue[head++];
+        int64_t best = base[x];
+        for (int64_t e = in_ptr[x]; e < in_ptr[x + 1]; e++) {
+            int64_t u = out[in_src[e]];
+            if (u == INT64_MIN) continue;
+            int64_t c = u + in_w[e];
+            if (c > best) best = c;
+        }
+        out[x] = best;
+        done++;
+        for (int64_t e = out_ptr[x]; e < out_ptr[x + 1]; e++) {
+            int64_t y = out_dst[e];
+            if (--deg[y] == 0) queue[tail++] = y;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(deg);
+    free(queue);
+    release(v, 7);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "replay: an index out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(done);
+}
+
 static PyMethodDef loops_methods[] = {
     {"factorize_calls", loops_factorize_calls, METH_VARARGS, factorize_calls_doc},
     {"occupancy", loops_occupancy, METH_VARARGS, occupancy_doc},
     {"count_steps", loops_count_steps, METH_VARARGS, count_steps_doc},
     {"innermost", loops_innermost, METH_VARARGS, innermost_doc},
+    {"replay", loops_replay, METH_VARARGS, replay_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -114,6 +114,9 @@ class Graph:
     thread_of: np.ndarray
     #: GPU activity (local) -> its launch call (local), -1 if none.
     launcher: np.ndarray
+    #: Every dependency, binding or not (the what-if replay needs them all), sorted by node:
+    #: ``(node, pred, edge, attr)`` arrays, as the binding ones above.
+    deps: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def node(self, eid: int, end: bool) -> int:
         return 2 * int(self.loc[eid]) + int(end)
@@ -171,16 +174,17 @@ def _isin(col: pd.Series, values: Iterable[str]) -> np.ndarray:
     return np.asarray(col.isin(list(values)).to_numpy(), dtype=bool)
 
 
-def build_graph(trace: Trace) -> Graph | None:
-    """The binding dependencies of a one-rank trace (None if it has no GPU activity)."""
+def build_graph(trace: Trace, *, cpu_only: bool = False) -> Graph | None:
+    """The binding dependencies of a one-rank trace (None if it has no GPU activity, unless
+    ``cpu_only``: then the CPU threads' graph, None only without any CPU event)."""
     (rank,) = trace.ranks
     d = trace.rank_data(rank)
     ev = d.events
     kind = ev["kind"]
     act_mask = _isin(kind, _ACTIVITY_KINDS)
-    if not act_mask.any():
-        return None
     cpu_mask = (ev["device"].to_numpy() < 0) & ~_isin(kind, _NOT_CPU_NODES)
+    if not act_mask.any() and not (cpu_only and cpu_mask.any()):
+        return None
     pos = np.flatnonzero(act_mask | cpu_mask)
     n = len(pos)
     all_eid = ev["eid"].to_numpy()
@@ -298,8 +302,8 @@ def build_graph(trace: Trace) -> Graph | None:
     lane_of = {pair: i for i, pair in enumerate(lanes)}
     order = np.lexsort((g, sk))
     gs_, sks = g[order], sk[order]
-    same = np.r_[False, sks[1:] == sks[:-1]]
-    prev_g = np.r_[-1, gs_[:-1]]
+    same = np.r_[False, sks[1:] == sks[:-1]][: len(gs_)]
+    prev_g = np.r_[-1, gs_[:-1]][: len(gs_)]
     add(2 * gs_[same], 2 * prev_g[same] + 1, STREAM, gs_[same])
     add(2 * g + 1, 2 * g, SPAN, g)
 
@@ -518,6 +522,7 @@ def build_graph(trace: Trace) -> Graph | None:
         threads=threads,
         thread_of=thread_of,
         launcher=launcher,
+        deps=(node, pred, edge, attr),
     )
 
 

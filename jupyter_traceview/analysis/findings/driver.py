@@ -11,6 +11,7 @@ from ...errors import OptionError, TraceviewWarning
 from ...model.trace import Trace
 from .._common import empty
 from .._memo import save_facts
+from ..whatif.saving import finding_savings
 from .config import FindingRules
 from .context import Context, Finding
 from .registry import all_rules
@@ -25,6 +26,9 @@ FINDING_COLUMNS = {
     "detail": "str",
     "time_at_stake_ns": "int64",
     "time_at_stake_pct": "float64",
+    "saving_ns": "int64",
+    "saving_pct": "float64",
+    "change": "str",
     "ranks": "object",
     "evidence": "object",
     "rule": "str",
@@ -47,7 +51,7 @@ def findings(
     time_range: tuple[int, int] | None = None,
     explain: bool = False,
 ) -> pd.DataFrame:
-    """Plain-language findings, each with its rule, threshold and evidence, ranked by time at stake.
+    """Plain-language findings, each with its rule, threshold and evidence, ranked by what fixing them saves.
 
     Each rule reads the other analyses' outputs (see the ``analysis`` column) and reports a
     finding only when its preconditions hold (e.g. no straggler finding with one rank, no
@@ -101,8 +105,8 @@ def findings(
     Returns
     -------
     pandas.DataFrame
-        One row per finding, sorted by ``time_at_stake_ns`` (largest first), then severity
-        and id:
+        One row per finding, sorted by ``saving_ns`` (largest first), then
+        ``time_at_stake_ns`` (largest first), severity and id:
 
         id : str
             Stable rule id (above).
@@ -118,6 +122,18 @@ def findings(
         time_at_stake_pct : float, %
             ``time_at_stake_ns`` as a share of the job's elapsed time ``T`` (first GPU work
             start to last GPU work end over all ranks, as :func:`efficiency`).
+        saving_ns : int, ns
+            What the fix saves per step, predicted by replaying the trace with the change
+            the fix implies (:func:`what_if`; the rule -> change table is
+            ``jupyter_traceview.analysis.whatif.saving.RULE_CHANGES``): the median saving
+            over the steps of the finding's rank that saves most; 0 for a rule without such
+            a change. Unlike the time at stake, it counts only what shortens the step (a
+            host gap hidden under a long kernel saves nothing; a sync on the critical path
+            can save more than its own duration).
+        saving_pct : float, %
+            ``saving_ns`` as a share of that rank's median step (``what_if``'s ``measured_ns``).
+        change : str
+            What the saving assumed, in words (the change's ``describe()``); "" for none.
         ranks : list of int
             The ranks named.
         evidence : dict
@@ -151,7 +167,7 @@ def findings(
     --------
     >>> import jupyter_traceview as tv
     >>> f = tv.findings(tv.load(tv.sample_path()))
-    >>> bool(f["time_at_stake_ns"].is_monotonic_decreasing)
+    >>> bool(f["saving_ns"].is_monotonic_decreasing)
     True
     >>> "collective_wait" in set(f["id"])
     True
@@ -251,6 +267,26 @@ def _frame(found: list[Finding], ctx: Context) -> pd.DataFrame:
     if not keep:
         return empty(FINDING_COLUMNS)
     order = {r.id: i for i, r in enumerate(all_rules())}
-    keep.sort(key=lambda f: (-f["time_at_stake_ns"], SEVERITIES.index(f["severity"]), order[f["id"]], f["ranks"]))
-    out = pd.DataFrame(keep, columns=list(FINDING_COLUMNS))
+    savings = ctx.get(
+        "whatif_savings",
+        lambda: finding_savings(
+            ctx.trace if ctx.time_range is None else ctx.trace.select(time_range=ctx.time_range),
+            [(f["id"], f["ranks"]) for f in keep],
+            ctx.rules.as_dict(),
+        ),
+    )
+    rows = [
+        {**f, "saving_ns": ns, "saving_pct": pct, "change": change}
+        for f, (ns, pct, change) in zip(keep, savings, strict=True)
+    ]
+    rows.sort(
+        key=lambda f: (
+            -f["saving_ns"],
+            -f["time_at_stake_ns"],
+            SEVERITIES.index(f["severity"]),
+            order[f["id"]],
+            f["ranks"],
+        )
+    )
+    out = pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
     return out.astype(FINDING_COLUMNS).reset_index(drop=True)

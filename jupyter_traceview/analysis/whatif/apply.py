@@ -1,0 +1,315 @@
+"""How each change edits the replay graph: edge weights, dropped edges, redirected edges.
+
+Every function takes the model and the edited edge arrays (:class:`Edit`) and changes
+them in place; nothing loops over events in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...model.schema import EventKind
+from ...model.trace import Trace
+from ..critical_path.graph import (
+    DEVICE_SYNC_CALLS,
+    EVENT_SYNC_CALLS,
+    IDLE,
+    INFERRED_JOIN,
+    LAUNCH,
+    SELF,
+    SPAN,
+    STREAM,
+    STREAM_SYNC_CALLS,
+    SYNC,
+)
+from ..kernel_families import family_of
+from .changes import (
+    BalanceStraggler,
+    Change,
+    FuseKernels,
+    GraphLaunch,
+    OverlapCommunication,
+    RemoveDataLoading,
+    RemovePython,
+    RemoveSyncs,
+    ScaleKernels,
+)
+from .model import Model
+
+__all__ = ["Edit", "apply_change"]
+
+#: The DataLoader's annotations (torch's ``enumerate(DataLoader)#...__next__``).
+DATALOADER_RANGE = re.compile(r"^enumerate\(DataLoader\)#")
+_SYNC_NAMES = STREAM_SYNC_CALLS | DEVICE_SYNC_CALLS | EVENT_SYNC_CALLS
+
+
+@dataclass
+class Edit:
+    """The edges of one replay: sources (redirectable), weights, and which are kept."""
+
+    src: np.ndarray
+    w: np.ndarray
+    keep: np.ndarray
+
+    @classmethod
+    def of(cls, m: Model) -> Edit:
+        return cls(m.src.copy(), m.w.copy(), np.ones(len(m.dst), dtype=bool))
+
+
+def _dst_event(m: Model) -> np.ndarray:
+    """The event of each edge's destination (-1 for collective arrival nodes)."""
+    return np.where(m.dst < 2 * m.n_events, m.dst // 2, -1)
+
+
+def _into(m: Model, events: np.ndarray, end: bool | None = None) -> np.ndarray:
+    """Edges whose destination is a node of one of ``events`` (bool per event): its end, start or either."""
+    de = _dst_event(m)
+    hit = np.r_[events, False][np.where(de >= 0, de, len(events))]
+    if end is None:
+        return np.asarray(hit, dtype=bool)
+    return np.asarray(hit & ((m.dst % 2 == 1) == end), dtype=bool)
+
+
+def _src_event(m: Model, src: np.ndarray) -> np.ndarray:
+    return np.where(src < 2 * m.n_events, src // 2, -1)
+
+
+def subtree(m: Model, roots: np.ndarray) -> np.ndarray:
+    """The events under ``roots`` (bool per event), the roots included."""
+    mark = roots.copy()
+    parent = m.ev_parent
+    has = parent >= 0
+    for _ in range(512):
+        new = mark.copy()
+        new[has] |= mark[parent[has]]
+        if np.array_equal(new, mark):
+            break
+        mark = new
+    return np.asarray(mark, dtype=bool)
+
+
+def names_matching(m: Model, pattern: re.Pattern[str] | str) -> np.ndarray:
+    """Events whose name matches (bool per event), by distinct name."""
+    rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+    return by_name(m, np.fromiter((bool(rx.search(str(u))) for u in m.names), bool, len(m.names)))
+
+
+def by_name(m: Model, ok: np.ndarray) -> np.ndarray:
+    """Per event: ``ok`` of its name (``ok`` per distinct name, ``m.names``)."""
+    return np.asarray(ok[m.ev_name], dtype=bool)
+
+
+def _kernels(m: Model) -> np.ndarray:
+    return np.asarray(m.ev_gpu & (m.ev_kind == EventKind.KERNEL.value), dtype=bool)
+
+
+def _durations(m: Model) -> np.ndarray:
+    return np.asarray(m.t[1 : 2 * m.n_events : 2] - m.t[0 : 2 * m.n_events : 2], dtype=np.int64)
+
+
+# ---------------------------------------------------------------------- the changes
+def _remove_syncs(m: Model, e: Edit, c: RemoveSyncs, trace: Trace) -> None:
+    waits = np.zeros(m.n_events, dtype=bool)
+    syncing = m.code == SYNC
+    waits[_dst_event(m)[syncing]] = True
+    calls = ~m.ev_gpu & (by_name(m, np.isin(m.names, list(_SYNC_NAMES))) | waits)
+    into = _into(m, calls, end=True)
+    e.keep &= ~(into & np.isin(m.code, [SYNC, INFERRED_JOIN]))
+    own = into & np.isin(m.code, [SPAN, SELF])
+    e.w[own] = 0
+
+
+def dataloader_events(m: Model) -> np.ndarray:
+    """The DataLoader ranges and everything under them (bool per event)."""
+    return subtree(m, ~m.ev_gpu & names_matching(m, DATALOADER_RANGE))
+
+
+def _remove_dataloading(m: Model, e: Edit, c: RemoveDataLoading, trace: Trace) -> None:
+    roots = ~m.ev_gpu & names_matching(m, DATALOADER_RANGE)
+    sub = subtree(m, roots)
+    into = _into(m, sub)
+    root_start = _into(m, roots, end=False)
+    se = _src_event(m, e.src)
+    inside = (se >= 0) & np.r_[sub, False][np.where(se >= 0, se, len(sub))]
+    tree = np.isin(m.code, [SPAN, SELF, IDLE])
+    zero = into & ~root_start & inside & tree
+    e.w[zero] = 0
+    e.keep &= ~(into & ~root_start & ~zero)
+
+
+def _remove_python(m: Model, e: Edit, c: RemovePython, trace: Trace) -> None:
+    th = m.ev_thread
+    carries = np.zeros(m.n_events, dtype=bool)
+    cpu = th >= 0
+    carries[cpu] = m.thread_carries[th[cpu]]
+    host_level = np.isin(m.ev_kind, [EventKind.PYTHON_FUNCTION.value, EventKind.USER_ANNOTATION.value])
+    host_level &= ~dataloader_events(m)
+    de = _dst_event(m)
+    ok = (de >= 0) & np.r_[carries, False][np.where(de >= 0, de, m.n_events)]
+    attr_ok = (m.attr >= 0) & np.r_[host_level, False][np.where(m.attr >= 0, m.attr, m.n_events)]
+    leaf_py = (
+        (m.code == SPAN)
+        & attr_ok
+        & np.r_[m.ev_kind == EventKind.PYTHON_FUNCTION.value, False][np.where(m.attr >= 0, m.attr, m.n_events)]
+    )
+    gaps = ok & ((m.code == IDLE) | ((m.code == SELF) & attr_ok) | leaf_py)
+    # An idle gap of a thread's dataloader wait stays (RemoveDataLoading's part).
+    gaps &= ~np.r_[dataloader_events(m), False][np.where(de >= 0, de, m.n_events)] | (m.code != IDLE)
+    e.w[gaps] = np.minimum(e.w[gaps], c.floor_ns)
+
+
+def _roofline_ratio(m: Model, trace: Trace) -> np.ndarray:
+    """Per event: ideal_ns / gpu_ns of the modelled operator that launched it (NaN where none)."""
+    from ..perfmodel.performance import op_performance
+
+    perf = op_performance(trace)
+    ratio = np.full(m.n_events, np.nan)
+    perf = perf.loc[(perf["gpu_ns"] > 0) & perf["ideal_ns"].notna() & (perf["ideal_ns"] > 0)]
+    if not len(perf):
+        return ratio
+    key = pd.MultiIndex.from_arrays([m.ev_rank, m.ev_eid])
+    at = pd.Series(
+        np.minimum(perf["ideal_ns"].to_numpy() / perf["gpu_ns"].to_numpy(), 1.0),
+        index=pd.MultiIndex.from_arrays([perf["rank"].to_numpy(), perf["eid"].to_numpy()]),
+    )
+    at = at[~at.index.duplicated()]
+    op_ratio = at.reindex(key).to_numpy()
+    x = m.ev_launcher.copy()
+    for _ in range(256):
+        live = (x >= 0) & np.isnan(ratio)
+        if not live.any():
+            break
+        ratio[live] = op_ratio[x[live]]
+        x = np.where(live, m.ev_parent[np.maximum(x, 0)], -1)
+    return ratio
+
+
+def _scale_kernels(m: Model, e: Edit, c: ScaleKernels, trace: Trace) -> None:
+    k = _kernels(m)
+    if c.pattern is not None:
+        k &= names_matching(m, c.pattern)
+    if c.family is not None:
+        k &= by_name(m, np.fromiter((family_of(str(u)) == c.family for u in m.names), bool, len(m.names)))
+    factor = np.full(m.n_events, c.factor)
+    if c.to_roofline:
+        ratio = _roofline_ratio(m, trace)
+        factor = np.where(np.isnan(ratio), 1.0, ratio)
+    _scale(m, e, k, factor)
+
+
+def _scale(m: Model, e: Edit, events: np.ndarray, factor: np.ndarray) -> None:
+    """Scale the own time of GPU ``events``: their span edges (and a collective's time after arrival)."""
+    ends = _into(m, events, end=True) & np.isin(m.code, [SPAN]) | (
+        _into(m, events, end=True) & (m.src >= 2 * m.n_events)
+    )
+    de = _dst_event(m)[ends]
+    e.w[ends] = np.round(e.w[ends] * factor[de]).astype(np.int64)
+
+
+def _comm(m: Model) -> np.ndarray:
+    return np.asarray(m.ev_gpu & (m.ev_class == "communication"), dtype=bool)
+
+
+def _overlap(m: Model, e: Edit, c: OverlapCommunication, trace: Trace) -> None:
+    comm = _comm(m)
+    se = _src_event(m, e.src)
+    from_end = (se >= 0) & (e.src % 2 == 1) & np.r_[comm, False][np.where(se >= 0, se, m.n_events)]
+    de = _dst_event(m)
+    to_other = (de >= 0) & ~np.r_[comm, False][np.where(de >= 0, de, m.n_events)]
+    move = from_end & to_other
+    e.src[move] -= 1
+    e.w[move] = 0
+
+
+def compute_time_by_rank(m: Model) -> pd.Series:
+    """Compute-kernel time per rank (ns), the straggler's measure."""
+    k = _kernels(m) & ~_comm(m)
+    d = _durations(m)
+    s = pd.Series(d[k]).groupby(m.ev_rank[k]).sum()
+    return s.reindex(m.ranks, fill_value=0)
+
+
+def _balance(m: Model, e: Edit, c: BalanceStraggler, trace: Trace) -> None:
+    per = compute_time_by_rank(m)
+    if len(per) < 2:
+        return
+    rank = int(per.idxmax()) if c.rank is None else c.rank
+    own = float(per.get(rank, 0))
+    med = float(per.median())
+    if own <= med or own <= 0:
+        return
+    k = _kernels(m) & ~_comm(m) & (m.ev_rank == rank)
+    _scale(m, e, k, np.full(m.n_events, med / own))
+
+
+def _launch_calls(m: Model) -> np.ndarray:
+    calls = np.zeros(m.n_events, dtype=bool)
+    la = m.ev_launcher[_kernels(m)]
+    calls[la[la >= 0]] = True
+    return calls
+
+
+def _graph_launch(m: Model, e: Edit, c: GraphLaunch, trace: Trace) -> None:
+    calls = _launch_calls(m)
+    e.w[_into(m, calls, end=True) & (m.code == SPAN)] = 0
+    e.w[_into(m, _kernels(m), end=False) & (m.code == LAUNCH)] = 0
+
+
+def _fuse(m: Model, e: Edit, c: FuseKernels, trace: Trace) -> None:
+    k = np.flatnonzero(_kernels(m))
+    if len(k) < 2:
+        return
+    order = np.lexsort((m.t[2 * k], m.ev_lane[k]))
+    k = k[order]
+    lane = m.ev_lane[k]
+    same = np.r_[False, lane[1:] == lane[:-1]]
+    merged = np.zeros(len(k), dtype=bool)  # fused into the kernel before it
+    if c.sequence is not None:
+        parts = [names_matching(m, p)[k] for p in c.sequence]
+        n = len(parts)
+        occ = np.ones(len(k) - n + 1, dtype=bool) if len(k) >= n else np.zeros(0, bool)
+        for j, p in enumerate(parts):
+            occ &= p[j : j + len(occ)]
+            if j:
+                occ &= same[j : j + len(occ)]
+        for j in range(1, n):
+            merged[np.flatnonzero(occ) + j] = True
+    else:
+        if c.pattern is not None:
+            hit = names_matching(m, c.pattern)[k]
+        else:
+            hit = _durations(m)[k] < int(c.shorter_than_ns or 0)
+        merged = hit & np.r_[False, hit[:-1]] & same
+    fused = np.zeros(m.n_events, dtype=bool)
+    fused[k[merged]] = True
+    if not fused.any():
+        return
+    calls = np.zeros(m.n_events, dtype=bool)
+    la = m.ev_launcher[fused]
+    calls[la[la >= 0]] = True
+    e.w[_into(m, calls, end=True) & (m.code == SPAN)] = 0
+    into_start = _into(m, fused, end=False)
+    e.keep &= ~(into_start & (m.code == LAUNCH))
+    e.w[into_start & (m.code == STREAM)] = 0
+
+
+_APPLY: dict[type, Any] = {
+    RemoveSyncs: _remove_syncs,
+    RemoveDataLoading: _remove_dataloading,
+    RemovePython: _remove_python,
+    ScaleKernels: _scale_kernels,
+    OverlapCommunication: _overlap,
+    BalanceStraggler: _balance,
+    GraphLaunch: _graph_launch,
+    FuseKernels: _fuse,
+}
+
+
+def apply_change(m: Model, e: Edit, change: Change, trace: Trace) -> None:
+    """Edit ``e`` as ``change`` assumes."""
+    _APPLY[type(change)](m, e, change, trace)
