@@ -390,3 +390,23 @@ def test_encoded_surrogate_is_a_trace_format_error(
     with pytest.raises(tv.TraceFormatError) as exc:
         tv.load(p, cache=False)
     check(exc, p, "not valid UTF-8", f"(byte {offset:,}")
+
+
+@pytest.mark.parametrize("native_on", [True, False], ids=["native", "msgspec"])
+@pytest.mark.parametrize("bad", [b"\xed\xbf\xbf", b"\xff", b"\xc0\x80", b"\xf4\x90\x80\x80", b"\xe0\x80\x80", b"\xc3"])
+def test_any_invalid_utf8_names_the_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native_on: bool, bad: bytes
+) -> None:
+    """Every other invalid UTF-8 sequence (a low surrogate, a byte never in UTF-8, overlong
+    forms, beyond U+10FFFF, a cut-off sequence): the same error, with the offset."""
+    from jupyter_traceview.loading.readers.kineto import native
+
+    if not native_on:
+        monkeypatch.setattr(native, "SCANNER", None)
+    raw = json.dumps(kb.doc([kb.step(1, 0, 1000), kb.cpu_op("MARK", 10, 5)])).encode()
+    data = raw.replace(b"MARK", b"ab" + bad + b"cd")
+    p = tmp_path / "rank-0.json"
+    p.write_bytes(data)
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "not valid UTF-8", f"(byte {data.index(bad):,}")
