@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -183,6 +184,33 @@ def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
         )
     with pytest.raises((TypeError, BufferError)):
         k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
+
+
+@needs_native
+def test_the_names_hash_is_keyed_once_per_process() -> None:
+    """The scanner's names' hash (SipHash-1-3) took a random key from os.urandom when the
+    module was found (issue 37): a second key is refused, and a key is 16 bytes."""
+    with pytest.raises(RuntimeError, match="once per process"):
+        native.SCANNER.seed(b"k" * 16)
+    with pytest.raises(ValueError, match="16 bytes"):
+        native.SCANNER.seed(b"short")
+
+
+@needs_native
+@pytest.mark.parametrize("digits", [19, 4096, 4097, 100_000])
+@pytest.mark.parametrize("field", ["ts", "dur", "pid", "External id"])
+def test_very_long_numbers_read_as_msgspec_reads_them(digits: int, field: str) -> None:
+    """Numbers with more digits than the scanner reads (``MAX_NUMBER_DIGITS``; its counters are
+    64-bit, so a 2**31-digit one cannot wrap them): the scanner gives up on them and the outcome
+    (tables or the same error) is msgspec's, whole and in pieces (issue 37)."""
+    long = "1" + "0" * (digits - 1)
+    events = [kb.step(1, 0, 1000), *[kb.cpu_op("aten::mm", 10 + i, 5) for i in range(50)]]
+    text = json.dumps(kb.doc(events))
+    target = '"External id": 1' if field == "External id" else f'"{field}": 10'
+    assert target in text
+    data = text.replace(target, target.replace("1" if field == "External id" else "10", long), 1).encode()
+    for piece_bytes in (1 << 10, 1 << 22):
+        _both(Path("long.json"), data, piece_bytes)
 
 
 # --------------------------------------------------------------------------------------
