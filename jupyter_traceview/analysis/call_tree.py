@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.schema import EventKind
+from ..model.text import as_text, starts_with
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty
@@ -114,8 +115,8 @@ def _rank_tree(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.Da
     n = len(h)
     if n == 0:
         return None
-    names = h.names[h.name_codes].astype(str)
-    is_step = (h.kind == EventKind.USER_ANNOTATION.value) & np.char.startswith(names, "ProfilerStep#")
+    names = as_text(np.asarray(h.names, dtype=object))[h.name_codes]
+    is_step = (h.kind == EventKind.USER_ANNOTATION.value) & starts_with(h.names, "ProfilerStep#")[h.name_codes]
     names = np.where(is_step, STEP_KEY, names)
     name_codes, name_values = pd.factorize(names)
     kind_codes, kind_values = pd.factorize(h.kind)

@@ -18,6 +18,7 @@ import pandas as pd
 from ..errors import OptionError
 from ..model.rank_data import RankData
 from ..model.schema import EventKind
+from ..model.text import as_text, starts_with
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty
@@ -299,8 +300,8 @@ def _rank_breakdown(
     if not len(sel):
         return None
     # Names decided once per distinct name; ProfilerStep#N annotations share one key.
-    cat_names = np.asarray(h.names, dtype=object).astype(str)
-    step_name = np.char.startswith(cat_names, "ProfilerStep#") if len(cat_names) else np.zeros(0, dtype=bool)
+    cat_names = as_text(np.asarray(h.names, dtype=object))
+    step_name = starts_with(cat_names, "ProfilerStep#")
     codes = h.name_codes[sel]
     is_step = (h.kind[sel] == EventKind.USER_ANNOTATION.value) & step_name[codes]
     names = np.where(is_step, STEP_KEY, cat_names[codes])

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..errors import OptionError
 from ..model.schema import EventKind
+from ..model.text import as_text
 from ..model.trace import Trace
 from ._common import scoped
 from ._links import category_mask
@@ -182,7 +183,7 @@ def trace_diff(
 def _sort_ranks(values: np.ndarray) -> np.ndarray:
     """Each value's place in the sorted distinct values (as strings), without a fixed-width copy."""
     codes: np.ndarray
-    codes, _ = pd.factorize(pd.Series(values, dtype=object).astype(str), sort=True)
+    codes, _ = pd.factorize(as_text(pd.Series(values, dtype=object)), sort=True)
     return codes
 
 
@@ -228,8 +229,8 @@ def _side(
             dur = np.maximum(np.minimum(ts + dur, hi) - np.maximum(ts, lo), 0)
         n_names = len(ev["name"].cat.categories) + 1
         uniq, inv = np.unique(k_code * n_names + (n_code + 1), return_inverse=True)
-        kind_cats = np.asarray(ev["kind"].cat.categories.astype(str), dtype=object)
-        name_cats = np.append(np.asarray(ev["name"].cat.categories.astype(str), dtype=object), "")
+        kind_cats = np.asarray(as_text(ev["kind"].cat.categories), dtype=object)
+        name_cats = np.append(np.asarray(as_text(ev["name"].cat.categories), dtype=object), "")
         ranks.append(np.full(len(uniq), r if per_rank else -1, dtype=np.int64))
         kind_out.append(kind_cats[uniq // n_names])
         names.append(name_cats[uniq % n_names - 1])

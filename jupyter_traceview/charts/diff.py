@@ -10,6 +10,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange
 
 from ..format import short_names
+from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import add_hover, duration_text, empty_chart, kind_colors, mix, new_figure, require, time_unit
 
@@ -32,7 +33,7 @@ def trace_diff_chart(
     """
     title = "What changed: GPU time of the baseline, the largest changes, the new trace"
     require(df, ["kind", "name", "total_ns_a", "total_ns_b", "total_delta_ns", "status"], "trace_diff_chart")
-    d = df.loc[df["kind"].astype(str).isin(list(kinds))]
+    d = df.loc[as_text(df["kind"]).isin(list(kinds))]
     if "rank" in d.columns:
         raise ValueError("trace_diff_chart: pass trace_diff(a, b) without per_rank=True")
     if d.empty:
@@ -52,13 +53,13 @@ def trace_diff_chart(
     deltas = [total_a]
     statuses = [""]
     level = total_a
-    short = short_names(head["name"].astype(str), 48)
+    short = short_names(as_text(head["name"]), 48)
     for i, (name, label, delta, status) in enumerate(
         zip(
-            head["name"].astype(str),
+            as_text(head["name"]),
             short,
             head["total_delta_ns"].astype(float),
-            head["status"].astype(str),
+            as_text(head["status"]),
             strict=True,
         )
     ):
