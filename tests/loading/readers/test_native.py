@@ -755,3 +755,35 @@ def test_numbers_in_order_of_first_appearance(values: list[int]) -> None:
     first indices: each distinct number once, where it first appears."""
     c = np.array(values, dtype=np.int32)
     assert native.first_seen_order(c, 41).tolist() == list(dict.fromkeys(values))
+
+
+# --------------------------------------------------------------------------------------
+# One timestamp route per file: the whole-file read (msgspec) and the read in pieces (the
+# scanner) give the same tables bit for bit (issue 37)
+# --------------------------------------------------------------------------------------
+def _whole_vs_pieces(path: Path, data: bytes, piece_bytes: int) -> None:
+    with _msgspec_only():
+        whole = _outcome(lambda: kineto.parse_kineto(path, data))
+    try:
+        pieces_read = _in_pieces(path, data, piece_bytes)
+    except kineto.SplitFailed:
+        return  # (read whole: nothing to compare)
+    except Exception as exc:  # noqa: BLE001 (the outcome compared is the error itself)
+        _assert_same(("error", type(exc).__name__, str(exc)), whole)
+        return
+    _assert_same(("tables", pieces_read), whole)
+
+
+@needs_native
+@pytest.mark.parametrize("path", LOCAL, ids=lambda p: p.parent.name + "/" + p.name[:32])
+def test_whole_file_and_pieces_read_identically(path: Path) -> None:
+    data = read_bytes(path)
+    for piece_bytes in (1 << 14, 1 << 16):
+        _whole_vs_pieces(path, data, piece_bytes)
+
+
+@needs_native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(data=_mutated(), piece_bytes=st.sampled_from([1 << 11, 1 << 13]))
+def test_mutated_traces_read_identically_whole_and_in_pieces(data: bytes, piece_bytes: int) -> None:
+    _whole_vs_pieces(Path("mutated.json"), data, piece_bytes)
