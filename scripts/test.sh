@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need into ./.venv and run every test:
 # lint (ruff), types (mypy), the front end (eslint + prettier, tsc, vitest), Python tests
-# (pytest), the documentation site (scripts/docs.sh: Sphinx with warnings as errors, the
+# (pytest), the C extensions under AddressSanitizer and UBSan (scripts/sanitize.sh), the
+# documentation site (scripts/docs.sh: Sphinx with warnings as errors, the
 # example notebooks executed, internal links checked) and the UI tests (Galata: JupyterLab in
 # Chromium).
 # Usage: bash scripts/test.sh [extra pytest arguments]
@@ -71,6 +72,9 @@ jlpm test
 
 echo "== pytest"
 python -m pytest "$@"
+
+echo "== sanitizers: the C extensions under ASan + UBSan (scripts/sanitize.sh)"
+bash scripts/sanitize.sh
 
 echo "== documentation site"
 bash scripts/docs.sh

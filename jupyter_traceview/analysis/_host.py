@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.schema import EventKind
+from ..model.text import as_text
 from . import _links as lk
 from . import loops
 
@@ -117,8 +118,8 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     n_children = np.bincount(parent[has], minlength=n).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
     calls_ns = _runtime_children(ev, rows, window, n, n_children)
     # The rows are host kinds (valid codes): their texts through the categories, not per event.
-    kind_cats = np.asarray(ev["kind"].cat.categories.astype(str), dtype=object).astype(str)
-    kind = kind_cats[ev["kind"].cat.codes.to_numpy()[rows]] if n else np.empty(0, dtype=str)
+    kind_cats = as_text(np.asarray(ev["kind"].cat.categories, dtype=object))
+    kind = kind_cats[ev["kind"].cat.codes.to_numpy()[rows]] if n else np.empty(0, dtype=object)
     return HostRanges(
         ev=ev,
         rows=rows,

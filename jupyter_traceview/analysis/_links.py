@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionError
+from ..model.text import as_text
 from ..model.trace import Trace
 from ._common import scoped
 from ._memo import rank_memo, read_only, sharing
@@ -228,7 +229,7 @@ def match_names(names: pd.Series, pattern: str, how: str, *, what: str = "operat
     ``how``: ``exact`` (equal), ``substring`` (contains, as HTA) or ``regex`` (``re.search``).
     The test runs once per distinct name, not per row.
     """
-    cats = pd.Index(names.cat.categories.astype(str))
+    cats = pd.Index(as_text(names.cat.categories))
     if how == "exact":
         ok = cats == pattern
     elif how == "substring":

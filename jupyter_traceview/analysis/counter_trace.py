@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import OptionError, TraceFormatError, TraceviewWarning
 from ..loading.readers.files import read_bytes
+from ..model.text import as_text
 from ..model.trace import Trace
 from .counters import memory_bandwidth, queue_length
 from .launch import has_gpu, launched
@@ -84,7 +85,7 @@ def _counter_events(trace: Trace, queue: bool, bandwidth: bool) -> list[str] | N
             exact = bool((rel % 1000 == 0).all())
             ts = _us_text(rel, exact)
             enc = msgspec.json.Encoder()
-            for k, t, v in zip(b["kind"].astype(str).tolist(), ts, b["bandwidth_gbps"].tolist(), strict=True):
+            for k, t, v in zip(as_text(b["kind"]).tolist(), ts, b["bandwidth_gbps"].tolist(), strict=True):
                 value = enc.encode(float(v)).decode()
                 out.append(
                     f'{{"ph":"C","name":"{_bandwidth_name(k)}","pid":{pid},"ts":{t},"args":{{"{BANDWIDTH_ARG}":{value}}}}}'

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..model.schema import EventKind
+from ..model.text import as_text, searched
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty
@@ -111,7 +112,7 @@ def host_syncs(
 
 def _frame_lut(cats: pd.Index) -> tuple[np.ndarray, np.ndarray]:
     """Per name category: is it a ``file.py(line)`` frame, and is it user code."""
-    texts = cats.tolist()  # one conversion: iterating an Arrow-backed Index costs ~5 us a name
+    texts = [searched(c) for c in cats.tolist()]  # one conversion: iterating an Arrow-backed Index costs ~5 us a name
     is_file = np.fromiter((_FRAME.match(c) is not None for c in texts), dtype=bool, count=len(cats))
     is_lib = np.fromiter((_LIBRARY.search(c) is not None for c in texts), dtype=bool, count=len(cats))
     return np.append(is_file, False), np.append(is_file & ~is_lib, False)
@@ -130,7 +131,7 @@ def _rank_syncs(ev: pd.DataFrame) -> pd.DataFrame | None:
     nested = np.zeros(len(rows), dtype=bool)
     nested[i[r != rows[i]]] = True
     rows = rows[~nested]
-    cats = pd.Index(ev["name"].cat.categories.astype(str))
+    cats = pd.Index(as_text(ev["name"].cat.categories))
     codes = ev["name"].cat.codes.to_numpy().astype(np.int64)
     line = np.full(len(rows), "", dtype=object)
     py_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.PYTHON_FUNCTION.value]))

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..model.text import searched
+
 __all__ = ["FAMILIES", "MATH_FAMILIES", "family_of"]
 
 #: (family, pattern) in the order they are tried; patterns are case-insensitive regular
@@ -45,6 +47,6 @@ _COMPILED = tuple((f, re.compile(p, re.IGNORECASE)) for f, p in FAMILIES)
 def family_of(name: str) -> str | None:
     """The family of a compute kernel's name (:data:`FAMILIES`), or None."""
     for family, pattern in _COMPILED:
-        if pattern.search(name):
+        if pattern.search(searched(name)):
             return family
     return None

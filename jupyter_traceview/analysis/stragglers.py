@@ -13,6 +13,7 @@ from ..deprecation import removed_parameters
 from ..errors import OptionError, TraceviewWarning, caller_stacklevel
 from ..model.collectives import kernel_collective
 from ..model.schema import EventKind, GpuClass
+from ..model.text import as_text
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import distinct_ints, empty, pct, warn_no_gpu
@@ -249,7 +250,7 @@ def _views(
         )
         kernels = kernels.loc[(kernels["seq"] >= 0) & kernels["pg_name"].notna()]
     if use_seq:
-        kernels = kernels.assign(pg=kernels["pg_name"].astype(str), stream=-1, ordinal=-1)
+        kernels = kernels.assign(pg=as_text(kernels["pg_name"]), stream=-1, ordinal=-1)
         key = ["pg", "seq"]
     else:
         kernels = kernels.sort_values(["rank", "collective", "stream", "ts_ns", "eid"], kind="stable")

@@ -30,6 +30,7 @@ import pandas as pd
 from ..errors import OptionError
 from ..model import intervals as iv
 from ..model.schema import EventKind
+from ..model.text import as_text, searched
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty
@@ -123,7 +124,7 @@ def thread_states(
     # Kinds and names decided once per category, not per event. Each row's state: 0 op,
     # 1 data loader, 2 Python, 3 another annotation, 4 not a host event (the kinds of the
     # states are disjoint); the host rows are those in states 0-3.
-    kind_cats = ev["kind"].cat.categories.astype(str).tolist()
+    kind_cats = as_text(ev["kind"].cat.categories).tolist()
     op_kinds = set(_OP_KINDS)
     kind_state = np.array(
         [
@@ -194,10 +195,12 @@ def _exclusive(u_op: iv.Intervals, u_loader: iv.Intervals, u_py: iv.Intervals) -
 def _mark_loaders(ev: pd.DataFrame, state: np.ndarray, pattern: str) -> None:
     """Rows of state 3 (annotations) whose name matches ``pattern`` (a data loader's) get
     state 1 (data loader), in place."""
-    cats = pd.Index(ev["name"].cat.categories.astype(str))
+    cats = pd.Index(as_text(ev["name"].cat.categories))
     rx = re.compile(pattern)
     # Over a list: iterating the (Arrow-backed) Index costs ~5 us a name.
-    is_loader_name = np.fromiter((rx.search(c) is not None for c in cats.tolist()), dtype=bool, count=len(cats))
+    is_loader_name = np.fromiter(
+        (rx.search(searched(c)) is not None for c in cats.tolist()), dtype=bool, count=len(cats)
+    )
     if is_loader_name.any():
         codes = np.asarray(ev["name"].array.codes)
         state[(state == 3) & np.append(is_loader_name, False)[codes]] = 1

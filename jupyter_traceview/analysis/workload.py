@@ -44,6 +44,7 @@ import pandas as pd
 
 from ..format import short_name
 from ..model.schema import EventKind
+from ..model.text import searched
 from ..model.trace import Trace
 from . import _links as lk
 from ._common import empty, scoped
@@ -246,7 +247,8 @@ def _rank_markers(trace: Trace) -> dict[str, Any]:
             present = np.flatnonzero(counts)
             by_kinds[kinds] = (counts[present], [str(x) for x in cats[present].tolist()])
         counts, names = by_kinds[kinds]
-        hit = [i for i, n in enumerate(names) if pattern.search(n) and not (exclude and exclude.search(n))]
+        texts = [searched(n) for n in names]
+        hit = [i for i, n in enumerate(texts) if pattern.search(n) and not (exclude and exclude.search(n))]
         out[group] = int(counts[hit].sum()) if hit else 0
         top = sorted(hit, key=lambda i: (-int(counts[i]), names[i]))
         out["names"][group] = [names[i] for i in top[:2]] + (["..."] if len(top) > 2 else [])

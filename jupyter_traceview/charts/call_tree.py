@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from bokeh.models import ColumnDataSource
 
+from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import (
     add_hover,
@@ -103,7 +104,7 @@ def call_tree_chart(
     colors = kind_colors(theme)
     width_px = 900.0
     box_px = (lay["x1_ns"] - lay["x0_ns"]).to_numpy() / max(total, 1.0) * width_px
-    names = lay["name"].astype(str).tolist()
+    names = as_text(lay["name"]).tolist()
     labels = [_fit(n, px) for n, px in zip(names, box_px.tolist(), strict=True)]
     n_levels = int(lay["depth"].max()) + 1
     source = ColumnDataSource(
@@ -115,8 +116,8 @@ def call_tree_chart(
             "mid": (lay["x0_ns"].to_numpy() / scale),
             "name": names,
             "label": labels,
-            "kind": lay["kind"].astype(str).tolist(),
-            "color": [colors.get(_KIND_COLOR.get(k, "other"), colors["other"]) for k in lay["kind"].astype(str)],
+            "kind": as_text(lay["kind"]).tolist(),
+            "color": [colors.get(_KIND_COLOR.get(k, "other"), colors["other"]) for k in as_text(lay["kind"])],
             "calls": lay["calls"].to_numpy(),
             "incl_txt": duration_text(lay["inclusive_ns"].to_numpy()),
             "excl_txt": duration_text(lay["exclusive_ns"].to_numpy()),

@@ -10,6 +10,7 @@ from bokeh.models import ColumnDataSource, FactorRange, FixedTicker
 from bokeh.models.annotations import Legend, LegendItem
 
 from .. import format as fmt
+from ..model.text import as_text
 from ..views.colors import Theme, palette
 from ._style import (
     add_hover,
@@ -68,7 +69,7 @@ def nccl_bandwidth_chart(df: pd.DataFrame, *, theme: Theme = "light", height: in
                 "x": g["size_bucket_bytes"].to_numpy(dtype=np.float64),
                 "y": g["busbw_gbps"].to_numpy(dtype=np.float64),
                 "collective": [f"{coll} ({gs} ranks)"] * len(g),
-                "bucket": g["size_bucket"].astype(str).tolist()
+                "bucket": as_text(g["size_bucket"]).tolist()
                 if "size_bucket" in g
                 else bytes_text(g["size_bucket_bytes"]),
                 "count": g["count"].to_numpy(),

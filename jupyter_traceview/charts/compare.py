@@ -9,6 +9,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange
 
 from ..format import short_names
+from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import add_hover, duration_text, empty_chart, kind_colors, mix, new_figure, require, time_unit
 
@@ -38,13 +39,13 @@ def compare_chart(df: pd.DataFrame, *, theme: Theme = "light", top: int = 12, he
     labels, bottoms, tops = ["Baseline"], [0.0], [total_a]
     fills, names, deltas, statuses = [mix(colors["other"], paper, 0.2)], ["baseline mean step"], [total_a], [""]
     level = total_a
-    short = short_names(head["cause"].astype(str), 48)
+    short = short_names(as_text(head["cause"]), 48)
     for i, (name, label, delta, status, noise) in enumerate(
         zip(
-            head["cause"].astype(str),
+            as_text(head["cause"]),
             short,
             head["delta_ns"].astype(float),
-            head["status"].astype(str),
+            as_text(head["status"]),
             head["within_noise"].astype(bool),
             strict=True,
         )

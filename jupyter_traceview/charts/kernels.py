@@ -13,6 +13,7 @@ from bokeh.models.annotations import Legend, LegendItem, Whisker
 from bokeh.transform import cumsum
 
 from ..format import short_names
+from ..model.text import as_text
 from ..views.colors import Theme, palette
 from ._style import (
     FONT,
@@ -112,7 +113,7 @@ def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int =
 def _top(df: pd.DataFrame, top_k: int) -> pd.DataFrame:
     """Kernels summed over ranks, the ``top_k`` longest first (``others`` rows kept last)."""
     g = (
-        df.assign(name=df["name"].astype(str), kernel_type=df["kernel_type"].astype(str))
+        df.assign(name=as_text(df["name"]), kernel_type=as_text(df["kernel_type"]))
         .groupby(["name", "kernel_type"], sort=False)
         .agg(sum_ns=("sum_ns", "sum"), count=("count", "sum"), ranks=("rank", "nunique"))
         .reset_index()
@@ -133,7 +134,7 @@ def top_kernels_chart(df: pd.DataFrame, *, theme: Theme = "light", top_k: int = 
         return empty_chart(title, "No kernels in this trace")
     top = _top(df, top_k)
     colors = kind_colors(theme)
-    short = short_names(top["name"].astype(str))
+    short = short_names(as_text(top["name"]))
     labels = [
         f"{i + 1}. {s}" if n != "others" else "others" for i, (n, s) in enumerate(zip(top["name"], short, strict=True))
     ]
@@ -190,7 +191,7 @@ def kernel_duration_chart(df: pd.DataFrame, *, theme: Theme = "light", height: i
     if df.empty:
         return empty_chart(title, "No kernels in this trace")
     colors = kind_colors(theme)
-    d = df.assign(name=df["name"].astype(str), kernel_type=df["kernel_type"].astype(str))
+    d = df.assign(name=as_text(df["name"]), kernel_type=as_text(df["kernel_type"]))
     order = d.groupby("name", sort=False)["sum_ns"].sum().sort_values(ascending=False).index.tolist()
     labels = {n: f"{i + 1}. {s}" for i, (n, s) in enumerate(zip(order, short_names(order), strict=True))}
     agg = d.groupby("name", sort=False).agg(

@@ -9,6 +9,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource
 from bokeh.models.annotations import Legend, LegendItem
 
+from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import (
     add_hover,
@@ -78,7 +79,7 @@ def memory_timeline_chart(
         y_label=f"Memory ({bunit})",
     )
     renderers, items = [], []
-    dtype = df["device_type"].astype(str).to_numpy()
+    dtype = as_text(df["device_type"]).to_numpy()
     for (rank, dev_type, dev), color in zip(keys.itertuples(index=False), colors, strict=True):
         mask = (df["rank"].to_numpy() == rank) & (dtype == dev_type) & (df["device"].to_numpy() == dev)
         sub = df.loc[mask]
@@ -121,7 +122,7 @@ def _mark_peaks(fig: Any, peaks: pd.DataFrame, origin: int, tscale: float, bscal
         "memory_timeline_chart(peaks=)",
     )
     t = peaks["peak_ts_ns"].to_numpy(dtype=np.int64) - origin
-    holder = peaks["top_holder"].astype(str).tolist() if "top_holder" in peaks else [""] * len(peaks)
+    holder = as_text(peaks["top_holder"]).tolist() if "top_holder" in peaks else [""] * len(peaks)
     src = ColumnDataSource(
         {
             "x": t / tscale,
@@ -133,11 +134,11 @@ def _mark_peaks(fig: Any, peaks: pd.DataFrame, origin: int, tscale: float, bscal
             "step_txt": [str(s) if s >= 0 else "-" for s in peaks["step"].tolist()],
             "t_txt": duration_text(t),
             "peak_txt": bytes_text(peaks["peak_allocated_bytes"]),
-            "op": peaks["operator"].astype(str).tolist(),
+            "op": as_text(peaks["operator"]).tolist(),
             "holder": holder,
             "link_rank": peaks["rank"].to_numpy(),
             # The device: the timeline reveals its memory counter lane.
-            "link_device_type": peaks["device_type"].astype(str).tolist(),
+            "link_device_type": as_text(peaks["device_type"]).tolist(),
             "link_device": peaks["device"].to_numpy(),
             "link_eid": np.where(
                 peaks["operator_eid"].to_numpy() >= 0, peaks["operator_eid"].to_numpy(), peaks["peak_eid"].to_numpy()

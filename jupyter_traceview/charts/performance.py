@@ -13,6 +13,7 @@ from bokeh.models import ColumnDataSource, FactorRange
 
 from ..analysis.perfmodel import FAMILIES
 from ..format import short_name
+from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import (
     add_hover,
@@ -65,13 +66,13 @@ def roofline_chart(df: pd.DataFrame, *, rank: int | None = None, theme: Theme = 
             "size": 6 + 30 * np.sqrt(share),
             "color": [colors.get(str(f), muted_color(theme)) for f in d["family"]],
             "label": _label(d),
-            "family": d["family"].astype(str).tolist(),
-            "dtype": d["dtype"].astype(str).tolist(),
+            "family": as_text(d["family"]).tolist(),
+            "dtype": as_text(d["dtype"]).tolist(),
             "gpu_txt": duration_text(d["gpu_ns"].to_numpy()),
             "pct_txt": pct_text(d["pct_of_peak"].to_numpy(dtype=np.float64)) if "pct_of_peak" in d else [""] * len(d),
-            "bound": d["bound"].astype(str).tolist() if "bound" in d else [""] * len(d),
+            "bound": as_text(d["bound"]).tolist() if "bound" in d else [""] * len(d),
             "link_rank": d["rank"].to_numpy(dtype=np.int64),
-            "link_name": d["name"].astype(str).tolist(),
+            "link_name": as_text(d["name"]).tolist(),
         }
     )
     intensity = d["intensity"].to_numpy(dtype=np.float64)
@@ -165,7 +166,7 @@ def time_lost_chart(df: pd.DataFrame, *, top_k: int = 15, theme: Theme = "light"
                 100 * g["ideal_ns"].to_numpy(dtype=np.float64) / g["gpu_ns"].to_numpy(dtype=np.float64)
             ),
             "link_rank": np.array([int(busiest[x]) for x in labels], dtype=np.int64),
-            "link_name": g["name"].astype(str).tolist(),
+            "link_name": as_text(g["name"]).tolist(),
         }
     )
     fig = new_figure(

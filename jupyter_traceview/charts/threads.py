@@ -9,6 +9,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FixedTicker
 from bokeh.models.annotations import Legend, LegendItem
 
+from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import add_hover, duration_text, empty_chart, kind_colors, new_figure, pct_text, require, time_unit
 
@@ -62,7 +63,7 @@ def thread_activity_chart(
     bottom = y0.copy()
     items = []
     common = {
-        "thread": d["thread"].astype(str).tolist(),
+        "thread": as_text(d["thread"]).tolist(),
         "bin_txt": [
             f"{a} – {b}"
             for a, b in zip(

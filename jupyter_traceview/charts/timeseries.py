@@ -18,6 +18,7 @@ from bokeh.models import (
 from bokeh.models.annotations import ColorBar, Legend, LegendItem
 
 from .. import format as fmt
+from ..model.text import as_text
 from ..views.colors import KINDS, Theme, palette
 from ._style import (
     add_hover,
@@ -297,11 +298,11 @@ def memory_bandwidth_chart(
         x_label=f"Time since {origin} ({unit})",
         y_label="Bandwidth (GB/s)",
     )
-    kinds = [k for k in df["kind"].astype(str).unique().tolist()]
+    kinds = [k for k in as_text(df["kind"]).unique().tolist()]
     renderers = []
     items = []
     for i, kind in enumerate(kinds):
-        sub = df.loc[df["kind"].astype(str) == kind]
+        sub = df.loc[as_text(df["kind"]) == kind]
         y = np.zeros(bins)
         for _, g in sub.groupby("rank", sort=False):
             y += _step_bins(g["ts_ns"].to_numpy() - t0, g["bandwidth_gbps"].to_numpy(), edges, "mean")
@@ -395,7 +396,7 @@ def timeline_overview_chart(df: pd.DataFrame, *, theme: Theme = "light", height:
     fig.yaxis.major_label_text_font_size = "10px"
     fig.grid.visible = False
     legend_items = []
-    present = [k for k in KINDS if k in set(df["kind"].astype(str))]
+    present = [k for k in KINDS if k in set(as_text(df["kind"]))]
     for k in present:
         r = fig.rect(x=[start / scale], y=[-10], width=0, height=0, fill_color=kcolors[k], line_color=None)
         legend_items.append(LegendItem(label=k, renderers=[r]))

@@ -22,7 +22,15 @@ from . import cache as _cache
 from .cache_key import ReadOptions
 from .readers import kineto
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
-from .readers.files import TraceFile, inflate_chunks, inflate_whole, is_compressed, read_bytes, trace_format
+from .readers.files import (
+    TraceFile,
+    inflate_chunks,
+    inflate_whole,
+    is_compressed,
+    out_of_memory,
+    read_bytes,
+    trace_format,
+)
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 from .storage import RemotePath
@@ -53,7 +61,17 @@ def _read(
     tf: TraceFile, options: ReadOptions, cache_dir: str | None, classifier: Classifier | None, *, defer: bool = False
 ) -> list[RankData] | kineto.Pending:
     """:func:`read_file`; ``defer``: a small one-rank Kineto file read by the C scanner gives its
-    columns instead (:class:`.readers.kineto.Pending`: nothing classified or stored yet)."""
+    columns instead (:class:`.readers.kineto.Pending`: nothing classified or stored yet). A
+    ``MemoryError`` while reading becomes a :class:`TraceFormatError` (:func:`.readers.files.out_of_memory`)."""
+    try:
+        return _read_within_memory(tf, options, cache_dir, classifier, defer=defer)
+    except MemoryError:
+        raise out_of_memory(tf.path, file_bytes=tf.size) from None
+
+
+def _read_within_memory(
+    tf: TraceFile, options: ReadOptions, cache_dir: str | None, classifier: Classifier | None, *, defer: bool
+) -> list[RankData] | kineto.Pending:
     if trace_format(tf.path) == "nsys":
         if isinstance(tf.path, RemotePath):
             raise TraceFormatError(

@@ -41,7 +41,7 @@ from .plan import ENGINES, Engine, Found, OnError, Plan, find, make_plan
 from .pool import pool_context
 from .readers import kineto
 from .readers.common import NotATraceError
-from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile
+from .readers.files import DEFAULT_MAX_JSON_BYTES, TraceFile, out_of_memory
 from .run_notes import run_folder, run_status_of, skipped_files_of
 from .storage import is_dataset
 
@@ -383,6 +383,8 @@ def _read_split(plan: Plan, i: int, results: dict[int, list[RankData]], failures
         results[i] = got if got is not None else read_file(tf, plan.options, plan.cache_arg, plan.classifier)
     except TraceFormatError as exc:
         failures(tf, exc)
+    except MemoryError:
+        failures(tf, out_of_memory(tf.path, file_bytes=tf.size))
 
 
 def _read_here(plan: Plan, results: dict[int, list[RankData]], failures: _Failures, advance: Any) -> None:

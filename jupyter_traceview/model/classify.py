@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from .schema import GPU_CLASS_CATEGORIES, EventKind, GpuClass, categorical
+from .text import searched
 
 __all__ = ["COPY_KINDS", "Classifier", "by_context", "copy_kind_of"]
 
@@ -183,6 +184,7 @@ class _Matcher:
         self.regex = re.compile("|".join(f"(?:{p})" for p in others)) if others else None
 
     def search(self, name: str) -> bool:
+        name = searched(name)
         if name.startswith(self.prefixes):
             return True
         for text in self.texts:

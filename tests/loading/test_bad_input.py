@@ -360,3 +360,53 @@ def test_the_loads_warnings_name_the_callers_line(tmp_path: Path, engine: str) -
     messages = {str(w.message).split(" (")[0] for w in caught}
     assert messages >= {"skipped 1 file(s) that are not traces: notes.txt", "1 malformed events were dropped"}
     assert all(Path(w.filename) == Path(__file__) for w in caught), [w.filename for w in caught]
+
+
+@pytest.mark.parametrize("native_on", [True, False], ids=["native", "msgspec"])
+@pytest.mark.parametrize("where", ["name", "arg"])
+@pytest.mark.parametrize("gz", [False, True], ids=["json", "gz"])
+@pytest.mark.parametrize("piece_bytes", [None, 2048], ids=["whole", "pieces"])
+def test_encoded_surrogate_is_a_trace_format_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native_on: bool, where: str, gz: bool, piece_bytes: int | None
+) -> None:
+    """A UTF-16 surrogate encoded as UTF-8 bytes (ED A0 80) is not UTF-8: both readers, whole
+    or in pieces, refuse it naming the file and the byte offset (issue 37)."""
+    from jupyter_traceview.loading import ingest
+    from jupyter_traceview.loading.readers.kineto import native
+
+    if not native_on:
+        monkeypatch.setattr(native, "SCANNER", None)
+    if piece_bytes is not None:
+        monkeypatch.setattr(ingest, "PIECE_BYTES", piece_bytes)
+    events = [kb.step(1, 0, 10_000)]
+    for i in range(60):
+        events.append(kb.cpu_op("aten::mm", 10 + 100 * i, 50))
+    events.append(kb.cpu_op("MARK", 9000, 5) if where == "name" else kb.cpu_op("aten::x", 9000, 5, tag="MARK"))
+    raw = json.dumps(kb.doc(events)).encode()
+    bad = raw.replace(b"MARK", b"ab\xed\xa0\x80cd")
+    offset = bad.index(b"\xed")
+    p = tmp_path / ("rank-0.json.gz" if gz else "rank-0.json")
+    p.write_bytes(gzip.compress(bad) if gz else bad)
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "not valid UTF-8", f"(byte {offset:,}")
+
+
+@pytest.mark.parametrize("native_on", [True, False], ids=["native", "msgspec"])
+@pytest.mark.parametrize("bad", [b"\xed\xbf\xbf", b"\xff", b"\xc0\x80", b"\xf4\x90\x80\x80", b"\xe0\x80\x80", b"\xc3"])
+def test_any_invalid_utf8_names_the_byte(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native_on: bool, bad: bytes
+) -> None:
+    """Every other invalid UTF-8 sequence (a low surrogate, a byte never in UTF-8, overlong
+    forms, beyond U+10FFFF, a cut-off sequence): the same error, with the offset."""
+    from jupyter_traceview.loading.readers.kineto import native
+
+    if not native_on:
+        monkeypatch.setattr(native, "SCANNER", None)
+    raw = json.dumps(kb.doc([kb.step(1, 0, 1000), kb.cpu_op("MARK", 10, 5)])).encode()
+    data = raw.replace(b"MARK", b"ab" + bad + b"cd")
+    p = tmp_path / "rank-0.json"
+    p.write_bytes(data)
+    with pytest.raises(tv.TraceFormatError) as exc:
+        tv.load(p, cache=False)
+    check(exc, p, "not valid UTF-8", f"(byte {data.index(bad):,}")

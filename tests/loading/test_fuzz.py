@@ -270,7 +270,7 @@ def _some_name(trace: tv.Trace, kinds: tuple[str, ...]) -> str:
 
 
 #: Public analyses and how to call them on any trace (compare compares the trace with itself).
-def _analyses(tmp: Path) -> dict[str, Callable[[tv.Trace], Any]]:
+def analysis_calls(tmp: Path) -> dict[str, Callable[[tv.Trace], Any]]:
     calls: dict[str, Callable[[tv.Trace], Any]] = {}
     for name in analysis.__all__:
         fn = getattr(analysis, name)
@@ -349,7 +349,7 @@ def test_every_analysis_returns_a_frame(tmp_path: Path, i: int) -> None:
         if trace is None:
             pytest.skip("does not load (checked by test_load_raises_only_trace_format_error)")
         failures = []
-        for fname, call in _analyses(tmp_path).items():
+        for fname, call in analysis_calls(tmp_path).items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:

@@ -44,6 +44,7 @@ import pandas as pd
 
 from ...model import intervals as iv
 from ...model.schema import EventKind
+from ...model.text import as_text
 from ...model.trace import Trace
 from .. import _links as lk
 from .._gpu import COMPUTE, activities
@@ -153,9 +154,7 @@ def _rank_parts(trace: Trace, rank: int, whole: bool) -> RankParts | None:
         launch = lk.lookup(lk.eid_rows(ev), acts.launch_eid[k])
         top_of = _outermost_op(ev)
         op_row = np.where(launch >= 0, top_of[np.maximum(launch, 0)], -1)
-        kname = np.asarray(acts.names.astype(str), dtype=object)[acts.name[k]]
-        # Object arrays throughout: never a fixed-width string array, whose width is that of the
-        # longest name (a 1 MiB kernel name made it allocate 4 MiB a kernel).
+        kname = np.asarray(as_text(acts.names), dtype=object)[acts.name[k]]
         key = np.where(op_row >= 0, _keys_at(keys, tops, op_row), "kernel " + kname)
         shares = _spread(acts.ts[k], acts.end[k], key, starts, ends)
         cols.update(_scaled(shares, compute))
@@ -222,8 +221,8 @@ def _step_thread(ev: pd.DataFrame) -> tuple[int, int]:
     """The (pid, tid) that records the ``ProfilerStep#N`` ranges (the most of them); without
     steps the thread with the most operators; (-1, -1) without either."""
     rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.USER_ANNOTATION.value]))
-    names = ev["name"].to_numpy()[rows]  # objects: no fixed-width copy of a huge name
-    rows = rows[np.fromiter((_STEP_NAME.match(str(n)) is not None for n in names), dtype=bool, count=len(names))]
+    names = as_text(ev["name"].to_numpy()[rows])
+    rows = rows[np.fromiter((_STEP_NAME.match(n) is not None for n in names), dtype=bool, count=len(names))]
     if not len(rows):
         rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
     if not len(rows):
@@ -239,7 +238,7 @@ def _spans(ev: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _name_mask(ev: pd.DataFrame, pattern: str) -> np.ndarray:
-    cats = ev["name"].cat.categories.astype(str).tolist()
+    cats = as_text(ev["name"].cat.categories).tolist()
     rx = re.compile(pattern)
     hit = np.append(np.fromiter((rx.search(c) is not None for c in cats), dtype=bool, count=len(cats)), False)
     out: np.ndarray = hit[np.asarray(ev["name"].array.codes)]
@@ -303,7 +302,7 @@ def _top_operators(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     # Which rows are annotations that name a level of the path (decided per name, not per row).
     levels = lk.category_mask(ev["kind"], [EventKind.USER_ANNOTATION.value]) & ~_name_mask(ev, _STEP_NAME.pattern)
     codes = np.asarray(ev["name"].array.codes)
-    cats = np.asarray(ev["name"].cat.categories.astype(str), dtype=object)
+    cats = np.asarray(as_text(ev["name"].cat.categories), dtype=object)
     parent = _parents(ev)
     keys = cats[codes[top]].astype(object) if len(top) else np.empty(0, dtype=object)
     added = np.zeros(len(top), dtype=np.int64)

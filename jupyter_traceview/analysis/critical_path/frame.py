@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ...model.text import as_text
 from ...model.trace import Trace
 from .graph import (
     COLLECTIVE,
@@ -88,7 +89,7 @@ def path_frame(trace: Trace, segs: np.ndarray) -> pd.DataFrame:
     is_gpu = gpu_class != ""
     category = np.where(
         is_gpu,
-        np.char.add("gpu_", gpu_class.astype(str)),
+        "gpu_" + as_text(gpu_class),
         np.where(np.isin(kind, RUNTIME_KINDS), "cpu_runtime", "cpu"),
     ).astype(object)
     for code, label in _EDGE_CATEGORY.items():

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...model.schema import EventKind
+from ...model.text import searched
 from ...model.trace import Trace
 
 # Edge codes; the tie-break priority (higher wins when two dependencies end together).
@@ -234,7 +235,7 @@ def build_graph(trace: Trace, *, cpu_only: bool = False) -> Graph | None:
     name_codes = names.cat.codes.to_numpy()
     categories = names.cat.categories
     waits_by_name = np.r_[
-        np.fromiter((bool(WAIT_CALLS.search(str(x))) for x in categories), bool, len(categories)), False
+        np.fromiter((bool(WAIT_CALLS.search(searched(str(x)))) for x in categories), bool, len(categories)), False
     ]
     is_wait = np.zeros(n, dtype=bool)
     is_wait[c] = waits_by_name[np.where(name_codes[pos[c]] >= 0, name_codes[pos[c]], len(categories))]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ...model import intervals as iv
 from ...model.schema import EventKind, GpuClass
+from ...model.text import as_text
 from ...model.trace import Trace
 from .. import loops
 from .._common import distinct_ints
@@ -131,7 +132,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
     blocking = np.setdiff1d(blocking, p_call)
     dur_ev = ev["dur_ns"].to_numpy()
     byt = args["bytes"].to_numpy()[pageable]
-    kinds_copy = args["copy_kind"].iloc[pageable].astype(str).to_numpy()
+    kinds_copy = as_text(args["copy_kind"].iloc[pageable]).to_numpy()
     out["pageable"] = {
         "copies": len(p_rows),
         "bytes": int(byt[byt >= 0].sum()),
@@ -182,7 +183,7 @@ def rank_facts(trace: Trace, tiny_kernel_ns: int, kernel_wait_ns: int) -> dict[s
         occ_ns = np.bincount(codes, weights=d, minlength=n_codes)
         occ_w = np.bincount(codes, weights=d * occ, minlength=n_codes)
         seen = distinct_ints(codes)
-    texts = np.asarray(categories[seen].astype(str), dtype=object).tolist()  # one conversion for all names
+    texts = np.asarray(as_text(categories[seen]), dtype=object).tolist()  # one conversion for all names
     out["occupancy"] = {t: (float(occ_ns[c]), float(occ_w[c])) for t, c in zip(texts, seen.tolist(), strict=True)}
     return out
 
@@ -209,7 +210,7 @@ def _pageable_slowness(
 
     if len(pageable) == 0:
         return {"slow_ns": 0, "slow_by_kind": {}, "pinned_gbps_by_kind": {}}
-    kinds = args["copy_kind"].astype(str).to_numpy()
+    kinds = as_text(args["copy_kind"]).to_numpy()
     byt = args["bytes"].to_numpy()
     ok = a_rows >= 0
     names = trace.metadata["device_name"]
@@ -301,7 +302,7 @@ def _top_names(codes: np.ndarray, categories: pd.Index, rows: np.ndarray, k: int
     if len(seen) > k:  # only names counted at least as often as the k-th can be among the top
         kth = np.partition(counts[seen], len(seen) - k)[len(seen) - k]
         seen = seen[counts[seen] >= kth]
-    texts = np.asarray(categories[seen].astype(str), dtype=object).tolist()  # one conversion, not one per name
+    texts = np.asarray(as_text(categories[seen]), dtype=object).tolist()  # one conversion, not one per name
     items = sorted(zip(texts, counts[seen].tolist(), strict=True), key=lambda kv: (-kv[1], kv[0]))[:k]
     return [[n, m] for n, m in items]
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ...errors import OptionError
 from ...model.schema import EventKind
+from ...model.text import as_text
 from ...model.trace import Trace
 from .._common import empty
 from ..launch import rows_of
@@ -86,7 +87,7 @@ def device_filter(trace: Trace, device: DeviceOption) -> Want:
         want = (kind.strip().upper() or None, int(idx) if idx else None)
     hit = [
         lab
-        for lab, t, d in zip(devices["label"], devices["device_type"].astype(str), devices["device"], strict=True)
+        for lab, t, d in zip(devices["label"], as_text(devices["device_type"]), devices["device"], strict=True)
         if (want[0] is None or t.upper() == want[0]) and (want[1] is None or int(d) == want[1])
     ]
     if not hit:
@@ -252,10 +253,10 @@ def records(trace: Trace, want: Want) -> Records:
     mem, ev = d.memory, d.events
     types_col = mem["device_type"]
     if isinstance(types_col.dtype, pd.CategoricalDtype):
-        type_names = np.asarray(types_col.cat.categories.astype(str), dtype=object)
+        type_names = np.asarray(as_text(types_col.cat.categories), dtype=object)
         type_codes = types_col.cat.codes.to_numpy().astype(np.int64)
     else:
-        type_names, inv = np.unique(types_col.astype(str).to_numpy(dtype=object), return_inverse=True)
+        type_names, inv = np.unique(as_text(types_col).to_numpy(dtype=object), return_inverse=True)
         type_codes = inv.astype(np.int64)
     keep = np.ones(len(mem), dtype=bool)
     if want is not None and len(mem):
@@ -275,7 +276,7 @@ def records(trace: Trace, want: Want) -> Records:
     type_codes = type_codes[sel]
     device = mem["device"].to_numpy()[sel]
     # Device groups: (type name, index) pairs in sorted order, as a groupby(sort=True) numbers them.
-    type_rank = np.argsort(np.argsort(type_names.astype(str), kind="stable"), kind="stable")
+    type_rank = np.argsort(np.argsort(as_text(type_names), kind="stable"), kind="stable")
     tr = type_rank[type_codes] if len(type_codes) else np.empty(0, np.int64)
     order = np.lexsort((rows, device, tr))  # by group, then time (event row)
     tr_s, dv_s = tr[order], device[order]
@@ -311,9 +312,7 @@ def records(trace: Trace, want: Want) -> Records:
         op_code=op_code,
         dev=dev,
         pos=pos,
-        dev_type=type_names[type_codes[order][starts]].astype(str).astype(object)
-        if len(starts)
-        else np.empty(0, object),
+        dev_type=as_text(type_names[type_codes[order][starts]]) if len(starts) else np.empty(0, object),
         dev_index=dv_s[starts],
         op_names=np.asarray(ev["name"].cat.categories, dtype=object),
     )

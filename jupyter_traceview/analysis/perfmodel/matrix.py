@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ...model.schema import EventKind
+from ...model.text import as_text
 from ...model.trace import Trace
 from .. import _links as lk
 from .._common import empty
@@ -88,7 +89,7 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
     links = RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
     is_work = u_is_work[work_code]
     family = u_family[work_code]
-    composite = np.isin(links.names.astype(str), list(COMPOSITE))[links.name_codes[op_rows]]
+    composite = np.isin(as_text(links.names), list(COMPOSITE))[links.name_codes[op_rows]]
     work = np.flatnonzero(is_work)
     # The candidates enclosing each matrix product (only modelled operators can be candidates).
     m_in, m_out_row = _ancestor_pairs(ev, op_rows[work], op_rows[matrix])
@@ -138,7 +139,7 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
         {
             "rank": np.full(len(rows), rank, dtype=np.int64),
             "eid": ev["eid"].to_numpy()[rows],
-            "name": pd.Series(links.names[links.name_codes[rows]].astype(str), dtype=object),
+            "name": pd.Series(as_text(links.names[links.name_codes[rows]]), dtype=object),
             "status": pd.Series(np.full(len(rows), "modelled", dtype=object), dtype=object),
             "reason": pd.Series(none, dtype=object),
             "family": attr("family"),

@@ -35,6 +35,7 @@ import pandas as pd
 
 from ...errors import OptionError, TraceviewWarning
 from ...model.schema import EventKind
+from ...model.text import as_text
 from ...model.trace import Trace
 from .. import _links as lk
 from .. import loops
@@ -289,7 +290,7 @@ def _codes_and_values(col: pd.Series, widen: bool = True) -> tuple[np.ndarray, n
     else:
         obj = col.astype(object).to_numpy()
         text = np.array([isinstance(v, str) for v in obj.tolist()], dtype=bool)
-        values, inv = np.unique(obj[text].astype(str), return_inverse=True)
+        values, inv = np.unique(as_text(obj[text]), return_inverse=True)
         values = values.astype(object)
         codes = np.full(len(obj), -1, dtype=np.int64)
         codes[text] = inv.reshape(-1)
@@ -387,7 +388,7 @@ def _rank_instances(
     is_work = u_is_work[work_code]
     names = links.names[links.name_codes[op_rows]] if n_ops else np.empty(0, dtype=object)
     # Decided per distinct name (a rank has few), not per operator.
-    composite_name = np.isin(links.names.astype(str), list(COMPOSITE))
+    composite_name = np.isin(as_text(links.names), list(COMPOSITE))
     composite = composite_name[links.name_codes[op_rows]] if n_ops else np.zeros(0, dtype=bool)
     # Enclosure among operators: (inner index, outer row) pairs, ancestors only.
     inner, outer_row = lk.containing_pairs(ev, op_rows, op_rows)
@@ -481,7 +482,7 @@ def _rank_instances(
             {
                 "rank": np.full(len(idx), rank, dtype=np.int64),
                 "eid": ev["eid"].to_numpy()[rows],
-                "name": text(names[idx].astype(str)),
+                "name": text(as_text(names[idx])),
                 "status": text(recs["status"]),
                 "reason": text(recs["reason"]),
                 "family": text(recs["family"]),

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ...model.collectives import match_instances, rank_collective_kernels
 from ...model.schema import EventKind
+from ...model.text import as_text
 from ...model.trace import Trace
 from .._memo import rank_memo
 from ..critical_path.graph import COLLECTIVE, EDGE_NAMES, SPAN, Graph, build_graph
@@ -224,7 +225,7 @@ def _step_rows(
 def _strings(col: pd.Series, rows: np.ndarray) -> np.ndarray:
     """The column's values at ``rows`` as str objects ("" where missing), by category."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        cats = np.r_[np.asarray(col.cat.categories.astype(str), dtype=object), np.array([""], dtype=object)]
+        cats = np.r_[np.asarray(as_text(col.cat.categories), dtype=object), np.array([""], dtype=object)]
         codes = col.cat.codes.to_numpy()[rows]
         out: np.ndarray = cats[np.where(codes >= 0, codes, len(cats) - 1)]
         return out
@@ -293,7 +294,7 @@ def _collectives(
     inst = inst.loc[ok]
     if not len(inst):
         return t, edges
-    keys, key_code = np.unique(inst["key"].to_numpy().astype(str), return_inverse=True)
+    keys, key_code = np.unique(np.asarray(as_text(inst["key"].to_numpy()), dtype=object), return_inverse=True)
     gi = inst["g"].to_numpy()
     start, end = t[2 * gi], t[2 * gi + 1]
     arrival = np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)

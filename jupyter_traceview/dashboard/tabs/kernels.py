@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import format as fmt
+from ...model.text import as_text
 from .builder import Column, TabBuilder, charts, figure_, table
 
 
@@ -14,7 +15,7 @@ def build(b: TabBuilder) -> None:
     def kernel_table() -> None:
         k = b.frame("kernel_breakdown", top_k=None)
         g = (
-            k.assign(name=k["name"].astype(str), kernel_type=k["kernel_type"].astype(str))
+            k.assign(name=as_text(k["name"]), kernel_type=as_text(k["kernel_type"]))
             .groupby(["name", "kernel_type"], sort=False)
             .agg(
                 count=("count", "sum"),

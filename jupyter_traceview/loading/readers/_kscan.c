@@ -135,6 +135,10 @@ static const char PHASES[] = "XBEiICbnestfPONDMVvRc()";
 
 #define MAX_DEPTH 64
 #define MAX_EXACT_DIGITS 18 /* 10**18 - 1 < 2**63 */
+/* Digits (integer and fraction parts) of the longest number read here: a longer one (no real
+ * trace has one; a hostile file may hold 2**31 of them) is given up on, and msgspec says what
+ * is wrong with it. The counters are 64-bit: a longer run cannot wrap them. */
+#define MAX_NUMBER_DIGITS 4096
 #define TWO_POW_53 9007199254740992ULL
 
 typedef struct {
@@ -234,9 +238,9 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7, 
 
 /* A JSON number at i (the full grammar); returns its end, or -1 if it is not one. */
 static Py_ssize_t number(const Src *s, Py_ssize_t i, Num *out) {
-    int neg = 0, nd = 0, frac = 0, has_frac = 0, has_exp = 0;
+    int neg = 0, has_frac = 0, has_exp = 0;
+    int64_t nd = 0, frac = 0, e = 0;
     uint64_t m = 0;
-    long e = 0;
     unsigned char c = AT(s, i);
     if (c == '-') {
         neg = 1;
@@ -285,7 +289,8 @@ static Py_ssize_t number(const Src *s, Py_ssize_t i, Num *out) {
     out->exact = 0;
     out->iv = 0;
     out->fv = 0.0;
-    if (nd > MAX_EXACT_DIGITS) return i; /* the caller: Python's float(), or give up */
+    if (nd > MAX_NUMBER_DIGITS) return -1; /* give up: the msgspec path reads (and refuses) it */
+    if (nd > MAX_EXACT_DIGITS) return i;   /* the caller: Python's float(), or give up */
     if (out->is_int) {
         out->iv = neg ? -(int64_t)m : (int64_t)m;
         /* "-0" is the integer 0, so +0.0 as a float, as msgspec reads it */
@@ -295,7 +300,7 @@ static Py_ssize_t number(const Src *s, Py_ssize_t i, Num *out) {
     }
 #if KSCAN_FAST_FLOATS
     {
-        long e10 = e - frac;
+        int64_t e10 = e - frac;
         if (m <= TWO_POW_53 && e10 >= -22 && e10 <= 22) {
             double v = (double)m;
             v = e10 >= 0 ? v * POW10[e10] : v / POW10[-e10];
@@ -412,39 +417,66 @@ static int find_arg_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
     return -1;
 }
 
-/* Set once per process from addresses and the clock (ASLR): crafted names cannot be chosen
- * to collide in advance. Codes do not depend on it (first-seen order, equal bytes compared). */
-static uint64_t HASH_SEED;
+/* The key of the names' hash (SipHash-1-3): random per process, set by seed() from
+ * os.urandom when native.py imports the module (until then, from addresses and the clock).
+ * Crafted names cannot be chosen to collide without it, so a hostile file cannot make the
+ * table quadratic. Codes do not depend on it (first-seen order, equal bytes compared). */
+static uint64_t HASH_K0, HASH_K1;
+static int HASH_SEEDED;
 
 static void init_seed(void) {
-    uint64_t x = (uint64_t)(uintptr_t)&HASH_SEED ^ ((uint64_t)(uintptr_t)&init_seed << 17) ^ (uint64_t)time(NULL);
+    uint64_t x = (uint64_t)(uintptr_t)&HASH_K0 ^ ((uint64_t)(uintptr_t)&init_seed << 17) ^ (uint64_t)time(NULL);
     x ^= x >> 33;
     x *= 0xFF51AFD7ED558CCDULL;
     x ^= x >> 33;
-    HASH_SEED = x;
+    HASH_K0 = x;
+    HASH_K1 = x * 0x9E3779B97F4A7C15ULL;
 }
 
-/* A hash of len bytes, eight at a time (memcpy: no unaligned reads). */
+#define ROTL64(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                                    \
+    do {                                                                                                           \
+        v0 += v1;                                                                                                  \
+        v1 = ROTL64(v1, 13);                                                                                       \
+        v1 ^= v0;                                                                                                  \
+        v0 = ROTL64(v0, 32);                                                                                       \
+        v2 += v3;                                                                                                  \
+        v3 = ROTL64(v3, 16);                                                                                       \
+        v3 ^= v2;                                                                                                  \
+        v0 += v3;                                                                                                  \
+        v3 = ROTL64(v3, 21);                                                                                       \
+        v3 ^= v0;                                                                                                  \
+        v2 += v1;                                                                                                  \
+        v1 = ROTL64(v1, 17);                                                                                       \
+        v1 ^= v2;                                                                                                  \
+        v2 = ROTL64(v2, 32);                                                                                       \
+    } while (0)
+
+/* SipHash-1-3 of len bytes under (HASH_K0, HASH_K1), as CPython hashes str and bytes
+ * (little-endian words through memcpy: no unaligned reads). */
 static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t len) {
-    uint64_t h = HASH_SEED ^ ((uint64_t)len * 0x9E3779B97F4A7C15ULL);
+    uint64_t v0 = HASH_K0 ^ 0x736f6d6570736575ULL, v1 = HASH_K1 ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = HASH_K0 ^ 0x6c7967656e657261ULL, v3 = HASH_K1 ^ 0x7465646279746573ULL;
+    uint64_t b = (uint64_t)len << 56, w;
     while (len >= 8) {
-        uint64_t w;
         memcpy(&w, p, 8);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 32;
+        v3 ^= w;
+        SIPROUND;
+        v0 ^= w;
         p += 8;
         len -= 8;
     }
-    if (len > 0) {
-        uint64_t w = 0;
-        memcpy(&w, p, (size_t)len);
-        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
-        h ^= h >> 32;
-    }
-    h ^= h >> 29;
-    h *= 0xC4CEB9FE1A85EC53ULL;
-    h ^= h >> 32;
-    return h;
+    w = 0;
+    if (len > 0) memcpy(&w, p, (size_t)len);
+    b |= w;
+    v3 ^= b;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
 }
 
 /* Byte strings numbered in order of first appearance (a growable open-addressing table):
@@ -960,6 +992,32 @@ error:
     return NULL;
 }
 
+PyDoc_STRVAR(seed_doc,
+             "seed(key: bytes) -> None\n\nSet the 16-byte key of the names' hash (os.urandom(16), once per process,\n"
+             "before the first scan; a second call is refused: tables built with one key\n"
+             "cannot be searched with another).");
+
+static PyObject *kscan_seed(PyObject *self, PyObject *arg) {
+    Py_buffer key;
+    (void)self;
+    if (PyObject_GetBuffer(arg, &key, PyBUF_SIMPLE) < 0) return NULL;
+    if (key.len != 16) {
+        PyBuffer_Release(&key);
+        PyErr_SetString(PyExc_ValueError, "seed: the key is 16 bytes");
+        return NULL;
+    }
+    if (HASH_SEEDED) {
+        PyBuffer_Release(&key);
+        PyErr_SetString(PyExc_RuntimeError, "seed: the key is set once per process");
+        return NULL;
+    }
+    memcpy(&HASH_K0, key.buf, 8);
+    memcpy(&HASH_K1, (const char *)key.buf + 8, 8);
+    HASH_SEEDED = 1;
+    PyBuffer_Release(&key);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(nest_doc,
              "nest(start, dur, lane_a, lane_b, lane_c, depth, parent)\n\n"
              "Depth and parent of the intervals [start, start + dur) within their lanes (all int64[n]; a lane:\n"
@@ -1023,7 +1081,7 @@ static PyObject *kscan_nest(PyObject *self, PyObject *args) {
     for (slot = 0; slot < size; slot++) keys[slot] = -1;
     /* Lanes numbered as first met (a lane is known by its first row's three keys). */
     for (i = 0; i < n; i++) {
-        uint64_t h = mix64(HASH_SEED ^ mix64((uint64_t)la[i] ^ mix64((uint64_t)lb[i] ^ mix64((uint64_t)lc[i]))));
+        uint64_t h = mix64(HASH_K0 ^ mix64((uint64_t)la[i] ^ HASH_K1 ^ mix64((uint64_t)lb[i] ^ mix64((uint64_t)lc[i]))));
         slot = (size_t)h & (size - 1);
         for (;;) {
             int64_t lane = keys[slot];
@@ -1172,6 +1230,7 @@ static PyMethodDef kscan_methods[] = {
     {"scan", kscan_scan, METH_VARARGS, scan_doc},
     {"texts", kscan_texts, METH_VARARGS, texts_doc},
     {"nest", kscan_nest, METH_VARARGS, nest_doc},
+    {"seed", kscan_seed, METH_O, seed_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,6 +8,8 @@ and :data:`AVAILABLE` from here: one answer for both (the module found through
 
 from __future__ import annotations
 
+import contextlib
+import os
 from types import ModuleType
 
 from ...model import native_ext
@@ -24,13 +26,20 @@ _NAME = f"{__package__}._kscan"
 def _current(kscan: ModuleType) -> bool:
     # A module of another version: never misread its columns.
     counts = (kscan.N_INTS, kscan.N_FLOATS, kscan.N_SPANS, kscan.N_CODED)
-    return counts == (N_INTS, N_FLOATS, N_SPANS, N_CODED) and bool(
-        getattr(kscan, "SCANS_RANGES", 0)  # (built before scan took start and end)
+    return (
+        counts == (N_INTS, N_FLOATS, N_SPANS, N_CODED)
+        and bool(getattr(kscan, "SCANS_RANGES", 0))  # (built before scan took start and end)
+        and hasattr(kscan, "seed")  # (built before its names' hash took a random key)
     )
 
 
 def _scanner() -> ModuleType | None:
-    return native_ext.find(_NAME, _current)
+    kscan = native_ext.find(_NAME, _current)
+    if kscan is not None:
+        # The names' hash keyed per process (SipHash-1-3): a file cannot be crafted to collide.
+        with contextlib.suppress(RuntimeError):  # (keyed already: the module loaded twice)
+            kscan.seed(os.urandom(16))
+    return kscan
 
 
 #: The compiled scanner (``_kscan``), or None: not built, of another version, or turned off

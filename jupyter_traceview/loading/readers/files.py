@@ -34,6 +34,7 @@ __all__ = [
     "inflate_chunks",
     "inflate_whole",
     "open_file",
+    "out_of_memory",
     "prefetch",
     "rank_from_name",
     "read_bytes",
@@ -257,7 +258,12 @@ def read_bytes(path: Path, *, max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> b
     if is_compressed(path, data[:2]):
         # One output chunk (no copy) for a single gzip member.
         out = list(_inflate(path, iter((data,)), len(data), max_json_bytes, max_json_bytes + 1))
-        return out[0] if len(out) == 1 else b"".join(out)
+        if len(out) == 1:
+            return out[0]
+        try:
+            return b"".join(out)
+        except MemoryError:
+            raise out_of_memory(path, json_bytes=sum(map(len, out)), file_bytes=len(data)) from None
     return data
 
 
@@ -307,6 +313,24 @@ def inflate_whole(path: Path, compressed: bytes, *, max_json_bytes: int, most: i
         return whole
     except TraceFormatError:
         return None
+
+
+def out_of_memory(path: Path, *, json_bytes: int | None = None, file_bytes: int | None = None) -> TraceFormatError:
+    """The error for a ``MemoryError`` while reading ``path``: how much of it was read
+    (``json_bytes`` of JSON, inflated where it is compressed; ``file_bytes`` on disk) and how to
+    read it in less memory. docs/loading.md ("Hostile input")."""
+    seen = []
+    if json_bytes:
+        seen.append(f"{format_size(json_bytes)} of JSON inflated so far")
+    if file_bytes:
+        seen.append(f"{file_bytes:,} bytes on disk")
+    detail = f" ({', '.join(seen)})" if seen else ""
+    return TraceFormatError(
+        path,
+        f"ran out of memory while reading it{detail}: a gzip bomb, or a trace too large for this machine's memory",
+        "Refuse such files sooner with a lower tv.load(..., max_json_bytes=...) limit, or read a "
+        'genuine large trace in parts with tv.load(..., engine="dask") or on a machine with more memory',
+    )
 
 
 def is_compressed(path: Path, head: bytes) -> bool:
@@ -365,6 +389,8 @@ def _inflate(path: Path, blocks: Iterator[bytes], compressed: int, limit: int, c
                     data = more
     except TraceFormatError:
         raise  # (a read error of the blocks, already said: a ValueError, not a gzip error)
+    except MemoryError:
+        raise out_of_memory(path, json_bytes=total, file_bytes=compressed) from None
     except _INFLATE_ERRORS as exc:
         truncated = isinstance(exc, EOFError) or "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower()
         problem = (

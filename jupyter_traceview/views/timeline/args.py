@@ -142,7 +142,7 @@ def event_args_codes(data: RankData) -> tuple[np.ndarray, np.ndarray, list[str]]
         eids, codes = eids[first], codes[first]
     # The texts used, each once (two tables may give the same one).
     used, local = np.unique(codes, return_inverse=True)
-    uniq, inv = np.unique(np.array([texts[i] for i in used.tolist()], dtype=str), return_inverse=True)
+    uniq, inv = np.unique(np.array([texts[i] for i in used.tolist()], dtype=object), return_inverse=True)
     return eids, inv.reshape(-1)[local.reshape(-1)].astype(np.int64), [str(t) for t in uniq]
 
 

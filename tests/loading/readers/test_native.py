@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -183,6 +184,33 @@ def test_the_scanner_refuses_buffers_too_small_or_read_only() -> None:
         )
     with pytest.raises((TypeError, BufferError)):
         k.scan(b"[]", s.ph, b"x" * 10_000, s.pidtid, s.ints, s.floats, s.ev_span, s.slow, s.codes, s.firsts)
+
+
+@needs_native
+def test_the_names_hash_is_keyed_once_per_process() -> None:
+    """The scanner's names' hash (SipHash-1-3) took a random key from os.urandom when the
+    module was found (issue 37): a second key is refused, and a key is 16 bytes."""
+    with pytest.raises(RuntimeError, match="once per process"):
+        native.SCANNER.seed(b"k" * 16)
+    with pytest.raises(ValueError, match="16 bytes"):
+        native.SCANNER.seed(b"short")
+
+
+@needs_native
+@pytest.mark.parametrize("digits", [19, 4096, 4097, 100_000])
+@pytest.mark.parametrize("field", ["ts", "dur", "pid", "External id"])
+def test_very_long_numbers_read_as_msgspec_reads_them(digits: int, field: str) -> None:
+    """Numbers with more digits than the scanner reads (``MAX_NUMBER_DIGITS``; its counters are
+    64-bit, so a 2**31-digit one cannot wrap them): the scanner gives up on them and the outcome
+    (tables or the same error) is msgspec's, whole and in pieces (issue 37)."""
+    long = "1" + "0" * (digits - 1)
+    events = [kb.step(1, 0, 1000), *[kb.cpu_op("aten::mm", 10 + i, 5) for i in range(50)]]
+    text = json.dumps(kb.doc(events))
+    target = '"External id": 1' if field == "External id" else f'"{field}": 10'
+    assert target in text
+    data = text.replace(target, target.replace("1" if field == "External id" else "10", long), 1).encode()
+    for piece_bytes in (1 << 10, 1 << 22):
+        _both(Path("long.json"), data, piece_bytes)
 
 
 # --------------------------------------------------------------------------------------
@@ -727,3 +755,35 @@ def test_numbers_in_order_of_first_appearance(values: list[int]) -> None:
     first indices: each distinct number once, where it first appears."""
     c = np.array(values, dtype=np.int32)
     assert native.first_seen_order(c, 41).tolist() == list(dict.fromkeys(values))
+
+
+# --------------------------------------------------------------------------------------
+# One timestamp route per file: the whole-file read (msgspec) and the read in pieces (the
+# scanner) give the same tables bit for bit (issue 37)
+# --------------------------------------------------------------------------------------
+def _whole_vs_pieces(path: Path, data: bytes, piece_bytes: int) -> None:
+    with _msgspec_only():
+        whole = _outcome(lambda: kineto.parse_kineto(path, data))
+    try:
+        pieces_read = _in_pieces(path, data, piece_bytes)
+    except kineto.SplitFailed:
+        return  # (read whole: nothing to compare)
+    except Exception as exc:  # noqa: BLE001 (the outcome compared is the error itself)
+        _assert_same(("error", type(exc).__name__, str(exc)), whole)
+        return
+    _assert_same(("tables", pieces_read), whole)
+
+
+@needs_native
+@pytest.mark.parametrize("path", LOCAL, ids=lambda p: p.parent.name + "/" + p.name[:32])
+def test_whole_file_and_pieces_read_identically(path: Path) -> None:
+    data = read_bytes(path)
+    for piece_bytes in (1 << 14, 1 << 16):
+        _whole_vs_pieces(path, data, piece_bytes)
+
+
+@needs_native
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(data=_mutated(), piece_bytes=st.sampled_from([1 << 11, 1 << 13]))
+def test_mutated_traces_read_identically_whole_and_in_pieces(data: bytes, piece_bytes: int) -> None:
+    _whole_vs_pieces(Path("mutated.json"), data, piece_bytes)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ....model import intervals as iv
 from ....model.classify import copy_kind_of
+from ....model.text import as_text
 from ....model.trace import Trace
 from ..._gpu import COMM, COMPUTE, MEMORY, activities
 from ..._memo import per_rank
@@ -59,7 +60,7 @@ def copy_bound(ctx: Context, r: CopyBoundThresholds) -> list[Finding]:
     worst = max(named, key=lambda k: (copies[k]["exposed_ns"], -k))
     w = copies[worst]
     bw = ctx.call(memory_bandwidth, "memory_bandwidth_kind", per="kind")
-    bw = bw.loc[(bw["rank"] == worst) & (bw["kind"].astype(str) != "memset")]
+    bw = bw.loc[(bw["rank"] == worst) & (as_text(bw["kind"]) != "memset")]
     kinds: list[dict[str, Any]] = []
     pageable = ctx.facts[worst]["pageable"]["bytes_by_kind"]
     for _, row in bw.sort_values(["busy_ns", "kind"], ascending=[False, True], kind="stable").iterrows():

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ....model.text import as_text
 from ...concurrency import kernel_overlap_stats
 from ..context import Context, Finding
 from ..registry import rule
@@ -85,7 +86,7 @@ def unrecognised_kernels(ctx: Context, r: UnrecognisedKernelsThresholds) -> list
     clf = ctx.trace.classifier
     comp = ks.loc[ks["gpu_class"] == "compute"]
     known = {str(n): clf.recognises(str(n)) for n in comp["name"].unique()}
-    unknown = comp.loc[~comp["name"].astype(str).map(known).astype(bool)]
+    unknown = comp.loc[~as_text(comp["name"]).map(known).astype(bool)]
     if unknown.empty:
         return []
     total = ks.groupby("rank")["total_ns"].sum()

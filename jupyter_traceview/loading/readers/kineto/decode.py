@@ -129,10 +129,21 @@ def not_utf8(path: Path, data: bytes) -> TraceFormatError:
 _SURROGATE_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]")
 _SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+# A UTF-16 surrogate encoded as UTF-8 (ED A0-BF ..): not UTF-8, yet a string decoder may pass it.
+_ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 
 
 def check_surrogates(path: Path, data: bytes) -> None:
-    """Refuse lone UTF-16 surrogate escapes (``"\\ud800"``): no UTF-8 string can hold them."""
+    """Refuse lone UTF-16 surrogate escapes (``"\\ud800"``), and surrogates encoded as UTF-8
+    bytes (``ED A0 80``, which is not UTF-8): no UTF-8 string can hold them."""
+    if b"\xed" in data and (bad := _ENCODED_SURROGATE.search(data)) is not None:  # (one memchr scan)
+        line = data.count(b"\n", 0, bad.start()) + 1
+        raise TraceFormatError(
+            path,
+            f"is not valid UTF-8 text at line {line} (byte {bad.start():,}: a UTF-16 surrogate encoded as UTF-8)",
+            "JSON traces are UTF-8; the file is damaged or was written by a faulty exporter: record or export "
+            "the trace again",
+        )
     if b"\\" not in data or _SURROGATE_HINT.search(data) is None:
         # The common case: no backslash at all (one memchr scan, GB/s; a two-byte needle
         # would take the slower generic search), else one regex scan.
