@@ -316,6 +316,9 @@ def _cmd_findings(args: argparse.Namespace) -> int:
         print(f"{i}. [{row['severity']}] {row['title']}")
         ranks = f"rank {row['ranks'][0]}" if len(row["ranks"]) == 1 else f"ranks {fmt.ranges(row['ranks'])}"
         print(f"   {row['id']}: {stake}; {ranks}")
+        fix = fmt.saving(row["saving_ns"], row["saving_pct"], row["change"])
+        if fix:
+            print(textwrap.fill(fix, width=100, initial_indent="   ", subsequent_indent="   "))
         print(textwrap.fill(row["detail"], width=100, initial_indent="   ", subsequent_indent="   "))
         print(textwrap.fill(f"Rule: {row['rule']}", width=100, initial_indent="   ", subsequent_indent="   "))
         print(f"   More: {row['analysis']}")
@@ -488,7 +491,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_cmd_summary)
 
-    p = sub.add_parser("findings", help="plain-language findings with their evidence, ranked by the GPU time at stake")
+    p = sub.add_parser(
+        "findings",
+        help="plain-language findings with their evidence, ranked by what fixing each saves per step, then the time at stake",
+    )
     add_trace_args(p)
     p.add_argument("--json", action="store_true", help="print JSON (every column, the evidence included)")
     p.set_defaults(func=_cmd_findings)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import jupyter_traceview as tv
+from jupyter_traceview import format as fmt
 from jupyter_traceview.cli import main
 from tests.conftest import KINETO_FOLDERS
 
@@ -105,18 +107,34 @@ def test_findings_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--sample", "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert "8 rank(s), 8 finding(s)" in out
-    # Ranked by what fixing them saves (tv.findings' saving_ns): the host syncs first.
-    assert "1. [low] Blocking host calls" in out
+    # Ranked by what fixing each saves per step (tv.what_if), then by time at stake.
+    assert "1. [low] Blocking host calls: the GPU idles 805 us after synchronisations on rank 3" in out
     assert "4. [high] Ranks wait for late peers in collectives" in out
     assert "   collective_wait: 11.1 ms at stake (56.2% of the job span); ranks 0-7" in out
     assert "Rule: " in out and "More: tv." in out
+
+
+def test_findings_text_says_what_fixing_each_buys(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under a finding's stake, "fix this: ~X/step (Y%), assuming <change>" from its what-if columns."""
+    import textwrap
+
+    assert main(["findings", "--sample", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    found = tv.findings(tv.load(tv.sample_path(), cache=False))
+    lines = [fmt.saving(r["saving_ns"], r["saving_pct"], r["change"]) for r in found.to_dict(orient="records")]
+    assert any(lines), "the sample has findings with a saving"
+    for line in lines:
+        if line:
+            assert textwrap.fill(line, width=100, initial_indent="   ", subsequent_indent="   ") in out
+    assert out.count("fix this: ~") == sum(bool(x) for x in lines)
 
 
 def test_findings_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--sample", "--json", "--no-cache"]) == 0
     data = json.loads(capsys.readouterr().out)
     order = [(-f["saving_ns"], -f["time_at_stake_ns"]) for f in data["findings"]]
-    assert order == sorted(order)
+    assert order == sorted(order) and order[0][0] < 0  # by saving, then time at stake
+    assert {"saving_ns", "saving_pct", "change"} <= set(data["findings"][0])
     straggler = next(f for f in data["findings"] if f["id"] == "straggler")
     assert straggler["ranks"] == [7] and straggler["evidence"]["last_count"] == 5
 

@@ -69,7 +69,15 @@ export interface Finding {
   evidence: Record<string, unknown>;
   rule: string;
   analysis: string;
+  /** What fixing it saves per step (ns; 0 when unknown), from tv.what_if. */
+  saving_ns: number;
+  /** saving_ns as a share of the median step (%). */
+  saving_pct: number;
+  /** The change that saving assumed, in words ("" when none). */
+  change: string;
   stake: string;
+  /** What fixing it buys per step, in words ("fix this: ~X/step (Y%), assuming ..."); "" when unknown. */
+  fix: string;
 }
 
 /** `_tab`: one tab's content (DashboardData.tab). */

@@ -389,6 +389,7 @@ export class DashboardView {
       el("span", "tvd-badge", head, f.severity);
       el("b", "tvd-finding-title", head, f.title);
       if (f.stake) el("div", "tvd-finding-stake", card, f.stake);
+      if (f.fix) el("div", "tvd-finding-fix", card, f.fix);
       el("div", "tvd-finding-detail", card, f.detail);
       if (f.ranks.length) {
         const ranks = el("div", "tvd-finding-ranks", card, "Ranks: ");

@@ -93,9 +93,15 @@ class Chart(TypedDict):
 
 
 class Finding(AnalysisFinding):
-    """A finding (one row of ``tv.findings``) with ``stake``, its time at stake in words."""
+    """A finding (one row of ``tv.findings``: a rule's finding with the what-if columns
+    ``saving_ns``, ``saving_pct`` and ``change``) with ``stake``, its time at stake in words,
+    and ``fix``, what fixing it buys per step in words (``format.saving``; "" when unknown)."""
 
+    saving_ns: int
+    saving_pct: float
+    change: str
     stake: str
+    fix: str
 
 
 class _TabContent(TypedDict):

@@ -253,7 +253,8 @@ def _findings(findings: list[Finding]) -> str:
             f'<div class="tvr-finding-head"><span class="tvr-severity">{html.escape(str(f.get("severity", "")))}</span> '
             f"<b>{html.escape(str(f.get('title', '')))}</b></div>"
             f'<div class="tvr-finding-meta">{html.escape(" · ".join(x for x in (f.get("stake", ""), where) if x))}</div>'
-            f"<p>{html.escape(str(f.get('detail', '')))}</p>"
+            + (f'<div class="tvr-finding-fix">{html.escape(str(f["fix"]))}</div>' if f.get("fix") else "")
+            + f"<p>{html.escape(str(f.get('detail', '')))}</p>"
             + (f'<details><summary>Evidence</summary><dl class="tvr-evidence">{ev}</dl></details>' if ev else "")
             + f'<div class="tvr-finding-meta">Rule: {html.escape(str(f.get("rule", "")))}'
             f" · more: <code>{html.escape(str(f.get('analysis', '')))}</code></div></li>"
@@ -349,6 +350,7 @@ code { font-size: 12px; }
 .tvr-figure-hint { color: var(--muted); font-size: 11px; }
 .tvr-findings { padding-left: 20px; }
 .tvr-finding { margin-bottom: 10px; }
+.tvr-finding-fix { font-weight: 600; }
 .tvr-finding p { margin: 2px 0; }
 .tvr-severity { text-transform: uppercase; font-size: 11px; font-weight: 700; padding: 1px 5px;
   border-radius: 4px; background: var(--card); }

@@ -102,6 +102,10 @@ def test_overview_figures_and_findings(data: DashboardData, dlrm: tv.Trace) -> N
     found = tv.findings(dlrm)
     assert [f["id"] for f in out["findings"]] == found["id"].tolist()
     assert all("evidence" in f and "stake" in f for f in out["findings"])
+    # What fixing each buys, from its what-if columns, in words (format.saving).
+    fixes = [fmt.saving(r["saving_ns"], r["saving_pct"], r["change"]) for r in found.to_dict(orient="records")]
+    assert [f["fix"] for f in out["findings"]] == fixes
+    assert any(x.startswith("fix this: ~") for x in fixes)
     # Under the findings, every rule that did not fire and why (tv.findings(explain=True)).
     why = tv.findings(dlrm, explain=True)
     silent = why.loc[~why["fired"]]
@@ -246,6 +250,25 @@ def test_cpu_only_trace_opens_on_its_operators(tmp_path: Path) -> None:
     assert rows["ProfilerStep*"]["self_ns"] == 50_000  # the step's 100 us less the operator
     assert {f["id"] for f in out["findings"]} >= {"cpu_hotspots"}
     assert "No GPU activity" not in json.dumps(out)  # the GPU charts' empty message
+
+
+def test_operators_findings_say_what_fixing_each_buys() -> None:
+    """The Operators tab's host findings carry "fix this: ~X/step (Y%), assuming ..." (format.saving
+    of the finding's what-if columns), on a recorded DataLoader stall (tests/data/whatif)."""
+    path = Path(__file__).parents[1] / "data" / "whatif" / "dataloader_workers" / "before.json.gz"
+    with pytest.warns(tv.TraceviewWarning, match="no GPU work"):
+        trace = tv.load(path, cache=False)
+        found = tv.findings(trace)
+        out = DashboardData(trace).tab("operators")
+    rows = {r["id"]: r for r in found.to_dict(orient="records")}
+    fixes = {f["id"]: f["fix"] for f in out["findings"]}
+    assert fixes == {i: fmt.saving(r["saving_ns"], r["saving_pct"], r["change"]) for i, r in rows.items()}
+    stall = rows["dataloader_stall"]
+    assert fixes["dataloader_stall"] == (
+        f"fix this: ~{fmt.duration(stall['saving_ns'])}/step ({fmt.percent(stall['saving_pct'])}), "
+        "assuming the DataLoader's next() takes no time (data loading fully hidden)"
+    )
+    assert stall["saving_ns"] > 0 and fixes["cpu_hotspots"] == ""  # no what-if behind the hotspots
 
 
 def test_call_tree_box_opens_its_first_call(dlrm: tv.Trace) -> None:

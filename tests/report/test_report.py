@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 import jupyter_traceview as tv
+from jupyter_traceview import format as fmt
 from jupyter_traceview.dashboard.data import bokehjs_source
+from jupyter_traceview.dashboard.tabs.operators import HOST_FINDINGS
 from jupyter_traceview.report.html import render_report, unpacked
 from jupyter_traceview.views.timeline.levels import DEFAULT_MAX_BYTES
 from tests import kineto_builder as kb
@@ -81,8 +83,14 @@ def test_report_is_self_contained(report: Path, dlrm: tv.Trace) -> None:
     assert "cdn.bokeh.org" not in text
     for sid in SECTIONS:
         assert f'<section id="{sid}">' in text
-    for title in tv.findings(dlrm)["title"]:
+    found = tv.findings(dlrm)
+    for title in found["title"]:
         assert html.escape(title) in text
+    # What fixing each buys (format.saving of its what-if columns), under its stake.
+    fixes = [fmt.saving(r["saving_ns"], r["saving_pct"], r["change"]) for r in found.to_dict(orient="records")]
+    assert any(fixes) and all(html.escape(f) in text for f in fixes if f)
+    on_operators = sum(bool(f) for f, i in zip(fixes, found["id"], strict=True) if i in HOST_FINDINGS)
+    assert text.count('class="tvr-finding-fix"') == sum(bool(f) for f in fixes) + on_operators
     # The workload in the figures, and the rules that did not fire with why, under the findings.
     assert "97 backward operators" in text
     why = tv.findings(dlrm, explain=True)

@@ -45,6 +45,7 @@ def build(b: TabBuilder) -> None:
                 if r["severity"] != "info" and r["time_at_stake_ns"] > 0
                 else ""
             )
+            item["fix"] = fmt.saving(r["saving_ns"], r["saving_pct"], r["change"])
             out.append(cast(Finding, item))
         b.findings = out
         e = b.frame("findings", explain=True)
