@@ -71,13 +71,21 @@ jlpm typecheck
 jlpm test
 
 echo "== pytest"
-python -m pytest "$@"
+# In parallel, one worker per core (pytest-xdist; TRACEVIEW_TEST_JOBS=0 runs them in this process).
+python -m pytest -n "${TRACEVIEW_TEST_JOBS:-auto}" "$@"
 
-echo "== sanitizers: the C extensions under ASan + UBSan (scripts/sanitize.sh)"
-bash scripts/sanitize.sh
-
-echo "== documentation site"
-bash scripts/docs.sh
+# The sanitizers and the documentation site run beside the UI tests (which wait on the
+# browser and the kernel much of the time); their output is printed when they end.
+background_log=$(mktemp)
+(
+    set -e
+    echo "== sanitizers: the C extensions under ASan + UBSan (scripts/sanitize.sh)"
+    bash scripts/sanitize.sh
+    echo "== documentation site"
+    bash scripts/docs.sh
+) >"$background_log" 2>&1 &
+background=$!
+trap 'kill "$background" 2>/dev/null || true' EXIT
 
 echo "== UI tests (Galata)"
 # A free port for JupyterLab unless one is given: Playwright would reuse a server already
@@ -98,5 +106,16 @@ fi
     CHROMIUM_PATH="$chromium" npx playwright test
 )
 echo "UI artefacts (screenshots, first paint, draw benchmark): ui-tests/artifacts/"
+
+echo "== sanitizers and documentation site (run beside the UI tests)"
+status=0
+wait "$background" || status=$?
+trap - EXIT
+cat "$background_log"
+rm -f "$background_log"
+if [ "$status" != 0 ]; then
+    echo "the sanitizers or the documentation site failed (above)" >&2
+    exit "$status"
+fi
 
 echo "== all tests passed in $(($(date +%s) - started)) s"
