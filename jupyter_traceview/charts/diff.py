@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange
 
-from ..format import short_names
+from ..format import label_names
 from ..views.colors import Theme
 from ._style import add_hover, duration_text, empty_chart, kind_colors, mix, new_figure, require, time_unit
 
@@ -52,7 +52,7 @@ def trace_diff_chart(
     deltas = [total_a]
     statuses = [""]
     level = total_a
-    short = short_names(head["name"].astype(str), 48)
+    short = label_names(head["name"].astype(str))
     for i, (name, label, delta, status) in enumerate(
         zip(
             head["name"].astype(str),

@@ -23,7 +23,7 @@ from typing import Any
 from .. import format as fmt
 from .._version import __version__
 from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
-from ..dashboard.protocol import Figure, Finding, Table
+from ..dashboard.protocol import Figure, Finding, Table, TableColumn
 from ..errors import OptionError, TraceviewError
 from ..model.trace import Trace
 from ..progress import Progress
@@ -263,17 +263,20 @@ def _cell(value: Any, kind: str) -> str:
 
 def _table(t: Table) -> str:
     cols = t["columns"]
+    text = ("text", "name")
     head = "".join(
-        f'<th class="{"tvr-num" if c["format"] != "text" else ""}">{html.escape(c["label"])}</th>' for c in cols
+        f'<th class="{"tvr-num" if c["format"] not in text else ""}">{html.escape(c["label"])}</th>' for c in cols
     )
+    full = t.get("full", {})
+
+    def td(v: Any, c: TableColumn, i: int) -> str:
+        # A name column's cell holds the short name; the full one shows on hover.
+        title = f' title="{html.escape(full[c["key"]][i])}"' if c["key"] in full else ""
+        cls = "tvr-num" if c["format"] not in text else "tvr-text"
+        return f'<td class="{cls}"{title}>{html.escape(_cell(v, c["format"]))}</td>'
+
     rows = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="{"tvr-num" if c["format"] != "text" else "tvr-text"}">{html.escape(_cell(v, c["format"]))}</td>'
-            for v, c in zip(r, cols, strict=True)
-        )
-        + "</tr>"
-        for r in t["rows"]
+        "<tr>" + "".join(td(v, c, i) for v, c in zip(r, cols, strict=True)) + "</tr>" for i, r in enumerate(t["rows"])
     )
     more = (
         f'<div class="tvr-note">The first {len(t["rows"]):,} of {t["total_rows"]:,} rows.</div>'
