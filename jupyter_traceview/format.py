@@ -398,15 +398,15 @@ def middle_ellipsis(text: str, n: int) -> str:
     return s[:head] + "…" + s[len(s) - (keep - head) :]
 
 
-def label_names(names: Iterable[str], n: int = 28) -> list[str]:
-    """Chart labels of at most about ``n`` characters: :func:`short_names` cut in the middle
+def label_names(names: Iterable[str], n: int = 20) -> list[str]:
+    """Chart labels of at most ``n`` characters: :func:`short_names` cut in the middle
     (:func:`middle_ellipsis`), kept distinct (a ``[k]`` suffix where two would read alike).
     Charts show the full name on hover.
 
     >>> label_names(["void at::native::vectorized_elementwise_kernel<4, at::native::sqrt_kernel_cuda>(int)", "gemm"])
-    ['vectorized_ele…_kernel_cuda>', 'gemm']
+    ['vectorized…nel_cuda>', 'gemm']
     """
-    out = [middle_ellipsis(x, n) for x in short_names(names, 2 * n)]
+    out = [middle_ellipsis(x, n) for x in short_names(names, max(2 * n, 64))]
     seen: dict[str, int] = {}
     for i, x in enumerate(out):
         k = seen.get(x, 0)

@@ -189,6 +189,12 @@ export class RankPicker {
   private presetsLoading: Promise<RankPresets | null> | null = null;
   /** A focus waiting for the layout to hold its rank (scroll to it once it does). */
   private pendingFocus = false;
+  /**
+   * The scroll a link asked for (null once the user scrolls elsewhere): kept through the
+   * resizes and the hidden-then-shown tab that follow a link (a hidden scroller loses its
+   * scroll; the automatic height grows once the timeline is shown).
+   */
+  private heldTop: number | null = null;
 
   constructor(
     private readonly host: RankHost,
@@ -283,7 +289,18 @@ export class RankPicker {
     // One listener for every row's controls (rows come and go as the list scrolls).
     listen(this.list, "change", (ev) => this.onRowChange(ev));
     listen(this.list, "click", (ev) => this.onRowClick(ev));
-    listen(host.scroller, "scroll", () => this.placeBand());
+    listen(host.scroller, "scroll", () => {
+      const s = host.scroller;
+      // A scroll of the user's (not ours, not the browser's reset of a hidden scroller) releases the hold.
+      if (
+        this.heldTop !== null &&
+        s.clientHeight > 0 &&
+        Math.abs(s.scrollTop - this.heldTop) > 1 &&
+        s.scrollTop > 0
+      )
+        this.heldTop = null;
+      this.placeBand();
+    });
   }
 
   get open(): boolean {
@@ -306,9 +323,14 @@ export class RankPicker {
     }
   }
 
+  /** The view was shown or resized without a change of size: keep a link's scroll. */
+  shown(): void {
+    if (this.pendingFocus || this.heldTop !== null) this.revealFocus();
+  }
+
   /** The model's ranks changed or the view was resized: the list and the band follow. */
   layoutChanged(): void {
-    if (this.pendingFocus) this.revealFocus();
+    if (this.pendingFocus || this.heldTop !== null) this.revealFocus();
     this.placeBand();
     if (this.open) this.render();
   }
@@ -320,6 +342,7 @@ export class RankPicker {
     this.host.root.dataset.focusRank = f === null ? "" : String(f);
     if (f === null) {
       this.pendingFocus = false;
+      this.heldTop = null;
       this.host.setFocusRoom(0);
       this.placeBand();
       return;
@@ -345,14 +368,16 @@ export class RankPicker {
     const view = Math.max(0, this.host.viewHeight - AXIS);
     const at = focusScroll(layout, f, view, busiestStream(layout, m.get("_lanes"), m.get("_rows"), f));
     if (!at) return;
+    const first = this.pendingFocus;
     this.pendingFocus = false;
+    this.heldTop = at.top;
     this.host.setFocusRoom(at.room);
     s.scrollTop = at.top;
     this.host.root.dataset.focusTop = String(at.top);
     // The notebook never shows an empty viewport after a link: bring the widget into view,
     // its top first when it does not fit whole (the focused rank is at the plot's top).
     const root = this.host.root;
-    if (typeof root.scrollIntoView === "function") {
+    if (first && typeof root.scrollIntoView === "function") {
       const r = root.getBoundingClientRect();
       const fits = r.height <= window.innerHeight;
       if (r.top < 0 || r.bottom > window.innerHeight)

@@ -476,8 +476,10 @@ export class TimelineView implements ViewHost {
       w === this.width + GUTTER + SCROLLBAR &&
       h === this.viewHeight &&
       this.canvas.width === Math.round(w * dpr)
-    )
+    ) {
+      this.rankPicker?.shown();
       return;
+    }
     this.width = Math.max(50, w - GUTTER - SCROLLBAR);
     this.viewHeight = h;
     this.canvas.style.width = `${w}px`;

@@ -54,7 +54,8 @@ def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int =
     ``df`` is ``kernel_breakdown(trace, by="type")``: one row per (rank, kernel_type) with
     ``time_ns``. Overlap types ("compute overlapping communication") are hatched.
     """
-    title = "GPU busy time by kernel type (all ranks; streams running at once count once)"
+    # Short: a title wider than the chart would widen it (new_figure's min_width).
+    title = "GPU busy time by kernel type (all ranks)"
     require(df, ["kernel_type", "time_ns"], "kernel_type_chart")
     g = df.groupby("kernel_type", observed=True, sort=False)["time_ns"].sum()
     g = g[g > 0].sort_values(ascending=False)
@@ -104,7 +105,7 @@ def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int =
         location="center",
     )
     fig.add_layout(legend, "right")
-    add_hover(fig, [("type", "@type"), ("time", "@time_txt (@pct_txt)")], [r])
+    add_hover(fig, [("type", "@type"), ("busy", "@time_txt (@pct_txt; streams running at once count once)")], [r])
     fig.axis.visible = False
     fig.grid.visible = False
     # A circle stays a circle: a square frame, not stretched with the container.
@@ -179,7 +180,7 @@ def top_kernels_chart(df: pd.DataFrame, *, theme: Theme = "light", top_k: int = 
     )
     fig.x_range.start = 0
     fig.ygrid.visible = False
-    fig.yaxis.major_label_text_font_size = "11px"
+    fig.yaxis.major_label_text_font_size = "10px"  # with 20-character names: the bars keep over half of a 440 px chart
     return fig
 
 

@@ -20,7 +20,7 @@ from jupyter_traceview.format import label_names, middle_ellipsis, short_names
 from tests.conftest import KINETO_FOLDERS
 
 #: Label characters a bar chart may spend (the "N. " rank prefix and a "[k]" suffix aside).
-LABEL_CHARS = 28
+LABEL_CHARS = 20
 
 
 @functools.cache

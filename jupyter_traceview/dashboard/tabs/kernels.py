@@ -90,7 +90,7 @@ def build(b: TabBuilder) -> None:
         lambda: b.chart(
             "top_kernels",
             lambda: c.top_kernels_chart(b.frame("kernel_breakdown", top_k=None), theme=b.theme),
-            wide=False,
+            wide=True,
         ),
     )
     b.step(

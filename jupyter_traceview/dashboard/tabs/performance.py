@@ -94,6 +94,6 @@ def build(b: TabBuilder) -> None:
     b.step(
         "time lost",
         lambda: b.chart(
-            "time_lost", lambda: c.time_lost_chart(b.frame("op_performance", by="shape"), theme=b.theme), wide=False
+            "time_lost", lambda: c.time_lost_chart(b.frame("op_performance", by="shape"), theme=b.theme), wide=True
         ),
     )
