@@ -25,11 +25,9 @@ export interface ToolbarActions {
   forward(): void;
 }
 
-/** The "All ranks" button's text: short, so that the toolbar keeps Fit on its row. */
+/** The "All ranks" button's text (the button keeps the width of its longest, see `sync`). */
 export function allRanksText(shown: number, all: number): string {
-  return shown < all
-    ? `All ranks (${formatCount(shown)}/${formatCount(all)})`
-    : `All ranks (${formatCount(all)})`;
+  return shown < all ? `All ranks (${shown} of ${all} shown)` : `All ranks (${all})`;
 }
 
 export class Toolbar {
@@ -141,7 +139,7 @@ export class Toolbar {
     const all = model.get("_all_ranks").length;
     const shown = model.get("ranks").length;
     this.allButton.textContent = allRanksText(shown, all);
-    this.allButton.title = shown < all ? `Show every rank (${shown} of ${all} shown)` : "Show every rank";
+    this.allButton.title = "Show every rank";
     // As wide as its longest text for this trace: the count changing never reflows the toolbar.
     this.allButton.style.minWidth = `${allRanksText(all - 1, all).length + 2}ch`;
     this.allButton.disabled = shown >= all;
