@@ -274,7 +274,12 @@ def headline_items(h: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         out.append(("trace span", duration(h["trace_span_ns"]), "first event to last; no GPU work"))
     out.append(("iterations", count(h["iterations"]), steps(h.get("steps") or [])))
     if h.get("step_median_ns") is not None:
-        out.append(("median step", duration(h["step_median_ns"]), "the slowest rank's step, median over steps"))
+        hint = "the slowest rank's step, median over steps"
+        if h.get("gpu"):
+            # Both show: a step counts from its ProfilerStep's CPU start to the end of its GPU
+            # work (tv.iteration_stats), the job span GPU work only, so a step can be longer.
+            hint += "; from the step's CPU start to its GPU end, so it can exceed the job span (GPU work only)"
+        out.append(("median step", duration(h["step_median_ns"]), hint))
     out.append(("events", count(h["events"]), "every kind, all ranks"))
     out.append(("kernels", count(h["kernels"]), "GPU kernels"))
     out.append(("GPU activities", count(h["gpu_activities"]), "kernels, copies, sets and syncs"))
@@ -427,6 +432,41 @@ def _drop_last_arguments(s: str, n: int) -> str:
         if len(shorter) <= n:
             return shorter
     return shorter
+
+
+def middle_ellipsis(text: str, n: int) -> str:
+    """``text`` cut to ``n`` characters in its middle: its start and its end (where the
+    instances of a kernel or the shapes of an operator differ) both stay.
+
+    >>> middle_ellipsis("ampere_sgemm_128x64_tn", 12)
+    'ampere…64_tn'
+    >>> middle_ellipsis("gemm", 12)
+    'gemm'
+    """
+    s = str(text)
+    if len(s) <= n:
+        return s
+    keep = max(n - 1, 2)
+    head = (keep + 1) // 2
+    return s[:head] + "…" + s[len(s) - (keep - head) :]
+
+
+def label_names(names: Iterable[str], n: int = 20) -> list[str]:
+    """Chart labels of at most ``n`` characters: :func:`short_names` cut in the middle
+    (:func:`middle_ellipsis`), kept distinct (a ``[k]`` suffix where two would read alike).
+    Charts show the full name on hover.
+
+    >>> label_names(["void at::native::vectorized_elementwise_kernel<4, at::native::sqrt_kernel_cuda>(int)", "gemm"])
+    ['vectorized…nel_cuda>', 'gemm']
+    """
+    out = [middle_ellipsis(x, n) for x in short_names(names, max(2 * n, 64))]
+    seen: dict[str, int] = {}
+    for i, x in enumerate(out):
+        k = seen.get(x, 0)
+        seen[x] = k + 1
+        if k:
+            out[i] = f"{x} [{k + 1}]"
+    return out
 
 
 def short_names(names: Iterable[str], n: int = 64) -> list[str]:

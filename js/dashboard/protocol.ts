@@ -9,7 +9,7 @@ import type { InvokeOptions, StateModel } from "../timeline/state";
 import type { TimelineModel } from "../timeline/messages";
 
 /** Version of the contract this front end speaks (dashboard.data.PROTOCOL). */
-export const PROTOCOL = 2;
+export const PROTOCOL = 3;
 
 /** A headline figure (dashboard.data.figure_). */
 export interface Figure {
@@ -34,11 +34,14 @@ export interface DashboardPayload {
   bokeh_version: string;
 }
 
-/** A table column; `format`: text, int, duration (ns), pct (0-100), bytes, gbps, float. */
+/**
+ * A table column; `format`: text, name (a short name, its full one in the table's `full`),
+ * int, duration (ns), pct (0-100), bytes, gbps, float.
+ */
 export interface TableColumn {
   key: string;
   label: string;
-  format: "text" | "int" | "duration" | "pct" | "bytes" | "gbps" | "float";
+  format: "text" | "name" | "int" | "duration" | "pct" | "bytes" | "gbps" | "float";
 }
 
 export interface Table {
@@ -47,6 +50,8 @@ export interface Table {
   columns: TableColumn[];
   rows: unknown[][];
   total_rows: number;
+  /** The full names of the `name` columns (by key), row by row (the cells hold short names). */
+  full: Record<string, string[]>;
 }
 
 /** A chart: a bokeh JSON item (bokeh.embed.json_item), drawn by BokehJS. */

@@ -479,8 +479,14 @@ export class DashboardView {
         t.columns.forEach((c, j) => {
           const v = row[j];
           const text = formatCell(v, c.format);
-          const td = el("td", c.format === "text" ? "" : "tvd-num", tr, text);
-          if (c.format === "text" && text.length > 70) {
+          const isText = c.format === "text" || c.format === "name";
+          const td = el("td", isText ? "" : "tvd-num", tr, text);
+          // A name column holds short names (format.label_names); the full one shows on hover.
+          const full = t.full[c.key]?.[i];
+          if (full !== undefined) {
+            td.title = full;
+            td.classList.add("tvd-name");
+          } else if (c.format === "text" && text.length > 70) {
             // Long names (C++ kernel signatures) wrap in full: their ends tell kernels apart.
             td.classList.add("tvd-long");
             td.title = text;
@@ -489,7 +495,7 @@ export class DashboardView {
       }
     };
     t.columns.forEach((c, j) => {
-      const th = el("th", c.format === "text" ? "" : "tvd-num", hr, c.label);
+      const th = el("th", c.format === "text" || c.format === "name" ? "" : "tvd-num", hr, c.label);
       th.title = "Sort";
       th.addEventListener("click", () => {
         asc = sortCol === j ? !asc : c.format === "text";
@@ -497,8 +503,10 @@ export class DashboardView {
         order = t.rows
           .map((_, i) => i)
           .sort((a, b) => {
-            const x = t.rows[a]![j];
-            const y = t.rows[b]![j];
+            // Name columns sort by the full names (their short ones may reorder).
+            const names = t.full[c.key];
+            const x = names ? names[a] : t.rows[a]![j];
+            const y = names ? names[b] : t.rows[b]![j];
             const cmp =
               typeof x === "number" && typeof y === "number" ? x - y : cellText(x).localeCompare(cellText(y));
             return asc ? cmp : -cmp;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  AUTO_WINDOW_CHROME,
   MAX_AUTO_HEIGHT,
   MIN_HEIGHT,
   autoHeight,
@@ -25,10 +26,16 @@ describe("timeline height", () => {
     // 2 ranks of GPU lanes: 26 px axis + 2 x (20 header + 18 row + 3 gap) = 108 -> the minimum 120.
     expect(autoHeight(108, 1000)).toBe(MIN_HEIGHT);
     expect(autoHeight(400, 1000)).toBe(400);
-    // 8 ranks with CPU lanes: far taller than the cap (720, under 70 % of a 1200 px window).
-    expect(autoHeight(3000, 1200)).toBe(MAX_AUTO_HEIGHT);
-    // A small window: 70 % of 600 = 420.
-    expect(autoHeight(3000, 600)).toBe(420);
+    // 8 ranks with CPU lanes, far taller than the window: the window less its chrome (160 px).
+    expect(autoHeight(3000, 1200)).toBe(1040);
+    // The 900 px window used to give 630 px (70 %); now 740, and a 1600 px one 1440.
+    expect(autoHeight(3000, 900)).toBe(900 - AUTO_WINDOW_CHROME);
+    expect(autoHeight(3000, 1600)).toBe(1440);
+    // Content that fits the window is not stretched; the window unknown (0): the old cap.
+    expect(autoHeight(1100, 1600)).toBe(1100);
+    expect(autoHeight(3000, 0)).toBe(MAX_AUTO_HEIGHT);
+    // A small window: 600 - 160 = 440.
+    expect(autoHeight(3000, 600)).toBe(440);
     // A tiny window never goes under the minimum.
     expect(autoHeight(3000, 100)).toBe(MIN_HEIGHT);
   });

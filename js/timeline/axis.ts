@@ -73,3 +73,18 @@ export function ticks(lo: number, hi: number, width: number, spacing = 90): Tick
   }
   return { step, values, labels, base };
 }
+
+/**
+ * The caption of the axis band over the label gutter: the longest of its wordings that fits
+ * in `maxWidth` px (`measure` gives a text's width), so that it never runs into the first
+ * tick labels; "" when not even the span fits.
+ */
+export function axisCaption(shown: string, maxWidth: number, measure: (text: string) => number): string {
+  const wordings = [
+    `time since the trace origin · ${shown} shown`,
+    `since the origin · ${shown} shown`,
+    `${shown} shown`,
+    shown,
+  ];
+  return wordings.find((w) => measure(w) <= maxWidth) ?? "";
+}

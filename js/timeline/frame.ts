@@ -5,7 +5,7 @@
  */
 import { formatDuration } from "../format";
 import { drawCollective } from "./collective";
-import { ticks } from "./axis";
+import { axisCaption, ticks } from "./axis";
 import { withAlpha } from "./colors";
 import {
   type Ctx,
@@ -247,7 +247,9 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
   ctx.font = host.font(10);
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
-  ctx.fillText(`time since the trace origin · ${formatDuration(s.hi - s.lo)} shown`, 6, AXIS / 2);
+  const caption = axisCaption(formatDuration(s.hi - s.lo), GUTTER - 12, (t) => ctx.measureText(t).width);
+  ctx.fillText(caption, 6, AXIS / 2);
+  if (host.root.dataset.axisCaption !== caption) host.root.dataset.axisCaption = caption;
   if (mr) {
     const xa = xOf(s, Math.min(mr.a, mr.b));
     const xb = xOf(s, Math.max(mr.a, mr.b));

@@ -13,7 +13,7 @@ import { formatCount, formatDuration } from "../format";
 import { el } from "../dom";
 import { AXIS, SCROLLBAR } from "./host";
 import type { Layout } from "./layout";
-import type { CommandError, RankPresets, TimelineModel } from "./messages";
+import type { CommandError, LaneMeta, RankPresets, RowMeta, TimelineModel } from "./messages";
 import type { Invoke, StateModel } from "./state";
 import { scrollToRow, stepRow, virtualWindow } from "./virtual";
 
@@ -103,6 +103,55 @@ export function rankBlock(layout: Layout, rank: number): { y: number; h: number 
   return { y, h: end - y };
 }
 
+/**
+ * The slot of `rank`'s busiest GPU stream (the lane with the most events, its first row), or
+ * null when the rank shows no GPU stream.
+ */
+export function busiestStream(
+  layout: Layout,
+  lanes: readonly LaneMeta[],
+  rows: readonly RowMeta[],
+  rank: number,
+): number | null {
+  const events = new Map(rows.map((r) => [r.id, r.events]));
+  let best: number | null = null;
+  let most = -1;
+  for (const lane of lanes) {
+    if (lane.rank !== rank || lane.type !== "gpu") continue;
+    const slot = lane.rows.map((r) => layout.rowSlot.get(r)).find((i) => i !== undefined);
+    if (slot === undefined) continue;
+    const n = lane.rows.reduce((a, r) => a + (events.get(r) ?? 0), 0);
+    if (n > most) {
+      most = n;
+      best = slot;
+    }
+  }
+  return best;
+}
+
+/**
+ * Where a link to `rank` scrolls the lanes: its first lane at the top of the plot (`view` px
+ * tall under the axis), unless that would cut its busiest stream (slot `busiest`), which is
+ * then brought up just enough to show whole. `room`: the space to add under the last lane so
+ * that the scroll is possible (a rank near the end of the list still comes to the top, not
+ * left at the bottom edge).
+ */
+export function focusScroll(
+  layout: Layout,
+  rank: number,
+  view: number,
+  busiest: number | null = null,
+): { top: number; room: number } | null {
+  const block = rankBlock(layout, rank);
+  if (!block) return null;
+  let top = block.y;
+  const slot = busiest === null ? undefined : layout.slots[busiest];
+  if (slot && slot.rank === rank && slot.y + slot.h > top + view)
+    top = Math.min(slot.y, slot.y + slot.h - view);
+  top = Math.max(0, top);
+  return { top, room: Math.max(0, Math.ceil(top + view - layout.height)) };
+}
+
 // ------------------------------------------------------------------ the DOM
 
 /** What the picker needs of the view (view.ts implements it). */
@@ -114,6 +163,8 @@ export interface RankHost {
   readonly layout: Layout;
   readonly viewHeight: number;
   save<K extends keyof TimelineModel>(key: K, value: TimelineModel[K]): void;
+  /** Keep `px` of empty room under the last lane (a focused rank near the end scrolls to the top). */
+  setFocusRoom(px: number): void;
 }
 
 type Listen = (target: EventTarget, type: string, fn: (e: Event) => void) => void;
@@ -138,6 +189,12 @@ export class RankPicker {
   private presetsLoading: Promise<RankPresets | null> | null = null;
   /** A focus waiting for the layout to hold its rank (scroll to it once it does). */
   private pendingFocus = false;
+  /**
+   * The scroll a link asked for (null once the user scrolls elsewhere): kept through the
+   * resizes and the hidden-then-shown tab that follow a link (a hidden scroller loses its
+   * scroll; the automatic height grows once the timeline is shown).
+   */
+  private heldTop: number | null = null;
 
   constructor(
     private readonly host: RankHost,
@@ -217,7 +274,10 @@ export class RankPicker {
     listen(show, "click", () => this.applyFilter());
     listen(this.slowButton, "click", () => void this.applyPreset("slowest"));
     listen(this.stragglerButton, "click", () => void this.applyPreset("stragglers"));
-    listen(allB, "click", () => this.setRanks([...host.model.get("_all_ranks")]));
+    listen(allB, "click", () => {
+      this.clearFilter();
+      this.setRanks([...host.model.get("_all_ranks")]);
+    });
     listen(collapseB, "click", () => host.save("collapsed", [...host.model.get("_all_ranks")]));
     listen(expandB, "click", () => {
       host.save("collapsed", []);
@@ -229,7 +289,18 @@ export class RankPicker {
     // One listener for every row's controls (rows come and go as the list scrolls).
     listen(this.list, "change", (ev) => this.onRowChange(ev));
     listen(this.list, "click", (ev) => this.onRowClick(ev));
-    listen(host.scroller, "scroll", () => this.placeBand());
+    listen(host.scroller, "scroll", () => {
+      const s = host.scroller;
+      // A scroll of the user's (not ours, not the browser's reset of a hidden scroller) releases the hold.
+      if (
+        this.heldTop !== null &&
+        s.clientHeight > 0 &&
+        Math.abs(s.scrollTop - this.heldTop) > 1 &&
+        s.scrollTop > 0
+      )
+        this.heldTop = null;
+      this.placeBand();
+    });
   }
 
   get open(): boolean {
@@ -252,9 +323,14 @@ export class RankPicker {
     }
   }
 
+  /** The view was shown or resized without a change of size: keep a link's scroll. */
+  shown(): void {
+    if (this.pendingFocus || this.heldTop !== null) this.revealFocus();
+  }
+
   /** The model's ranks changed or the view was resized: the list and the band follow. */
   layoutChanged(): void {
-    if (this.pendingFocus) this.revealFocus();
+    if (this.pendingFocus || this.heldTop !== null) this.revealFocus();
     this.placeBand();
     if (this.open) this.render();
   }
@@ -266,6 +342,8 @@ export class RankPicker {
     this.host.root.dataset.focusRank = f === null ? "" : String(f);
     if (f === null) {
       this.pendingFocus = false;
+      this.heldTop = null;
+      this.host.setFocusRoom(0);
       this.placeBand();
       return;
     }
@@ -282,15 +360,29 @@ export class RankPicker {
 
   private revealFocus(): void {
     const f = this.host.model.get("focus_rank");
-    const block = f === null ? null : rankBlock(this.host.layout, f);
     const s = this.host.scroller;
     // Not laid out yet (a hidden dashboard tab): scrolling would be lost; retry on resize.
-    if (!block || s.clientHeight === 0) return;
+    if (f === null || s.clientHeight === 0) return;
+    const m = this.host.model;
+    const layout = this.host.layout;
+    const view = Math.max(0, this.host.viewHeight - AXIS);
+    const at = focusScroll(layout, f, view, busiestStream(layout, m.get("_lanes"), m.get("_rows"), f));
+    if (!at) return;
+    const first = this.pendingFocus;
     this.pendingFocus = false;
-    s.scrollTop = Math.max(0, block.y);
-    // The notebook never shows an empty viewport after a link: bring the widget into view.
-    if (typeof this.host.root.scrollIntoView === "function")
-      this.host.root.scrollIntoView({ block: "nearest" });
+    this.heldTop = at.top;
+    this.host.setFocusRoom(at.room);
+    s.scrollTop = at.top;
+    this.host.root.dataset.focusTop = String(at.top);
+    // The notebook never shows an empty viewport after a link: bring the widget into view,
+    // its top first when it does not fit whole (the focused rank is at the plot's top).
+    const root = this.host.root;
+    if (first && typeof root.scrollIntoView === "function") {
+      const r = root.getBoundingClientRect();
+      const fits = r.height <= window.innerHeight;
+      if (r.top < 0 || r.bottom > window.innerHeight)
+        root.scrollIntoView({ block: fits ? "nearest" : "start" });
+    }
     this.placeBand();
   }
 
@@ -314,6 +406,14 @@ export class RankPicker {
     this.band.style.height = `${b - a}px`;
     this.band.style.right = `${SCROLLBAR}px`;
     this.band.title = `rank ${f}`;
+  }
+
+  /** Empty the filter box: a preset or "All" replaces what it selected (the box would misstate the ranks). */
+  private clearFilter(): void {
+    this.filter.value = "";
+    this.filter.setAttribute("aria-invalid", "false");
+    this.filterNote.textContent = "";
+    this.filterNote.classList.remove("tv-ranks-error");
   }
 
   private setRanks(ranks: number[]): void {
@@ -374,6 +474,7 @@ export class RankPicker {
       picked = p.stragglers.map((r) => r.rank);
     }
     if (!picked.length) return;
+    this.clearFilter();
     this.setRanks(keepPinned(picked, this.host.model.get("pinned")));
     this.host.root.dataset.rankPreset = which;
   }

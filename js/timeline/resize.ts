@@ -18,10 +18,13 @@ import { el } from "../dom";
 
 /** The lowest height of the lanes area, px. */
 export const MIN_HEIGHT = 120;
-/** The highest automatic height, px (also bounded by `AUTO_WINDOW_FRACTION` of the window). */
+/** The automatic height where the window's height is unknown, px. */
 export const MAX_AUTO_HEIGHT = 720;
-/** The automatic height is at most this fraction of the browser window's height. */
-export const AUTO_WINDOW_FRACTION = 0.7;
+/**
+ * The automatic height is at most the browser window's height less this (the page's own
+ * bars and the timeline's toolbar, status line and handle), px: the default fits the window.
+ */
+export const AUTO_WINDOW_CHROME = 160;
 /** Height change of one arrow key on the focused handle, px. */
 export const KEY_STEP = 20;
 /** Prefix of the localStorage keys. */
@@ -47,11 +50,12 @@ export function clampHeight(h: number, max = Number.POSITIVE_INFINITY): number {
 
 /**
  * The automatic height: the lanes' content height (axis included), at least `MIN_HEIGHT`,
- * at most `MAX_AUTO_HEIGHT` and `AUTO_WINDOW_FRACTION` of the window's height.
+ * at most what the window holds (its height less `AUTO_WINDOW_CHROME`; `MAX_AUTO_HEIGHT`
+ * when unknown). A tall window shows every rank that fits, not a fixed few.
  */
 export function autoHeight(content: number, windowHeight: number): number {
-  const byWindow = windowHeight > 0 ? windowHeight * AUTO_WINDOW_FRACTION : MAX_AUTO_HEIGHT;
-  return clampHeight(content, Math.min(MAX_AUTO_HEIGHT, byWindow));
+  const byWindow = windowHeight > 0 ? windowHeight - AUTO_WINDOW_CHROME : MAX_AUTO_HEIGHT;
+  return clampHeight(content, byWindow);
 }
 
 /** The storage key of a notebook (or page) path. */

@@ -25,6 +25,11 @@ export interface ToolbarActions {
   forward(): void;
 }
 
+/** The "All ranks" button's text (the button keeps the width of its longest, see `sync`). */
+export function allRanksText(shown: number, all: number): string {
+  return shown < all ? `All ranks (${shown} of ${all} shown)` : `All ranks (${all})`;
+}
+
 export class Toolbar {
   readonly searchInput: HTMLInputElement;
   readonly searchCount: HTMLSpanElement;
@@ -133,7 +138,10 @@ export class Toolbar {
     const model = this.host.model;
     const all = model.get("_all_ranks").length;
     const shown = model.get("ranks").length;
-    this.allButton.textContent = shown < all ? `All ranks (${shown} of ${all} shown)` : `All ranks (${all})`;
+    this.allButton.textContent = allRanksText(shown, all);
+    this.allButton.title = "Show every rank";
+    // As wide as its longest text for this trace: the count changing never reflows the toolbar.
+    this.allButton.style.minWidth = `${allRanksText(all - 1, all).length + 2}ch`;
     this.allButton.disabled = shown >= all;
     this.backButton.disabled = !canGoBack;
     this.forwardButton.disabled = !canGoForward;

@@ -61,6 +61,8 @@ export class TimelineView implements ViewHost {
   private readonly collectives: CollectiveHighlight;
   /** The rank picker and the focused rank's band (ranks.ts); null until built. */
   private rankPicker: RankPicker | null = null;
+  /** Room kept under the last lane for the focused rank (ranks.ts, `focusScroll`), px. */
+  private focusRoom = 0;
 
   theme!: Theme;
   colors!: Colors;
@@ -306,8 +308,19 @@ export class TimelineView implements ViewHost {
       this.model.get("_memory"),
       new Set(this.model.get("cpu_collapsed")),
     );
-    this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS - this.viewHeight)}px`;
+    this.placeSpacer();
     this.rankPicker?.layoutChanged();
+  }
+
+  /** The scroller's content: the lanes, plus the room a focused rank near the end needs to reach the top. */
+  private placeSpacer(): void {
+    this.spacer.style.height = `${Math.max(0, this.layout.height + this.focusRoom + AXIS - this.viewHeight)}px`;
+  }
+
+  setFocusRoom(px: number): void {
+    if (px === this.focusRoom) return;
+    this.focusRoom = px;
+    this.placeSpacer();
   }
 
   private onRanks(): void {
@@ -463,15 +476,17 @@ export class TimelineView implements ViewHost {
       w === this.width + GUTTER + SCROLLBAR &&
       h === this.viewHeight &&
       this.canvas.width === Math.round(w * dpr)
-    )
+    ) {
+      this.rankPicker?.shown();
       return;
+    }
     this.width = Math.max(50, w - GUTTER - SCROLLBAR);
     this.viewHeight = h;
     this.canvas.style.width = `${w}px`;
     this.canvas.style.height = `${h}px`;
     this.canvas.width = Math.round(w * dpr);
     this.canvas.height = Math.round(h * dpr);
-    this.spacer.style.height = `${Math.max(0, this.layout.height + AXIS - h)}px`;
+    this.placeSpacer();
     this.rankPicker?.layoutChanged();
     this.invalidate();
     this.fetcher.maybeRequest(true);

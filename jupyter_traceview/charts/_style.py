@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool, TapTool
+from bokeh.models import ColumnDataSource, HoverTool, NoOverlap, TapTool
 from bokeh.models.annotations import Title
 from bokeh.plotting import figure
 from bokeh.themes import Theme as BokehTheme
@@ -27,6 +27,7 @@ __all__ = [
     "duration_text",
     "empty_chart",
     "kind_colors",
+    "legend_outside",
     "linkable",
     "new_figure",
     "ramp",
@@ -102,6 +103,18 @@ def pct_text(p: Any) -> list[str]:
 def rate_text(gbps: Any) -> list[str]:
     """Bandwidths in GB/s as text (:func:`jupyter_traceview.format.rate` of each value)."""
     return [fmt.rate(v) for v in np.asarray(gbps, dtype=np.float64).reshape(-1).tolist()]
+
+
+def legend_outside(fig: Any) -> None:
+    """Move ``fig``'s legend above the plot area, in a row (it never covers the data)."""
+    if not fig.legend:
+        return
+    legend = fig.legend[0]
+    legend.orientation = "horizontal"
+    legend.location = "top_left"
+    if legend in fig.center:
+        fig.center.remove(legend)
+    fig.add_layout(legend, "above")
 
 
 def kind_colors(theme: Theme) -> dict[str, str]:
@@ -255,6 +268,9 @@ def new_figure(
         fig.xaxis.axis_label = x_label
     if y_label is not None:
         fig.yaxis.axis_label = y_label
+    # Tick labels never overprint: where they would touch, BokehJS leaves some out.
+    for axis in [*fig.xaxis, *fig.yaxis]:
+        axis.major_label_policy = NoOverlap()
     return fig
 
 

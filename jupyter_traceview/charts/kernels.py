@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, FactorRange
 from bokeh.models.annotations import Legend, LegendItem, Whisker
 from bokeh.transform import cumsum
 
-from ..format import short_names
+from ..format import label_names
 from ..model.text import as_text
 from ..views.colors import Theme, palette
 from ._style import (
@@ -44,13 +44,19 @@ def _type_color(kernel_type: str, colors: dict[str, str]) -> tuple[str, str | No
     return colors["other"], None
 
 
+#: Room for the donut's legend right of it (the longest type, "compute overlapping
+#: communication", at the theme's font): the donut keeps over half of the chart.
+DONUT_LEGEND_PX = 220
+
+
 def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int = 300) -> Any:
     """A donut of GPU time per kernel type, summed over ranks.
 
     ``df`` is ``kernel_breakdown(trace, by="type")``: one row per (rank, kernel_type) with
     ``time_ns``. Overlap types ("compute overlapping communication") are hatched.
     """
-    title = "GPU time by kernel type (all ranks)"
+    # Short: a title wider than the chart would widen it (new_figure's min_width).
+    title = "GPU busy time by kernel type (all ranks)"
     require(df, ["kernel_type", "time_ns"], "kernel_type_chart")
     g = df.groupby("kernel_type", observed=True, sort=False)["time_ns"].sum()
     g = g[g > 0].sort_values(ascending=False)
@@ -100,13 +106,13 @@ def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int =
         location="center",
     )
     fig.add_layout(legend, "right")
-    add_hover(fig, [("type", "@type"), ("time", "@time_txt (@pct_txt)")], [r])
+    add_hover(fig, [("type", "@type"), ("busy", "@time_txt (@pct_txt; streams running at once count once)")], [r])
     fig.axis.visible = False
     fig.grid.visible = False
     # A circle stays a circle: a square frame, not stretched with the container.
     fig.sizing_mode = "fixed"
     fig.frame_width = fig.frame_height = height - 50
-    fig.width = height - 50 + 300
+    fig.width = height - 50 + DONUT_LEGEND_PX
     return fig
 
 
@@ -134,7 +140,7 @@ def top_kernels_chart(df: pd.DataFrame, *, theme: Theme = "light", top_k: int = 
         return empty_chart(title, "No kernels in this trace")
     top = _top(df, top_k)
     colors = kind_colors(theme)
-    short = short_names(as_text(top["name"]))
+    short = label_names(as_text(top["name"]))
     labels = [
         f"{i + 1}. {s}" if n != "others" else "others" for i, (n, s) in enumerate(zip(top["name"], short, strict=True))
     ]
@@ -175,7 +181,7 @@ def top_kernels_chart(df: pd.DataFrame, *, theme: Theme = "light", top_k: int = 
     )
     fig.x_range.start = 0
     fig.ygrid.visible = False
-    fig.yaxis.major_label_text_font_size = "11px"
+    fig.yaxis.major_label_text_font_size = "10px"  # with 20-character names: the bars keep over half of a 440 px chart
     return fig
 
 
@@ -193,7 +199,7 @@ def kernel_duration_chart(df: pd.DataFrame, *, theme: Theme = "light", height: i
     colors = kind_colors(theme)
     d = df.assign(name=as_text(df["name"]), kernel_type=as_text(df["kernel_type"]))
     order = d.groupby("name", sort=False)["sum_ns"].sum().sort_values(ascending=False).index.tolist()
-    labels = {n: f"{i + 1}. {s}" for i, (n, s) in enumerate(zip(order, short_names(order), strict=True))}
+    labels = {n: f"{i + 1}. {s}" for i, (n, s) in enumerate(zip(order, label_names(order), strict=True))}
     agg = d.groupby("name", sort=False).agg(
         kernel_type=("kernel_type", "first"),
         mean=("mean_ns", "mean"),

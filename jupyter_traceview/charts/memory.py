@@ -63,6 +63,7 @@ def memory_timeline_chart(
     if df.empty:
         return empty_chart(title, "No memory records: record with profile_memory=True (%%traceprofile --memory)")
     origin = int(df["ts_ns"].min()) if origin_ns is None else int(origin_ns)
+    origin_words = "the first point" if origin_ns is None else "the trace's origin"
     rel = df["ts_ns"].to_numpy(dtype=np.int64) - origin
     tunit, tscale = time_unit(rel)
     bunit, bscale = _bytes_unit(float(max(df["allocated_bytes"].max(), df["reserved_bytes"].max())))
@@ -75,7 +76,7 @@ def memory_timeline_chart(
         height=height,
         tooltips=None,
         tools="xpan,xwheel_zoom,box_zoom,reset,save",
-        x_label=f"Time since the trace start ({tunit})",
+        x_label=f"Time since {origin_words} ({tunit})",
         y_label=f"Memory ({bunit})",
     )
     renderers, items = [], []

@@ -12,7 +12,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource, FactorRange
 
 from ..analysis.perfmodel import FAMILIES
-from ..format import short_name
+from ..format import label_names, short_name
 from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import (
@@ -20,6 +20,7 @@ from ._style import (
     duration_text,
     empty_chart,
     kind_colors,
+    legend_outside,
     linkable,
     muted_color,
     new_figure,
@@ -127,8 +128,8 @@ def roofline_chart(df: pd.DataFrame, *, rank: int | None = None, theme: Theme = 
         [r],
     )
     if fig.legend:
-        fig.legend.location = "bottom_right"
         fig.legend.label_text_font_size = "10px"
+        legend_outside(fig)
     linkable(fig, source, "kernel", [r])
     return fig
 
@@ -153,10 +154,12 @@ def time_lost_chart(df: pd.DataFrame, *, top_k: int = 15, theme: Theme = "light"
     g = g.sort_values("lost_ns", ascending=False).head(top_k).iloc[::-1]
     kinds = kind_colors(theme)
     unit, scale = time_unit(g["gpu_ns"])
-    labels = [str(x) for x in g.index]
+    full = [str(x) for x in g.index]
+    labels = label_names(full)
     source = ColumnDataSource(
         {
             "label": labels,
+            "full": full,
             "ideal": g["ideal_ns"].to_numpy(dtype=np.float64) / scale,
             "lost": g["lost_ns"].to_numpy(dtype=np.float64) / scale,
             "gpu_txt": duration_text(g["gpu_ns"].to_numpy()),
@@ -165,7 +168,7 @@ def time_lost_chart(df: pd.DataFrame, *, top_k: int = 15, theme: Theme = "light"
             "pct_txt": pct_text(
                 100 * g["ideal_ns"].to_numpy(dtype=np.float64) / g["gpu_ns"].to_numpy(dtype=np.float64)
             ),
-            "link_rank": np.array([int(busiest[x]) for x in labels], dtype=np.int64),
+            "link_rank": np.array([int(busiest[x]) for x in full], dtype=np.int64),
             "link_name": as_text(g["name"]).tolist(),
         }
     )
@@ -187,7 +190,7 @@ def time_lost_chart(df: pd.DataFrame, *, top_k: int = 15, theme: Theme = "light"
     add_hover(
         fig,
         [
-            ("operator", "@label"),
+            ("operator", "@full"),
             ("GPU time", "@gpu_txt"),
             ("at the roofline", "@ideal_txt (@pct_txt of the time)"),
             ("lost", "@lost_txt"),
@@ -197,6 +200,6 @@ def time_lost_chart(df: pd.DataFrame, *, top_k: int = 15, theme: Theme = "light"
     fig.x_range.start = 0
     fig.ygrid.visible = False
     fig.yaxis.major_label_text_font_size = "11px"
-    fig.legend.location = "bottom_right"
+    legend_outside(fig)
     linkable(fig, source, "kernel", renderers)
     return fig

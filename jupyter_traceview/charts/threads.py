@@ -24,12 +24,19 @@ STATES = {
 
 
 def thread_activity_chart(
-    df: pd.DataFrame, *, theme: Theme = "light", rank: int | None = None, height: int | None = None
+    df: pd.DataFrame,
+    *,
+    theme: Theme = "light",
+    rank: int | None = None,
+    height: int | None = None,
+    t0_ns: int | None = None,
 ) -> Any:
     """A band per CPU thread of one rank; in each time bin, the share of it spent in
     operators, data loading and Python (stacked, bottom up); the rest is idle.
 
     ``df`` is ``thread_activity(trace)``; ``rank`` picks the rank (default: the first).
+    Times are shown since ``t0_ns`` (the trace's origin, as on the timeline) if given, else
+    since the rank's first host event.
     """
     title = "CPU threads over time"
     require(df, ["rank", "tid", "thread", "start_ns", "end_ns", *STATES, "idle_ns"], "thread_activity_chart")
@@ -42,7 +49,8 @@ def thread_activity_chart(
     threads = list(dict.fromkeys(zip(d["pid"].tolist(), d["tid"].tolist(), strict=True)))
     band = {t: i for i, t in enumerate(threads)}
     labels = {band[(p, t)]: str(n) for p, t, n in zip(d["pid"], d["tid"], d["thread"], strict=True)}
-    origin = int(d["start_ns"].min())
+    origin = int(d["start_ns"].min()) if t0_ns is None else int(t0_ns)
+    origin_words = "the trace's origin" if t0_ns is not None else "the rank's first host event"
     unit, scale = time_unit(float(d["end_ns"].max() - origin))
     width = (d["end_ns"] - d["start_ns"]).to_numpy().astype(np.float64)
     y0 = np.array([band[(p, t)] for p, t in zip(d["pid"], d["tid"], strict=True)], dtype=np.float64)
@@ -52,9 +60,9 @@ def thread_activity_chart(
         title=f"{title} (rank {r}): share of each bin in operators, data loading and Python",
         height=height or min(110 + 46 * n, 700),
         tooltips=None,
-        x_range=(0, float(d["end_ns"].max() - origin) / scale),
+        x_range=(float(d["start_ns"].min() - origin) / scale, float(d["end_ns"].max() - origin) / scale),
         y_range=(-0.1, n),
-        x_label=f"time since the rank's first host event ({unit})",
+        x_label=f"Time since {origin_words} ({unit})",
         tools="xpan,xwheel_zoom,reset,save",
     )
     fig.yaxis.ticker = FixedTicker(ticks=[i + 0.45 for i in range(n)])

@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: Version of the payload and command contract (docs/frontend.md); bumped on breaking changes.
-PROTOCOL = 2
+PROTOCOL = 3
 
 
 @cache

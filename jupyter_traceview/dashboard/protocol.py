@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 Tone = Literal["", "good", "warn", "bad"]
-ColumnFormat = Literal["text", "int", "duration", "pct", "bytes", "gbps", "float"]
+ColumnFormat = Literal["text", "name", "int", "duration", "pct", "bytes", "gbps", "float"]
 
 
 class Figure(TypedDict):
@@ -81,6 +81,9 @@ class Table(TypedDict):
     columns: list[TableColumn]
     rows: list[list[Any]]
     total_rows: int
+    #: The full names of the ``name`` columns (by key), row by row: the cells hold their
+    #: short names (``format.label_names``), the full one shows on hover.
+    full: dict[str, list[str]]
 
 
 class Chart(TypedDict):

@@ -26,7 +26,7 @@ from typing import Any
 from .. import format as fmt
 from .._version import __version__
 from ..dashboard.data import DashboardData, bokehjs_source, timeline_overview
-from ..dashboard.protocol import Figure, Finding, Table
+from ..dashboard.protocol import Figure, Finding, Table, TableColumn
 from ..errors import OptionError, TraceviewError
 from ..model.trace import Trace
 from ..progress import Progress
@@ -294,17 +294,24 @@ def _text_cell(v: Any) -> str:
 
 def _table(t: Table) -> str:
     cols = t["columns"]
+    text = ("text", "name")
     head = "".join(
-        f'<th class="{"tvr-num" if c["format"] != "text" else ""}">{html.escape(c["label"])}</th>' for c in cols
+        f'<th class="{"tvr-num" if c["format"] not in text else ""}">{html.escape(c["label"])}</th>' for c in cols
     )
+    full = t.get("full", {})
+
+    def td(v: Any, c: TableColumn, i: int) -> str:
+        # A name column's cell holds the short name; the full one shows on hover.
+        if c["key"] in full:
+            title = html.escape(full[c["key"]][i])
+            return f'<td class="tvr-text" title="{title}">{html.escape(_cell(v, c["format"]))}</td>'
+        if c["format"] == "text":  # a long text cut in the middle, the whole of it on hover
+            return _text_cell(v)
+        cls = "tvr-num" if c["format"] not in text else "tvr-text"
+        return f'<td class="{cls}">{html.escape(_cell(v, c["format"]))}</td>'
+
     rows = "".join(
-        "<tr>"
-        + "".join(
-            _text_cell(v) if c["format"] == "text" else f'<td class="tvr-num">{html.escape(_cell(v, c["format"]))}</td>'
-            for v, c in zip(r, cols, strict=True)
-        )
-        + "</tr>"
-        for r in t["rows"]
+        "<tr>" + "".join(td(v, c, i) for v, c in zip(r, cols, strict=True)) + "</tr>" for i, r in enumerate(t["rows"])
     )
     more = (
         f'<div class="tvr-note">The first {len(t["rows"]):,} of {t["total_rows"]:,} rows.</div>'

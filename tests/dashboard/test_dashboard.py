@@ -149,7 +149,7 @@ def test_tables_carry_units_and_top_rows(data: DashboardData, dlrm: tv.Trace) ->
     sums = [r[list(fmt).index("sum_ns")] for r in kernels["rows"]]
     assert sums == sorted(sums, reverse=True)
     total = int(tv.kernel_breakdown(dlrm, top_k=None)["sum_ns"].sum())
-    figure = next(f for f in out["figures"] if f["label"] == "kernel time")
+    figure = next(f for f in out["figures"] if f["label"] == "GPU activity time")
     assert figure["value"] == duration(total)
 
 

@@ -66,6 +66,10 @@ test.describe("Timeline rank picker on the 8-rank DLRM sample", () => {
     await picker.getByRole("spinbutton", { name: "How many slowest ranks" }).fill("2");
     await picker.getByRole("button", { name: "Slowest" }).click();
     await expect(widget).toHaveAttribute("data-rank-order", ["6", ...slow!.split(", ")].filter((v, i, a) => a.indexOf(v) === i).join(","));
+    // A preset replaces what the filter selected: the box is cleared.
+    await filter.fill("0-3");
+    await picker.getByRole("button", { name: "Slowest" }).click();
+    await expect(filter).toHaveValue("");
     await picker.getByRole("button", { name: "Close the rank picker" }).click();
     await expect(picker).toBeHidden();
 

@@ -53,6 +53,9 @@ class Source(Protocol):
 #: Rows kept per table (tables show the top rows; the analyses give everything).
 MAX_TABLE_ROWS = 200
 
+#: Characters of a short name in a table's ``name`` column (the full name shows on hover).
+NAME_CHARS = 48
+
 #: The hint under a heatmap.
 HEATMAP_HINT = "click a cell to zoom the timeline there"
 
@@ -87,19 +90,23 @@ class Column:
 
 def table(table_id: str, title: str, df: pd.DataFrame, columns: list[Column], *, limit: int = MAX_TABLE_ROWS) -> Table:
     """A frame as a JSON table for the front end: the ``columns`` that exist, the first ``limit`` rows."""
+    from ... import format as fmt
+
     cols = [c for c in columns if c.key in df.columns]
     head = df.head(limit)
-    rows = (
-        [[clean(v) for v in r] for r in zip(*(head[c.key].astype(object).tolist() for c in cols), strict=True)]
-        if cols
-        else []
-    )
+    full = {c.key: [str(v) for v in head[c.key].tolist()] for c in cols if c.format == "name"}
+    values = [
+        fmt.label_names(full[c.key], NAME_CHARS) if c.format == "name" else head[c.key].astype(object).tolist()
+        for c in cols
+    ]
+    rows = [[clean(v) for v in r] for r in zip(*values, strict=True)] if cols else []
     return {
         "id": table_id,
         "title": title,
         "columns": [{"key": c.key, "label": c.label, "format": c.format} for c in cols],
         "rows": rows,
         "total_rows": len(df),
+        "full": full,
     }
 
 

@@ -101,7 +101,8 @@ def build(b: TabBuilder) -> None:
     b.step(
         "threads",
         lambda: b.chart(
-            "threads", lambda: c.thread_activity_chart(b.frame("thread_activity", ranks=rank), theme=b.theme)
+            "threads",
+            lambda: c.thread_activity_chart(b.frame("thread_activity", ranks=rank), theme=b.theme, t0_ns=b.data.t0_ns),
         ),
     )
     b.step("host syncs", syncs)

@@ -28,7 +28,7 @@ def build(b: TabBuilder) -> None:
                 "Kernels and what runs beside them (all ranks)",
                 b.frame("kernel_overlap_stats"),
                 [
-                    Column("name", "kernel"),
+                    Column("name", "kernel", "name"),
                     Column("gpu_class", "class"),
                     Column("count", "launches", "int"),
                     Column("total_ns", "total", "duration"),

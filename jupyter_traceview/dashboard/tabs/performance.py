@@ -8,6 +8,16 @@ from ... import format as fmt
 from .builder import Column, TabBuilder, charts, figure_, pct, table
 
 
+def outside_operators(under_ns: float, activity_ns: float) -> str:
+    """How the GPU time under operators relates to the Kernels tab's GPU activity time ("" when equal)."""
+    if round(under_ns) >= round(activity_ns):
+        return ""
+    return (
+        f" (the Kernels tab's {fmt.duration(activity_ns)} GPU activity time less "
+        f"{fmt.duration(activity_ns - under_ns)} run outside any operator)"
+    )
+
+
 def build(b: TabBuilder) -> None:
     c = charts()
 
@@ -21,11 +31,13 @@ def build(b: TabBuilder) -> None:
                 "to see FLOPs, bytes and the share of the device's peak of every operator."
             )
         gpu_mod = float(modelled["gpu_ns"].sum())
+        activity = float(b.frame("kernel_breakdown", top_k=None)["sum_ns"].sum())
         b.figures.append(
             figure_(
                 "modelled GPU time",
                 pct(100 * gpu_mod / gpu_all) if gpu_all > 0 else "n/a",
-                f"{fmt.duration(gpu_mod)} of {fmt.duration(gpu_all)} under operators",
+                f"{fmt.duration(gpu_mod)} of {fmt.duration(gpu_all)} under operators"
+                + outside_operators(gpu_all, activity),
             )
         )
         ideal = float(modelled["ideal_ns"].sum(min_count=1)) if len(modelled) else np.nan
@@ -82,6 +94,6 @@ def build(b: TabBuilder) -> None:
     b.step(
         "time lost",
         lambda: b.chart(
-            "time_lost", lambda: c.time_lost_chart(b.frame("op_performance", by="shape"), theme=b.theme), wide=False
+            "time_lost", lambda: c.time_lost_chart(b.frame("op_performance", by="shape"), theme=b.theme), wide=True
         ),
     )

@@ -140,7 +140,10 @@ def timeline_state(
         focus = check_ranks(trace, [focus])[0]
         if focus not in shown:
             shown = sorted([*shown, focus])
-    lo, hi = 0.0, float(max(ix.end_ns, 1))
+    # Fit shows every event, zero-length markers included (the index bins drawn events
+    # only): the span of each rank tv.summary reports (trace_span_ns) lies inside it.
+    end = float(max(ix.end_ns, trace._extent_ns() if ix.t0_ns == trace.t0_ns else 0, 1))
+    lo, hi = 0.0, end
     if trace.window is not None:
         lo = float(max(trace.window[0] - ix.t0_ns, 0))
         hi = float(min(trace.window[1] - ix.t0_ns, hi))
@@ -151,7 +154,7 @@ def timeline_state(
         "_memory": list(MemoryIndex.of(trace).lanes),
         "_all_ranks": list(trace.ranks),
         "_steps": [StepMark(step=st, start=float(a), end=float(b)) for st, a, b in ix.steps()],
-        "_span": [0.0, float(max(ix.end_ns, 1))],
+        "_span": [0.0, end],
         "_kinds": ix.kinds_present,
         "_t0_ns": str(ix.t0_ns),
         "_search_count": 0,

@@ -1,0 +1,214 @@
+// Issue 38, points 4 and 5, on the bundled 8-rank DLRM sample:
+// - a heatmap cell of rank 5 brings rank 5's first lane to the top of the timeline's plot
+//   (it landed at the bottom edge, its busy NCCL stream cut off);
+// - every dashboard tab, rendered at 800 px and at 1600 px, gives each chart's plot area at
+//   least half of the chart, and every axis leaves out tick labels that would overprint.
+import { expect, test } from "@jupyterlab/galata";
+import type { Locator } from "@playwright/test";
+import { heatmapCell, newNotebook, runCell, settled, timeline, writeArtifact } from "./helpers";
+
+const TABS = [
+  "overview",
+  "breakdown",
+  "overlap",
+  "kernels",
+  "operators",
+  "communication",
+  "iterations",
+  "counters",
+  "performance",
+];
+
+/** Height of the timeline's axis band, px (js/timeline/host.ts AXIS). */
+const AXIS = 26;
+
+interface PlotSize {
+  title: string;
+  width: number;
+  frame: number;
+  policies: string[];
+}
+
+async function openTab(dash: Locator, tab: string): Promise<Locator> {
+  await dash.locator(`.tvd-tab[data-tab="${tab}"]`).click();
+  const panel = dash.locator(`.tvd-panel[data-tab="${tab}"]`);
+  await expect(panel).toHaveAttribute("data-state", "ready", { timeout: 120_000 });
+  const charts = panel.locator(".tvd-chart");
+  for (let i = 0; i < (await charts.count()); i++)
+    await expect(charts.nth(i)).toHaveAttribute("data-drawn", "1");
+  await dash.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  return panel;
+}
+
+/** Every drawn bokeh plot inside `panel`: its width, its plot area's width, its axes' label policies. */
+async function plotSizes(panel: Locator): Promise<PlotSize[]> {
+  return panel.evaluate((root) => {
+    type View = {
+      el?: HTMLElement;
+      shadow_el?: ShadowRoot;
+      child_views?: View[];
+      bbox?: { width: number };
+      frame?: { bbox: { width: number } };
+      axis_views?: { model: { major_label_policy: { type: string } } }[];
+      model: { title?: { text?: string } | null };
+    };
+    const out: PlotSize[] = [];
+    const seen = new Set<View>();
+    const visit = (v: View) => {
+      if (seen.has(v)) return;
+      seen.add(v);
+      if (v.frame && v.axis_views && v.el && root.contains(v.el)) {
+        out.push({
+          title: v.model.title?.text ?? "",
+          width: v.bbox!.width,
+          frame: v.frame.bbox.width,
+          policies: v.axis_views.map((a) => a.model.major_label_policy.type),
+        });
+      }
+      for (const c of v.child_views ?? []) visit(c);
+    };
+    const bokehs = Object.values((window as unknown as { Bokeh?: Record<string, unknown> }).Bokeh ?? {});
+    for (const b of [window.Bokeh, ...bokehs])
+      for (const v of ((b as { index?: { roots?: View[] } } | undefined)?.index?.roots ?? []) as View[])
+        visit(v);
+    return out;
+  });
+}
+
+test.describe("surfaces at any width", () => {
+  test("a heatmap link brings the focused rank's first lane to the top", async ({ page }) => {
+    await newNotebook(page, "surfaces-link.ipynb");
+    await runCell(page, "import jupyter_traceview as tv\ntrace = tv.load(tv.sample_path())");
+    await runCell(page, "dash = tv.Dashboard(trace)\ndash");
+    const dash = page.locator(".tvd-dashboard").last();
+    const overview = await openTab(dash, "overview");
+    const heatmap = overview.locator('.tvd-chart[data-chart="heatmap_all"]');
+    await heatmap.scrollIntoViewIfNeeded();
+    const [x, y] = await heatmapCell(heatmap, 5, 0.5, 8);
+    await page.mouse.click(x, y);
+    await expect(dash).toHaveAttribute("data-tab", "timeline", { timeout: 30000 });
+    const tl = timeline(page);
+    await settled(tl);
+    await expect(tl).toHaveAttribute("data-focus-rank", "5");
+    // The lanes are scrolled to rank 5's block: its header at the top of the plot.
+    const top = Number(await tl.getAttribute("data-focus-top"));
+    const scroller = tl.locator(".tv-scroller");
+    await expect.poll(() => scroller.evaluate((el) => el.scrollTop)).toBe(top);
+    expect(top).toBeGreaterThan(0);
+    // The emphasis band starts right under the axis (not at the bottom edge).
+    const band = tl.locator(".tv-focus-band");
+    await expect(band).toBeVisible();
+    expect(await band.evaluate((el) => (el as HTMLElement).style.top)).toBe(`${AXIS}px`);
+    const view = await scroller.evaluate((el) => el.clientHeight);
+    const bandHeight = await band.evaluate((el) => (el as HTMLElement).getBoundingClientRect().height);
+    // The band covers the plot below the axis as far as the rank's block goes: more than a sliver.
+    expect(bandHeight).toBeGreaterThan(Math.min(100, view - AXIS - 1));
+    writeArtifact("link-rank5-top.png", await tl.screenshot());
+  });
+
+  for (const width of [800, 1600]) {
+    test(`every tab at ${width} px: plot areas over half the chart, no overprinted ticks`, async ({
+      page,
+    }) => {
+      await page.setViewportSize({ width, height: 900 });
+      await newNotebook(page, `surfaces-${width}.ipynb`);
+      await runCell(
+        page,
+        "import jupyter_traceview as tv\ntrace = tv.load(tv.sample_path())\nimport anywidget, bokeh",
+      );
+      await runCell(page, "dash = tv.Dashboard(trace)\ndash");
+      const dash = page.locator(".tvd-dashboard").last();
+      const problems: string[] = [];
+      let plots = 0;
+      for (const tab of TABS) {
+        const panel = await openTab(dash, tab);
+        for (const p of await plotSizes(panel)) {
+          plots++;
+          if (p.frame < 0.5 * p.width)
+            problems.push(`${tab}: "${p.title}" plot ${p.frame.toFixed(0)} of ${p.width.toFixed(0)} px`);
+          const bad = p.policies.filter((t) => t !== "NoOverlap");
+          if (bad.length) problems.push(`${tab}: "${p.title}" axes may overprint (${bad.join(", ")})`);
+        }
+        writeArtifact(`surfaces-${width}-${tab}.png`, await dash.screenshot());
+      }
+      expect(plots).toBeGreaterThan(10);
+      expect(problems).toEqual([]);
+    });
+  }
+});
+
+test.describe("dark theme", () => {
+  test("dashboard and timeline take JupyterLab's dark colours, text readable", async ({ page }) => {
+    await newNotebook(page, "surfaces-dark.ipynb");
+    await page.theme.setDarkTheme();
+    await runCell(
+      page,
+      "import jupyter_traceview as tv\ntrace = tv.load(tv.sample_path())\nimport anywidget, bokeh",
+    );
+    await runCell(page, "dash = tv.Dashboard(trace)\ndash");
+    const dash = page.locator(".tvd-dashboard").last();
+    await expect(dash).toHaveAttribute("data-theme", "dark");
+    /** WCAG contrast of each element's text against the first opaque background up its ancestors. */
+    const contrasts = (root: Locator, selector: string) =>
+      root.evaluate((r, sel) => {
+        const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
+        const lum = (c: number[]) => {
+          const [R, G, B] = c.slice(0, 3).map((v) => {
+            const s = v / 255;
+            return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+          });
+          return 0.2126 * R! + 0.7152 * G! + 0.0722 * B!;
+        };
+        const background = (el: Element | null): number[] => {
+          for (let e = el; e; e = e.parentElement) {
+            const c = rgb(getComputedStyle(e).backgroundColor);
+            if (c.length >= 3 && (c.length < 4 || c[3]! > 0.5)) return c;
+          }
+          return [255, 255, 255];
+        };
+        return [...r.querySelectorAll(sel)].slice(0, 20).map((el) => {
+          const fg = lum(rgb(getComputedStyle(el).color));
+          const bg = lum(background(el));
+          return {
+            text: (el.textContent ?? "").slice(0, 30),
+            ratio: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05),
+            bg,
+          };
+        });
+      }, selector);
+    const overview = await openTab(dash, "overview");
+    const kernels = await openTab(dash, "kernels");
+    const timelineTab = dash.locator('.tvd-tab[data-tab="timeline"]');
+    const problems: string[] = [];
+    for (const [where, root, sel] of [
+      ["header", dash, ".tvd-figure, .tvd-tab"],
+      ["overview", overview, ".tvd-finding"],
+      ["kernels table", kernels, "td, th"],
+    ] as const) {
+      for (const c of await contrasts(root, sel)) {
+        if (c.bg > 0.2) problems.push(`${where}: "${c.text}" on a light background (${c.bg.toFixed(2)})`);
+        if (c.ratio < 4.5) problems.push(`${where}: "${c.text}" contrast ${c.ratio.toFixed(1)}`);
+      }
+    }
+    writeArtifact("dark-dashboard-kernels.png", await dash.screenshot());
+    await timelineTab.click();
+    const tl = timeline(page);
+    await settled(tl);
+    await expect(tl).toHaveClass(/tv-dark/);
+    for (const c of await contrasts(tl, ".tv-toolbar button, .tv-toolbar label, .tv-status")) {
+      if (c.bg > 0.2) problems.push(`timeline: "${c.text}" on a light background (${c.bg.toFixed(2)})`);
+      if (c.ratio < 4.5) problems.push(`timeline: "${c.text}" contrast ${c.ratio.toFixed(1)}`);
+    }
+    // The canvas: its label gutter (left, under the axis band) is drawn in the theme's panel colour.
+    const shot = await tl.locator("canvas").screenshot();
+    writeArtifact("dark-timeline.png", shot);
+    const gutter = await tl.locator("canvas").evaluate((c) => {
+      const ctx = (c as HTMLCanvasElement).getContext("2d")!;
+      const d = ctx.getImageData(4 * devicePixelRatio, 40 * devicePixelRatio, 1, 1).data;
+      return (0.2126 * d[0]! + 0.7152 * d[1]! + 0.0722 * d[2]!) / 255;
+    });
+    if (gutter > 0.3) problems.push(`timeline gutter is light (${gutter.toFixed(2)})`);
+    await page.theme.setLightTheme();
+    expect(problems).toEqual([]);
+  });
+});
