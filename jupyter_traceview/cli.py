@@ -559,7 +559,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: The analyses' compiled loops as --version finds them: ``analysis.loops``' NAME and VERSION
 #: (that module imports the analyses; tests/test_cli.py checks that the two agree).
-ANALYSIS_LOOPS = ("jupyter_traceview.analysis._loops", 1)
+ANALYSIS_LOOPS = ("jupyter_traceview.analysis._loops", 2)
 
 
 class _Version(argparse.Action):
@@ -611,6 +611,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"traceview: error: {_one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        # Out of memory outside a file's reading (which names the file: a TraceFormatError
+        # above), e.g. while a large trace is analysed: bad input for this machine, not a bug.
+        if args.debug:
+            raise
+        print(
+            "traceview: error: ran out of memory; read fewer ranks (--ranks), a lower "
+            "max_json_bytes, or use a machine with more memory",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print("traceview: interrupted", file=sys.stderr)

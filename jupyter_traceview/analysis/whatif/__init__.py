@@ -68,8 +68,9 @@ WHAT_IF_COLUMNS = {
 _KEEP_REPLAYS = 32
 
 
-def _model(trace: Trace) -> Model:
-    """The replay graph of the trace, built once per trace (kept with it, as its iterations)."""
+def _model(trace: Trace) -> Model | None:
+    """The replay graph of the trace, built once per trace (kept with it, as its iterations);
+    None when it has nothing to replay."""
     return trace._cached("whatif_model", lambda: build_model(trace))
 
 
@@ -210,9 +211,8 @@ def what_if(
         for r in want_ranks:
             if r not in trace.ranks:
                 raise TraceSelectionError.unknown("rank", r, trace.ranks)
-    try:
-        m = _model(trace)
-    except ValueError:
+    m = _model(trace)
+    if m is None:
         return empty(WHAT_IF_COLUMNS)
     measured = m.measured_steps
     if measured is None:

@@ -95,8 +95,9 @@ def _floors(code: np.ndarray, gap: np.ndarray, binding: np.ndarray) -> np.ndarra
     return out
 
 
-def build_model(trace: Trace) -> Model:
-    """The replay graph of every rank of ``trace`` (ranks without any event are left out)."""
+def build_model(trace: Trace) -> Model | None:
+    """The replay graph of every rank of ``trace`` (ranks without any event are left out);
+    None when no rank has an event to replay."""
     parts: list[dict[str, np.ndarray]] = []
     ev_off = 0
     thread_off = 0
@@ -160,7 +161,7 @@ def build_model(trace: Trace) -> Model:
         ev_off += n
         thread_off += len(g.threads)
     if not parts:
-        raise ValueError("no events to replay")
+        return None
     cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     name_codes, names = pd.factorize(cat["ev_name"])
     t = cat.pop("t")
