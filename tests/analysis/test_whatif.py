@@ -76,6 +76,43 @@ def test_scale_kernels(tmp_path: Path) -> None:
     assert _saving_us(trace, tv.changes.RemoveSyncs(), tv.changes.ScaleKernels(pattern="sgemm", factor=0.5)) == 105
 
 
+def _cpu_trace(tmp_path: Path) -> tv.Trace:
+    """A CPU-only step [0,200): aten::linear [10,70) holding aten::addmm [20,60) holding
+    aten::mm [24,56); then aten::relu [80,90). No GPU kernel anywhere."""
+    return load(
+        tmp_path / "cpu.json",
+        [
+            kb.step(1, 0, 200),
+            kb.cpu_op("aten::linear", 10, 60),
+            kb.cpu_op("aten::addmm", 20, 40),
+            kb.cpu_op("aten::mm", 24, 32),
+            kb.cpu_op("aten::relu", 80, 10),
+        ],
+    )
+
+
+def test_scale_kernels_on_a_cpu_only_rank_scales_operators(tmp_path: Path) -> None:
+    trace = _cpu_trace(tmp_path)
+    # Outermost match aten::addmm at 0.5: its 40 (own 4 + mm 32 + own 4) -> 2 + 16 + 2 = 20;
+    # the nested aten::mm is not scaled again (else 2 + 8 + 2 = 12, saving 28). aten::linear
+    # ends 20 earlier, aten::relu and the step's end follow: saving 20.
+    assert _saving_us(trace, tv.changes.ScaleKernels(pattern=r"aten::(addmm|mm)$", factor=0.5)) == 20
+    # Only the inner aten::mm: 32 -> 16, saving 16; removed outright (factor 0): 32.
+    assert _saving_us(trace, tv.changes.ScaleKernels(pattern=r"aten::mm$", factor=0.5)) == 16
+    assert _saving_us(trace, tv.changes.ScaleKernels(pattern=r"aten::mm$", factor=0.0)) == 32
+    # aten::addmm removed: its 40 go, aten::mm with it.
+    assert _saving_us(trace, tv.changes.ScaleKernels(pattern="aten::addmm", factor=0.0)) == 40
+    # The step annotation is not an operator: scaling "every kernel" scales the operators
+    # only (aten::linear 60 -> 30 and aten::relu 10 -> 5): saving 35.
+    assert _saving_us(trace, tv.changes.ScaleKernels(factor=0.5)) == 35
+
+
+def test_scale_kernels_leaves_operators_alone_where_the_rank_has_kernels(tmp_path: Path) -> None:
+    # The sync trace has a GPU kernel: its aten::add [130,140) is not scaled.
+    trace = _sync_trace(tmp_path)
+    assert _saving_us(trace, tv.changes.ScaleKernels(pattern="aten::add", factor=0.0)) == 0
+
+
 def test_remove_data_loading(tmp_path: Path) -> None:
     # Step [0,100): the DataLoader's next() [5,45), aten::add [50,60). Without the data
     # loading: next() is [5,5), aten::add [10,20), the step ends 40 later at 60: saving 40.

@@ -200,6 +200,26 @@ def _scale_kernels(m: Model, e: Edit, c: ScaleKernels, trace: Trace) -> None:
         ratio = _roofline_ratio(m, trace)
         factor = np.where(np.isnan(ratio), 1.0, ratio)
     _scale(m, e, k, factor)
+    if c.to_roofline or c.family is not None:
+        return  # roofline times and kernel families are the GPU kernels' only
+    # Ranks without GPU kernels: their CPU operators matching the pattern (every one without).
+    ops = ~m.ev_gpu & (m.ev_kind == EventKind.CPU_OP.value) & ~np.isin(m.ev_rank, np.unique(m.ev_rank[_kernels(m)]))
+    if c.pattern is not None:
+        ops &= names_matching(m, c.pattern)
+    if ops.any():
+        _scale_operators(m, e, ops, c.factor)
+
+
+def _scale_operators(m: Model, e: Edit, ops: np.ndarray, factor: float) -> None:
+    """Scale CPU ``ops`` with everything nested in them: the own-time (``self``) and ``span``
+    edges inside the outermost matches, their ends included, not the edge to their start.
+    A match nested in another is scaled once, with its outermost match."""
+    sub = subtree(m, ops)
+    has = m.ev_parent >= 0
+    nested = np.zeros(m.n_events, dtype=bool)
+    nested[has] = sub[m.ev_parent[has]]
+    inside = _into(m, sub) & np.isin(m.code, [SPAN, SELF]) & ~_into(m, sub & ~nested, end=False)
+    e.w[inside] = np.round(e.w[inside] * factor).astype(np.int64)
 
 
 def _scale(m: Model, e: Edit, events: np.ndarray, factor: np.ndarray) -> None:

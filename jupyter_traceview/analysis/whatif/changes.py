@@ -81,7 +81,15 @@ class ScaleKernels:
     ``family`` (:func:`~jupyter_traceview.analysis.kernel_families.family_of`) take ``factor`` times
     their duration; with ``to_roofline=True`` instead, kernels whose operator has a roofline
     time (:func:`~jupyter_traceview.op_performance`'s ``ideal_ns``) take their share of it
-    (kernels of unmodelled operators keep their duration). No pattern or family: every kernel."""
+    (kernels of unmodelled operators keep their duration). No pattern or family: every kernel.
+
+    On a rank without GPU kernels (a CPU-only trace) the "kernels" are its CPU operators
+    (``cpu_op`` events) whose name matches ``pattern`` (every operator without one): each
+    takes ``factor`` times its duration, the operators and calls nested in it shrinking with
+    it, and what follows on its thread moves earlier. A match nested in another match is
+    scaled once, with the outermost one (``aten::addmm`` holding an ``aten::mm``, both matched:
+    the ``aten::addmm`` scaled, not its ``aten::mm`` again). ``family`` and ``to_roofline``
+    select GPU kernels only: with either, CPU-only ranks keep their time."""
 
     pattern: str | None = None
     family: str | None = None
