@@ -23,6 +23,7 @@ from .cache_key import ReadOptions
 from .readers import kineto
 from .readers.common import ARGS_DROPPED, DROPPED, WARNINGS_KEY
 from .readers.files import TraceFile, inflate_chunks, inflate_whole, is_compressed, read_bytes, trace_format
+from .readers.jax import parse_jax
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 
@@ -53,8 +54,11 @@ def _read(
 ) -> list[RankData] | kineto.Pending:
     """:func:`read_file`; ``defer``: a small one-rank Kineto file read by the C scanner gives its
     columns instead (:class:`.readers.kineto.Pending`: nothing classified or stored yet)."""
-    if trace_format(tf.path) == "nsys":
+    fmt = trace_format(tf.path)
+    if fmt == "nsys":
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
+    elif fmt == "jax":
+        ranks = parse_jax(tf.path, bad_events=options.bad_events, max_json_bytes=options.max_json_bytes)
     else:
         got = _read_kineto(tf, options, defer=defer)
         if isinstance(got, kineto.Pending):
