@@ -86,6 +86,8 @@ def _is_candidate(name: str) -> bool:
 _JAX_HEAD = re.compile(rb'"process_name"[^}]*"args"\s*:\s*\{\s*"name"\s*:\s*"/(?:host|device):')
 #: Where ``jax.profiler.trace(dir)`` writes its runs, under ``dir``.
 JAX_RUNS = ("plugins", "profile")
+#: A JAX run's binary XSpace (``<host>.xplane.pb``): not read (xprof's converter reads it).
+JAX_XPLANE = ".xplane.pb"
 #: The Perfetto copy of a JAX run's events (``create_perfetto_trace=True``), beside ``<host>.trace.json.gz``.
 JAX_PERFETTO = "perfetto_trace.json.gz"
 
@@ -135,7 +137,10 @@ def _exported_alongside(entry: Path) -> bool:
 
 
 def _jax_copy(entry: Path) -> bool:
-    """A JAX run's ``perfetto_trace.json.gz`` beside the ``<host>.trace.json.gz`` holding the same events."""
+    """A JAX run's ``perfetto_trace.json.gz`` beside the ``<host>.trace.json.gz`` holding the same
+    events, or its ``<host>.xplane.pb`` (not read) beside that host's trace JSON."""
+    if entry.name.endswith(JAX_XPLANE):
+        return (entry.parent / (entry.name[: -len(JAX_XPLANE)] + ".trace.json.gz")).is_file()
     if entry.name != JAX_PERFETTO:
         return False
     return any(c.name.endswith(".trace.json.gz") and c.name != JAX_PERFETTO for c in entry.parent.iterdir())
@@ -157,7 +162,10 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
     A folder is read non-recursively: every ``*.json``, ``*.json.gz``, ``*.gz`` and
     ``*.sqlite`` file in it is a candidate, and so is an Nsight ``*.nsys-rep`` report without
     its SQLite export beside it (reading it explains how to export it). Other regular files
-    are returned as skipped (hidden files are ignored silently).
+    are returned as skipped (hidden files are ignored silently). The output folder of
+    ``jax.profiler.trace(dir)`` is read as its latest run (``dir/plugins/profile/<run>/``),
+    where a ``perfetto_trace.json.gz`` or ``<host>.xplane.pb`` beside ``<host>.trace.json.gz``
+    is passed over (docs/jax.md).
     """
     p = Path(path).expanduser()
     if not p.exists():
@@ -206,6 +214,15 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
                 "no trace files directly in this folder",
                 f"Its subfolders hold traces ({listed}): load one of them",
             )
+        xplanes = [s.name for s in skipped if s.name.endswith(JAX_XPLANE)]
+        if xplanes:
+            raise TraceFormatError(
+                p,
+                f"holds jax.profiler's binary XSpace ({', '.join(xplanes[:4])}) but not its trace JSON",
+                "tv.load() reads the <host>.trace.json.gz (or perfetto_trace.json.gz) that jax.profiler.trace "
+                "writes beside it: record with jax.profiler.trace(dir, create_perfetto_trace=True), "
+                "or convert the .xplane.pb with xprof (pip install xprof)",
+            )
         what = (
             "the folder is empty"
             if not skipped
@@ -215,7 +232,7 @@ def discover(path: str | os.PathLike[str]) -> tuple[list[TraceFile], list[Path]]
             p,
             what,
             "Point tv.load() at a PyTorch profiler trace (*.json or *.json.gz), an Nsight Systems SQLite export "
-            "(*.sqlite), or a folder of them",
+            "(*.sqlite), a jax.profiler.trace output folder, or a folder of them",
         )
     return files, skipped
 

@@ -1,4 +1,4 @@
-"""Reader for the trace JSON that ``jax.profiler`` writes (``docs/semantics.md``, "JAX profiles").
+"""Reader for the trace JSON that ``jax.profiler`` writes (``docs/jax.md``).
 
 ``jax.profiler.trace(dir)`` writes ``dir/plugins/profile/<run>/<host>.trace.json.gz`` (and,
 with ``create_perfetto_trace=True``, ``perfetto_trace.json.gz``, the same events): Chrome
@@ -167,6 +167,8 @@ def parse_jax(path: Path, *, bad_events: str = "raise", max_json_bytes: int = DE
     ranks: list[RankData] = []
     for r, kdoc in kineto_documents(path, doc):
         for d in parse_kineto(path, msgspec.json.encode(kdoc), bad_events=bad_events):
-            meta = dataclasses.replace(d.meta, rank=r, rank_source="order", distributed_info={})
+            meta = dataclasses.replace(
+                d.meta, rank=r, rank_source="order", source_format="jax", distributed_info={}
+            )
             ranks.append(replaced(d, meta=meta))
     return ranks

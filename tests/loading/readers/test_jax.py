@@ -215,3 +215,21 @@ def test_a_truncated_profile_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_bytes(gzip.compress(data[: len(data) // 2]))
     with pytest.raises(TraceFormatError, match=r"host\.trace\.json\.gz"):
         tv.load(bad, cache=False)
+
+
+def test_the_xplane_beside_the_trace_json_is_passed_over_silently(mlp: tv.Trace, tmp_path: Path) -> None:
+    run = tmp_path / "plugins" / "profile" / "2026_12_07_19_00_00"
+    shutil.copytree(HOST_FILE.parent, run)
+    (run / "host.xplane.pb").write_bytes(b"\x0a\x00")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tv.TraceviewWarning)
+        trace = tv.load(tmp_path, cache=False)
+    assert _counts(trace) == _counts(mlp)
+
+
+def test_an_xplane_alone_says_what_to_record(tmp_path: Path) -> None:
+    run = tmp_path / "plugins" / "profile" / "2026_12_07_19_00_00"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(b"\x0a\x00")
+    with pytest.raises(TraceFormatError, match=r"host\.xplane\.pb.*create_perfetto_trace=True"):
+        tv.load(tmp_path, cache=False)
