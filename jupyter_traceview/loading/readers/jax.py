@@ -167,8 +167,6 @@ def parse_jax(path: Path, *, bad_events: str = "raise", max_json_bytes: int = DE
     ranks: list[RankData] = []
     for r, kdoc in kineto_documents(path, doc):
         for d in parse_kineto(path, msgspec.json.encode(kdoc), bad_events=bad_events):
-            meta = dataclasses.replace(
-                d.meta, rank=r, rank_source="order", source_format="jax", distributed_info={}
-            )
+            meta = dataclasses.replace(d.meta, rank=r, rank_source="order", source_format="jax", distributed_info={})
             ranks.append(replaced(d, meta=meta))
     return ranks

@@ -68,7 +68,7 @@ def test_cpu_profile_counts_equal_the_raw_events(mlp: tv.Trace) -> None:
     assert len(steps) == 4
     expected = Counter({(0, "user_annotation"): len(steps), (0, "cpu_op"): len(raw) - len(steps)})
     assert _counts(mlp) == expected
-    assert list(mlp.ranks) == [0]
+    assert list(mlp.ranks) == [0] and mlp.meta(0).source_format == "jax"
     assert tv.headline(mlp)["workload"] == "cpu_only"
     ev = mlp.events(0)
     assert sorted(ev.loc[ev["step"] >= 0, "step"].unique().tolist()) == [0, 1, 2, 3]
