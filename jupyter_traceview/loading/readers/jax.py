@@ -20,7 +20,9 @@ PyTorch trace gives. The mapping:
 * host events are operators (``cpu_op``), but CUDA driver/runtime calls (``cu*``/
   ``cuda*``), which are the runtime calls that launch the device work; a
   ``StepTraceAnnotation`` span (an event with a ``step_num`` argument) is the iteration
-  ``ProfilerStep#<step_num>`` of every rank (all the devices run the step);
+  ``ProfilerStep#<step_num>`` of every rank (all the devices run the step); host events
+  named ``$...`` (JAX's Python tracer: ``$file.py:12 function``) are Python functions
+  (``python_function``, named without the ``$``);
 * device events whose XLA op (``hlo_op`` argument, else the name) is a collective
   (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
   ``collective-permute``) carry it as their ``Collective name``: they are communication.
@@ -132,6 +134,9 @@ def kineto_documents(path: Path, doc: Any) -> list[tuple[int, dict[str, Any]]]:
             ev["name"] = f"ProfilerStep#{args['step_num']}"
         elif ev.get("ph") != "X":
             cat = "cpu_instant_event"
+        elif name.startswith("$"):  # JAX's Python tracer: "$file.py:12 function", "$builtins isinstance"
+            cat = "python_function"
+            ev["name"] = name[1:]
         elif _RUNTIME.match(name):
             cat = "cuda_runtime"
         else:

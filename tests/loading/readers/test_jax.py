@@ -149,6 +149,7 @@ def _two_gpus() -> list[dict[str, Any]]:
         t = 1000.0 * step
         events.append(_x(701, 10, "train", t, 900, step_num=str(step)))
         events.append(_x(701, 10, "PjitFunction(step)", t + 1, 100))
+        events.append(_x(701, 10, "$train.py:12 loss", t + 2, 50))
         events.append(_x(701, 11, "cuLaunchKernel", t + 20, 5, correlation_id=step * 10 + 1))
         events.append(_x(701, 11, "cuLaunchKernel", t + 30, 5, correlation_id=step * 10 + 2))
         for pid in (1, 2):
@@ -189,7 +190,9 @@ def test_each_gpu_is_a_rank_and_the_counts_equal_the_raw_events(gpus: tuple[tv.T
             expected[(0, "user_annotation")] += 1
             expected[(1, "user_annotation")] += 1
         elif e["pid"] == 701:  # the host's other events go to the first device's rank
-            expected[(0, "cuda_runtime" if e["name"].startswith("cu") else "cpu_op")] += 1
+            name = e["name"]
+            kind = "cuda_runtime" if name.startswith("cu") else "python_function" if name[0] == "$" else "cpu_op"
+            expected[(0, kind)] += 1
         elif thread.startswith("Stream #"):
             expected[(e["pid"] - 1, "gpu_memcpy" if "Memcpy" in e["name"] else "kernel")] += 1
         else:
