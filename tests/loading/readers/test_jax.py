@@ -95,7 +95,11 @@ def test_every_way_to_point_at_the_profile_reads_it_once(mlp: tv.Trace, where: s
     assert _counts(_load(path[where])) == _counts(mlp)
 
 
-def test_every_public_analysis_returns_a_frame(mlp: tv.Trace, tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", ["cpu", "two_gpus"])
+def test_every_public_analysis_returns_a_frame(
+    mlp: tv.Trace, gpus: tuple[tv.Trace, list[dict[str, Any]]], which: str, tmp_path: Path
+) -> None:
+    trace = mlp if which == "cpu" else gpus[0]
     failures = {}
     for name in analysis.__all__:
         if name in NOT_FRAMES:
@@ -103,13 +107,13 @@ def test_every_public_analysis_returns_a_frame(mlp: tv.Trace, tmp_path: Path) ->
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", tv.TraceviewWarning)
-                out = _call(name, mlp, tmp_path)
+                out = _call(name, trace, tmp_path)
         except Exception as exc:  # noqa: BLE001 - collected, so that one test lists every failure
             failures[name] = f"{type(exc).__name__}: {str(exc)[:200]}"
             continue
         if name == "headline":
             json.dumps(out, allow_nan=False)
-            out = analysis.headline(mlp, per_rank=True)
+            out = analysis.headline(trace, per_rank=True)
         if not isinstance(out, pd.DataFrame):
             failures[name] = f"returned {type(out).__name__}"
     assert failures == {}
@@ -198,6 +202,23 @@ def test_each_gpu_is_a_rank_and_the_counts_equal_the_raw_events(gpus: tuple[tv.T
         else:
             expected[(e["pid"] - 1, "gpu_user_annotation")] += 1
     assert _counts(trace) == expected
+
+
+def test_kernels_of_the_first_device_link_to_their_launch(gpus: tuple[tv.Trace, list[dict[str, Any]]]) -> None:
+    trace, _ = gpus
+    ev = trace.events(0)
+    fusions = ev.loc[ev["name"].astype(str) == "loop_add_fusion"]
+    assert len(fusions) == 2 and (fusions["launch_eid"] >= 0).all()
+    launches = ev.set_index("eid").loc[fusions["launch_eid"], "name"].astype(str)
+    assert launches.tolist() == ["cuLaunchKernel"] * 2
+
+
+def test_the_dashboard_of_two_gpus_builds(gpus: tuple[tv.Trace, list[dict[str, Any]]]) -> None:
+    d = DashboardData(gpus[0])
+    tabs = [t["id"] for t in d.payload()["tabs"]]
+    assert "overview" in tabs
+    for tab in tabs:
+        json.loads(to_json(d.tab(tab)))
 
 
 def test_collectives_are_communication(gpus: tuple[tv.Trace, list[dict[str, Any]]]) -> None:
