@@ -213,6 +213,20 @@ def test_kernels_of_the_first_device_link_to_their_launch(gpus: tuple[tv.Trace, 
     assert launches.tolist() == ["cuLaunchKernel"] * 2
 
 
+def test_xla_collective_kernels_are_communication_by_name(tmp_path: Path) -> None:
+    events = _two_gpus()
+    for e in events:
+        if e["name"].startswith("ncclDevKernel"):
+            e["name"] = "all-reduce-start.1"  # an XLA-emitted collective kernel, not NCCL's
+    path = tmp_path / "node0.trace.json.gz"
+    with gzip.open(path, "wt") as fh:
+        json.dump({"traceEvents": events}, fh)
+    ev = _load(path).events(1)
+    kernels = ev.loc[ev["kind"].astype(str) == "kernel"]
+    by_class = dict(zip(kernels["name"].astype(str), kernels["gpu_class"].astype(str), strict=False))
+    assert by_class == {"loop_add_fusion": "compute", "all-reduce-start.1": "communication"}
+
+
 def test_the_dashboard_of_two_gpus_builds(gpus: tuple[tv.Trace, list[dict[str, Any]]]) -> None:
     d = DashboardData(gpus[0])
     tabs = [t["id"] for t in d.payload()["tabs"]]
