@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceviewError
-from .recording import ProfileOptions, RunOutcome, _describe, _new_run_dir, _now
+from .recording import ProfileOptions, RunOutcome, describe_error, new_run_dir, now_iso
 
 __all__ = ["JaxMissingError", "JaxProfileSession", "import_jax"]
 
@@ -52,13 +52,13 @@ class JaxProfileSession:
     def __init__(self, options: ProfileOptions) -> None:
         self.options = options
         self._jax = import_jax()
-        self.run_dir = _new_run_dir(options.out / options.name)
+        self.run_dir = new_run_dir(options.out / options.name)
         self.total_runs = options.warmup + options.repeat
         self._runs_done = 0
         self._tracing = False
         self._step: Any = None
         self._t0 = time.perf_counter()
-        self.started_at = _now()
+        self.started_at = now_iso()
         backend = str(self._jax.default_backend())  # "cpu", "gpu" or "tpu"
         self.activities = ["cpu"] if options.cpu_only or backend == "cpu" else ["cpu", backend]
 
@@ -118,11 +118,11 @@ class JaxProfileSession:
             rank=0,
             world_size=1,
             status=status,
-            error=None if error is None else _describe(error),
+            error=None if error is None else describe_error(error),
             runs_completed=self._runs_done,
             activities=list(self.activities),
             started_at=self.started_at,
-            ended_at=_now(),
+            ended_at=now_iso(),
             duration_s=round(time.perf_counter() - self._t0, 6),
             options=self.options,
             torch_version="",
