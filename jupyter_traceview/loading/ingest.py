@@ -31,6 +31,7 @@ from .readers.files import (
     read_bytes,
     trace_format,
 )
+from .readers.jax import parse_jax
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
 from .storage import RemotePath
@@ -72,12 +73,15 @@ def _read(
 def _read_within_memory(
     tf: TraceFile, options: ReadOptions, cache_dir: str | None, classifier: Classifier | None, *, defer: bool
 ) -> list[RankData] | kineto.Pending:
-    if trace_format(tf.path) == "nsys":
+    fmt = trace_format(tf.path)
+    if fmt == "nsys":
         if isinstance(tf.path, RemotePath):
             raise TraceFormatError(
                 tf.path, "is an Nsight Systems export: SQLite reads local files only", "Copy it to a local disk first"
             )
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
+    elif fmt == "jax":
+        ranks = parse_jax(tf.path, bad_events=options.bad_events, max_json_bytes=options.max_json_bytes)
     else:
         got = _read_kineto(tf, options, defer=defer)
         if isinstance(got, kineto.Pending):

@@ -82,6 +82,12 @@ DEFAULT_COMMUNICATION: tuple[str, ...] = (
     r"cross_device_reduce",  # vLLM custom all-reduce
     r"(?:one|two)Shot(?:All)?Reduce",  # TensorRT-LLM custom all-reduce
     r"userbuffers",  # Transformer Engine userbuffers comm/GEMM overlap
+    # XLA's collective ops as JAX profiles name device work (all-reduce-start.1; docs/jax.md).
+    r"^all-reduce",
+    r"^all-gather",
+    r"^reduce-scatter",
+    r"^all-to-all",
+    r"^collective-permute",
 )
 
 #: Operators and annotations whose kernels communicate (rule 6): searched in the name of the

@@ -61,7 +61,7 @@ class RankMeta:
     skipped: dict[str, int] = field(default_factory=dict)
     #: Other top-level fields of the file (versions, profiler options).
     extra: dict[str, Any] = field(default_factory=dict)
-    #: The reader that produced it ("kineto" or "nsys").
+    #: The reader that produced it ("kineto", "nsys" or "jax").
     source_format: str = "kineto"
 
     def device_props(self, device: int) -> dict[str, Any] | None:

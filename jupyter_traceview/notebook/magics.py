@@ -25,6 +25,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from ..errors import TraceviewError
 from . import recording
+from .jax_recording import JaxMissingError, JaxProfileSession
+
+#: A profiling session of either profiler (driven alike).
+_Session = recording.ProfileSession | JaxProfileSession
 
 __all__ = ["TraceviewMagics", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -149,6 +153,9 @@ def _split_interactive(body: list[ast.stmt], interactivity: str) -> tuple[list[a
 def _options(args: Any, cell: str) -> recording.ProfileOptions:
     if args.o is not None and not args.o.isidentifier():
         raise UsageError(f"-o takes a variable name, got {args.o!r}")
+    if args.jax and (args.record_shapes or args.memory):
+        torch_only = "--record-shapes" if args.record_shapes else "--memory"
+        raise UsageError(f"%%traceprofile: {torch_only} is torch.profiler's; jax.profiler (--jax) has no such option")
     try:
         return recording.ProfileOptions(
             repeat=args.repeat,
@@ -169,6 +176,7 @@ class TraceviewMagics(Magics):
     """``%%traceprofile`` and ``%traceview``."""
 
     @magic_arguments()
+    @argument("--jax", action="store_true", help="Profile with jax.profiler instead of torch.profiler.")
     @argument("--cpu-only", action="store_true", help="Record CPU activity only, even where a GPU is present.")
     @argument("--record-shapes", action="store_true", help="Record operator input shapes.")
     @argument("--with-stack", action="store_true", help="Record Python stacks of operators.")
@@ -194,7 +202,9 @@ class TraceviewMagics(Magics):
         changes accumulate as if it were run that many times. Only the last ``N`` runs are
         recorded, one ProfilerStep each. The trace is written to
         ``DIR/NAME/<timestamp>/rank-<r>.pt.trace.json.gz`` with a run record
-        (``.traceview-run.json``) beside it.
+        (``.traceview-run.json``) beside it. With ``--jax`` the cell runs under
+        ``jax.profiler`` instead (each profiled run a ``StepTraceAnnotation``), which writes
+        ``DIR/NAME/<timestamp>/plugins/profile/<time>/<host>.trace.json.gz``.
         """
         __tracebackhide__ = True  # read by IPython: hides this frame in tracebacks
         args = parse_argstring(self.traceprofile, line)
@@ -205,7 +215,7 @@ class TraceviewMagics(Magics):
                 "%%traceprofile: this cell uses top-level await; load the magics with "
                 "`%load_ext jupyter_traceview` (which handles such cells) and keep autoawait on"
             )
-        session = self._session(options)
+        session = self._session(options, jax=args.jax)
         if session is None:  # no run folder: the cell runs once, unprofiled (see _session)
             code.show(code.run())
             return
@@ -226,7 +236,7 @@ class TraceviewMagics(Magics):
         args = parse_argstring(self.traceprofile, line)
         options = _options(args, cell)
         code = _Cell(self.shell, f"%%traceprofile {line}".rstrip(), cell)
-        session = self._session(options)
+        session = self._session(options, jax=args.jax)
         if session is None:
             code.show(await code.run_async())
             return
@@ -241,15 +251,15 @@ class TraceviewMagics(Magics):
         code.show(values)
         self._report(session, outcome, args, cell)
 
-    def _session(self, options: recording.ProfileOptions) -> recording.ProfileSession | None:
+    def _session(self, options: recording.ProfileOptions, *, jax: bool = False) -> _Session | None:
         """A started profiling session; None when no run folder can be created.
 
         The user's work comes first: without a folder to save into (a read-only or full
         disk, a file in the way) the cell still runs, once and unprofiled, after a warning.
         """
         try:
-            session = recording.ProfileSession(options)
-        except recording.TorchMissingError as exc:
+            session: _Session = JaxProfileSession(options) if jax else recording.ProfileSession(options)
+        except (recording.TorchMissingError, JaxMissingError) as exc:
             raise UsageError(f"%%traceprofile: {exc}") from None
         except OSError as exc:
             where = options.out / options.name
@@ -267,7 +277,7 @@ class TraceviewMagics(Magics):
         return session
 
     @staticmethod
-    def _stop(session: recording.ProfileSession, error: BaseException | None) -> recording.RunOutcome | None:
+    def _stop(session: _Session, error: BaseException | None) -> recording.RunOutcome | None:
         """Stop profiling and save the trace; None (with a message, the empty run folder removed) if that failed."""
         try:
             return session.finish(error)
@@ -277,16 +287,14 @@ class TraceviewMagics(Magics):
                 session.discard()  # only if empty: a failed save leaves no empty run folder
             return None
 
-    def _report_failure(self, session: recording.ProfileSession, error: BaseException, args: Any, cell: str) -> None:
+    def _report_failure(self, session: _Session, error: BaseException, args: Any, cell: str) -> None:
         """Save and report what was recorded before ``error``; never hides ``error`` behind another."""
         try:
             self._report(session, self._stop(session, error), args, cell)
         except Exception as exc:  # noqa: BLE001 - the cell's exception is what the user must see
             print(f"traceview: could not report on the failed run in {session.run_dir}: {exc}", file=sys.stderr)
 
-    def _report(
-        self, session: recording.ProfileSession, outcome: recording.RunOutcome | None, args: Any, cell: str
-    ) -> None:
+    def _report(self, session: _Session, outcome: recording.RunOutcome | None, args: Any, cell: str) -> None:
         """Load the saved trace, write the run record, bind ``-o``, show the result."""
         from ..analysis.headline import headline
         from ..analysis.summary import summary

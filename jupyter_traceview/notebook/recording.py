@@ -45,8 +45,11 @@ __all__ = [
     "TorchMissingError",
     "cell_name",
     "cell_title",
+    "describe_error",
     "import_torch",
     "list_runs",
+    "new_run_dir",
+    "now_iso",
     "read_run_record",
     "write_atomic",
 ]
@@ -329,7 +332,7 @@ def list_runs(root: str | os.PathLike[str] = "traceview-runs") -> list[dict[str,
     return out
 
 
-def _new_run_dir(parent: Path) -> Path:
+def new_run_dir(parent: Path) -> Path:
     """A fresh ``parent/<YYYYmmdd-HHMMSS>[-k]`` folder, created (never reused)."""
     parent.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -343,7 +346,8 @@ def _new_run_dir(parent: Path) -> Path:
     raise TraceviewError(f"{parent}: cannot create a new run folder for {stamp} (too many runs in one second)")
 
 
-def _now() -> str:
+def now_iso() -> str:
+    """Now, as ISO 8601 local time with its UTC offset and milliseconds (the run record's times)."""
     return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="milliseconds")
 
 
@@ -388,7 +392,7 @@ class ProfileSession:
         self._ready = False
         self._prof: Any = None
         self._t0 = time.perf_counter()
-        self.started_at = _now()
+        self.started_at = now_iso()
         acts = [torch.profiler.ProfilerActivity.CPU]
         self.activities = ["cpu"]
         if not options.cpu_only and torch.cuda.is_available():
@@ -400,12 +404,12 @@ class ProfileSession:
     def _make_run_dir(self) -> Path:
         parent = self.options.out / self.options.name
         if self.world_size <= 1:
-            return _new_run_dir(parent)
+            return new_run_dir(parent)
         import torch.distributed as dist
 
         box: list[Any] = [None]
         if self.rank == 0:
-            box[0] = _new_run_dir(parent).name
+            box[0] = new_run_dir(parent).name
         dist.broadcast_object_list(box, src=0)
         run_dir = parent / str(box[0])
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -473,11 +477,11 @@ class ProfileSession:
             rank=self.rank,
             world_size=self.world_size,
             status=status,
-            error=None if error is None else _describe(error),
+            error=None if error is None else describe_error(error),
             runs_completed=self._runs_done,
             activities=list(self.activities),
             started_at=self.started_at,
-            ended_at=_now(),
+            ended_at=now_iso(),
             duration_s=round(time.perf_counter() - self._t0, 6),
             options=self.options,
             torch_version=str(self._torch.__version__),
@@ -560,7 +564,8 @@ def _native_stderr_filtered() -> Iterator[None]:
                 os.write(2, b"".join(kept))
 
 
-def _describe(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
+    """``"ValueError: message"`` (the run record's ``error``)."""
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 

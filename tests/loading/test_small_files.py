@@ -18,13 +18,13 @@ import jupyter_traceview as tv
 from jupyter_traceview.errors import TraceFormatError
 from jupyter_traceview.loading import ingest, plan, split
 from jupyter_traceview.loading.readers import kineto
-from jupyter_traceview.loading.readers.files import TraceFile, read_bytes
+from jupyter_traceview.loading.readers.files import TraceFile, read_bytes, trace_format
 from jupyter_traceview.loading.readers.kineto import native
 from jupyter_traceview.model.rank_data import RankData
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SMALL = (
-    sorted(p for p in DATA.glob("**/*.json.gz") if "key_averages" not in p.name)
+    sorted(p for p in DATA.glob("**/*.json.gz") if "key_averages" not in p.name and trace_format(p) == "kineto")
     + sorted(Path(tv.sample_path()).glob("*.json.gz"))[:2]
 )
 OPTIONS = ingest.ReadOptions("raise", None)

@@ -38,7 +38,8 @@ def test_the_matcher_is_the_joined_regular_expression(patterns: list[str], names
 
 def test_the_default_patterns_take_the_fast_ways() -> None:
     comm = _Matcher(DEFAULT_COMMUNICATION)
-    assert comm.prefixes == ("nccl", "rccl", "hccl", "ccl_", "ccl::", "ucc_") and "ncclDevKernel" in comm.texts
+    xla = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+    assert comm.prefixes == ("nccl", "rccl", "hccl", "ccl_", "ccl::", "ucc_", *xla) and "ncclDevKernel" in comm.texts
     assert comm.regex is not None and comm.regex.pattern == "(?:(?:one|two)Shot(?:All)?Reduce)"
     assert _Matcher(DEFAULT_MEMORY).regex is None and _Matcher(DEFAULT_OTHER).prefixes[0] == "Stream Wait Event"
     names = [
@@ -56,6 +57,8 @@ def test_the_default_patterns_take_the_fast_ways() -> None:
         "ccl_kernel_allreduce",
         "void ucc_ec_reduce",
         "nccl_ucc_x",
+        "all-reduce-start.1",
+        "fused-all-gather",
         "",
     ]
     for patterns in (DEFAULT_COMMUNICATION, DEFAULT_MEMORY, DEFAULT_OTHER):

@@ -357,7 +357,7 @@ def test_run_folder_on_a_full_disk_runs_the_cell_unprofiled(
     def full(*args: Any, **kwargs: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(recording, "_new_run_dir", full)
+    monkeypatch.setattr(recording, "new_run_dir", full)
     r = run(ip, "", "ran_on_full_disk = 1")
     assert r.success and ip.user_ns["ran_on_full_disk"] == 1
     assert "disk full (ENOSPC)" in capsys.readouterr().err

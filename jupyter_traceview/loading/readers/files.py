@@ -58,6 +58,8 @@ NSYS_REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 #: The first 16 bytes of every SQLite 3 database.
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _GZIP_MAGIC = b"\x1f\x8b"
+#: Bytes read (and inflated) from a file's start to tell its format.
+_HEAD_BYTES = 4096
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|worker)[-_.]?(\d+)", re.IGNORECASE)
 
 
@@ -85,17 +87,50 @@ def _is_candidate(name: str) -> bool:
     return lower.endswith(TRACE_SUFFIXES + NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES)
 
 
+#: A ``jax.profiler`` trace's first metadata events name ``/host:`` and ``/device:`` processes.
+_JAX_HEAD = re.compile(rb'"process_name"[^}]*"args"\s*:\s*\{\s*"name"\s*:\s*"/(?:host|device):')
+#: Where ``jax.profiler.trace(dir)`` writes its runs, under ``dir``.
+JAX_RUNS = ("plugins", "profile")
+#: A JAX run's binary XSpace (``<host>.xplane.pb``): not read (xprof's converter reads it).
+JAX_XPLANE = ".xplane.pb"
+#: The Perfetto copy of a JAX run's events (``create_perfetto_trace=True``), beside ``<host>.trace.json.gz``.
+JAX_PERFETTO = "perfetto_trace.json.gz"
+
+
+def is_jax_head(head: bytes) -> bool:
+    """Whether the first (inflated) bytes of a JSON trace are those of a ``jax.profiler`` trace."""
+    return b'"schemaVersion"' not in head and _JAX_HEAD.search(head) is not None
+
+
+def _jax_run(p: Path) -> Path:
+    """The folder to read for ``p``: the latest run (by name: runs are named by their time) of a
+    ``jax.profiler.trace`` output folder, else ``p``."""
+    runs_dir = p.joinpath(*JAX_RUNS)
+    if not runs_dir.is_dir():
+        return p
+    runs = sorted(c for c in runs_dir.iterdir() if c.is_dir() and not c.name.startswith("."))
+    return runs[-1] if runs else p
+
+
 def trace_format(path: Path) -> str:
-    """``"nsys"`` for Nsight Systems files (by name, or SQLite content), else ``"kineto"``."""
+    """``"nsys"`` for Nsight Systems files (by name, or SQLite content), ``"jax"`` for the
+    trace JSON of ``jax.profiler`` (by its first events), else ``"kineto"``."""
     lower = path.name.lower()
     if lower.endswith(NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES):
         return "nsys"
     try:
         with _open(path) as fh:
-            head = fh.read(len(SQLITE_MAGIC))
+            head = fh.read(_HEAD_BYTES)
     except (OSError, TraceFormatError):
         return "kineto"  # the Kineto reader reports the error
-    return "nsys" if head == SQLITE_MAGIC else "kineto"
+    if head[: len(SQLITE_MAGIC)] == SQLITE_MAGIC:
+        return "nsys"
+    if head[:2] == _GZIP_MAGIC:
+        try:
+            head = _zlib.decompressobj(31).decompress(head, _HEAD_BYTES)
+        except _INFLATE_ERRORS:
+            return "kineto"  # the Kineto reader says what is wrong
+    return "jax" if is_jax_head(head) else "kineto"
 
 
 def _exported_alongside(entry: Path) -> bool:
@@ -104,6 +139,16 @@ def _exported_alongside(entry: Path) -> bool:
         return False
     stem = entry.name.rsplit(".", 1)[0]
     return any((entry.parent / f"{stem}{suffix}").is_file() for suffix in NSYS_SUFFIXES)
+
+
+def _jax_copy(entry: Path) -> bool:
+    """A JAX run's ``perfetto_trace.json.gz`` beside the ``<host>.trace.json.gz`` holding the same
+    events, or its ``<host>.xplane.pb`` (not read) beside that host's trace JSON."""
+    if entry.name.endswith(JAX_XPLANE):
+        return (entry.parent / (entry.name[: -len(JAX_XPLANE)] + ".trace.json.gz")).is_file()
+    if entry.name != JAX_PERFETTO:
+        return False
+    return any(c.name.endswith(".trace.json.gz") and c.name != JAX_PERFETTO for c in entry.parent.iterdir())
 
 
 def _stat(path: Path) -> TraceFile:
@@ -128,6 +173,10 @@ def discover(
 
     A URL (``s3://bucket/run/``) is listed through fsspec (:func:`~..storage.listing`) with
     ``storage_options``: the object, or the objects directly under it.
+    The output folder of
+    ``jax.profiler.trace(dir)`` is read as its latest run (``dir/plugins/profile/<run>/``),
+    where a ``perfetto_trace.json.gz`` or ``<host>.xplane.pb`` beside ``<host>.trace.json.gz``
+    is passed over (docs/jax.md).
     """
     if is_url(path):
         return _discover_remote(str(path), storage_options)
@@ -144,6 +193,7 @@ def discover(
         return [_stat(p)], []
     if not p.is_dir():
         raise TraceFormatError(p, "is neither a file nor a folder", "Pass a trace file or a folder of rank traces")
+    p = _jax_run(p)
     try:
         entries = sorted(p.iterdir(), key=lambda c: c.name)
     except PermissionError:
@@ -163,7 +213,7 @@ def discover(
             continue
         if not entry.is_file():
             continue
-        if _exported_alongside(entry):
+        if _exported_alongside(entry) or _jax_copy(entry):
             continue
         if _is_candidate(entry.name):
             files.append(_stat(entry))
@@ -177,6 +227,15 @@ def discover(
                 "no trace files directly in this folder",
                 f"Its subfolders hold traces ({listed}): load one of them",
             )
+        xplanes = [s.name for s in skipped if s.name.endswith(JAX_XPLANE)]
+        if xplanes:
+            raise TraceFormatError(
+                p,
+                f"holds jax.profiler's binary XSpace ({', '.join(xplanes[:4])}) but not its trace JSON",
+                "tv.load() reads the <host>.trace.json.gz (or perfetto_trace.json.gz) that jax.profiler.trace "
+                "writes beside it: record with jax.profiler.trace(dir, create_perfetto_trace=True), "
+                "or convert the .xplane.pb with xprof (pip install xprof)",
+            )
         what = (
             "the folder is empty"
             if not skipped
@@ -186,7 +245,7 @@ def discover(
             p,
             what,
             "Point tv.load() at a PyTorch profiler trace (*.json or *.json.gz), an Nsight Systems SQLite export "
-            "(*.sqlite), or a folder of them",
+            "(*.sqlite), a jax.profiler.trace output folder, or a folder of them",
         )
     return files, skipped
 

@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 
 import jupyter_traceview as tv
 from jupyter_traceview.loading.readers import derive, kineto, op_args
-from jupyter_traceview.loading.readers.files import read_bytes
+from jupyter_traceview.loading.readers.files import read_bytes, trace_format
 from jupyter_traceview.loading.readers.kineto import decode, parts
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 REAL_TRACES = (
-    sorted(p for p in DATA.glob("**/*.json.gz") if "key_averages" not in p.name)
+    sorted(p for p in DATA.glob("**/*.json.gz") if "key_averages" not in p.name and trace_format(p) == "kineto")
     + sorted(Path(tv.sample_path()).glob("*.json.gz"))[:2]
 )
 

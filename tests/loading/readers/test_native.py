@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import jupyter_traceview as tv
 from jupyter_traceview.loading.readers import kineto
-from jupyter_traceview.loading.readers.files import read_bytes
+from jupyter_traceview.loading.readers.files import read_bytes, trace_format
 from jupyter_traceview.loading.readers.kineto import events as kineto_events
 from jupyter_traceview.loading.readers.kineto import native, parts, pieces
 from jupyter_traceview.model.rank_data import RankData
@@ -40,7 +40,8 @@ needs_native = pytest.mark.skipif(OFF, reason="TRACEVIEW_NATIVE=0: the msgspec p
 
 
 def _traces(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.json*") if p.name.endswith((".json", ".json.gz")))
+    found = (p for p in root.rglob("*.json*") if p.name.endswith((".json", ".json.gz")))
+    return sorted(p for p in found if trace_format(p) == "kineto")  # (JAX profiles: tests/loading/readers/test_jax.py)
 
 
 LOCAL = _traces(DATA) + sorted(Path(tv.sample_path()).glob("*.json.gz"))

@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:  # run as a script (--write): PYTHONPATH may name 
 
 import jupyter_traceview as tv  # noqa: E402
 from jupyter_traceview.loading.readers import kineto  # noqa: E402
-from jupyter_traceview.loading.readers.files import read_bytes  # noqa: E402
+from jupyter_traceview.loading.readers.files import read_bytes, trace_format  # noqa: E402
 from tests import kineto_builder as kb  # noqa: E402
 
 DIGESTS = Path(__file__).with_name("reader_digests.json")
@@ -47,7 +47,7 @@ def _real_traces() -> dict[str, Path]:
     files = sorted(
         p
         for p in DATA.glob("**/*.json*")
-        if "key_averages" not in p.name and p.name not in ("facts.json", "labels.json")
+        if "key_averages" not in p.name and p.name not in ("facts.json", "labels.json") and trace_format(p) == "kineto"
     )
     files += sorted(Path(tv.sample_path()).glob("*.json*"))
     return {f"{p.parent.name}/{p.name}": p for p in files}
