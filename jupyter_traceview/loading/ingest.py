@@ -67,7 +67,8 @@ def _read(
     try:
         return _read_within_memory(tf, options, cache_dir, classifier, defer=defer)
     except MemoryError:
-        raise out_of_memory(tf.path, file_bytes=tf.size) from None
+        pass  # said below, once the handler's traceback (and the buffers it keeps) is gone
+    raise out_of_memory(tf.path, file_bytes=tf.size)
 
 
 def _read_within_memory(

@@ -378,12 +378,17 @@ def _read(plan: Plan, progress: bool | Progress | None) -> tuple[dict[int, list[
 def _read_split(plan: Plan, i: int, results: dict[int, list[RankData]], failures: _Failures) -> None:
     """One big file: its byte ranges read by worker processes, or whole where they cannot be."""
     tf = plan.files[i]
+    out_of_memory_here = False
     try:
         got = split.read_split(tf, plan.options, plan.cache_arg, plan.classifier)
         results[i] = got if got is not None else read_file(tf, plan.options, plan.cache_arg, plan.classifier)
     except TraceFormatError as exc:
         failures(tf, exc)
     except MemoryError:
+        # Said once the handler has ended: its traceback keeps the reader's buffers alive,
+        # and the message needs memory too.
+        out_of_memory_here = True
+    if out_of_memory_here:
         failures(tf, out_of_memory(tf.path, file_bytes=tf.size))
 
 

@@ -316,8 +316,9 @@ class Timeline(anywidget.AnyWidget):
             self.x_range = [float(start_ns - t0), float(end_ns - t0)]
 
     def fit(self) -> None:
-        """Show the whole trace."""
-        self.x_range = [0.0, float(max(self._index.end_ns, 1))]
+        """Show the whole trace (every event, zero-length markers included: ``_span``, as the
+        toolbar's Fit)."""
+        self.x_range = [float(x) for x in self._span]
 
     def highlight(self, pattern: str | None) -> int:
         """Highlight every event whose name or recorded arguments match ``pattern``; returns how many match.

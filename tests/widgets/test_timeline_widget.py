@@ -51,7 +51,13 @@ def test_traits_mirror_the_trace(dlrm: tv.Trace) -> None:
     assert tl.collapsed == [], "8 ranks open expanded"
     assert len(tl._rows) == len(ix.rows) and len(tl._lanes) == len(ix.lanes)
     assert tl._t0_ns == str(dlrm.t0_ns) and tl.t0_ns == dlrm.t0_ns
-    assert tl.x_range == [0.0, float(ix.end_ns)]
+    # The whole trace shown: every event, zero-length markers included (past the index's
+    # drawn events: the sample has a marker at +23.0 ms), as Fit shows it.
+    assert tl.x_range == tl._span == [0.0, float(max(ix.end_ns, dlrm._extent_ns()))]
+    assert tl._span[1] > ix.end_ns
+    tl.x_range = [0.0, 1000.0]
+    tl.fit()
+    assert tl.x_range == tl._span
     assert tl._steps == [{"step": 10, "start": 0.0, "end": pytest.approx(20_823_000.0)}]
     assert tl._palette == colors.palette()
     assert tl._kinds == ["compute", "communication", "memory", "cpu_op", "runtime", "annotation"]
@@ -108,7 +114,7 @@ def test_show_range_highlight_and_fit(dlrm: tv.Trace) -> None:
     tl.show_range(t0, t0 + 10)
     assert tl.ranks == [0, 2], "ranks stay unless given"
     tl.fit()
-    assert tl.x_range == [0.0, float(tl.index.end_ns)]
+    assert tl.x_range == tl._span  # the whole trace, as the toolbar's Fit (zero-length markers included)
     with pytest.raises(tv.TraceSelectionError, match="unknown rank 9"):
         tl.show_range(t0, t0 + 10, ranks=[9])
     with pytest.raises(ValueError, match="does not overlap the trace"):
