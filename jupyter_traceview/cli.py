@@ -617,9 +617,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # above), e.g. while a large trace is analysed: bad input for this machine, not a bug.
         if args.debug:
             raise
+        read = [str(getattr(args, a)) for a in ("path", "base", "new", "run") if getattr(args, a, None)]
         print(
-            "traceview: error: ran out of memory; read fewer ranks (--ranks), a lower "
-            "max_json_bytes, or use a machine with more memory",
+            f"traceview: error: {', '.join(read) + ': ' if read else ''}ran out of memory; read fewer "
+            "ranks (--ranks), a lower max_json_bytes, or use a machine with more memory",
             file=sys.stderr,
         )
         return 2

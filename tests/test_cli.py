@@ -222,3 +222,22 @@ def test_version_imports_neither_the_reader_nor_numpy_nor_pandas() -> None:
         f"Analysis loops: {loops.describe()}",
         "imported: []",
     ]
+
+
+def test_running_out_of_memory_is_one_line_naming_the_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A MemoryError outside a file's reading (which says it as a TraceFormatError naming the
+    file) is bad input for this machine: one line naming what was read, exit 2."""
+    from jupyter_traceview import cli
+
+    def exhausted(args: object) -> int:
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "_cmd_summary", exhausted)
+    assert main(["summary", str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        f"traceview: error: {tmp_path}: ran out of memory; read fewer ranks (--ranks), a lower "
+        "max_json_bytes, or use a machine with more memory"
+    ]
