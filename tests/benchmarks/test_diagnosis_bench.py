@@ -8,30 +8,12 @@ does not have yet (issue 32: helpers diagwork and diagsig) skip, saying what the
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
 import jupyter_traceview as tv
+from tests.benchmarks import run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run_module() -> ModuleType:
-    name = "diagnosis_bench_run"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "diagnosis" / "run.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-run = _run_module()
+run = run_script("diagnosis_bench_run", "benchmarks/diagnosis/run.py")
 NAMES = run.scenario_names()
 
 

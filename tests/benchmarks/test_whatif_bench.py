@@ -6,33 +6,16 @@ The whole benchmark is ``python benchmarks/whatif/run.py``; here run.py's own fu
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 import jupyter_traceview as tv
+from tests.benchmarks import run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run_module() -> ModuleType:
-    name = "whatif_bench_run"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "whatif" / "run.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-run = _run_module()
+run = run_script("whatif_bench_run", "benchmarks/whatif/run.py")
 NAMES = run.pair_names()
-needs_what_if = pytest.mark.skipif(not hasattr(tv, "what_if"), reason="tv.what_if (issue 33, helper whatif)")
 
 
 def test_there_are_at_least_10_pairs() -> None:
@@ -81,7 +64,6 @@ def test_validate_names_each_problem(tmp_path: Path) -> None:
         run.load_labels("p", tmp_path)
 
 
-@needs_what_if
 def test_the_labelled_changes_are_the_package_changes() -> None:
     names = {c["name"] for n in NAMES for c in run.load_labels(n)["changes"]}
     for name in sorted(names):
@@ -105,7 +87,6 @@ SUBSET = [
 MISSES: dict[str, str] = {}
 
 
-@needs_what_if
 @pytest.mark.parametrize(
     "name",
     [*SUBSET, *(pytest.param(n, marks=pytest.mark.xfail(reason=why, strict=True)) for n, why in MISSES.items())],
