@@ -34,6 +34,7 @@ from .readers.files import (
 from .readers.jax import parse_jax
 from .readers.kineto import parse_kineto
 from .readers.nsys import parse_nsys
+from .readers.xplane import parse_xplane
 from .storage import RemotePath
 
 __all__ = [
@@ -83,6 +84,8 @@ def _read_within_memory(
         ranks = parse_nsys(tf.path, name_rank=tf.name_rank, bad_events=options.bad_events)
     elif fmt == "jax":
         ranks = parse_jax(tf.path, bad_events=options.bad_events, max_json_bytes=options.max_json_bytes)
+    elif fmt == "xplane":
+        ranks = parse_xplane(tf.path, bad_events=options.bad_events)
     else:
         got = _read_kineto(tf, options, defer=defer)
         if isinstance(got, kineto.Pending):

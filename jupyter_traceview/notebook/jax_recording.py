@@ -5,7 +5,8 @@
 :class:`.recording.RunOutcome`. ``jax.profiler.start_trace(run_dir)`` starts once the warm-up
 runs are done, each profiled run is a ``jax.profiler.StepTraceAnnotation`` (step 0, 1, ...:
 the iterations of the loaded trace), and ``stop_trace`` writes
-``run_dir/plugins/profile/<time>/<host>.trace.json.gz`` (read as described in docs/jax.md).
+``run_dir/plugins/profile/<time>/<host>.xplane.pb`` and ``<host>.trace.json.gz``; the one
+``tv.load(run_dir)`` reads is loaded (the XSpace where xprof is installed; docs/jax.md).
 jax is imported only when a session starts.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceviewError
+from ..loading.readers.files import discover
 from .recording import ProfileOptions, RunOutcome, describe_error, new_run_dir, now_iso
 
 __all__ = ["JaxMissingError", "JaxProfileSession", "import_jax"]
@@ -101,8 +103,15 @@ class JaxProfileSession:
             self._begin(k + 1)
 
     def _trace_file(self) -> Path | None:
-        found = sorted(self.run_dir.glob("plugins/profile/*/*.trace.json.gz"))
-        return found[-1] if found else None
+        """The file ``tv.load(run_dir)`` reads: the run's ``<host>.xplane.pb`` where xprof is
+        installed, else its ``<host>.trace.json.gz`` (both are kept; docs/jax.md)."""
+        if not any(self.run_dir.glob("plugins/profile/*/*")):
+            return None
+        try:
+            found, _ = discover(self.run_dir)
+        except TraceviewError:
+            return None
+        return Path(found[-1].path) if found else None
 
     def finish(self, error: BaseException | None = None) -> RunOutcome:
         """Stop the profiler (which writes the trace), also after an error or interrupt."""

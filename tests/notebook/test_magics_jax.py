@@ -56,14 +56,25 @@ jax_w.block_until_ready();
 """
 
 
-def test_jax_cell_is_profiled_and_loaded(ip: Any, work: Path, shown: list[tv.Trace]) -> None:
+@pytest.mark.parametrize("xprof", [True, False], ids=["with xprof", "without xprof"])
+def test_jax_cell_is_profiled_and_loaded(
+    ip: Any, work: Path, shown: list[tv.Trace], xprof: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if xprof:
+        pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof (jupyter_traceview[jax]) is not installed")
+    else:
+        monkeypatch.setattr("jupyter_traceview.loading.readers.files.xprof_installed", lambda: False)
     ip.run_cell("jax_runs = 0")
     result = ip.run_cell(f"%%traceprofile --jax --warmup 1 --repeat 3 -o jt\n{CELL}")
     result.raise_error()
     assert ip.user_ns["jax_runs"] == 4
     (run_dir,) = [p for p in (work / "traceview-runs").glob("*/*") if p.is_dir()]
-    (trace_file,) = run_dir.glob("plugins/profile/*/*.trace.json.gz")
+    # Both are kept; the XSpace is the one read where xprof is installed (docs/jax.md).
+    (xplane,) = run_dir.glob("plugins/profile/*/*.xplane.pb")
+    (json_file,) = run_dir.glob("plugins/profile/*/*.trace.json.gz")
+    trace_file = xplane if xprof else json_file
     trace = ip.user_ns["jt"]
+    assert [Path(p).resolve() for p in trace.metadata["path"]] == [trace_file.resolve()]
     assert shown == [trace]
     ev = trace.events(0)
     steps = ev.loc[ev["kind"].astype(str) == "user_annotation", "name"].astype(str)

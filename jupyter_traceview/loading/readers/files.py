@@ -39,6 +39,7 @@ __all__ = [
     "rank_from_name",
     "read_bytes",
     "trace_format",
+    "xprof_installed",
 ]
 
 #: The most JSON a compressed trace may inflate to before reading stops (``max_json_bytes``):
@@ -91,7 +92,8 @@ def _is_candidate(name: str) -> bool:
 _JAX_HEAD = re.compile(rb'"process_name"[^}]*"args"\s*:\s*\{\s*"name"\s*:\s*"/(?:host|device):')
 #: Where ``jax.profiler.trace(dir)`` writes its runs, under ``dir``.
 JAX_RUNS = ("plugins", "profile")
-#: A JAX run's binary XSpace (``<host>.xplane.pb``): not read (xprof's converter reads it).
+#: A JAX run's binary XSpace (``<host>.xplane.pb``): read through xprof's converter
+#: (:mod:`.xplane`, the extra ``jupyter_traceview[jax]``).
 JAX_XPLANE = ".xplane.pb"
 #: The Perfetto copy of a JAX run's events (``create_perfetto_trace=True``), beside ``<host>.trace.json.gz``.
 JAX_PERFETTO = "perfetto_trace.json.gz"
@@ -112,12 +114,25 @@ def _jax_run(p: Path) -> Path:
     return runs[-1] if runs else p
 
 
+def xprof_installed() -> bool:
+    """Whether xprof, the converter of ``jax.profiler``'s XSpaces, can be imported (not imported here)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("xprof") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def trace_format(path: Path) -> str:
-    """``"nsys"`` for Nsight Systems files (by name, or SQLite content), ``"jax"`` for the
-    trace JSON of ``jax.profiler`` (by its first events), else ``"kineto"``."""
+    """``"nsys"`` for Nsight Systems files (by name, or SQLite content), ``"xplane"`` for
+    ``jax.profiler``'s binary XSpace (by name: ``*.xplane.pb``), ``"jax"`` for the trace JSON
+    of ``jax.profiler`` (by its first events), else ``"kineto"``."""
     lower = path.name.lower()
     if lower.endswith(NSYS_SUFFIXES + NSYS_REPORT_SUFFIXES):
         return "nsys"
+    if lower.endswith(JAX_XPLANE):
+        return "xplane"
     try:
         with _open(path) as fh:
             head = fh.read(_HEAD_BYTES)
@@ -141,14 +156,24 @@ def _exported_alongside(entry: Path) -> bool:
     return any((entry.parent / f"{stem}{suffix}").is_file() for suffix in NSYS_SUFFIXES)
 
 
-def _jax_copy(entry: Path) -> bool:
-    """A JAX run's ``perfetto_trace.json.gz`` beside the ``<host>.trace.json.gz`` holding the same
-    events, or its ``<host>.xplane.pb`` (not read) beside that host's trace JSON."""
-    if entry.name.endswith(JAX_XPLANE):
-        return (entry.parent / (entry.name[: -len(JAX_XPLANE)] + ".trace.json.gz")).is_file()
-    if entry.name != JAX_PERFETTO:
-        return False
-    return any(c.name.endswith(".trace.json.gz") and c.name != JAX_PERFETTO for c in entry.parent.iterdir())
+def _jax_copy(entry: Path, xprof: bool) -> bool:
+    """A file of a JAX run that holds the events of another file read instead: with xprof
+    installed (``xprof``), a host's ``<host>.trace.json.gz`` beside its ``<host>.xplane.pb``
+    (the XSpace is the profile itself, with what the JSON leaves out); without xprof, the
+    ``<host>.xplane.pb`` beside its trace JSON (or ``perfetto_trace.json.gz``); and
+    ``perfetto_trace.json.gz`` (the same events again) beside either."""
+    name = entry.name
+    if name.endswith(JAX_XPLANE):
+        host_json = entry.parent / (name[: -len(JAX_XPLANE)] + ".trace.json.gz")
+        return not xprof and (host_json.is_file() or (entry.parent / JAX_PERFETTO).is_file())
+    if name == JAX_PERFETTO:
+        return any(
+            (c.name.endswith(".trace.json.gz") and c.name != JAX_PERFETTO) or (xprof and c.name.endswith(JAX_XPLANE))
+            for c in entry.parent.iterdir()
+        )
+    if xprof and name.endswith(".trace.json.gz"):
+        return (entry.parent / (name[: -len(".trace.json.gz")] + JAX_XPLANE)).is_file()
+    return False
 
 
 def _stat(path: Path) -> TraceFile:
@@ -174,9 +199,9 @@ def discover(
     A URL (``s3://bucket/run/``) is listed through fsspec (:func:`~..storage.listing`) with
     ``storage_options``: the object, or the objects directly under it.
     The output folder of
-    ``jax.profiler.trace(dir)`` is read as its latest run (``dir/plugins/profile/<run>/``),
-    where a ``perfetto_trace.json.gz`` or ``<host>.xplane.pb`` beside ``<host>.trace.json.gz``
-    is passed over (docs/jax.md).
+    ``jax.profiler.trace(dir)`` is read as its latest run (``dir/plugins/profile/<run>/``): a
+    host's ``<host>.xplane.pb`` where xprof is installed, else its ``<host>.trace.json.gz``;
+    ``perfetto_trace.json.gz``, the same events, is passed over beside either (docs/jax.md).
     """
     if is_url(path):
         return _discover_remote(str(path), storage_options)
@@ -201,6 +226,7 @@ def discover(
     files: list[TraceFile] = []
     skipped: list[Path] = []
     subfolders_with_traces: list[str] = []
+    xprof = any(e.name.endswith(JAX_XPLANE) for e in entries) and xprof_installed()
     for entry in entries:
         if entry.name.startswith("."):
             continue
@@ -213,9 +239,9 @@ def discover(
             continue
         if not entry.is_file():
             continue
-        if _exported_alongside(entry) or _jax_copy(entry):
+        if _exported_alongside(entry) or _jax_copy(entry, xprof):
             continue
-        if _is_candidate(entry.name):
+        if _is_candidate(entry.name) or entry.name.endswith(JAX_XPLANE):
             files.append(_stat(entry))
         else:
             skipped.append(entry)
@@ -226,15 +252,6 @@ def discover(
                 p,
                 "no trace files directly in this folder",
                 f"Its subfolders hold traces ({listed}): load one of them",
-            )
-        xplanes = [s.name for s in skipped if s.name.endswith(JAX_XPLANE)]
-        if xplanes:
-            raise TraceFormatError(
-                p,
-                f"holds jax.profiler's binary XSpace ({', '.join(xplanes[:4])}) but not its trace JSON",
-                "tv.load() reads the <host>.trace.json.gz (or perfetto_trace.json.gz) that jax.profiler.trace "
-                "writes beside it: record with jax.profiler.trace(dir, create_perfetto_trace=True), "
-                "or convert the .xplane.pb with xprof (pip install xprof)",
             )
         what = (
             "the folder is empty"

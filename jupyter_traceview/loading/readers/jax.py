@@ -42,7 +42,7 @@ from ...model.rank_data import RankData, replaced
 from .files import DEFAULT_MAX_JSON_BYTES, read_bytes
 from .kineto import parse_kineto
 
-__all__ = ["COLLECTIVE_OPS", "kineto_documents", "parse_jax"]
+__all__ = ["COLLECTIVE_OPS", "kineto_documents", "parse_jax", "ranks_of"]
 
 #: XLA's collective ops (HLO op names, with their ``-start``/``-done`` and ``.N`` forms),
 #: by the ``Collective name`` they are given.
@@ -169,6 +169,12 @@ def parse_jax(path: Path, *, bad_events: str = "raise", max_json_bytes: int = DE
         raise TraceFormatError(
             path, f"is not valid JSON ({exc})", "The profile was cut short; record it again"
         ) from None
+    return ranks_of(path, doc, bad_events=bad_events)
+
+
+def ranks_of(path: Path, doc: Any, *, bad_events: str = "raise") -> list[RankData]:
+    """The ranks of ``doc``, a decoded trace JSON of ``jax.profiler`` or of xprof's trace viewer
+    (:mod:`.xplane`), read from ``path`` (see the module's mapping)."""
     ranks: list[RankData] = []
     for r, kdoc in kineto_documents(path, doc):
         for d in parse_kineto(path, msgspec.json.encode(kdoc), bad_events=bad_events):

@@ -1,5 +1,6 @@
 """The JAX reader (``jupyter_traceview/loading/readers/jax.py``) on profiles ``jax.profiler``
-wrote here (``tests/data/jax``, CPU) and on a hand-made profile of two GPUs.
+wrote here (``tests/data/jax``, CPU) and on a hand-made profile of two GPUs. The reader of
+the ``.xplane.pb`` beside them (through xprof) is tested in ``test_xplane.py``.
 
 The reference is a direct count over the raw JSON events (not the reader's code): per
 thread and per name, each event is the kind the mapping in ``docs/semantics.md`` says.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sys
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -53,7 +55,16 @@ def _load(path: Path) -> tv.Trace:
 
 @pytest.fixture(scope="module")
 def mlp() -> tv.Trace:
-    return _load(RUN)
+    """The trace JSON of the recorded run (its folder reads the .xplane.pb where xprof is installed)."""
+    return _load(HOST_FILE)
+
+
+@pytest.fixture
+def no_xprof(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As where xprof (the extra ``jupyter_traceview[jax]``) is not installed."""
+    monkeypatch.setattr("jupyter_traceview.loading.readers.files.xprof_installed", lambda: False)
+    monkeypatch.setitem(sys.modules, "xprof", None)
+    monkeypatch.setitem(sys.modules, "xprof.convert", None)
 
 
 def test_the_recorded_files_are_told_apart_from_kineto() -> None:
@@ -85,7 +96,8 @@ def test_cpu_profile_counts_equal_the_raw_events(mlp: tv.Trace) -> None:
 
 
 @pytest.mark.parametrize("where", ["output folder", "run folder", "host file", "perfetto file"])
-def test_every_way_to_point_at_the_profile_reads_it_once(mlp: tv.Trace, where: str) -> None:
+def test_every_way_to_point_at_the_profile_reads_it_once(mlp: tv.Trace, where: str, no_xprof: None) -> None:
+    # Without xprof, a folder reads the host's trace JSON (with it, the .xplane.pb: test_xplane.py).
     path = {
         "output folder": RUN,
         "run folder": HOST_FILE.parent,
@@ -255,7 +267,9 @@ def test_a_truncated_profile_is_a_clear_error(tmp_path: Path) -> None:
         tv.load(bad, cache=False)
 
 
-def test_the_xplane_beside_the_trace_json_is_passed_over_silently(mlp: tv.Trace, tmp_path: Path) -> None:
+def test_without_xprof_the_xplane_beside_the_trace_json_is_passed_over_silently(
+    mlp: tv.Trace, tmp_path: Path, no_xprof: None
+) -> None:
     run = tmp_path / "plugins" / "profile" / "2026_12_07_19_00_00"
     shutil.copytree(HOST_FILE.parent, run)
     (run / "host.xplane.pb").write_bytes(b"\x0a\x00")
@@ -265,9 +279,12 @@ def test_the_xplane_beside_the_trace_json_is_passed_over_silently(mlp: tv.Trace,
     assert _counts(trace) == _counts(mlp)
 
 
-def test_an_xplane_alone_says_what_to_record(tmp_path: Path) -> None:
+def test_without_xprof_an_xplane_alone_names_the_extra_to_install(tmp_path: Path, no_xprof: None) -> None:
     run = tmp_path / "plugins" / "profile" / "2026_12_07_19_00_00"
     run.mkdir(parents=True)
     (run / "host.xplane.pb").write_bytes(b"\x0a\x00")
-    with pytest.raises(TraceFormatError, match=r"host\.xplane\.pb.*create_perfetto_trace=True"):
+    with pytest.raises(
+        TraceFormatError, match=r"host\.xplane\.pb.*needs xprof.*not installed.*jupyter_traceview\[jax\]"
+    ) as info:
         tv.load(tmp_path, cache=False)
+    assert "trace.json.gz" in info.value.hint

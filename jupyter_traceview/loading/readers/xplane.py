@@ -1,0 +1,120 @@
+"""Reader for the binary XSpace that ``jax.profiler`` writes (``<host>.xplane.pb``; docs/jax.md).
+
+The XSpace is converted by xprof's own converter
+(``xprof.convert.raw_to_tool_data.xspace_to_tool_data(paths, "trace_viewer", ...)``, the
+trace that xprof's Trace Viewer shows), and that trace JSON is read as a ``jax.profiler``
+trace JSON is (:func:`.jax.ranks_of`: devices are ranks, the ``Stream #`` lines' work is
+kernels and copies, the ``XLA Ops``/``XLA Modules``/``Steps`` lines are device annotations).
+xprof is the optional extra ``jupyter_traceview[jax]``; it is imported only when an XSpace is
+read. xprof writes its caches (``*.SSTABLE``, ``*.hlo_proto.pb``, ...) beside the file it
+converts: the reader converts a link to the file made in a temporary folder, so that nothing
+is ever written beside the user's profile.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ...errors import TraceFormatError
+from ...model.rank_data import RankData
+from ..storage import RemotePath
+from .files import JAX_XPLANE, open_file
+from .jax import ranks_of
+
+__all__ = ["JAX_EXTRA", "convert_xplane", "parse_xplane"]
+
+#: What to install to read an XSpace.
+JAX_EXTRA = "pip install 'jupyter_traceview[jax]' (xprof), then restart the kernel"
+_TOOL = "trace_viewer"
+
+
+def _converter(path: Path) -> Any:
+    """xprof's ``raw_to_tool_data`` module, or a :class:`TraceFormatError` naming the extra."""
+    try:
+        from xprof.convert import raw_to_tool_data
+    except ImportError:
+        raise TraceFormatError(
+            path,
+            "is jax.profiler's binary XSpace, which needs xprof to be read, and xprof is not installed",
+            f"{JAX_EXTRA}; or load the <host>.trace.json.gz that jax.profiler.trace writes beside it",
+        ) from None
+    return raw_to_tool_data
+
+
+def _local_copy(path: Path, folder: Path) -> Path:
+    """``path`` under ``folder`` (a link to a local file, a copy of an object in storage)."""
+    local = folder / (path.name if path.name.endswith(JAX_XPLANE) else "host" + JAX_XPLANE)
+    if isinstance(path, RemotePath):
+        with open_file(path) as src, open(local, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        return local
+    try:
+        local.symlink_to(Path(path).resolve())
+    except OSError:  # no links on this file system: a copy
+        shutil.copyfile(path, local)
+    return local
+
+
+def convert_xplane(path: Path) -> bytes:
+    """The trace JSON of xprof's Trace Viewer for the XSpace at ``path`` (converted by
+    ``xprof.convert.raw_to_tool_data``); a :class:`TraceFormatError` naming the file where it
+    cannot be: xprof missing (the extra to install), an empty file, or one xprof cannot parse
+    (a profile cut short)."""
+    convert = _converter(path)
+    if isinstance(path, RemotePath):
+        size = path.size
+    else:
+        try:
+            size = Path(path).stat().st_size
+        except OSError as exc:
+            raise TraceFormatError(path, f"cannot be read ({exc.strerror or exc})", "Check that it exists") from None
+    if size == 0:
+        raise TraceFormatError(
+            path, "is empty (0 bytes)", "The profiler may have crashed while writing it; record the profile again"
+        )
+    errors: list[str] = []
+
+    def tools_data(paths: Any, tool: str, options: Any) -> tuple[Any, bool]:
+        # xprof's own conversion, keeping the reason it gives when it fails (the default
+        # wrapper drops it).
+        from xprof.convert import _pywrap_profiler_plugin
+
+        raw, ok = _pywrap_profiler_plugin.xspace_to_tools_data(paths, tool, options)
+        if not ok:
+            errors.append(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw))
+        return raw, ok
+
+    with tempfile.TemporaryDirectory(prefix="traceview-xplane-") as tmp:
+        local = _local_copy(path, Path(tmp))
+        try:
+            data, _ = convert.xspace_to_tool_data([str(local)], _TOOL, {"use_saved_result": False}, tools_data)
+        except Exception as exc:  # noqa: BLE001 - xprof's failures, whatever their type, name the file
+            errors.append(f"{type(exc).__name__}: {exc}")
+            data = None
+        reason = "; ".join(e.replace(str(local), path.name) for e in errors)
+    if not data:
+        raise TraceFormatError(
+            path,
+            f"is not an XSpace that xprof can read ({reason or 'no trace came back'})",
+            "The profile was cut short or is not a jax.profiler .xplane.pb: record it again "
+            "(or load the <host>.trace.json.gz that jax.profiler.trace writes beside it)",
+        )
+    return data.encode() if isinstance(data, str) else bytes(data)
+
+
+def parse_xplane(path: Path, *, bad_events: str = "raise") -> list[RankData]:
+    """Read one ``<host>.xplane.pb`` into one RankData per device, through xprof's Trace Viewer
+    trace (:func:`convert_xplane`), mapped as a ``jax.profiler`` trace JSON is (:func:`.jax.ranks_of`)."""
+    data = convert_xplane(path)
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise TraceFormatError(
+            path, f"was converted by xprof into invalid JSON ({exc})", "Report it with the xprof version"
+        ) from None
+    return ranks_of(path, doc, bad_events=bad_events)
