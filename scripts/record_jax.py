@@ -3,8 +3,8 @@
 A few jitted training steps of a small MLP (SGD on a random regression problem), each
 inside ``jax.profiler.StepTraceAnnotation``, recorded with ``jax.profiler.trace(...,
 create_perfetto_trace=True)``. jax.profiler writes ``plugins/profile/<run>/`` holding
-``<host>.xplane.pb``, ``<host>.trace.json.gz`` and ``perfetto_trace.json.gz``; the xplane
-(a protobuf, large) is not kept, and the run folder and host name are renamed to stable
+``<host>.xplane.pb`` (the binary XSpace, read through xprof), ``<host>.trace.json.gz`` and
+``perfetto_trace.json.gz``, all kept; the run folder and host name are renamed to stable
 names. Run: ``python scripts/record_jax.py [DEST]`` (default ``tests/data/jax``).
 """
 
@@ -20,17 +20,19 @@ from typing import Any
 def _model() -> tuple[Any, Any, Any, Any]:
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
-    key = jax.random.PRNGKey(0)
-    k1, k2, k3, k4 = jax.random.split(key, 4)
+    # The data from numpy, not jax.random: the XSpace keeps the HLO of every program the
+    # process compiled, and jax.random's would be most of the file.
+    rng = np.random.default_rng(0)
     params = {
-        "w1": jax.random.normal(k1, (32, 64)) * 0.1,
-        "b1": jnp.zeros(64),
-        "w2": jax.random.normal(k2, (64, 1)) * 0.1,
-        "b2": jnp.zeros(1),
+        "w1": jnp.asarray(rng.normal(size=(32, 64)) * 0.1, dtype=jnp.float32),
+        "b1": jnp.zeros(64, dtype=jnp.float32),
+        "w2": jnp.asarray(rng.normal(size=(64, 1)) * 0.1, dtype=jnp.float32),
+        "b2": jnp.zeros(1, dtype=jnp.float32),
     }
-    x = jax.random.normal(k3, (128, 32))
-    y = jax.random.normal(k4, (128, 1))
+    x = jnp.asarray(rng.normal(size=(128, 32)), dtype=jnp.float32)
+    y = jnp.asarray(rng.normal(size=(128, 1)), dtype=jnp.float32)
 
     def loss(p: Any, x: Any, y: Any) -> Any:
         h = jnp.tanh(x @ p["w1"] + p["b1"])
@@ -75,8 +77,6 @@ def record(dest: Path, name: str = "mlp_train", steps: int = 4) -> Path:
         run = out / "plugins" / "profile" / "run"
         run.mkdir(parents=True)
         for f in runs[0].iterdir():
-            if f.name.endswith(".xplane.pb"):
-                continue  # the binary XSpace: large, and read by xprof, not by this project
             target = f.name if f.name.startswith("perfetto") else "host" + f.name[f.name.index(".") :]
             shutil.copy(f, run / target)
     print(f"jax {jax.__version__}: wrote {sorted(str(p.relative_to(dest)) for p in out.rglob('*') if p.is_file())}")
