@@ -15,8 +15,9 @@ PyTorch trace gives. The mapping:
   rank of host events only, like a CPU-only PyTorch trace;
 * device events on a ``Stream #`` thread are kernels, or copies / memsets where their
   name says so (``memcpy``, ``MemcpyH2D``/``D2H``/``D2D``, ``memset``);
-* device events on the ``XLA Ops``, ``XLA Modules`` and ``Steps`` threads are device-side
-  annotations (Kineto's ``gpu_user_annotation``);
+* device events on the lines xprof derives from the kernels (``XLA Ops``, ``XLA Modules``,
+  ``Steps``, ``Framework Ops``, ... and ``XLA Ops - from #13`` where a device has several
+  groups of streams) are device-side annotations (Kineto's ``gpu_user_annotation``);
 * host events are operators (``cpu_op``), but CUDA driver/runtime calls (``cu*``/
   ``cuda*``), which are the runtime calls that launch the device work; a
   ``StepTraceAnnotation`` span (an event with a ``step_num`` argument) is the iteration
@@ -55,7 +56,13 @@ COLLECTIVE_OPS: dict[str, str] = {
 }
 _COLLECTIVE = re.compile(r"(?:^|[^a-z])(" + "|".join(re.escape(k) for k in COLLECTIVE_OPS) + r")(?![a-z])")
 _DEVICE_PROCESS = re.compile(r"^/device:([A-Za-z_]+):(\d+)")
-_STEP_THREADS = ("XLA Ops", "XLA Modules", "Steps")
+#: The lines xprof derives on a device from its kernels (``XLA Ops``, ``XLA Modules``, ``Steps``, the
+#: framework's ops and name scopes, ...), named ``<line> - from #<stream>`` where a device has
+#: several groups of streams: device-side annotations, not device work.
+_DERIVED_LINE = re.compile(
+    r"^(?:Steps|XLA Modules|XLA Ops|Async XLA Ops|TensorFlow Name Scope|TensorFlow Ops|Framework Name Scope"
+    r"|Framework Ops|Source code|Launch Stats|Host Offload Ops)(?: - from #\d+)?$"
+)
 _RUNTIME = re.compile(r"^cu(?:da)?[A-Z]")
 
 
@@ -118,7 +125,7 @@ def kineto_documents(path: Path, doc: Any) -> list[tuple[int, dict[str, Any]]]:
         ev = {k: v for k, v in e.items() if k != "args"}
         if pid in rank_of:
             args["device"] = devices[rank_of[pid]][1]
-            if thread in _STEP_THREADS:
+            if _DERIVED_LINE.match(thread):
                 cat = "gpu_user_annotation"
             else:
                 cat = _device_kind(name)

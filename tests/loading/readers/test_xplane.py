@@ -25,6 +25,7 @@ from jupyter_traceview.dashboard.data import DashboardData, to_json
 from jupyter_traceview.errors import TraceFormatError
 from jupyter_traceview.loading.readers.files import trace_format
 from tests.loading.readers.test_jax import HOST_FILE, RUN, _counts, _load
+from tests.xplane_builder import Event, Line, Plane, xspace
 
 raw_to_tool_data = pytest.importorskip(
     "xprof.convert.raw_to_tool_data", reason="xprof (the extra jupyter_traceview[jax]) is not installed"
@@ -152,3 +153,90 @@ def test_an_empty_xplane_is_one_clear_error(tmp_path: Path) -> None:
     bad.write_bytes(b"")
     with pytest.raises(TraceFormatError, match=r"host\.xplane\.pb.*empty"):
         tv.load(bad, cache=False)
+
+
+# ------------------------------------------------- two GPUs: an XSpace built here, through xprof
+_KERNEL = "regs:32 static_shared:0 dynamic_shared:0 grid:1,1,1 block:128,1,1 occ_pct:50"
+
+
+def _two_gpus_xspace() -> bytes:
+    """One process driving two GPUs, as the profiler's XSpace holds it: the host's runtime calls,
+    and per device a compute stream with a fusion, an all-reduce and a copy per step (xprof
+    derives the ``XLA Ops``/``XLA Modules`` lines from the kernels' ``hlo_op``/``hlo_module``)."""
+    t0 = 1_800_000_000_000_000_000
+    host = Plane(0, "/host:CPU", [Line(10, "python"), Line(11, "tf_pjrt_thread")])
+    devices = [Plane(d + 1, f"/device:GPU:{d}", [Line(13, "Stream #13(compute)")]) for d in range(2)]
+    for step in range(2):
+        t = t0 + step * 1_000_000
+        host.lines[0].events.append(Event("PjitFunction(step)", t + 1000, 100_000))
+        for k in (1, 2):
+            host.lines[1].events.append(
+                Event("cuLaunchKernel", t + 10_000 * k, 5000, {"correlation_id": step * 10 + k})
+            )
+        for device in devices:
+            stream = device.lines[0].events
+            module = {"hlo_module": "jit_step"}
+            stream.append(
+                Event(
+                    "loop_add_fusion",
+                    t + 50_000,
+                    100_000,
+                    {"hlo_op": "fusion.1", **module, "correlation_id": step * 10 + 1, "kernel_details": _KERNEL},
+                )
+            )
+            stream.append(
+                Event(
+                    "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                    t + 200_000,
+                    200_000,
+                    {
+                        "hlo_op": "all-reduce-start",
+                        **module,
+                        "correlation_id": step * 10 + 2,
+                        "kernel_details": _KERNEL,
+                    },
+                )
+            )
+            stream.append(
+                Event("MemcpyD2D", t + 420_000, 10_000, {"hlo_op": "copy.3", **module, "memcpy_details": "size:4096"})
+            )
+    return xspace([host, *devices], hostname="node0")
+
+
+@pytest.fixture(scope="module")
+def gpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[tv.Trace, list[dict[str, Any]]]:
+    run = tmp_path_factory.mktemp("xplane_gpus") / "plugins" / "profile" / "2026_12_07_19_00_00"
+    run.mkdir(parents=True)
+    (run / "node0.xplane.pb").write_bytes(_two_gpus_xspace())
+    return _load(run.parents[2]), _xprof_trace(run / "node0.xplane.pb")
+
+
+def test_gpu_activities_equal_xprofs_converted_trace(gpus: tuple[tv.Trace, list[dict[str, Any]]]) -> None:
+    trace, events = gpus
+    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    rank_of = {pid: int(name.rsplit(":", 1)[1]) for pid, name in processes.items() if name.startswith("/device:GPU:")}
+    assert sorted(rank_of.values()) == [0, 1] and list(trace.ranks) == [0, 1]
+    # xprof derived its device lines from the kernels (named "XLA Ops - from #13" here).
+    assert any(n.startswith("XLA Ops") for n in threads.values())
+    expected: Counter[tuple[int, str]] = Counter()
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        if e["pid"] not in rank_of:  # the host's: the first device's rank
+            expected[(0, "cuda_runtime" if e["name"].startswith("cu") else "cpu_op")] += 1
+        elif threads[(e["pid"], e["tid"])].startswith("Stream #"):
+            expected[(rank_of[e["pid"]], "gpu_memcpy" if "Memcpy" in e["name"] else "kernel")] += 1
+        else:
+            expected[(rank_of[e["pid"]], "gpu_user_annotation")] += 1
+    assert expected[(1, "kernel")] == 4 and expected[(1, "gpu_memcpy")] == 2
+    assert _counts(trace) == expected
+
+
+def test_xla_collectives_of_an_xplane_are_communication(gpus: tuple[tv.Trace, list[dict[str, Any]]]) -> None:
+    trace, _ = gpus
+    for r in trace.ranks:
+        assert trace.comms(r)["collective"].astype(str).tolist() == ["all_reduce"] * 2
+    launches = trace.events(0)
+    fusions = launches.loc[launches["name"].astype(str) == "loop_add_fusion"]
+    assert len(fusions) == 2 and (fusions["launch_eid"] >= 0).all()  # linked to their cuLaunchKernel
