@@ -33,6 +33,16 @@ JAX_EXTRA = "pip install 'jupyter_traceview[jax]' (xprof), then restart the kern
 _TOOL = "trace_viewer"
 
 
+def _or_the_json(path: Path) -> str:
+    """The hint's other way out: the trace JSON jax.profiler writes beside the XSpace (named
+    where it is there)."""
+    if not isinstance(path, RemotePath) and path.name.endswith(JAX_XPLANE):
+        beside = Path(path).with_name(path.name[: -len(JAX_XPLANE)] + ".trace.json.gz")
+        if beside.is_file():
+            return f"or load the trace JSON written beside it: tv.load({str(beside)!r})"
+    return "or load the <host>.trace.json.gz that jax.profiler.trace writes beside it"
+
+
 def _converter(path: Path) -> Any:
     """xprof's ``raw_to_tool_data`` module, or a :class:`TraceFormatError` naming the extra."""
     try:
@@ -41,7 +51,7 @@ def _converter(path: Path) -> Any:
         raise TraceFormatError(
             path,
             "is jax.profiler's binary XSpace, which needs xprof to be read, and xprof is not installed",
-            f"{JAX_EXTRA}; or load the <host>.trace.json.gz that jax.profiler.trace writes beside it",
+            f"{JAX_EXTRA}; {_or_the_json(path)}",
         ) from None
     return raw_to_tool_data
 
@@ -101,8 +111,7 @@ def convert_xplane(path: Path) -> bytes:
         raise TraceFormatError(
             path,
             f"is not an XSpace that xprof can read ({reason or 'no trace came back'})",
-            "The profile was cut short or is not a jax.profiler .xplane.pb: record it again "
-            "(or load the <host>.trace.json.gz that jax.profiler.trace writes beside it)",
+            f"The profile was cut short or is not a jax.profiler .xplane.pb: record it again ({_or_the_json(path)})",
         )
     return data.encode() if isinstance(data, str) else bytes(data)
 

@@ -148,6 +148,15 @@ def test_a_damaged_xplane_is_one_clear_error(tmp_path: Path, damage: str) -> Non
     assert "traceview-xplane-" not in str(info.value)  # names the file, not the reader's scratch copy
 
 
+def test_a_damaged_xplane_in_a_run_names_the_trace_json_beside_it(tmp_path: Path) -> None:
+    run = tmp_path / "plugins" / "profile" / "2026_12_07_19_00_00"
+    shutil.copytree(HOST_FILE.parent, run)
+    (run / "host.xplane.pb").write_bytes(XPLANE.read_bytes()[:5000])
+    with pytest.raises(TraceFormatError, match=r"host\.xplane\.pb.*not an XSpace") as info:
+        tv.load(tmp_path, cache=False)
+    assert f"tv.load({str(run / 'host.trace.json.gz')!r})" in info.value.hint
+
+
 def test_an_empty_xplane_is_one_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "host.xplane.pb"
     bad.write_bytes(b"")
