@@ -78,6 +78,9 @@ def load(
 
     Nsight Systems SQLite exports (``nsys export --type sqlite``) load the same way, alone
     or in a folder; see ``docs/nsys.md`` for what is read from them.
+    JAX profiles too: the folder ``jax.profiler.trace(dir)`` wrote (its latest run), a run
+    folder, its trace JSON, or its ``<host>.xplane.pb`` (with the extra
+    ``jupyter_traceview[jax]``); see ``docs/jax.md``.
 
     Parameters
     ----------
