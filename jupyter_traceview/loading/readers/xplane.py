@@ -47,11 +47,17 @@ def _converter(path: Path) -> Any:
     """xprof's ``raw_to_tool_data`` module, or a :class:`TraceFormatError` naming the extra."""
     try:
         from xprof.convert import raw_to_tool_data
-    except ImportError:
+    except ImportError as exc:
+        if isinstance(exc, ModuleNotFoundError) and (exc.name or "xprof").split(".")[0] == "xprof":
+            problem = "is jax.profiler's binary XSpace, which needs xprof to be read, and xprof is not installed"
+        else:  # installed, but it or what it needs does not import
+            problem = f"is jax.profiler's binary XSpace, and xprof, which reads it, does not import ({exc})"
+        raise TraceFormatError(path, problem, f"{JAX_EXTRA}; {_or_the_json(path)}") from None
+    except OSError as exc:  # xprof's converter library does not load (its ctypes.CDLL)
         raise TraceFormatError(
             path,
-            "is jax.profiler's binary XSpace, which needs xprof to be read, and xprof is not installed",
-            f"{JAX_EXTRA}; {_or_the_json(path)}",
+            f"is jax.profiler's binary XSpace, and xprof's converter library does not load here ({exc})",
+            f"Reinstall xprof for this platform ({JAX_EXTRA}); {_or_the_json(path)}",
         ) from None
     return raw_to_tool_data
 

@@ -288,3 +288,25 @@ def test_without_xprof_an_xplane_alone_names_the_extra_to_install(tmp_path: Path
     ) as info:
         tv.load(tmp_path, cache=False)
     assert "trace.json.gz" in info.value.hint
+
+
+@pytest.mark.parametrize("broken", ["import error", "library does not load"])
+def test_a_broken_xprof_install_is_said_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, broken: str) -> None:
+    import types
+
+    convert = types.ModuleType("xprof.convert")  # installed, but raw_to_tool_data does not import
+
+    def fail(name: str) -> Any:
+        if broken == "import error":
+            raise ImportError(f"cannot import name {name!r}")
+        raise OSError("libprofiler_plugin_c_api.so: cannot open shared object file")
+
+    convert.__getattr__ = fail  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "xprof", types.ModuleType("xprof"))
+    monkeypatch.setitem(sys.modules, "xprof.convert", convert)
+    bad = tmp_path / "host.xplane.pb"
+    bad.write_bytes(b"\x0a\x00")
+    what = "does not import" if broken == "import error" else "converter library does not load"
+    with pytest.raises(TraceFormatError, match=rf"host\.xplane\.pb.*{what}") as info:
+        tv.load(bad, cache=False)
+    assert "jupyter_traceview[jax]" in info.value.hint
