@@ -225,3 +225,14 @@ def test_dask_workers_read_from_object_storage(
     assert type(back).__name__ == "DaskTrace"
     pd.testing.assert_frame_equal(tv.summary(back), tv.summary(local))
     pd.testing.assert_frame_equal(back.events(7), dlrm.events(7))
+
+
+def test_a_jax_xplane_in_s3_loads_as_from_disk(s3: str) -> None:
+    pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof (jupyter_traceview[jax]) is not installed")
+    from tests.loading.readers.test_jax import HOST_FILE, _counts
+
+    xplane = HOST_FILE.parent / "host.xplane.pb"
+    boto3.client("s3", endpoint_url=s3).upload_file(str(xplane), "runs", "jax/host.xplane.pb")
+    trace = tv.load("s3://runs/jax/host.xplane.pb", cache=False)  # streamed to a scratch file for xprof
+    assert trace.meta(0).path == "s3://runs/jax/host.xplane.pb"
+    assert _counts(trace) == _counts(tv.load(xplane, cache=False))
