@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import jupyter_traceview as tv
 from jupyter_traceview.views.timeline import protocol
 from jupyter_traceview.views.timeline.index import TimelineIndex
 from jupyter_traceview.views.timeline.memory import MemoryIndex
+from jupyter_traceview.views.timeline.messages import WindowRequest
 from jupyter_traceview.widgets import timeline as timeline_module
 from jupyter_traceview.widgets.timeline import Timeline
 
@@ -42,7 +42,9 @@ def test_the_timeline_widget_lists_and_answers_the_counter_lanes(pm: tv.Trace) -
         ("counter", "", "GPU 0 · dram__bytes_read.sum"),
     ]
     ix = tl.index
-    msg: dict[str, Any] = {"seq": 1, "lo": 0, "hi": ix.end_ns, "width": 64, "rows": [], "memory": [0, 1]}
+    msg = WindowRequest(
+        seq=1, lo=0, hi=ix.end_ns, width=64, rows=[], summaries=[], pattern="", name_colors=False, memory=[0, 1]
+    )
     meta, buffers = tl._window(msg, [])
     assert "error" not in meta, meta
     assert [m["memory"] for m in meta["memory"]] == [0, 1]
