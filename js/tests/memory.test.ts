@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  formatLevel,
   memoryBinAt,
   memoryOutline,
   memoryTooltip,
@@ -24,6 +25,8 @@ function meta(over: Partial<MemoryMeta> = {}): MemoryMeta {
     device_type: "CUDA",
     device: 0,
     label: "memory · CUDA:0",
+    kind: "memory",
+    unit: "bytes",
     records: 4,
     peak_allocated: GiB,
     peak_ts: 50,
@@ -149,6 +152,60 @@ describe("memory lane drawing and tooltip", () => {
     const t1 = memoryTooltip(meta(), b, 1, 45, 55);
     expect(t1.lines).toContainEqual(["peak", "1 GiB at +50 ns (here)"]);
     expect(t1.lines).toContainEqual(["allocated", "512 MiB"]);
+  });
+});
+
+/** A PM-sampling counter lane (views/timeline/memory.py _add_counters): one series, no reserved. */
+function counter(over: Partial<MemoryMeta> = {}): MemoryMeta {
+  return meta({
+    device_type: "GPU",
+    label: "GPU 0 · SM Active (%)",
+    kind: "counter",
+    unit: "%",
+    peak_allocated: 95.5,
+    peak_reserved: 0,
+    ...over,
+  });
+}
+
+describe("hardware counter lanes (PM sampling)", () => {
+  it("write values in the lane's unit: %, a plain number, or bytes", () => {
+    expect(formatLevel(counter(), 95.5)).toBe("95.5%");
+    expect(formatLevel(counter({ unit: "" }), 2048)).toBe("2,048");
+    expect(formatLevel(counter({ unit: "" }), 1.25)).toBe("1.25");
+    expect(formatLevel(counter({ unit: "" }), NaN)).toBe("–");
+    expect(formatLevel(meta(), 1.5 * MiB)).toBe("1.5 MiB");
+  });
+
+  it("a % lane's scale tops at 100% at least; others at their peak", () => {
+    expect(memoryTop(counter())).toBe(100);
+    expect(memoryTop(counter({ peak_allocated: 140 }))).toBe(140);
+    expect(memoryTop(counter({ unit: "", peak_allocated: 4096 }))).toBe(4096);
+  });
+
+  it("draw the value's area and no reserved line; the peak label in the unit", () => {
+    const ctx = new MockCtx();
+    const m = counter({ peak_ts: 50 });
+    drawMemory(asCtx(ctx), m, bins([NaN, 80, 95.5, 2.5]), 0, 100, 4, S, 0, 40, {
+      area: "a",
+      line: "l",
+      reserved: "r",
+      peak: "p",
+      text: "t",
+      font: "10px sans-serif",
+    });
+    expect(ctx.of("stroke").map((c) => c.strokeStyle)).toEqual(["l"]);
+    expect(ctx.of("fillText")[0]!.args[0]).toBe("peak 95.5%");
+  });
+
+  it("the tooltip names the value, not allocated or reserved", () => {
+    const b = bins([80, 95.5]);
+    const t = memoryTooltip(counter({ peak_ts: 60 }), b, 1, 50, 100);
+    expect(t.title).toBe("GPU 0 · SM Active (%)");
+    expect(t.lines).toContainEqual(["value", "95.5%"]);
+    expect(t.lines).toContainEqual(["peak", "95.5% at +60 ns (here)"]);
+    expect(t.lines.map((l) => l[0])).not.toContain("allocated");
+    expect(t.lines.map((l) => l[0])).not.toContain("reserved");
   });
 });
 

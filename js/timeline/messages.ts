@@ -61,15 +61,22 @@ export interface LaneMeta {
   rows: number[];
 }
 
-/** A memory lane: one device of one rank (views/timeline/messages.py MemoryMeta, built by memory.py). */
+/**
+ * A memory lane (one device of one rank) or a hardware counter lane (one metric of one GPU:
+ * PM sampling's samples) (views/timeline/messages.py MemoryMeta, built by memory.py).
+ */
 export interface MemoryMeta {
   id: number;
   rank: number;
   device_type: string;
   device: number;
   label: string;
+  /** `memory` (allocator records) or `counter` (a sampled metric: one series). */
+  kind: "memory" | "counter";
+  /** The values' unit: `bytes` for memory; `%` or `""` (none) for a counter. */
+  unit: string;
   records: number;
-  /** Largest allocated bytes and when first reached (ns relative to the trace start). */
+  /** Largest allocated bytes (a counter's largest value) and when first reached (ns relative to the trace start). */
   peak_allocated: number;
   peak_ts: number;
   peak_reserved: number;

@@ -1,6 +1,6 @@
 """A rank's tables as Arrow and back, checked against the schema: the cache's columns.
 
-The cache (:mod:`.cache`) stores each rank's five tables as one Arrow record batch of one
+The cache (:mod:`.cache`) stores each rank's six tables as one Arrow record batch of one
 row (:func:`rank_batch`: per table a list of structs, categorical columns as dictionaries
 of strings) and builds pandas frames over the Arrow buffers when a table is first read
 (:func:`from_arrow`: numeric columns not copied, categories shared between ranks). Before
@@ -22,7 +22,7 @@ from ..model.rank_data import RankData
 __all__ = ["TABLES", "Damaged", "check_rank", "from_arrow", "rank_batch", "schema_message", "to_arrow"]
 
 #: A rank's tables, in the order of a rank batch's columns.
-TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
+TABLES = ("events", "gpu_args", "comms", "op_args", "memory", "counters")
 
 
 def to_arrow(df: pd.DataFrame) -> pa.RecordBatch:
@@ -87,6 +87,7 @@ def _expected_types() -> dict[str, dict[str, pa.DataType | None]]:
         "comms": schema.COMMS_COLUMNS,
         "op_args": schema.OP_ARGS_COLUMNS,
         "memory": schema.MEMORY_COLUMNS,
+        "counters": schema.COUNTER_COLUMNS,
     }
     return {
         table: {c.name: None if c.dtype == "category" else pa.from_numpy_dtype(np.dtype(c.dtype)) for c in columns}
@@ -294,7 +295,7 @@ class Damaged(ValueError):
 
 
 def rank_batch(d: RankData) -> pa.RecordBatch:
-    """A rank's five tables as one Arrow record batch of one row: per table a list of structs."""
+    """A rank's six tables as one Arrow record batch of one row: per table a list of structs."""
     columns = []
     for name in TABLES:
         table = to_arrow(getattr(d, name))

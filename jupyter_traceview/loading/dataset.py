@@ -9,6 +9,7 @@ per (table, rank), Hive-partitioned by rank, and a metadata document::
     dest/comms/rank=0/part-0.parquet         trace.comms(0)  (the collectives)
     dest/op_args/rank=0/part-0.parquet       trace.op_args(0)
     dest/memory/rank=0/part-0.parquet        trace.memory(0)
+    dest/counters/rank=0/part-0.parquet      trace.counters(0)  (PM sampling's counter samples)
 
 The columns are the schema's (docs/schema.md), text columns dictionary-encoded strings, so
 that DuckDB, polars or Spark read the dataset as it is (``read_parquet('dest/events/*/*.parquet',

@@ -20,7 +20,7 @@ from .cache_arrow import TABLES, to_arrow
 
 __all__ = ["SQL_TABLES", "sql"]
 
-#: The tables a query names (docs/schema.md, "SQL and Parquet"): the schema's five tables, all
+#: The tables a query names (docs/schema.md, "SQL and Parquet"): the schema's six tables, all
 #: ranks under a leading ``rank`` column, and ``ranks``: one row per rank of its metadata.
 SQL_TABLES = (*TABLES, "ranks")
 
@@ -28,7 +28,7 @@ SQL_TABLES = (*TABLES, "ranks")
 def sql(trace: Trace, query: str) -> pd.DataFrame:
     """Run a DuckDB SQL query over the trace's tables; the result as a DataFrame.
 
-    The tables are ``events``, ``gpu_args``, ``comms``, ``op_args`` and ``memory`` (the
+    The tables are ``events``, ``gpu_args``, ``comms``, ``op_args``, ``memory`` and ``counters`` (the
     columns of docs/schema.md, with a leading ``rank`` column), and ``ranks`` (``rank``,
     ``path``, ``world_size``, ``backend``, ``source_format``). DuckDB reads the trace's own
     buffers (Arrow, not copied); needs the extra ``jupyter_traceview[sql]`` (duckdb). On a

@@ -1,6 +1,6 @@
 """Building the schema's frames cheaply: shared categorical dtypes, frames without copies.
 
-A rank's five tables hold about fifteen categorical columns. Built the plain way, each costs
+A rank's six tables hold about fifteen categorical columns. Built the plain way, each costs
 a ``pd.Index`` of its categories, a ``CategoricalDtype`` that checks them for NaNs and
 duplicates (a hash table per column), and each frame a ``pd.DataFrame`` whose constructor
 inspects every column: about 5 ms of fixed cost per rank, whatever its size, which dominated

@@ -17,7 +17,7 @@ from typing import Any, overload
 
 import pandas as pd
 
-from .schema import OP_ARGS_COLUMNS, categorical, empty_memory_table
+from .schema import OP_ARGS_COLUMNS, categorical, empty_counters_table, empty_memory_table
 
 __all__ = ["Deferred", "RankData", "RankMeta", "built", "empty_op_args", "replaced", "when_built"]
 
@@ -200,6 +200,8 @@ class RankData:
     memory: _Table = _Table(empty_memory_table)
     #: Recorded operator arguments (columns: schema.OP_ARGS_COLUMNS); empty if none were recorded.
     op_args: _Table = _Table(lambda: empty_op_args())
+    #: Hardware counter samples (columns: schema.COUNTER_COLUMNS); empty without PM sampling.
+    counters: _Table = _Table(empty_counters_table)
 
 
 def replaced(d: RankData, **changes: Any) -> RankData:

@@ -18,6 +18,9 @@ A :class:`~jupyter_traceview.Trace` holds, per rank, these tables:
     Recorded arguments of CPU operators (shapes, dtypes, strides, scalar values of
     traces recorded with ``record_shapes=True``), one row per operator that carries
     them, keyed by ``eid``.
+``counters``
+    Hardware counter samples (CUPTI PM sampling: Kineto's ``"GPU N Counters"`` tracks),
+    one row per sample of one metric on one device, sorted by ``ts_ns``.
 
 All times are int64 nanoseconds on the trace's clock (for PyTorch profiler traces:
 nanoseconds since the Unix epoch). Column names carry their unit. ``docs/schema.md``
@@ -40,6 +43,7 @@ from .versions import READER_VERSION, SCHEMA_VERSION  # (in versions.py: the cac
 
 __all__ = [
     "COMMS_COLUMNS",
+    "COUNTER_COLUMNS",
     "EVENT_COLUMNS",
     "GPU_ARGS_COLUMNS",
     "MEMORY_ACTIONS",
@@ -269,6 +273,14 @@ OP_ARGS_COLUMNS: tuple[Column, ...] = (
 )
 
 
+COUNTER_COLUMNS: tuple[Column, ...] = (
+    Column("ts_ns", "int64", "Start of the sample, ns; the value holds until the metric's next sample."),
+    Column("device", "int16", 'GPU index (the N of the "GPU N Counters" track).'),
+    Column("name", "category", 'The metric as recorded: Kineto\'s label ("SM Active (%)") or the raw metric name.'),
+    Column("value", "float64", "The sampled value, in the metric's own unit (the label's, e.g. %)."),
+)
+
+
 def categorical(
     values: Iterable[object] | None = None,
     *,
@@ -307,6 +319,20 @@ def empty_memory_table() -> pd.DataFrame:
         else:
             cols[c.name] = np.empty(0, dtype=c.dtype)
     return pd.DataFrame(cols)
+
+
+def empty_counters_table() -> pd.DataFrame:
+    """A counters table with no rows (traces recorded without PM sampling, other readers)."""
+    return pd.DataFrame(
+        {
+            c.name: (
+                categorical(codes=np.empty(0, np.int8), categories=())
+                if c.dtype == "category"
+                else np.empty(0, c.dtype)
+            )
+            for c in COUNTER_COLUMNS
+        }
+    )
 
 
 #: Bytes per element for dtype names found in traces (c10 names and C names).

@@ -248,6 +248,12 @@ class Trace:
             return self.rank_data(rank).op_args.copy(deep=False)
         return self._cached("op_args", lambda: concat_ranks(self.map_ranks(_table, "op_args"))).copy(deep=False)
 
+    def counters(self, rank: int | None = None) -> pd.DataFrame:
+        """Hardware counter samples (CUPTI PM sampling's ``GPU N Counters`` tracks), by ``ts_ns`` (see ``docs/schema.md``)."""
+        if rank is not None:
+            return self.rank_data(rank).counters.copy(deep=False)
+        return self._cached("counters", lambda: concat_ranks(self.map_ranks(_table, "counters"))).copy(deep=False)
+
     @property
     def metadata(self) -> pd.DataFrame:
         """One row per rank: file, rank source, world size, backend, device, clock, events.
@@ -514,7 +520,23 @@ def _select_rank(
         comms=d.comms.loc[d.comms["eid"].isin(eids)].reset_index(drop=True),
         memory=d.memory.loc[d.memory["eid"].isin(eids)].reset_index(drop=True),
         op_args=d.op_args.loc[d.op_args["eid"].isin(eids)].reset_index(drop=True),
+        counters=_select_counters(d.counters, events.loc[keep], time_window),
     )
+
+
+def _select_counters(counters: pd.DataFrame, events: pd.DataFrame, time_window: tuple[int, int] | None) -> pd.DataFrame:
+    """The counter samples taken in ``time_window`` (``[lo, hi)``), else within the span of the kept ``events``."""
+    if not len(counters):
+        return counters
+    if time_window is not None:
+        lo, hi = time_window
+    elif len(events):
+        ts = events["ts_ns"].to_numpy()
+        lo, hi = int(ts.min()), int((ts + events["dur_ns"].to_numpy()).max()) + 1
+    else:
+        return counters.iloc[:0]
+    t = counters["ts_ns"].to_numpy()
+    return counters.loc[(t >= lo) & (t < hi)].reset_index(drop=True)
 
 
 def _prorate_bytes(gpu_args: pd.DataFrame, eid: np.ndarray, old_dur: np.ndarray, new_dur: np.ndarray) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = ["READER_VERSION", "SCHEMA_VERSION"]
 
 #: Version of the table layout (:mod:`.schema`). Bumped when a column is added, removed or changes meaning.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Version of the readers' output; part of the cache key, so bumping it invalidates caches.
-READER_VERSION = 4
+READER_VERSION = 5

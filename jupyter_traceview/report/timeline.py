@@ -101,6 +101,10 @@ def timeline_block(trace: Trace, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Repor
     if emb.memory is None:
         # No memory records, or their levels did not fit: no memory lane.
         state["_memory"] = []
+    else:
+        # The levels hold the memory lanes (not the hardware counter lanes): those lanes only.
+        held = set(emb.memory["lanes"])
+        state["_memory"] = [c for c in state["_memory"] if c["id"] in held]
     if not levels.rows:
         # Only the ranks' summaries fit: every rank opens collapsed to its summary row.
         state["collapsed"] = list(trace.ranks)

@@ -14,7 +14,7 @@ import pyarrow.ipc
 
 from jupyter_traceview.loading import cache as tv_cache
 
-TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
+TABLES = ("events", "gpu_args", "comms", "op_args", "memory", "counters")
 
 
 def entry_files(cache: Path) -> list[Path]:

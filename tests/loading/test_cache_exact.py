@@ -27,7 +27,7 @@ from tests.loading.readers.test_reader_golden import _odd_trace, _real_traces
 from tests.loading.test_cache_integrity import parses
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-TABLES = ("events", "gpu_args", "comms", "op_args", "memory")
+TABLES = ("events", "gpu_args", "comms", "op_args", "memory", "counters")
 
 
 def _traces() -> dict[str, Path]:

@@ -14,7 +14,7 @@ from jupyter_traceview.loading.cache_arrow import TABLES
 from jupyter_traceview.model.versions import SCHEMA_VERSION
 from tests.analysis.test_golden import MG
 
-TABLE_ACCESSORS = ("events", "gpu_args", "comms", "op_args", "memory")
+TABLE_ACCESSORS = ("events", "gpu_args", "comms", "op_args", "memory", "counters")
 
 
 def _analyses(folder: str) -> list[str]:

@@ -3,8 +3,12 @@
  * (a peak is never lost when zoomed out), reserved bytes as a dashed line over it, the
  * lane's peak marked; the tooltip's text for a column (pure helpers, unit-tested; the
  * numbers are memory_timeline's, binned by views/timeline/memory.py).
+ *
+ * Hardware counter lanes (PM sampling's "GPU N Counters" tracks, `kind: "counter"`) are the
+ * same lanes with one series: the sampled value (a step function too), written in the
+ * lane's `unit` (a % lane's scale tops at 100% at least).
  */
-import { formatBytes, formatTimePrecise } from "../../format";
+import { MISSING, formatBytes, formatCount, formatPct, formatTimePrecise, sig3 } from "../../format";
 import { withAlpha } from "../colors";
 import { type Ctx, type Scale, xOf } from "../draw";
 import { type ViewHost, AXIS, GUTTER } from "../host";
@@ -18,7 +22,16 @@ export const MEMORY_HEIGHT = 36;
 
 /** The largest value a lane's vertical scale must hold: the lane's peak (fixed while zooming). */
 export function memoryTop(meta: MemoryMeta): number {
-  return Math.max(meta.peak_allocated, meta.peak_reserved, 1);
+  const top = Math.max(meta.peak_allocated, meta.peak_reserved, 1);
+  return meta.unit === "%" ? Math.max(top, 100) : top;
+}
+
+/** A lane's value in its unit: bytes ("3 MiB"), % ("42.1%"), else a plain number ("2,048", "1.25"). */
+export function formatLevel(meta: MemoryMeta, v: number): string {
+  if (meta.unit === "bytes") return formatBytes(v);
+  if (meta.unit === "%") return formatPct(v);
+  if (!Number.isFinite(v)) return MISSING;
+  return Math.abs(v) >= 1000 ? formatCount(v) : sig3(v);
 }
 
 /** Canvas y of `bytes` in a lane drawn in `[y, y + h)` whose scale tops at `top` bytes. */
@@ -145,7 +158,7 @@ export function drawMemory(
     ctx.font = style.font;
     ctx.fillStyle = style.text;
     ctx.textBaseline = "top";
-    const label = `peak ${formatBytes(meta.peak_allocated)}`;
+    const label = `peak ${formatLevel(meta, meta.peak_allocated)}`;
     const tw = ctx.measureText(label).width;
     ctx.textAlign = px + 6 + tw > s.x0 + s.width ? "right" : "left";
     ctx.fillText(label, ctx.textAlign === "right" ? px - 6 : px + 6, y + 1);
@@ -172,8 +185,8 @@ export function memoryTooltip(
   const lines: [string, string][] = [];
   const max = bins.allocMax[k]!;
   const end = bins.allocEnd[k]!;
-  lines.push(["allocated", formatBytes(end)]);
-  if (max !== end) lines.push(["max in column", formatBytes(max)]);
+  lines.push([meta.kind === "counter" ? "value" : "allocated", formatLevel(meta, end)]);
+  if (max !== end) lines.push(["max in column", formatLevel(meta, max)]);
   if (meta.peak_reserved > 0) {
     const resMax = bins.resMax[k]!;
     const resEnd = bins.resEnd[k]!;
@@ -185,7 +198,7 @@ export function memoryTooltip(
   const isPeak = meta.peak_ts >= a && meta.peak_ts < b;
   lines.push([
     "peak",
-    `${formatBytes(meta.peak_allocated)} at ${formatTimePrecise(meta.peak_ts)}${isPeak ? " (here)" : ""}`,
+    `${formatLevel(meta, meta.peak_allocated)} at ${formatTimePrecise(meta.peak_ts)}${isPeak ? " (here)" : ""}`,
   ]);
   return { title: meta.label, lines };
 }

@@ -75,7 +75,7 @@ enum {
     K_STR,        /* a string without escapes -> spans[col]; null: absent */
     K_RAW,        /* any JSON value -> spans[col] (its exact text) */
     K_OPT_STR,    /* a string or null, not kept (metadata events' name and labels) */
-    K_FAIL        /* give up (args.rank: read by the msgspec path) */
+    K_FAIL        /* give up (args.rank, a counter's "": read by the msgspec path) */
 };
 
 typedef struct {
@@ -121,6 +121,7 @@ static const ArgKey ARG_KEYS[] = {
     {"Device Id", K_DEVICE, I_MEM_DEVICE_ID},
     {"Device Type", K_INT, I_MEM_DEVICE_TYPE},
     {"rank", K_FAIL, 0},
+    {"", K_FAIL, 0}, /* a counter sample's value (PM sampling's "GPU N Counters"): msgspec reads it */
     {"name", K_OPT_STR, 0},
     {"labels", K_OPT_STR, 0},
 };
@@ -413,7 +414,8 @@ static int find_arg_key(const Src *s, Py_ssize_t lo, Py_ssize_t len) {
     const int *k;
     if (len > MAX_KEY_LEN) return -1;
     for (k = ARGS_BY_LEN[len]; *k >= 0; k++)
-        if (ARG_KEYS[*k].key[0] == (char)s->b[lo] && memcmp(s->b + lo, ARG_KEYS[*k].key, (size_t)len) == 0) return *k;
+        if ((len == 0 || ARG_KEYS[*k].key[0] == (char)s->b[lo]) && memcmp(s->b + lo, ARG_KEYS[*k].key, (size_t)len) == 0)
+            return *k;
     return -1;
 }
 

@@ -25,6 +25,15 @@ lives where the rank's tables live (this process, or the dask worker holding the
 only the lanes' descriptions (:class:`~.messages.MemoryMeta`, what the timeline's state
 lists as ``_memory``) and asks the ranks for windows.
 
+Hardware counters. A rank whose trace holds PM sampling's counter samples (the ``counters``
+table: Kineto's ``"GPU N Counters"`` tracks) gets one lane more per device and metric
+(``GPU 0 · SM Active (%)``), after its memory lanes: the same kind of lane, drawn, binned
+and answered the same way, since a sampled counter is a step function too (a value holds
+until the metric's next sample, Chrome's counter semantics). Such a lane's
+:class:`~.messages.MemoryMeta` says ``kind="counter"`` and the value's ``unit`` (``%`` from a
+label ending in ``(%)``, else none; memory lanes: ``bytes``); its values travel as the
+first series (``allocated`` on the wire), the second (``reserved``) is zero.
+
 Not to be confused with the *counters* of :mod:`jupyter_traceview.analysis.counters` (launch
 queue length and copy bandwidth, the dashboard's Counters tab).
 """
@@ -46,7 +55,7 @@ from ...model.trace import Trace
 from .messages import MemoryMeta
 from .rank_index import DaskParts, LocalParts
 
-__all__ = ["MEMORY_SERIES", "MemoryIndex", "MemoryWindow", "RankMemory", "build_rank_memory"]
+__all__ = ["MEMORY_SERIES", "MemoryIndex", "MemoryWindow", "RankMemory", "build_rank_memory", "counter_unit"]
 
 #: The series of a memory lane, as named in window answers: column of memory_timeline.
 MEMORY_SERIES = {"allocated": "allocated_bytes", "reserved": "reserved_bytes"}
@@ -78,8 +87,13 @@ class RankMemory:
         (rank,) = trace.ranks
         self.rank = int(rank)
         self.series: list[_Series] = []
-        if not len(trace.rank_data(rank).memory):
-            return
+        data = trace.rank_data(rank)
+        if len(data.memory):
+            self._add_memory(trace, int(t0_ns))
+        if len(data.counters):
+            self._add_counters(data.counters, int(t0_ns))
+
+    def _add_memory(self, trace: Trace, t0_ns: int) -> None:
         tl = memory_timeline(trace)
         for (dtype, dev), g in tl.groupby(["device_type", "device"], observed=True, sort=True):
             ts = g["ts_ns"].to_numpy(dtype=np.int64) - int(t0_ns)
@@ -93,11 +107,39 @@ class RankMemory:
                 device_type=str(dtype),
                 device=int(dev),
                 label=f"memory · {device_label(str(dtype), int(dev))}",
+                kind="memory",
+                unit="bytes",
                 records=len(ts),
                 peak_allocated=int(alloc[ia]),
                 peak_ts=int(ts[ia]),
                 peak_reserved=int(res[ir]),
                 peak_reserved_ts=int(ts[ir]),
+                start=int(ts[0]),
+                end=int(ts[-1]),
+            )
+            blocks = {k: block_maxima(v, BLOCK) for k, v in values.items()}
+            self.series.append(_Series(info=info, ts=ts, values=values, blocks=blocks))
+
+    def _add_counters(self, counters: pd.DataFrame, t0_ns: int) -> None:
+        """One lane per (device, metric) of the rank's counter samples (see the module docstring)."""
+        for (dev, name), g in counters.groupby(["device", "name"], observed=True, sort=True):
+            ts = g["ts_ns"].to_numpy(dtype=np.int64) - t0_ns
+            value = g["value"].to_numpy(dtype=np.float64)
+            values = {"allocated": value, "reserved": np.zeros_like(value)}
+            top = int(np.argmax(value))
+            info = MemoryMeta(
+                id=len(self.series),
+                rank=self.rank,
+                device_type="GPU",
+                device=int(dev),
+                label=f"GPU {int(dev)} · {name}",
+                kind="counter",
+                unit=counter_unit(str(name)),
+                records=len(ts),
+                peak_allocated=float(value[top]),
+                peak_ts=int(ts[top]),
+                peak_reserved=0,
+                peak_reserved_ts=int(ts[0]),
                 start=int(ts[0]),
                 end=int(ts[-1]),
             )
@@ -123,6 +165,12 @@ class RankMemory:
         t = np.asarray(times, dtype=np.int64)
         at = np.searchsorted(s.ts, t, side="right") - 1
         return {k: np.where(at >= 0, v[np.maximum(at, 0)].astype(np.float64), np.nan) for k, v in s.values.items()}
+
+
+def counter_unit(name: str) -> str:
+    """The unit of a counter lane's values: ``%`` for a label ending in ``(%)`` (Kineto's
+    friendly labels), else none (a raw metric name: its unit is in the name)."""
+    return "%" if name.rstrip().endswith("(%)") else ""
 
 
 def build_rank_memory(data: RankData, t0_ns: int, window: tuple[int, int] | None) -> RankMemory:
@@ -164,7 +212,8 @@ class MemoryIndex:
         """The lane of ``rank``'s device (type compared case-insensitively), or None."""
         for c in self.lanes:
             if (
-                c["rank"] == int(rank)
+                c["kind"] == "memory"
+                and c["rank"] == int(rank)
                 and c["device_type"].upper() == str(device_type).upper()
                 and c["device"] == int(device)
             ):
@@ -220,9 +269,9 @@ def memory_levels(
     import base64
     import zlib
 
-    if not index.lanes:
+    ids = [c["id"] for c in index.lanes if c["kind"] == "memory"]
+    if not ids:
         return None
-    ids = [c["id"] for c in index.lanes]
     levels: list[dict[str, Any]] = []
     size = 0
     end = max(int(end_ns), 1)

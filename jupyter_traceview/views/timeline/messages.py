@@ -132,18 +132,23 @@ class StepMark(TypedDict):
 
 
 class MemoryMeta(TypedDict):
-    """A memory lane: one device of one rank (built by :class:`.memory.RankMemory`; times relative ns)."""
+    """A memory lane: one device of one rank, or a hardware counter lane: one metric of one
+    GPU (built by :class:`.memory.RankMemory`; times relative ns)."""
 
     id: int
     rank: int
     device_type: str
     device: int
-    #: ``memory · CUDA:0``: the lane's label.
+    #: ``memory · CUDA:0`` (``GPU 0 · SM Active (%)`` for a counter): the lane's label.
     label: str
-    #: Records (allocations and frees) in the series.
+    #: ``memory`` (allocator records) or ``counter`` (PM sampling's samples of one metric).
+    kind: Literal["memory", "counter"]
+    #: The values' unit: ``bytes`` for memory; ``%`` or ``""`` (none) for a counter.
+    unit: str
+    #: Records (allocations and frees; a counter's samples) in the series.
     records: int
-    #: The largest allocated value and when it was first reached.
-    peak_allocated: int
+    #: The largest allocated value (a counter's largest value) and when it was first reached.
+    peak_allocated: float
     peak_ts: int
     #: The largest reserved value (0 for the CPU allocator) and when it was first reached.
     peak_reserved: int

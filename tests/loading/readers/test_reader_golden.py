@@ -40,7 +40,7 @@ from tests import kineto_builder as kb  # noqa: E402
 
 DIGESTS = Path(__file__).with_name("reader_digests.json")
 DATA = ROOT / "tests" / "data"
-TABLES = ("events", "gpu_args", "comms", "memory", "op_args")
+TABLES = ("events", "gpu_args", "comms", "memory", "op_args", "counters")
 
 
 def _real_traces() -> dict[str, Path]:

@@ -206,6 +206,7 @@ def tables(pending: Sequence[Pending], classifier: Classifier) -> list[RankData]
                 comms=Deferred(functools.partial(comms_table, r, mine)),
                 memory=Deferred(functools.partial(r.mem.table, mine)),
                 op_args=Deferred(functools.partial(r.op.table, mine)),
+                counters=Deferred(functools.partial(r.counters.table, p.meta.base_time_ns)),
             )
         )
     return out

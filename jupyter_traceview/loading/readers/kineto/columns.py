@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import counters as counters_
 from .. import memory, op_args
 from .events import Event, to_ns
 from .parts import COMM_FIELDS, FileState, Part, gpu_arrays
@@ -104,6 +105,7 @@ def _file_fields(state: FileState) -> dict[str, Any]:
         "skipped": state.skipped,
         "ts_precision": "ns" if state.ts_ns_precision else "us",
         "profiler_span": state.profiler_span,
+        "counters": state.counters,
     }
 
 
@@ -140,6 +142,8 @@ class FileColumns:
     ts_precision: str
     profiler_span: tuple[float, float] | None
     op: op_args.OpArgs = field(default_factory=op_args.empty)
+    #: PM sampling's counter samples (all devices of the file).
+    counters: counters_.CounterSamples = field(default_factory=lambda: counters_.CounterSamples())
 
 
 def _metadata(meta_events: list[Event]) -> tuple[dict[int, str], dict[int, str], list[tuple[int, int, str]]]:

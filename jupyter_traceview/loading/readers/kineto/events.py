@@ -97,6 +97,8 @@ class Args(memory.MemoryArgs, frozen=True, gc=False):
     concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
     # The rank of a global instant event in a file merged from several ranks.
     rank: msgspec.Raw = NO_RAW
+    # Counter ("C") events of PM sampling's "GPU N Counters" tracks: one unnamed series.
+    counter_value: float = msgspec.field(default=NAN, name="")
     # Metadata ("M") events.
     name: str | None = None
     labels: str | None = None

@@ -28,7 +28,7 @@ from ....model.collectives import normalize_collective
 from ....model.schema import (
     EventKind,
 )
-from .. import derive, memory, op_args
+from .. import counters, derive, memory, op_args
 from ..common import ARGS_DROPPED, DROPPED
 from .decode import Chunk, load_raw, ns_of_text
 from .events import (
@@ -81,6 +81,8 @@ class FileState:
     problems: dict[str, list[Any]] = field(default_factory=dict)
     unreadable: list[tuple[int, str]] = field(default_factory=list)
     args_dropped: int = 0
+    #: PM sampling's counter samples ("GPU N Counters" tracks), in file order.
+    counters: counters.CounterSamples = field(default_factory=lambda: counters.CounterSamples())
     #: String pids as written in the file, by the id they were given.
     pid_text: dict[int, str] = field(default_factory=dict)
     #: The file's baseTimeNanoseconds (timestamps that would overflow with it are malformed).
@@ -315,6 +317,12 @@ def decoded_part(chunk: Chunk, state: FileState) -> Part:
     n_meta = int(counts[PH["M"]])
     if n_meta:
         state.meta_events += itertools.compress(events, (ph == PH["M"]).tolist())
+    n_counter = int(counts[PH["C"]])
+    if n_counter:
+        samples, n_counter = counters.samples_of(
+            list(itertools.compress(events, (ph == PH["C"]).tolist())), state.skipped
+        )
+        state.counters.extend(samples)
     is_kept = KEPT_LUT[ph]
     n_kept = int(counts[KEPT_LUT].sum())
     kept_at: np.ndarray | None = None  # index in events of each kept event, when some are not
@@ -327,7 +335,7 @@ def decoded_part(chunk: Chunk, state: FileState) -> Part:
         is_instant = ph[kept_at] != PH["X"]
     n_flow = int(counts[PH["s"]] + counts[PH["f"]] + counts[PH["t"]])
     state.count("flow events", n_flow)
-    state.count("other phases", len(events) - n_kept - n_meta - n_flow - n_begin_end)
+    state.count("other phases", len(events) - n_kept - n_meta - n_flow - n_begin_end - n_counter)
 
     # One C-level pass per field (map + attrgetter): ~3x faster than zip(*map(...)) of tuples;
     # names, categories and pids are numbered as they are met (a dict, in C), no list kept.

@@ -363,6 +363,7 @@ def finish(
             for key, n in s.skipped.items():
                 state.count(key, n)
             state.meta_events += s.meta_events
+            state.counters.extend(s.counters)
             if s.profiler_span is not None:
                 old = state.profiler_span
                 lo, hi = s.profiler_span

@@ -182,6 +182,7 @@ def rank_tables(
 ) -> RankData:
     """One rank's tables from the file's columns (its ``rows``; None: all). ``last_use``: the
     file's event columns are not read again (one rank): each is dropped once gathered."""
+    one_file_rank = rows is None
     if rows is None:
         rows = np.arange(len(ts_ns))
     # Sort by start, longer first at equal starts (parents before children), stably.
@@ -263,7 +264,13 @@ def rank_tables(
         comms=comms_table(raw, eid_of_row),
         memory=raw.mem.table(eid_of_row),
         op_args=raw.op.table(eid_of_row),
+        counters=raw.counters.table(meta.base_time_ns, None if one_file_rank else _gpu_devices(kind, cols["device"])),
     )
+
+
+def _gpu_devices(kind: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """The devices a rank's GPU activities ran on (a multi-rank file's counter tracks go to their device's rank)."""
+    return np.unique(device[derive.in_codes(kind, ACTIVITY_CODES)])
 
 
 def step_number(name: str) -> int:
