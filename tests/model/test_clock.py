@@ -256,3 +256,28 @@ def test_dask_engine_aligns_the_same(dask_client: object, dlrm: tv.Trace) -> Non
     assert trace.meta(3).extra["clock_offset_ns"] == expected["offset_ns"].iloc[3]
     pd.testing.assert_frame_equal(trace.events(3), tv.align_clocks(dlrm, expected).events(3))
     pd.testing.assert_frame_equal(tv.clock_alignment(trace)[["rank", "collectives"]], expected[["rank", "collectives"]])
+
+
+def test_collective_kernels_are_computed_once_per_rank_table(dlrm: tv.Trace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Clock alignment, the critical path and the what-if replay read one result per rank
+    # table (one truth, computed once): count the computations behind them.
+    from jupyter_traceview.model import collectives
+
+    traced = dlrm.with_classifier(dlrm.classifier)  # new tables: nothing kept from other tests
+    calls: list[int] = []
+    real = collectives._collective_kernels_of
+
+    def counting(d: object, window: object) -> pd.DataFrame:
+        calls.append(1)
+        return real(d, window)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(collectives, "_collective_kernels_of", counting)
+    tv.clock_alignment(traced)
+    tv.critical_path(traced)
+    tv.what_if(traced)
+    assert len(calls) == len(traced.ranks)
+    # The frame handed out is a copy: a caller's new column does not reach the next caller.
+    one = rank_collective_kernels(traced.select(ranks=3))
+    one["extra"] = 1
+    assert "extra" not in rank_collective_kernels(traced.select(ranks=3)).columns
+    assert len(calls) == len(traced.ranks)

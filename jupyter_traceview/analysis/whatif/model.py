@@ -257,14 +257,6 @@ def _rank_steps(trace: Trace, rank: int, ev: pd.DataFrame, g: Graph, off: int) -
     return pd.DataFrame(rows, columns=["rank", "step", "event"])
 
 
-def _collective_kernels(trace: Trace, rank: int) -> pd.DataFrame:
-    one = trace.select(ranks=[rank])
-    out: pd.DataFrame = rank_memo(
-        one.rank_data(rank).events, "whatif_collectives", lambda: rank_collective_kernels(one)
-    )
-    return out
-
-
 def _collectives(
     trace: Trace,
     ranks: list[int],
@@ -276,7 +268,8 @@ def _collectives(
     """Add one arrival node per collective instance matched across ranks (one kernel per rank)."""
     if len(ranks) < 2:
         return t, edges
-    kernels = {r: _collective_kernels(trace, r) for r in ranks}
+    every = trace.map_ranks(rank_collective_kernels)
+    kernels = {r: every[r] for r in ranks}
     inst, _ = match_instances({r: k.loc[k["collective"] != "unknown"] for r, k in kernels.items()})
     if not len(inst):
         return t, edges
