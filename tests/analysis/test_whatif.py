@@ -177,11 +177,36 @@ def _launch_trace(tmp_path: Path) -> tv.Trace:
 
 
 def test_graph_launch(tmp_path: Path) -> None:
-    # Launch calls take no time and kernels no launch latency: the launches are at 10, 15 and
-    # 20 (the 5 us between the calls stay), the sync starts 1 us later (21); the kernels run
-    # [10,14), [15,19), [20,24); the sync returns 3 us after (27; unheld it would take
-    # min(6, 4.5) us: 25.5); the step ends 10 later, 37: saving 15.
-    assert _saving_us(_launch_trace(tmp_path), tv.changes.GraphLaunch()) == 15
+    # The whole step captured: launch calls take no time and kernels no launch latency: the
+    # launches are at 10, 15 and 20 (the 5 us between the calls stay), the sync starts 1 us
+    # later (21); the kernels run [10,14), [15,19), [20,24); the sync returns 3 us after (27;
+    # unheld it would take min(6, 4.5) us: 25.5); the step ends 10 later, 37: saving 15.
+    trace = _launch_trace(tmp_path)
+    assert _saving_us(trace, tv.changes.GraphLaunch(whole_step=True)) == 15
+    # Nothing here is launched by a graph: graph launches made free change nothing.
+    assert _saving_us(trace, tv.changes.GraphLaunch()) == 0
+
+
+def test_graph_launch_frees_graph_captured_work_only(tmp_path: Path) -> None:
+    # The trace of _launch_trace with its 2nd launch a graph replay: cudaGraphLaunch [20,25)
+    # and its kernel [25,29) share correlation 2 (how Kineto links a graph's kernels to the
+    # call). Only that call takes no time: call 1 [10,15), call 2 [20,20), call 3 [25,30);
+    # the sync starts 1 us later (31); kernel 2 runs [20,24), kernel 3 [30,34); the sync
+    # returns 3 us after it (37; unheld: 31 + 4.5), the step ends 10 later, 47: saving 5.
+    trace = load(
+        tmp_path / "graph.json",
+        [
+            kb.step(1, 0, 52),
+            *kb.launch(RELU, 10, 15, 4, corr=1, cpu_dur=5),
+            kb.runtime("cudaGraphLaunch", 20, 5, corr=2),
+            kb.kernel(RELU, 25, 4, corr=2),
+            *kb.launch(RELU, 30, 35, 4, corr=3, cpu_dur=5),
+            kb.runtime("cudaDeviceSynchronize", 36, 6, corr=4),
+        ],
+    )
+    assert _saving_us(trace, tv.changes.GraphLaunch()) == 5
+    # Every launch free (the whole step one graph): as on _launch_trace.
+    assert _saving_us(trace, tv.changes.GraphLaunch(whole_step=True)) == 15
 
 
 def test_fuse_kernels(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from ..critical_path.graph import (
     SYNC,
 )
 from ..kernel_families import family_of
+from ..workload import GRAPH_LAUNCH
 from .changes import (
     BalanceStraggler,
     Change,
@@ -41,7 +42,7 @@ from .changes import (
 )
 from .model import Model
 
-__all__ = ["Edit", "apply_change"]
+__all__ = ["Edit", "apply_change", "graph_launched"]
 
 #: The DataLoader's annotations (torch's ``enumerate(DataLoader)#...__next__``).
 DATALOADER_RANGE = re.compile(r"^enumerate\(DataLoader\)#")
@@ -267,17 +268,21 @@ def _balance(m: Model, e: Edit, c: BalanceStraggler, trace: Trace) -> None:
     _scale(m, e, k, np.full(m.n_events, med / own))
 
 
-def _launch_calls(m: Model) -> np.ndarray:
-    calls = np.zeros(m.n_events, dtype=bool)
-    la = m.ev_launcher[_kernels(m)]
-    calls[la[la >= 0]] = True
-    return calls
+def graph_launched(m: Model) -> np.ndarray:
+    """GPU activities launched by a graph launch call (:data:`..workload.GRAPH_LAUNCH`): their
+    launch call, reached through the correlation id, is one (bool per event)."""
+    calls = ~m.ev_gpu & names_matching(m, GRAPH_LAUNCH)
+    la = m.ev_launcher
+    return np.asarray(m.ev_gpu & (la >= 0) & np.r_[calls, False][np.where(la >= 0, la, m.n_events)], dtype=bool)
 
 
 def _graph_launch(m: Model, e: Edit, c: GraphLaunch, trace: Trace) -> None:
-    calls = _launch_calls(m)
+    work = _kernels(m) if c.whole_step else graph_launched(m)
+    calls = np.zeros(m.n_events, dtype=bool)
+    la = m.ev_launcher[work]
+    calls[la[la >= 0]] = True
     e.w[_into(m, calls, end=True) & (m.code == SPAN)] = 0
-    e.w[_into(m, _kernels(m), end=False) & (m.code == LAUNCH)] = 0
+    e.w[_into(m, work, end=False) & (m.code == LAUNCH)] = 0
 
 
 def _fuse(m: Model, e: Edit, c: FuseKernels, trace: Trace) -> None:

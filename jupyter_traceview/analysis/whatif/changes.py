@@ -143,11 +143,20 @@ class BalanceStraggler:
 
 @dataclass(frozen=True)
 class GraphLaunch:
-    """Kernels launched as one CUDA graph: every kernel launch call takes no host time and
-    its kernel no launch latency (the host work of the operators around them stays)."""
+    """Graph-captured work launched for free: the graph launch calls (``cudaGraphLaunch``,
+    ``hipGraphLaunch``, ``cuGraphLaunch``) take no host time and the GPU activities they
+    launch (those sharing the call's correlation id) no launch latency; other launches keep
+    their cost. ``whole_step=True``: the whole step captured as one graph, so every kernel
+    launch call takes no host time and its kernel no launch latency (what ``launch_bound``'s
+    fix, "try CUDA graphs", assumes). The host work of the operators around the launches
+    stays either way."""
+
+    whole_step: bool = False
 
     def describe(self) -> str:
-        return "kernel launches captured in a CUDA graph (launch calls and launch latency to zero)"
+        if self.whole_step:
+            return "kernel launches captured in a CUDA graph (launch calls and launch latency to zero)"
+        return "graph launches (cudaGraphLaunch calls and their kernels' launch latency) to zero"
 
 
 @dataclass(frozen=True)
