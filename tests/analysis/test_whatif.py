@@ -240,18 +240,39 @@ def _two_ranks(tmp_path: Path) -> tv.Trace:
 
 
 def test_balance_straggler_propagates_through_the_collective(tmp_path: Path) -> None:
-    # Compute per rank: 100 and 50, median 75: rank 0's gemm takes 75 (ends at 85); the
-    # allreduce, last arrival 85, ends 20 later (105) on both ranks; the syncs return at 110
-    # and the steps end at 115: 25 us saved on both ranks.
+    # Rank 0 arrives at the allreduce 50 us after rank 1 (110 vs 60): it is the straggler.
+    # Balanced, its work since its step began (0 to 110, host and GPU alike) shrinks by its
+    # lateness, to 60/110 of each edge: its gemm ends at 60, the allreduce (last arrival 60)
+    # ends 20 later (80) on both ranks; the syncs return at 85 and the steps end at 90:
+    # 50 us saved on both ranks.
     trace = _two_ranks(tmp_path)
     out = tv.what_if(trace, tv.changes.BalanceStraggler())
     assert (out["measured_ns"] == out["replayed_ns"]).all()
-    assert out["saving_ns"].tolist() == [25 * US, 25 * US]
+    assert out["saving_ns"].tolist() == [50 * US, 50 * US]
     # Rank 1's own gemm made faster changes nothing: it waits for rank 0 anyway.
     faster_1 = tv.what_if(trace, tv.changes.ScaleKernels(pattern="sgemm", factor=0.5), ranks=1)
     # Both gemms halve: rank 0 arrives at 60, the allreduce ends at 80, the steps at 90.
     assert faster_1["saving_ns"].tolist() == [50 * US]
+    # Rank 1 is never late: balancing it changes nothing.
     assert _saving_us(trace, tv.changes.BalanceStraggler(rank=1)) == 0
+
+
+def test_balance_straggler_on_the_host_bound_dlrm_straggler(dlrm: tv.Trace) -> None:
+    # Labelled before the rule ran (from tv.stragglers and the steps alone): rank 7 is the
+    # straggler (last into 5 of 8 collectives) and held the others up 1.31 ms in all (its
+    # lateness over the second-last, summed); its own step is the shortest (12.5 ms against
+    # 13.0-19.9 ms: its lateness began before its step did, on the host). An expert expects
+    # balancing it to save every rank something, at most those 1.31 ms per step (it cannot
+    # save more than it held up) and less where another rank (5, 4, 2/6) becomes the last
+    # arrival: about 0.3-1.3 ms, 2-7 % of a step. (The replay gave 0.35-0.79 ms.)
+    late = tv.stragglers(dlrm, by="rank").set_index("rank")["lateness_ns"]
+    assert int(late.idxmax()) == 7
+    out = tv.what_if(dlrm, tv.changes.BalanceStraggler())
+    assert (out["saving_ns"] >= 300_000).all()
+    assert (out["saving_ns"] <= late.max()).all()
+    # The one rank named: the same change as its saving.
+    named = tv.what_if(dlrm, tv.changes.BalanceStraggler(rank=7))
+    assert named["saving_ns"].tolist() == out["saving_ns"].tolist()
 
 
 def test_rows_are_selected_after_the_replay(tmp_path: Path) -> None:

@@ -130,15 +130,18 @@ class OverlapCommunication:
 
 @dataclass(frozen=True)
 class BalanceStraggler:
-    """The rank with the most compute-kernel time (or ``rank``) gets the median rank's: its
-    compute kernels are scaled by median / its own; the others' waits in collectives shrink
-    through the replay."""
+    """The straggler rank (``rank``, else the one whose late arrivals held the others up
+    most: :func:`~jupyter_traceview.stragglers`' ``lateness_ns``) is no longer late into
+    collectives: where it arrived last, its work since its previous collective ended (or its
+    step began), host and GPU alike, shrinks by its lateness over the second-last arrival;
+    lateness from before that (a step begun late) no longer holds the others. Through the
+    replay, the others' waits in the collectives shrink, and so does its own step."""
 
     rank: int | None = None
 
     def describe(self) -> str:
-        who = f"rank {self.rank}" if self.rank is not None else "the slowest rank"
-        return f"{who}'s compute time scaled to the median rank's"
+        who = f"rank {self.rank}" if self.rank is not None else "the straggler rank"
+        return f"{who} no longer late into collectives (its work before each shrinks by its lateness)"
 
 
 @dataclass(frozen=True)
