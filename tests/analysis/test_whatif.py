@@ -371,3 +371,10 @@ def test_rows_frame_is_empty_with_columns_for_an_empty_trace(tmp_path: Path) -> 
     out = tv.what_if(trace)
     assert list(out.columns) == list(WHAT_IF_COLUMNS)
     assert isinstance(out, pd.DataFrame)
+
+
+def test_dask_engine_gives_the_same_replay(dask_client: object, dlrm: tv.Trace) -> None:
+    # With engine="dask" each rank's share of the graph is built on the worker holding it.
+    trace = tv.load(tv.sample_path(), engine="dask", client=dask_client, cache=False)
+    for changes in ((), (tv.changes.BalanceStraggler(),), (tv.changes.RemoveSyncs(), tv.changes.GraphLaunch())):
+        pd.testing.assert_frame_equal(tv.what_if(trace, *changes), tv.what_if(dlrm, *changes))
