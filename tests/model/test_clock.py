@@ -11,6 +11,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.model.collectives import kernel_collective, rank_collective_kernels
+from jupyter_traceview.model.rank_data import RankData
 from tests import kineto_builder as kb
 
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
@@ -267,9 +268,9 @@ def test_collective_kernels_are_computed_once_per_rank_table(dlrm: tv.Trace, mon
     calls: list[int] = []
     real = collectives._collective_kernels_of
 
-    def counting(d: object, window: object) -> pd.DataFrame:
+    def counting(d: RankData, window: tuple[int, int] | None) -> pd.DataFrame:
         calls.append(1)
-        return real(d, window)  # type: ignore[arg-type]
+        return real(d, window)
 
     monkeypatch.setattr(collectives, "_collective_kernels_of", counting)
     tv.clock_alignment(traced)
