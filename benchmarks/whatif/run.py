@@ -62,6 +62,7 @@ KEYS = {
     "median_step_after_ns",
     "measured_saving_ns",
     "steps",
+    "repeats",
     "torch",
     "load_average",
 }

@@ -51,7 +51,7 @@ from ._common import empty, scoped
 from ._memo import per_rank
 from .host_findings import host_facts
 
-__all__ = ["DATA_LOADING_MIN_PCT", "VERDICTS", "RankWorkload", "workload", "workload_of"]
+__all__ = ["DATA_LOADING_MIN_PCT", "GRAPH_LAUNCH", "VERDICTS", "RankWorkload", "workload", "workload_of"]
 
 #: The verdicts, in precedence order: the first that applies is a rank's ``workload``.
 VERDICTS = ("graph_capture", "graph_replay", "data_loading_bound", "cpu_only", "training", "inference")
@@ -61,6 +61,10 @@ VERDICTS = ("graph_capture", "graph_replay", "data_loading_bound", "cpu_only", "
 #: waiting for data, so data loading, not the model, sets the pace (a faster GPU or model
 #: could at most halve the step time, a faster input pipeline could do more).
 DATA_LOADING_MIN_PCT = 50.0
+
+#: The runtime/driver calls that replay a CUDA/HIP graph: every GPU activity of the graph
+#: shares the call's correlation id (its ``launch_eid``, docs/schema.md).
+GRAPH_LAUNCH = re.compile(r"^(?:cuda|hip|cu)GraphLaunch")
 
 _CPU_KINDS = (EventKind.CPU_OP.value, EventKind.USER_ANNOTATION.value, EventKind.PYTHON_FUNCTION.value)
 _RUNTIME_KINDS = (EventKind.CUDA_RUNTIME.value, EventKind.CUDA_DRIVER.value)
@@ -114,7 +118,7 @@ _MARKERS: dict[str, tuple[tuple[str, ...], re.Pattern[str], re.Pattern[str] | No
     "begin_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamBeginCapture"), None),
     "end_capture": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)StreamEndCapture"), None),
     "instantiate": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphInstantiate"), None),
-    "graph_launch": (_RUNTIME_KINDS, re.compile(r"^(?:cuda|hip|cu)GraphLaunch"), None),
+    "graph_launch": (_RUNTIME_KINDS, GRAPH_LAUNCH, None),
     "no_grad": (_CPU_KINDS, re.compile(r"inference_mode|no_grad", re.IGNORECASE), None),
     "prefill": (_ANNOTATION_KINDS, re.compile(r"prefill", re.IGNORECASE), None),
     "decode": (_ANNOTATION_KINDS, re.compile(r"decode", re.IGNORECASE), None),

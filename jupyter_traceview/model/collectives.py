@@ -30,11 +30,13 @@ number: their order on a rank says nothing about which peer they pair with.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from .rank_data import RankData
 from .schema import EventKind, GpuClass
 from .trace import Trace
 
@@ -117,15 +119,33 @@ def _empty_kernels() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series([], dtype=d) for c, d in KERNEL_COLUMNS.items()})
 
 
+#: :func:`rank_collective_kernels` of each rank's tables, per window, computed once per
+#: RankData (a trace narrowed with ``select(ranks=...)``, as every per-rank step is, shares
+#: its ranks' tables; a reclassified trace has new ones): clock alignment, the critical path,
+#: the what-if replay and the timeline's collective view all read this one result.
+_KERNELS: weakref.WeakKeyDictionary[RankData, dict[tuple[int, int] | None, pd.DataFrame]] = weakref.WeakKeyDictionary()
+
+
 def rank_collective_kernels(trace: Trace) -> pd.DataFrame:
     """The communication kernels of a one-rank trace with their collective instance.
 
     Columns: ``eid``, ``ts_ns``, ``end_ns``, ``stream``, ``collective`` (normalised kind),
     ``key`` (instance key: ``seq:<pg>:<seq>``, or ``order:<collective>:<n>``) and
     ``matched_by`` (``seq`` or ``order``). Clipped to ``trace.window`` like every analysis.
+    Computed once per rank table and window (a shallow copy of the kept frame each call: do
+    not change its values in place).
     """
     (rank,) = trace.ranks
     d = trace.rank_data(rank)
+    per_window = _KERNELS.setdefault(d, {})
+    found = per_window.get(trace.window)
+    if found is None:
+        found = per_window[trace.window] = _collective_kernels_of(d, trace.window)
+    return found.copy(deep=False)
+
+
+def _collective_kernels_of(d: RankData, window: tuple[int, int] | None) -> pd.DataFrame:
+    """What :func:`rank_collective_kernels` returns for rank tables ``d`` clipped to ``window``."""
     ev = d.events
     is_comm = (ev["kind"] == EventKind.KERNEL.value).to_numpy() & (
         ev["gpu_class"] == GpuClass.COMMUNICATION.value
@@ -135,8 +155,8 @@ def rank_collective_kernels(trace: Trace) -> pd.DataFrame:
     k = ev.loc[is_comm, ["eid", "ts_ns", "dur_ns", "name", "stream", "launch_eid"]]
     ts = k["ts_ns"].to_numpy()
     end = ts + k["dur_ns"].to_numpy()
-    if trace.window is not None:
-        lo, hi = trace.window
+    if window is not None:
+        lo, hi = window
         ts, end = np.clip(ts, lo, hi), np.clip(end, lo, hi)
     eids = k["eid"].to_numpy()
 

@@ -115,10 +115,11 @@ def test_columns_and_dlrm(dlrm: tv.Trace) -> None:
         assert "{" not in row["rule"], "a threshold was not filled in"
     # The DLRM sample: ranks wait for rank 7 in collectives; launch-bound; rank 7 the straggler.
     # The host syncs save most per step (the host is the bottleneck); the collective wait,
-    # most time at stake, is not on any rank's compute (balancing compute saves nothing).
+    # most time at stake, saves at most what rank 7's lateness held the others up (1.31 ms
+    # in all; its step began late, on the host), and less than the syncs.
     assert f["id"].iloc[0] == "blocking_sync"
-    assert by_id(f, "blocking_sync")["saving_ns"] > 0
-    assert by_id(f, "collective_wait")["saving_ns"] == 0
+    assert by_id(f, "blocking_sync")["saving_ns"] > by_id(f, "collective_wait")["saving_ns"] > 0
+    assert by_id(f, "collective_wait")["saving_ns"] <= 1_309_000
     assert by_id(f, "collective_wait")["change"] == tv.changes.BalanceStraggler().describe()
     assert by_id(f, "pageable_copies")["change"] == ""
     s = by_id(f, "straggler")

@@ -11,6 +11,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.model.collectives import kernel_collective, rank_collective_kernels
+from jupyter_traceview.model.rank_data import RankData
 from tests import kineto_builder as kb
 
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
@@ -256,3 +257,28 @@ def test_dask_engine_aligns_the_same(dask_client: object, dlrm: tv.Trace) -> Non
     assert trace.meta(3).extra["clock_offset_ns"] == expected["offset_ns"].iloc[3]
     pd.testing.assert_frame_equal(trace.events(3), tv.align_clocks(dlrm, expected).events(3))
     pd.testing.assert_frame_equal(tv.clock_alignment(trace)[["rank", "collectives"]], expected[["rank", "collectives"]])
+
+
+def test_collective_kernels_are_computed_once_per_rank_table(dlrm: tv.Trace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Clock alignment, the critical path and the what-if replay read one result per rank
+    # table (one truth, computed once): count the computations behind them.
+    from jupyter_traceview.model import collectives
+
+    traced = dlrm.with_classifier(dlrm.classifier)  # new tables: nothing kept from other tests
+    calls: list[int] = []
+    real = collectives._collective_kernels_of
+
+    def counting(d: RankData, window: tuple[int, int] | None) -> pd.DataFrame:
+        calls.append(1)
+        return real(d, window)
+
+    monkeypatch.setattr(collectives, "_collective_kernels_of", counting)
+    tv.clock_alignment(traced)
+    tv.critical_path(traced)
+    tv.what_if(traced)
+    assert len(calls) == len(traced.ranks)
+    # The frame handed out is a copy: a caller's new column does not reach the next caller.
+    one = rank_collective_kernels(traced.select(ranks=3))
+    one["extra"] = 1
+    assert "extra" not in rank_collective_kernels(traced.select(ranks=3)).columns
+    assert len(calls) == len(traced.ranks)

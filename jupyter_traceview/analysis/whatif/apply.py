@@ -28,6 +28,7 @@ from ..critical_path.graph import (
     SYNC,
 )
 from ..kernel_families import family_of
+from ..workload import GRAPH_LAUNCH
 from .changes import (
     BalanceStraggler,
     Change,
@@ -41,7 +42,7 @@ from .changes import (
 )
 from .model import Model
 
-__all__ = ["Edit", "apply_change"]
+__all__ = ["Edit", "apply_change", "graph_launched"]
 
 #: The DataLoader's annotations (torch's ``enumerate(DataLoader)#...__next__``).
 DATALOADER_RANGE = re.compile(r"^enumerate\(DataLoader\)#")
@@ -246,38 +247,87 @@ def _overlap(m: Model, e: Edit, c: OverlapCommunication, trace: Trace) -> None:
     e.w[move] = 0
 
 
-def compute_time_by_rank(m: Model) -> pd.Series:
-    """Compute-kernel time per rank (ns), the straggler's measure."""
-    k = _kernels(m) & ~_comm(m)
-    d = _durations(m)
-    s = pd.Series(d[k]).groupby(m.ev_rank[k]).sum()
-    return s.reindex(m.ranks, fill_value=0)
+def arrivals(m: Model) -> pd.DataFrame:
+    """One row per (matched collective instance, participant): ``edge`` (the participant's
+    edge into the instance's arrival point), ``rank``, ``kernel`` (its collective kernel),
+    ``start_ns`` (recorded) and ``lateness_ns``: for the last participant, its start minus
+    the second-last's (what it held the others up, as :func:`~jupyter_traceview.stragglers`
+    measures it); 0 for the others."""
+    idx = np.flatnonzero(m.dst >= 2 * m.n_events)
+    kev = m.src[idx] // 2
+    out = pd.DataFrame(
+        {"node": m.dst[idx], "edge": idx, "rank": m.ev_rank[kev], "kernel": kev, "start_ns": m.t[m.src[idx]]}
+    ).sort_values(["node", "start_ns"], kind="stable")
+    node = out["node"].to_numpy()
+    start = out["start_ns"].to_numpy()
+    last = np.r_[node[1:] != node[:-1], True]
+    has_prev = np.r_[False, node[1:] == node[:-1]]
+    prev = np.r_[start[:1], start[:-1]]
+    late = np.where(last & has_prev, start - prev, 0)
+    return out.assign(lateness_ns=np.maximum(late, 0)).drop(columns="node").reset_index(drop=True)
+
+
+#: The edges that carry a rank's own work and the gaps between it (not its waits).
+_WORK = [SPAN, SELF, IDLE, LAUNCH, STREAM]
 
 
 def _balance(m: Model, e: Edit, c: BalanceStraggler, trace: Trace) -> None:
-    per = compute_time_by_rank(m)
-    if len(per) < 2:
+    arr = arrivals(m)
+    if not len(arr):
         return
-    rank = int(per.idxmax()) if c.rank is None else c.rank
-    own = float(per.get(rank, 0))
-    med = float(per.median())
-    if own <= med or own <= 0:
+    per_rank = arr.groupby("rank")["lateness_ns"].sum()
+    rank = int(per_rank.idxmax()) if c.rank is None else c.rank
+    late = arr.loc[(arr["rank"] == rank) & (arr["lateness_ns"] > 0)].sort_values("start_ns", kind="stable")
+    if not len(late):
         return
-    k = _kernels(m) & ~_comm(m) & (m.ev_rank == rank)
-    _scale(m, e, k, np.full(m.n_events, med / own))
+    mine = arr.loc[arr["rank"] == rank]
+    ends = np.sort(m.t[2 * mine["kernel"].to_numpy() + 1])
+    a = late["start_ns"].to_numpy()
+    lateness = late["lateness_ns"].to_numpy()
+    # Each late arrival's segment: since the rank's previous collective ended, or its step began.
+    k = late["kernel"].to_numpy()
+    row = m.ev_step_row[k]
+    step_ev = np.where(row >= 0, m.steps["event"].to_numpy()[np.maximum(row, 0)], -1)
+    on_rank = m.ev_rank == rank
+    first = int(m.t[0 : 2 * m.n_events : 2][on_rank].min())
+    floor = np.where(step_ev >= 0, m.t[2 * np.maximum(step_ev, 0)], first)
+    before = np.searchsorted(ends, a, side="right") - 1
+    tie = np.where(before >= 0, ends[np.maximum(before, 0)], np.iinfo(np.int64).min)
+    lo = np.maximum(np.maximum(floor, tie), first)
+    span = a - lo
+    keep_share = np.where(span > 0, np.maximum(span - lateness, 0) / np.maximum(span, 1), 1.0)
+    # Its own work in each segment, host and GPU alike, shrinks by its lateness ...
+    de = _dst_event(m)
+    cand = np.flatnonzero(
+        (de >= 0) & np.r_[on_rank & ~_comm(m), False][np.where(de >= 0, de, m.n_events)] & np.isin(m.code, _WORK)
+    )
+    t = m.t[m.dst[cand]]
+    j = np.searchsorted(a, t, side="left")
+    inside = j < len(a)
+    inside[inside] &= t[inside] > lo[j[inside]]
+    cand, j = cand[inside], j[inside]
+    e.w[cand] = np.round(e.w[cand] * keep_share[j]).astype(np.int64)
+    # ... and what the segment cannot absorb (lateness from before it: a step begun late) no
+    # longer holds the others: its arrival counts that much earlier.
+    rest = np.maximum(lateness - np.maximum(span, 0), 0)
+    e.w[late["edge"].to_numpy()] = -rest
 
 
-def _launch_calls(m: Model) -> np.ndarray:
-    calls = np.zeros(m.n_events, dtype=bool)
-    la = m.ev_launcher[_kernels(m)]
-    calls[la[la >= 0]] = True
-    return calls
+def graph_launched(m: Model) -> np.ndarray:
+    """GPU activities launched by a graph launch call (:data:`..workload.GRAPH_LAUNCH`): their
+    launch call, reached through the correlation id, is one (bool per event)."""
+    calls = ~m.ev_gpu & names_matching(m, GRAPH_LAUNCH)
+    la = m.ev_launcher
+    return np.asarray(m.ev_gpu & (la >= 0) & np.r_[calls, False][np.where(la >= 0, la, m.n_events)], dtype=bool)
 
 
 def _graph_launch(m: Model, e: Edit, c: GraphLaunch, trace: Trace) -> None:
-    calls = _launch_calls(m)
+    work = _kernels(m) if c.whole_step else graph_launched(m)
+    calls = np.zeros(m.n_events, dtype=bool)
+    la = m.ev_launcher[work]
+    calls[la[la >= 0]] = True
     e.w[_into(m, calls, end=True) & (m.code == SPAN)] = 0
-    e.w[_into(m, _kernels(m), end=False) & (m.code == LAUNCH)] = 0
+    e.w[_into(m, work, end=False) & (m.code == LAUNCH)] = 0
 
 
 def _fuse(m: Model, e: Edit, c: FuseKernels, trace: Trace) -> None:

@@ -130,24 +130,36 @@ class OverlapCommunication:
 
 @dataclass(frozen=True)
 class BalanceStraggler:
-    """The rank with the most compute-kernel time (or ``rank``) gets the median rank's: its
-    compute kernels are scaled by median / its own; the others' waits in collectives shrink
-    through the replay."""
+    """The straggler rank (``rank``, else the one whose late arrivals held the others up
+    most: :func:`~jupyter_traceview.stragglers`' ``lateness_ns``) is no longer late into
+    collectives: where it arrived last, its work since its previous collective ended (or its
+    step began), host and GPU alike, shrinks by its lateness over the second-last arrival;
+    lateness from before that (a step begun late) no longer holds the others. Through the
+    replay, the others' waits in the collectives shrink, and so does its own step."""
 
     rank: int | None = None
 
     def describe(self) -> str:
-        who = f"rank {self.rank}" if self.rank is not None else "the slowest rank"
-        return f"{who}'s compute time scaled to the median rank's"
+        who = f"rank {self.rank}" if self.rank is not None else "the straggler rank"
+        return f"{who} no longer late into collectives (its work before each shrinks by its lateness)"
 
 
 @dataclass(frozen=True)
 class GraphLaunch:
-    """Kernels launched as one CUDA graph: every kernel launch call takes no host time and
-    its kernel no launch latency (the host work of the operators around them stays)."""
+    """Graph-captured work launched for free: the graph launch calls (``cudaGraphLaunch``,
+    ``hipGraphLaunch``, ``cuGraphLaunch``) take no host time and the GPU activities they
+    launch (those sharing the call's correlation id) no launch latency; other launches keep
+    their cost. ``whole_step=True``: the whole step captured as one graph, so every kernel
+    launch call takes no host time and its kernel no launch latency (what ``launch_bound``'s
+    fix, "try CUDA graphs", assumes). The host work of the operators around the launches
+    stays either way."""
+
+    whole_step: bool = False
 
     def describe(self) -> str:
-        return "kernel launches captured in a CUDA graph (launch calls and launch latency to zero)"
+        if self.whole_step:
+            return "kernel launches captured in a CUDA graph (launch calls and launch latency to zero)"
+        return "graph launches (cudaGraphLaunch calls and their kernels' launch latency) to zero"
 
 
 @dataclass(frozen=True)

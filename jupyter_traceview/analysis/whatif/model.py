@@ -82,8 +82,7 @@ class Model:
         return len(self.ev_eid)
 
 
-def _rank_graph(trace: Trace, rank: int) -> Graph | None:
-    one = trace.select(ranks=[rank])
+def _rank_graph(one: Trace, rank: int) -> Graph | None:
     return rank_memo(one.rank_data(rank).events, "whatif_graph", lambda: build_graph(one, cpu_only=True))
 
 
@@ -95,9 +94,73 @@ def _floors(code: np.ndarray, gap: np.ndarray, binding: np.ndarray) -> np.ndarra
     return out
 
 
+def _rank_part(one: Trace) -> dict[str, Any] | None:
+    """A one-rank trace's share of the model, indices local to the rank (events from 0,
+    threads and lanes from 0): a ``map_ranks`` function, so that with ``engine="dask"`` the
+    graph is built where the rank lives and only these arrays come back. None when the rank
+    has nothing to replay."""
+    (rank,) = one.ranks
+    g = _rank_graph(one, rank)
+    if g is None or g.deps is None:
+        return None
+    ev = one.rank_data(rank).events
+    n = len(g.eid)
+    rows = g.pos
+    name, kind, cls = (_strings(ev[c], rows) for c in ("name", "kind", "gpu_class"))
+    # Parents in the graph (the nearest ancestor that is a graph event).
+    size = int(ev["eid"].max()) + 1
+    pe = ev["parent_eid"].to_numpy()[rows]
+    parent = np.where((pe >= 0) & (pe < size), g.loc[np.clip(pe, 0, size - 1)], -1)
+    # GPU lanes (device, stream) of this rank.
+    dev = ev["device"].to_numpy()[rows].astype(np.int64)
+    stream = ev["stream"].to_numpy()[rows].astype(np.int64)
+    lane = np.full(n, -1, dtype=np.int64)
+    n_lanes = 0
+    if g.is_gpu.any():
+        codes, _ = pd.factorize(pd.MultiIndex.from_arrays([dev[g.is_gpu], stream[g.is_gpu]]))
+        lane[g.is_gpu] = codes
+        n_lanes = int(codes.max()) + 1
+    node, pred, edge, attr = g.deps
+    gap = g.t[node] - g.t[pred]
+    binding = (g.pred[node] == pred) & (g.edge[node] == edge)
+    floors = _floors(edge, gap, binding)
+    w = np.where(binding, gap, np.minimum(gap, floors[edge]))
+    return {
+        "n_threads": len(g.threads),
+        "n_lanes": n_lanes,
+        "carries": np.array([bool(x["carries_step"]) for x in g.threads], dtype=bool),
+        "steps": _rank_steps(one, rank, ev, g),
+        "ev_rank": np.full(n, rank, dtype=np.int64),
+        "ev_eid": g.eid.astype(np.int64),
+        "ev_gpu": g.is_gpu,
+        "ev_name": name,
+        "ev_kind": kind,
+        "ev_class": cls,
+        "ev_parent": parent,
+        "ev_thread": g.thread_of,
+        "ev_launcher": g.launcher,
+        "ev_lane": lane,
+        "ev_step": ev["step"].to_numpy()[rows].astype(np.int64),
+        "t": g.t.astype(np.int64),
+        "dst": node,
+        "src": pred,
+        "code": edge.astype(np.int8),
+        "w": w.astype(np.int64),
+        "binding": binding,
+        "attr": attr,
+    }
+
+
+def _shifted(x: np.ndarray, off: int) -> np.ndarray:
+    """Local indices made global: ``x + off`` where ``x >= 0``, -1 elsewhere."""
+    return np.where(x >= 0, x + off, -1).astype(np.int64)
+
+
 def build_model(trace: Trace) -> Model | None:
     """The replay graph of every rank of ``trace`` (ranks without any event are left out);
-    None when no rank has an event to replay."""
+    None when no rank has an event to replay. Each rank's share is built by
+    :func:`_rank_part` (on the workers with ``engine="dask"``), then joined here."""
+    built = trace.map_ranks(_rank_part)
     parts: list[dict[str, np.ndarray]] = []
     ev_off = 0
     thread_off = 0
@@ -107,59 +170,33 @@ def build_model(trace: Trace) -> Model | None:
     eid_to_global: dict[int, pd.Series] = {}
     ranks: list[int] = []
     for rank in trace.ranks:
-        g = _rank_graph(trace, rank)
-        if g is None or g.deps is None:
+        p = built[rank]
+        if p is None:
             continue
         ranks.append(rank)
-        ev = trace.rank_data(rank).events
-        n = len(g.eid)
-        rows = g.pos
-        name, kind, cls = (_strings(ev[c], rows) for c in ("name", "kind", "gpu_class"))
-        # Parents in the graph (the nearest ancestor that is a graph event).
-        size = int(ev["eid"].max()) + 1
-        pe = ev["parent_eid"].to_numpy()[rows]
-        parent = np.where((pe >= 0) & (pe < size), g.loc[np.clip(pe, 0, size - 1)], -1)
-        # GPU lanes (device, stream) of this rank.
-        dev = ev["device"].to_numpy()[rows].astype(np.int64)
-        stream = ev["stream"].to_numpy()[rows].astype(np.int64)
-        lane = np.full(n, -1, dtype=np.int64)
-        if g.is_gpu.any():
-            codes, _ = pd.factorize(pd.MultiIndex.from_arrays([dev[g.is_gpu], stream[g.is_gpu]]))
-            lane[g.is_gpu] = codes + lane_off
-            lane_off += int(codes.max()) + 1
-        node, pred, edge, attr = g.deps
-        gap = g.t[node] - g.t[pred]
-        binding = (g.pred[node] == pred) & (g.edge[node] == edge)
-        floors = _floors(edge, gap, binding)
-        w = np.where(binding, gap, np.minimum(gap, floors[edge]))
-        off2 = 2 * ev_off
+        n = len(p["ev_eid"])
         parts.append(
             {
-                "ev_rank": np.full(n, rank, dtype=np.int64),
-                "ev_eid": g.eid.astype(np.int64),
-                "ev_gpu": g.is_gpu,
-                "ev_name": name,
-                "ev_kind": kind,
-                "ev_class": cls,
-                "ev_parent": np.where(parent >= 0, parent + ev_off, -1),
-                "ev_thread": np.where(g.thread_of >= 0, g.thread_of + thread_off, -1),
-                "ev_launcher": np.where(g.launcher >= 0, g.launcher + ev_off, -1),
-                "ev_lane": lane,
-                "ev_step": ev["step"].to_numpy()[rows].astype(np.int64),
-                "t": g.t.astype(np.int64),
-                "dst": node + off2,
-                "src": pred + off2,
-                "code": edge.astype(np.int8),
-                "w": w.astype(np.int64),
-                "binding": binding,
-                "attr": attr + ev_off,
+                **{k: p[k] for k in ("ev_rank", "ev_eid", "ev_gpu", "ev_name", "ev_kind", "ev_class", "ev_step", "t")},
+                "ev_parent": _shifted(p["ev_parent"], ev_off),
+                "ev_thread": _shifted(p["ev_thread"], thread_off),
+                "ev_launcher": _shifted(p["ev_launcher"], ev_off),
+                "ev_lane": _shifted(p["ev_lane"], lane_off),
+                "dst": p["dst"] + 2 * ev_off,
+                "src": p["src"] + 2 * ev_off,
+                "code": p["code"],
+                "w": p["w"],
+                "binding": p["binding"],
+                "attr": p["attr"] + ev_off,
             }
         )
-        carries.append(np.array([bool(x["carries_step"]) for x in g.threads], dtype=bool))
-        eid_to_global[rank] = pd.Series(np.arange(n, dtype=np.int64) + ev_off, index=g.eid)
-        step_rows.append(_rank_steps(trace, rank, ev, g, ev_off))
+        carries.append(p["carries"])
+        eid_to_global[rank] = pd.Series(np.arange(n, dtype=np.int64) + ev_off, index=p["ev_eid"])
+        steps = p["steps"]
+        step_rows.append(steps.assign(event=_shifted(steps["event"].to_numpy(), ev_off)))
         ev_off += n
-        thread_off += len(g.threads)
+        thread_off += int(p["n_threads"])
+        lane_off += int(p["n_lanes"])
     if not parts:
         return None
     cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -234,9 +271,9 @@ def _strings(col: pd.Series, rows: np.ndarray) -> np.ndarray:
     return np.asarray(["" if pd.isna(v) else str(v) for v in vals], dtype=object)
 
 
-def _rank_steps(trace: Trace, rank: int, ev: pd.DataFrame, g: Graph, off: int) -> pd.DataFrame:
-    """The rank's steps: its ProfilerStep events (global index), or one row (step -1) without any."""
-    it = trace.iterations
+def _rank_steps(one: Trace, rank: int, ev: pd.DataFrame, g: Graph) -> pd.DataFrame:
+    """The rank's steps: its ProfilerStep events (index in the rank's graph), or one row (step -1) without any."""
+    it = one.iterations
     it = it.loc[it["rank"] == rank]
     cpu = ~g.is_gpu
     rows = []
@@ -251,18 +288,10 @@ def _rank_steps(trace: Trace, rank: int, ev: pd.DataFrame, g: Graph, off: int) -
         for step in it["step"].tolist():
             i = by_name.get(f"{_STEP_PREFIX}{step}")
             if i is not None:
-                rows.append((rank, int(step), i + off))
+                rows.append((rank, int(step), i))
     if not rows:
         return pd.DataFrame({"rank": [rank], "step": [-1], "event": [-1]})
     return pd.DataFrame(rows, columns=["rank", "step", "event"])
-
-
-def _collective_kernels(trace: Trace, rank: int) -> pd.DataFrame:
-    one = trace.select(ranks=[rank])
-    out: pd.DataFrame = rank_memo(
-        one.rank_data(rank).events, "whatif_collectives", lambda: rank_collective_kernels(one)
-    )
-    return out
 
 
 def _collectives(
@@ -276,7 +305,8 @@ def _collectives(
     """Add one arrival node per collective instance matched across ranks (one kernel per rank)."""
     if len(ranks) < 2:
         return t, edges
-    kernels = {r: _collective_kernels(trace, r) for r in ranks}
+    every = trace.map_ranks(rank_collective_kernels)
+    kernels = {r: every[r] for r in ranks}
     inst, _ = match_instances({r: k.loc[k["collective"] != "unknown"] for r, k in kernels.items()})
     if not len(inst):
         return t, edges

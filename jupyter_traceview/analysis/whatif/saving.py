@@ -35,7 +35,7 @@ __all__ = ["RULE_CHANGES", "finding_savings", "rule_changes"]
 #: ``tiny_kernels`` fuses the kernels under its own ``tiny_kernel_ns``). Rules not listed
 #: (``slow_iteration``, ``pageable_copies``, the memory rules, ...) have no sound change: 0, "".
 RULE_CHANGES: dict[str, Callable[[dict[str, Any]], tuple[Change, ...]]] = {
-    "launch_bound": lambda r: (GraphLaunch(),),
+    "launch_bound": lambda r: (GraphLaunch(whole_step=True),),
     "blocking_sync": lambda r: (RemoveSyncs(),),
     "host_sync_lines": lambda r: (RemoveSyncs(),),
     "dataloader_stall": lambda r: (RemoveDataLoading(),),
