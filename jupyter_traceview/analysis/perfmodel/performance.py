@@ -9,7 +9,8 @@ launched inside one belongs to it: its GPU time is the summed duration of the ke
 memcpys and memsets whose launch call ran inside the operator (at any depth, on its thread;
 the enclosure test of :func:`~jupyter_traceview.op_kernels`). GPU work outside every counted
 operator is *not covered*; the innermost operator that launched it is listed with status
-``not_modelled`` and the reason, so that no GPU time disappears silently.
+``not_modelled`` and the reason, so that no GPU time disappears silently. A JAX GPU profile's
+XLA ops, with XLA's cost analysis, are rows too (:mod:`.xla`).
 
 Figures. ``tflops`` = flops / GPU time, ``gbps`` = bytes / GPU time, ``intensity`` =
 flops / bytes. Matrix families (gemm, conv, attention) are compared with the compute peak
@@ -540,7 +541,8 @@ def op_performance(
 ) -> pd.DataFrame:
     """FLOPs, bytes, achieved throughput and % of the device's peak of every operator.
 
-    Needs a trace recorded with ``record_shapes=True``. The FLOP/byte model of each operator
+    Needs a trace recorded with ``record_shapes=True``, or a JAX GPU profile's ``.xplane.pb``
+    (its XLA ops, with XLA's cost analysis: ``docs/jax.md``). The FLOP/byte model of each operator
     family is described in :mod:`jupyter_traceview.analysis.perfmodel.model` and
     ``docs/semantics.md``; which operators count, and how GPU time is attributed, in
     :mod:`jupyter_traceview.analysis.perfmodel.performance`.
