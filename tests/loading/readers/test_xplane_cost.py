@@ -41,9 +41,9 @@ def _ops() -> list[str]:
     return [n for n, opcode in hlo_ops(meta, PROGRAM) if opcode not in ("parameter", "constant", "tuple")]
 
 
-def _gpu_xspace() -> bytes:
+def _gpu_xspace(extra: tuple[str, ...] = ()) -> bytes:
     """Two steps of ``jit_step`` on one GPU: the host's step annotation, launch calls, and a
-    kernel per HLO op on a compute stream (10 us each)."""
+    kernel per HLO op on a compute stream (10 us each), then one per ``extra`` op name."""
     meta = metadata_plane(RECORDED.read_bytes())
     t0 = 1_800_000_000_000_000_000
     host = Plane(0, "/host:CPU", [Line(10, "python"), Line(11, "tf_pjrt_thread")])
@@ -52,7 +52,7 @@ def _gpu_xspace() -> bytes:
     for step in range(2):
         t = t0 + step * 10_000_000
         host.lines[0].events.append(Event("train", t, 9_000_000, {"step_num": step}))
-        for k, op in enumerate(_ops()):
+        for k, op in enumerate([*_ops(), *extra]):
             corr += 1
             host.lines[1].events.append(Event("cuLaunchKernel", t + 1000 + 2000 * k, 1000, {"correlation_id": corr}))
             stats: dict[str, int | str] = {"hlo_op": op, "hlo_module": MODULE, "program_id": PROGRAM_ID}
@@ -165,3 +165,30 @@ def test_the_dashboards_performance_tab_lists_the_xla_ops(gpu: tuple[Path, dict[
     names = {row[0] for row in table["rows"]}
     assert names == set(_ops())
     assert tab["figures"][0]["value"] == "100.0%"  # all the GPU time is under costed ops
+
+
+def test_collectives_and_ops_without_cost_are_listed_not_modelled(tmp_path: Path) -> None:
+    """An all-reduce and an op the program's HLO lacks (xprof's op_profile has neither): their
+    kernels' time is listed, with the reason, and left uncovered for mfu."""
+    path = tmp_path / "node0.xplane.pb"
+    path.write_bytes(_gpu_xspace(("all-reduce-start.1", "custom-call.99")))
+    assert {"all-reduce-start.1", "custom-call.99"}.isdisjoint(_xprof_ops(_op_profile(path)))
+    trace = _load(path, cache=False)
+    perf = tv.op_performance(trace, by="shape", peaks=PEAKS).set_index("name")
+    for name, reason in (("all-reduce-start.1", "a collective"), ("custom-call.99", "no XLA cost analysis")):
+        row = perf.loc[name]
+        assert row["status"] == "not_modelled" and str(row["reason"]).startswith(reason)
+        assert pd.isna(row["flops"]) and pd.isna(row["bytes"]) and row["gpu_ns"] == 2 * KERNEL_NS
+    assert (perf.drop(["all-reduce-start.1", "custom-call.99"])["status"] == "modelled").all()
+    m = tv.mfu(trace, peaks=PEAKS)
+    assert m["uncovered_gpu_ns"].tolist() == [2 * KERNEL_NS] * 2 and m["not_modelled_ops"].tolist() == [2, 2]
+
+
+def test_scoped_to_a_step_or_a_time_range(gpu: tuple[Path, dict[str, Any]]) -> None:
+    path, _ = gpu
+    trace = _load(path, cache=False)
+    step1 = tv.op_performance(trace, peaks=PEAKS, iterations=[1])
+    assert len(step1) == len(_ops()) and step1["step"].unique().tolist() == [1]
+    first = int(tv.op_performance(trace, peaks=PEAKS)["ts_ns"].min())
+    part = tv.op_performance(trace, peaks=PEAKS, time_range=(first, first + KERNEL_NS // 2))
+    assert len(part) == 1 and part["gpu_ns"].tolist() == [KERNEL_NS // 2]  # clipped to the range
