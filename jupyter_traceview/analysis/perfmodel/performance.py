@@ -9,7 +9,8 @@ launched inside one belongs to it: its GPU time is the summed duration of the ke
 memcpys and memsets whose launch call ran inside the operator (at any depth, on its thread;
 the enclosure test of :func:`~jupyter_traceview.op_kernels`). GPU work outside every counted
 operator is *not covered*; the innermost operator that launched it is listed with status
-``not_modelled`` and the reason, so that no GPU time disappears silently.
+``not_modelled`` and the reason, so that no GPU time disappears silently. A JAX GPU profile's
+XLA ops, with XLA's cost analysis, are rows too (:mod:`.xla`).
 
 Figures. ``tflops`` = flops / GPU time, ``gbps`` = bytes / GPU time, ``intensity`` =
 flops / bytes. Matrix families (gemm, conv, attention) are compared with the compute peak
@@ -44,6 +45,7 @@ from ..launch import rows_of
 from ..operators import GPU_WORK_KINDS, RankLinks
 from .model import COMPOSITE, NotModelled, OpCall, Work, model_op
 from .peaks import DevicePeaks, device_peaks
+from .xla import xla_op_rows
 
 __all__ = ["MATRIX_FAMILIES", "MFU_COLUMNS", "OP_PERFORMANCE_COLUMNS", "mfu", "op_performance"]
 
@@ -419,7 +421,10 @@ def _rank_instances(
         keep = counted[op_idx]
         act_op[pairs[0][keep]] = op_idx[keep]
     innermost_row = lk.innermost(n_acts, pairs)
-    uncovered = act_op < 0
+    text = _texts if texts else _objects
+    # A JAX GPU profile's XLA ops, with XLA's cost analysis (.xla): they cover their kernels.
+    xla_frame, in_xla_op = xla_op_rows(trace, rank, links, window, text)
+    uncovered = (act_op < 0) & ~in_xla_op
     act_inner = np.where(innermost_row >= 0, np.searchsorted(op_rows, np.maximum(innermost_row, 0)), -1)
     owner = np.where(uncovered, act_inner, act_op)
     dur = links.acts["dur_ns"].to_numpy().astype(np.int64)
@@ -473,10 +478,6 @@ def _rank_instances(
     nbytes = np.array(recs["bytes"], dtype=np.float64)
     g = np.rint(gpu_ns[idx]).astype(np.int64)
 
-    def text(values: np.ndarray) -> Any:
-        # (A plain object array would be inferred as "str" by the DataFrame: keep it object.)
-        return pd.array(values, dtype="str") if texts else pd.Series(values, dtype=object, copy=False)
-
     with np.errstate(divide="ignore", invalid="ignore"):
         frame = pd.DataFrame(
             {
@@ -500,6 +501,8 @@ def _rank_instances(
                 "gbps": np.where(g > 0, nbytes / g, np.nan),
             }
         )
+    if xla_frame is not None and len(xla_frame):
+        frame = pd.concat([f for f in (frame, xla_frame) if len(f)], ignore_index=True)
     # Per-step GPU coverage for mfu().
     act_step = links.ev["step"].to_numpy()[links.act_rows] if n_acts else np.empty(0, dtype=np.int64)
     extra = {
@@ -508,6 +511,15 @@ def _rank_instances(
         "act_uncovered": uncovered,
     }
     return frame, extra
+
+
+def _texts(values: np.ndarray) -> Any:
+    return pd.array(values, dtype="str")
+
+
+def _objects(values: np.ndarray) -> Any:
+    # (A plain object array would be inferred as "str" by the DataFrame: keep it object.)
+    return pd.Series(values, dtype=object, copy=False)
 
 
 def _check_scope_options(by: str, tf32: object) -> None:
@@ -529,7 +541,8 @@ def op_performance(
 ) -> pd.DataFrame:
     """FLOPs, bytes, achieved throughput and % of the device's peak of every operator.
 
-    Needs a trace recorded with ``record_shapes=True``. The FLOP/byte model of each operator
+    Needs a trace recorded with ``record_shapes=True``, or a JAX GPU profile's ``.xplane.pb``
+    (its XLA ops, with XLA's cost analysis: ``docs/jax.md``). The FLOP/byte model of each operator
     family is described in :mod:`jupyter_traceview.analysis.perfmodel.model` and
     ``docs/semantics.md``; which operators count, and how GPU time is attributed, in
     :mod:`jupyter_traceview.analysis.perfmodel.performance`.

@@ -9,10 +9,16 @@ xprof is the optional extra ``jupyter_traceview[jax]``; it is imported only when
 read. xprof writes its caches (``*.SSTABLE``, ``*.hlo_proto.pb``, ...) beside the file it
 converts: the reader converts a link to the file made in a temporary folder, so that nothing
 is ever written beside the user's profile.
+
+Where the trace has devices, the same XSpace is also given to xprof's ``op_profile`` tool:
+XLA's cost analysis of the ops the devices ran (FLOPs and bytes per HLO op, :mod:`.xla_cost`),
+kept in each device rank's ``RankMeta.extra`` (:mod:`jupyter_traceview.model.xla_cost`) for
+``op_performance``. Where xprof gives none (a CPU profile), or fails to, there is none.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,16 +27,20 @@ from typing import Any
 import msgspec
 
 from ...errors import TraceFormatError
-from ...model.rank_data import RankData
+from ...model.rank_data import RankData, replaced
+from ...model.xla_cost import XLA_COST_KEY
 from ..storage import RemotePath
 from .files import JAX_XPLANE, open_file
 from .jax import ranks_of
+from .xla_cost import cost_rows
 
 __all__ = ["JAX_EXTRA", "convert_xplane", "parse_xplane"]
 
 #: What to install to read an XSpace.
 JAX_EXTRA = "pip install 'jupyter_traceview[jax]' (xprof), then restart the kernel"
 _TOOL = "trace_viewer"
+_COST_TOOL = "op_profile"
+_DEVICE = b'"/device:'  # a device process of the trace (its process_name)
 
 
 def _or_the_json(path: Path) -> str:
@@ -76,11 +86,12 @@ def _local_copy(path: Path, folder: Path) -> Path:
     return local
 
 
-def convert_xplane(path: Path) -> bytes:
+def convert_xplane(path: Path) -> tuple[bytes, bytes | None]:
     """The trace JSON of xprof's Trace Viewer for the XSpace at ``path`` (converted by
-    ``xprof.convert.raw_to_tool_data``); a :class:`TraceFormatError` naming the file where it
-    cannot be: xprof missing (the extra to install), an empty file, or one xprof cannot parse
-    (a profile cut short)."""
+    ``xprof.convert.raw_to_tool_data``), and, where the trace has devices, xprof's
+    ``op_profile`` JSON of it (None where it has none or xprof gives none); a
+    :class:`TraceFormatError` naming the file where the trace cannot be: xprof missing (the
+    extra to install), an empty file, or one xprof cannot parse (a profile cut short)."""
     convert = _converter(path)
     if isinstance(path, RemotePath):
         size = path.size
@@ -112,6 +123,12 @@ def convert_xplane(path: Path) -> bytes:
         except Exception as exc:  # noqa: BLE001 - xprof's failures, whatever their type, name the file
             errors.append(f"{type(exc).__name__}: {exc}")
             data = None
+        cost = None
+        if data and _DEVICE in (data.encode() if isinstance(data, str) else bytes(data)):
+            try:
+                cost, _ = convert.xspace_to_tool_data([str(local)], _COST_TOOL, {"use_saved_result": False})
+            except Exception:  # noqa: BLE001 - no cost analysis: the trace still reads
+                cost = None
         reason = "; ".join(e.replace(str(local), path.name) for e in errors)
     if not data:
         raise TraceFormatError(
@@ -119,17 +136,26 @@ def convert_xplane(path: Path) -> bytes:
             f"is not an XSpace that xprof can read ({reason or 'no trace came back'})",
             f"The profile was cut short or is not a jax.profiler .xplane.pb: record it again ({_or_the_json(path)})",
         )
-    return data.encode() if isinstance(data, str) else bytes(data)
+    trace = data.encode() if isinstance(data, str) else bytes(data)
+    return trace, (cost.encode() if isinstance(cost, str) else bytes(cost)) if cost else None
 
 
 def parse_xplane(path: Path, *, bad_events: str = "raise") -> list[RankData]:
     """Read one ``<host>.xplane.pb`` into one RankData per device, through xprof's Trace Viewer
     trace (:func:`convert_xplane`), mapped as a ``jax.profiler`` trace JSON is (:func:`.jax.ranks_of`)."""
-    data = convert_xplane(path)
+    data, cost = convert_xplane(path)
     try:
         doc = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise TraceFormatError(
             path, f"was converted by xprof into invalid JSON ({exc})", "Report it with the xprof version"
         ) from None
-    return ranks_of(path, doc, bad_events=bad_events)
+    ranks = ranks_of(path, doc, bad_events=bad_events)
+    try:
+        rows = cost_rows(msgspec.json.decode(cost)) if cost else []
+    except msgspec.DecodeError:
+        rows = []
+    if not rows:
+        return ranks
+    # Every rank is a device (there are devices), and one table covers the programs of all.
+    return [replaced(d, meta=dataclasses.replace(d.meta, extra={**d.meta.extra, XLA_COST_KEY: rows})) for d in ranks]
