@@ -11,8 +11,8 @@ descendants (both tools parse ranks in worker processes), sampled every 20 ms, a
 same sum before the call. The sum uses PSS (proportional set size), so that pages shared
 by forked workers count once. The sampler waits at least five times as long as a sample
 took, so it never takes more than a sixth of a core (reading the PSS of a multi-GB process
-is not free); its own CPU is reported apart. CPU time of the load: this process, its
-workers and its forkserver, the sampler's CPU taken out. ``--no-memory`` times the
+is not free); its own CPU is reported apart. CPU time of the load: this process (its clock,
+not psutil's 10 ms ticks), its workers and its forkserver (ticks), the sampler's CPU taken out. ``--no-memory`` times the
 loads without the sampler (a thread of this process: beside a load of a tenth of a
 second, the bundled sample's, it adds ~50 ms), for both tools alike. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
 of uncompressed JSON per second and per core used.
@@ -69,10 +69,12 @@ def tree_rss():
 
 def tree_cpu():
     # CPU seconds of this process, its reaped children (a fork pool's workers) and its live
-    # children with what they reaped (a forkserver and the workers it forked).
+    # children with what they reaped (a forkserver and the workers it forked). This process's
+    # own from the clock (nanoseconds): psutil's cpu_times count whole ticks (10 ms), as much
+    # as all of a small file's load; children's, which only pools have, from the ticks.
     me = psutil.Process()
     t = me.cpu_times()
-    total = t.user + t.system + t.children_user + t.children_system
+    total = time.process_time() + t.children_user + t.children_system
     for child in me.children():
         try:
             c = child.cpu_times()

@@ -86,13 +86,18 @@ def category_dtype(categories: Sequence[object]) -> pd.CategoricalDtype:
 def str_index(texts: Sequence[object]) -> pd.Index:
     """``pd.Index(texts, dtype="str")``: on pandas' Arrow-backed strings, converted by Arrow
     directly (pandas' own conversion checks each value first: ~2x slower warm, and several
-    times slower on a process's first calls), else pandas' way."""
+    times slower on a process's first calls), else pandas' way.
+
+    The strings are allocated by the C library's ``malloc`` (Arrow's system memory pool), not
+    by Arrow's default pool: that pool (mimalloc) reserves and touches ~2 MB on its first use
+    in a process, which was most of the peak memory of loading a 0.1 MB trace; for a few
+    texts, or one array per table, either allocator is as fast."""
     if _ARROW_STR:
         import pyarrow as pa
         from pandas.arrays import ArrowStringArray
 
         try:
-            array = pa.array(texts, type=pa.large_string())
+            array = pa.array(texts, type=pa.large_string(), memory_pool=pa.system_memory_pool())
         except (pa.ArrowException, UnicodeEncodeError, TypeError):
             pass  # (a lone surrogate, say: pandas' way says what is wrong)
         else:
@@ -140,8 +145,9 @@ def frame(columns: Mapping[str, Any], order: Sequence[str] | None = None) -> pd.
 @functools.lru_cache(maxsize=256)
 def columns_index(names: tuple[str, ...]) -> pd.Index:
     """The column index of these names, built once (a frame's column index is immutable; on
-    pandas 3 building one converts the names to an Arrow string array: ~30 us a frame)."""
-    return pd.Index(list(names))
+    pandas 3 building one converts the names to an Arrow string array: ~30 us a frame; by
+    :func:`str_index`, in the C library's memory, as pandas would infer it)."""
+    return str_index(names) if _ARROW_STR else pd.Index(list(names))
 
 
 def frame_of(values: Sequence[Any], columns: pd.Index, n: int) -> pd.DataFrame:

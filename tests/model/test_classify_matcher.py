@@ -66,3 +66,36 @@ def test_the_default_patterns_take_the_fast_ways() -> None:
         assert joined is not None
         for name in names:
             assert _Matcher(patterns).search(name) == (joined.search(name) is not None), name
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(st.lists(st.text(alphabet="abkSI_:-( ", min_size=0, max_size=4), min_size=1, max_size=4), max_size=4),
+    st.lists(st.text(alphabet="aAbBkKsSiI_:- \u017f\u212a\u0130\u0131é", max_size=12), max_size=8),
+)
+def test_case_insensitive_words_match_as_the_flag_does(groups: list[list[str]], names: list[str]) -> None:
+    """``(?i:word|...)`` looked for in the lower-cased name (ASCII names) or by the regular
+    expression (other names: the flag folds the long s, the Kelvin sign and the dotted and
+    dotless i to ASCII letters) matches exactly the names the alternation finds."""
+    patterns = [f"(?i:{'|'.join(words)})" for words in groups]
+    try:
+        joined = _joined(patterns)
+    except re.error:
+        return  # ("(" in a word: not a plain word, and not a pattern the Classifier takes)
+    matcher = _Matcher(patterns)
+    for name in [*names, *(w.upper() for ws in groups for w in ws)]:
+        want = joined is not None and joined.search(name) is not None
+        assert matcher.search(name) == want, (patterns, name)
+
+
+def test_the_default_compute_patterns_are_words() -> None:
+    """Every default compute pattern is a case-insensitive group of plain words: none is
+    compiled unless a name is not ASCII."""
+    from jupyter_traceview.model.classify import DEFAULT_COMPUTE
+
+    m = _Matcher(DEFAULT_COMPUTE)
+    assert m.regex is None and not m.prefixes and not m.texts and "gemm" in m.words and "at::native" in m.words
+    assert "_folded_regex" not in m.__dict__
+    assert m.search("void Cutlass_GEMM_kernel") and not m.search("myKernel")
+    assert m.search("ſort_kernel") == (re.search("(?i:sort)", "ſort_kernel") is not None)
+    assert "_folded_regex" in m.__dict__

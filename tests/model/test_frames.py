@@ -225,3 +225,21 @@ def test_str_index_is_the_plain_index(texts: list[str]) -> None:
     assert type(got.array) is type(want.array) and got.dtype == want.dtype
     if hasattr(want.array, "_pa_array"):
         assert got.array._pa_array.type == want.array._pa_array.type
+
+
+@pytest.mark.skipif(not frames._ARROW_STR, reason="pandas without Arrow-backed strings")
+def test_category_strings_are_not_in_arrows_default_pool() -> None:
+    """The categories and column names the reader builds live in malloc'd memory (Arrow's
+    system pool): the default pool's (mimalloc's) first use in a process touched a 2 MiB page,
+    most of the peak of loading a small trace. Same values and dtype as pandas' own."""
+    import pyarrow as pa
+
+    texts = [f"kernel_{i}" for i in range(1000)]
+    pool = pa.default_memory_pool()
+    before = pool.bytes_allocated()
+    index = frames.str_index(texts)
+    columns = frames.columns_index(tuple(f"col_{i}" for i in range(40)))
+    assert pool.bytes_allocated() == before
+    assert index.equals(pd.Index(texts, dtype="str")) and index.dtype == pd.Index(texts, dtype="str").dtype
+    plain = pd.Index([f"col_{i}" for i in range(40)])
+    assert columns.equals(plain) and columns.dtype == plain.dtype

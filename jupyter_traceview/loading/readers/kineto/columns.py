@@ -35,7 +35,8 @@ def merge_parts(parts: list[Part], state: FileState) -> FileColumns:
     def cat(attr: str) -> np.ndarray:
         return np.concatenate([getattr(p, attr) for p in parts]) if parts else np.empty(0)
 
-    columns: dict[str, Any] = {attr: cat(attr).astype(dtype) for attr, dtype in _PART_DTYPES.items()}
+    # (copy=False: a concatenation is a new array already; astype would copy it again)
+    columns: dict[str, Any] = {attr: cat(attr).astype(dtype, copy=False) for attr, dtype in _PART_DTYPES.items()}
     return FileColumns(
         **columns,
         ts_ns=(
@@ -43,7 +44,7 @@ def merge_parts(parts: list[Part], state: FileState) -> FileColumns:
             if any(p.ts_ns is not None for p in parts)
             else None
         ),
-        name_codes=np.concatenate(name_codes).astype(np.int32) if parts else np.empty(0, np.int32),
+        name_codes=np.concatenate(name_codes).astype(np.int32, copy=False) if parts else np.empty(0, np.int32),
         names=list(index),
         gpu_rows=np.concatenate(gpu_rows) if parts else np.empty(0, np.int64),
         gpu={k: np.concatenate([p.gpu[k] for p in parts]) for k in parts[0].gpu} if parts else gpu_arrays([]),
