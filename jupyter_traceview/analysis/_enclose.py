@@ -239,7 +239,8 @@ def enclosed_sums(
     sums = np.zeros(len(both), dtype=np.int64)
     native = getattr(loops.native, "enclosed_sums", None) if loops.native is not None else None
     if native is not None:
-        native(thread, key, np.ascontiguousarray(is_point, dtype=bool), w, order, sums)
+        c64 = np.ascontiguousarray
+        native(c64(thread, dtype=np.int64), c64(key), c64(is_point, dtype=bool), c64(w), c64(order), sums)
     else:
         sums = _dominance_numpy(thread, key, is_point, w, order)
     out[:] = sums[:nr]
