@@ -18,8 +18,8 @@ Runtime calls are not ranges here (nothing nests in them, and no breakdown repor
 instants are neither ranges nor children.
 
 The nesting is one stack sweep per thread in compiled code (``_loops.innermost``: O(n log n)
-for the sort, then linear); without the compiled loops, :func:`._links.containing_pairs`
-(sorted searches per thread; pairs are ranges x nesting depth) gives the same parents.
+for the sort, then linear); without the compiled loops, :func:`._enclose.last_enclosing`
+gives the same parents from a sparse table of the ranges' ends (O(n log n) memory, no pairs).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pandas as pd
 from ..model.schema import EventKind
 from ..model.text import as_text
 from . import _links as lk
-from . import loops
+from ._enclose import last_enclosing
 
 __all__ = ["HOST_KINDS", "HostRanges", "host_ranges"]
 
@@ -106,10 +106,7 @@ def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> Host
     parent = np.full(n, -1, dtype=np.int64)
     if n:
         pid, tid = ev["pid"].to_numpy()[rows], ev["tid"].to_numpy()[rows]
-        if loops.native is not None:
-            parent = _innermost(pid, tid, r_ts, r_end, np.zeros(n, dtype=bool))
-        else:
-            parent = _parents_by_pairs(pid, tid, r_ts, r_end, dur)
+        parent = _innermost(pid, tid, r_ts, r_end, np.zeros(n, dtype=bool))
     child_sum = np.zeros(n, dtype=np.int64)
     has = parent >= 0
     if has.any():
@@ -141,37 +138,14 @@ def _innermost(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, end: np.ndarray
 
     Ranges are the entries with ``is_point`` False, in their innermost-last order (a
     range's position breaks ties between equal ranges: only an earlier one encloses a
-    later one). The compiled stack sweep ``_loops.innermost``.
+    later one): of the enclosing ranges, the latest to start, then the shortest, then the
+    last listed. The stack sweep ``_loops.innermost`` (:func:`._enclose.last_enclosing`).
     """
     n = len(ts)
     thread = lk.row_ids(np.column_stack((pid, tid)))[0]
     pos = np.arange(n, dtype=np.int64)
     order = np.lexsort((pos, is_point, -end, ts, thread)).astype(np.int64)
-    out = np.empty(n, dtype=np.int64)
-    loops.native.innermost(
-        thread, np.ascontiguousarray(end, dtype=np.int64), np.ascontiguousarray(is_point, dtype=bool), order, out
-    )
-    return out
-
-
-def _parents_by_pairs(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, end: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """:func:`_innermost` of ranges only, through :func:`._links.containing_pairs` (numpy)."""
-    n = len(ts)
-    parent = np.full(n, -1, dtype=np.int64)
-    # Enclosure on the clipped times (clipping keeps nesting): a frame with those times.
-    frame = pd.DataFrame({"pid": pid, "tid": tid, "ts_ns": ts, "dur_ns": dur})
-    pos = np.arange(n, dtype=np.int64)
-    i, r = lk.containing_pairs(frame, pos, pos)
-    # Not itself; of equal ranges, the earlier one is the parent.
-    same = (ts[r] == ts[i]) & (end[r] == end[i])
-    keep = (r != i) & (~same | (r < i))
-    i, r = i[keep], r[keep]
-    # Innermost: latest start, then shortest, then listed last.
-    o = np.lexsort((r, -dur[r], ts[r], i))
-    i, r = i[o], r[o]
-    last = np.concatenate((i[1:] != i[:-1], [True])) if len(i) else np.zeros(0, dtype=bool)
-    parent[i[last]] = r[last]
-    return parent
+    return last_enclosing(thread, np.asarray(end, dtype=np.int64), np.asarray(is_point, dtype=bool), order)
 
 
 def _runtime_children(
@@ -189,19 +163,17 @@ def _runtime_children(
     end = ts + ev["dur_ns"].to_numpy()[calls]
     if window is not None:
         ts, end = np.maximum(ts, window[0]), np.minimum(end, window[1])
-    if loops.native is not None:  # the ranges' unclipped times, as containing_pairs reads them
-        both = np.concatenate((rows, calls))
-        b_ts = ev["ts_ns"].to_numpy()[both]
-        at = _innermost(
-            ev["pid"].to_numpy()[both],
-            ev["tid"].to_numpy()[both],
-            b_ts,
-            b_ts + ev["dur_ns"].to_numpy()[both],
-            np.arange(len(both)) >= len(rows),
-        )[len(rows) :]
-        inner = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
-    else:
-        inner = lk.innermost(len(calls), lk.containing_pairs(ev, rows, calls))
+    # The ranges' unclipped times (clipping keeps the nesting).
+    both = np.concatenate((rows, calls))
+    b_ts = ev["ts_ns"].to_numpy()[both]
+    at = _innermost(
+        ev["pid"].to_numpy()[both],
+        ev["tid"].to_numpy()[both],
+        b_ts,
+        b_ts + ev["dur_ns"].to_numpy()[both],
+        np.arange(len(both)) >= len(rows),
+    )[len(rows) :]
+    inner = np.where(at >= 0, rows[np.maximum(at, 0)], -1)
     k = np.flatnonzero(inner >= 0)
     if not len(k):
         return out

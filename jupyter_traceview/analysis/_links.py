@@ -1,9 +1,10 @@
 """Vectorised links between a rank's events: launch calls and the CPU ranges enclosing them.
 
 Every function works on one rank's events frame and on *row positions* in it (not eids:
-a narrowed trace keeps eids but drops rows). Nothing here loops over events in Python:
-enclosure is found with sorted searches per thread, so the cost is O(ranges log points +
-pairs), pairs being about points x nesting depth.
+a narrowed trace keeps eids but drops rows). Nothing here loops over events in Python.
+Enclosure questions (innermost, outermost, sums, descendants) are answered by the sweeps of
+:mod:`._enclose`, in memory linear in the events; :func:`containing_pairs` lists the pairs
+themselves, for the one result made of them.
 """
 
 from __future__ import annotations
@@ -26,11 +27,9 @@ __all__ = [
     "containing_pairs",
     "eid_rows",
     "group_sequences",
-    "innermost",
     "launch_rows",
     "lookup",
     "match_names",
-    "outermost",
     "row_ids",
     "scope_linked",
 ]
@@ -154,6 +153,12 @@ def containing_pairs(
 
     Pairs come sorted by point index, then by range row; rows are in ``(ts, -dur)``
     order, so a point's first pair is its outermost range and its last the innermost.
+
+    Memory is proportional to the pairs returned, which grow with points x nesting depth
+    and, where ranges repeat, with the square of the count (300,000 identical operators
+    around one launch are 300,000 pairs; as points of each other, 9e10). Only
+    ``op_kernels(level="all")`` calls it, whose result counts every (kernel, operator) pair;
+    every other question is a sweep of :mod:`._enclose`.
     """
     ranges = np.asarray(ranges, dtype=np.int64)
     points = np.asarray(points, dtype=np.int64)
@@ -201,26 +206,6 @@ def containing_pairs(
     r = np.concatenate(out_r)
     o = np.lexsort((r, i))
     return i[o], r[o]
-
-
-def innermost(n: int, pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """For each of ``n`` points, the innermost range row of ``pairs`` (-1 if none)."""
-    i, a = pairs
-    out = np.full(n, -1, dtype=np.int64)
-    if len(i):
-        last = np.concatenate((i[1:] != i[:-1], [True]))
-        out[i[last]] = a[last]
-    return out
-
-
-def outermost(n: int, pairs: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """For each of ``n`` points, the outermost range row of ``pairs`` (-1 if none)."""
-    i, a = pairs
-    out = np.full(n, -1, dtype=np.int64)
-    if len(i):
-        first = np.concatenate(([True], i[1:] != i[:-1]))
-        out[i[first]] = a[first]
-    return out
 
 
 def match_names(names: pd.Series, pattern: str, how: str, *, what: str = "operator") -> np.ndarray:

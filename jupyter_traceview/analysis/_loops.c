@@ -6,7 +6,7 @@
  * of perfmodel/performance.py (factorize_calls), the kernels' occupancy sums of
  * findings/extraction.py (occupancy), the steps counted by summary.py (count_steps), the host
  * ranges' nesting of _host.py (innermost), the what-if replay's longest-path times (replay,
- * whatif/replay.py). The
+ * whatif/replay.py), the dominance sums of _enclose.py (enclosed_sums). The
  * callers keep the numpy code as the fallback (no compiler, or TRACEVIEW_NATIVE=0), and
  * tests/analysis/test_loops.py compares both. The interval algebra's loops are model/_sweep.c.
  *
@@ -450,6 +450,83 @@ static PyObject *loops_innermost(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(enclosed_sums_doc,
+             "enclosed_sums(thread, key, is_point, weight, order, out)\n\n"
+             "analysis/_enclose.py's dominance sums: visiting the entries in ``order`` (thread by thread), a point\n"
+             "entry adds weight[i] at key[i] of its thread's Fenwick tree, and a range entry gets out[i] = the sum of\n"
+             "the weights added so far on its thread at keys <= key[i] (key: 0 <= key < n, the dense rank of the\n"
+             "entry's end within its thread). int64 arrays (is_point: bool) of one length n; out is written at the\n"
+             "range entries. O(n log n) time, n + 1 int64 of memory.");
+
+static PyObject *loops_enclosed_sums(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO:enclosed_sums", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
+    static const char *const what[] = {"thread", "key", "is_point", "weight", "order", "out"};
+    Py_buffer v[6];
+    int got = 0;
+    for (; got < 6; got++) {
+        int rc = got == 2 ? get_ints(o[got], &v[got], 1, what[got]) : get_i64(o[got], &v[got], got == 5, what[got]);
+        if (rc < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t n = LEN(v[0]);
+    for (int k = 1; k < 6; k++) {
+        Py_ssize_t m = k == 2 ? v[k].len : LEN(v[k]);
+        if (m != n) {
+            release(v, 6);
+            PyErr_Format(PyExc_ValueError, "enclosed_sums: %s has %zd entries, thread has %zd", what[k], m, n);
+            return NULL;
+        }
+    }
+    const int64_t *thread = v[0].buf, *key = v[1].buf, *weight = v[3].buf, *order = v[4].buf;
+    const uint8_t *is_point = v[2].buf;
+    int64_t *out = v[5].buf;
+    int64_t *tree = calloc((size_t)n + 1, sizeof(int64_t)); /* 1-based Fenwick tree of one thread */
+    int bad = 0;
+    if (tree == NULL) {
+        release(v, 6);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k0 = 0; k0 < n && !bad;) {
+        /* One thread's run of entries [k0, k1) and its keys' range [0, size): its own tree. */
+        Py_ssize_t k1 = k0, size = 0;
+        for (; k1 < n; k1++) {
+            int64_t i = order[k1];
+            if (i < 0 || i >= n || key[i] < 0 || key[i] >= n) {
+                bad = 1;
+                break;
+            }
+            if (k1 > k0 && thread[i] != thread[order[k0]]) break;
+            if (key[i] + 1 > size) size = (Py_ssize_t)key[i] + 1;
+        }
+        if (bad) break;
+        memset(tree, 0, sizeof(int64_t) * (size_t)(size + 1));
+        for (Py_ssize_t k = k0; k < k1; k++) {
+            int64_t i = order[k];
+            Py_ssize_t x = (Py_ssize_t)key[i] + 1;
+            if (is_point[i]) {
+                for (; x <= size; x += x & -x) tree[x] += weight[i];
+            } else {
+                int64_t sum = 0;
+                for (; x > 0; x -= x & -x) sum += tree[x];
+                out[i] = sum;
+            }
+        }
+        k0 = k1;
+    }
+    Py_END_ALLOW_THREADS;
+    free(tree);
+    release(v, 6);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "enclosed_sums: order or key holds a value out of range");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(replay_doc,
              "replay(in_ptr, in_src, in_w, out_ptr, out_dst, base, out) -> done\n\n"
              "whatif/replay.py: the longest-path times of a graph in topological order (Kahn). Node v's\n"
@@ -535,11 +612,12 @@ static PyMethodDef loops_methods[] = {
     {"count_steps", loops_count_steps, METH_VARARGS, count_steps_doc},
     {"innermost", loops_innermost, METH_VARARGS, innermost_doc},
     {"replay", loops_replay, METH_VARARGS, replay_doc},
+    {"enclosed_sums", loops_enclosed_sums, METH_VARARGS, enclosed_sums_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static int loops_exec(PyObject *m) {
-    if (PyModule_AddIntConstant(m, "VERSION", 2) < 0) return -1;
+    if (PyModule_AddIntConstant(m, "VERSION", 3) < 0) return -1;
 #ifdef TRACEVIEW_SOURCE_SHA256
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", TRACEVIEW_SOURCE_SHA256) < 0) return -1;

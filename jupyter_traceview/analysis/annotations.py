@@ -13,6 +13,7 @@ from ..errors import OptionError, TraceviewWarning
 from ..model import intervals as iv
 from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
+from . import _enclose as en
 from . import _links as lk
 from ._common import empty, pct, warn_no_gpu
 from ._gpu import CLASSES, OTHER, activities
@@ -416,7 +417,7 @@ def _launch_groups(
     ev: pd.DataFrame | _Columns, ann_rows: np.ndarray, gid: np.ndarray, launch: np.ndarray, scope: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every distinct (point index, name id) where a range of that name encloses the point
-    (:func:`._links.containing_pairs`' test: same process, or thread, ``range.ts <= point.ts``
+    (the enclosure test of :mod:`._enclose`: same process, or thread, ``range.ts <= point.ts``
     and ``point.end <= range.end``), sorted by point index then name id.
 
     Without one pair per (point, range): the ranges of a process (thread) cut its time into
@@ -425,8 +426,8 @@ def _launch_groups(
     that name exactly when it ends by that end (a range encloses it iff the range starts at
     or before its start and ends after it, i.e. covers that segment, and ends by its end).
     Points of zero duration (which a range ending at their start, or a zero-length range,
-    encloses too) take :func:`._links.containing_pairs`. Cost: O(points log ranges + pairs),
-    without sorting the pairs.
+    encloses too) take one sweep per name (:func:`._enclose.outermost` over that name's
+    ranges). Cost: O(points log ranges + pairs), without sorting the pairs.
     """
     cols = _Columns.of(ev)
     ts, dur = cols("ts_ns"), cols("dur_ns")  # ends only of the rows needed, not of every event
@@ -444,10 +445,13 @@ def _launch_groups(
     zero = p_dur == 0
     if zero.any():
         pos = np.arange(len(launch), dtype=np.int64) if valid is None else valid
-        i, r = lk.containing_pairs(cols.frame, ann_rows, np.where(zero, p_rows, -1), scope=scope)
-        g_of = np.full(len(cols), -1, dtype=np.int64)
-        g_of[ann_rows] = gid
-        key = np.unique(pos[i] * (int(gid.max()) + 1) + g_of[r])
+        z_rows = np.where(zero, p_rows, -1)
+        n_g = int(gid.max()) + 1
+        keys = [np.empty(0, dtype=np.int64)]
+        for g in np.unique(gid).tolist():  # one sweep per name: is a range of it around the point
+            i = np.flatnonzero(en.outermost(cols.frame, ann_rows[gid == g], z_rows, scope=scope) >= 0)
+            keys.append(pos[i] * n_g + g)
+        key = np.unique(np.concatenate(keys))
         out_p.append(key // (int(gid.max()) + 1))
         out_g.append(key % (int(gid.max()) + 1))
         keep = np.flatnonzero(~zero)

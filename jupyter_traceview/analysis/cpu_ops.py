@@ -19,6 +19,7 @@ from ..errors import OptionError
 from ..model.rank_data import RankData
 from ..model.schema import EventKind
 from ..model.trace import Trace
+from . import _enclose as en
 from . import _links as lk
 from ._common import empty
 from ._host import HOST_KINDS, HostRanges, host_ranges
@@ -195,18 +196,16 @@ def _gpu_times(trace: Trace, rank: int, h: HostRanges, window: tuple[int, int] |
     links = RankLinks(trace, rank, list(GPU_WORK_KINDS), window)
     if links.acts.empty or n == 0:
         return inclusive, direct
-    # Launch calls as points inside the ranges (rows of ev); map pairs back to range positions.
-    pos_of_row = np.full(len(h.ev), -1, dtype=np.int64)
-    pos_of_row[h.rows] = np.arange(n)
-    i, r = lk.containing_pairs(h.ev, h.rows, links.launch)
-    dur = links.acts["dur_ns"].to_numpy()
-    if len(i):
-        inclusive = np.rint(np.bincount(pos_of_row[r], weights=dur[i].astype(np.float64), minlength=n)).astype(np.int64)
-        inner = lk.innermost(len(links.acts), (i, r))
-        k = np.flatnonzero(inner >= 0)
-        direct = np.rint(np.bincount(pos_of_row[inner[k]], weights=dur[k].astype(np.float64), minlength=n)).astype(
-            np.int64
-        )
+    # Launch calls as points inside the ranges (rows of ev), by sweeps (no pairs).
+    dur = links.acts["dur_ns"].to_numpy().astype(np.int64)
+    inclusive = en.enclosed_sums(h.ev, h.rows, links.launch, dur)
+    inner = en.innermost(h.ev, h.rows, links.launch)
+    k = np.flatnonzero(inner >= 0)
+    if len(k):
+        pos_of_row = np.full(len(h.ev), -1, dtype=np.int64)
+        pos_of_row[h.rows] = np.arange(n)
+        direct = np.bincount(pos_of_row[inner[k]], weights=dur[k].astype(np.float64), minlength=n)
+        direct = np.rint(direct).astype(np.int64)
     return inclusive, direct
 
 

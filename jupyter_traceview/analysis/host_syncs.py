@@ -24,6 +24,7 @@ import pandas as pd
 from ..model.schema import EventKind
 from ..model.text import as_text, searched
 from ..model.trace import Trace
+from . import _enclose as en
 from . import _links as lk
 from ._common import empty
 
@@ -126,10 +127,9 @@ def _rank_syncs(ev: pd.DataFrame) -> pd.DataFrame | None:
     rows = np.flatnonzero(is_sync)
     if not len(rows):
         return None
-    # Outermost only: drop syncs enclosed by another sync on their thread.
-    i, r = lk.containing_pairs(ev, rows, rows)
-    nested = np.zeros(len(rows), dtype=bool)
-    nested[i[r != rows[i]]] = True
+    # Outermost only: drop syncs enclosed by another sync on their thread (an earlier row:
+    # the outermost enclosing one is not the sync itself; a later row: an equal sync).
+    nested = (en.outermost(ev, rows, rows) < rows) | (en.innermost(ev, rows, rows) > rows)
     rows = rows[~nested]
     cats = pd.Index(as_text(ev["name"].cat.categories))
     codes = ev["name"].cat.codes.to_numpy().astype(np.int64)
@@ -137,10 +137,8 @@ def _rank_syncs(ev: pd.DataFrame) -> pd.DataFrame | None:
     py_rows = np.flatnonzero(lk.category_mask(ev["kind"], [EventKind.PYTHON_FUNCTION.value]))
     if len(py_rows):
         is_file, is_user = _frame_lut(cats)
-        pi, pr = lk.containing_pairs(ev, py_rows, rows)
         for wanted in (is_file, is_user):  # user code wins: written second
-            ok = wanted[codes[pr]]
-            best = lk.innermost(len(rows), (pi[ok], pr[ok]))
+            best = en.innermost(ev, py_rows[wanted[codes[py_rows]]], rows)
             has = best >= 0
             line[has] = cats[codes[best[has]]].to_numpy()
     ts = ev["ts_ns"].to_numpy()[rows]

@@ -1,10 +1,12 @@
 """The analyses' compiled loops (``_loops.c``): the module they call, or None for numpy.
 
-Four loops of the analyses run compiled where the extension is built: the distinct
+Loops of the analyses run compiled where the extension is built: the distinct
 operator calls of :mod:`.perfmodel.performance` (``factorize_calls``), the kernels'
 occupancy sums of :mod:`.findings.extraction` (``occupancy``), the steps counted by
-:mod:`.summary` (``count_steps``) and the host ranges' nesting of :mod:`._host`
-(``innermost``, a stack sweep per thread). Each caller keeps its numpy code, which gives the same
+:mod:`.summary` (``count_steps``), the innermost enclosing range of :mod:`._host` and
+:mod:`._enclose` (``innermost``, a stack sweep per thread), the what-if replay
+(``replay``) and the dominance sums of :mod:`._enclose` (``enclosed_sums``, a Fenwick tree
+per thread). Each caller keeps its numpy code, which gives the same
 results; tests/analysis/test_loops.py compares both. (The interval algebra's loops are
 ``model/_sweep.c``, found by :mod:`..model.sweep_build`.)
 """
@@ -21,7 +23,7 @@ __all__ = ["NAME", "VERSION", "describe", "native"]
 NAME = f"{__package__}._loops"
 #: The ``VERSION`` of ``_loops.c`` that the analyses call; a compiled module of another
 #: version is from another version of the package and is not used.
-VERSION = 2
+VERSION = 3
 
 #: The compiled loops, or None: not built, of another version, or turned off by
 #: ``TRACEVIEW_NATIVE=0`` (the numpy code then runs; tests set it to None to compare).

@@ -19,6 +19,7 @@ import pandas as pd
 from ..errors import OptionError, TraceSelectionError
 from ..model.schema import GPU_ACTIVITY_KINDS, EventKind
 from ..model.trace import Trace
+from . import _enclose as en
 from . import _links as lk
 from ._common import empty, warn_no_gpu
 from .launch import rows_of
@@ -250,12 +251,11 @@ def _sequences_of_rank(
     # their process: the autograd engine runs backward on its own threads. Operators and
     # Python frames hold those of their own thread.
     is_annotation = lk.category_mask(links.ev["kind"], [EventKind.USER_ANNOTATION.value])
-    pi, pr = lk.containing_pairs(links.ev, np.flatnonzero(marked & ~is_annotation), links.launch)
-    qi, qr = lk.containing_pairs(links.ev, np.flatnonzero(marked & is_annotation), links.launch, scope="process")
-    i, r = np.concatenate((pi, qi)), np.concatenate((pr, qr))
-    o = np.lexsort((r, i))
-    pairs = (i[o], r[o])
-    root = lk.outermost(len(links.acts), pairs)
+    on_thread = en.outermost(links.ev, np.flatnonzero(marked & ~is_annotation), links.launch)
+    on_process = en.outermost(links.ev, np.flatnonzero(marked & is_annotation), links.launch, scope="process")
+    big = np.iinfo(np.int64).max
+    root = np.minimum(np.where(on_thread >= 0, on_thread, big), np.where(on_process >= 0, on_process, big))
+    root[root == big] = -1
     sel = np.flatnonzero(root >= 0)
     if len(sel) == 0:
         return None
@@ -466,18 +466,17 @@ def _op_names(trace: Trace) -> list[str]:
 def _op_kernels_of_rank(
     links: RankLinks, is_op: np.ndarray, is_reported: np.ndarray, *, level: str, by: str
 ) -> pd.DataFrame | None:
-    pairs = lk.containing_pairs(links.ev, np.flatnonzero(is_op), links.launch)
-    n = len(links.acts)
+    ops = np.flatnonzero(is_op)
     if level == "innermost":
-        op = lk.innermost(n, pairs)
+        op = en.innermost(links.ev, ops, links.launch)
         k = np.flatnonzero(op >= 0)
         o = op[k]
     elif level == "outermost":
-        op = lk.outermost(n, pairs)
+        op = en.outermost(links.ev, ops, links.launch)
         k = np.flatnonzero(op >= 0)
         o = op[k]
-    else:
-        k, o = pairs
+    else:  # every (kernel, enclosing operator): the rows counted are the pairs themselves
+        k, o = lk.containing_pairs(links.ev, ops, links.launch)
     keep = is_reported[o] if len(o) else np.zeros(0, dtype=bool)
     k, o = k[keep], o[keep]
     if len(k) == 0:

@@ -15,6 +15,7 @@ from ..model.collectives import kernel_collective
 from ..model.schema import EventKind, GpuClass
 from ..model.text import as_text
 from ..model.trace import Trace
+from . import _enclose as en
 from . import _links as lk
 from ._common import distinct_ints, empty, pct, warn_no_gpu
 from ._gpu import COMM, activities
@@ -334,7 +335,7 @@ def _comm_kernels(
         meta_row = _pos_of_rows(c_rows, c_pos, rows)  # metadata on the kernel itself
         launch = rows_of(ev, ev["launch_eid"].to_numpy()[rows])
         cpu_meta = c_rows[~kernel_kind[kind_codes[c_rows]]]
-        inner = lk.innermost(len(rows), lk.containing_pairs(ev, cpu_meta, launch))
+        inner = en.innermost(ev, cpu_meta, launch)
         use = (meta_row < 0) & (inner >= 0)
         meta_row[use] = _pos_of_rows(c_rows, c_pos, inner[use])
     # Kinds from names: one regular expression per distinct name, not per kernel.

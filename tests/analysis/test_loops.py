@@ -205,7 +205,7 @@ def test_host_nesting_of_real_traces(path: Path) -> None:
 
 @needs_native
 def test_host_nesting_by_hand() -> None:
-    from jupyter_traceview.analysis._host import _innermost, _parents_by_pairs
+    from jupyter_traceview.analysis._host import _innermost
 
     # One thread: 0 [0, 100] holds 1 [10, 50] and its equal twin 2; 3 [40, 80] overlaps 1 and 2
     # without nesting; 4 [45, 48] sits in 1, 2 and 3 (3 starts last: innermost); 5 [60, 60] is
@@ -216,13 +216,13 @@ def test_host_nesting_by_hand() -> None:
     tid = a(7, 7, 7, 7, 7, 7, 8)
     ranges = np.zeros(7, dtype=bool)
     expected = [-1, 0, 1, 0, 3, 3, -1]
-    assert _innermost(pid, tid, ts, end, ranges).tolist() == expected
-    assert _parents_by_pairs(pid, tid, ts, end, end - ts).tolist() == expected
+    compiled, fallback = both(_innermost, pid, tid, ts, end, ranges)  # stack sweep; sparse table
+    assert compiled.tolist() == fallback.tolist() == expected
     # Points: not ranges, never parents; a point equal to a range lies in it (the later twin).
     p_ts, p_end = np.append(ts, (10, 49, 85)), np.append(end, (50, 49, 101))
     is_point = np.append(ranges, (True, True, True))
-    got = _innermost(np.append(pid, (1, 1, 1)), np.append(tid, (7, 7, 7)), p_ts, p_end, is_point)
-    assert got[7:].tolist() == [2, 3, -1]
+    got = both(_innermost, np.append(pid, (1, 1, 1)), np.append(tid, (7, 7, 7)), p_ts, p_end, is_point)
+    assert got[0][7:].tolist() == got[1][7:].tolist() == [2, 3, -1]
 
 
 # --- summary: the trace span and the steps counted

@@ -8,12 +8,12 @@ enclosure only where it decides something about a matrix product:
 
 * a matrix product *counts* (see :mod:`.performance`) when it is a candidate and no
   enclosing operator is one, so only the operators enclosing a matrix product are looked
-  at (``containing_pairs`` with the matrix products as points, not every operator);
+  at (sweeps with the matrix products as points, not every operator);
 * a composite is a candidate unless a modelled operator inside it takes its work, so
   delegation is decided only for the composites among those (and the composite matrix
   products themselves);
 * counted operators never nest, so a counted matrix product's GPU time is that of every
-  activity launched inside it: pairs with the counted matrix products only.
+  activity launched inside it: the innermost counted matrix product around each launch.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pandas as pd
 from ...model.schema import EventKind
 from ...model.text import as_text
 from ...model.trace import Trace
+from .. import _enclose as en
 from .. import _links as lk
 from .._common import empty
 from .._memo import per_rank
@@ -33,6 +34,7 @@ from .performance import (
     MATRIX_FAMILIES,
     SHAPE_COLUMNS,
     by_shape,
+    delegated_work,
     resolve_peaks,
     shape_texts,
     work_of_ops,
@@ -52,14 +54,6 @@ def matrix_shapes(trace: Trace, *, time_range: tuple[int, int] | None = None) ->
         return empty(SHAPE_COLUMNS)
     out = by_shape(pd.concat(frames, ignore_index=True), device_peaks_of, False)
     return out.loc[out["gpu_ns"].to_numpy() > 0].reset_index(drop=True)
-
-
-def _ancestor_pairs(ev: pd.DataFrame, outer_rows: np.ndarray, inner_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(inner index, outer row) pairs of operators strictly enclosing ``inner_rows`` (of equal
-    ranges, the earlier row is the ancestor), as :func:`.performance._rank_instances` has them."""
-    inner, outer_row = lk.containing_pairs(ev, outer_rows, inner_rows)
-    anc = outer_row < inner_rows[inner] if len(inner) else np.zeros(0, dtype=bool)
-    return inner[anc], outer_row[anc]
 
 
 def _one_rank_matrix(trace: Trace, window: tuple[int, int] | None) -> pd.DataFrame | None:
@@ -90,29 +84,23 @@ def _rank_matrix(trace: Trace, rank: int, window: tuple[int, int] | None) -> pd.
     is_work = u_is_work[work_code]
     family = u_family[work_code]
     composite = np.isin(as_text(links.names), list(COMPOSITE))[links.name_codes[op_rows]]
-    work = np.flatnonzero(is_work)
-    # The candidates enclosing each matrix product (only modelled operators can be candidates).
-    m_in, m_out_row = _ancestor_pairs(ev, op_rows[work], op_rows[matrix])
-    m_out = np.searchsorted(op_rows, m_out_row)
-    # Delegation, for the composites that matter: those enclosing a matrix product and the
+    # Delegation, for the composites that matter: the modelled ones enclosing a matrix
+    # product from an earlier row (only modelled operators can be candidates) and the
     # composite matrix products themselves.
-    need = np.unique(np.concatenate((m_out[composite[m_out]], matrix[composite[matrix]])))
-    delegated = np.zeros(n_ops, dtype=bool)
-    if len(need):
-        d_in, d_out_row = _ancestor_pairs(ev, op_rows[need], op_rows[work])
-        d_in = work[d_in]
-        d_out = np.searchsorted(op_rows, d_out_row)
-        same = is_work[d_in] & ((family[d_in] == family[d_out]) | ~is_work[d_out])
-        delegated[d_out[same]] = True
+    comp_work = np.flatnonzero(composite & is_work)
+    outer = comp_work[en.encloses_later(ev, op_rows[comp_work], op_rows[matrix])]
+    need = np.union1d(outer, matrix[composite[matrix]])
+    delegated = delegated_work(ev, op_rows, need, is_work, family)
     candidate = is_work & ~(composite & delegated)
-    covered = np.zeros(len(matrix), dtype=bool)
-    covered[m_in[candidate[m_out]]] = True
+    # Covered: a candidate encloses it from an earlier row.
+    covered = en.outermost(ev, op_rows[np.flatnonzero(candidate)], op_rows[matrix]) < op_rows[matrix]
     counted = matrix[candidate[matrix] & ~covered]
     if not len(counted):
         return None
     # Counted operators never nest: every activity launched inside one is its own.
-    a_i, a_row = lk.containing_pairs(ev, op_rows[counted], links.launch)
-    owner = np.searchsorted(counted, np.searchsorted(op_rows, a_row))
+    a_row = en.innermost(ev, op_rows[counted], links.launch)
+    a_i = np.flatnonzero(a_row >= 0)
+    owner = np.searchsorted(counted, np.searchsorted(op_rows, a_row[a_i]))
     dur = links.acts["dur_ns"].to_numpy().astype(np.int64)
     gpu_ns = np.bincount(owner, weights=dur[a_i].astype(np.float64), minlength=len(counted))
     kernels = np.bincount(owner, minlength=len(counted))

@@ -38,6 +38,7 @@ from ...errors import OptionError, TraceviewWarning
 from ...model.schema import EventKind
 from ...model.text import as_text
 from ...model.trace import Trace
+from .. import _enclose as en
 from .. import _links as lk
 from .. import loops
 from .._common import empty
@@ -373,6 +374,19 @@ def _peak_columns(frame: pd.DataFrame, peaks: DevicePeaks | None, tf32: bool) ->
     frame["pct_of_peak"] = np.where(modelled, pct, np.nan)
 
 
+def delegated_work(
+    ev: pd.DataFrame, op_rows: np.ndarray, at: np.ndarray, is_work: np.ndarray, family: np.ndarray
+) -> np.ndarray:
+    """Per operator (positions in ``op_rows``), whether one of ``at`` (modelled operators)
+    encloses a modelled operator of its own family from a later row (a descendant)."""
+    out = np.zeros(len(op_rows), dtype=bool)
+    fam = family[at]
+    for f in pd.unique(fam).tolist():  # one sweep per family (a rank has a few)
+        r = at[fam == f]
+        out[r] = en.encloses_later(ev, op_rows[r], op_rows[is_work & (family == f)])
+    return out
+
+
 # ---------------------------------------------------------------------------------- per rank
 def _rank_instances(
     trace: Trace, rank: int, window: tuple[int, int] | None, *, texts: bool = True
@@ -392,35 +406,23 @@ def _rank_instances(
     # Decided per distinct name (a rank has few), not per operator.
     composite_name = np.isin(as_text(links.names), list(COMPOSITE))
     composite = composite_name[links.name_codes[op_rows]] if n_ops else np.zeros(0, dtype=bool)
-    # Enclosure among operators: (inner index, outer row) pairs, ancestors only.
-    inner, outer_row = lk.containing_pairs(ev, op_rows, op_rows)
-    outer = np.searchsorted(op_rows, outer_row)
-    anc = outer_row < op_rows[inner] if len(inner) else np.zeros(0, dtype=bool)
-    inner, outer = inner[anc], outer[anc]
+    # Enclosure among operators (ancestors: of equal ranges, the earlier row), by sweeps.
     # A composite delegates to the modelled operators inside it of its own family (a
-    # convolution to its cudnn/mkldnn convolution, not to the zero_ that fills its output);
-    # a composite without figures of its own, to any modelled operator inside it.
+    # convolution to its cudnn/mkldnn convolution, not to the zero_ that fills its output).
     u_family = np.array([w.family if isinstance(w, Work) else "" for w in distinct.tolist()], dtype=object)
     family = u_family[work_code]
-    delegated = np.zeros(n_ops, dtype=bool)
-    if len(inner):
-        same = is_work[inner] & ((family[inner] == family[outer]) | ~is_work[outer])
-        delegated[outer[same]] = True
+    delegated = delegated_work(ev, op_rows, np.flatnonzero(composite & is_work), is_work, family)
     candidate = is_work & ~(composite & delegated)
-    covered_by_outer = np.zeros(n_ops, dtype=bool)
-    if len(inner):
-        covered_by_outer[inner[candidate[outer]]] = True
-    counted = candidate & ~covered_by_outer
+    # Covered: a candidate encloses it from an earlier row.
+    counted = candidate & ~(en.outermost(ev, op_rows[candidate], op_rows) < op_rows)
 
-    # GPU activities: the counted operator around each launch, else the innermost operator.
+    # GPU activities: the counted operator around each launch (counted operators never
+    # nest), else the innermost operator.
     n_acts = len(links.acts)
-    pairs = lk.containing_pairs(ev, op_rows, links.launch)
-    act_op = np.full(n_acts, -1, dtype=np.int64)  # index into op_rows of the counted op
-    if len(pairs[0]):
-        op_idx = np.searchsorted(op_rows, pairs[1])
-        keep = counted[op_idx]
-        act_op[pairs[0][keep]] = op_idx[keep]
-    innermost_row = lk.innermost(n_acts, pairs)
+    counted_at = np.flatnonzero(counted)
+    act_row = en.innermost(ev, op_rows[counted_at], links.launch)
+    act_op = np.where(act_row >= 0, np.searchsorted(op_rows, np.maximum(act_row, 0)), -1)
+    innermost_row = en.innermost(ev, op_rows, links.launch)
     text = _texts if texts else _objects
     # A JAX GPU profile's XLA ops, with XLA's cost analysis (.xla): they cover their kernels.
     xla_frame, in_xla_op = xla_op_rows(trace, rank, links, window, text)

@@ -13,7 +13,7 @@ import gzip
 import json
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -788,3 +788,31 @@ def test_whole_file_and_pieces_read_identically(path: Path) -> None:
 @given(data=_mutated(), piece_bytes=st.sampled_from([1 << 11, 1 << 13]))
 def test_mutated_traces_read_identically_whole_and_in_pieces(data: bytes, piece_bytes: int) -> None:
     _whole_vs_pieces(Path("mutated.json"), data, piece_bytes)
+
+
+def test_one_timestamp_route_whatever_the_pieces() -> None:
+    """Microseconds since the epoch (beyond a float's nanoseconds): an event's ``ts_ns`` is
+    its text's whichever piece holds it and whichever reader reads it. The first half's
+    floats have fractions (that piece reads its texts); the second half's fractions are below
+    a float's resolution (1700000000000000.012 is a whole float): that piece once took the
+    float route, 12 ns off the text route of a whole-file read. Small times with four
+    decimals take the float route everywhere."""
+    base = 1_700_000_000_000_000
+    events, want = [], []
+    for i in range(60):
+        frac = b"500" if i < 30 else b"012"  # .5 us: a float's fraction; .012 us: below it
+        events.append(_event(ts=b"%d.%s" % (base + i, frac), dur=b"1"))
+        want.append((base + i) * 1000 + int(frac))
+    data = b'{"traceEvents": [\n' + b",\n".join(events) + b"\n]}"
+    small = _doc([], n_plain=20)  # "ts": 100.5 ... and four-decimal durations: float route
+    got = []
+    for reader in (_load, lambda p, d, b: kineto.parse_kineto(p, d)):
+        for piece_bytes in (1 << 10, 1 << 22):
+            for native_on in (True, False):
+                with nullcontext() if native_on else _msgspec_only():
+                    ranks = reader(Path("epoch.json"), data, piece_bytes)
+                    ev = ranks[0].events
+                    got.append(sorted(ev["ts_ns"].tolist()))
+                    plain = reader(Path("small.json"), small, piece_bytes)[0].events["ts_ns"].tolist()
+                    assert plain == [(100 + i * 10) * 1000 + 500 for i in range(20)]
+    assert all(g == sorted(want) for g in got), [g[-1] - want[-1] for g in got]

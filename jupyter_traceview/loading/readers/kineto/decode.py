@@ -22,7 +22,7 @@ import numpy as np
 
 from ....errors import TraceFormatError
 from ..common import NotATraceError
-from .events import EXTRA_FIELDS, LIST_DECODER, NAN, NO_RAW, Doc, Event, to_ns
+from .events import EXTRA_FIELDS, LIST_DECODER, NAN, NO_RAW, Doc, Event, to_ns, ts_written_with_fraction
 
 __all__ = [
     "CHUNK_BYTES",
@@ -79,6 +79,8 @@ class Chunk:
     #: The events' ``ts`` as written (JSON number text), decoded only when a float
     #: cannot hold them to the nanosecond; None where the text is not at hand.
     ts_text: Callable[[], list[msgspec.Raw]] | None = None
+    #: Whether a ``ts`` of the events is written with a fraction (None: not known, assume so).
+    ts_fraction: Callable[[], bool] | None = None
 
 
 def _not_a_trace(path: Path, why: str) -> NotATraceError:
@@ -180,7 +182,17 @@ def decode_typed(path: Path, data: bytes, is_object: bool) -> tuple[Doc, Iterato
         if events is None:
             raise _not_a_trace(path, "it has no 'traceEvents'")
         text_decoder = _TS_DOC_DECODER if is_object else _TS_LIST_DECODER
-        return doc, iter([Chunk(0, events, [], ts_text=lambda: _ts_texts(text_decoder.decode(data)))])
+        return doc, iter(
+            [
+                Chunk(
+                    0,
+                    events,
+                    [],
+                    ts_text=lambda: _ts_texts(text_decoder.decode(data)),
+                    ts_fraction=lambda: ts_written_with_fraction(data),
+                )
+            ]
+        )
     except msgspec.ValidationError:
         # Unexpected value types somewhere (or bad JSON after them): the tolerant path.
         try:
@@ -211,7 +223,13 @@ def _raw_chunks(raws: list[msgspec.Raw]) -> Iterator[Chunk]:
             events, bad, dropped = _tolerant_events(msgspec.json.decode(buf), start)
             yield Chunk(start, events, bad, dropped)
             continue
-        yield Chunk(start, events, [], ts_text=functools.partial(ts_list_texts, buf))
+        yield Chunk(
+            start,
+            events,
+            [],
+            ts_text=functools.partial(ts_list_texts, buf),
+            ts_fraction=functools.partial(ts_written_with_fraction, buf),
+        )
 
 
 class _TsText(msgspec.Struct, gc=False):

@@ -8,6 +8,7 @@ decoder. Both ways of reading a piece (msgspec's decoding, :mod:`.parts`; the C 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, get_args
 
 import msgspec
@@ -45,6 +46,7 @@ __all__ = [
     "Doc",
     "Event",
     "to_ns",
+    "ts_written_with_fraction",
 ]
 
 
@@ -225,6 +227,21 @@ ARGS_CODES = np.array(
 
 #: Above this many microseconds a float64 no longer holds every nanosecond (2**53 ns).
 FLOAT_EXACT_US = 2.0**53 / 1000.0
+
+#: A ``ts`` written with a fraction or an exponent (a JSON number's text).
+_TS_FRACTION = re.compile(rb'"ts"\s*:\s*-?[0-9]+[.eE]')
+
+
+def ts_written_with_fraction(data: bytes, lo: int = 0, hi: int | None = None) -> bool:
+    """Whether ``data[lo:hi]`` holds a ``"ts"`` number written with a fraction (or an exponent).
+
+    The timestamp route (one rule for every reader and every way a file is cut in parts): an
+    event's ``ts`` of :data:`FLOAT_EXACT_US` or more, written with a fraction, takes its
+    nanoseconds from the text (:func:`.decode.ns_of_text`); every other ``ts`` is exact as a
+    float (:func:`to_ns`). A float cannot tell ``1700000000000000.012`` from its integer part,
+    so a part whose floats are all whole asks this of its bytes (a ``"ts"`` key elsewhere, in
+    ``args``, only makes the reader read the texts, which are exact either way)."""
+    return _TS_FRACTION.search(data, lo, len(data) if hi is None else hi) is not None
 
 
 def to_ns(us: np.ndarray) -> np.ndarray:

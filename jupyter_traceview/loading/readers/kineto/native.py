@@ -45,6 +45,7 @@ from .events import (
     PH,
     PHASE_CODE,
     PHASES,
+    ts_written_with_fraction,
 )
 from .parts import (
     COMM_FIELDS,
@@ -350,8 +351,12 @@ def _part(data: bytes, n: int, s: Scratch, state: FileState, offset: int) -> Any
     with np.errstate(invalid="ignore", over="ignore"):
         if (~(np.abs(ts * 1000.0 + state.base_time_ns) < MAX_NS)).any() or (dur * 1000.0 >= MAX_NS).any():
             raise _GiveUp
-    if nk and float(np.abs(ts).max()) >= FLOAT_EXACT_US and not np.array_equal(ts, np.floor(ts)):
-        raise _GiveUp  # nanoseconds read from the text (ns_of_text)
+    big = np.abs(ts) >= FLOAT_EXACT_US
+    if big.any() and (
+        not np.array_equal(ts[big], np.floor(ts[big]))
+        or ts_written_with_fraction(data, int(s.ev_span[0, 0]), int(s.ev_span[n - 1, 1]))
+    ):
+        raise _GiveUp  # nanoseconds read from the text (ns_of_text): events.ts_written_with_fraction
     meta_events: list[Any] = []
     if n_meta:  # a few per file: decoded by msgspec, as the reader keeps them
         spans = s.ev_span[np.flatnonzero(phc == PH["M"])].tolist()

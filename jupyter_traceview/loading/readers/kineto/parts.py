@@ -46,6 +46,7 @@ from .events import (
     PHASES,
     Args,
     Event,
+    to_ns,
 )
 from .header import rank_problem
 
@@ -393,20 +394,19 @@ def decoded_part(chunk: Chunk, state: FileState) -> Part:
         args_t = [args_t[i] for i in rows.tolist()]
     n = len(rows)
     ts_ns = None
+    big = np.flatnonzero(np.abs(ts) >= FLOAT_EXACT_US)
     if (
-        n
+        len(big)
         and chunk.ts_text is not None
-        and float(np.abs(ts).max()) >= FLOAT_EXACT_US
-        and not np.array_equal(ts, np.floor(ts))
+        and (not np.array_equal(ts[big], np.floor(ts[big])) or chunk.ts_fraction is None or chunk.ts_fraction())
     ):
         # Microseconds since the epoch with a fractional part: a float keeps only ~0.25 us
-        # of it, so the nanoseconds are read from the number's text.
+        # of it, so those events' nanoseconds are read from the number's text, event by event
+        # (events.ts_written_with_fraction: the same route whichever part holds the event).
         texts = chunk.ts_text()
-        positions = rows if kept_at is None else kept_at[rows]
-        ts_ns = np.array(
-            [ns_of_text(bytes(texts[i]), t) for i, t in zip(positions.tolist(), ts.tolist(), strict=True)],
-            dtype=np.int64,
-        )
+        positions = (rows if kept_at is None else kept_at[rows])[big]
+        ts_ns = to_ns(ts)
+        ts_ns[big] = [ns_of_text(bytes(texts[i]), t) for i, t in zip(positions.tolist(), ts[big].tolist(), strict=True)]
     instant = is_instant[rows]
     arg_rank = np.full(n, -1, dtype=np.int64)
     for i in np.flatnonzero(instant).tolist():

@@ -45,7 +45,7 @@ from .cutting import (
     base_agrees,
 )
 from .decode import Chunk, check_surrogates, ts_list_texts
-from .events import LIST_DECODER, Event
+from .events import LIST_DECODER, Event, ts_written_with_fraction
 from .header import read_header
 from .parts import FileState, Part, decoded_part, pair_begin_end
 from .tables import rank_tables, split_and_finish, split_ranks
@@ -143,7 +143,13 @@ def piece_columns(
 def decoded_columns(buf: bytes, lo: int, hi: int, state: FileState, offset: int) -> tuple[Part, int]:
     """The columns of the events in ``buf`` (``b"[" + events + b"]"``) from msgspec's decoding."""
     events = piece_events(buf, lo, hi)
-    chunk = Chunk(offset, events, [], ts_text=functools.partial(ts_list_texts, buf))
+    chunk = Chunk(
+        offset,
+        events,
+        [],
+        ts_text=functools.partial(ts_list_texts, buf),
+        ts_fraction=functools.partial(ts_written_with_fraction, buf),
+    )
     return decoded_part(chunk, state), len(events)
 
 
