@@ -31,8 +31,10 @@ import numpy as np
 import pandas as pd
 
 from ...model.schema import EventKind
+from ...model.text import as_text
 from ...model.trace import Trace
 from ...model.xla_cost import xla_cost
+from .. import _enclose as en
 from .. import _links as lk
 from ..operators import RankLinks
 
@@ -106,16 +108,17 @@ def xla_op_rows(
     n = len(op_rows)
     if n == 0:
         return None, inside
-    names = links.names[links.name_codes[op_rows]].astype(str)
+    names = as_text(links.names[links.name_codes[op_rows]])
     # The program of each op: the module run enclosing it on the line of the same stream group.
     program = np.full(n, -1, dtype=np.int64)
-    a, m = lk.containing_pairs(ev, mod_rows, op_rows, scope="process")
-    if len(a):
-        mi = np.searchsorted(mod_rows, m)
-        same = op_group[a] == mod_group[mi]
-        mod_names = links.names[links.name_codes[mod_rows]].astype(str)
+    if len(mod_rows):
+        mod_names = as_text(links.names[links.name_codes[mod_rows]])
         ids = np.array([int(pm.group(1)) if (pm := _PROGRAM.search(s)) else -1 for s in mod_names.tolist()])
-        program[a[same]] = ids[mi[same]]
+        for group in np.unique(op_group):  # a stream group's modules enclose its ops (by a sweep)
+            ops_in, mods_in = op_group == group, np.flatnonzero(mod_group == group)
+            row = en.innermost(ev, mod_rows[mods_in], op_rows[ops_in], scope="process")
+            at = np.searchsorted(mod_rows, np.maximum(row, 0))
+            program[np.flatnonzero(ops_in)] = np.where(row >= 0, ids[np.minimum(at, len(ids) - 1)], -1)
     key = pd.MultiIndex.from_arrays([program, names])
     table = cost.set_index(["program_id", "hlo_op"])
     table = table[~table.index.duplicated()]
@@ -126,10 +129,9 @@ def xla_op_rows(
     # GPU activities inside each op (the first op enclosing it).
     act_rows = links.act_rows
     owner = np.full(n_acts, -1, dtype=np.int64)
-    p, r = lk.containing_pairs(ev, op_rows, act_rows, scope="process")
-    if len(p):
-        first = np.r_[True, p[1:] != p[:-1]]
-        owner[p[first]] = np.searchsorted(op_rows, r[first])
+    outer = en.outermost(ev, op_rows, act_rows, scope="process")
+    found_op = outer >= 0
+    owner[found_op] = np.searchsorted(op_rows, outer[found_op])
     has = owner >= 0
     inside[:] = has & modelled[np.maximum(owner, 0)]
     dur = links.acts["dur_ns"].to_numpy().astype(np.float64)
