@@ -18,6 +18,7 @@ from jupyter_traceview import format as fmt
 from jupyter_traceview.dashboard.data import bokehjs_source
 from jupyter_traceview.dashboard.tabs.operators import HOST_FINDINGS
 from jupyter_traceview.report.html import render_report, unpacked
+from jupyter_traceview.views.colors import Theme
 from jupyter_traceview.views.timeline.levels import DEFAULT_MAX_BYTES
 from tests import kineto_builder as kb
 
@@ -317,7 +318,7 @@ _PAGE_CHECK = """<script>
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_report_reads_well_in_chromium(dlrm: tv.Trace, tmp_path: Path, theme: str) -> None:
+def test_report_reads_well_in_chromium(dlrm: tv.Trace, tmp_path: Path, theme: Theme) -> None:
     """Issue 38: in a 1280 px window, in either theme, the report's text (figures, findings,
     tables, the timeline's toolbar) has a WCAG contrast of 4.5 or more on its background,
     figure cards hold their text, tables fit the column and a followed anchor leaves its
