@@ -79,6 +79,14 @@ async function runScript(text: string): Promise<void> {
   }
 }
 
+/**
+ * The signal of the `_bokehjs` request: never aborted. Without a signal, anywidget's invoke
+ * gives up after 3 s, and a kernel busy with the next cells (Run All) answers later: every
+ * chart of the first dashboard then said "Charts need BokehJS: TimeoutError" for good. The
+ * load is shared by every dashboard, so no one dashboard's disposal may abort it either.
+ */
+export const BOKEH_LOAD_SIGNAL: AbortSignal = new AbortController().signal;
+
 /** BokehJS `version`, asked from the source (`_bokehjs`) the first time, then shared by every dashboard. */
 export function loadBokeh(source: DashboardSource, version: string): Promise<BokehJS> {
   const have = present(version);
@@ -86,7 +94,7 @@ export function loadBokeh(source: DashboardSource, version: string): Promise<Bok
   let p = loading.get(version);
   if (!p) {
     p = (async () => {
-      const { msg, buffers } = await source.invoke("_bokehjs", {});
+      const { msg, buffers } = await source.invoke("_bokehjs", {}, undefined, { signal: BOKEH_LOAD_SIGNAL });
       const m = msg as { version?: string; error?: string };
       if (m.error) throw new Error(m.error);
       const buf = buffers[0];

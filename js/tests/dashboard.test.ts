@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { type BkModel, type BkSource, LINK_TAG, linkFields, linkSources } from "../dashboard/bokeh";
+import {
+  type BkModel,
+  type BkSource,
+  BOKEH_LOAD_SIGNAL,
+  LINK_TAG,
+  linkFields,
+  linkSources,
+  loadBokeh,
+} from "../dashboard/bokeh";
 import { evidenceLabel, formatCell, formatEvidence, formatOfKey, formatRanks } from "../dashboard/format";
 import { formatBytes } from "../format";
 import { invokerOf } from "../dashboard/view";
@@ -117,5 +125,25 @@ describe("invokerOf (the timeline's Invoke over a DashboardSource)", () => {
     const p = invoke("_window", {}, { signal: ctrl.signal });
     ctrl.abort();
     await expect(p).rejects.toThrow("aborted");
+  });
+});
+
+describe("loadBokeh", () => {
+  it("asks for BokehJS with a signal of its own: a busy kernel's late answer is still awaited", async () => {
+    // Without a signal, anywidget's invoke aborts after 3 s (Run All: the kernel answers after
+    // the next cells), and every chart said "Charts need BokehJS: TimeoutError" for good.
+    const seen: (AbortSignal | undefined)[] = [];
+    const src: DashboardSource = {
+      payload: () => Promise.reject(new Error("unused")),
+      invoke: (_command, _msg, _buffers, options) => {
+        seen.push(options?.signal);
+        return Promise.resolve({ msg: { error: "no BokehJS in this test" }, buffers: [] });
+      },
+    };
+    (globalThis as { window?: unknown }).window ??= {};
+    await expect(loadBokeh(src, "0.0.0-test")).rejects.toThrow("no BokehJS in this test");
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBe(BOKEH_LOAD_SIGNAL);
+    expect(BOKEH_LOAD_SIGNAL.aborted).toBe(false);
   });
 });

@@ -195,6 +195,58 @@ describe("layoutBinRow", () => {
     );
     expect(matches).toEqual([1, 0, 1, 10]);
   });
+
+  it("labels runs wide enough with what the owner names there (the report zoomed in)", () => {
+    // Bins of 100 ns at 2 px a ns (zoomed past the finest level): two of 200 px, the third cut to 1 px.
+    const row = bins([1, 0.25, 1], [0, 1, 2]);
+    const labels: Label[] = [];
+    const asked: [number, number][] = [];
+    layoutBinRow(
+      row,
+      0,
+      300,
+      { lo: 0, hi: 200.5, x0: 0, width: 401 },
+      0,
+      20,
+      {
+        fill: (k) => COLORS[row.kind[k]!]!,
+        label: (a, b) => {
+          asked.push([a, b]);
+          return a === 0 ? "void at::native::vectorized_elementwise_kernel<4, float>(int)" : "ncclKernel";
+        },
+        text: () => "#fff",
+        plainText: "#111",
+        charWidth: 6,
+      },
+      new RectBatch(),
+      [],
+      labels,
+    );
+    // The third bin shows 1 px of the plot: too narrow for a label, and not asked.
+    expect(asked).toEqual([
+      [0, 100],
+      [100, 200],
+    ]);
+    expect(labels.map((l) => [l.text, l.x, l.color])).toEqual([
+      ["vectorized_elementwise_kernel", 3, "#fff"], // on its full bar
+      ["ncclKernel", 203, "#111"], // beside a quarter-height bar: the plain text colour
+    ]);
+    // Without a label function (the widget, whose zoomed windows hold events) nothing is labelled.
+    const none: Label[] = [];
+    layoutBinRow(
+      row,
+      0,
+      300,
+      { lo: 0, hi: 200.5, x0: 0, width: 401 },
+      0,
+      20,
+      { fill: () => "#000" },
+      new RectBatch(),
+      [],
+      none,
+    );
+    expect(none).toEqual([]);
+  });
 });
 
 describe("labels", () => {
@@ -230,6 +282,30 @@ describe("axis and overlays", () => {
     const texts = ctx.of("fillText").map((c) => c.args[0]);
     expect(texts).toEqual(tk.labels);
     expect(texts[1]).toBe("1 ms");
+  });
+  it("leaves out tick labels that would run into the base note or past the plot", () => {
+    // Deep zoom far from the origin: "+1726 ns" labels and "from 7.018 ms" at the right end.
+    const lo = 7_019_708;
+    const hi = lo + 20;
+    const tk = ticks(lo, hi, 1048);
+    expect(tk.base).not.toBe("");
+    const ctx = new MockCtx();
+    const s = { lo, hi, x0: 170, width: 1048 };
+    drawAxis(asCtx(ctx), tk, s, 0, 24, 500, {
+      background: "#fff",
+      foreground: "#000",
+      muted: "#666",
+      grid: "#eee",
+      font: "10px sans-serif",
+    });
+    const texts = ctx.of("fillText").map((c) => c.args as [string, number]);
+    const base = texts.at(-1)!;
+    expect(base[0]).toBe(`from ${tk.base}`);
+    const baseLeft = s.x0 + s.width - 4 - base[0].length * 6; // right-aligned; the mock's 6 px a character
+    const ticksDrawn = texts.slice(0, -1);
+    expect(ticksDrawn.length).toBeGreaterThan(3);
+    expect(ticksDrawn.length).toBeLessThan(tk.labels.length); // the last ones are left out
+    for (const [text, x] of ticksDrawn) expect(x + text.length * 6).toBeLessThan(baseLeft);
   });
   it("draws an arrow ending at the activity", () => {
     const ctx = new MockCtx();

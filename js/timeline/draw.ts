@@ -205,13 +205,25 @@ export function layoutRawRow(
 export interface BinStyle {
   /** Fill colour of column `k` (kind or name colour). */
   fill: (k: number) => string;
+  /**
+   * Where the owner knows what merged columns hold (the HTML report's embedded names): the
+   * label of a run of equal columns over `[a, b)` ns, "" for none. Runs wide enough get it.
+   */
+  label?: (a: number, b: number) => string;
+  /** Text colour on column `k`'s fill (for labels). */
+  text?: (k: number) => string;
+  /** Text colour off the fill (a label over a bar shorter than the text). */
+  plainText?: string;
+  /** Average character width of the label font, px. */
+  charWidth?: number;
 }
 
 /**
  * Queue a binned row: each column's busy fraction as a bar from the row's bottom (at least
  * 1.5 px when anything is there), consecutive equal columns merged. `bins` spans the
  * request's `[lo, hi)`, which may differ from the scale's while a new window is on its way.
- * Returns the number of rectangles queued.
+ * With `style.label` and `labels`, a run at least `LABEL_MIN_PX` wide is labelled (zoomed in
+ * past a summary's finest bins, each bin is such a run). Returns the number of rectangles queued.
  */
 export function layoutBinRow(
   bins: BinRow,
@@ -223,10 +235,12 @@ export function layoutBinRow(
   style: BinStyle,
   batch: RectBatch,
   matches: number[],
+  labels: Label[] | null = null,
 ): number {
   const n = bins.frac.length;
   if (n === 0) return 0;
-  const colW = ((hi - lo) / n) * (s.width / (s.hi - s.lo));
+  const colNs = (hi - lo) / n;
+  const colW = colNs * (s.width / (s.hi - s.lo));
   const xStart = xOf(s, lo);
   const xEnd = s.x0 + s.width;
   let queued = 0;
@@ -242,6 +256,14 @@ export function layoutBinRow(
     if (b > a) {
       batch.add(runColor, a, y + h - runH, Math.max(b - a, 1), runH);
       queued++;
+      if (labels && style.label && b - a >= LABEL_MIN_PX) {
+        const name = style.label(lo + runStart * colNs, lo + end * colNs);
+        const text = name ? fitText(shortName(name), b - a - 6, style.charWidth ?? 6.5) : "";
+        // On the bar when it holds the text's height (11 px font, centred), else beside it.
+        const onBar = runH >= h / 2 + 6;
+        const color = onBar ? style.text?.(runStart) : style.plainText;
+        if (text && color) labels.push({ text, x: a + 3, y: y + h / 2, maxWidth: b - a - 6, color });
+      }
     }
     runStart = -1;
   };
@@ -326,14 +348,20 @@ export function drawAxis(
   ctx.font = st.font;
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
+  // A label runs right of its tick: one that would cross the plot's right edge, or the
+  // "from <base>" note at its end, is left out (it would be cut or overprinted).
+  const base = ticks.base ? `from ${ticks.base}` : "";
+  const right = s.x0 + s.width - (base ? ctx.measureText(base).width + 12 : 0);
   ticks.values.forEach((t, i) => {
     const x = xOf(s, t);
-    ctx.fillText(ticks.labels[i] ?? "", x + 3, y + h / 2 - 2);
+    const text = ticks.labels[i] ?? "";
+    if (x + 3 + ctx.measureText(text).width > right) return;
+    ctx.fillText(text, x + 3, y + h / 2 - 2);
   });
-  if (ticks.base) {
+  if (base) {
     ctx.fillStyle = st.muted;
     ctx.textAlign = "right";
-    ctx.fillText(`from ${ticks.base}`, s.x0 + s.width - 4, y + h / 2 - 2);
+    ctx.fillText(base, s.x0 + s.width - 4, y + h / 2 - 2);
   }
 }
 

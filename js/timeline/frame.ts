@@ -8,6 +8,7 @@ import { drawCollective } from "./collective";
 import { axisCaption, ticks } from "./axis";
 import { withAlpha } from "./colors";
 import {
+  type BinStyle,
   type Ctx,
   type Label,
   type Scale,
@@ -114,6 +115,24 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
     ctx.lineTo(x, H);
   }
   ctx.stroke();
+  /**
+   * Labels of merged columns where the host names what they hold (the report's `binNames`):
+   * the name starting most often in a run, on rows tall enough for text.
+   */
+  const binLabels = (
+    target: { rank: number } | { row: number },
+    slotH: number,
+    text: (k: number) => string,
+  ): Partial<BinStyle> => {
+    const names = host.binNames?.bind(host);
+    if (!names || slotH < 14) return {};
+    return {
+      label: (a, b) => names(target, a, b)[0]?.[0] ?? "",
+      text,
+      plainText: th.foreground,
+      charWidth: host.charWidth,
+    };
+  };
   /** One row (raw events or merged columns) in `slot`'s band at canvas height `y`. */
   const drawRow = (rowId: number, slot: Slot, y: number): void => {
     const row = d?.rows.get(rowId);
@@ -173,9 +192,15 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
               : (k) => colors.kind(row.kind[k]!),
             row.match,
           ),
+          ...binLabels({ row: rowId }, slot.h, (k) =>
+            byName && colorsOf && colorsOf[k]! !== NO_KIND
+              ? (colors.nameText[colorsOf[k]! % colors.nameText.length] ?? "#000")
+              : (colors.kindText[row.kind[k]!] ?? "#000"),
+          ),
         },
         batch,
         matches,
+        labels,
       );
     }
   };
@@ -186,10 +211,12 @@ export function drawFrame(host: ViewHost, ctx: CanvasRenderingContext2D): FrameS
     width: W,
     rects: 0,
     row: drawRow,
-    bins(bins: BinRow, y: number, h: number): void {
+    bins(bins: BinRow, y: number, h: number, target?: { rank: number }): void {
       if (!d) return;
       const fill = binFill((k) => colors.kind(bins.kind[k]!), bins.match);
-      rects += layoutBinRow(bins, d.lo, d.hi, s, y, h, { fill }, batch, matches);
+      const text = (k: number) => colors.kindText[bins.kind[k]!] ?? "#000";
+      const named = target ? binLabels(target, h + 2, text) : {};
+      rects += layoutBinRow(bins, d.lo, d.hi, s, y, h, { fill, ...named }, batch, matches, labels);
     },
   };
   for (let i = first; i < last; i++) {

@@ -283,13 +283,21 @@ def _cell(value: Any, kind: str) -> str:
 #: Text cells longer than this show ``format.short_name`` (the whole text on hover), so that a
 #: table of demangled kernel names fits the report's column.
 _TEXT_CHARS = 64
+#: Text cells longer than this wrap inside a column at least 10em wide (``tvr-long``); shorter
+#: ones ("–", "fp32") keep their column as narrow as its widest text.
+_WRAP_CHARS = 16
+
+
+def _text_class(text: str) -> str:
+    return "tvr-text tvr-long" if len(text) > _WRAP_CHARS else "tvr-text"
 
 
 def _text_cell(v: Any) -> str:
     text = _cell(v, "text")
     if len(text) <= _TEXT_CHARS:
-        return f'<td class="tvr-text">{html.escape(text)}</td>'
-    return f'<td class="tvr-text" title="{html.escape(text)}">{html.escape(fmt.short_name(text, _TEXT_CHARS))}</td>'
+        return f'<td class="{_text_class(text)}">{html.escape(text)}</td>'
+    short = fmt.short_name(text, _TEXT_CHARS)
+    return f'<td class="{_text_class(short)}" title="{html.escape(text)}">{html.escape(short)}</td>'
 
 
 def _table(t: Table) -> str:
@@ -304,7 +312,8 @@ def _table(t: Table) -> str:
         # A name column's cell holds the short name; the full one shows on hover.
         if c["key"] in full:
             title = html.escape(full[c["key"]][i])
-            return f'<td class="tvr-text" title="{title}">{html.escape(_cell(v, c["format"]))}</td>'
+            shown = _cell(v, c["format"])
+            return f'<td class="{_text_class(shown)}" title="{title}">{html.escape(shown)}</td>'
         if c["format"] == "text":  # a long text cut in the middle, the whole of it on hover
             return _text_cell(v)
         cls = "tvr-num" if c["format"] not in text else "tvr-text"
@@ -328,9 +337,9 @@ def _table(t: Table) -> str:
 
 _CSS = """
 :root { color-scheme: light; --bg: #ffffff; --fg: #1f1f1f; --muted: #5f5f5f; --line: #e0e0e0;
-  --card: #f6f6f6; --good: #2e7d32; --warn: #b26a00; --bad: #c62828; --accent: #4c78a8; }
+  --card: #f6f6f6; --good: #2e7d32; --warn: #b26a00; --bad: #c62828; --accent: #4c78a8; --accent-bg: #bbdefb; }
 body.tvr-dark { color-scheme: dark; --bg: #1b1b1b; --fg: #e3e3e3; --muted: #a9a9a9; --line: #3a3a3a;
-  --card: #262626; --good: #7cc372; --warn: #f2b45c; --bad: #f28483; --accent: #6fa0d8; }
+  --card: #262626; --good: #7cc372; --warn: #f2b45c; --bad: #f28483; --accent: #6fa0d8; --accent-bg: #1e3a5f; }
 body { margin: 0; background: var(--bg); color: var(--fg);
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
 header { padding: 16px 24px 8px; border-bottom: 1px solid var(--line); }
@@ -348,7 +357,8 @@ code { font-size: 12px; }
 .tvr-chip { background: var(--card); border-radius: 10px; padding: 2px 8px; font-size: 12px; }
 .tvr-chip span { color: var(--muted); }
 .tvr-figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(190px, 1fr)); gap: 8px; }
-.tvr-figure { background: var(--card); border-radius: 6px; padding: 8px 10px; border-left: 3px solid var(--line); }
+.tvr-figure { background: var(--card); border-radius: 6px; padding: 8px 10px; border-left: 3px solid var(--line);
+  min-width: 0; overflow-wrap: anywhere; }
 .tvr-figure.tvr-good { border-left-color: var(--good); }
 .tvr-figure.tvr-warn { border-left-color: var(--warn); }
 .tvr-figure.tvr-bad { border-left-color: var(--bad); }
@@ -374,14 +384,17 @@ code { font-size: 12px; }
 .tvr-table-wrap { overflow-x: auto; max-width: 100%; max-height: 420px; overflow-y: auto; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { padding: 3px 8px; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
-td.tvr-text { white-space: normal; overflow-wrap: anywhere; min-width: 10em; max-width: 32em; }
+td.tvr-text { white-space: normal; overflow-wrap: anywhere; max-width: 32em; }
+td.tvr-long { min-width: 10em; }
 th { position: sticky; top: 0; background: var(--bg); white-space: normal; vertical-align: bottom; }
 section, h2, h3 { scroll-margin-top: 48px; }
 .tvr-num { text-align: right; font-variant-numeric: tabular-nums; }
 footer { padding: 12px 24px; color: var(--muted); font-size: 12px; }
 .tvr-timeline { margin: 8px 0 4px; --jp-layout-color0: var(--bg); --jp-layout-color1: var(--card);
-  --jp-ui-font-color0: var(--fg); --jp-ui-font-color1: var(--fg); --jp-ui-font-color2: var(--muted);
-  --jp-border-color1: var(--line); --jp-border-color2: var(--line); }
+  --jp-layout-color2: var(--line); --jp-ui-font-color0: var(--fg); --jp-ui-font-color1: var(--fg);
+  --jp-ui-font-color2: var(--muted); --jp-border-color1: var(--line); --jp-border-color2: var(--line);
+  --jp-brand-color1: var(--accent); --jp-brand-color3: var(--accent-bg); --jp-warn-color1: var(--warn);
+  --jp-error-color1: var(--bad); }
 @media (max-width: 900px) { .tvr-charts { grid-template-columns: 1fr; } }
 """
 

@@ -18,6 +18,7 @@ from jupyter_traceview import format as fmt
 from jupyter_traceview.dashboard.data import bokehjs_source
 from jupyter_traceview.dashboard.tabs.operators import HOST_FINDINGS
 from jupyter_traceview.report.html import render_report, unpacked
+from jupyter_traceview.views.colors import Theme
 from jupyter_traceview.views.timeline.levels import DEFAULT_MAX_BYTES
 from tests import kineto_builder as kb
 
@@ -41,7 +42,7 @@ def report(dlrm: tv.Trace, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tv.write_report(dlrm, tmp_path_factory.mktemp("report") / "report.html")
 
 
-def dom_after_load(path: Path, tmp_path: Path) -> str:
+def dom_after_load(path: Path, tmp_path: Path, *, window: str = "800,600") -> str:
     """The page's DOM once its scripts ran, in headless Chromium with every network request refused."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium is not installed at {CHROMIUM} (scripts/test.sh installs it)")
@@ -56,6 +57,7 @@ def dom_after_load(path: Path, tmp_path: Path) -> str:
             # No network: every request goes to a proxy that does not exist (file:// is not proxied).
             "--proxy-server=127.0.0.1:9",
             "--proxy-bypass-list=<-loopback>",
+            f"--window-size={window}",
             "--virtual-time-budget=60000",
             "--dump-dom",
             path.resolve().as_uri(),
@@ -255,3 +257,76 @@ def test_report_tables_fit_their_column() -> None:
     assert f'title="{html.escape(name)}">{html.escape(fmt.short_name(name, 64))}</td>' in out
     assert '<td class="tvr-text">short</td>' in out
     assert "scroll-margin-top" in _CSS and "max-width: 32em" in _CSS
+
+
+#: Appended to a report by the test below: once the charts are drawn and the timeline mounted,
+#: measures what a reader sees and writes the problems to ``<body data-check>``.
+_PAGE_CHECK = """<script>
+(function () {
+  var problems = [];
+  function rgb(c) { return (c.match(/[\\d.]+/g) || []).map(Number); }
+  function lum(c) {
+    var v = c.slice(0, 3).map(function (x) { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
+  }
+  function background(el) {
+    for (var e = el; e; e = e.parentElement) {
+      var c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c;
+    }
+    return [255, 255, 255];
+  }
+  function contrast(sel) {
+    document.querySelectorAll(sel).forEach(function (el, i) {
+      if (i >= 20 || !(el.textContent || "").trim()) return;
+      var fg = lum(rgb(getComputedStyle(el).color)), bg = lum(background(el));
+      var ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+      if (ratio < 4.5) problems.push(sel + ' "' + el.textContent.trim().slice(0, 24) + '" contrast ' + ratio.toFixed(1));
+    });
+  }
+  function check() {
+    var dark = document.body.classList.contains("tvr-dark");
+    if (dark !== lum(background(document.body)) < 0.2) problems.push("page background does not follow the theme");
+    ["h1", "nav a", ".tvr-chip", ".tvr-chip span", ".tvr-figure-label", ".tvr-figure-value", ".tvr-figure-hint",
+     ".tvr-finding-meta", ".tvr-finding p", "th", "td", ".tvr-hint", "footer",
+     ".tv-toolbar button", ".tv-toolbar select", ".tv-toolbar label", ".tv-status"].forEach(contrast);
+    if (!document.querySelector(".tv-toolbar button")) problems.push("no timeline toolbar");
+    document.querySelectorAll(".tvr-figure").forEach(function (f) {
+      if (f.scrollWidth > f.clientWidth + 1) problems.push("figure card overflows: " + f.textContent.slice(0, 30));
+    });
+    document.querySelectorAll(".tvr-table-wrap").forEach(function (w) {
+      var t = w.querySelector("table");
+      if (t.getBoundingClientRect().width > w.clientWidth + 1)
+        problems.push("table " + w.dataset.table + " " + Math.round(t.getBoundingClientRect().width) + " px in " + w.clientWidth);
+    });
+    var nav = document.querySelector("nav");
+    document.querySelectorAll("nav a").forEach(function (a) {
+      var section = document.getElementById(a.getAttribute("href").slice(1));
+      section.scrollIntoView();
+      var h = section.querySelector("h2").getBoundingClientRect(), n = nav.getBoundingClientRect();
+      if (h.top < n.bottom) problems.push("heading " + section.id + " under the sticky bar");
+    });
+    document.body.setAttribute("data-check", JSON.stringify(problems));
+  }
+  (function wait() {
+    var tl = document.querySelector(".tvr-timeline");
+    var ready = document.body.hasAttribute("data-charts-total") && (!tl || tl.dataset.ready || tl.dataset.error);
+    if (ready) setTimeout(check, 200); else setTimeout(wait, 100);
+  })();
+})();
+</script>"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_report_reads_well_in_chromium(dlrm: tv.Trace, report: Path, tmp_path: Path, theme: Theme) -> None:
+    """Issue 38: in a 1280 px window, in either theme, the report's text (figures, findings,
+    tables, the timeline's toolbar) has a WCAG contrast of 4.5 or more on its background,
+    figure cards hold their text, tables fit the column and a followed anchor leaves its
+    heading clear of the sticky bar."""
+    page = tmp_path / "report.html"
+    text = report.read_text(encoding="utf-8") if theme == "light" else render_report(dlrm, theme=theme)
+    page.write_text(text.replace("</body>", _PAGE_CHECK + "</body>"), encoding="utf-8")
+    dom = dom_after_load(page, tmp_path, window="1280,900")
+    m = re.search(r'data-check="([^"]*)"', dom)
+    assert m is not None, "the page check ran"
+    assert json.loads(html.unescape(m.group(1))) == []

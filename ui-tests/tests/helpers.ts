@@ -87,3 +87,63 @@ export async function heatmapCell(heatmap: Locator, row: number, frac: number, r
   const rowH = (frameBottom - frameTop) / rows;
   return [frameLeft + frac * (frameRight - frameLeft), frameTop + (row + 0.5) * rowH];
 }
+
+/** The WCAG contrast of an element's text against its background (see `textContrasts`). */
+export interface TextContrast {
+  text: string;
+  /** Contrast ratio, 1 to 21. */
+  ratio: number;
+  /** Relative luminance of the background, 0 (black) to 1 (white). */
+  bg: number;
+}
+
+/**
+ * The WCAG contrast of the text of the first 20 elements matching `selector` under `root`,
+ * against the first opaque background up their ancestors; a translucent text colour
+ * (JupyterLab's `--jp-ui-font-color2` is black or white at 54 %) is blended onto it first.
+ */
+export async function textContrasts(root: Locator, selector: string): Promise<TextContrast[]> {
+  return root.evaluate((r, sel) => {
+    const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
+    const lum = (c: number[]) => {
+      const [R, G, B] = c.slice(0, 3).map((v) => {
+        const s = v / 255;
+        return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * R! + 0.7152 * G! + 0.0722 * B!;
+    };
+    const background = (el: Element | null): number[] => {
+      for (let e = el; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length >= 3 && (c.length < 4 || c[3]! > 0.5)) return c;
+      }
+      return [255, 255, 255];
+    };
+    return [...r.querySelectorAll(sel)]
+      .filter((el) => (el.textContent ?? "").trim() !== "")
+      .slice(0, 20)
+      .map((el) => {
+        const back = background(el);
+        const fore = rgb(getComputedStyle(el).color);
+        const a = fore.length >= 4 ? fore[3]! : 1;
+        const blended = [0, 1, 2].map((i) => a * fore[i]! + (1 - a) * back[i]!);
+        const fg = lum(blended);
+        const bg = lum(back);
+        return {
+          text: (el.textContent ?? "").trim().slice(0, 30),
+          ratio: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05),
+          bg,
+        };
+      });
+  }, selector);
+}
+
+/** What reads badly in a dark theme: text on a light background, or under 4.5:1 contrast. */
+export function darkProblems(where: string, found: TextContrast[]): string[] {
+  const out: string[] = [];
+  for (const c of found) {
+    if (c.bg > 0.2) out.push(`${where}: "${c.text}" on a light background (${c.bg.toFixed(2)})`);
+    if (c.ratio < 4.5) out.push(`${where}: "${c.text}" contrast ${c.ratio.toFixed(1)}`);
+  }
+  return out;
+}

@@ -2,10 +2,20 @@
 // - a heatmap cell of rank 5 brings rank 5's first lane to the top of the timeline's plot
 //   (it landed at the bottom edge, its busy NCCL stream cut off);
 // - every dashboard tab, rendered at 800 px and at 1600 px, gives each chart's plot area at
-//   least half of the chart, and every axis leaves out tick labels that would overprint.
+//   least half of the chart, every axis leaves out tick labels that would overprint, and
+//   every figure card holds its text.
 import { expect, test } from "@jupyterlab/galata";
 import type { Locator } from "@playwright/test";
-import { heatmapCell, newNotebook, runCell, settled, timeline, writeArtifact } from "./helpers";
+import {
+  darkProblems,
+  heatmapCell,
+  newNotebook,
+  runCell,
+  settled,
+  textContrasts,
+  timeline,
+  writeArtifact,
+} from "./helpers";
 
 const TABS = [
   "overview",
@@ -129,6 +139,15 @@ test.describe("surfaces at any width", () => {
           const bad = p.policies.filter((t) => t !== "NoOverlap");
           if (bad.length) problems.push(`${tab}: "${p.title}" axes may overprint (${bad.join(", ")})`);
         }
+        // Figure cards hold their text (a long operator name in a hint ran over the next card).
+        const over = await panel
+          .locator(".tvd-figure")
+          .evaluateAll((els) =>
+            els
+              .filter((e) => e.scrollWidth > e.clientWidth + 1)
+              .map((e) => (e.textContent ?? "").slice(0, 40)),
+          );
+        for (const text of over) problems.push(`${tab}: figure card "${text}" overflows`);
         writeArtifact(`surfaces-${width}-${tab}.png`, await dash.screenshot());
       }
       expect(plots).toBeGreaterThan(10);
@@ -148,34 +167,6 @@ test.describe("dark theme", () => {
     await runCell(page, "dash = tv.Dashboard(trace)\ndash");
     const dash = page.locator(".tvd-dashboard").last();
     await expect(dash).toHaveAttribute("data-theme", "dark");
-    /** WCAG contrast of each element's text against the first opaque background up its ancestors. */
-    const contrasts = (root: Locator, selector: string) =>
-      root.evaluate((r, sel) => {
-        const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
-        const lum = (c: number[]) => {
-          const [R, G, B] = c.slice(0, 3).map((v) => {
-            const s = v / 255;
-            return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-          });
-          return 0.2126 * R! + 0.7152 * G! + 0.0722 * B!;
-        };
-        const background = (el: Element | null): number[] => {
-          for (let e = el; e; e = e.parentElement) {
-            const c = rgb(getComputedStyle(e).backgroundColor);
-            if (c.length >= 3 && (c.length < 4 || c[3]! > 0.5)) return c;
-          }
-          return [255, 255, 255];
-        };
-        return [...r.querySelectorAll(sel)].slice(0, 20).map((el) => {
-          const fg = lum(rgb(getComputedStyle(el).color));
-          const bg = lum(background(el));
-          return {
-            text: (el.textContent ?? "").slice(0, 30),
-            ratio: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05),
-            bg,
-          };
-        });
-      }, selector);
     const overview = await openTab(dash, "overview");
     const kernels = await openTab(dash, "kernels");
     const timelineTab = dash.locator('.tvd-tab[data-tab="timeline"]');
@@ -185,20 +176,19 @@ test.describe("dark theme", () => {
       ["overview", overview, ".tvd-finding"],
       ["kernels table", kernels, "td, th"],
     ] as const) {
-      for (const c of await contrasts(root, sel)) {
-        if (c.bg > 0.2) problems.push(`${where}: "${c.text}" on a light background (${c.bg.toFixed(2)})`);
-        if (c.ratio < 4.5) problems.push(`${where}: "${c.text}" contrast ${c.ratio.toFixed(1)}`);
-      }
+      problems.push(...darkProblems(where, await textContrasts(root, sel)));
     }
     writeArtifact("dark-dashboard-kernels.png", await dash.screenshot());
     await timelineTab.click();
     const tl = timeline(page);
     await settled(tl);
     await expect(tl).toHaveClass(/tv-dark/);
-    for (const c of await contrasts(tl, ".tv-toolbar button, .tv-toolbar label, .tv-status")) {
-      if (c.bg > 0.2) problems.push(`timeline: "${c.text}" on a light background (${c.bg.toFixed(2)})`);
-      if (c.ratio < 4.5) problems.push(`timeline: "${c.text}" contrast ${c.ratio.toFixed(1)}`);
-    }
+    problems.push(
+      ...darkProblems(
+        "timeline",
+        await textContrasts(tl, ".tv-toolbar button, .tv-toolbar label, .tv-status"),
+      ),
+    );
     // The canvas: its label gutter (left, under the axis band) is drawn in the theme's panel colour.
     const shot = await tl.locator("canvas").screenshot();
     writeArtifact("dark-timeline.png", shot);

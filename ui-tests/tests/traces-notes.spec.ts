@@ -4,7 +4,7 @@
 // function read apart by their titles.
 import { expect, test } from "@jupyterlab/galata";
 import type { IJupyterLabPageFixture } from "@jupyterlab/galata";
-import { writeArtifact } from "./helpers";
+import { darkProblems, textContrasts, writeArtifact } from "./helpers";
 import { writeNoteRuns } from "./runnotes";
 
 /** Loading and analysing a two-rank run in the server's worker, cold. */
@@ -88,5 +88,24 @@ test.describe("Runs that lack something", () => {
       1,
     );
     writeArtifact("traces-notes-failed-dashboard.png", await failedView.screenshot());
+
+    // The dark theme: the sidebar's rows, badges and buttons and the run's header read on it.
+    await page.theme.setDarkTheme();
+    await expect(failedView.locator(".tvd-dashboard")).toHaveAttribute("data-theme", "dark");
+    await good.click(); // one row selected (the list unfocused), the others plain
+    const problems = [
+      ...darkProblems(
+        "sidebar",
+        await textContrasts(
+          panel,
+          ".tv-RunRow-name, .tv-RunRow-figure, .tv-RunRow-path, .tv-RunRow-age, .tv-RunRow-kind, button",
+        ),
+      ),
+      ...darkProblems("sidebar badges", await textContrasts(panel, ".tv-RunRow-skipped, .tv-RunRow-partial")),
+      ...darkProblems("run header", await textContrasts(failedView, ".tvd-head .tvd-chip, .tvd-tab")),
+    ];
+    writeArtifact("traces-notes-dark-sidebar.png", await page.screenshot());
+    await page.theme.setLightTheme();
+    expect(problems).toEqual([]);
   });
 });

@@ -27,7 +27,7 @@ export const headerLane: LaneKind = {
     p.ctx.fillStyle = withAlpha(th.foreground, th.dark ? 0.06 : 0.04);
     p.ctx.fillRect(0, y, p.width, slot.h);
     const sm = p.host.data?.summaries.get(slot.rank);
-    if (slot.collapsed && sm) p.bins(sm, y + 2, slot.h - 3);
+    if (slot.collapsed && sm) p.bins(sm, y + 2, slot.h - 3, { rank: slot.rank });
   },
 
   drawLabel(host, ctx, slot, y) {

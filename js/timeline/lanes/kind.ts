@@ -56,8 +56,11 @@ export interface Painter {
   rects: number;
   /** Draw row `rowId` (raw events or merged columns) in `slot`'s band at canvas `y`. */
   row(rowId: number, slot: Slot, y: number): void;
-  /** Draw merged columns `bins` of the window (kind colours) in `[y, y + h)`. */
-  bins(bins: BinRow, y: number, h: number): void;
+  /**
+   * Draw merged columns `bins` of the window (kind colours) in `[y, y + h)`; `target`, the
+   * rank they summarise, lets the host label them (see `ViewHost.binNames`).
+   */
+  bins(bins: BinRow, y: number, h: number, target?: { rank: number }): void;
 }
 
 /** A tooltip: a title and `[label, value]` lines. */
