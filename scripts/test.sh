@@ -11,6 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
+# A section's header, with the seconds since the start (where a run spends its time).
+section() {
+    echo "== $* (at $(($(date +%s) - started)) s)"
+}
 
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -23,9 +27,11 @@ source .venv/bin/activate
 # --immutable`), here and in the front-end build that `pip install` runs.
 export YARN_ENABLE_IMMUTABLE_INSTALLS=true
 
-echo "== installing the package and its test and docs dependencies (builds the front end with jlpm)"
+section "installing the package and its test and docs dependencies (builds the front end with jlpm)"
 python -m pip install --quiet --disable-pip-version-check --upgrade pip
-python -m pip install --quiet --disable-pip-version-check -e ".[test,docs]"
+# --no-compile: no bytecode for all ~16,000 modules installed up front (51 s of CPU on a fresh
+# environment); the ones the tests import are compiled, once, as they are first imported.
+python -m pip install --quiet --disable-pip-version-check --no-compile -e ".[test,docs]"
 # An editable install builds jupyter_traceview/static only when it is older than js/:
 # rebuild when any front-end source is newer than any built target, so that the tests below
 # always run the current sources (on a fresh clone the install has just built them).
@@ -58,36 +64,56 @@ if [ ! -x "$chromium" ]; then
 fi
 export CHROMIUM_PATH="$chromium"
 
-echo "== ruff"
+# Jobs run beside the others: mostly one process each (mypy; the sanitizers' pytest, then
+# Sphinx), they use the core that eslint and tsc, or the UI tests (which wait on the browser
+# and the kernel much of the time), leave idle. A job's output is kept and printed when it is
+# awaited, and its failure fails the run then.
+beside_dir=$(mktemp -d)
+trap 'for f in "$beside_dir"/*.pid; do [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null; done; rm -rf "$beside_dir"' EXIT
+beside() {
+    local name=$1
+    shift
+    "$@" >"$beside_dir/$name.log" 2>&1 &
+    echo $! >"$beside_dir/$name.pid"
+}
+await() {
+    local name=$1 status=0
+    wait "$(cat "$beside_dir/$name.pid")" || status=$?
+    rm "$beside_dir/$name.pid"
+    cat "$beside_dir/$name.log"
+    if [ "$status" != 0 ]; then
+        echo "$name failed (above)" >&2
+        exit "$status"
+    fi
+}
+beside mypy mypy
+
+section "ruff"
 ruff check jupyter_traceview tests benchmarks scripts docs/*.py hatch_build.py
 ruff format --check jupyter_traceview tests benchmarks scripts docs/*.py hatch_build.py
 
-echo "== mypy"
-mypy
-
-echo "== front end: eslint + prettier, tsc, vitest"
+section "front end: eslint + prettier, tsc, vitest"
 jlpm lint
 jlpm typecheck
 jlpm test
 
-echo "== pytest"
-# In parallel, one worker per core (pytest-xdist; TRACEVIEW_TEST_JOBS=0 runs them in this process).
-python -m pytest -n "${TRACEVIEW_TEST_JOBS:-auto}" "$@"
+section "mypy (run beside the front end's checks)"
+await mypy
 
-# The sanitizers and the documentation site run beside the UI tests (which wait on the
-# browser and the kernel much of the time); their output is printed when they end.
-background_log=$(mktemp)
-(
-    set -e
-    echo "== sanitizers: the C extensions under ASan + UBSan (scripts/sanitize.sh)"
-    bash scripts/sanitize.sh
-    echo "== documentation site"
-    bash scripts/docs.sh
-) >"$background_log" 2>&1 &
-background=$!
-trap 'kill "$background" 2>/dev/null || true' EXIT
+section "pytest"
+# In parallel, one worker per core (pytest-xdist; TRACEVIEW_TEST_JOBS=0 runs them in this process);
+# the 25 slowest tests are listed at the end (the candidates when CI takes too long).
+python -m pytest -n "${TRACEVIEW_TEST_JOBS:-auto}" --durations=25 "$@"
 
-echo "== UI tests (Galata)"
+sanitizers_and_docs() {
+    section "sanitizers: the C extensions under ASan + UBSan (scripts/sanitize.sh)" &&
+        bash scripts/sanitize.sh &&
+        section "documentation site (scripts/docs.sh)" &&
+        bash scripts/docs.sh
+}
+beside sanitizers_and_docs sanitizers_and_docs
+
+section "UI tests (Galata)"
 # A free port for JupyterLab unless one is given: Playwright would reuse a server already
 # listening on its port (another checkout's, with other code) and test that instead.
 if [ -z "${TRACEVIEW_UI_PORT:-}" ]; then
@@ -102,20 +128,23 @@ fi
 (
     cd ui-tests
     # Playwright's own browser download is not used: the tests drive the system Chromium.
-    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
-    CHROMIUM_PATH="$chromium" npx playwright test
+    # node_modules is installed again only when the lockfile differs from the one it was
+    # installed from (a stamp written after `npm ci`).
+    lock=$(sha256sum package-lock.json | cut -d' ' -f1)
+    if [ "$(cat node_modules/.traceview-lock 2>/dev/null)" != "$lock" ]; then
+        PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+        echo "$lock" >node_modules/.traceview-lock
+    else
+        echo "ui-tests/node_modules up to date (package-lock.json unchanged)"
+    fi
+    # Two specs at a time (TRACEVIEW_UI_WORKERS, playwright.config.js), then the draw-time
+    # and frame-time benchmarks alone, so that their measurements share the CPU with no test.
+    CHROMIUM_PATH="$chromium" npx playwright test --project=jupyterlab --project=notebook7
+    CHROMIUM_PATH="$chromium" npx playwright test --project=benchmarks
 )
 echo "UI artefacts (screenshots, first paint, draw benchmark): ui-tests/artifacts/"
 
-echo "== sanitizers and documentation site (run beside the UI tests)"
-status=0
-wait "$background" || status=$?
-trap - EXIT
-cat "$background_log"
-rm -f "$background_log"
-if [ "$status" != 0 ]; then
-    echo "the sanitizers or the documentation site failed (above)" >&2
-    exit "$status"
-fi
+section "sanitizers and documentation site (run beside the UI tests)"
+await sanitizers_and_docs
 
 echo "== all tests passed in $(($(date +%s) - started)) s"

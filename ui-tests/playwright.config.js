@@ -9,6 +9,13 @@ const port = process.env.TRACEVIEW_UI_PORT || "8888";
 // The Notebook 7 server's port (the "notebook7" project's specs: *notebook7.spec.ts).
 const nb7Port = process.env.TRACEVIEW_NB7_PORT || String(Number(port) + 1);
 const NB7_SPECS = /notebook7\.spec\.ts$/;
+// The draw-time and frame-time measurements (artefacts): their own project, which
+// scripts/test.sh runs after the others, alone, so that no other test shares the CPU.
+const BENCH_SPECS = /(benchmark|frames)\.spec\.ts$/;
+// Two specs at once by default: each test has its own folder, notebook and kernel (Galata's
+// tmpPath), and a test waits on the browser and the kernel much of the time, so a second
+// worker fills the idle core (TRACEVIEW_UI_WORKERS=1: one at a time).
+const workers = Number(process.env.TRACEVIEW_UI_WORKERS || 2);
 
 module.exports = {
   ...baseConfig,
@@ -17,7 +24,7 @@ module.exports = {
   timeout: 180000,
   expect: { timeout: 30000 },
   retries: 0,
-  workers: 1,
+  workers,
   use: {
     ...baseConfig.use,
     baseURL: `http://127.0.0.1:${port}`,
@@ -38,10 +45,12 @@ module.exports = {
       ],
     },
   },
-  // Every spec runs in JupyterLab but those written for Notebook 7's pages, which run there.
+  // Every spec runs in JupyterLab but those written for Notebook 7's pages, which run there;
+  // the benchmarks (in JupyterLab too) one at a time.
   projects: [
-    { name: "jupyterlab", testIgnore: NB7_SPECS },
+    { name: "jupyterlab", testIgnore: [NB7_SPECS, BENCH_SPECS] },
     { name: "notebook7", testMatch: NB7_SPECS, use: { baseURL: `http://127.0.0.1:${nb7Port}` } },
+    { name: "benchmarks", testMatch: BENCH_SPECS, workers: 1 },
   ],
   webServer: [
     {

@@ -286,7 +286,13 @@ class _Failures:
             self.not_traces.append(tf)
             return
         if self.on_error == "raise":
-            raise exc
+            try:
+                raise exc
+            finally:
+                # This frame is in exc's traceback: without the del, the two make a cycle that
+                # keeps the reader's frames and buffers (a gzip bomb's inflated GiB) until
+                # the garbage collector runs, and the next load in this process runs out.
+                del exc
         self.failed.append((tf, exc))
 
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jupyter_traceview as tv
+
 ROOT = Path(__file__).resolve().parents[2]
 BERT = ROOT / "tests" / "data" / "h100_bert_small" / "gaunernst_bert-small-uncased__1016001.json.gz"
 #: The address space each run gets: room for Python, numpy, pandas, Arrow and the trace, not
@@ -114,4 +116,39 @@ def test_a_gzip_bomb_beyond_memory_is_a_trace_format_error(tmp_path: Path) -> No
     assert "of JSON inflated so far" in said and "max_json_bytes=" in said and 'engine="dask"' in said
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1, (run.returncode, run.stderr)
-    assert lines[0].startswith(f"traceview: error: {path}: ran out of memory")
+    # The reader's error (not the CLI's own line for memory run out elsewhere): the CLI's load
+    # gets the memory the first load had back (test_a_failed_load_leaves_no_reference_cycle).
+    assert lines[0].startswith(f"traceview: error: {path}: ran out of memory while reading it ("), lines[0]
+
+
+def test_a_failed_load_leaves_no_reference_cycle(tmp_path: Path) -> None:
+    """A load that raises gives its memory back as it returns, without the garbage collector:
+    no frame of the reader is left in a reference cycle with the error (the frame that
+    raised a failure once was), which would keep a gzip bomb's inflated GiB alive, so that
+    the next load in the same kernel or CLI ran out of memory where the bomb's did not."""
+    import gc
+    import types
+
+    path = tmp_path / "cut.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1}')
+    said = ""
+    gc.collect()
+    gc.disable()
+    try:
+        try:
+            tv.load(path, cache=False)
+        except tv.TraceFormatError as exc:
+            said = str(exc)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        cycles = [
+            f"{o.f_code.co_name} ({o.f_code.co_filename}:{o.f_lineno})"
+            for o in gc.garbage
+            if isinstance(o, types.FrameType) and "jupyter_traceview" in o.f_code.co_filename
+        ]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert "truncated" in said
+    assert cycles == [], cycles
