@@ -61,6 +61,12 @@ __all__ = [
 #: Version of the payload and command contract (docs/frontend.md); bumped on breaking changes.
 PROTOCOL = 3
 
+#: The per-rank facts (analysis/_memo.py) a :class:`DashboardData` keeps between its
+#: analyses: those the timeline analyses start from (each rank's GPU activities, their
+#: unions, the eid -> row table). Whatever else a computation memoised there (the what-if
+#: model's per-rank graphs, whose model the trace keeps) is dropped when it returns.
+KEPT_FACTS = frozenset({"activities", "unions", "eid_rows"})
+
 
 @cache
 def bokehjs_source() -> tuple[str, bytes]:
@@ -204,6 +210,7 @@ class DashboardData:
                 found, explained = findings_and_explain(
                     self.trace, time_range=time_range, rank_memo=self._memo_for(time_range), **kw
                 )
+                _prune(self._rank_memo)
                 rest = tuple(sorted(kw.items()))
                 self._frames[(name, time_range, rest)] = found
                 self._frames[(name, time_range, tuple(sorted({**kw, "explain": True}.items())))] = explained
@@ -402,7 +409,15 @@ def _kept(compute: Callable[[], T], memo: Memo | None = None) -> T:
     with shared_rank_facts(memo):
         out = compute()
     save_facts()
+    if memo is not None:
+        _prune(memo)
     return out
+
+
+def _prune(memo: Memo) -> None:
+    """Drop from ``memo`` every entry but the :data:`KEPT_FACTS`."""
+    for k in [k for k in memo if (k[1][0] if isinstance(k[1], tuple) else k[1]) not in KEPT_FACTS]:
+        del memo[k]
 
 
 def timeline_overview(trace: Trace, *, bins: int = 1000) -> pd.DataFrame:

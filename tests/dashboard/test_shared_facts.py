@@ -3,8 +3,9 @@
 ``DashboardData`` hands the findings (``findings_and_explain(rank_memo=)``) and every
 analysis of the whole trace the same store (``analysis/_memo.py``): each rank's GPU
 activities are computed once for all the tabs. Pinned here: every tab is what it is with a
-store per analysis (as before); the activities are computed once per rank and variant; a
-time range's frames keep a store of their own (the ranges a user selects do not grow it).
+store per analysis (as before); the activities are computed once per rank and variant; the store keeps those facts only
+(``KEPT_FACTS``: not the what-if model's graphs); a time range's frames keep a store of their
+own (the ranges a user selects do not grow it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.analysis import _gpu
-from jupyter_traceview.dashboard.data import DashboardData
+from jupyter_traceview.dashboard.data import KEPT_FACTS, DashboardData
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +41,9 @@ def test_every_tab_is_the_same_with_one_store_as_with_a_store_per_analysis(trace
     shared = DashboardData(trace)
     shared_parts = _every_tab(shared)
     assert shared._rank_memo  # the findings and the tabs filled it
+    kept = {key[0] if isinstance(key, tuple) else key for _, key in shared._rank_memo}
+    assert kept <= KEPT_FACTS
+    assert "activities" in kept
     apart = DashboardData(trace)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(DashboardData, "_memo_for", lambda self, time_range: None)
