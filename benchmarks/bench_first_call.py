@@ -1,6 +1,7 @@
 """Time each public analysis' first call, and each dashboard tab's first build.
 
     python benchmarks/bench_first_call.py [--trace PATH] [--runs 3] [--tabs-trace PATH] [--roots A B]
+    python benchmarks/bench_first_call.py --tabs-only [--runs 3] [--roots A B]
 
 Analyses: every name of the analysis groups of ``docs/api_groups.py`` (breakdowns,
 communication, host, memory, perfmodel, diagnosis, comparison) that is a function of a
@@ -14,8 +15,12 @@ own process (slower; the strict first call).
 
 The default trace is a ~200k-event CPU inference trace with Python stacks
 (``scripts/record_stack_trace.py``), recorded on demand into ``benchmarks/.data/``.
-Tabs: ``DashboardData(trace).tab(id)`` for every tab, in a fresh process per run, on the
-bundled sample (``tv.sample_path()``) unless ``--tabs-trace`` says otherwise. ``--roots``
+Tabs: ``DashboardData(trace).tab(id)`` for every tab on the bundled sample
+(``tv.sample_path()``) unless ``--tabs-trace`` says otherwise, after the payload, two ways:
+*in order*, every tab in one fresh process per run with one ``DashboardData`` (as
+``tv.Dashboard`` keeps one: a later tab finds what an earlier one computed and imported), and
+*alone*, each tab in its own fresh process (``tv.load``, the payload, then that tab only: the
+strict first build, bokeh's import included). ``--roots``
 names checkouts of the package (e.g. a ``git archive`` of main with its extensions built) to
 time side by side, runs interleaved.
 """
@@ -69,10 +74,13 @@ warnings.simplefilter("ignore")
 import jupyter_traceview as tv
 from jupyter_traceview.dashboard.data import DashboardData
 trace = tv.load(sys.argv[1], cache=False, progress=False)
+data = DashboardData(trace)
+data.payload()
+only = sys.argv[2] if len(sys.argv) > 2 else ""
 out = {}
-for tab_id, _ in DashboardData(trace).tabs:
-    data = DashboardData(trace)
-    data.payload()
+for tab_id, _ in data.tabs:
+    if only and tab_id != only:
+        continue
     w, c = time.perf_counter(), time.process_time()
     data.tab(tab_id)
     out[tab_id] = [time.perf_counter() - w, time.process_time() - c]
@@ -128,6 +136,7 @@ def main() -> None:
     p.add_argument("--isolated", action="store_true", help="one process per analysis")
     p.add_argument("--only", nargs="*", default=None, help="these analyses only")
     p.add_argument("--no-tabs", action="store_true")
+    p.add_argument("--tabs-only", action="store_true", help="the dashboard tabs only (no analysis)")
     p.add_argument(
         "--roots",
         nargs="*",
@@ -136,7 +145,7 @@ def main() -> None:
         help="checkouts of the package to compare side by side (runs interleaved; default: this one)",
     )
     a = p.parse_args()
-    if a.trace == DEFAULT_TRACE and not DEFAULT_TRACE.exists():
+    if not a.tabs_only and a.trace == DEFAULT_TRACE and not DEFAULT_TRACE.exists():
         sys.path.insert(0, str(ROOT / "scripts"))
         from record_stack_trace import record
 
@@ -146,6 +155,13 @@ def main() -> None:
     roots = [r.resolve() for r in a.roots]
     for root in roots:  # byte-compiled first, as an installation is: no first call pays for it
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "jupyter_traceview")], check=True)
+    if not a.tabs_only:
+        _print_analyses(a, names, roots)
+    if not a.no_tabs:
+        _print_tabs(a, roots)
+
+
+def _print_analyses(a: argparse.Namespace, names: list[str], roots: list[Path]) -> None:
     runs: dict[Path, list[dict]] = {r: [] for r in roots}
     for _ in range(a.runs):
         for root in roots:
@@ -167,25 +183,33 @@ def main() -> None:
             for root in roots
         )
         print(f"| {n} | {cells} |")
-    if a.no_tabs:
-        return
+
+
+def _print_tabs(a: argparse.Namespace, roots: list[Path]) -> None:
+    head = " | ".join(f"[{i}] wall (s) | [{i}] CPU (s)" for i in range(len(roots)))
     tabs_trace = (
         a.tabs_trace
         or _child("import jupyter_traceview as tv; import json; print(json.dumps({'p': str(tv.sample_path())}))")["p"]
     )
-    tab_runs: dict[Path, list[dict]] = {r: [] for r in roots}
+    in_order: dict[Path, list[dict]] = {r: [] for r in roots}
+    alone: dict[Path, list[dict]] = {r: [] for r in roots}
     for _ in range(a.runs):
         for root in roots:
-            tab_runs[root].append(_child(TAB_CHILD, tabs_trace, root=root))
-    print(f"\ndashboard tabs on {tabs_trace}: first build, median of {a.runs} fresh process(es)")
-    print(f"| tab | {head} |")
-    print("|---|" + "---|---|" * len(roots))
-    for t in tab_runs[roots[0]][0]:
-        cells = " | ".join(
-            f"{_median([r[t][0] for r in tab_runs[root]])} | {_median([r[t][1] for r in tab_runs[root]])}"
-            for root in roots
-        )
-        print(f"| {t} | {cells} |")
+            in_order[root].append(_child(TAB_CHILD, tabs_trace, root=root))
+        for tab_id in in_order[roots[0]][0]:
+            for root in roots:
+                if len(alone[root]) < len(in_order[root]):
+                    alone[root].append({})
+                alone[root][-1].update(_child(TAB_CHILD, tabs_trace, tab_id, root=root))
+    for title, runs in (("in order, one process", in_order), ("alone, one process per tab", alone)):
+        print(f"\ndashboard tabs on {tabs_trace}: first build, {title}; median of {a.runs} run(s)")
+        print(f"| tab | {head} |")
+        print("|---|" + "---|---|" * len(roots))
+        for t in runs[roots[0]][0]:
+            cells = " | ".join(
+                f"{_median([r[t][0] for r in runs[root]])} | {_median([r[t][1] for r in runs[root]])}" for root in roots
+            )
+            print(f"| {t} | {cells} |")
 
 
 if __name__ == "__main__":

@@ -80,29 +80,43 @@ def time_unit(values: Iterable[float] | float) -> tuple[str, float]:
     return "ns", 1.0
 
 
+def _texts(format_one: Any, values: Any) -> list[str]:
+    """``format_one`` of each value (as float), each distinct value formatted once: a chart's
+    columns repeat values (bin edges shared by every rank, idle bins), and the formatter is
+    per value Python."""
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(arr) < 64:
+        return [format_one(v) for v in arr.tolist()]
+    # Distinct by bit pattern: -0.0 and 0.0 (equal as floats) are formatted each as itself.
+    bits, inv = np.unique(arr.view(np.int64), return_inverse=True)
+    texts = np.array([format_one(v) for v in bits.view(np.float64).tolist()], dtype=object)
+    out: list[str] = texts[inv.reshape(-1)].tolist()
+    return out
+
+
 def duration_text(ns: Any) -> list[str]:
     """Durations as text (:func:`jupyter_traceview.format.duration` of each value)."""
-    return [fmt.duration(v) for v in np.asarray(ns, dtype=np.float64).reshape(-1).tolist()]
+    return _texts(fmt.duration, ns)
 
 
 def time_text(rel_ns: Any) -> list[str]:
     """Times since the trace's origin as text (:func:`jupyter_traceview.format.time`): ``+18.1 ms``."""
-    return [fmt.time(v) for v in np.asarray(rel_ns, dtype=np.float64).reshape(-1).tolist()]
+    return _texts(fmt.time, rel_ns)
 
 
 def bytes_text(n: Any) -> list[str]:
     """Sizes as text (:func:`jupyter_traceview.format.size` of each value)."""
-    return [fmt.size(v) for v in np.asarray(n, dtype=np.float64).reshape(-1).tolist()]
+    return _texts(fmt.size, n)
 
 
 def pct_text(p: Any) -> list[str]:
     """Percentages as text (:func:`jupyter_traceview.format.percent` of each value)."""
-    return [fmt.percent(v) for v in np.asarray(p, dtype=np.float64).reshape(-1).tolist()]
+    return _texts(fmt.percent, p)
 
 
 def rate_text(gbps: Any) -> list[str]:
     """Bandwidths in GB/s as text (:func:`jupyter_traceview.format.rate` of each value)."""
-    return [fmt.rate(v) for v in np.asarray(gbps, dtype=np.float64).reshape(-1).tolist()]
+    return _texts(fmt.rate, gbps)
 
 
 def legend_outside(fig: Any) -> None:

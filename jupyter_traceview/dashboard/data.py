@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .. import format as fmt
-from ..analysis._memo import save_facts, shared_rank_facts
+from ..analysis._memo import Memo, save_facts, shared_rank_facts
 from ..analysis.compare import Comparison
 from ..errors import OptionError, TraceSelectionError, TraceviewError, TraceviewWarning
 from ..model.display_hook import Headline
@@ -60,6 +60,12 @@ __all__ = [
 
 #: Version of the payload and command contract (docs/frontend.md); bumped on breaking changes.
 PROTOCOL = 3
+
+#: The per-rank facts (analysis/_memo.py) a :class:`DashboardData` keeps between its
+#: analyses: those the timeline analyses start from (each rank's GPU activities, their
+#: unions, the eid -> row table). Whatever else a computation memoised there (the what-if
+#: model's per-rank graphs, whose model the trace keeps) is dropped when it returns.
+KEPT_FACTS = frozenset({"activities", "unions", "eid_rows"})
 
 
 @cache
@@ -112,6 +118,10 @@ class DashboardData:
         self.heatmap_bins = int(heatmap_bins)
         self.lod = lod or LevelOfDetail()
         self._frames: dict[tuple[Any, ...], pd.DataFrame] = {}
+        #: The per-rank facts (GPU activities, unions, eid tables: analysis/_memo.py) that the
+        #: analyses of the whole trace share, from the findings to the last tab: computed
+        #: once per rank, as the frames are, and dropped with this object.
+        self._rank_memo: Memo = {}
         self._flags: dict[str, bool] = {}
         self._comparison: Comparison | None = None
 
@@ -149,7 +159,7 @@ class DashboardData:
     @property
     def headline(self) -> Headline:
         """``tv.headline(trace)``: the header's and the Overview's figures (computed once, kept with the trace)."""
-        return _kept(self.trace._headline)
+        return _kept(self.trace._headline, self._rank_memo)
 
     @property
     def t0_ns(self) -> int:
@@ -197,7 +207,10 @@ class DashboardData:
                 from ..analysis.findings import findings_and_explain
 
                 explain = bool(kw.pop("explain", False))
-                found, explained = findings_and_explain(self.trace, time_range=time_range, **kw)
+                found, explained = findings_and_explain(
+                    self.trace, time_range=time_range, rank_memo=self._memo_for(time_range), **kw
+                )
+                _prune(self._rank_memo)
                 rest = tuple(sorted(kw.items()))
                 self._frames[(name, time_range, rest)] = found
                 self._frames[(name, time_range, tuple(sorted({**kw, "explain": True}.items())))] = explained
@@ -207,10 +220,17 @@ class DashboardData:
                 df = _kept(
                     lambda: (
                         fn(self.trace, time_range=time_range, **kw) if time_range is not None else fn(self.trace, **kw)
-                    )
+                    ),
+                    self._memo_for(time_range),
                 )
         self._frames[key] = df
         return df
+
+    def _memo_for(self, time_range: tuple[int, int] | None) -> Memo | None:
+        """The shared per-rank facts for the whole trace; None (a store of that call only) for
+        a time range: a narrowed trace has tables of its own, and the ranges a user selects
+        are many (kept, their facts would only grow)."""
+        return self._rank_memo if time_range is None else None
 
     def _baseline(self) -> Trace:
         if self.baseline is None:
@@ -378,17 +398,26 @@ class DashboardData:
 T = TypeVar("T")
 
 
-def _kept(compute: Callable[[], T]) -> T:
+def _kept(compute: Callable[[], T], memo: Memo | None = None) -> T:
     """``compute()`` (an analysis of the trace) inside a scope of shared per-rank facts
     (:func:`..analysis._memo.shared_rank_facts`): the analyses' per-rank results are read from
     the ranks' cache entries where they were kept (by ``findings``, by another dashboard, or
     prepared by the load: ``tv.load(..., prepare=)``), and those computed here are kept there
     for the next. The values are what ``compute()`` gives outside (the memo only returns what
-    the computation it stands for would); the scope's memo is dropped when it returns."""
-    with shared_rank_facts():
+    the computation it stands for would). ``memo``: the store of per-rank facts (the
+    dashboard's, kept between analyses); None: one dropped when the scope ends."""
+    with shared_rank_facts(memo):
         out = compute()
     save_facts()
+    if memo is not None:
+        _prune(memo)
     return out
+
+
+def _prune(memo: Memo) -> None:
+    """Drop from ``memo`` every entry but the :data:`KEPT_FACTS`."""
+    for k in [k for k in memo if (k[1][0] if isinstance(k[1], tuple) else k[1]) not in KEPT_FACTS]:
+        del memo[k]
 
 
 def timeline_overview(trace: Trace, *, bins: int = 1000) -> pd.DataFrame:

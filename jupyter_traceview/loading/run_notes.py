@@ -17,11 +17,10 @@ from pathlib import Path
 from ..errors import TraceFormatError
 from ..model.display_hook import SkippedFile
 from .readers.files import TraceFile
+from .run_files import RUN_RECORD
 
 __all__ = ["RUN_RECORD", "RUN_STATUSES", "run_folder", "run_status_of", "skipped_files_of"]
 
-#: File name of the run record inside a run folder (hidden: ``tv.load`` ignores it).
-RUN_RECORD = ".traceview-run.json"
 #: The values of a run record's ``status`` (and of ``Trace.run_status``).
 RUN_STATUSES = ("ok", "error", "interrupted")
 #: A run record above this size is not read (it is a few KiB).

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from ..loading.run_files import RUN_RECORD
+
 __all__ = [
     "LOAD_OPTIONS",
     "PathRefused",
@@ -48,7 +50,6 @@ SKIP_DIRS = frozenset(
 )
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
 NSYS_SUFFIX = ".sqlite"
-RUN_RECORD = ".traceview-run.json"
 #: The per-run load options file (see read_load_options).
 LOAD_OPTIONS = ".traceview-load.json"
 #: Largest load options file read (bytes).

@@ -59,6 +59,7 @@ class Context:
         iterations: Iterable[int] | int | None,
         time_range: tuple[int, int] | None,
         workers: bool = True,
+        rank_memo: Memo | None = None,
     ) -> None:
         self.rules = rules
         self.common: Common = rules.common
@@ -76,8 +77,9 @@ class Context:
         #: Why each rule that noted it did not fire (:meth:`note`), for ``findings(explain=True)``.
         self.notes: dict[str, str] = {}
         #: The per-rank facts the analyses share while this context computes (._memo):
-        #: each rank's GPU activities, unions and eid table once per findings call.
-        self._rank_memo: Memo = {}
+        #: each rank's GPU activities, unions and eid table once per findings call (or the
+        #: caller's store, ``rank_memo``: the dashboard's, shared with its other analyses).
+        self._rank_memo: Memo = {} if rank_memo is None else rank_memo
         #: Worker processes that compute a share of the per-rank results not kept yet (a
         #: big cached trace's first findings call; see .._workers). Stopped by close().
         #: ``workers=False``: none (a process that is itself a worker: see .prepare).

@@ -10,7 +10,7 @@ import pandas as pd
 from ...errors import OptionError, TraceviewWarning
 from ...model.trace import Trace
 from .._common import empty
-from .._memo import save_facts
+from .._memo import Memo, save_facts
 from ..whatif.saving import finding_savings
 from .config import FindingRules
 from .context import Context, Finding
@@ -185,14 +185,19 @@ def findings_and_explain(
     ranks: Iterable[int] | int | None = None,
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
+    rank_memo: Memo | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(findings(trace, ...), findings(trace, ..., explain=True))`` from one run of the rules
-    (what the dashboard shows: the findings and the "checked, fine" lines under them)."""
+    (what the dashboard shows: the findings and the "checked, fine" lines under them).
+
+    ``rank_memo``: the store of per-rank facts to share (:func:`.._memo.shared_rank_facts`),
+    so that the caller's other analyses of the same trace reuse what the rules computed (the
+    dashboard's); None: a store of this call only. The values are the same either way."""
     if rules is None:
         rules = FindingRules()
     elif not isinstance(rules, FindingRules):
         raise OptionError(f"rules must be a FindingRules, got {type(rules).__name__}")
-    ctx = Context(trace, rules, ranks=ranks, iterations=iterations, time_range=time_range)
+    ctx = Context(trace, rules, ranks=ranks, iterations=iterations, time_range=time_range, rank_memo=rank_memo)
     try:
         found = _run(ctx)
     finally:
