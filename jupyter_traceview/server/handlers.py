@@ -401,7 +401,7 @@ class _RemoteBase(_Base):
         timeout = self.tv_config.remote_timeout_s
         try:
             return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, work), timeout)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # (TimeoutError itself from Python 3.11)
             raise PathRefused(504, f"{url}: the store did not answer within {timeout:g} s") from None
         except PathRefused:
             raise

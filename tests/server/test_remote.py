@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,7 +101,8 @@ def denied_endpoint() -> Iterator[str]:
 
 @pytest.fixture
 def remote_mode() -> str:
-    """Which emulator the server's root is on: "open" (s3_endpoint) or "denied" (parametrized)."""
+    """Which emulator the server's root is on: "open" (s3_endpoint) or "denied"; "stuck": the
+    open one with a short time limit (parametrized)."""
     return "open"
 
 
@@ -121,7 +123,7 @@ def jp_server_config(
     config["TraceviewServer"] = {
         "remote_roots": [ROOT, "nosuch://bucket/x"] if not denied else ["s3://private/runs"],
         "remote_storage_options": _options(endpoint),
-        "remote_timeout_s": 60.0,
+        "remote_timeout_s": 0.2 if remote_mode == "stuck" else 60.0,
     }
     return config
 
@@ -245,3 +247,26 @@ async def test_remote_endpoints_require_authentication(jp_fetch: Any) -> None:
         with pytest.raises(HTTPClientError) as err:
             await jp_fetch("traceview", "api", *parts, params=params, headers={"Authorization": ""})
         assert err.value.code in (401, 403)
+
+
+@pytest.mark.parametrize("remote_mode", ["stuck"])
+async def test_a_store_that_does_not_answer_is_a_timeout(
+    jp_fetch: Any, monkeypatch: pytest.MonkeyPatch, remote_mode: str
+) -> None:
+    from jupyter_traceview.server import handlers
+
+    release = threading.Event()
+
+    def stuck(*args: Any, **kwargs: Any) -> Any:
+        release.wait(30)
+        return [], False
+
+    monkeypatch.setattr(handlers, "find_remote_runs", stuck)
+    try:
+        code, body = await _get(jp_fetch, "remote", "runs")
+    finally:
+        release.set()
+    assert code == 200 and body["runs"] == []
+    assert body["errors"] == [
+        {"root": r, "message": f"{r}: the store did not answer within 0.2 s"} for r in (ROOT, "nosuch://bucket/x")
+    ]
