@@ -5,7 +5,7 @@
 import { Token } from "@lumino/coreutils";
 import type { ISignal } from "@lumino/signaling";
 
-import type { BaselineRef, BaselineSet, RunRow, RunsListing } from "./messages";
+import type { BaselineRef, BaselineSet, RemoteListing, RunRow, RunsListing } from "./messages";
 
 /** Where to look for runs: from the settings (the cache folder is the server's configuration). */
 export interface ListOptions {
@@ -27,6 +27,8 @@ export interface ITracesApi {
   dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer>;
   /** Keep the run at `path` as baseline `name` (the server's default: "main"), beside the runs. */
   setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet>;
+  /** The runs under the server's remote roots (object storage; read-only). */
+  listRemote?(): Promise<RemoteListing>;
 }
 
 /** An answer of the server that is not the data: its HTTP status and message. */

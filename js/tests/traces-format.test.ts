@@ -5,10 +5,13 @@ import {
   formatAge,
   formatProgress,
   importsTraceview,
+  isUrl,
   loadCode,
   middleEllipsis,
   relativePath,
+  REMOTE_READ_ONLY,
   RUN_STATUS_TEXT,
+  remoteDetail,
   skippedText,
 } from "../labextension/format";
 
@@ -90,5 +93,28 @@ describe("load code", () => {
     expect(loadCode('we"ird\\name', "x.ipynb", ["import jupyter_traceview as tv"])).toBe(
       'trace = tv.load("we\\"ird\\\\name")',
     );
+  });
+
+  it("a run in object storage: its URL as it is in the load code, never made relative", () => {
+    expect(isUrl("s3://runs/team/dlrm")).toBe(true);
+    expect(isUrl("gs://b/p")).toBe(true);
+    expect(isUrl("runs/s3:/x")).toBe(false);
+    expect(isUrl("C:/runs")).toBe(false);
+    expect(loadCode("s3://runs/team/dlrm", "nb/deep/x.ipynb", ["import jupyter_traceview as tv"])).toBe(
+      'trace = tv.load("s3://runs/team/dlrm")',
+    );
+    expect(loadCode("s3://runs/team/dlrm", "x.ipynb", [])).toBe(
+      'import jupyter_traceview as tv\n\ntrace = tv.load("s3://runs/team/dlrm")',
+    );
+  });
+
+  it("a remote run's line and why it is read-only", () => {
+    const now = 1_000_000 * 1000;
+    const row = { files: 8, size: 446_464, mtime: 1_000_000 - 5 * 60, kind: "folder" };
+    expect(remoteDetail(row, now)).toBe("8 files · 436 KiB · 5 min ago");
+    expect(remoteDetail({ ...row, files: 1, mtime: 0 }, now)).toBe("1 file · 436 KiB");
+    expect(remoteDetail({ ...row, kind: "dataset" }, now)).toBe("dataset · 5 min ago");
+    expect(REMOTE_READ_ONLY).toMatch(/read-only/);
+    expect(REMOTE_READ_ONLY).toMatch(/baselines and notes are for local runs/);
   });
 });
