@@ -166,3 +166,39 @@ export function remoteDetail(
   if (row.mtime > 0) parts.push(formatAge(row.mtime, nowMs));
   return parts.join(" · ");
 }
+
+/** What the sidebar's object storage section shows (remote.ts draws it). */
+export interface RemoteView {
+  /** Hidden: the server has no remote roots (an empty listing without errors). */
+  hidden: boolean;
+  /** One alert line each: the listing failed, or a root could not be listed. */
+  problems: string[];
+  rows: { url: string; name: string; detail: string; tooltip: string }[];
+  truncated: boolean;
+}
+
+/** The object storage section for a listing (or the error that replaced it). */
+export function remoteView(
+  listing: {
+    runs: readonly { url: string; name: string; kind: string; files: number; size: number; mtime: number }[];
+    errors: readonly { root: string; message: string }[];
+    truncated: boolean;
+  } | null,
+  error: string | null,
+  nowMs: number,
+): RemoteView {
+  const problems = error !== null ? [`Cannot list runs in object storage: ${error}`] : [];
+  if (listing === null) return { hidden: false, problems, rows: [], truncated: false };
+  for (const e of listing.errors) problems.push(`Cannot list ${e.root}: ${e.message}`);
+  return {
+    hidden: listing.runs.length === 0 && listing.errors.length === 0,
+    problems,
+    rows: listing.runs.map((r) => ({
+      url: r.url,
+      name: r.name,
+      detail: remoteDetail(r, nowMs),
+      tooltip: `${r.url}\n${REMOTE_READ_ONLY}`,
+    })),
+    truncated: listing.truncated,
+  };
+}

@@ -8,8 +8,9 @@
  */
 import { Widget } from "@lumino/widgets";
 
-import { REMOTE_READ_ONLY, remoteDetail } from "./format";
-import type { RemoteListing, RemoteRunRow } from "./messages";
+import { remoteView } from "./format";
+import type { RemoteView } from "./format";
+import type { RemoteListing } from "./messages";
 import type { ITracesApi } from "./tokens";
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -49,45 +50,43 @@ export class RemoteRunList extends Widget {
   private _render(listing: RemoteListing | null, error: string | null): void {
     const node = this.node;
     node.replaceChildren();
-    if (listing !== null && listing.runs.length === 0 && listing.errors.length === 0) {
+    const view = remoteView(listing, error, Date.now());
+    if (view.hidden) {
       this.hide(); // no remote roots configured
       return;
     }
     this.show();
     node.appendChild(el("h3", "tv-RemoteRuns-title", "Object storage (read-only)"));
-    const problems = error !== null ? [`Cannot list runs in object storage: ${error}`] : [];
-    for (const e of listing?.errors ?? []) problems.push(`Cannot list ${e.root}: ${e.message}`);
-    for (const text of problems) {
+    for (const text of view.problems) {
       const msg = el("div", "tv-TracesStatus-error", text);
       msg.setAttribute("role", "alert");
       node.appendChild(msg);
     }
-    if (listing === null) return;
     const list = el("ul", "tv-RemoteRuns-list");
-    const now = Date.now();
-    for (const run of listing.runs) list.appendChild(this._row(run, now));
+    list.setAttribute("aria-label", "Trace runs in object storage");
+    for (const row of view.rows) list.appendChild(this._row(row));
     node.appendChild(list);
-    if (listing.truncated) {
+    if (view.truncated) {
       node.appendChild(
         el("div", "tv-TracesStatus", "more runs exist than listed (c.TraceviewServer.max_runs)"),
       );
     }
   }
 
-  private _row(run: RemoteRunRow, now: number): HTMLLIElement {
+  private _row(view: RemoteView["rows"][number]): HTMLLIElement {
     const row = el("li", "tv-RunRow tv-RemoteRun");
-    row.title = `${run.url}\n${REMOTE_READ_ONLY}`;
+    row.title = view.tooltip;
     const head = el("div", "tv-RunRow-head");
-    head.appendChild(el("span", "tv-RunRow-name", run.name));
+    head.appendChild(el("span", "tv-RunRow-name", view.name));
     row.appendChild(head);
-    row.appendChild(el("div", "tv-RunRow-figure", remoteDetail(run, now)));
+    row.appendChild(el("div", "tv-RunRow-figure", view.detail));
     const insert = this._insert;
     if (insert !== null) {
       const button = el("button", "jp-mod-styled tv-RemoteRun-insert", "Insert load code");
-      button.title = `Insert trace = tv.load("${run.url}") below the active cell of the current notebook`;
-      button.addEventListener("click", () => void insert(run.url));
+      button.title = `Insert trace = tv.load("${view.url}") below the active cell of the current notebook`;
+      button.addEventListener("click", () => void insert(view.url));
       row.appendChild(button);
-      row.addEventListener("dblclick", () => void insert(run.url));
+      row.addEventListener("dblclick", () => void insert(view.url));
     }
     return row;
   }

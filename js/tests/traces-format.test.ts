@@ -12,6 +12,7 @@ import {
   REMOTE_READ_ONLY,
   RUN_STATUS_TEXT,
   remoteDetail,
+  remoteView,
   skippedText,
 } from "../labextension/format";
 
@@ -116,5 +117,38 @@ describe("load code", () => {
     expect(remoteDetail({ ...row, kind: "dataset" }, now)).toBe("dataset · 5 min ago");
     expect(REMOTE_READ_ONLY).toMatch(/read-only/);
     expect(REMOTE_READ_ONLY).toMatch(/baselines and notes are for local runs/);
+  });
+
+  it("the object storage section: hidden without remote roots, errors named, rows read-only", () => {
+    const now = 1_000_000 * 1000;
+    expect(remoteView({ runs: [], errors: [], truncated: false }, null, now).hidden).toBe(true);
+    const run = { url: "s3://b/runs/a", name: "a", kind: "folder", files: 2, size: 2048, mtime: 0 };
+    const view = remoteView(
+      {
+        runs: [run],
+        errors: [{ root: "s3://denied/x", message: "s3://denied/x: access denied. Check" }],
+        truncated: true,
+      },
+      null,
+      now,
+    );
+    expect(view.hidden).toBe(false);
+    expect(view.problems).toEqual(["Cannot list s3://denied/x: s3://denied/x: access denied. Check"]);
+    expect(view.rows).toEqual([
+      {
+        url: "s3://b/runs/a",
+        name: "a",
+        detail: "2 files · 2 KiB",
+        tooltip: `s3://b/runs/a\n${REMOTE_READ_ONLY}`,
+      },
+    ]);
+    expect(view.truncated).toBe(true);
+    const failed = remoteView(null, "The Jupyter server cannot be reached", now);
+    expect(failed).toEqual({
+      hidden: false,
+      problems: ["Cannot list runs in object storage: The Jupyter server cannot be reached"],
+      rows: [],
+      truncated: false,
+    });
   });
 });
