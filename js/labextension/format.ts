@@ -189,7 +189,12 @@ export function remoteView(
 ): RemoteView {
   const problems = error !== null ? [`Cannot list runs in object storage: ${error}`] : [];
   if (listing === null) return { hidden: false, problems, rows: [], truncated: false };
-  for (const e of listing.errors) problems.push(`Cannot list ${e.root}: ${e.message}`);
+  for (const e of listing.errors) {
+    // The server's messages name the URL first: not twice.
+    problems.push(
+      e.message.startsWith(e.root) ? `Cannot list ${e.message}` : `Cannot list ${e.root}: ${e.message}`,
+    );
+  }
   return {
     hidden: listing.runs.length === 0 && listing.errors.length === 0,
     problems,

@@ -133,7 +133,13 @@ describe("load code", () => {
       now,
     );
     expect(view.hidden).toBe(false);
-    expect(view.problems).toEqual(["Cannot list s3://denied/x: s3://denied/x: access denied. Check"]);
+    expect(view.problems).toEqual(["Cannot list s3://denied/x: access denied. Check"]);
+    const other = remoteView(
+      { runs: [], errors: [{ root: "s3://a/b", message: "timeout" }], truncated: false },
+      null,
+      now,
+    );
+    expect(other.problems).toEqual(["Cannot list s3://a/b: timeout"]);
     expect(view.rows).toEqual([
       {
         url: "s3://b/runs/a",
