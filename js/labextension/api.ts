@@ -6,7 +6,7 @@ import { URLExt } from "@jupyterlab/coreutils";
 import { ServerConnection } from "@jupyterlab/services";
 
 import { TracesApiError } from "./tokens";
-import type { BaselineSet, ErrorBody, RemoteListing, RunsListing } from "./messages";
+import type { BaselineSet, ErrorBody, RemoteListing, RemoteRunRow, RunsListing } from "./messages";
 import type { ITracesApi, ListOptions, RawAnswer } from "./tokens";
 
 const NOT_ENABLED =
@@ -62,6 +62,11 @@ export class RestTracesApi implements ITracesApi {
   async listRemote(): Promise<RemoteListing> {
     const answer = await get(this._settings, "remote/runs", {});
     return answer.body as RemoteListing;
+  }
+
+  async remoteRun(url: string): Promise<RemoteRunRow> {
+    const answer = await get(this._settings, "remote/run", { url });
+    return answer.body as RemoteRunRow;
   }
 
   async setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet> {

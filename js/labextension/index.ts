@@ -61,7 +61,9 @@ async function activate(
   const insertRemote = notebooks
     ? async (url: string): Promise<void> => {
         try {
-          const nb = await insertLoadCode(notebooks, commands, app.serviceManager, url);
+          // The server checks it again (inside a remote root, still a run) before the code names it.
+          const run = await api.remoteRun(url);
+          const nb = await insertLoadCode(notebooks, commands, app.serviceManager, run.url);
           if (nb) shell.activateById(nb.id);
         } catch (err) {
           await showErrorMessage("Cannot insert the code", err instanceof Error ? err.message : String(err));

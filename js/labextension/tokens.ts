@@ -5,7 +5,7 @@
 import { Token } from "@lumino/coreutils";
 import type { ISignal } from "@lumino/signaling";
 
-import type { BaselineRef, BaselineSet, RemoteListing, RunRow, RunsListing } from "./messages";
+import type { BaselineRef, BaselineSet, RemoteListing, RemoteRunRow, RunRow, RunsListing } from "./messages";
 
 /** Where to look for runs: from the settings (the cache folder is the server's configuration). */
 export interface ListOptions {
@@ -29,6 +29,8 @@ export interface ITracesApi {
   setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet>;
   /** The runs under the server's remote roots (object storage; read-only). */
   listRemote?(): Promise<RemoteListing>;
+  /** One run in object storage, checked by the server (inside a remote root, still there). */
+  remoteRun?(url: string): Promise<RemoteRunRow>;
 }
 
 /** An answer of the server that is not the data: its HTTP status and message. */
