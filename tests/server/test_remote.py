@@ -102,7 +102,7 @@ def denied_endpoint() -> Iterator[str]:
 @pytest.fixture
 def remote_mode() -> str:
     """Which emulator the server's root is on: "open" (s3_endpoint) or "denied"; "stuck": the
-    open one with a short time limit (parametrized)."""
+    open one with a short time limit; "none": no remote roots (parametrized)."""
     return "open"
 
 
@@ -117,6 +117,8 @@ def jp_server_config(
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     s3fs.S3FileSystem.clear_instance_cache()
+    if remote_mode == "none":
+        return jp_server_config
     denied = remote_mode == "denied"
     endpoint = request.getfixturevalue("denied_endpoint" if denied else "s3_endpoint")
     config = dict(jp_server_config)
@@ -270,3 +272,11 @@ async def test_a_store_that_does_not_answer_is_a_timeout(
     assert body["errors"] == [
         {"root": r, "message": f"{r}: the store did not answer within 0.2 s"} for r in (ROOT, "nosuch://bucket/x")
     ]
+
+
+@pytest.mark.parametrize("remote_mode", ["none"])
+async def test_without_remote_roots_nothing_is_listed_or_reachable(jp_fetch: Any, remote_mode: str) -> None:
+    code, body = await _get(jp_fetch, "remote", "runs")
+    assert (code, body) == (200, {"runs": [], "truncated": False, "errors": []})
+    code, body = await _get(jp_fetch, "remote", "run", params={"url": f"{ROOT}/dlrm"})
+    assert code == 403 and "not inside a remote root" in body["message"]
