@@ -6,7 +6,7 @@ import { URLExt } from "@jupyterlab/coreutils";
 import { ServerConnection } from "@jupyterlab/services";
 
 import { TracesApiError } from "./tokens";
-import type { BaselineSet, ErrorBody, RunsListing } from "./messages";
+import type { BaselineSet, ErrorBody, RemoteListing, RemoteRunRow, RunsListing } from "./messages";
 import type { ITracesApi, ListOptions, RawAnswer } from "./tokens";
 
 const NOT_ENABLED =
@@ -57,6 +57,16 @@ export class RestTracesApi implements ITracesApi {
     const roots = options.roots.map((r) => r.trim()).filter(Boolean);
     const answer = await get(this._settings, "runs", { roots: roots.join(",") });
     return answer.body as RunsListing;
+  }
+
+  async listRemote(): Promise<RemoteListing> {
+    const answer = await get(this._settings, "remote/runs", {});
+    return answer.body as RemoteListing;
+  }
+
+  async remoteRun(url: string): Promise<RemoteRunRow> {
+    const answer = await get(this._settings, "remote/run", { url });
+    return answer.body as RemoteRunRow;
   }
 
   async setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet> {

@@ -4,6 +4,8 @@
  */
 import { URLExt } from "@jupyterlab/coreutils";
 
+import { formatBytes } from "../format";
+
 /** How long ago `mtimeS` (seconds since the epoch) was, from `nowMs`: "just now", "5 min ago", ... */
 export function formatAge(mtimeS: number, nowMs: number): string {
   const s = Math.max(0, Math.round(nowMs / 1000 - mtimeS));
@@ -67,12 +69,18 @@ export function pythonString(s: string): string {
   return JSON.stringify(s);
 }
 
+/** Whether `path` is a URL (`s3://bucket/prefix`: a run under one of the server's remote roots). */
+export function isUrl(path: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(path);
+}
+
 /**
  * The code that loads a run in a notebook: `trace = tv.load("<path>")`, with
- * `import jupyter_traceview as tv` first unless the notebook has it already.
+ * `import jupyter_traceview as tv` first unless the notebook has it already. A URL (a run
+ * in object storage) is kept as it is; a path is made relative to the notebook's folder.
  */
 export function loadCode(runPath: string, notebookPath: string, sources: readonly string[]): string {
-  const rel = relativePath(dirname(notebookPath), runPath);
+  const rel = isUrl(runPath) ? runPath : relativePath(dirname(notebookPath), runPath);
   const load = `trace = tv.load(${pythonString(rel)})`;
   return importsTraceview(sources) ? load : `import jupyter_traceview as tv\n\n${load}`;
 }
@@ -138,4 +146,64 @@ export function pendingOpen(search: string): OpenRequest | null {
   const path = params.get(OPEN_PARAM);
   if (!path) return null;
   return { path, baseline: params.get(BASELINE_PARAM) || null };
+}
+
+/** Why a run in object storage has no dashboard, baseline or notes in the sidebar (its rows' tooltip). */
+export const REMOTE_READ_ONLY =
+  "In object storage (read-only): the sidebar lists it and inserts its load code; its dashboard, " +
+  "baselines and notes are for local runs, since the server writes nothing to the store. " +
+  "The notebook's kernel reads it with its own credentials.";
+
+/** A remote run's second line: its objects, their size and age ("8 files · 436 KiB · 3 min ago"). */
+export function remoteDetail(
+  row: { files: number; size: number; mtime: number; kind: string },
+  nowMs: number,
+): string {
+  const parts = [
+    row.kind === "dataset" ? "dataset" : `${String(row.files)} file${row.files === 1 ? "" : "s"}`,
+  ];
+  if (row.kind !== "dataset") parts.push(formatBytes(row.size));
+  if (row.mtime > 0) parts.push(formatAge(row.mtime, nowMs));
+  return parts.join(" · ");
+}
+
+/** What the sidebar's object storage section shows (remote.ts draws it). */
+export interface RemoteView {
+  /** Hidden: the server has no remote roots (an empty listing without errors). */
+  hidden: boolean;
+  /** One alert line each: the listing failed, or a root could not be listed. */
+  problems: string[];
+  rows: { url: string; name: string; detail: string; tooltip: string }[];
+  truncated: boolean;
+}
+
+/** The object storage section for a listing (or the error that replaced it). */
+export function remoteView(
+  listing: {
+    runs: readonly { url: string; name: string; kind: string; files: number; size: number; mtime: number }[];
+    errors: readonly { root: string; message: string }[];
+    truncated: boolean;
+  } | null,
+  error: string | null,
+  nowMs: number,
+): RemoteView {
+  const problems = error !== null ? [`Cannot list runs in object storage: ${error}`] : [];
+  if (listing === null) return { hidden: false, problems, rows: [], truncated: false };
+  for (const e of listing.errors) {
+    // The server's messages name the URL first: not twice.
+    problems.push(
+      e.message.startsWith(e.root) ? `Cannot list ${e.message}` : `Cannot list ${e.root}: ${e.message}`,
+    );
+  }
+  return {
+    hidden: listing.runs.length === 0 && listing.errors.length === 0,
+    problems,
+    rows: listing.runs.map((r) => ({
+      url: r.url,
+      name: r.name,
+      detail: remoteDetail(r, nowMs),
+      tooltip: `${r.url}\n${REMOTE_READ_ONLY}`,
+    })),
+    truncated: listing.truncated,
+  };
 }

@@ -16,6 +16,7 @@ import { tracesIcon } from "./icons";
 import { TracesModel } from "./model";
 import { insertLoadCode } from "./notebook";
 import { CommandIds, TracesPanel } from "./panel";
+import { RemoteRunList } from "./remote";
 import { pendingOpen } from "./format";
 import { activateShown, showInMain } from "./placement";
 import { createRunWidget } from "./runpanel";
@@ -57,7 +58,20 @@ async function activate(
       console.error("jupyter_traceview: cannot load the Traces settings", reason);
     }
   }
-  const panel = new TracesPanel({ model, commands });
+  const insertRemote = notebooks
+    ? async (url: string): Promise<void> => {
+        try {
+          // The server checks it again (inside a remote root, still a run) before the code names it.
+          const run = await api.remoteRun(url);
+          const nb = await insertLoadCode(notebooks, commands, app.serviceManager, run.url);
+          if (nb) shell.activateById(nb.id);
+        } catch (err) {
+          await showErrorMessage("Cannot insert the code", err instanceof Error ? err.message : String(err));
+        }
+      }
+    : null;
+  const remote = new RemoteRunList(api, insertRemote);
+  const panel = new TracesPanel({ model, commands, remote });
   shell.add(panel, "left", { rank: 600 });
 
   const runs = new WidgetTracker<MainAreaWidget<RunView>>({ namespace: "traceview-run" });
@@ -96,7 +110,7 @@ async function activate(
     label: (args) => (args.toolbar ? "" : "Refresh the Traces List"),
     caption: "List the trace runs again",
     icon: (args) => (args.isPalette ? undefined : refreshIcon),
-    execute: () => model.refresh(),
+    execute: () => Promise.all([model.refresh(), remote.refresh()]),
   });
 
   commands.addCommand(CommandIds.openRun, {

@@ -188,5 +188,33 @@ export interface ErrorBody {
   message: string;
 }
 
+/**
+ * A run in object storage (`GET remote/runs`, `GET remote/run`): its URL (as `tv.load`
+ * takes it), the server's remote root it is under, its name, kind ("folder", "file", "nsys"
+ * or "dataset"), trace objects, bytes and latest modification time (s; 0 when unknown).
+ */
+export interface RemoteRunRow {
+  url: string;
+  root: string;
+  name: string;
+  kind: string;
+  files: number;
+  size: number;
+  mtime: number;
+}
+
+/** A remote root that could not be listed, and why (the URL without secrets). */
+export interface RemoteError {
+  root: string;
+  message: string;
+}
+
+/** `GET remote/runs`: the runs under the server's remote roots, newest first. */
+export interface RemoteListing {
+  runs: RemoteRunRow[];
+  truncated: boolean;
+  errors: RemoteError[];
+}
+
 /** What a task endpoint answers: the data, or how far the work is (HTTP 202). */
 export type TaskState<T> = { status: "ready"; data: T } | TaskPending;

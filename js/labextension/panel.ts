@@ -24,6 +24,7 @@ import {
 import type { TracesModel } from "./model";
 import type { BaselineRef, RunRow } from "./messages";
 import { tracesIcon } from "./icons";
+import type { RemoteRunList } from "./remote";
 import { verdictBadge } from "./verdict";
 
 /** Command ids (index.ts registers them). */
@@ -441,9 +442,10 @@ class StatusLine extends Widget {
 
 /** The Traces sidebar: filter, actions, list and status; owns the model. */
 export class TracesPanel extends Panel {
-  constructor(options: { model: TracesModel; commands: CommandRegistry }) {
+  constructor(options: { model: TracesModel; commands: CommandRegistry; remote?: RemoteRunList }) {
     super();
     const { model, commands } = options;
+    this._remote = options.remote ?? null;
     this._model = model;
     this.id = "jp-traceview-traces";
     this.addClass("tv-TracesPanel");
@@ -474,6 +476,7 @@ export class TracesPanel extends Panel {
     this.addWidget(this._filter);
     this.addWidget(this._list);
     this.addWidget(new StatusLine(model));
+    if (this._remote) this.addWidget(this._remote);
   }
 
   get model(): TracesModel {
@@ -492,6 +495,7 @@ export class TracesPanel extends Panel {
   protected override onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     this._model.start(); // live refresh while the panel is visible
+    void this._remote?.refresh();
   }
 
   protected override onAfterAttach(msg: Message): void {
@@ -516,6 +520,7 @@ export class TracesPanel extends Panel {
   }
 
   private readonly _model: TracesModel;
+  private readonly _remote: RemoteRunList | null;
   private readonly _list: RunList;
   private readonly _filter: FilterBox;
 }

@@ -5,7 +5,7 @@
 import { Token } from "@lumino/coreutils";
 import type { ISignal } from "@lumino/signaling";
 
-import type { BaselineRef, BaselineSet, RunRow, RunsListing } from "./messages";
+import type { BaselineRef, BaselineSet, RemoteListing, RemoteRunRow, RunRow, RunsListing } from "./messages";
 
 /** Where to look for runs: from the settings (the cache folder is the server's configuration). */
 export interface ListOptions {
@@ -27,6 +27,10 @@ export interface ITracesApi {
   dashboard(params: Record<string, string>, body: string, signal?: AbortSignal): Promise<RawAnswer>;
   /** Keep the run at `path` as baseline `name` (the server's default: "main"), beside the runs. */
   setBaseline(path: string, options: ListOptions & { name?: string }): Promise<BaselineSet>;
+  /** The runs under the server's remote roots (object storage; read-only). */
+  listRemote?(): Promise<RemoteListing>;
+  /** One run in object storage, checked by the server (inside a remote root, still there). */
+  remoteRun?(url: string): Promise<RemoteRunRow>;
 }
 
 /** An answer of the server that is not the data: its HTTP status and message. */

@@ -5,10 +5,14 @@ import {
   formatAge,
   formatProgress,
   importsTraceview,
+  isUrl,
   loadCode,
   middleEllipsis,
   relativePath,
+  REMOTE_READ_ONLY,
   RUN_STATUS_TEXT,
+  remoteDetail,
+  remoteView,
   skippedText,
 } from "../labextension/format";
 
@@ -90,5 +94,67 @@ describe("load code", () => {
     expect(loadCode('we"ird\\name', "x.ipynb", ["import jupyter_traceview as tv"])).toBe(
       'trace = tv.load("we\\"ird\\\\name")',
     );
+  });
+
+  it("a run in object storage: its URL as it is in the load code, never made relative", () => {
+    expect(isUrl("s3://runs/team/dlrm")).toBe(true);
+    expect(isUrl("gs://b/p")).toBe(true);
+    expect(isUrl("runs/s3:/x")).toBe(false);
+    expect(isUrl("C:/runs")).toBe(false);
+    expect(loadCode("s3://runs/team/dlrm", "nb/deep/x.ipynb", ["import jupyter_traceview as tv"])).toBe(
+      'trace = tv.load("s3://runs/team/dlrm")',
+    );
+    expect(loadCode("s3://runs/team/dlrm", "x.ipynb", [])).toBe(
+      'import jupyter_traceview as tv\n\ntrace = tv.load("s3://runs/team/dlrm")',
+    );
+  });
+
+  it("a remote run's line and why it is read-only", () => {
+    const now = 1_000_000 * 1000;
+    const row = { files: 8, size: 446_464, mtime: 1_000_000 - 5 * 60, kind: "folder" };
+    expect(remoteDetail(row, now)).toBe("8 files · 436 KiB · 5 min ago");
+    expect(remoteDetail({ ...row, files: 1, mtime: 0 }, now)).toBe("1 file · 436 KiB");
+    expect(remoteDetail({ ...row, kind: "dataset" }, now)).toBe("dataset · 5 min ago");
+    expect(REMOTE_READ_ONLY).toMatch(/read-only/);
+    expect(REMOTE_READ_ONLY).toMatch(/baselines and notes are for local runs/);
+  });
+
+  it("the object storage section: hidden without remote roots, errors named, rows read-only", () => {
+    const now = 1_000_000 * 1000;
+    expect(remoteView({ runs: [], errors: [], truncated: false }, null, now).hidden).toBe(true);
+    const run = { url: "s3://b/runs/a", name: "a", kind: "folder", files: 2, size: 2048, mtime: 0 };
+    const view = remoteView(
+      {
+        runs: [run],
+        errors: [{ root: "s3://denied/x", message: "s3://denied/x: access denied. Check" }],
+        truncated: true,
+      },
+      null,
+      now,
+    );
+    expect(view.hidden).toBe(false);
+    expect(view.problems).toEqual(["Cannot list s3://denied/x: access denied. Check"]);
+    const other = remoteView(
+      { runs: [], errors: [{ root: "s3://a/b", message: "timeout" }], truncated: false },
+      null,
+      now,
+    );
+    expect(other.problems).toEqual(["Cannot list s3://a/b: timeout"]);
+    expect(view.rows).toEqual([
+      {
+        url: "s3://b/runs/a",
+        name: "a",
+        detail: "2 files · 2 KiB",
+        tooltip: `s3://b/runs/a\n${REMOTE_READ_ONLY}`,
+      },
+    ]);
+    expect(view.truncated).toBe(true);
+    const failed = remoteView(null, "The Jupyter server cannot be reached", now);
+    expect(failed).toEqual({
+      hidden: false,
+      problems: ["Cannot list runs in object storage: The Jupyter server cannot be reached"],
+      rows: [],
+      truncated: false,
+    });
   });
 });

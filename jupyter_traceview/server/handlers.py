@@ -13,7 +13,13 @@ as JSON ``{"message": ...}`` without stack traces.
 ``POST baseline?path=p[&name=n][&roots=]`` keep run p as baseline n ("main"; .baselines)
 ``POST dashboard?path=p[&baseline=q]``     one command of the dashboard's front end
 body ``{command, msg}``                    (js/dashboard; 202 while computing)
+``GET remote/runs[?root=u]``               the runs under the remote roots (server/remote.py)
+``GET remote/run?url=u``                   one remote run, checked inside a remote root
 =========================================  ==============================================
+
+Remote roots (``c.TraceviewServer.remote_roots``) are read-only and listed by name only: no
+baseline, verdict or dashboard (the notebook loads them with ``tv.load(url)``); the options
+reaching them are server configuration, scrubbed from every answer.
 
 The dashboard endpoint answers the commands that ``tv.Dashboard`` answers in a kernel
 (``jupyter_traceview.dashboard.commands.answer``: the payload, a tab's content, a link, the
@@ -51,6 +57,9 @@ from .messages import (
     DiffData,
     DiffPending,
     ErrorBody,
+    RemoteError,
+    RemoteListing,
+    RemoteRunRow,
     RunAnswer,
     RunData,
     RunFigures,
@@ -60,6 +69,7 @@ from .messages import (
     RunVerdict,
     VerdictState,
 )
+from .remote import RemoteRun, check_inside, find_remote_runs, remote_run, scrubbed
 from .runs import PathRefused, RunEntry, find_runs, resolve_inside, resolve_run
 from .tasks import CommandResult
 from .worker import Analyzer
@@ -372,6 +382,101 @@ class DashboardHandler(_Base):
         for b in buffers:
             self.write(b)
         self.finish(set_content_type="application/octet-stream")
+
+
+class _RemoteBase(_Base):
+    def initialize(self, analyzer: Analyzer, config: Any, remote_roots: list[str] | None = None) -> None:
+        super().initialize(analyzer, config)
+        self.remote_roots = list(remote_roots or [])
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return dict(self.tv_config.remote_storage_options)
+
+    async def in_thread(self, url: str, work: Any) -> Any:
+        """``work()`` off the event loop, within ``remote_timeout_s``; the store's errors as
+        PathRefused with a message naming ``url`` without secrets."""
+        from ..errors import TraceFormatError
+
+        timeout = self.tv_config.remote_timeout_s
+        try:
+            return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, work), timeout)
+        except asyncio.TimeoutError:  # (TimeoutError itself from Python 3.11)
+            raise PathRefused(504, f"{url}: the store did not answer within {timeout:g} s") from None
+        except PathRefused:
+            raise
+        except TraceFormatError as exc:
+            raise PathRefused(422, scrubbed(str(exc), self.storage_options)) from None
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:  # a client error storage.errors passes on
+            message = scrubbed(f"{url}: cannot be read ({type(exc).__name__})", self.storage_options)
+            raise PathRefused(422, message) from None
+
+
+def _remote_row(run: RemoteRun) -> RemoteRunRow:
+    return RemoteRunRow(
+        url=run.url,
+        root=run.root,
+        name=run.url.rstrip("/").rsplit("/", 1)[-1],
+        kind=run.kind,
+        files=run.files,
+        size=run.size,
+        mtime=run.mtime,
+    )
+
+
+class RemoteRunsHandler(_RemoteBase):
+    """GET /traceview/api/remote/runs[?root=<url>]: the runs under the remote roots (or under
+    ``root``, a URL inside one of them), newest first; a root that cannot be listed is one of
+    ``errors``."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        try:
+            asked = self.query("root")
+            starts = [check_inside(self.remote_roots, asked)] if asked else [(r, r) for r in self.remote_roots]
+        except PathRefused as exc:
+            self.fail(exc.status, exc.message)
+            return
+        cfg = self.tv_config
+        runs: list[RemoteRunRow] = []
+        failed: list[RemoteError] = []
+        truncated = False
+        for root, url in starts:
+            options = self.storage_options
+            try:
+                found, cut = await self.in_thread(
+                    url,
+                    lambda url=url, root=root, options=options: find_remote_runs(
+                        url, options, max_depth=cfg.max_depth, max_runs=cfg.max_runs, max_entries=cfg.remote_max_entries
+                    ),
+                )
+            except PathRefused as exc:
+                failed.append(RemoteError(root=url, message=exc.message))
+                continue
+            truncated = truncated or cut
+            runs.extend(_remote_row(RemoteRun(r.url, root, r.kind, r.files, r.size, r.mtime)) for r in found)
+        runs.sort(key=lambda r: (-r["mtime"], r["url"]))
+        if len(runs) > cfg.max_runs:
+            runs, truncated = runs[: cfg.max_runs], True
+        self.finish(json.dumps(RemoteListing(runs=runs, truncated=truncated, errors=failed)))
+
+
+class RemoteRunHandler(_RemoteBase):
+    """GET /traceview/api/remote/run?url=<url>: one run in object storage (403 outside the
+    remote roots, 400 when it is no run, 422 when the store refuses it, 504 on timeout)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        try:
+            root, url = check_inside(self.remote_roots, self.query("url"))
+            options = self.storage_options
+            run = await self.in_thread(url, lambda: remote_run(root, url, options))
+        except PathRefused as exc:
+            self.fail(exc.status, exc.message)
+            return
+        self.finish(json.dumps(_remote_row(run)))
 
 
 def _depth(value: Any) -> int:

@@ -28,6 +28,9 @@ __all__ = [
     "DiffSide",
     "ErrorBody",
     "FrameJson",
+    "RemoteError",
+    "RemoteListing",
+    "RemoteRunRow",
     "RunAnswer",
     "RunData",
     "RunFigures",
@@ -174,6 +177,37 @@ class BaselineSet(TypedDict):
     """``POST baseline`` when done: the baseline as now kept."""
 
     baseline: BaselineRef
+
+
+class RemoteRunRow(TypedDict):
+    """A run in object storage (``GET remote/runs``, ``GET remote/run``): its ``url`` (as
+    ``tv.load`` takes it), the configured ``root`` it is under, its last part as ``name``,
+    ``kind`` ("folder", "file", "nsys" or "dataset"), trace objects, total bytes and the
+    latest modification time (seconds since the epoch; 0 when the store gives none)."""
+
+    url: str
+    root: str
+    name: str
+    kind: str
+    files: int
+    size: int
+    mtime: float
+
+
+class RemoteError(TypedDict):
+    """A remote root that could not be listed, and why (the URL without secrets)."""
+
+    root: str
+    message: str
+
+
+class RemoteListing(TypedDict):
+    """``GET remote/runs``: the runs under the server's remote roots, newest first;
+    ``truncated`` when a root held more than the bounds list; ``errors``: roots not listed."""
+
+    runs: list[RemoteRunRow]
+    truncated: bool
+    errors: list[RemoteError]
 
 
 class DashboardRequest(TypedDict):
