@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BERT = ROOT / "tests" / "data" / "h100_bert_small" / "gaunernst_bert-small-uncased__1016001.json.gz"
@@ -65,7 +66,8 @@ def test_every_analysis_runs_on_300k_identical_events(tmp_path: Path) -> None:
     each analysis fits the address-space limit, in seconds."""
     from tests.kineto_builder import cpu_op, kernel, runtime
 
-    op = cpu_op("aten::mm", 10.0, 1.0, **{"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]})
+    mm_args: dict[str, Any] = {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}
+    op = cpu_op("aten::mm", 10.0, 1.0, **mm_args)
     events = [op] * 300_000 + [runtime("cudaLaunchKernel", 10.2, 0.3, corr=1), kernel("gemm", 12.0, 2.0, corr=1)]
     path = tmp_path / "identical.json"
     path.write_text(json.dumps({"traceEvents": events}))
