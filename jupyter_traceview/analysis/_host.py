@@ -32,6 +32,7 @@ import pandas as pd
 from ..model.schema import EventKind
 from ..model.text import as_text
 from . import _links as lk
+from ._chains import depths
 from ._enclose import last_enclosing
 
 __all__ = ["HOST_KINDS", "HostRanges", "host_ranges"]
@@ -77,16 +78,8 @@ class HostRanges:
         return len(self.rows)
 
     def depth(self) -> np.ndarray:
-        """Nesting depth of each range (0 at top level), by following ``parent`` level by level."""
-        n = len(self.rows)
-        depth = np.zeros(n, dtype=np.int64)
-        cur = self.parent.copy()
-        while True:
-            live = cur >= 0
-            if not live.any():
-                return depth
-            depth[live] += 1
-            cur[live] = self.parent[cur[live]]
+        """Nesting depth of each range (0 at top level), by pointer jumping up ``parent``."""
+        return depths(self.parent)
 
 
 def host_ranges(ev: pd.DataFrame, window: tuple[int, int] | None = None) -> HostRanges:

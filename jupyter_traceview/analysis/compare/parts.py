@@ -47,6 +47,7 @@ from ...model.schema import EventKind
 from ...model.text import as_text
 from ...model.trace import Trace
 from .. import _links as lk
+from .._chains import nearest_marked, outermost_marked
 from .._gpu import COMPUTE, activities
 from ..efficiency import step_windows, window_times
 from ..host_syncs import SYNC_CALLS, SYNC_OPS
@@ -275,21 +276,9 @@ def _parents(ev: pd.DataFrame) -> np.ndarray:
 
 
 def _outermost_op(ev: pd.DataFrame) -> np.ndarray:
-    """Each row's outermost enclosing operator, itself included (-1 if none), by the parent chain."""
-    is_op = lk.category_mask(ev["kind"], [EventKind.CPU_OP.value])
-    parent = _parents(ev)
-    n = len(ev)
-    out = np.where(is_op, np.arange(n), -1)
-    cur = np.arange(n)
-    for _ in range(int(ev["depth"].to_numpy().max(initial=0)) + 1):
-        p = parent[cur]
-        live = p >= 0
-        if not live.any():
-            break
-        up = live & is_op[np.maximum(p, 0)]
-        out = np.where(up, p, out)
-        cur = np.where(live, p, cur)
-    return out
+    """Each row's outermost enclosing operator, itself included (-1 if none), up the parent
+    chain by pointer jumping (:func:`.._chains.outermost_marked`)."""
+    return outermost_marked(_parents(ev), lk.category_mask(ev["kind"], [EventKind.CPU_OP.value]))
 
 
 def _top_operators(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -298,25 +287,23 @@ def _top_operators(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     ``ProfilerStep#N``, not Python frames, whose file and line change with the code) and
     their name, joined by `` > ``."""
     is_op = lk.category_mask(ev["kind"], [EventKind.CPU_OP.value])
-    top = np.flatnonzero(is_op & (_outermost_op(ev) == np.arange(len(ev))))
+    parent = _parents(ev)
+    top = np.flatnonzero(is_op & (outermost_marked(parent, is_op) == np.arange(len(ev))))
     # Which rows are annotations that name a level of the path (decided per name, not per row).
     levels = lk.category_mask(ev["kind"], [EventKind.USER_ANNOTATION.value]) & ~_name_mask(ev, _STEP_NAME.pattern)
     codes = np.asarray(ev["name"].array.codes)
     cats = np.asarray(as_text(ev["name"].cat.categories), dtype=object)
-    parent = _parents(ev)
+    # Each row's innermost level above it (its parent's nearest level, the parent included).
+    near = nearest_marked(parent, levels)
+    above = np.where(parent >= 0, near[np.maximum(parent, 0)], -1)
     keys = cats[codes[top]].astype(object) if len(top) else np.empty(0, dtype=object)
-    added = np.zeros(len(top), dtype=np.int64)
     cur = top.copy()
-    for _ in range(int(ev["depth"].to_numpy().max(initial=0)) + 1):
-        cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
-        live = cur >= 0
-        if not live.any():
+    for _ in range(_MAX_PATH):
+        cur = np.where(cur >= 0, above[np.maximum(cur, 0)], -1)
+        add = cur >= 0
+        if not add.any():
             break
-        at = np.maximum(cur, 0)
-        add = live & levels[at] & (added < _MAX_PATH)
-        if add.any():
-            keys = np.where(add, cats[codes[at]] + " > " + keys, keys)
-            added += add
+        keys = np.where(add, cats[codes[np.maximum(cur, 0)]] + " > " + keys, keys)
     return top, (OPERATOR + keys).astype(object)
 
 
