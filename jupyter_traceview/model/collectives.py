@@ -189,18 +189,20 @@ def _collective_kernels_of(d: RankData, window: tuple[int, int] | None) -> pd.Da
     # lookups in the sorted distinct eids (the first row of a duplicated eid, as
     # drop_duplicates keeps), each column converted once (this runs per rank).
     u_eid, first = np.unique(comms["eid"].to_numpy(), return_index=True)
-    # a sentinel past every eid, so that every lookup lands on a row
+    # a sentinel past every eid (no collective, no pg, seq -1) for the eids not found
     u_eid = np.append(u_eid.astype(np.int64), np.iinfo(np.int64).max)
-    u_coll = np.append(comms["collective"].astype(object).to_numpy()[first], None)
-    u_pg = np.append(comms["pg_name"].astype(object).to_numpy()[first], None)
+    u_coll = np.append(comms["collective"].astype(object).to_numpy()[first], np.array([None], dtype=object))
+    u_pg = np.append(comms["pg_name"].astype(object).to_numpy()[first], np.array([None], dtype=object))
     u_seq = np.append(comms["seq"].to_numpy().astype(np.int64)[first], -1)
 
     def lookup(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(has a collective, collective, pg_name, seq) of the comms rows of eids ``x`` (-1: none)."""
         at = np.searchsorted(u_eid, x)
-        found = u_eid[at] == x
-        coll = np.where(found, u_coll[at], None)
-        return found & ~pd.isna(coll), coll, np.where(found, u_pg[at], None), np.where(found, u_seq[at], -1)
+        at = np.where(u_eid[at] == x, at, len(u_eid) - 1)  # not a comms eid: the sentinel
+        coll = u_coll[at]
+        has: np.ndarray = ~pd.isna(coll)
+        pg, seq = u_pg[at], u_seq[at]
+        return has, coll, pg, seq
 
     own_has, own_coll, own_pg, own_seq = lookup(eids)
     encl_has, encl_coll, encl_pg, encl_seq = lookup(enclosing)
