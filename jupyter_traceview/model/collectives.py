@@ -160,7 +160,7 @@ def _collective_kernels_of(d: RankData, window: tuple[int, int] | None) -> pd.Da
         ts, end = np.clip(ts, lo, hi), np.clip(end, lo, hi)
     eids = k["eid"].to_numpy()
 
-    comms = d.comms.drop_duplicates("eid")
+    comms = d.comms
     comm_eids = comms["eid"].to_numpy()
     # Position of every eid in the (possibly narrowed) events table, for parent walks.
     all_eids = ev["eid"].to_numpy()
@@ -185,59 +185,70 @@ def _collective_kernels_of(d: RankData, window: tuple[int, int] | None) -> pd.Da
         cur[todo] = parent[pos[cur[todo]]]
         todo = todo[(cur[todo] >= 0) & (cur[todo] < size)]
 
-    meta = comms.set_index("eid")[["collective", "pg_name", "seq"]]
-    own = meta.reindex(eids)
-    encl = meta.reindex(enclosing)
-    own_has = own["collective"].notna().to_numpy()
-    encl_has = encl["collective"].notna().to_numpy()
-    own_seq = own["seq"].fillna(-1).to_numpy().astype(np.int64)
-    encl_seq = encl["seq"].fillna(-1).to_numpy().astype(np.int64)
+    # The comms facts of each kernel's own eid and of its enclosing comms event: numpy
+    # lookups in the sorted distinct eids (the first row of a duplicated eid, as
+    # drop_duplicates keeps), each column converted once (this runs per rank).
+    u_eid, first = np.unique(comms["eid"].to_numpy(), return_index=True)
+    # a sentinel past every eid (no collective, no pg, seq -1) for the eids not found
+    u_eid = np.append(u_eid.astype(np.int64), np.iinfo(np.int64).max)
+    u_coll = np.append(comms["collective"].astype(object).to_numpy()[first], np.array([None], dtype=object))
+    u_pg = np.append(comms["pg_name"].astype(object).to_numpy()[first], np.array([None], dtype=object))
+    u_seq = np.append(comms["seq"].to_numpy().astype(np.int64)[first], -1)
+
+    def lookup(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(has a collective, collective, pg_name, seq) of the comms rows of eids ``x`` (-1: none)."""
+        at = np.searchsorted(u_eid, x)
+        at = np.where(u_eid[at] == x, at, len(u_eid) - 1)  # not a comms eid: the sentinel
+        coll = u_coll[at]
+        has: np.ndarray = ~pd.isna(coll)
+        pg, seq = u_pg[at], u_seq[at]
+        return has, coll, pg, seq
+
+    own_has, own_coll, own_pg, own_seq = lookup(eids)
+    encl_has, encl_coll, encl_pg, encl_seq = lookup(enclosing)
     names = k["name"].cat.remove_unused_categories()
     per_name = np.array([kernel_collective(str(c)) for c in names.cat.categories.tolist()] + ["unknown"], dtype=object)
     codes = names.cat.codes.to_numpy()
     by_name = per_name[np.where(codes >= 0, codes, len(per_name) - 1)]
-    collective = np.where(
-        own_has,
-        own["collective"].astype(object).to_numpy(),
-        np.where(encl_has, encl["collective"].astype(object).to_numpy(), by_name),
-    )
+    collective = np.where(own_has, own_coll, np.where(encl_has, encl_coll, by_name))
     use_own = own_seq >= 0
     seq = np.where(use_own, own_seq, encl_seq)
-    pg = np.where(use_own, own["pg_name"].astype(object).to_numpy(), encl["pg_name"].astype(object).to_numpy())
+    pg = np.where(use_own, own_pg, encl_pg)
     has_seq = seq >= 0
+    coll_text = [str(c) for c in collective.tolist()]
     keys = [
         f"seq:{'' if pd.isna(g) else g}:{q}" if h else ""
         for g, q, h in zip(pg.tolist(), seq.tolist(), has_seq.tolist(), strict=True)
     ]
-    matched_by = np.where(has_seq, "seq", "order")
-    group = enclosing
-
-    out = pd.DataFrame(
+    # Order keys: one instance per enclosing comms event (or per kernel without one),
+    # numbered by first start within its collective kind (the collective of the group's
+    # first kernel).
+    ts64, end64 = ts.astype(np.int64), end.astype(np.int64)
+    order = np.flatnonzero(~has_seq)
+    if len(order):
+        group = np.where(enclosing[order] >= 0, enclosing[order], -2 - eids[order].astype(np.int64))
+        u_group, first_row, inv = np.unique(group, return_index=True, return_inverse=True)
+        first_ts = np.full(len(u_group), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_ts, inv, ts64[order])
+        n_of = np.empty(len(u_group), dtype=np.int64)
+        seen: dict[str, int] = {}
+        for j in np.lexsort((u_group, first_ts)).tolist():
+            c = coll_text[int(order[first_row[j]])]
+            n_of[j] = seen.get(c, 0)
+            seen[c] = n_of[j] + 1
+        for i, j in zip(order.tolist(), inv.tolist(), strict=True):
+            keys[i] = f"order:{coll_text[i]}:{n_of[j]}"
+    return pd.DataFrame(
         {
             "eid": eids.astype(np.int64),
-            "ts_ns": ts.astype(np.int64),
-            "end_ns": end.astype(np.int64),
+            "ts_ns": ts64,
+            "end_ns": end64,
             "stream": k["stream"].to_numpy().astype(np.int64),
-            "collective": pd.array([str(c) for c in collective.tolist()], dtype="str"),
-            "key": keys,
-            "matched_by": pd.array(matched_by.tolist(), dtype="str"),
+            "collective": pd.array(coll_text, dtype="str"),
+            "key": pd.array(keys, dtype="str"),
+            "matched_by": pd.array(np.where(has_seq, "seq", "order").tolist(), dtype="str"),
         }
     )
-    # Order keys: one instance per enclosing comms event (or per kernel without one),
-    # numbered by first start within its collective kind.
-    order = out["matched_by"] == "order"
-    if order.any():
-        sub = out.loc[order].assign(group=group[order.to_numpy()])
-        sub["group"] = np.where(sub["group"] >= 0, sub["group"], -2 - sub["eid"])
-        first = sub.groupby("group")["ts_ns"].transform("min")
-        sub = sub.assign(first=first)
-        inst = sub.drop_duplicates("group").sort_values(["first", "group"])
-        inst = inst.assign(n=inst.groupby("collective").cumcount())
-        n_of_group = dict(zip(inst["group"].tolist(), inst["n"].tolist(), strict=True))
-        out.loc[order, "key"] = [
-            f"order:{c}:{n_of_group[g]}" for c, g in zip(sub["collective"].tolist(), sub["group"].tolist(), strict=True)
-        ]
-    return out.astype({"key": "str"})
 
 
 def match_instances(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import pkgutil
 
+import pandas as pd
 import pytest
 
 import jupyter_traceview as tv
 from jupyter_traceview.analysis.findings import FindingRules, Thresholds, all_rules, registry, rules
+from jupyter_traceview.errors import OptionError
 
 
 def test_every_rule_module_registers_its_rule() -> None:
@@ -65,3 +67,23 @@ def test_a_threshold_name_belongs_to_one_rule() -> None:
     with pytest.raises(RuntimeError, match="host_wait_min_pct"):
         registry.rule(id="clash", text="", analyses="", order=999, thresholds=Clash)(lambda ctx, t: [])
     assert "clash" not in {r.id for r in all_rules()}
+
+
+def test_a_subset_of_rules_gives_the_full_runs_rows_of_those_rules(dlrm: tv.Trace) -> None:
+    """findings_and_explain(only=...) runs those rules only; their rows (savings included) and
+    explain lines are those of the full run, in the same order."""
+    from jupyter_traceview.analysis.findings import findings_and_explain
+
+    full, full_explain = findings_and_explain(dlrm)
+    fired = list(dict.fromkeys(full["id"]))
+    assert len(fired) >= 3
+    only = (fired[0], fired[-1], "python_overhead")
+    found, explained = findings_and_explain(dlrm, only=only)
+    expect = full.loc[full["id"].isin(only).to_numpy()].reset_index(drop=True)
+    pd.testing.assert_frame_equal(found, expect)
+    assert list(explained["rule"]) == [r.id for r in all_rules() if r.id in only]
+    pd.testing.assert_frame_equal(
+        explained, full_explain.loc[full_explain["rule"].isin(only).to_numpy()].reset_index(drop=True)
+    )
+    with pytest.raises(OptionError, match="no_such_rule"):
+        findings_and_explain(dlrm, only=("launch_bound", "no_such_rule"))

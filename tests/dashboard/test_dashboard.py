@@ -271,6 +271,30 @@ def test_operators_findings_say_what_fixing_each_buys() -> None:
     assert stall["saving_ns"] > 0 and fixes["cpu_hotspots"] == ""  # no what-if behind the hotspots
 
 
+def test_operators_tab_alone_runs_only_its_host_rules(dlrm: tv.Trace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opened first, the Operators tab runs the host rules it shows, not every rule; after the
+    Overview it reuses the full run; its findings are the same either way."""
+    from jupyter_traceview.analysis.findings import driver
+    from jupyter_traceview.dashboard.tabs.operators import HOST_FINDINGS
+
+    ran: list[list[str]] = []
+    real = driver._run
+
+    def spy(ctx: object, chosen: tuple[object, ...]) -> object:
+        ran.append([r.id for r in chosen])  # type: ignore[attr-defined]
+        return real(ctx, chosen)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(driver, "_run", spy)
+    alone = DashboardData(dlrm).tab("operators")
+    assert len(ran) == 1 and set(ran[0]) == set(HOST_FINDINGS)
+    d = DashboardData(dlrm)
+    d.tab("overview")
+    after = d.tab("operators")
+    assert len(ran) == 2 and len(ran[1]) > len(HOST_FINDINGS)  # the Overview's full run only
+    assert alone["findings"] == after["findings"]
+    assert {f["id"] for f in after["findings"]} == set(HOST_FINDINGS) & set(tv.findings(dlrm)["id"])
+
+
 def test_call_tree_box_opens_its_first_call(dlrm: tv.Trace) -> None:
     d = DashboardData(dlrm)
     tree = tv.call_tree(dlrm, ranks=0)

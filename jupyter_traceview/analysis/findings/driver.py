@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import pandas as pd
 
@@ -14,7 +14,7 @@ from .._memo import Memo, save_facts
 from ..whatif.saving import finding_savings
 from .config import FindingRules
 from .context import Context, Finding
-from .registry import all_rules
+from .registry import Rule, all_rules
 
 __all__ = ["EXPLAIN_COLUMNS", "FINDING_COLUMNS", "SEVERITIES", "findings", "findings_and_explain"]
 
@@ -186,26 +186,47 @@ def findings_and_explain(
     iterations: Iterable[int] | int | None = None,
     time_range: tuple[int, int] | None = None,
     rank_memo: Memo | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(findings(trace, ...), findings(trace, ..., explain=True))`` from one run of the rules
     (what the dashboard shows: the findings and the "checked, fine" lines under them).
 
     ``rank_memo``: the store of per-rank facts to share (:func:`.._memo.shared_rank_facts`),
     so that the caller's other analyses of the same trace reuse what the rules computed (the
-    dashboard's); None: a store of this call only. The values are the same either way."""
+    dashboard's); None: a store of this call only. The values are the same either way.
+
+    ``only``: run only the rules with these ids (a tab that shows a few rules: the
+    Operators tab's host ones); each rule's rows are those of the full run (every rule reads
+    the trace, never another rule's findings, and a finding's saving is its own replay), in
+    the same order. None: every rule."""
     if rules is None:
         rules = FindingRules()
     elif not isinstance(rules, FindingRules):
         raise OptionError(f"rules must be a FindingRules, got {type(rules).__name__}")
+    chosen = _chosen_rules(only)
     ctx = Context(trace, rules, ranks=ranks, iterations=iterations, time_range=time_range, rank_memo=rank_memo)
     try:
-        found = _run(ctx)
+        found = _run(ctx, chosen)
     finally:
         ctx.close()
-    return _frame(found, ctx), _explain(found, ctx)
+    return _frame(found, ctx), _explain(found, ctx, chosen)
 
 
-def _run(ctx: Context) -> list[Finding]:
+def _chosen_rules(only: Collection[str] | None) -> tuple[Rule, ...]:
+    """The registered rules named by ``only`` (every rule when None), in rule order."""
+    every = all_rules()
+    if only is None:
+        return every
+    if isinstance(only, str):
+        only = (only,)
+    known = {r.id for r in every}
+    unknown = sorted(set(only) - known)
+    if unknown:
+        raise OptionError(f"only: unknown rule id(s) {unknown}; the rules are {sorted(known)}")
+    return tuple(r for r in every if r.id in set(only))
+
+
+def _run(ctx: Context, chosen: tuple[Rule, ...]) -> list[Finding]:
     """The findings of every rule (after warning about ranks without GPU work)."""
     idle = [r for r in ctx.trace.ranks if r not in ctx.facts]
     if idle:
@@ -220,7 +241,7 @@ def _run(ctx: Context) -> list[Finding]:
             stacklevel=4,
         )
     found: list[Finding] = []
-    for rule in all_rules():
+    for rule in chosen:
         try:
             found.extend(rule.run(ctx, ctx.rules.of(rule.id)))
         except Exception as exc:  # noqa: BLE001 - one rule's failure must not cost the others
@@ -239,10 +260,10 @@ def _kept(f: Finding, ctx: Context) -> bool:
     return f["severity"] == "info" or f["time_at_stake_pct"] >= ctx.common.min_time_at_stake_pct
 
 
-def _explain(found: list[Finding], ctx: Context) -> pd.DataFrame:
-    """One row per rule: whether it fired, and why (not)."""
+def _explain(found: list[Finding], ctx: Context, chosen: tuple[Rule, ...]) -> pd.DataFrame:
+    """One row per rule of ``chosen``: whether it fired, and why (not)."""
     rows = []
-    for rule in all_rules():
+    for rule in chosen:
         own = [f for f in found if f["id"] == rule.id]
         kept = [f for f in own if _kept(f, ctx)]
         if kept:
