@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import jupyter_traceview as tv
@@ -64,6 +66,21 @@ def dask_client() -> Iterator[object]:
 @pytest.fixture(scope="session")
 def dlrm() -> tv.Trace:
     return tv.load(tv.sample_path(), cache=False)
+
+
+@pytest.fixture(scope="session")
+def _dlrm_findings_once() -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tv.TraceviewWarning)
+        return tv.findings(tv.load(tv.sample_path(), cache=False, progress=False))
+
+
+@pytest.fixture
+def dlrm_findings(_dlrm_findings_once: pd.DataFrame) -> pd.DataFrame:
+    """``tv.findings`` of the bundled sample loaded without the cache (computed in one process),
+    once a session (set up before a test's own fixtures and patches); each test gets its own
+    deep copy."""
+    return _dlrm_findings_once.copy(deep=True)
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-import jupyter_traceview as tv
 from jupyter_traceview import format as fmt
 from jupyter_traceview.cli import main
 from tests.conftest import KINETO_FOLDERS
@@ -114,13 +114,15 @@ def test_findings_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Rule: " in out and "More: tv." in out
 
 
-def test_findings_text_says_what_fixing_each_buys(capsys: pytest.CaptureFixture[str]) -> None:
+def test_findings_text_says_what_fixing_each_buys(
+    capsys: pytest.CaptureFixture[str], dlrm_findings: pd.DataFrame
+) -> None:
     """Under a finding's stake, "fix this: ~X/step (Y%), assuming <change>" from its what-if columns."""
     import textwrap
 
     assert main(["findings", "--sample", "--no-cache"]) == 0
     out = capsys.readouterr().out
-    found = tv.findings(tv.load(tv.sample_path(), cache=False))
+    found = dlrm_findings
     lines = [fmt.saving(r["saving_ns"], r["saving_pct"], r["change"]) for r in found.to_dict(orient="records")]
     assert any(lines), "the sample has findings with a saving"
     for line in lines:

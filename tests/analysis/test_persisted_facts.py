@@ -126,10 +126,12 @@ def _facts_files(cache: Path) -> list[Path]:
     return sorted(cache.glob("*/r*.facts"))
 
 
-def test_damaged_or_foreign_files_are_misses_and_rewritten(tmp_path: Path, dlrm_path: Path) -> None:
+def test_damaged_or_foreign_files_are_misses_and_rewritten(
+    tmp_path: Path, dlrm_path: Path, dlrm_findings: pd.DataFrame
+) -> None:
+    want = dlrm_findings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tv.TraceviewWarning)
-        want = tv.findings(tv.load(dlrm_path, cache=False, progress=False))
         _same(tv.findings(tv.load(dlrm_path, cache=tmp_path, progress=False)), want)
         files = _facts_files(tmp_path)
         assert len(files) == 8
@@ -150,10 +152,12 @@ def test_damaged_or_foreign_files_are_misses_and_rewritten(tmp_path: Path, dlrm_
         _same(tv.findings(tv.load(dlrm_path, cache=tmp_path, progress=False)), want)
 
 
-def test_another_code_version_recomputes(tmp_path: Path, dlrm_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_another_code_version_recomputes(
+    tmp_path: Path, dlrm_path: Path, monkeypatch: pytest.MonkeyPatch, dlrm_findings: pd.DataFrame
+) -> None:
+    want = dlrm_findings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tv.TraceviewWarning)
-        want = tv.findings(tv.load(dlrm_path, cache=False, progress=False))
         _same(tv.findings(tv.load(dlrm_path, cache=tmp_path, progress=False)), want)
         trace = tv.load(dlrm_path, cache=tmp_path, progress=False)
         assert not set(_outputs_calls(trace)) & KEPT

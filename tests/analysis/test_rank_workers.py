@@ -319,11 +319,11 @@ def test_ranks_a_worker_has_not_started_are_taken_over_here(
 
 
 def test_findings_with_ranks_taken_over_are_the_one_process_findings(
-    tmp_path: Path, forced: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, forced: None, monkeypatch: pytest.MonkeyPatch, dlrm_findings: pd.DataFrame
 ) -> None:
     monkeypatch.setattr(_workers, "STEAL_MIN_EVENTS", 0)
+    want = dlrm_findings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tv.TraceviewWarning)
-        want = tv.findings(tv.load(tv.sample_path(), cache=False, progress=False))
         _same(tv.findings(tv.load(tv.sample_path(), cache=tmp_path, progress=False)), want)
         _same(tv.findings(tv.load(tv.sample_path(), cache=tmp_path, progress=False)), want)  # read back

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 
 import pandas as pd
@@ -20,9 +21,12 @@ import jupyter_traceview as tv
 from jupyter_traceview.cli import main
 from jupyter_traceview.loading.storage import redacted
 
-pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
-boto3 = pytest.importorskip("boto3")
+# find_spec here, the imports in the fixture and tests: importing s3fs, moto's server and boto3
+# (~0.7 s of CPU) at collection would cost every xdist worker that time, not only the one that
+# runs these tests.
+pytestmark = pytest.mark.skipif(
+    any(find_spec(m) is None for m in ("s3fs", "moto", "boto3")), reason="s3fs, moto or boto3 is not installed"
+)
 
 SECRET = "s3cr3t-never-shown"
 
@@ -36,6 +40,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """A moto S3 server for this module, with the sample uploaded as s3://runs/dlrm/."""
+    moto_server = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
     port = _free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -92,6 +98,8 @@ def test_the_cache_keys_objects_by_etag_not_credentials(s3: str, dlrm: tv.Trace,
             assert SECRET.encode() not in path.read_bytes(), path
     # A changed object (a new ETag) is a new entry.
     name = Path(dlrm.meta(1).path).name
+    import boto3
+
     c = boto3.client("s3", endpoint_url=s3, region_name="us-east-1")
     c.upload_file(str(Path(tv.sample_path()) / Path(dlrm.meta(2).path).name), "runs", f"changed/{name}")
     tv.load(f"s3://runs/changed/{name}", cache=cache)
@@ -229,6 +237,8 @@ def test_dask_workers_read_from_object_storage(
 
 def test_a_jax_xplane_in_s3_loads_as_from_disk(s3: str) -> None:
     pytest.importorskip("xprof.convert.raw_to_tool_data", reason="xprof (jupyter_traceview[jax]) is not installed")
+    import boto3
+
     from tests.loading.readers.test_jax import HOST_FILE, _counts
 
     xplane = HOST_FILE.parent / "host.xplane.pb"

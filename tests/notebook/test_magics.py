@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,14 @@ import jupyter_traceview as tv
 from jupyter_traceview.notebook import recording
 
 pytest.importorskip("IPython")
-pytest.importorskip("torch")
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionResult
 from IPython.testing import globalipapp
+
+# find_spec, not importorskip: importing torch (~3 s) at collection would cost every xdist
+# worker that time, though only the worker that runs these tests needs it (in the cells).
+pytestmark = pytest.mark.skipif(find_spec("torch") is None, reason="torch is not installed")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -15,15 +16,20 @@ import jupyter_traceview as tv
 from jupyter_traceview.notebook import recording
 
 pytest.importorskip("IPython")
-torch = pytest.importorskip("torch")
+# find_spec here, torch imported in the test: importing torch (~3 s) at collection would cost
+# every xdist worker that time, though only the one that runs this test needs it.
+pytestmark = pytest.mark.skipif(find_spec("torch") is None, reason="torch is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).parent / "helpers" / "traceprofile_gloo.py"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch built without distributed")
 def test_every_rank_writes_its_file_into_one_run_folder(tmp_path: Path) -> None:
+    import torch.distributed
+
+    if not torch.distributed.is_available():
+        pytest.skip("torch built without distributed")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(
         [sys.executable, str(HELPER), str(tmp_path)], capture_output=True, text=True, env=env, timeout=300

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,13 @@ import jupyter_traceview as tv
 from jupyter_traceview.notebook import recording
 
 pytest.importorskip("IPython")
-pytest.importorskip("jax")
 
 from IPython.core.error import UsageError
 from IPython.testing import globalipapp
+
+# find_spec, not importorskip: importing jax (~4 s) at collection would cost every xdist
+# worker that time, though only the worker that runs these tests needs it (in the cells).
+pytestmark = pytest.mark.skipif(find_spec("jax") is None, reason="jax is not installed")
 
 
 @pytest.fixture(scope="module")

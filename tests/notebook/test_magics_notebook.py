@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ import pytest
 import jupyter_traceview as tv
 from jupyter_traceview.notebook import recording
 
-pytest.importorskip("torch")
+# find_spec, not importorskip: importing torch (~3 s) at collection would cost every xdist
+# worker that time, though only the worker that runs these tests needs it (in its kernel).
+pytestmark = pytest.mark.skipif(find_spec("torch") is None, reason="torch is not installed")
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("ipykernel")
