@@ -31,6 +31,18 @@ interface BkView {
   model: { document: BkDocument | null };
   remove(): void;
 }
+/** A title (bokeh's Title): its `offset` moves it along its side. */
+interface BkTitle {
+  type?: string;
+  text?: unknown;
+  offset: number;
+}
+/** A plot's view, as far as titles go: where its plot area starts, its titles. */
+interface BkPlotLike {
+  frame?: { bbox: { left: number } };
+  child_views?: BkPlotLike[];
+  model: { title?: BkTitle | null; above?: unknown[] };
+}
 interface BkViewManager {
   roots: BkView[];
 }
@@ -129,11 +141,13 @@ export async function embed(bokeh: BokehJS, item: unknown, target: HTMLElement):
   for (const v of views.roots) if (v.model.document) docs.add(v.model.document);
   const models: BkModel[] = [];
   for (const d of docs) for (const m of d.all_models) models.push(m);
-  fitLabels(models, target.clientWidth);
-  const resize =
-    typeof ResizeObserver === "undefined"
-      ? undefined
-      : new ResizeObserver(() => fitLabels(models, target.clientWidth));
+  const fit = () => {
+    fitLabels(models, target.clientWidth);
+    // After BokehJS has laid the plots out again (the labels' new width).
+    requestAnimationFrame(() => requestAnimationFrame(() => alignTitles(views.roots)));
+  };
+  fit();
+  const resize = typeof ResizeObserver === "undefined" ? undefined : new ResizeObserver(fit);
   resize?.observe(target);
   return {
     models,
@@ -176,6 +190,31 @@ export function linkFields(source: BkSource, i: number): Record<string, unknown>
     out[key.slice(5)] = typeof v === "bigint" ? Number(v) : v;
   }
   return out;
+}
+
+/** Room left of a title, px. */
+export const TITLE_LEFT_PX = 4;
+
+/**
+ * Start each plot's titles at its left edge, not at its plot area's: a title line of the
+ * narrowest chart (charts/_style.py TITLE_LINE_CHARS) fits the chart, not the plot area
+ * right of long category labels.
+ */
+export function alignTitles(roots: unknown[]): void {
+  const seen = new Set<unknown>();
+  const visit = (v: BkPlotLike) => {
+    if (seen.has(v)) return;
+    seen.add(v);
+    if (v.frame) {
+      const offset = Math.round(TITLE_LEFT_PX - v.frame.bbox.left);
+      const titles = [v.model.title, ...(v.model.above ?? [])].filter(
+        (t): t is BkTitle => !!t && typeof t === "object" && (t as BkTitle).type === "Title",
+      );
+      for (const t of titles) if (t.offset !== offset) t.offset = offset;
+    }
+    for (const c of v.child_views ?? []) visit(c);
+  };
+  for (const r of roots) visit(r as BkPlotLike);
 }
 
 /** The tag of a category axis's label formatter that shortens to `chars` (charts/_style.py FIT_LABELS_TAG). */

@@ -1,7 +1,15 @@
 // Category labels bounded to a chart's width (issue 38: charts at any output width).
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { type BkModel, FIT_LABELS_TAG, LABEL_MIN_CHARS, fitLabels, labelChars } from "../dashboard/bokeh";
+import {
+  type BkModel,
+  FIT_LABELS_TAG,
+  LABEL_MIN_CHARS,
+  TITLE_LEFT_PX,
+  alignTitles,
+  fitLabels,
+  labelChars,
+} from "../dashboard/bokeh";
 
 const signal = { connect: () => true, disconnect: () => true };
 
@@ -46,5 +54,18 @@ describe("fitLabels", () => {
     expect(short).toBe("3. ker\u2026e [2]");
     expect(short.length).toBe(12);
     expect(f("short", 0, [], 12)).toBe("short");
+  });
+});
+
+describe("alignTitles", () => {
+  it("starts a plot's titles at its left edge, in nested layouts too", () => {
+    const top = { type: "Title", text: "Top 15 kernels by total GPU time (all", offset: 0 };
+    const main = { type: "Title", text: "ranks)", offset: 0 };
+    const legend = { type: "Legend", offset: 0 };
+    const plot = { frame: { bbox: { left: 122 } }, model: { title: main, above: [legend, top] } };
+    alignTitles([{ model: {}, child_views: [plot] }]);
+    expect(top.offset).toBe(TITLE_LEFT_PX - 122);
+    expect(main.offset).toBe(TITLE_LEFT_PX - 122);
+    expect(legend.offset).toBe(0);
   });
 });

@@ -176,6 +176,12 @@ test.describe("surfaces at any width", () => {
           );
         for (const text of over) problems.push(`${tab}: figure card "${text}" overflows`);
         writeArtifact(`surfaces-${name}-${tab}.png`, await dash.screenshot());
+        if (browser) {
+          // Each chart whole (the dashboard's screenshot shows the viewport's part only).
+          const charts = panel.locator(".tvd-chart");
+          for (let i = 0; i < (await charts.count()); i++)
+            writeArtifact(`surfaces-${name}-${tab}-${i}.png`, await charts.nth(i).screenshot());
+        }
       }
       expect(plots).toBeGreaterThan(10);
       expect(problems).toEqual([]);
