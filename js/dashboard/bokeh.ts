@@ -31,6 +31,18 @@ interface BkView {
   model: { document: BkDocument | null };
   remove(): void;
 }
+/** A title (bokeh's Title): its `offset` moves it along its side. */
+interface BkTitle {
+  type?: string;
+  text?: unknown;
+  offset: number;
+}
+/** A plot's view, as far as titles go: where its plot area starts, its titles. */
+interface BkPlotLike {
+  frame?: { bbox: { left: number } };
+  child_views?: BkPlotLike[];
+  model: { title?: BkTitle | null; above?: unknown[] };
+}
 interface BkViewManager {
   roots: BkView[];
 }
@@ -119,16 +131,28 @@ export interface Embedded {
   dispose(): void;
 }
 
-/** Draw a JSON item into `target`. */
+/**
+ * Draw a JSON item into `target`. Its category labels follow `target`'s width
+ * ({@link fitLabels}), as it is now and when it changes.
+ */
 export async function embed(bokeh: BokehJS, item: unknown, target: HTMLElement): Promise<Embedded> {
   const views = await bokeh.embed.embed_item(item, target);
   const docs = new Set<BkDocument>();
   for (const v of views.roots) if (v.model.document) docs.add(v.model.document);
   const models: BkModel[] = [];
   for (const d of docs) for (const m of d.all_models) models.push(m);
+  const fit = () => {
+    fitLabels(models, target.clientWidth);
+    // After BokehJS has laid the plots out again (the labels' new width).
+    requestAnimationFrame(() => requestAnimationFrame(() => alignTitles(views.roots)));
+  };
+  fit();
+  const resize = typeof ResizeObserver === "undefined" ? undefined : new ResizeObserver(fit);
+  resize?.observe(target);
   return {
     models,
     dispose() {
+      resize?.disconnect();
       for (const v of views.roots) v.remove();
       const all = bokeh.documents;
       for (const d of docs) {
@@ -166,4 +190,73 @@ export function linkFields(source: BkSource, i: number): Record<string, unknown>
     out[key.slice(5)] = typeof v === "bigint" ? Number(v) : v;
   }
   return out;
+}
+
+/** Room left of a title, px. */
+export const TITLE_LEFT_PX = 4;
+
+/**
+ * Start each plot's titles at its left edge, not at its plot area's: a title line of the
+ * narrowest chart (charts/_style.py TITLE_LINE_CHARS) fits the chart, not the plot area
+ * right of long category labels.
+ */
+export function alignTitles(roots: unknown[]): void {
+  const seen = new Set<unknown>();
+  const visit = (v: BkPlotLike) => {
+    if (seen.has(v)) return;
+    seen.add(v);
+    if (v.frame) {
+      const offset = Math.round(TITLE_LEFT_PX - v.frame.bbox.left);
+      const titles = [v.model.title, ...(v.model.above ?? [])].filter(
+        (t): t is BkTitle => !!t && typeof t === "object" && (t as BkTitle).type === "Title",
+      );
+      for (const t of titles) if (t.offset !== offset) t.offset = offset;
+    }
+    for (const c of v.child_views ?? []) visit(c);
+  };
+  for (const r of roots) visit(r as BkPlotLike);
+}
+
+/** The tag of a category axis's label formatter that shortens to `chars` (charts/_style.py FIT_LABELS_TAG). */
+export const FIT_LABELS_TAG = "traceview-fit-labels";
+/** Share of a chart's width its category labels may take: the plot area keeps over half. */
+export const LABEL_SHARE = 0.3;
+/** Width of a label character at the theme's 11 px (generous). */
+export const LABEL_CHAR_PX = 6.5;
+/** Fewest characters a label is shortened to (the start of a name, "…", its end). */
+export const LABEL_MIN_CHARS = 8;
+
+/** The characters a category label may have in a chart `width` px wide (0: no bound, for no width). */
+export function labelChars(width: number): number {
+  if (!(width > 0)) return 0;
+  return Math.max(LABEL_MIN_CHARS, Math.floor((LABEL_SHARE * width) / LABEL_CHAR_PX));
+}
+
+interface BkFormatter extends BkModel {
+  args: Map<string, unknown> | Record<string, unknown>;
+}
+
+/**
+ * Bound the category labels of a drawn chart to its width: each tagged formatter's `chars`
+ * (a label longer loses its middle; the hover keeps the full name). Returns whether
+ * anything changed.
+ */
+export function fitLabels(models: BkModel[], width: number): boolean {
+  const chars = labelChars(width);
+  const changed = new Set<BkFormatter>();
+  for (const m of models) {
+    if (!(m.tags ?? []).includes(FIT_LABELS_TAG) || !("args" in m)) continue;
+    const f = m as BkFormatter;
+    const now = f.args instanceof Map ? f.args.get("chars") : f.args.chars;
+    if (now === chars) continue;
+    f.args = f.args instanceof Map ? new Map([...f.args, ["chars", chars]]) : { ...f.args, chars };
+    changed.add(f);
+  }
+  if (!changed.size) return false;
+  // The axes using a changed formatter lay out again (an axis listens to its own model only).
+  for (const m of models) {
+    const a = m as BkModel & { formatter?: unknown; change: { emit?: () => void } };
+    if (a.formatter && changed.has(a.formatter as BkFormatter)) a.change.emit?.();
+  }
+  return true;
 }

@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool, NoOverlap, TapTool
+from bokeh.models import (
+    CategoricalAxis,
+    ColumnDataSource,
+    CustomJSTickFormatter,
+    HoverTool,
+    NoOverlap,
+    TapTool,
+)
 from bokeh.models.annotations import Title
 from bokeh.plotting import figure
 from bokeh.themes import Theme as BokehTheme
@@ -26,6 +33,7 @@ __all__ = [
     "bytes_text",
     "duration_text",
     "empty_chart",
+    "fit_labels",
     "kind_colors",
     "legend_outside",
     "linkable",
@@ -45,10 +53,25 @@ LINK_TAG = "traceview-link"
 #: (name, ns per unit), largest first: the units of time axes and durations.
 TIME_UNITS: tuple[tuple[str, float], ...] = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 
-#: Longest title line (characters); longer titles wrap.
-TITLE_LINE_CHARS = 64
+#: Narrowest chart (px): every chart fits a 360 px output (an 800 px window with
+#: JupyterLab's file browser open gives a 368 px output).
+MIN_WIDTH = 320
 #: Width of a title character at the theme's 13 px (generous, so that a line is never cut).
 TITLE_CHAR_PX = 8
+#: Longest title line (characters); longer titles wrap. A line fits :data:`MIN_WIDTH`.
+TITLE_LINE_CHARS = (MIN_WIDTH - 24) // TITLE_CHAR_PX
+#: Tag of the tick formatter of a category axis whose labels the dashboard shortens to the
+#: chart's width (its ``chars`` argument; 0: labels whole). See :func:`fit_labels`.
+FIT_LABELS_TAG = "traceview-fit-labels"
+#: The formatter's code: a label longer than ``chars`` loses its middle (``…``), so that its
+#: start (the name) and its end (a rank, shapes' index) stay.
+_FIT_LABELS_JS = """
+const s = String(tick);
+if (!(chars > 0) || s.length <= chars) return s;
+const head = Math.ceil((chars - 1) / 2);
+const tail = chars - 1 - head;
+return s.slice(0, head) + "\u2026" + (tail > 0 ? s.slice(s.length - tail) : "");
+"""
 #: Height of a title line.
 TITLE_LINE_PX = 18
 
@@ -250,8 +273,9 @@ def new_figure(
     """A figure with the project's defaults: stretches to the width of its container.
 
     The title is never cut: a long one is wrapped onto lines of at most
-    :data:`TITLE_LINE_CHARS` characters, and the figure is never narrower than its longest
-    line.
+    :data:`TITLE_LINE_CHARS` characters, each of which fits the narrowest chart
+    (:data:`MIN_WIDTH`, the figure's ``min_width``). Category axes' labels shorten to the
+    chart's width where the dashboard draws it (:func:`fit_labels`).
     """
     kw: dict[str, Any] = {}
     if x_range is not None:
@@ -263,7 +287,7 @@ def new_figure(
         title=title if len(lines) == 1 else None,
         height=height + TITLE_LINE_PX * (len(lines) - 1),
         sizing_mode="stretch_width",
-        min_width=max(280, TITLE_CHAR_PX * max(len(line) for line in lines) + 24),
+        min_width=MIN_WIDTH,
         tools=tools,
         toolbar_location="right",
         x_axis_type=x_axis_type,
@@ -285,7 +309,24 @@ def new_figure(
     # Tick labels never overprint: where they would touch, BokehJS leaves some out.
     for axis in [*fig.xaxis, *fig.yaxis]:
         axis.major_label_policy = NoOverlap()
+    fit_labels(fig)
     return fig
+
+
+def fit_labels(fig: Any) -> None:
+    """Let the dashboard shorten ``fig``'s category labels to the chart's width.
+
+    Each category axis gets a tick formatter tagged :data:`FIT_LABELS_TAG` whose ``chars``
+    argument (0 here: labels whole) the dashboard sets from the chart's width
+    (js/dashboard/bokeh.ts ``fitLabels``), so that the labels never take the plot area's
+    half of a narrow chart. The data, and so the hover's full name, stay as they are.
+    """
+    for axis in [*fig.xaxis, *fig.yaxis]:
+        if isinstance(axis, CategoricalAxis):
+            # Any TickFormatter is accepted (bokeh's stub names the default one only).
+            axis.formatter = CustomJSTickFormatter(  # type: ignore[assignment]
+                args={"chars": 0}, code=_FIT_LABELS_JS, tags=[FIT_LABELS_TAG]
+            )
 
 
 def add_hover(fig: Any, tooltips: list[tuple[str, str]], renderers: Sequence[Any], **kw: Any) -> HoverTool:

@@ -17,6 +17,7 @@ from ..model.text import as_text
 from ..views.colors import Theme, palette
 from ._style import (
     FONT,
+    MIN_WIDTH,
     add_hover,
     duration_text,
     empty_chart,
@@ -44,9 +45,10 @@ def _type_color(kernel_type: str, colors: dict[str, str]) -> tuple[str, str | No
     return colors["other"], None
 
 
-#: Room for the donut's legend right of it (the longest type, "compute overlapping
-#: communication", at the theme's font): the donut keeps over half of the chart.
-DONUT_LEGEND_PX = 220
+#: Height of a row of the donut's legend, which is under the donut (one type a row): right
+#: of it, the longest type ("compute overlapping communication") made the chart 470 px
+#: wide, wider than a narrow output.
+DONUT_LEGEND_ROW_PX = 20
 
 
 def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int = 300) -> Any:
@@ -105,14 +107,16 @@ def kernel_type_chart(df: pd.DataFrame, *, theme: Theme = "light", height: int =
         items=[LegendItem(label=str(t), renderers=[r], index=i) for i, t in enumerate(g.index)],
         location="center",
     )
-    fig.add_layout(legend, "right")
+    fig.add_layout(legend, "below")
     add_hover(fig, [("type", "@type"), ("busy", "@time_txt (@pct_txt; streams running at once count once)")], [r])
     fig.axis.visible = False
     fig.grid.visible = False
-    # A circle stays a circle: a square frame, not stretched with the container.
+    # A circle stays a circle: a square frame, not stretched with the container, as wide as
+    # the narrowest chart (the legend's longest type fits under it).
     fig.sizing_mode = "fixed"
     fig.frame_width = fig.frame_height = height - 50
-    fig.width = height - 50 + DONUT_LEGEND_PX
+    fig.width = MIN_WIDTH
+    fig.height = height + DONUT_LEGEND_ROW_PX * len(g) + 10
     return fig
 
 

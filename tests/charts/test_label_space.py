@@ -116,3 +116,68 @@ def test_tick_labels_never_overprint() -> None:
 def test_donut_keeps_over_half_the_chart() -> None:
     fig = charts.kernel_type_chart(tv.kernel_breakdown(_dlrm(), by="type"))
     assert fig.frame_width / fig.width > 0.5
+
+
+def _all_charts(t: tv.Trace) -> list[object]:
+    perf = tv.op_performance(t, by="shape")
+    return [
+        charts.top_kernels_chart(tv.kernel_breakdown(t, top_k=None)),
+        charts.kernel_type_chart(tv.kernel_breakdown(t, by="type")),
+        charts.kernel_duration_chart(tv.kernel_duration_distribution(t)),
+        charts.time_lost_chart(perf),
+        charts.roofline_chart(perf),
+        charts.efficiency_chart(tv.efficiency(t)),
+    ]
+
+
+def test_every_chart_fits_a_narrow_output() -> None:
+    """A 368 px output (an 800 px window, the file browser open): no chart is wider.
+
+    The minimum widths were 440-556 px (the longest title line at 64 characters).
+    """
+    from bokeh.models.annotations import Title
+
+    from jupyter_traceview.charts._style import MIN_WIDTH, TITLE_CHAR_PX
+
+    assert MIN_WIDTH <= 340
+    for fig in _all_charts(_dlrm()):
+        fixed = fig.sizing_mode == "fixed"  # type: ignore[attr-defined]
+        width = fig.width if fixed else fig.min_width  # type: ignore[attr-defined]
+        assert width <= MIN_WIDTH, (fig, width)
+        if fixed:  # the donut: a square plot area over half the chart
+            assert fig.frame_width / fig.width > 0.5  # type: ignore[attr-defined]
+        titles = [str(x.text) for x in fig.above if isinstance(x, Title)] + [fig.title.text if fig.title else ""]  # type: ignore[attr-defined]
+        for line in titles:
+            assert TITLE_CHAR_PX * len(line) + 24 <= MIN_WIDTH, line  # a title line is never cut
+
+
+def test_long_titles_wrap_whole() -> None:
+    from bokeh.models.annotations import Title
+
+    from jupyter_traceview.charts._style import TITLE_LINE_CHARS, new_figure
+
+    title = "Host call tree (rank 0): width = inclusive time; click a box to see its first call on the timeline"
+    fig = new_figure(title=title, height=200, tooltips=None)
+    lines = [str(x.text) for x in reversed(fig.above) if isinstance(x, Title)]
+    assert len(lines) > 1 and " ".join(lines) == title
+    assert all(len(x) <= TITLE_LINE_CHARS for x in lines)
+    assert fig.height == 200 + 18 * (len(lines) - 1)
+
+
+def test_category_labels_shorten_in_the_dashboard() -> None:
+    """Category axes carry the formatter the dashboard bounds to the chart's width (labels whole here)."""
+    from bokeh.models import CategoricalAxis, CustomJSTickFormatter
+
+    from jupyter_traceview.charts._style import FIT_LABELS_TAG
+
+    t = _dlrm()
+    for fig in [
+        charts.top_kernels_chart(tv.kernel_breakdown(t, top_k=None)),
+        charts.time_lost_chart(tv.op_performance(t, by="shape")),
+        charts.efficiency_chart(tv.efficiency(t)),
+    ]:
+        axes = [a for a in [*fig.xaxis, *fig.yaxis] if isinstance(a, CategoricalAxis)]
+        assert axes
+        for a in axes:
+            assert isinstance(a.formatter, CustomJSTickFormatter) and FIT_LABELS_TAG in a.formatter.tags
+            assert a.formatter.args == {"chars": 0}

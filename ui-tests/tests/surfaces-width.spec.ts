@@ -3,7 +3,9 @@
 //   (it landed at the bottom edge, its busy NCCL stream cut off);
 // - every dashboard tab, rendered at 800 px and at 1600 px, gives each chart's plot area at
 //   least half of the chart, every axis leaves out tick labels that would overprint, and
-//   every figure card holds its text.
+//   every figure card holds its text;
+// - in a narrow output (an 800 px window with the file browser open: ~368 px), no chart is
+//   wider than the output (their minimum widths, 440-556 px, ran past the dashboard's edge).
 import { expect, test } from "@jupyterlab/galata";
 import type { Locator } from "@playwright/test";
 import {
@@ -37,6 +39,8 @@ interface PlotSize {
   width: number;
   frame: number;
   policies: string[];
+  /** The plot's right edge, px from the viewport's left. */
+  right: number;
 }
 
 async function openTab(dash: Locator, tab: string): Promise<Locator> {
@@ -60,7 +64,7 @@ async function plotSizes(panel: Locator): Promise<PlotSize[]> {
       bbox?: { width: number };
       frame?: { bbox: { width: number } };
       axis_views?: { model: { major_label_policy: { type: string } } }[];
-      model: { title?: { text?: string } | null };
+      model: { title?: { text?: string } | null; above?: { text?: unknown }[] };
     };
     const out: PlotSize[] = [];
     const seen = new Set<View>();
@@ -69,10 +73,18 @@ async function plotSizes(panel: Locator): Promise<PlotSize[]> {
       seen.add(v);
       if (v.frame && v.axis_views && v.el && root.contains(v.el)) {
         out.push({
-          title: v.model.title?.text ?? "",
+          // A long title is wrapped onto Titles "above" (the last added is the top line).
+          title:
+            v.model.title?.text ||
+            (v.model.above ?? [])
+              .map((t) => t.text)
+              .filter((t): t is string => typeof t === "string")
+              .reverse()
+              .join(" "),
           width: v.bbox!.width,
           frame: v.frame.bbox.width,
           policies: v.axis_views.map((a) => a.model.major_label_policy.type),
+          right: v.el.getBoundingClientRect().right,
         });
       }
       for (const c of v.child_views ?? []) visit(c);
@@ -116,24 +128,39 @@ test.describe("surfaces at any width", () => {
     writeArtifact("link-rank5-top.png", await tl.screenshot());
   });
 
-  for (const width of [800, 1600]) {
-    test(`every tab at ${width} px: plot areas over half the chart, no overprinted ticks`, async ({
+  for (const [width, name, browser] of [
+    [800, "800", false],
+    [1600, "1600", false],
+    [800, "narrow", true],
+  ] as const) {
+    test(`every tab at ${name} px: plot areas over half the chart, no overprinted ticks`, async ({
       page,
     }) => {
       await page.setViewportSize({ width, height: 900 });
-      await newNotebook(page, `surfaces-${width}.ipynb`);
+      if (browser) await page.sidebar.openTab("filebrowser");
+      await newNotebook(page, `surfaces-${name}.ipynb`);
       await runCell(
         page,
         "import jupyter_traceview as tv\ntrace = tv.load(tv.sample_path())\nimport anywidget, bokeh",
       );
       await runCell(page, "dash = tv.Dashboard(trace)\ndash");
       const dash = page.locator(".tvd-dashboard").last();
+      // The output's right edge: no chart may run past it.
+      const output = await dash.evaluate((el) => {
+        const r = (el.closest(".jp-OutputArea-output") ?? el).getBoundingClientRect();
+        return { width: r.width, right: r.right };
+      });
+      if (browser) expect(output.width).toBeLessThan(400);
       const problems: string[] = [];
       let plots = 0;
       for (const tab of TABS) {
         const panel = await openTab(dash, tab);
         for (const p of await plotSizes(panel)) {
           plots++;
+          if (p.right > output.right + 1)
+            problems.push(
+              `${tab}: "${p.title}" ${p.width.toFixed(0)} px runs ${(p.right - output.right).toFixed(0)} px past a ${output.width.toFixed(0)} px output`,
+            );
           if (p.frame < 0.5 * p.width)
             problems.push(`${tab}: "${p.title}" plot ${p.frame.toFixed(0)} of ${p.width.toFixed(0)} px`);
           const bad = p.policies.filter((t) => t !== "NoOverlap");
@@ -148,7 +175,13 @@ test.describe("surfaces at any width", () => {
               .map((e) => (e.textContent ?? "").slice(0, 40)),
           );
         for (const text of over) problems.push(`${tab}: figure card "${text}" overflows`);
-        writeArtifact(`surfaces-${width}-${tab}.png`, await dash.screenshot());
+        writeArtifact(`surfaces-${name}-${tab}.png`, await dash.screenshot());
+        if (browser) {
+          // Each chart whole (the dashboard's screenshot shows the viewport's part only).
+          const charts = panel.locator(".tvd-chart");
+          for (let i = 0; i < (await charts.count()); i++)
+            writeArtifact(`surfaces-${name}-${tab}-${i}.png`, await charts.nth(i).screenshot());
+        }
       }
       expect(plots).toBeGreaterThan(10);
       expect(problems).toEqual([]);
