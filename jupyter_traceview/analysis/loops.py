@@ -5,8 +5,8 @@ operator calls of :mod:`.perfmodel.performance` (``factorize_calls``), the kerne
 occupancy sums of :mod:`.findings.extraction` (``occupancy``), the steps counted by
 :mod:`.summary` (``count_steps``), the innermost enclosing range of :mod:`._host` and
 :mod:`._enclose` (``innermost``, a stack sweep per thread), the what-if replay
-(``replay``) and the dominance sums of :mod:`._enclose` (``enclosed_sums``, a Fenwick tree
-per thread). Each caller keeps its numpy code, which gives the same
+(``replay``), the dominance sums of :mod:`._enclose` (``enclosed_sums``, a Fenwick tree
+per thread) and the call-tree icicle's boxes of ``charts/call_tree.py`` (``icicle``). Each caller keeps its numpy code, which gives the same
 results; tests/analysis/test_loops.py compares both. (The interval algebra's loops are
 ``model/_sweep.c``, found by :mod:`..model.sweep_build`.)
 """
