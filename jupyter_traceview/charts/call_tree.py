@@ -64,12 +64,56 @@ def icicle_layout(tree: pd.DataFrame) -> pd.DataFrame:
         new[1:] = (p[1:] != p[:-1]) | (d[1:] != d[:-1])
         group = np.cumsum(new, dtype=np.int64)
         loops.native.icicle(at.astype(np.int64), p.astype(np.int64), group, incl, x0, width)
-    else:
+    elif not _whole(tree["inclusive_ns"].to_numpy(), ids, pos, parent, depth, x0):
         _levels(ids, pos, parent, incl, depth, x0, width)
     out = tree.copy()
     out["x0_ns"] = x0
     out["x1_ns"] = x0 + width
     return out
+
+
+def _whole(
+    inclusive: np.ndarray, ids: np.ndarray, pos: np.ndarray, parent: np.ndarray, depth: np.ndarray, x0: np.ndarray
+) -> bool:
+    """:func:`icicle_layout` below the roots where no box is scaled, in integers: writes ``x0``
+    and says True, or False (nothing written) where a box would be scaled, a depth is not its
+    parent's + 1, or a sum could reach 2**53. Then every float of the level-by-level code is a
+    whole number below 2**53, so exact: these integer sums (along the parent chains, by
+    pointer jumping) are the same numbers."""
+    if not len(ids) or inclusive.dtype.kind not in "iu" or inclusive.min() < 0:
+        return False
+    inc = inclusive.astype(np.int64)
+    if float(inc.sum(dtype=np.float64)) >= 2.0**52:
+        return False
+    kids = np.flatnonzero(depth > 0)
+    p = pos[parent[kids]]
+    if (p < 0).any() or (depth[p] != depth[kids] - 1).any():
+        return False
+    order = np.lexsort((ids[kids], p))
+    k, p = kids[order], p[order]
+    new = np.ones(len(k), dtype=bool)
+    new[1:] = p[1:] != p[:-1]
+    starts = np.flatnonzero(new)
+    before = np.cumsum(inc[k]) - inc[k]  # running sums before each child, all groups in a row
+    first = np.repeat(before[starts], np.diff(np.append(starts, len(k))))
+    last = np.append(starts[1:], len(k)) - 1
+    if (before[last] + inc[k[last]] - before[starts] > inc[p[starts]]).any():
+        return False  # children overflow their parent: scaled boxes
+    off = np.zeros(len(ids), dtype=np.int64)
+    off[k] = before - first
+    up = np.full(len(ids), -1, dtype=np.int64)
+    up[k] = p
+    # x0 = the sum of the offsets along the chain (the roots' x0 included), by pointer jumping.
+    acc = off + np.where(depth == 0, x0, 0).astype(np.int64)
+    live = np.flatnonzero(up >= 0)
+    while len(live):
+        j = up[live]
+        add, nxt = acc[j], up[j]
+        acc[live] += add
+        up[live] = nxt
+        live = live[nxt >= 0]
+    x0[:] = acc
+    return True
 
 
 def _levels(

@@ -81,10 +81,11 @@ def _levels_reference(tree: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _random_tree(rng: np.random.Generator, n: int, chain: bool) -> pd.DataFrame:
+def _random_tree(rng: np.random.Generator, n: int, chain: bool, proper: bool = False) -> pd.DataFrame:
     """A random forest in shuffled rows: nodes attach to a random earlier node (or, in a
     ``chain``, mostly to the previous one), with inclusive times that often overflow their
-    parent (scaled boxes, widths that are not whole numbers) and span 1 ns to 10**15 ns."""
+    parent (scaled boxes, widths that are not whole numbers) and span 1 ns to 10**15 ns;
+    ``proper``: every node's time is its children's plus its own (no box scaled)."""
     parent = np.full(n, -1, dtype=np.int64)
     for i in range(1, n):
         if rng.random() < 0.05:
@@ -95,6 +96,11 @@ def _random_tree(rng: np.random.Generator, n: int, chain: bool) -> pd.DataFrame:
         depth[i] = depth[parent[i]] + 1 if parent[i] >= 0 else 0
     big = rng.random(n) < 0.3
     incl = np.where(big, rng.integers(1, 10**15, n), rng.integers(0, 1000, n))
+    if proper:
+        incl = np.where(big, rng.integers(0, 10**12, n), rng.integers(0, 1000, n))
+        for i in range(n - 1, 0, -1):  # children come after their parent
+            if parent[i] >= 0:
+                incl[parent[i]] += incl[i]
     ids = rng.permutation(n) + rng.integers(0, 5)  # node ids need not start at 0
     rows = rng.permutation(n)
     return pd.DataFrame(
@@ -114,7 +120,7 @@ def test_layout_is_bit_identical_to_the_level_by_level_one(native: bool, monkeyp
     if not native:
         monkeypatch.setattr(loops, "native", None)
     rng = np.random.default_rng(37)
-    trees = [_random_tree(rng, int(rng.integers(1, 400)), chain=bool(k % 2)) for k in range(60)]
+    trees = [_random_tree(rng, int(rng.integers(1, 400)), chain=bool(k % 2), proper=k % 4 > 1) for k in range(80)]
     trees.append(_tree())
     for tree in trees:
         got, want = icicle_layout(tree), _levels_reference(tree)
@@ -123,9 +129,12 @@ def test_layout_is_bit_identical_to_the_level_by_level_one(native: bool, monkeyp
     assert any((t["depth"] > 50).any() for t in trees)
 
 
-def test_the_chart_of_a_300k_deep_chain_is_drawn() -> None:
+@pytest.mark.parametrize("native", [True, False], ids=["compiled", "numpy"])
+def test_the_chart_of_a_300k_deep_chain_is_drawn(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """300,000 nested calls (issue 37) are laid out in one pass, not one per level (nodes x
     depth). The top 50 are wide, the rest 1 ns (too narrow to draw): a cheap chart."""
+    if not native:
+        monkeypatch.setattr(loops, "native", None)
     n = 300_000
     ids = np.arange(n)
     incl = np.where(ids < 50, 10**6, 1)
