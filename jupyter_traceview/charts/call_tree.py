@@ -77,7 +77,7 @@ def _whole(
 ) -> bool:
     """:func:`icicle_layout` below the roots where no box is scaled, in integers: writes ``x0``
     and says True, or False (nothing written) where a box would be scaled, a depth is not its
-    parent's + 1, or a sum could reach 2**53. Then every float of the level-by-level code is a
+    parent's + 1, or a sum could reach 2**52. Then every float of the level-by-level code is a
     whole number below 2**53, so exact: these integer sums (along the parent chains, by
     pointer jumping) are the same numbers."""
     if not len(ids) or inclusive.dtype.kind not in "iu" or inclusive.min() < 0:
