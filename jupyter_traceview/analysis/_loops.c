@@ -6,7 +6,8 @@
  * of perfmodel/performance.py (factorize_calls), the kernels' occupancy sums of
  * findings/extraction.py (occupancy), the steps counted by summary.py (count_steps), the host
  * ranges' nesting of _host.py (innermost), the what-if replay's longest-path times (replay,
- * whatif/replay.py), the dominance sums of _enclose.py (enclosed_sums). The
+ * whatif/replay.py), the dominance sums of _enclose.py (enclosed_sums), the call-tree icicle's
+ * boxes of charts/call_tree.py (icicle). The
  * callers keep the numpy code as the fallback (no compiler, or TRACEVIEW_NATIVE=0), and
  * tests/analysis/test_loops.py compares both. The interval algebra's loops are model/_sweep.c.
  *
@@ -606,6 +607,106 @@ static PyObject *loops_replay(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(done);
 }
 
+/* A 1-d C-contiguous float64 buffer; writable if asked. Returns 0, or -1 with an exception. */
+static int get_f64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    const char *f = view->format;
+    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
+    if (view->ndim != 1 || view->itemsize != 8 || f == NULL || strcmp(f, "d") != 0) {
+        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional float64 array is needed", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(icicle_doc,
+             "icicle(at, parent, group, incl, x0, width) -> None\n\n"
+             "charts/call_tree.py's icicle boxes below the roots, in the float operations of its numpy code:\n"
+             "the entries at[k] (int64, parents before children, siblings contiguous in node order) form runs\n"
+             "of equal group[k] whose parent is parent[k] (an index into incl/x0/width, float64 of one length).\n"
+             "Per run, the children's inclusive sum (pandas' compensated sum) over the parent's width gives a\n"
+             "scale (<= 1), width = incl * scale, and x0 = the parent's x0 + the compensated running sum of the\n"
+             "widths before each. x0 and width are written at the entries.");
+
+/* No fused multiply-add: the numpy code rounds each product and sum on its own. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+static int icicle_runs(const int64_t *at, const int64_t *parent, const int64_t *group, Py_ssize_t m,
+                       const double *incl, double *x0, double *width, Py_ssize_t n) {
+    for (Py_ssize_t k0 = 0; k0 < m;) {
+        Py_ssize_t k1 = k0;
+        for (; k1 < m && group[k1] == group[k0]; k1++) {
+            if (at[k1] < 0 || at[k1] >= n || parent[k1] < 0 || parent[k1] >= n || parent[k1] != parent[k0]) return -1;
+        }
+        const int64_t p = parent[k0];
+        /* pandas' groupby sum: Kahan-compensated. */
+        double sum = 0.0, comp = 0.0;
+        for (Py_ssize_t k = k0; k < k1; k++) {
+            double y = incl[at[k]] - comp;
+            double t = sum + y;
+            comp = t - sum - y;
+            if (comp != comp) comp = 0.0;
+            sum = t;
+        }
+        const double wp = width[p], xp = x0[p];
+        const double scale = sum > wp ? wp / (sum > 1.0 ? sum : 1.0) : 1.0;
+        /* pandas' groupby cumsum: Kahan-compensated; x0 = parent's x0 + (running sum - own width). */
+        double acc = 0.0;
+        comp = 0.0;
+        for (Py_ssize_t k = k0; k < k1; k++) {
+            const int64_t i = at[k];
+            double w = incl[i] * scale;
+            width[i] = w;
+            double y = w - comp;
+            double t = acc + y;
+            comp = t - acc - y;
+            acc = t;
+            double before = t - w;
+            x0[i] = xp + before;
+        }
+        k0 = k1;
+    }
+    return 0;
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+static PyObject *loops_icicle(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO:icicle", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5])) return NULL;
+    static const char *const what[] = {"at", "parent", "group", "incl", "x0", "width"};
+    Py_buffer v[6];
+    int got = 0;
+    for (; got < 6; got++) {
+        int rc = got < 3 ? get_i64(o[got], &v[got], 0, what[got]) : get_f64(o[got], &v[got], got >= 4, what[got]);
+        if (rc < 0) {
+            release(v, got);
+            return NULL;
+        }
+    }
+    Py_ssize_t m = LEN(v[0]), n = LEN(v[3]);
+    if (LEN(v[1]) != m || LEN(v[2]) != m || LEN(v[4]) != n || LEN(v[5]) != n) {
+        release(v, 6);
+        PyErr_SetString(PyExc_ValueError, "icicle: at/parent/group, and incl/x0/width, must be of one length");
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = icicle_runs(v[0].buf, v[1].buf, v[2].buf, m, v[3].buf, v[4].buf, v[5].buf, n);
+    Py_END_ALLOW_THREADS;
+    release(v, 6);
+    if (rc < 0) {
+        PyErr_SetString(PyExc_ValueError, "icicle: an index out of range, or a run of two parents");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef loops_methods[] = {
     {"factorize_calls", loops_factorize_calls, METH_VARARGS, factorize_calls_doc},
     {"occupancy", loops_occupancy, METH_VARARGS, occupancy_doc},
@@ -613,11 +714,12 @@ static PyMethodDef loops_methods[] = {
     {"innermost", loops_innermost, METH_VARARGS, innermost_doc},
     {"replay", loops_replay, METH_VARARGS, replay_doc},
     {"enclosed_sums", loops_enclosed_sums, METH_VARARGS, enclosed_sums_doc},
+    {"icicle", loops_icicle, METH_VARARGS, icicle_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static int loops_exec(PyObject *m) {
-    if (PyModule_AddIntConstant(m, "VERSION", 3) < 0) return -1;
+    if (PyModule_AddIntConstant(m, "VERSION", 4) < 0) return -1;
 #ifdef TRACEVIEW_SOURCE_SHA256
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", TRACEVIEW_SOURCE_SHA256) < 0) return -1;

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from bokeh.models import ColumnDataSource
 
+from ..analysis import loops
 from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import (
@@ -49,12 +50,86 @@ def icicle_layout(tree: pd.DataFrame) -> pd.DataFrame:
     depth = tree["depth"].to_numpy()
     x0 = np.zeros(len(tree))
     width = incl.copy()
-    for d in range(int(depth.max()) + 1 if len(tree) else 0):
+    roots = np.flatnonzero(depth == 0)
+    roots = roots[np.argsort(ids[roots], kind="stable")]
+    x0[roots] = np.concatenate(([0.0], np.cumsum(width[roots])[:-1]))
+    if loops.native is not None and len(tree):
+        # One pass, parents first (by depth), siblings contiguous in node_id order: as many
+        # steps as nodes, where the level-by-level loop below costs nodes x depth.
+        at = np.flatnonzero(depth > 0)
+        p = pos[parent[at]]
+        order = np.lexsort((ids[at], p, depth[at]))
+        at, p, d = at[order], p[order], depth[at][order]
+        new = np.ones(len(at), dtype=bool)
+        new[1:] = (p[1:] != p[:-1]) | (d[1:] != d[:-1])
+        group = np.cumsum(new, dtype=np.int64)
+        loops.native.icicle(at.astype(np.int64), p.astype(np.int64), group, incl, x0, width)
+    elif not _whole(tree["inclusive_ns"].to_numpy(), ids, pos, parent, depth, x0):
+        _levels(ids, pos, parent, incl, depth, x0, width)
+    out = tree.copy()
+    out["x0_ns"] = x0
+    out["x1_ns"] = x0 + width
+    return out
+
+
+def _whole(
+    inclusive: np.ndarray, ids: np.ndarray, pos: np.ndarray, parent: np.ndarray, depth: np.ndarray, x0: np.ndarray
+) -> bool:
+    """:func:`icicle_layout` below the roots where no box is scaled, in integers: writes ``x0``
+    and says True, or False (nothing written) where a box would be scaled, a depth is not its
+    parent's + 1, or a sum could reach 2**52. Then every float of the level-by-level code is a
+    whole number below 2**53, so exact: these integer sums (along the parent chains, by
+    pointer jumping) are the same numbers."""
+    if not len(ids) or inclusive.dtype.kind not in "iu" or inclusive.min() < 0:
+        return False
+    inc = inclusive.astype(np.int64)
+    if float(inc.sum(dtype=np.float64)) >= 2.0**52:
+        return False
+    kids = np.flatnonzero(depth > 0)
+    p = pos[parent[kids]]
+    if (p < 0).any() or (depth[p] != depth[kids] - 1).any():
+        return False
+    order = np.lexsort((ids[kids], p))
+    k, p = kids[order], p[order]
+    new = np.ones(len(k), dtype=bool)
+    new[1:] = p[1:] != p[:-1]
+    starts = np.flatnonzero(new)
+    before = np.cumsum(inc[k]) - inc[k]  # running sums before each child, all groups in a row
+    first = np.repeat(before[starts], np.diff(np.append(starts, len(k))))
+    last = np.append(starts[1:], len(k)) - 1
+    if (before[last] + inc[k[last]] - before[starts] > inc[p[starts]]).any():
+        return False  # children overflow their parent: scaled boxes
+    off = np.zeros(len(ids), dtype=np.int64)
+    off[k] = before - first
+    up = np.full(len(ids), -1, dtype=np.int64)
+    up[k] = p
+    # x0 = the sum of the offsets along the chain (the roots' x0 included), by pointer jumping.
+    acc = off + np.where(depth == 0, x0, 0).astype(np.int64)
+    live = np.flatnonzero(up >= 0)
+    while len(live):
+        j = up[live]
+        add, nxt = acc[j], up[j]
+        acc[live] += add
+        up[live] = nxt
+        live = live[nxt >= 0]
+    x0[:] = acc
+    return True
+
+
+def _levels(
+    ids: np.ndarray,
+    pos: np.ndarray,
+    parent: np.ndarray,
+    incl: np.ndarray,
+    depth: np.ndarray,
+    x0: np.ndarray,
+    width: np.ndarray,
+) -> None:
+    """:func:`icicle_layout` below the roots in numpy, one level at a time (``_loops.icicle`` is
+    the same in one compiled pass): writes ``x0`` and ``width``."""
+    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
         at = np.flatnonzero(depth == d)
         at = at[np.argsort(ids[at], kind="stable")]
-        if d == 0:
-            x0[at] = np.concatenate(([0.0], np.cumsum(width[at])[:-1]))
-            continue
         p = pos[parent[at]]
         # Siblings are contiguous in node_id order within a parent.
         order = np.lexsort((ids[at], p))
@@ -64,10 +139,6 @@ def icicle_layout(tree: pd.DataFrame) -> pd.DataFrame:
         width[at] = incl[at] * scale
         before = pd.Series(width[at]).groupby(p).cumsum().to_numpy() - width[at]
         x0[at] = x0[p] + before
-    out = tree.copy()
-    out["x0_ns"] = x0
-    out["x1_ns"] = x0 + width
-    return out
 
 
 def call_tree_chart(

@@ -14,6 +14,7 @@ from ...errors import OptionError
 from ...model.schema import EventKind
 from ...model.text import as_text
 from ...model.trace import Trace
+from .. import _chains
 from .._common import empty
 from ..launch import rows_of
 
@@ -125,13 +126,27 @@ def name_of(ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Levels that :func:`op_rows` walks one at a time before it jumps (``_chains``): the
+#: operators of a trace nest a few dozen deep, hostile ones (identical ranges) as deep as
+#: they are many, where a walk level by level costs records x depth.
+WALK_LEVELS = 64
+
+
 def op_rows(
-    ev: pd.DataFrame, start: np.ndarray, *, all_levels: bool = False, kinds: tuple[str, ...] = OP_KINDS
+    ev: pd.DataFrame,
+    start: np.ndarray,
+    *,
+    all_levels: bool = False,
+    outermost: bool = False,
+    kinds: tuple[str, ...] = OP_KINDS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Walk the parent chains from event rows ``start`` up to the operators enclosing them.
 
-    Returns (record index, operator row) pairs: the innermost operator of each record, or,
-    with ``all_levels``, every enclosing operator (innermost first, outermost last).
+    Returns (record index, operator row) pairs: the innermost operator of each record
+    (nearest levels first), with ``outermost`` the outermost one (in record order), or, with
+    ``all_levels``, every enclosing operator (innermost first, outermost last). Past
+    :data:`WALK_LEVELS` levels the innermost and outermost are found by pointer jumping
+    (``_chains``: the same pairs in the same order).
     """
     kind_codes = ev["kind"].cat.codes.to_numpy()
     cats = ev["kind"].cat.categories.tolist()
@@ -154,18 +169,54 @@ def op_rows(
     out_r: list[np.ndarray] = []
     live = cur >= 0
     idx, cur = idx[live], cur[live]
+    # outermost: the operator found last so far, per record (pairs emitted at the end).
+    found = np.full(len(start), -1, dtype=np.int64) if outermost else None
+    level = 0
     while len(idx):
+        if level == WALK_LEVELS and not all_levels:
+            i, r = _jump(rows(parent), is_op, idx, cur, outermost)
+            if found is not None:
+                found[i] = r
+            else:
+                out_i.append(i)
+                out_r.append(r)
+            break
         hit = is_op[cur]
-        out_i.append(idx[hit])
-        out_r.append(cur[hit])
-        if not all_levels:
-            idx, cur = idx[~hit], cur[~hit]
+        if found is not None:
+            found[idx[hit]] = cur[hit]
+        else:
+            out_i.append(idx[hit])
+            out_r.append(cur[hit])
+            if not all_levels:
+                idx, cur = idx[~hit], cur[~hit]
         nxt = rows(parent[cur])
         live = nxt >= 0
         idx, cur = idx[live], nxt[live]
+        level += 1
+    if found is not None:
+        got = np.flatnonzero(found >= 0)
+        out_i.insert(0, got)
+        out_r.insert(0, found[got])
     if not out_i:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(out_i), np.concatenate(out_r)
+
+
+def _jump(
+    prow: np.ndarray, is_op: np.ndarray, idx: np.ndarray, cur: np.ndarray, outermost: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`op_rows`' pairs of the records ``idx`` still walking at rows ``cur``, by pointer
+    jumping over the rows' parent chains (``prow``: parent row, -1): (record, innermost or
+    outermost operator at or above ``cur``), innermost ones in the walk's order."""
+    pick = _chains.outermost_marked if outermost else _chains.nearest_marked
+    op = pick(prow, is_op)[cur]
+    hit = op >= 0
+    idx, cur, op = idx[hit], cur[hit], op[hit]
+    if outermost:  # the caller keeps them per record
+        return idx, op
+    depth = _chains.depths(prow)
+    order = np.lexsort((idx, depth[cur] - depth[op]))  # by level, then record: the walk's order
+    return idx[order], op[order]
 
 
 def stack(ev: pd.DataFrame, row: int) -> str:

@@ -188,13 +188,9 @@ def _allocations_of(trace: Trace, rec: Records) -> dict[str, np.ndarray]:
     ts = rec.ts
     free_ts = np.where(freed, ts[np.maximum(f, 0)], -1)
     # Temporaries: freed before the outermost CPU operator enclosing the allocation returned.
-    rec_i, top_r = op_rows(ev, rec.row[alloc], all_levels=True, kinds=(EventKind.CPU_OP.value,))
+    rec_i, top_r = op_rows(ev, rec.row[alloc], outermost=True, kinds=(EventKind.CPU_OP.value,))
     top = np.full(len(alloc), -1, dtype=np.int64)
-    if len(rec_i):
-        # The pairs come innermost first, outermost last: the last pair of each record.
-        _, first_rev = np.unique(rec_i[::-1], return_index=True)
-        last = len(rec_i) - 1 - first_rev
-        top[rec_i[last]] = top_r[last]
+    top[rec_i] = top_r
     ev_ts, ev_dur = ev["ts_ns"].to_numpy(), ev["dur_ns"].to_numpy()
     top_end = np.where(top >= 0, ev_ts[np.maximum(top, 0)] + ev_dur[np.maximum(top, 0)], -1)
     return {
