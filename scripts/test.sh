@@ -31,6 +31,10 @@ section "installing the package and its test and docs dependencies (builds the f
 python -m pip install --quiet --disable-pip-version-check --upgrade pip
 # --no-compile: no bytecode for all ~16,000 modules installed up front (51 s of CPU on a fresh
 # environment); the ones the tests import are compiled, once, as they are first imported.
+# That needs Python to write bytecode: with PYTHONDONTWRITEBYTECODE set (as in some shells),
+# every test process, kernel and CLI call would compile pandas, bokeh & co. from source again
+# (the bytecode pip used to write up front), and pytest could not cache its rewritten tests.
+unset PYTHONDONTWRITEBYTECODE
 python -m pip install --quiet --disable-pip-version-check --no-compile -e ".[test,docs]"
 # An editable install builds jupyter_traceview/static only when it is older than js/:
 # rebuild when any front-end source is newer than any built target, so that the tests below
