@@ -38,8 +38,15 @@ interface BkTitle {
   offset: number;
 }
 /** A plot's view, as far as titles go: where its plot area starts, its titles. */
+/** A plot area: px in its canvas. */
+export interface BkBox {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
 interface BkPlotLike {
-  frame?: { bbox: { left: number } };
+  frame?: { bbox: BkBox };
   child_views?: BkPlotLike[];
   model: { title?: BkTitle | null; above?: unknown[] };
 }
@@ -144,7 +151,14 @@ export async function embed(bokeh: BokehJS, item: unknown, target: HTMLElement):
   const fit = () => {
     fitLabels(models, target.clientWidth);
     // After BokehJS has laid the plots out again (the labels' new width).
-    requestAnimationFrame(() => requestAnimationFrame(() => alignTitles(views.roots)));
+    requestAnimationFrame(() =>
+      requestAnimationFrame(() => {
+        const frame = alignTitles(views.roots);
+        // The first plot area, px in its canvas (UI tests aim at cells of it).
+        if (frame)
+          target.dataset.frame = [frame.left, frame.top, frame.width, frame.height].map(Math.round).join(",");
+      }),
+    );
   };
   fit();
   const resize = typeof ResizeObserver === "undefined" ? undefined : new ResizeObserver(fit);
@@ -198,14 +212,16 @@ export const TITLE_LEFT_PX = 4;
 /**
  * Start each plot's titles at its left edge, not at its plot area's: a title line of the
  * narrowest chart (charts/_style.py TITLE_LINE_CHARS) fits the chart, not the plot area
- * right of long category labels.
+ * right of long category labels. Returns the first plot area found (px in its canvas).
  */
-export function alignTitles(roots: unknown[]): void {
+export function alignTitles(roots: unknown[]): BkBox | undefined {
   const seen = new Set<unknown>();
+  let first: BkBox | undefined;
   const visit = (v: BkPlotLike) => {
     if (seen.has(v)) return;
     seen.add(v);
     if (v.frame) {
+      first ??= v.frame.bbox;
       const offset = Math.round(TITLE_LEFT_PX - v.frame.bbox.left);
       const titles = [v.model.title, ...(v.model.above ?? [])].filter(
         (t): t is BkTitle => !!t && typeof t === "object" && (t as BkTitle).type === "Title",
@@ -215,6 +231,7 @@ export function alignTitles(roots: unknown[]): void {
     for (const c of v.child_views ?? []) visit(c);
   };
   for (const r of roots) visit(r as BkPlotLike);
+  return first;
 }
 
 /** The tag of a category axis's label formatter that shortens to `chars` (charts/_style.py FIT_LABELS_TAG). */

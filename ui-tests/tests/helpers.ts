@@ -2,6 +2,7 @@
 // write artefacts.
 import type { IJupyterLabPageFixture } from "@jupyterlab/galata";
 import type { Locator } from "@playwright/test";
+import { expect } from "@jupyterlab/galata";
 import * as fs from "fs";
 import * as path from "path";
 
@@ -75,17 +76,22 @@ export async function settled(widget: Locator): Promise<void> {
 
 /**
  * The page point at the centre of row `row` (0 = top) of a heatmap of `rows` rows, `frac` of the
- * way along its time axis. The plot frame inside the canvas: bokeh leaves room for the axis
- * labels on the left and the colour bar on the right.
+ * way along its time axis, inside the plot area the dashboard records on the drawn chart
+ * (`data-frame`: left, top, width, height in px of its canvas; js/dashboard/bokeh.ts).
  */
-export async function heatmapCell(heatmap: Locator, row: number, frac: number, rows: number): Promise<[number, number]> {
+export async function heatmapCell(
+  heatmap: Locator,
+  row: number,
+  frac: number,
+  rows: number,
+): Promise<[number, number]> {
+  await expect(heatmap).toHaveAttribute("data-frame", /^\d+,\d+,\d+,\d+$/, { timeout: 30000 });
+  const [left, top, width, height] = ((await heatmap.getAttribute("data-frame")) ?? "")
+    .split(",")
+    .map(Number);
   const box = (await heatmap.locator("canvas").first().boundingBox())!;
-  const frameLeft = box.x + 70;
-  const frameRight = box.x + box.width - 90;
-  const frameTop = box.y + 30;
-  const frameBottom = box.y + box.height - 45;
-  const rowH = (frameBottom - frameTop) / rows;
-  return [frameLeft + frac * (frameRight - frameLeft), frameTop + (row + 0.5) * rowH];
+  const rowH = height! / rows;
+  return [box.x + left! + frac * width!, box.y + top! + (row + 0.5) * rowH];
 }
 
 /** The WCAG contrast of an element's text against its background (see `textContrasts`). */
