@@ -12,22 +12,27 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["depths", "nearest_marked", "outermost_marked", "path_ranks"]
+__all__ = ["chain_sums", "depths", "nearest_marked", "outermost_marked", "path_ranks"]
 
 
 def depths(parent: np.ndarray) -> np.ndarray:
     """Per entry, the number of its ancestors (0 at the top)."""
     parent = np.asarray(parent, dtype=np.int64)
-    depth = (parent >= 0).astype(np.int64)  # the distance to jump[i], or the depth once jump[i] is -1
-    jump = parent.copy()
+    return chain_sums(parent, (parent >= 0).astype(np.int64))
+
+
+def chain_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per entry, the sum of ``values`` (int64) over its chain: itself and every ancestor."""
+    acc = np.array(values, dtype=np.int64)  # the sum up to jump[i] (exclusive), or the whole once -1
+    jump = np.array(parent, dtype=np.int64)
     live = np.flatnonzero(jump >= 0)
     while len(live):
         j = jump[live]
-        step, nxt = depth[j], jump[j]
-        depth[live] += step
+        add, nxt = acc[j], jump[j]
+        acc[live] += add
         jump[live] = nxt
         live = live[nxt >= 0]
-    return depth
+    return acc
 
 
 def _marked(parent: np.ndarray, marked: np.ndarray, outer: bool) -> np.ndarray:

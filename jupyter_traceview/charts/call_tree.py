@@ -9,6 +9,7 @@ import pandas as pd
 from bokeh.models import ColumnDataSource
 
 from ..analysis import loops
+from ..analysis._chains import chain_sums
 from ..model.text import as_text
 from ..views.colors import Theme
 from ._style import (
@@ -104,15 +105,7 @@ def _whole(
     up = np.full(len(ids), -1, dtype=np.int64)
     up[k] = p
     # x0 = the sum of the offsets along the chain (the roots' x0 included), by pointer jumping.
-    acc = off + np.where(depth == 0, x0, 0).astype(np.int64)
-    live = np.flatnonzero(up >= 0)
-    while len(live):
-        j = up[live]
-        add, nxt = acc[j], up[j]
-        acc[live] += add
-        up[live] = nxt
-        live = live[nxt >= 0]
-    x0[:] = acc
+    x0[:] = chain_sums(up, off + np.where(depth == 0, x0, 0).astype(np.int64))
     return True
 
 
