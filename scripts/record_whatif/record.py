@@ -19,8 +19,12 @@ what-if ran, and is saved with the pair as ``labels.json`` together with the mea
 the median ProfilerStep of ``before`` minus that of ``after`` (``tv.load(...).iterations``).
 
 Against run-to-run noise (a shared machine), each side is recorded ``--repeats`` times
-(default 3), ``before`` and ``after`` alternating, and the run kept for each side is the one
-whose median step is the median of its runs (a representative run, not the fastest).
+(default 5), ``before`` and ``after`` alternating, and the run kept for each side is the one
+whose median step is the median of its runs (a representative run, not the fastest; the
+lower middle one for an even count). ``labels.json`` keeps every run's median step, in
+recording order (``runs_before_ns``, ``runs_after_ns``): ``before``'s run ``k`` and
+``after``'s run ``k`` were recorded one after the other, and their difference is one
+repeat's saving; the benchmark prints the smallest and largest as the measured spread.
 
 Traces: ``<pair>/before.json.gz`` and ``<pair>/after.json.gz`` (gzipped, a few tens of kB).
 """
@@ -253,10 +257,11 @@ def median_step_ns(path: Path) -> int:
     return int(it["dur_ns"].median())
 
 
-def _record_pair(target: Path, pair: dict[str, Any], repeats: int) -> tuple[int, int]:
+def _record_pair(target: Path, pair: dict[str, Any], repeats: int) -> tuple[int, int, dict[str, list[int]]]:
     """Record ``before`` and ``after`` ``repeats`` times each, alternating; keep for each side
     (``target/<side>.json.gz``) the run whose median step is the median of its runs (the lower
-    middle one for an even count). Returns their median steps (ns): before, after."""
+    middle one for an even count). Returns their median steps (ns), before and after, and
+    every run's median step per side in recording order."""
     runs: dict[str, list[tuple[int, Path]]] = {"before": [], "after": []}
     out: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -265,20 +270,21 @@ def _record_pair(target: Path, pair: dict[str, Any], repeats: int) -> tuple[int,
                 run = Path(tmp) / f"{side}{k}.json.gz"
                 record(run, pair[side])
                 runs[side].append((median_step_ns(run), run))
+        order = {side: [ns for ns, _ in got] for side, got in runs.items()}
         target.mkdir(parents=True, exist_ok=True)
         for side, got in runs.items():
             got.sort(key=lambda r: r[0])
             ns, keep = got[(len(got) - 1) // 2]
             shutil.copyfile(keep, target / f"{side}.json.gz")
             out.append(ns)
-    return out[0], out[1]
+    return out[0], out[1], order
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--only", nargs="*", default=None, help="these pairs only (default: all)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per side; the median one is kept (default: 3)")
+    p.add_argument("--repeats", type=int, default=5, help="runs per side; the median one is kept (default: 5)")
     args = p.parse_args()
     if args.repeats < 1:
         raise SystemExit(f"--repeats must be at least 1, got {args.repeats}")
@@ -296,7 +302,7 @@ def main() -> None:
         if target.exists():
             shutil.rmtree(target)
         load = round(os.getloadavg()[0], 2)
-        before_ns, after_ns = _record_pair(target, pair, args.repeats)
+        before_ns, after_ns, runs = _record_pair(target, pair, args.repeats)
         labels = {
             "fix": pair["fix"],
             "before": pair["before"],
@@ -309,10 +315,15 @@ def main() -> None:
             "repeats": args.repeats,
             "torch": torch.__version__,
             "load_average": load,
+            "runs_before_ns": runs["before"],
+            "runs_after_ns": runs["after"],
         }
         (target / "labels.json").write_text(json.dumps(labels, indent=1) + "\n")
+        paired = [(b - a) / 1e6 for b, a in zip(runs["before"], runs["after"], strict=True)]
         print(
-            f"{name:20s} before {before_ns / 1e6:8.2f} ms  after {after_ns / 1e6:8.2f} ms  saving {(before_ns - after_ns) / 1e6:8.2f} ms"
+            f"{name:20s} before {before_ns / 1e6:8.2f} ms  after {after_ns / 1e6:8.2f} ms  "
+            f"saving {(before_ns - after_ns) / 1e6:8.2f} ms  (repeats {min(paired):.2f} .. {max(paired):.2f} ms)",
+            flush=True,
         )
 
 

@@ -64,6 +64,45 @@ def test_validate_names_each_problem(tmp_path: Path) -> None:
         run.load_labels("p", tmp_path)
 
 
+def test_validate_checks_the_runs_of_each_repeat() -> None:
+    base = {"fix": "x", "changes": [{"name": "RemovePython", "args": {}}], "measured_saving_ns": 1}
+    assert run.validate({**base, "runs_before_ns": [3, 5], "runs_after_ns": [1, 2]}) == []
+    assert "same length" in "".join(run.validate({**base, "runs_before_ns": [3, 5], "runs_after_ns": [1]}))
+    for bad in (
+        {"runs_before_ns": [3]},
+        {"runs_before_ns": [3.5], "runs_after_ns": [1]},
+        {"runs_before_ns": [], "runs_after_ns": []},
+    ):
+        assert "must both be non-empty lists of integer ns" in "".join(run.validate({**base, **bad})), bad
+
+
+def test_the_spread_is_the_paired_savings_of_the_repeats() -> None:
+    labels = {"measured_saving_ns": 4, "runs_before_ns": [10, 30, 12], "runs_after_ns": [2, 5, 11]}
+    assert run.spread_ns(labels) == (1, 25)  # 10-2=8, 30-5=25, 12-11=1: paired by repeat, not sorted
+    assert run.spread_ns({"measured_saving_ns": 4}) == (4, 4)
+
+
+def test_a_saving_holds_within_the_tolerance_or_inside_the_spread() -> None:
+    ms = 1_000_000
+    # 20 ms measured: 25 % is 5 ms.
+    assert run.saving_holds(24 * ms, 20 * ms, (20 * ms, 20 * ms)) == (True, False, 5 * ms)
+    assert run.saving_holds(26 * ms, 20 * ms, (18 * ms, 22 * ms)) == (False, False, 5 * ms)
+    assert run.saving_holds(26 * ms, 20 * ms, (15 * ms, 27 * ms)) == (False, True, 5 * ms)
+    # A small or negative measured saving: the 2 ms floor.
+    assert run.saving_holds(int(1.3 * ms), -1 * ms, (-3 * ms, 2 * ms)) == (False, True, 2 * ms)
+    assert run.saving_holds(int(0.9 * ms), -1 * ms, (-1 * ms, -1 * ms)) == (True, False, 2 * ms)
+
+
+def test_the_table_says_which_rule_held() -> None:
+    def result(name: str, tol: bool, spread: bool) -> object:
+        return run.Result(name, "c", 1, 0, 2, 1, 0, 2_000_000, 0.0, tol, spread, True, 0.1)
+
+    text = run.table([result("a", True, True), result("b", False, True), result("c", False, False)])
+    assert "| `a` |" in text and "| pass |" in text
+    assert "| pass (in spread) |" in text and "| fail (saving) |" in text
+    assert "**2/3 pass**" in text and "of the measured saving: 1;" in text and "measured spread: 2;" in text
+
+
 def test_the_labelled_changes_are_the_package_changes() -> None:
     names = {c["name"] for n in NAMES for c in run.load_labels(n)["changes"]}
     for name in sorted(names):
