@@ -73,6 +73,7 @@ KEYS = {
     "repeats",
     "torch",
     "load_average",
+    "scheduler",
     "runs_before_ns",
     "runs_after_ns",
 }

@@ -2,9 +2,9 @@
 
 Run with the CPU build of PyTorch (``pip install torch==2.13.0``)::
 
-    python scripts/record_whatif/record.py                  # every pair, into tests/data/whatif/
-    python scripts/record_whatif/record.py --only sleep     # one pair
-    python scripts/record_whatif/record.py --out /tmp/wi    # elsewhere (the benchmark reads --data)
+    chrt -f 10 python scripts/record_whatif/record.py                # every pair, into tests/data/whatif/
+    chrt -f 10 python scripts/record_whatif/record.py --only sleep   # one pair
+    chrt -f 10 python scripts/record_whatif/record.py --out /tmp/wi  # elsewhere (the benchmark reads --data)
 
 Each pair is two runs of the same loop (:func:`_loop`, configured by a dict) that differ by
 one fix an engineer would make: ``before`` has the problem, ``after`` has it fixed. The
@@ -18,7 +18,13 @@ an expert would apply to ``before`` to predict ``after``. That was written here 
 what-if ran, and is saved with the pair as ``labels.json`` together with the measured saving:
 the median ProfilerStep of ``before`` minus that of ``after`` (``tv.load(...).iterations``).
 
-Against run-to-run noise (a shared machine), each side is recorded ``--repeats`` times
+On a shared machine, record at a real-time priority (``chrt -f 10 python
+scripts/record_whatif/record.py``, as root): under the default scheduler a busy machine takes
+the core away mid-step for milliseconds at a time, and that time lands inside whatever
+operator was running (an ``aten::mm`` of 0.2 ms recorded at 20 ms), noise no what-if can
+predict; ``labels.json`` says which policy recorded the pair (``scheduler``).
+
+Against the run-to-run noise left, each side is recorded ``--repeats`` times
 (default 5), ``before`` and ``after`` alternating, and the run kept for each side is the one
 whose median step is the median of its runs (a representative run, not the fastest; the
 lower middle one for an even count). ``labels.json`` keeps every run's median step, in
@@ -280,6 +286,17 @@ def _record_pair(target: Path, pair: dict[str, Any], repeats: int) -> tuple[int,
     return out[0], out[1], order
 
 
+def _scheduler() -> str:
+    """The recording process's scheduling policy (``SCHED_FIFO`` when run under ``chrt -f``)."""
+    policy = os.sched_getscheduler(0)
+    names = {
+        getattr(os, n): n
+        for n in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE", "SCHED_FIFO", "SCHED_RR")
+        if hasattr(os, n)
+    }
+    return names.get(policy, str(policy))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--out", type=Path, default=OUT)
@@ -315,6 +332,7 @@ def main() -> None:
             "repeats": args.repeats,
             "torch": torch.__version__,
             "load_average": load,
+            "scheduler": _scheduler(),
             "runs_before_ns": runs["before"],
             "runs_after_ns": runs["after"],
         }
