@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,47 +19,36 @@ import jupyter_traceview as tv
 from jupyter_traceview.server.remote import check_inside, check_root, scrubbed
 from jupyter_traceview.server.runs import PathRefused
 from tests import kineto_builder as kb
+from tests.s3_emulator import client, s3_emulator
 
 pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
-boto3 = pytest.importorskip("boto3")
+pytest.importorskip("moto.server")
+pytest.importorskip("boto3")
 
 SECRET = "s3cr3t-of-the-server-config"
 ROOT = "s3://runs/team"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A moto S3 server: the sample as s3://runs/team/dlrm/, a small run two folders deeper,
     a hidden folder and a non-trace object; another bucket holding a run too."""
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="k", aws_secret_access_key=SECRET, region_name="us-east-1"
-    )
-    for bucket in ("runs", "other"):
-        client.create_bucket(Bucket=bucket)
-    for f in sorted(Path(tv.sample_path()).iterdir()):
-        client.upload_file(str(f), "runs", f"team/dlrm/{f.name}")
-    small = kb.write(
-        tmp_path_factory.mktemp("small") / "rank-0.json",
-        kb.doc([kb.step(1, 0, 100), *kb.launch("k", 10, 20, 30, corr=1)], rank=0),
-    )
-    client.upload_file(str(small), "runs", "team/nested/a/run1/rank-0.json")
-    client.upload_file(str(small), "runs", "team/.hidden/rank-0.json")
-    client.put_object(Bucket="runs", Key="team/notes.txt", Body=b"not a trace")
-    client.upload_file(str(small), "runs", "teamx/run/rank-0.json")
-    client.upload_file(str(small), "other", "team/run/rank-0.json")
-    yield endpoint
-    server.stop()
+    with s3_emulator() as endpoint:
+        s3 = client(endpoint, key="k", secret=SECRET)
+        for bucket in ("runs", "other"):
+            s3.create_bucket(Bucket=bucket)
+        for f in sorted(Path(tv.sample_path()).iterdir()):
+            s3.upload_file(str(f), "runs", f"team/dlrm/{f.name}")
+        small = kb.write(
+            tmp_path_factory.mktemp("small") / "rank-0.json",
+            kb.doc([kb.step(1, 0, 100), *kb.launch("k", 10, 20, 30, corr=1)], rank=0),
+        )
+        s3.upload_file(str(small), "runs", "team/nested/a/run1/rank-0.json")
+        s3.upload_file(str(small), "runs", "team/.hidden/rank-0.json")
+        s3.put_object(Bucket="runs", Key="team/notes.txt", Body=b"not a trace")
+        s3.upload_file(str(small), "runs", "teamx/run/rank-0.json")
+        s3.upload_file(str(small), "other", "team/run/rank-0.json")
+        yield endpoint
 
 
 def _options(endpoint: str) -> dict[str, Any]:
@@ -78,25 +62,8 @@ def _options(endpoint: str) -> dict[str, Any]:
 @pytest.fixture
 def denied_endpoint() -> Iterator[str]:
     """A second emulator checking credentials (moto's IAM auth on): ours are unknown there."""
-    port = _free_port()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(400):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with s3_emulator(auth=True) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
@@ -165,14 +132,12 @@ async def test_the_listing_names_the_runs_under_the_root(jp_fetch: Any, caplog: 
 async def test_a_new_run_shows_at_the_next_listing(jp_fetch: Any, s3_endpoint: str) -> None:
     params = {"root": f"{ROOT}/nested"}
     _, before = await _get(jp_fetch, "remote", "runs", params=params)
-    client = boto3.client(
-        "s3", endpoint_url=s3_endpoint, aws_access_key_id="k", aws_secret_access_key=SECRET, region_name="us-east-1"
-    )
-    client.copy_object(Bucket="runs", Key="team/nested/b/rank-0.json", CopySource="runs/team/nested/a/run1/rank-0.json")
+    s3 = client(s3_endpoint, key="k", secret=SECRET)
+    s3.copy_object(Bucket="runs", Key="team/nested/b/rank-0.json", CopySource="runs/team/nested/a/run1/rank-0.json")
     try:
         _, after = await _get(jp_fetch, "remote", "runs", params=params)
     finally:
-        client.delete_object(Bucket="runs", Key="team/nested/b/rank-0.json")
+        s3.delete_object(Bucket="runs", Key="team/nested/b/rank-0.json")
     assert {r["url"] for r in after["runs"]} - {r["url"] for r in before["runs"]} == {f"{ROOT}/nested/b"}
 
 
