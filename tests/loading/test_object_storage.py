@@ -142,6 +142,22 @@ def test_a_denied_bucket_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert SECRET not in str(err.value)
 
 
+def test_an_unreachable_endpoint_is_named() -> None:
+    from tests.s3_emulator import free_port
+
+    port = free_port()  # nothing listens there
+    options = {
+        "key": "testing",
+        "secret": SECRET,
+        "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}", "region_name": "us-east-1"},
+        "config_kwargs": {"retries": {"max_attempts": 1}},
+    }
+    with pytest.raises(tv.TraceFormatError) as err:
+        tv.load("s3://runs/dlrm/", storage_options=options)
+    assert str(err.value).startswith(f"s3://runs/dlrm/: the store cannot be reached at http://127.0.0.1:{port}")
+    assert "AWS_ENDPOINT_URL" in str(err.value) and SECRET not in str(err.value)
+
+
 def test_the_cli_reads_urls(s3: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["summary", "s3://runs/dlrm/", "--ranks", "0", "--no-cache"]) == 0
     assert "s3://runs/dlrm" in capsys.readouterr().out
