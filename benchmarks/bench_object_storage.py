@@ -4,8 +4,8 @@
     python benchmarks/bench_object_storage.py --ranks 8 --events 100000 --workers 2   # a quick one
 
 Writes ``--ranks`` synthetic rank files of ``--events`` JSON events each (benchmarks/synth.py,
-gzip-compressed, once, under benchmarks/.data/), starts moto's S3 server (``moto[server]``)
-in its own process on a free port, uploads them to ``s3://bench/run/``, then, in this
+gzip-compressed, once, under benchmarks/.data/), starts moto's S3 server (``moto[server]``,
+tests/s3_emulator.py) in its own process on a free port, uploads them to ``s3://bench/run/``, then, in this
 process (the "notebook"): a ``LocalCluster`` of ``--workers`` single-threaded worker
 processes started with the emulator in their environment (``AWS_ENDPOINT_URL``...),
 ``tv.load("s3://bench/run/", engine="dask", client=client, cache=False)`` (the workers read
@@ -23,8 +23,6 @@ import argparse
 import json
 import os
 import resource
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,11 +34,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import synth  # noqa: E402 (benchmarks/synth.py)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.s3_emulator import client as s3_client  # noqa: E402
+from tests.s3_emulator import s3_emulator  # noqa: E402
 
 
 def _vm_hwm() -> int:
@@ -71,30 +66,16 @@ def main() -> None:
         print(f"generated {a.ranks} ranks ({size / 1e9:.2f} GB of JSON) in {time.perf_counter() - t:.0f} s")
     files = sorted(data.glob("*.json.gz"))[: a.ranks]
 
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
-        AWS_ENDPOINT_URL=endpoint,
-        AWS_DEFAULT_REGION="us-east-1",
-    )
     result: dict[str, Any] = {"ranks": a.ranks, "events": a.events, "workers": a.workers}
-    try:
-        for _ in range(400):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        import boto3
-
-        s3 = boto3.client("s3")
+    # In its own process: the emulator shares no GIL with the driver.
+    with s3_emulator(process=True) as endpoint:
+        os.environ.update(
+            AWS_ACCESS_KEY_ID="bench",
+            AWS_SECRET_ACCESS_KEY="bench",
+            AWS_ENDPOINT_URL=endpoint,
+            AWS_DEFAULT_REGION="us-east-1",
+        )
+        s3 = s3_client(endpoint, key="bench", secret="bench")
         s3.create_bucket(Bucket="bench")
         t = time.perf_counter()
         for f in files:
@@ -129,9 +110,6 @@ def main() -> None:
         finally:
             client.close()
             cluster.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
     out = HERE / "results" / f"object-storage-{a.ranks}x{a.events}.json"
     out.parent.mkdir(exist_ok=True)

@@ -148,11 +148,18 @@ export function pendingOpen(search: string): OpenRequest | null {
   return { path, baseline: params.get(BASELINE_PARAM) || null };
 }
 
-/** Why a run in object storage has no dashboard, baseline or notes in the sidebar (its rows' tooltip). */
+/** What a run in object storage offers in the sidebar, and why no baseline or notes (its rows' tooltip). */
 export const REMOTE_READ_ONLY =
-  "In object storage (read-only): the sidebar lists it and inserts its load code; its dashboard, " +
-  "baselines and notes are for local runs, since the server writes nothing to the store. " +
-  "The notebook's kernel reads it with its own credentials.";
+  "In object storage (read-only): Open shows its dashboard, read by the Jupyter server with the " +
+  "server's credentials; Insert load code puts tv.load(url) in the notebook, whose kernel reads it " +
+  "with its own. Baselines and notes are for local runs, since the server writes nothing to the store.";
+
+/** Does `text` hold every whitespace-separated term of `filter` (case-insensitive)? The sidebar's filter. */
+export function matchesFilter(text: string, filter: string): boolean {
+  const terms = filter.toLowerCase().split(/\s+/).filter(Boolean);
+  const lower = text.toLowerCase();
+  return terms.every((t) => lower.includes(t));
+}
 
 /** A remote run's second line: its objects, their size and age ("8 files · 436 KiB · 3 min ago"). */
 export function remoteDetail(
@@ -173,11 +180,16 @@ export interface RemoteView {
   hidden: boolean;
   /** One alert line each: the listing failed, or a root could not be listed. */
   problems: string[];
-  rows: { url: string; name: string; detail: string; tooltip: string }[];
+  rows: { url: string; name: string; kind: string; detail: string; tooltip: string }[];
+  /** Runs listed but not shown: they do not match the sidebar's filter. */
+  filteredOut: number;
   truncated: boolean;
 }
 
-/** The object storage section for a listing (or the error that replaced it). */
+/**
+ * The object storage section for a listing (or the error that replaced it), its rows those
+ * matching the sidebar's `filter` (their URL and kind, as a local run's path and kind).
+ */
 export function remoteView(
   listing: {
     runs: readonly { url: string; name: string; kind: string; files: number; size: number; mtime: number }[];
@@ -186,24 +198,28 @@ export function remoteView(
   } | null,
   error: string | null,
   nowMs: number,
+  filter = "",
 ): RemoteView {
   const problems = error !== null ? [`Cannot list runs in object storage: ${error}`] : [];
-  if (listing === null) return { hidden: false, problems, rows: [], truncated: false };
+  if (listing === null) return { hidden: false, problems, rows: [], filteredOut: 0, truncated: false };
   for (const e of listing.errors) {
     // The server's messages name the URL first: not twice.
     problems.push(
       e.message.startsWith(e.root) ? `Cannot list ${e.message}` : `Cannot list ${e.root}: ${e.message}`,
     );
   }
+  const shown = listing.runs.filter((r) => matchesFilter(`${r.url} ${r.kind}`, filter));
   return {
     hidden: listing.runs.length === 0 && listing.errors.length === 0,
     problems,
-    rows: listing.runs.map((r) => ({
+    rows: shown.map((r) => ({
       url: r.url,
       name: r.name,
+      kind: r.kind,
       detail: remoteDetail(r, nowMs),
       tooltip: `${r.url}\n${REMOTE_READ_ONLY}`,
     })),
+    filteredOut: listing.runs.length - shown.length,
     truncated: listing.truncated,
   };
 }

@@ -17,7 +17,7 @@ import { TracesModel } from "./model";
 import { insertLoadCode } from "./notebook";
 import { CommandIds, TracesPanel } from "./panel";
 import { RemoteRunList } from "./remote";
-import { pendingOpen } from "./format";
+import { isUrl, pendingOpen } from "./format";
 import { activateShown, showInMain } from "./placement";
 import { createRunWidget } from "./runpanel";
 import type { RunView } from "./runpanel";
@@ -70,7 +70,15 @@ async function activate(
         }
       }
     : null;
-  const remote = new RemoteRunList(api, insertRemote);
+  const remote = new RemoteRunList(api, {
+    // A remote run opens as a local one: its URL is the run's path (the server reads it).
+    open: async (url, kind) => {
+      await commands.execute(CommandIds.openRun, { path: url, kind });
+    },
+    insert: insertRemote,
+  });
+  // One filter box for the local and the remote runs.
+  model.changed.connect(() => (remote.filter = model.filter));
   const panel = new TracesPanel({ model, commands, remote });
   shell.add(panel, "left", { rank: 600 });
 
@@ -125,7 +133,11 @@ async function activate(
         activateShown(shell, open);
         return;
       }
-      const kind = model.runs.find((r) => r.path === path)?.kind ?? "folder";
+      // (A run in object storage is not in the model: its row gives its kind.)
+      const kind =
+        typeof args.kind === "string"
+          ? args.kind
+          : (model.runs.find((r) => r.path === path)?.kind ?? "folder");
       const widget = createRunWidget({
         source: new RestDashboardSource(transport, path, null),
         kind,
@@ -144,6 +156,10 @@ async function activate(
     execute: async (args) => {
       const path = selectedPath(args);
       if (path === null || notebooks === null) return;
+      if (isUrl(path) && insertRemote !== null) {
+        await insertRemote(path); // a remote run's panel: checked by the server first, as from its row
+        return;
+      }
       try {
         const nb = await insertLoadCode(notebooks, commands, app.serviceManager, path);
         if (nb) shell.activateById(nb.id);

@@ -6,6 +6,7 @@ import type { IDisposable } from "@lumino/disposable";
 import { Signal } from "@lumino/signaling";
 import type { ISignal } from "@lumino/signaling";
 
+import { matchesFilter } from "./format";
 import { DEFAULT_SETTINGS, TracesApiError } from "./tokens";
 import type { BaselineRef, RunRow } from "./messages";
 import type { ITracesApi, ITracesModel, SelectMode, TracesSettings } from "./tokens";
@@ -20,10 +21,7 @@ function newestFirst(a: RunRow, b: RunRow): number {
 
 /** Does `run` match every whitespace-separated term of `filter` (case-insensitive)? */
 export function matches(run: RunRow, filter: string): boolean {
-  const terms = filter.toLowerCase().split(/\s+/).filter(Boolean);
-  if (terms.length === 0) return true;
-  const text = `${run.path} ${run.kind} ${run.status}`.toLowerCase();
-  return terms.every((t) => text.includes(t));
+  return matchesFilter(`${run.path} ${run.kind} ${run.status}`, filter);
 }
 
 export class TracesModel implements ITracesModel, IDisposable {

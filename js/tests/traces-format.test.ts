@@ -11,6 +11,7 @@ import {
   relativePath,
   REMOTE_READ_ONLY,
   RUN_STATUS_TEXT,
+  matchesFilter,
   remoteDetail,
   remoteView,
   skippedText,
@@ -116,7 +117,8 @@ describe("load code", () => {
     expect(remoteDetail({ ...row, files: 1, mtime: 0 }, now)).toBe("1 file · 436 KiB");
     expect(remoteDetail({ ...row, kind: "dataset" }, now)).toBe("dataset · 5 min ago");
     expect(REMOTE_READ_ONLY).toMatch(/read-only/);
-    expect(REMOTE_READ_ONLY).toMatch(/baselines and notes are for local runs/);
+    expect(REMOTE_READ_ONLY).toMatch(/Open shows its dashboard, read by the Jupyter server/);
+    expect(REMOTE_READ_ONLY).toMatch(/Baselines and notes are for local runs/);
   });
 
   it("the object storage section: hidden without remote roots, errors named, rows read-only", () => {
@@ -144,17 +146,48 @@ describe("load code", () => {
       {
         url: "s3://b/runs/a",
         name: "a",
+        kind: "folder",
         detail: "2 files · 2 KiB",
         tooltip: `s3://b/runs/a\n${REMOTE_READ_ONLY}`,
       },
     ]);
+    expect(view.filteredOut).toBe(0);
     expect(view.truncated).toBe(true);
     const failed = remoteView(null, "The Jupyter server cannot be reached", now);
     expect(failed).toEqual({
       hidden: false,
       problems: ["Cannot list runs in object storage: The Jupyter server cannot be reached"],
       rows: [],
+      filteredOut: 0,
       truncated: false,
     });
+  });
+
+  it("the sidebar's filter applies to the runs in object storage as to the local ones", () => {
+    const now = 1_000_000 * 1000;
+    const runs = [
+      { url: "s3://b/team/bert", name: "bert", kind: "folder", files: 1, size: 10, mtime: 0 },
+      {
+        url: "s3://b/team/llama/rank-0.json",
+        name: "rank-0.json",
+        kind: "file",
+        files: 1,
+        size: 10,
+        mtime: 0,
+      },
+      { url: "s3://b/exports/llama", name: "llama", kind: "dataset", files: 1, size: 10, mtime: 0 },
+    ];
+    const listing = { runs, errors: [], truncated: false };
+    const urls = (filter: string) => remoteView(listing, null, now, filter).rows.map((r) => r.url);
+    expect(urls("")).toEqual(runs.map((r) => r.url));
+    expect(urls("LLAMA")).toEqual(["s3://b/team/llama/rank-0.json", "s3://b/exports/llama"]);
+    expect(urls("llama dataset")).toEqual(["s3://b/exports/llama"]);
+    expect(urls("team   bert")).toEqual(["s3://b/team/bert"]);
+    const none = remoteView(listing, null, now, "my-tmp-folder");
+    // Filtered out, not hidden: the section says how many runs the filter leaves out.
+    expect([none.hidden, none.rows.length, none.filteredOut]).toEqual([false, 0, 3]);
+    expect(matchesFilter("a/b folder ready", "  ")).toBe(true);
+    expect(matchesFilter("a/b folder ready", "B READY")).toBe(true);
+    expect(matchesFilter("a/b folder ready", "b c")).toBe(false);
   });
 });

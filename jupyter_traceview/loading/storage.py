@@ -143,6 +143,15 @@ _NO_CREDENTIALS = (
     "DefaultCredentialsError",
     "ClientAuthenticationError",
 )
+#: ... and "the endpoint cannot be reached" (refused, unknown host, timed out), likewise.
+_UNREACHABLE = (
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ClientConnectorError",
+    "ServiceRequestError",
+)
+#: An endpoint's scheme and host in a client's message (a user and password before the host left out).
+_ENDPOINT = re.compile(r"\b(https?)://(?:[^/\s@]*@)?([^/\s\"'?#@]+)")
 
 
 @contextlib.contextmanager
@@ -169,6 +178,13 @@ def errors(url: str) -> Iterator[None]:
                 "no credentials found",
                 "Set them as the store's client expects (AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
                 "GOOGLE_APPLICATION_CREDENTIALS, AZURE_STORAGE_*), or pass storage_options=",
+            ) from None
+        if names & set(_UNREACHABLE):
+            m = _ENDPOINT.search(str(exc))
+            raise TraceFormatError(
+                redacted(url),
+                "the store cannot be reached" + (f" at {m.group(1)}://{m.group(2)}" if m else ""),
+                "Check the endpoint (AWS_ENDPOINT_URL, or endpoint_url in storage_options) and the network",
             ) from None
         if not is_url(url) or not names & {"ClientError", "HttpResponseError", "HttpError", "OSError"}:
             raise

@@ -4,7 +4,7 @@ Enabled on install (``jupyter_server_config.d/jupyter_traceview.json``). Configu
 ``c.TraceviewServer.roots = ["runs", "profiles"]`` (folders, relative to the server root,
 searched for trace runs), ``max_depth``, ``max_runs``, ``workers`` and ``cache_dir``; runs in object storage with
 ``c.TraceviewServer.remote_roots = ["s3://bucket/prefix"]`` (read-only, listed with the
-``remote_*`` bounds; :mod:`.remote`).
+``remote_*`` bounds; opened in the sidebar as local runs are; :mod:`.remote`).
 """
 
 from __future__ import annotations
@@ -73,12 +73,13 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         except ValueError as exc:
             serverapp.log.error("jupyter_traceview: %s; that root is not listed", exc)
     root = Path(serverapp.root_dir).expanduser().resolve()
-    analyzer = Analyzer(root, workers=config.workers, cache=config.cache_dir or True)
+    analyzer = Analyzer(
+        root, workers=config.workers, cache=config.cache_dir or True, storage_options=config.remote_storage_options
+    )
     atexit.register(analyzer.close)
     serverapp.web_app.settings["traceview_analyzer"] = analyzer
     base = serverapp.web_app.settings["base_url"]
-    args = {"analyzer": analyzer, "config": config}
-    remote_args = {**args, "remote_roots": remote_roots}
+    args = {"analyzer": analyzer, "config": config, "remote_roots": remote_roots}
     serverapp.web_app.add_handlers(
         ".*$",
         [
@@ -87,8 +88,8 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
             (url_path_join(base, "traceview", "api", "diff"), DiffHandler, args),
             (url_path_join(base, "traceview", "api", "baseline"), BaselineHandler, args),
             (url_path_join(base, "traceview", "api", "dashboard"), DashboardHandler, args),
-            (url_path_join(base, "traceview", "api", "remote", "runs"), RemoteRunsHandler, remote_args),
-            (url_path_join(base, "traceview", "api", "remote", "run"), RemoteRunHandler, remote_args),
+            (url_path_join(base, "traceview", "api", "remote", "runs"), RemoteRunsHandler, args),
+            (url_path_join(base, "traceview", "api", "remote", "run"), RemoteRunHandler, args),
         ],
     )
     serverapp.log.info("jupyter_traceview: Traces API at %s (root %s)", url_path_join(base, "traceview/api"), root)

@@ -8,7 +8,8 @@ as JSON ``{"message": ...}`` without stack traces.
 =========================================  ==============================================
 ``GET runs[?roots=a,b]``                   the runs, newest first, with headline figures, the
                                            baseline and each run's verdict against it
-``GET run?path=p``                         one run's dashboard data (202 while computing)
+``GET run?path=p``                         one run's dashboard data (202 while computing);
+                                           p: a path, or a remote run's URL (also below)
 ``GET diff?a=p&b=q``                       ``tv.compare(a, b)`` (202 while computing)
 ``POST baseline?path=p[&name=n][&roots=]`` keep run p as baseline n ("main"; .baselines)
 ``POST dashboard?path=p[&baseline=q]``     one command of the dashboard's front end
@@ -18,8 +19,10 @@ body ``{command, msg}``                    (js/dashboard; 202 while computing)
 =========================================  ==============================================
 
 Remote roots (``c.TraceviewServer.remote_roots``) are read-only and listed by name only: no
-baseline, verdict or dashboard (the notebook loads them with ``tv.load(url)``); the options
-reaching them are server configuration, scrubbed from every answer.
+baseline or verdict. A remote run's URL is a ``path`` (``run``, ``diff``, ``dashboard``) too:
+checked inside a remote root and looked up in the store (:meth:`_Base.entry`, at most every
+REMOTE_RECHECK_S seconds per URL), then loaded by the workers as a local run is. The options
+reaching the store are server configuration, scrubbed from every answer.
 
 The dashboard endpoint answers the commands that ``tv.Dashboard`` answers in a kernel
 (``jupyter_traceview.dashboard.commands.answer``: the payload, a tab's content, a link, the
@@ -40,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from typing import Any, cast
 
 from jupyter_server.auth.decorator import authorized
@@ -47,6 +51,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..dashboard.commands import ALL_COMMANDS
+from ..loading.storage import is_url
 from .baselines import current_baseline, find_baselines, keep_baseline
 from .messages import (
     AnswerHeader,
@@ -69,7 +74,7 @@ from .messages import (
     RunVerdict,
     VerdictState,
 )
-from .remote import RemoteRun, check_inside, find_remote_runs, remote_run, scrubbed
+from .remote import RemoteRun, check_inside, find_remote_runs, remote_entry, remote_run, scrubbed
 from .runs import PathRefused, RunEntry, find_runs, resolve_inside, resolve_run
 from .tasks import CommandResult
 from .worker import Analyzer
@@ -94,14 +99,20 @@ MAX_VERDICTS = 32
 DEFAULT_BASELINE = "main"
 #: Commands of the dashboard's front end: the one list, ``dashboard.commands.ALL_COMMANDS``.
 DASHBOARD_COMMANDS = frozenset(ALL_COMMANDS)
+#: How long a remote run's lookup (its objects and their versions) is used before the store is
+#: asked again (s): a dashboard's commands come many a second, each naming the run.
+REMOTE_RECHECK_S = 10.0
+#: Remote runs' lookups kept (the most recent).
+REMOTE_MEMO = 256
 
 
 class _Base(APIHandler):
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, analyzer: Analyzer, config: Any) -> None:
+    def initialize(self, analyzer: Analyzer, config: Any, remote_roots: list[str] | None = None) -> None:
         self.analyzer = analyzer
         self.tv_config = config
+        self.remote_roots = list(remote_roots or [])
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         # Never a traceback: the reason only.
@@ -136,6 +147,48 @@ class _Base(APIHandler):
     def run(self, rel: str) -> RunEntry:
         """The run at ``rel`` (relative to the root), or PathRefused."""
         return resolve_run(self.root, rel, memo=self.analyzer.sniff_memo)
+
+    async def entry(self, rel: str) -> RunEntry:
+        """The run at ``rel``: relative to the root (:meth:`run`), or the URL of a run under a
+        remote root, looked up in the store off the event loop (kept REMOTE_RECHECK_S seconds);
+        PathRefused otherwise."""
+        if not is_url(rel):
+            return self.run(rel)
+        root, url = check_inside(self.remote_roots, rel)
+        memo = self.analyzer.remote_memo
+        known = memo.get(url)
+        now = time.monotonic()
+        if known is not None and now - known[0] < REMOTE_RECHECK_S:
+            return known[1]
+        options = self.storage_options
+        found = await self.in_thread(url, lambda: remote_entry(remote_run(root, url, options)))
+        memo.pop(url, None)
+        memo[url] = (now, found)
+        while len(memo) > REMOTE_MEMO:
+            memo.pop(next(iter(memo)))
+        return cast(RunEntry, found)
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return dict(self.tv_config.remote_storage_options)
+
+    async def in_thread(self, url: str, work: Any) -> Any:
+        """``work()`` off the event loop, within ``remote_timeout_s``; the store's errors as
+        PathRefused with a message naming ``url`` without secrets."""
+        from ..errors import TraceFormatError
+
+        timeout = self.tv_config.remote_timeout_s
+        try:
+            return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, work), timeout)
+        except asyncio.TimeoutError:  # (TimeoutError itself from Python 3.11)
+            raise PathRefused(504, f"{url}: the store did not answer within {timeout:g} s") from None
+        except PathRefused:
+            raise
+        except TraceFormatError as exc:
+            raise PathRefused(422, scrubbed(str(exc), self.storage_options)) from None
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:  # a client error storage.errors passes on
+            message = scrubbed(f"{url}: cannot be read ({type(exc).__name__})", self.storage_options)
+            raise PathRefused(422, message) from None
 
     @property
     def root(self) -> str:
@@ -233,7 +286,7 @@ class RunHandler(_Base):
     @authorized
     async def get(self) -> None:
         try:
-            entry = self.run(self.query("path"))
+            entry = await self.entry(self.query("path"))
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
@@ -255,8 +308,8 @@ class DiffHandler(_Base):
     @authorized
     async def get(self) -> None:
         try:
-            a = self.run(self.query("a"))
-            b = self.run(self.query("b"))
+            a = await self.entry(self.query("a"))
+            b = await self.entry(self.query("b"))
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
@@ -285,6 +338,8 @@ class BaselineHandler(_Base):
         from ..errors import OptionError, TraceFormatError
 
         try:
+            if is_url(self.query("path")):
+                raise PathRefused(400, "runs in object storage are read-only: a baseline is a local run")
             entry = self.run(self.query("path"))
             roots = self.roots()
             name = self.query("name") or DEFAULT_BASELINE
@@ -317,9 +372,9 @@ class DashboardHandler(_Base):
     async def post(self) -> None:
         try:
             command, msg = self._command()
-            entry = self.run(self.query("path"))
+            entry = await self.entry(self.query("path"))
             baseline_rel = self.query("baseline")
-            entries = (entry, self.run(baseline_rel)) if baseline_rel else (entry,)
+            entries = (entry, await self.entry(baseline_rel)) if baseline_rel else (entry,)
         except PathRefused as exc:
             self.fail(exc.status, exc.message)
             return
@@ -384,34 +439,6 @@ class DashboardHandler(_Base):
         self.finish(set_content_type="application/octet-stream")
 
 
-class _RemoteBase(_Base):
-    def initialize(self, analyzer: Analyzer, config: Any, remote_roots: list[str] | None = None) -> None:
-        super().initialize(analyzer, config)
-        self.remote_roots = list(remote_roots or [])
-
-    @property
-    def storage_options(self) -> dict[str, Any]:
-        return dict(self.tv_config.remote_storage_options)
-
-    async def in_thread(self, url: str, work: Any) -> Any:
-        """``work()`` off the event loop, within ``remote_timeout_s``; the store's errors as
-        PathRefused with a message naming ``url`` without secrets."""
-        from ..errors import TraceFormatError
-
-        timeout = self.tv_config.remote_timeout_s
-        try:
-            return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, work), timeout)
-        except asyncio.TimeoutError:  # (TimeoutError itself from Python 3.11)
-            raise PathRefused(504, f"{url}: the store did not answer within {timeout:g} s") from None
-        except PathRefused:
-            raise
-        except TraceFormatError as exc:
-            raise PathRefused(422, scrubbed(str(exc), self.storage_options)) from None
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:  # a client error storage.errors passes on
-            message = scrubbed(f"{url}: cannot be read ({type(exc).__name__})", self.storage_options)
-            raise PathRefused(422, message) from None
-
-
 def _remote_row(run: RemoteRun) -> RemoteRunRow:
     return RemoteRunRow(
         url=run.url,
@@ -424,7 +451,7 @@ def _remote_row(run: RemoteRun) -> RemoteRunRow:
     )
 
 
-class RemoteRunsHandler(_RemoteBase):
+class RemoteRunsHandler(_Base):
     """GET /traceview/api/remote/runs[?root=<url>]: the runs under the remote roots (or under
     ``root``, a URL inside one of them), newest first; a root that cannot be listed is one of
     ``errors``."""
@@ -462,7 +489,7 @@ class RemoteRunsHandler(_RemoteBase):
         self.finish(json.dumps(RemoteListing(runs=runs, truncated=truncated, errors=failed)))
 
 
-class RemoteRunHandler(_RemoteBase):
+class RemoteRunHandler(_Base):
     """GET /traceview/api/remote/run?url=<url>: one run in object storage (403 outside the
     remote roots, 400 when it is no run, 422 when the store refuses it, 504 on timeout)."""
 

@@ -12,6 +12,11 @@ their names only (reading an object's start would cost a request per file): a fo
 dataset written by ``tv.export`` (a folder holding ``traceview.json``).
 
 Remote runs are read-only: nothing is ever written to the store (no baselines, no notes).
+Opening one (the sidebar's Open) reads it as a local run is read: :func:`remote_run` finds its
+objects (one listing, inside a root), :func:`remote_entry` makes it the :class:`.runs.RunEntry`
+the server's workers load, naming exactly those objects and keyed by their ETags or versions;
+the workers read them with ``tv.load`` (streamed, in blocks) and the server's
+``remote_storage_options``.
 Errors are :class:`.runs.PathRefused` (a refused URL) or the store's :class:`TraceFormatError`
 (naming the URL without secrets), with every configured option's value scrubbed from the
 message (:func:`scrubbed`).
@@ -24,10 +29,18 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..loading.storage import DATASET_METADATA, errors, filesystem, is_url, redacted
-from .runs import NSYS_SUFFIX, SKIP_DIRS, TRACE_SUFFIXES, PathRefused
+from ..loading.storage import DATASET_METADATA, errors, filesystem, is_url, redacted, version_of
+from .runs import NSYS_SUFFIX, SKIP_DIRS, TRACE_SUFFIXES, PathRefused, RunEntry
 
-__all__ = ["RemoteRun", "check_inside", "check_root", "find_remote_runs", "remote_run", "scrubbed"]
+__all__ = [
+    "RemoteRun",
+    "check_inside",
+    "check_root",
+    "find_remote_runs",
+    "remote_entry",
+    "remote_run",
+    "scrubbed",
+]
 
 #: "folder" (trace objects under one prefix), "file" (one trace object), "nsys" or "dataset".
 RemoteKind = Literal["folder", "file", "nsys", "dataset"]
@@ -54,6 +67,9 @@ class RemoteRun:
     size: int
     #: Latest modification time of its objects (seconds since the epoch; 0 when the store gives none).
     mtime: float
+    #: Its trace objects as :func:`remote_run` found them: (URL, size, version: ETag or version id);
+    #: a dataset's is its metadata document. Empty in a listing (:func:`find_remote_runs`).
+    objects: tuple[tuple[str, int, str], ...] = ()
 
 
 def _parts(url: str, what: str) -> tuple[str, list[str]]:
@@ -226,15 +242,48 @@ def remote_run(root: str, url: str, storage_options: dict[str, Any] | None = Non
             )
             if kind is None or name.startswith("."):
                 raise PathRefused(400, f"{shown} is not a trace file or a folder of traces")
-            return RemoteRun(url, root, kind, 1, int(info.get("size") or 0), _mtime(info))
+            size = int(info.get("size") or 0)
+            return RemoteRun(url, root, kind, 1, size, _mtime(info), ((url, size, version_of(info)),))
         entries = fs.ls(path, detail=True)
     files = {str(e["name"]).rstrip("/").rsplit("/", 1)[-1]: e for e in entries if e.get("type") != "directory"}
+
+    def objects(names: list[str]) -> tuple[tuple[str, int, str], ...]:
+        return tuple((f"{url}/{n}", int(files[n].get("size") or 0), version_of(files[n])) for n in names)
+
     if DATASET_METADATA in files:
         meta = files[DATASET_METADATA]
-        return RemoteRun(url, root, "dataset", 1, int(meta.get("size") or 0), _mtime(meta))
-    traces = [e for n, e in files.items() if not n.startswith(".") and n.lower().endswith(TRACE_SUFFIXES)]
-    if not traces:
+        return RemoteRun(url, root, "dataset", 1, int(meta.get("size") or 0), _mtime(meta), objects([DATASET_METADATA]))
+    names = sorted(n for n in files if not n.startswith(".") and n.lower().endswith(TRACE_SUFFIXES))
+    if not names:
         raise PathRefused(400, f"{shown} holds no trace files")
+    traces = [files[n] for n in names]
     return RemoteRun(
-        url, root, "folder", len(traces), sum(int(e.get("size") or 0) for e in traces), max(_mtime(e) for e in traces)
+        url,
+        root,
+        "folder",
+        len(traces),
+        sum(int(e.get("size") or 0) for e in traces),
+        max(_mtime(e) for e in traces),
+        objects(names),
+    )
+
+
+def remote_entry(run: RemoteRun) -> RunEntry:
+    """The :class:`.runs.RunEntry` the server's workers load for ``run`` (found by :func:`remote_run`).
+
+    Its ``path`` is the run's URL; its ``files`` the URLs of exactly the objects found (a
+    dataset: its own URL, which ``tv.load`` reads as a dataset; a dataset is a "folder" run);
+    its ``signature`` their (URL, size, version), so that a changed object is a new run. No
+    load options file is read from the store.
+    """
+    if not run.objects:
+        raise ValueError(f"{run.url}: no objects (a listing's run; look it up with remote_run)")
+    files = (run.url,) if run.kind == "dataset" else tuple(o[0] for o in run.objects)
+    return RunEntry(
+        path=run.url,
+        kind="folder" if run.kind == "dataset" else run.kind,
+        files=files,
+        mtime=run.mtime,
+        size=run.size,
+        signature=run.objects,
     )

@@ -75,18 +75,19 @@ class PathRefused(Exception):
 class RunEntry:
     """One run: a folder of rank traces, or a single trace file."""
 
-    #: Path relative to the server root, with forward slashes.
+    #: Path relative to the server root, with forward slashes (a run in object storage: its URL).
     path: str
     #: "folder" (rank traces), "traceprofile" (a %%traceprofile run), "file" or "nsys".
     kind: RunKind
-    #: Trace files of the run, relative to the root.
+    #: Trace files of the run, relative to the root (a run in object storage: its objects' URLs).
     files: tuple[str, ...]
     #: Latest modification time of its files (seconds since the epoch).
     mtime: float
     #: Total size of its files, bytes.
     size: int
-    #: Identity of the run's content: (file, size, mtime_ns) triples (the load options file included).
-    signature: tuple[tuple[str, int, int], ...] = field(repr=False)
+    #: Identity of the run's content: (file, size, mtime_ns) triples (the load options file
+    #: included); a run in object storage's: (URL, size, ETag or version) (server/remote.py).
+    signature: tuple[tuple[str, int, int | str], ...] = field(repr=False)
     #: tv.load options from the run's load options file, as canonical JSON ("" without one).
     load_options: str = ""
     #: Why the run's load options file was refused ("" when it was read or is absent).

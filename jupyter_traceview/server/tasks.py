@@ -4,7 +4,9 @@ dashboard command.
 The scheduler (:mod:`.worker`, in the server process) submits these functions to its pool.
 A worker reads exactly the files that the path check validated (``RunEntry.files``, each
 checked again to be a regular file inside the root, not a link: :func:`checked_files`),
-with the run's load options (``RunEntry.load_options``), and keeps its last loaded traces
+with the run's load options (``RunEntry.load_options``); a run in object storage, exactly
+the objects that ``remote.remote_run`` found, with the server's ``remote_storage_options``
+(given to each worker process once, at its start: :func:`set_storage_options`). It keeps its last loaded traces
 and dashboards, so that the figures, the dashboard and a diff of one run load it once.
 Progress goes into the scheduler's Manager table (:func:`report`).
 """
@@ -34,6 +36,7 @@ __all__ = [
     "compute_verdict",
     "headline_figures",
     "report",
+    "set_storage_options",
     "verdict_of",
 ]
 
@@ -60,6 +63,17 @@ def _frame_json(df: Any, max_rows: int = MAX_ROWS) -> FrameJson:
 #: Loaded traces of this worker process, by (path, signature, cache, load options), most recent last.
 #: Only worker processes fill it (the server process never loads traces).
 _LOADED: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+
+#: fsspec options for the runs in object storage (the server's ``remote_storage_options``):
+#: set once per worker process by the pool's initializer, never part of a task.
+_STORAGE_OPTIONS: dict[str, Any] = {}
+
+
+def set_storage_options(options: dict[str, Any]) -> None:
+    """Keep the options with which this worker process reads runs in object storage."""
+    _STORAGE_OPTIONS.clear()
+    _STORAGE_OPTIONS.update(options)
 
 
 def report(progress: Any, label: str, value: TaskProgress) -> None:
@@ -97,6 +111,7 @@ def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: s
 
     from ..errors import TraceFormatError
     from ..loading.loader import load
+    from ..loading.storage import is_url
     from ..model.trace import Trace
 
     key = (entry.path, entry.signature, cache, entry.load_options)
@@ -115,17 +130,23 @@ def _load(root: str, entry: RunEntry, cache: str | bool, progress: Any, label: s
         options["pid_map"] = {
             int(k) if re.fullmatch(r"-?[0-9]{1,18}", k) else k: v for k, v in options["pid_map"].items()
         }
-    # Exactly the files the path check validated: never the folder (which could hold more).
-    files = checked_files(root, entry)
+    remote = is_url(entry.path)
+    # Exactly the files (or objects) the path check validated: never the folder (which could hold more).
+    files: list[Any] = list(entry.files) if remote else checked_files(root, entry)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trace = load(files, cache=cache, progress=loading, **options)
+        if remote:
+            # One object (or a dataset's URL) alone: as tv.load(url) reads it.
+            paths = files if len(files) > 1 else files[0]
+            trace = load(paths, cache=cache, progress=loading, storage_options=dict(_STORAGE_OPTIONS), **options)
+        else:
+            trace = load(files, cache=cache, progress=loading, **options)
     if entry.kind in ("folder", "traceprofile"):
         # Named after the run's folder, as tv.load(folder) names it.
         trace = Trace(
             [trace.rank_data(r) for r in trace.ranks],
             classifier=trace.classifier,
-            source=str(Path(root) / entry.path),
+            source=entry.path if remote else str(Path(root) / entry.path),
             skipped_files=trace.skipped_files,
             run_status=trace.run_status,
             _classified=True,

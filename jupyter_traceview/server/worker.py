@@ -38,7 +38,15 @@ from typing import Any, Literal, TypedDict
 
 from .messages import TaskPending, TaskProgress
 from .runs import RunEntry
-from .tasks import TaskResult, compute_command, compute_diff, compute_headline, compute_run_data, compute_verdict
+from .tasks import (
+    TaskResult,
+    compute_command,
+    compute_diff,
+    compute_headline,
+    compute_run_data,
+    compute_verdict,
+    set_storage_options,
+)
 
 __all__ = ["Analyzer", "Task"]
 
@@ -128,13 +136,16 @@ _FUNCTIONS: dict[str, Callable[..., TaskResult]] = {
 }
 
 
-def _worker_init() -> None:
+def _worker_init(storage_options: dict[str, Any] | None = None) -> None:
     """A worker process leads its own process group, so that killing the group kills its parse pool too.
+
+    ``storage_options``: how it reads runs in object storage (:func:`.tasks.set_storage_options`).
 
     Out of the server's group, it no longer gets the signals sent to that group: so that it
     never outlives the server (killed with SIGKILL, say), it asks Linux for a SIGTERM when
     the server exits and then kills its whole group.
     """
+    set_storage_options(storage_options or {})
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     if not sys.platform.startswith("linux"):
@@ -180,10 +191,15 @@ class Analyzer:
     (see the module's docstring).
     """
 
-    def __init__(self, root: Path, *, workers: int = 1, cache: str | bool = True) -> None:
+    def __init__(
+        self, root: Path, *, workers: int = 1, cache: str | bool = True, storage_options: dict[str, Any] | None = None
+    ) -> None:
         self.root_path = root
         self.root = str(root)
         self.cache = cache
+        #: fsspec options of the remote roots: handed to each worker process at its start, and
+        #: scrubbed from every error message.
+        self.storage_options = dict(storage_options or {})
         self._workers = max(1, workers)
         self._pool: ProcessPoolExecutor | None = None
         self._manager: Any = None
@@ -202,6 +218,8 @@ class Analyzer:
         self.restarts = 0
         #: Sniff results of runs.find_runs, kept between listings.
         self.sniff_memo: dict[tuple[str, int, int], bool] = {}
+        #: Runs in object storage looked up lately: URL -> (monotonic time, entry) (handlers.py).
+        self.remote_memo: dict[str, tuple[float, RunEntry]] = {}
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -209,7 +227,12 @@ class Analyzer:
 
             ctx = multiprocessing.get_context("spawn")
             self._ensure_manager()
-            self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=ctx, initializer=_worker_init)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self._workers,
+                mp_context=ctx,
+                initializer=_worker_init,
+                initargs=(self.storage_options,),
+            )
         return self._pool
 
     def _ensure_manager(self) -> None:
@@ -435,7 +458,7 @@ class Analyzer:
             self._recover()
             return
         except Exception as exc:  # noqa: BLE001 - reported to the client as a message
-            error: str | None = _message(exc, self.root)
+            error: str | None = _message(exc, self.root, self.storage_options)
         else:
             error = None
         del self._jobs[key]
@@ -480,13 +503,14 @@ def _kill_group_member(pid: int) -> None:
 _NEAR = re.compile(r",? near (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
 
 
-def _message(exc: BaseException, root: str) -> str:
-    """A one-line message (no traceback, no server paths) for an analysis failure."""
+def _message(exc: BaseException, root: str, storage_options: dict[str, Any] | None = None) -> str:
+    """A one-line message (no traceback, no server paths, no value of ``storage_options``) for an analysis failure."""
     from ..errors import TraceviewError
+    from .remote import scrubbed
 
     text = str(exc) if isinstance(exc, TraceviewError) else f"{type(exc).__name__}: {exc}"
     # Never a quote of the file's content (a reader's "near '...'" snippet).
     text = _NEAR.sub("", text)
     # Paths relative to the server root, as the client knows them; one line, bounded.
-    text = " ".join(text.replace(root.rstrip("/") + "/", "").split())
+    text = " ".join(scrubbed(text, storage_options).replace(root.rstrip("/") + "/", "").split())
     return text[:MAX_MESSAGE] if text else type(exc).__name__

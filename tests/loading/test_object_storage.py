@@ -5,11 +5,6 @@ as one error naming the URL without secrets."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
@@ -31,29 +26,17 @@ pytestmark = pytest.mark.skipif(
 SECRET = "s3cr3t-never-shown"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """A moto S3 server for this module, with the sample uploaded as s3://runs/dlrm/."""
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key=SECRET, region_name="us-east-1"
-    )
-    client.create_bucket(Bucket="runs")
-    for f in sorted(Path(tv.sample_path()).iterdir()):
-        client.upload_file(str(f), "runs", f"dlrm/{f.name}")
-    yield endpoint
-    server.stop()
+    from tests.s3_emulator import client, s3_emulator
+
+    with s3_emulator() as endpoint:
+        s3 = client(endpoint, secret=SECRET)
+        s3.create_bucket(Bucket="runs")
+        for f in sorted(Path(tv.sample_path()).iterdir()):
+            s3.upload_file(str(f), "runs", f"dlrm/{f.name}")
+        yield endpoint
 
 
 @pytest.fixture
@@ -144,34 +127,35 @@ def test_missing_credentials_are_named(s3: str, monkeypatch: pytest.MonkeyPatch,
 
 
 def test_a_denied_bucket_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.s3_emulator import s3_emulator
+
     # A second emulator that checks credentials (moto's IAM auth on): ours are unknown there.
-    port = _free_port()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with s3_emulator(auth=True) as endpoint:
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
         _forget_filesystems()
         with pytest.raises(tv.TraceFormatError) as err:
             tv.load("s3://private/run/")
         assert str(err.value).startswith("s3://private/run/: access denied")
         assert SECRET not in str(err.value)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+
+
+def test_an_unreachable_endpoint_is_named() -> None:
+    from tests.s3_emulator import free_port
+
+    port = free_port()  # nothing listens there
+    options = {
+        "key": "testing",
+        "secret": SECRET,
+        "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}", "region_name": "us-east-1"},
+        "config_kwargs": {"retries": {"max_attempts": 1}},
+    }
+    with pytest.raises(tv.TraceFormatError) as err:
+        tv.load("s3://runs/dlrm/", storage_options=options)
+    assert str(err.value).startswith(f"s3://runs/dlrm/: the store cannot be reached at http://127.0.0.1:{port}")
+    assert "AWS_ENDPOINT_URL" in str(err.value) and SECRET not in str(err.value)
 
 
 def test_the_cli_reads_urls(s3: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
