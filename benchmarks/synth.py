@@ -1,6 +1,6 @@
 """Synthetic multi-rank PyTorch profiler traces at any scale, for benchmarks.
 
-    python benchmarks/synth.py OUT_DIR --ranks 64 --events 1000000 [--seed 0] [--gzip]
+    python benchmarks/synth.py OUT_DIR --ranks 64 --events 1000000 [--seed 0] [--gzip] [--from-one]
 
 Each rank file looks like what ``torch.profiler.tensorboard_trace_handler`` writes for a
 data-parallel transformer training loop: ProfilerStep iterations; a forward pass on the
@@ -317,6 +317,13 @@ def rank_json(rank: int, world: int, ops: list[Op], sch: Schedule, first_step: i
             f'    "ts": {sync_ts + 1:.3f}, "dur": 12.000,\n    "args": {{\n      "External id": {ext}, "cuda_sync_kind": "Stream Sync",\n'
             f'      "stream": {COMPUTE}, "correlation": {corr}, "device": {rank}, "context": 1\n    }}\n  }}'
         )
+    return _prefix(rank, world) + ",\n  ".join(out) + "\n]}\n"
+
+
+def _prefix(rank: int, world: int) -> str:
+    """A rank file up to its first timed event: the header and the metadata events."""
+    pid = 4000 + rank
+    main_tid, grad_tid = pid, pid + 17
     header = {
         "schemaVersion": 1,
         "deviceProperties": [
@@ -346,21 +353,53 @@ def rank_json(rank: int, world: int, ops: list[Op], sch: Schedule, first_step: i
         f'{{"name":"thread_name","ph":"M","ts":0,"pid":{pid},"tid":{grad_tid},"args":{{"name":"thread {grad_tid} (pt_autograd_0)"}}}}',
     ]
     head = json.dumps(header, indent=2)[:-2]
-    return head + ',\n  "traceEvents": [\n  ' + ",\n  ".join(meta + out) + "\n]}\n"
+    return head + ',\n  "traceEvents": [\n  ' + ",\n  ".join(meta) + ",\n  "
 
 
 def events_per_iteration(ops: list[Op]) -> int:
     return 1 + len(ops) * 6 + 2
 
 
-def _write_rank(args: tuple[Path, int, int, list[Op], Schedule, int, bool]) -> int:
-    out_dir, rank, world, ops, sch, first_step, gz = args
-    text = rank_json(rank, world, ops, sch, first_step).encode()
+def _write(out_dir: Path, rank: int, text: bytes, gz: bool) -> int:
     name = f"rank-{rank}.pt.trace.json" + (".gz" if gz else "")
     tmp = out_dir / f".{name}.tmp"
     tmp.write_bytes(gzip.compress(text, 1) if gz else text)
     os.replace(tmp, out_dir / name)
     return len(text)
+
+
+def _write_rank(args: tuple[Path, int, int, list[Op], Schedule, int, bool]) -> int:
+    out_dir, rank, world, ops, sch, first_step, gz = args
+    return _write(out_dir, rank, rank_json(rank, world, ops, sch, first_step).encode(), gz)
+
+
+def derive_rank(body: bytes, rank: int, world: int) -> bytes:
+    """Rank ``rank``'s file made from rank 0's timed events (``body``): the header and the
+    metadata written for ``rank``, and in every event rank 0's process, thread and device ids
+    replaced by ``rank``'s (the same replacements ``rank_json`` would have made). Times,
+    correlation ids and everything else stay rank 0's."""
+    if rank:
+        for old, new in (
+            ('"pid": 4000,', f'"pid": {4000 + rank},'),
+            ('"tid": 4000,', f'"tid": {4000 + rank},'),
+            ('"tid": 4017,', f'"tid": {4017 + rank},'),
+            ('"pid": 0,', f'"pid": {rank},'),
+            ('"device": 0,', f'"device": {rank},'),
+        ):
+            body = body.replace(old.encode(), new.encode())
+    return _prefix(rank, world).encode() + body
+
+
+_BODY: list[bytes] = []  # rank 0's timed events, in a pool worker of ``generate(from_one=True)``
+
+
+def _keep_body(body: bytes) -> None:
+    _BODY[:] = [body]
+
+
+def _write_derived(args: tuple[Path, int, int, bool]) -> int:
+    out_dir, rank, world, gz = args
+    return _write(out_dir, rank, derive_rank(_BODY[0], rank, world), gz)
 
 
 def generate(
@@ -372,11 +411,31 @@ def generate(
     layers: int = 12,
     gz: bool = False,
     workers: int | None = None,
+    from_one: bool = False,
 ) -> int:
-    """Write ``ranks`` rank files of about ``events`` events each; returns total JSON bytes."""
+    """Write ``ranks`` rank files of about ``events`` events each; returns total JSON bytes.
+
+    ``from_one``: compute rank 0 only and derive every other rank from its events
+    (``derive_rank``): all ranks then have rank 0's times (no straggler; each collective ends at
+    the same time everywhere) and the same size, and a large set is written at the speed of the
+    disk (and of gzip) instead of the speed of formatting JSON in Python.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     ops = program(layers)
     iters = max(1, round(events / events_per_iteration(ops)))
+    if from_one:
+        sch0 = schedule(ops, iters, 1, seed)
+        whole = rank_json(0, ranks, ops, sch0, 100).encode()
+        body = whole[len(_prefix(0, ranks).encode()) :]
+        del whole
+        derived = [(out_dir, r, ranks, gz) for r in range(ranks)]
+        if workers == 1 or ranks == 1:
+            _keep_body(body)
+            return sum(_write_derived(j) for j in derived)
+        with ProcessPoolExecutor(
+            max_workers=workers or os.cpu_count(), initializer=_keep_body, initargs=(body,)
+        ) as pool:
+            return sum(pool.map(_write_derived, derived))
     sch = schedule(ops, iters, ranks, seed)
     jobs = [(out_dir, r, ranks, ops, sch.of_rank(r), 100, gz) for r in range(ranks)]
     if workers == 1 or ranks == 1:
@@ -395,9 +454,17 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--gzip", action="store_true")
+    p.add_argument(
+        "--from-one",
+        action="store_true",
+        help="compute rank 0 only and derive the other ranks from it (fast; every rank gets rank 0's times)",
+    )
+    p.add_argument("--workers", type=int, default=None, help="writing processes (default: one per core)")
     a = p.parse_args()
     t = time.perf_counter()
-    size = generate(a.out_dir, a.ranks, a.events, seed=a.seed, layers=a.layers, gz=a.gzip)
+    size = generate(
+        a.out_dir, a.ranks, a.events, seed=a.seed, layers=a.layers, gz=a.gzip, workers=a.workers, from_one=a.from_one
+    )
     print(f"wrote {a.ranks} ranks, {size / 1e6:.0f} MB of JSON to {a.out_dir} in {time.perf_counter() - t:.1f} s")
 
 

@@ -25,6 +25,7 @@ from ..model.classify import Classifier
 from ..model.rank_data import RankData, RankMeta
 from ..model.trace import Trace
 from . import cache as _cache
+from . import heap
 from .dataset import read_rank
 from .ingest import number_unranked, read_file, report_failures, warn_reader_messages, warn_skipped_events, with_rank
 from .readers.files import TraceFile
@@ -78,8 +79,14 @@ def _start_client(client: Any | None) -> _Cluster:
 def _read_on_worker(
     tf: TraceFile, options: Any, cache_dir: str | None, classifier: Classifier
 ) -> list[RankData] | TraceFormatError:
-    """Parse (or read from the cache) one file on a worker; errors come back as values."""
+    """Parse (or read from the cache) one file on a worker; errors come back as values.
 
+    The worker keeps its heap between files as a pool's worker does (:mod:`.heap`): a dask
+    nanny starts its worker with ``MALLOC_TRIM_THRESHOLD_`` set, which makes glibc map and
+    unmap every big block afresh (measured at 64 x 1M on 2 workers: 17.3 million page faults
+    and 65 s of system time of 138 s of CPU, against 0.1 million and 22 s in the pool).
+    """
+    heap.before_task(tf.size)
     try:
         ranks = None
         if cache_dir is not None:

@@ -1,4 +1,5 @@
-"""How a pool worker's heap is kept between tasks (glibc only; elsewhere nothing is done).
+"""How a worker's heap is kept between tasks (glibc only; elsewhere nothing is done): a pool's
+worker (:mod:`.pool`) and a dask worker (:mod:`.dask_engine`) reading rank files.
 
 A worker reads file after file. Reading one allocates and frees its memory many times over
 (each 4 MB piece's decoded events, the columns, the merged tables): by default glibc hands

@@ -81,3 +81,21 @@ def test_owned_local_cluster_closes_with_the_trace(tmp_path: Path) -> None:
 def test_client_is_only_for_dask() -> None:
     with pytest.raises(ValueError, match="client= is for engine='dask'"):
         tv.load(tv.sample_path(), client=object())
+
+
+def test_a_worker_keeps_its_heap_between_files_as_a_pool_worker_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # (A nanny's MALLOC_TRIM_THRESHOLD_ would otherwise have glibc unmap every big block.)
+    from jupyter_traceview.loading import dask_engine, heap
+    from jupyter_traceview.loading.cache_key import ReadOptions
+    from jupyter_traceview.loading.readers.files import TraceFile
+
+    sizes: list[int] = []
+    monkeypatch.setattr(heap, "before_task", sizes.append)
+    path = tmp_path / "rank-0.json"
+    kb.write(path, kb.doc([kb.step(1, 0, 100)], rank=0))
+    tf = TraceFile(path, path.stat().st_size, path.stat().st_mtime_ns, 0)
+    ranks = dask_engine._read_on_worker(tf, ReadOptions("raise", None), None, tv.Classifier())
+    assert isinstance(ranks, list) and len(ranks) == 1
+    assert sizes == [tf.size]
