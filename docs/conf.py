@@ -7,12 +7,14 @@ argparse parser (sphinx-argparse); furo bundles its own assets, so the site read
 
 Before Sphinx reads the sources this file writes what is generated (all gitignored):
 docs/api/*.md, one page per topic group of docs/api_groups.py, and docs/examples/, the
-notebooks of examples/ (stored without outputs; executed here).
+notebooks of examples/ (stored without outputs; executed here, unless the tests have just
+executed them: see ``_examples``).
 """
 
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -149,18 +151,39 @@ def _api_pages() -> None:
     _write_if_changed(DOCS / "api" / "index.md", "\n".join(index))
 
 
-def _examples() -> None:
-    """Copy examples/*.ipynb to docs/examples/ (Sphinx reads sources under docs/ only)."""
+def _same_cells(a: Path, b: Path) -> bool:
+    """Whether two notebooks hold the same cells (types and sources; outputs aside)."""
+    cells = [
+        [(c["cell_type"], "".join(c["source"])) for c in json.loads(p.read_text("utf-8"))["cells"]] for p in (a, b)
+    ]
+    return cells[0] == cells[1]
+
+
+def _examples() -> list[str]:
+    """Copy examples/*.ipynb to docs/examples/ (Sphinx reads sources under docs/ only).
+
+    Where ``TRACEVIEW_EXECUTED_EXAMPLES`` names a folder holding a notebook as
+    tests/test_examples.py executed it (and checked it) with the same cells, that copy, with
+    its outputs, is shown instead of executing the notebook again (scripts/test.sh runs the
+    tests before the site); returns those notebooks' names, for ``nb_execution_excludepatterns``.
+    """
     target = DOCS / "examples"
     target.mkdir(exist_ok=True)
     wanted = {p.name: p for p in sorted((ROOT / "examples").glob("*.ipynb"))}
     for stale in target.glob("*.ipynb"):
         if stale.name not in wanted:
             stale.unlink()
+    executed = os.environ.get("TRACEVIEW_EXECUTED_EXAMPLES")
+    reused = []
     for name, source in wanted.items():
+        ran = Path(executed) / name if executed else None
+        if ran is not None and ran.is_file() and _same_cells(source, ran):
+            source = ran
+            reused.append(f"examples/{name}")
         copy = target / name
         if not copy.exists() or not filecmp.cmp(source, copy, shallow=False):
             shutil.copyfile(source, copy)
+    return reused
 
 
 #: A column of a Returns section: ``name : type`` (or ``a, b : type``), nested in its description.
@@ -196,6 +219,7 @@ def setup(app: object) -> None:
 
 
 _api_pages()
-_examples()
+# Notebooks the tests have just executed are shown as they ran there; the others execute here.
+nb_execution_excludepatterns = _examples()
 # The notebooks' kernels import the checkout's package too.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))

@@ -105,6 +105,10 @@ section "mypy (run beside the front end's checks)"
 await mypy
 
 section "pytest"
+# The example notebooks, as tests/test_examples.py executes and checks them, are kept for the
+# documentation site (docs/conf.py shows them rather than executing them a second time).
+export TRACEVIEW_EXECUTED_EXAMPLES="$beside_dir/executed-examples"
+mkdir -p "$TRACEVIEW_EXECUTED_EXAMPLES"
 # In parallel, one worker per core (pytest-xdist; TRACEVIEW_TEST_JOBS=0 runs them in this process);
 # the 25 slowest tests are listed at the end (the candidates when CI takes too long).
 python -m pytest -n "${TRACEVIEW_TEST_JOBS:-auto}" --durations=25 "$@"

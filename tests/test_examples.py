@@ -2,7 +2,9 @@
 
 Each notebook is executed headless with nbclient in a fresh kernel, in a temporary folder (they
 write run folders and reports), with the checkout's package and a private cache folder. The
-site (docs/, `bash scripts/docs.sh`) executes them again to show their outputs.
+site (docs/, `bash scripts/docs.sh`) shows their outputs: where ``TRACEVIEW_EXECUTED_EXAMPLES``
+names a folder (scripts/test.sh sets it), each notebook that ran here and passed is written
+there with its outputs, and the site shows that copy instead of executing the notebook again.
 """
 
 from __future__ import annotations
@@ -60,3 +62,6 @@ def test_runs_top_to_bottom(path: Path, tmp_path: Path, cache_home: Path, monkey
                 # Only the package's own warnings, meant for the reader (with the line echoed).
                 rest = TRACEVIEW_WARNING.sub("", out.text).strip()
                 assert not rest, f"{path.name}: {cell.source}\n{out.text}"
+    executed = os.environ.get("TRACEVIEW_EXECUTED_EXAMPLES")
+    if executed:  # for the site (docs/conf.py), once every check above has passed
+        nbformat.write(nb, Path(executed) / path.name)

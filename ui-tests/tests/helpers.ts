@@ -19,11 +19,33 @@ export async function newNotebook(page: IJupyterLabPageFixture, name: string): P
   cells = 0;
 }
 
-/** Append a code cell with `source` (not run yet); returns its index. */
+/**
+ * Append a code cell with `source` (not run yet); returns its index.
+ *
+ * The source goes into the notebook's model, as pasting it would: Galata's `setCell` types it
+ * key by key into CodeMirror, which took up to a minute of the CPU for a long cell (the trace
+ * builder of diagnosis.spec.ts) and re-indents what it types. No test here is about typing.
+ */
 export async function addCell(page: IJupyterLabPageFixture, source: string): Promise<number> {
   const index = cells;
-  if (index === 0) await page.notebook.setCell(0, "code", source);
-  else await page.notebook.addCell("code", source);
+  const added = await page.evaluate(
+    ([at, text]) => {
+      // The notebook panel in front (Galata's handle on the application, as its own helpers use).
+      const galata = (window as unknown as { galata: { app: { shell: { currentWidget: any } } } }).galata;
+      const notebook = galata.app.shell.currentWidget?.content;
+      const shared = notebook?.model?.sharedModel;
+      if (!shared) return false;
+      // A new notebook has one empty code cell: the first source goes there.
+      if (at < shared.cells.length) shared.cells[at].setSource(text);
+      else shared.insertCell(at, { cell_type: "code", source: text });
+      notebook.activeCellIndex = at;
+      return true;
+    },
+    [index, source] as const,
+  );
+  if (!added) throw new Error(`addCell: no notebook is open to add cell ${index} to`);
+  // Selected by a click, as after typing: the keys that run it go to the notebook.
+  if (!(await page.notebook.selectCells(index))) throw new Error(`addCell: cell ${index} not found`);
   cells += 1;
   return index;
 }
