@@ -16,7 +16,7 @@ import dataclasses
 import os
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -181,6 +181,17 @@ class DaskTrace(Trace):
         }
         results = client.gather(list(futures.values()))
         return dict(zip(futures, results, strict=True))
+
+    def keep_ranks(self, fn: Callable[..., Any], /, per_rank: Mapping[int, tuple[Any, ...]]) -> dict[int, Any]:
+        client = self.client
+        return {
+            r: client.submit(_apply, self._futures[r], fn, self._classifier, self._source, self._window, args, {}, pure=False)
+            for r, args in per_rank.items()
+        }
+
+    def gather_ranks(self, kept: Mapping[int, Any]) -> dict[int, Any]:
+        values = self.client.gather(list(kept.values()))
+        return dict(zip(kept, values, strict=True))
 
     def keep_on_workers(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> dict[int, Any]:
         """``fn(rank_data, *args, **kwargs)`` on the worker holding each rank, the results left there.

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import loops
 
-__all__ = ["longest_times", "replay_python"]
+__all__ = ["Prepared", "longest_times", "replay_python"]
 
 _MIN = np.iinfo(np.int64).min
 
@@ -74,6 +74,31 @@ def replay_python(
     return done
 
 
+class Prepared:
+    """A graph ready to replay many times (its edges by destination and by source)."""
+
+    def __init__(self, t: np.ndarray, dst: np.ndarray, src: np.ndarray, w: np.ndarray) -> None:
+        n = len(t)
+        self.t = t
+        self.arrays = _csr(dst, src, w, n)
+        self.has_in = np.bincount(dst, minlength=n) > 0
+
+    def run(self, lower: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, bool]:
+        """Every node's replayed time, and whether the graph is acyclic (if not, the nodes a
+        cycle holds, and those after them, are left at ``_MIN``): a node without an incoming
+        edge keeps its time ``t``; ``lower = (nodes, values)``: these nodes start from
+        ``values`` instead (the latest of it and their incoming edges)."""
+        n = len(self.t)
+        base = np.full(n, _MIN, dtype=np.int64)
+        base[~self.has_in] = self.t[~self.has_in]
+        if lower is not None:
+            base[lower[0]] = lower[1]
+        out = np.empty(n, dtype=np.int64)
+        native = getattr(loops.native, "replay", None) if loops.native is not None else None
+        done = int(native(*self.arrays, base, out)) if native is not None else replay_python(*self.arrays, base, out)
+        return out, done == n
+
+
 def longest_times(
     t: np.ndarray,
     dst: np.ndarray,
@@ -87,14 +112,8 @@ def longest_times(
     keep = np.ones(len(dst), dtype=bool)
     out = np.empty(n, dtype=np.int64)
     for attempt in range(3):
-        d, s, ww = dst[keep], src[keep], w[keep]
-        base = np.full(n, _MIN, dtype=np.int64)
-        has_in = np.bincount(d, minlength=n) > 0
-        base[~has_in] = t[~has_in]
-        arrays = _csr(d, s, ww, n)
-        native = getattr(loops.native, "replay", None) if loops.native is not None else None
-        done = int(native(*arrays, base, out)) if native is not None else replay_python(*arrays, base, out)
-        if done == n:
+        out, acyclic = Prepared(t, dst[keep], src[keep], w[keep]).run()
+        if acyclic:
             return out
         stuck = out == _MIN
         among = keep & stuck[dst] & stuck[src]
