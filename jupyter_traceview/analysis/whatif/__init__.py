@@ -115,8 +115,7 @@ def _spread_steps(
                 memo[key] = sp.step_times(key)
     except Cyclic:
         return None
-    measured = trace._cached("whatif_spread_measured", sp.measured)
-    return sp.steps, measured, memo[()], memo[changes]
+    return sp.steps, sp.measured, memo[()], memo[changes]
 
 
 def step_times(m: Model, t: np.ndarray) -> np.ndarray:

@@ -52,6 +52,10 @@ __all__ = ["Spread"]
 _MIN = np.iinfo(np.int64).min
 
 
+#: Rounds whose next releases are solved here from how each ready time derived (then Jacobi's).
+_GUIDED = 8
+
+
 class Cyclic(Exception):
     """The graph has a cycle: the distributed replay gives way to the in-process one."""
 
@@ -115,9 +119,9 @@ def _share(
     return Share(m, step_times(m, m.t))
 
 
-def _rows_of(one: Trace, share: Share) -> pd.DataFrame:
-    """The rank's step rows (``rank``, ``step``, ``event``)."""
-    return share.model.steps
+def _rows_of(one: Trace, share: Share) -> tuple[pd.DataFrame, np.ndarray]:
+    """The rank's step rows (``rank``, ``step``, ``event``) and their recorded durations."""
+    return share.model.steps, share.measured
 
 
 def _edit(one: Trace, share: Share, changes: tuple[Change, ...]) -> Edited:
@@ -141,21 +145,24 @@ def _edit(one: Trace, share: Share, changes: tuple[Change, ...]) -> Edited:
     return Edited(share, graph, n, arrival_nodes, own_src, own_w, depth[arrival_nodes])
 
 
-def _depths(one: Trace, ed: Edited) -> np.ndarray | None:
-    return ed.depth if ed.graph is not None else None
+def _round(one: Trace, ed: Edited, release: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """The rank's share replayed with ``release``: per instance its ready time, the instance
+    (the rank's index) whose arrival that time derives from (-1: none) and how long after
+    that arrival; its steps' durations; its arrival nodes' depths. None: the share has a cycle."""
+    if ed.graph is None:
+        return None
+    k = len(ed.arrival_nodes)
+    origin = np.full(ed.n_nodes, -1, dtype=np.int64)
+    origin[ed.arrival_nodes] = np.arange(k, dtype=np.int64)
+    t, _ = ed.graph.run((ed.arrival_nodes, release), origin)
+    has = ed.own_src >= 0
+    src = np.maximum(ed.own_src, 0)
+    ready = np.where(has, t[src] + ed.own_w, _MIN)
+    came = np.where(has, origin[src], -1)
+    after = np.where(came >= 0, ready - t[ed.arrival_nodes[np.maximum(came, 0)]], 0) if k else np.zeros(0, np.int64)
+    from . import step_times
 
-
-def _round(one: Trace, ed: Edited, release: np.ndarray, last: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The rank's ready time per instance given ``release``, and (``last``) its steps' durations."""
-    assert ed.graph is not None  # _depths said so
-    t, _ = ed.graph.run((ed.arrival_nodes, release))
-    ready = np.where(ed.own_src >= 0, t[np.maximum(ed.own_src, 0)] + ed.own_w, _MIN)
-    steps = None
-    if last:
-        from . import step_times
-
-        steps = step_times(ed.share.model, t)
-    return ready, steps
+    return ready, came, after, step_times(ed.share.model, t), ed.depth
 
 
 # ---------------------------------------------------------------------- the driver
@@ -185,7 +192,8 @@ class Spread:
         self.shares = trace.keep_ranks(_share, {r: (parts[r], self.rows[r], straggler) for r in self.ranks})
         del parts
         steps = trace.gather_ranks(trace.keep_ranks(_rows_of, {r: (self.shares[r],) for r in self.ranks}))
-        self.steps = pd.concat([steps[r] for r in self.ranks], ignore_index=True)
+        self.steps = pd.concat([steps[r][0] for r in self.ranks], ignore_index=True)
+        self.measured = np.concatenate([steps[r][1] for r in self.ranks]) if self.ranks else np.zeros(0, np.int64)
         # The releases of the replay without a change (recorded, until that replay is done).
         self.base_release = self._releases(inst["start_ns"].to_numpy())
         self.rounds: dict[tuple[Change, ...], int] = {}
@@ -210,35 +218,54 @@ class Spread:
         ranks = self.inst["rank"].to_numpy()
         return {r: values[ranks == r] for r in self.ranks}
 
-    def measured(self) -> np.ndarray:
-        t = self.trace
-        got = t.gather_ranks(t.keep_ranks(_measured, {r: (self.shares[r],) for r in self.ranks}))
-        return np.concatenate([got[r] for r in self.ranks])
-
     def step_times(self, changes: tuple[Change, ...]) -> np.ndarray:
         """Each step's replayed duration with ``changes`` (rows of :attr:`steps`).
 
         Raises :class:`Cyclic` where the graph has a cycle."""
         t = self.trace
         edited = t.keep_ranks(_edit, {r: (self.shares[r], changes) for r in self.ranks})
-        depths = t.gather_ranks(t.keep_ranks(_depths, {r: (edited[r],) for r in self.ranks}))
-        if any(d is None for d in depths.values()):
-            raise Cyclic
-        if not self._ordered(depths):
-            raise Cyclic
         release = self.base_release
-        for k in range(len(self.arrival) + 2):
+        for k in range(_GUIDED + len(self.arrival) + 2):
             parts = self._split(release)
-            got = t.gather_ranks(t.keep_ranks(_round, {r: (edited[r], parts[r], True) for r in self.ranks}))
-            ready = np.concatenate([got[r][0] for r in self.ranks]) if self.ranks else np.zeros(0, np.int64)
+            got = t.gather_ranks(t.keep_ranks(_round, {r: (edited[r], parts[r]) for r in self.ranks}))
+            if k == 0 and (any(g is None for g in got.values()) or not self._ordered({r: got[r][4] for r in got})):
+                raise Cyclic
+            ready, came, after = (
+                np.concatenate([got[r][i] for r in self.ranks]) if self.ranks else np.zeros(0, np.int64)
+                for i in range(3)
+            )
             new = self._releases(ready)
             if np.array_equal(new, release):
                 self.rounds[changes] = k + 1
                 if not changes:
                     self.base_release = release
-                return np.concatenate([got[r][1] for r in self.ranks])
-            release = new
+                return np.concatenate([got[r][3] for r in self.ranks])
+            guided = self._guess(ready, came, after) if k < _GUIDED else None
+            release = new if guided is None else guided
         raise Cyclic  # not reached for an acyclic graph (see the module docstring)
+
+    def _guess(self, ready: np.ndarray, came: np.ndarray, after: np.ndarray) -> np.ndarray | None:
+        """The releases if every ready time keeps deriving from the arrival it derived from
+        in the last round (the same time after it), or keeps its time where it derived from
+        none: the longest paths of that small graph, solved here (None if it is cyclic)."""
+        inst = self.inst
+        kc = inst["key_code"].to_numpy()
+        n_keys, n_part = len(self.arrival), len(inst)
+        # ``came`` is the rank's own index of the instance: its row among the rank's rows.
+        first = np.r_[0, np.cumsum([len(self.rows[r]) for r in self.ranks])][:-1]
+        row_first = np.repeat(first, [len(self.rows[r]) for r in self.ranks])
+        src_key = np.where(came >= 0, kc[row_first + np.maximum(came, 0)], -1)
+        part = n_keys + np.arange(n_part, dtype=np.int64)
+        live = ready != _MIN
+        dep = live & (src_key >= 0)
+        dst = np.concatenate([part[dep], kc[live]])
+        src = np.concatenate([src_key[dep], part[live]])
+        w = np.concatenate([after[dep], np.zeros(int(live.sum()), np.int64)])
+        tt = np.concatenate([self.arrival, np.where(live, ready, _MIN)])
+        values, acyclic = Prepared(tt, dst, src, w).run()
+        if not acyclic:
+            return None
+        return self._releases(np.where(live, values[part], _MIN))
 
     def _ordered(self, depths: dict[int, np.ndarray]) -> bool:
         """Whether one order of the instances agrees with every rank's order of its arrival
@@ -267,7 +294,3 @@ class Spread:
         s, d = np.concatenate(src), np.concatenate(dst)
         _, acyclic = Prepared(np.zeros(nodes, np.int64), d, s, np.zeros(len(s), np.int64)).run()
         return acyclic
-
-
-def _measured(one: Trace, share: Share) -> np.ndarray:
-    return share.measured
