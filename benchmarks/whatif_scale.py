@@ -87,9 +87,13 @@ def main() -> None:
         print(f"  median saving {rows['saving_ns'].median() / 1e6:.3f} ms/step; peak RSS +{peak:.0f} MB", flush=True)
         spread = trace._cache.get("whatif_spread")
         if spread is not None:
-            print(f"  distributed replay: {len(spread.arrival)} collective instances; rounds per change: "
-                  + ", ".join(f"{' + '.join(type(c).__name__ for c in k) or 'none'} {n}" for k, n in spread.rounds.items()),
-                  flush=True)
+            print(
+                f"  distributed replay: {len(spread.arrival)} collective instances; rounds per change: "
+                + ", ".join(
+                    f"{' + '.join(type(c).__name__ for c in k) or 'none'} {n}" for k, n in spread.rounds.items()
+                ),
+                flush=True,
+            )
         else:
             print("  in-process replay (the graph gathered here)", flush=True)
     finally:

@@ -185,7 +185,9 @@ class DaskTrace(Trace):
     def keep_ranks(self, fn: Callable[..., Any], /, per_rank: Mapping[int, tuple[Any, ...]]) -> dict[int, Any]:
         client = self.client
         return {
-            r: client.submit(_apply, self._futures[r], fn, self._classifier, self._source, self._window, args, {}, pure=False)
+            r: client.submit(
+                _apply, self._futures[r], fn, self._classifier, self._source, self._window, args, {}, pure=False
+            )
             for r, args in per_rank.items()
         }
 

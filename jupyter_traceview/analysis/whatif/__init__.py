@@ -106,7 +106,7 @@ def _spread_steps(
     sp = trace._cached("whatif_spread", lambda: Spread(trace))
     if not sp.ranks:
         return None
-    memo = trace._cached("whatif_spread_steps", dict)
+    memo: dict[tuple[Change, ...], np.ndarray] = trace._cached("whatif_spread_steps", dict)
     try:
         for key in ((), changes):
             if key not in memo:

@@ -166,7 +166,7 @@ def build_model(trace: Trace) -> Model | None:
     None when no rank has an event to replay. Each rank's share is built by
     :func:`_rank_part` (on the workers with ``engine="dask"``), then joined here."""
     built = trace.map_ranks(_rank_part)
-    parts = [(r, built[r]) for r in trace.ranks if built[r] is not None]
+    parts: list[tuple[int, dict[str, Any]]] = [(r, p) for r in trace.ranks if (p := built[r]) is not None]
     if not parts:
         return None
     coll = None
@@ -176,7 +176,7 @@ def build_model(trace: Trace) -> Model | None:
         starts = {r: p["t"][0::2] for r, p in parts}
         inst = match_collectives({r: every[r] for r, _ in parts}, local, starts)
         if len(inst):
-            off = np.cumsum([0] + [len(p["ev_eid"]) for _, p in parts])
+            off: np.ndarray = np.cumsum(np.array([0] + [len(p["ev_eid"]) for _, p in parts], dtype=np.int64))
             at = pd.Series(off[:-1], index=[r for r, _ in parts])
             gi = inst["local"].to_numpy() + at.reindex(inst["rank"].to_numpy()).to_numpy()
             kc = inst["key_code"].to_numpy()
@@ -186,9 +186,7 @@ def build_model(trace: Trace) -> Model | None:
     return assemble(parts, coll)
 
 
-def assemble(
-    parts: list[tuple[int, dict[str, Any]]], coll: tuple[np.ndarray, np.ndarray, np.ndarray] | None
-) -> Model:
+def assemble(parts: list[tuple[int, dict[str, Any]]], coll: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> Model:
     """The model of the ranks' shares (:func:`_rank_part`, in rank order) joined, with one
     arrival node per collective instance of ``coll``: ``(event, instance, arrival)``, the
     participants' kernels (index over the joined events), their instance (from 0) and each
@@ -348,9 +346,7 @@ def match_collectives(
     )
     inst = inst.assign(local=loc).loc[loc >= 0]
     grp = inst.groupby("key")
-    ok = (grp["start_ns"].transform("max") <= grp["end_ns"].transform("min")) & (
-        grp["local"].transform("size") >= 2
-    )
+    ok = (grp["start_ns"].transform("max") <= grp["end_ns"].transform("min")) & (grp["local"].transform("size") >= 2)
     inst = inst.loc[ok]
     if not len(inst):
         return none

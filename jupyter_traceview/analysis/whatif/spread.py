@@ -97,9 +97,7 @@ def _kernels(one: Trace, part: dict[str, Any] | None) -> tuple[pd.DataFrame, pd.
     return k, local, starts
 
 
-def _share(
-    one: Trace, part: dict[str, Any], rows: pd.DataFrame, straggler: int | None
-) -> Share:
+def _share(one: Trace, part: dict[str, Any], rows: pd.DataFrame, straggler: int | None) -> Share:
     """The rank's share: its graph with its instances' arrival nodes (``rows``: by instance,
     ``local`` kernel, ``arrival`` recorded, ``lateness_ns`` of the rank)."""
     (rank,) = one.ranks
