@@ -173,7 +173,7 @@ def build_model(trace: Trace) -> Model | None:
     if len(parts) >= 2:
         every = trace.map_ranks(rank_collective_kernels)
         local = {r: pd.Series(np.arange(len(p["ev_eid"]), dtype=np.int64), index=p["ev_eid"]) for r, p in parts}
-        starts = {r: p["t"][0::2] for r, p in parts}
+        starts = {r: pd.Series(p["t"][0::2]) for r, p in parts}
         inst = match_collectives({r: every[r] for r, _ in parts}, local, starts)
         if len(inst):
             off: np.ndarray = np.cumsum(np.array([0] + [len(p["ev_eid"]) for _, p in parts], dtype=np.int64))
@@ -319,13 +319,13 @@ def _rank_steps(one: Trace, rank: int, ev: pd.DataFrame, g: Graph) -> pd.DataFra
 
 
 def match_collectives(
-    kernels: dict[int, pd.DataFrame], local: dict[int, pd.Series], starts: dict[int, np.ndarray]
+    kernels: dict[int, pd.DataFrame], local: dict[int, pd.Series], starts: dict[int, pd.Series]
 ) -> pd.DataFrame:
     """The collective instances the replay ties the ranks with, one row per (instance, rank).
 
     ``kernels``: per rank, :func:`~..model.collectives.rank_collective_kernels`; ``local``:
     per rank, graph event eid -> its index in the rank's graph (the kernels not in it are
-    left out); ``starts``: per rank and graph event, its recorded start. Instances with one
+    left out); ``starts``: per rank, graph index -> its recorded start. Instances with one
     kernel per rank, on at least two ranks, consistent (no rank starts after another has
     ended, as the critical path). Columns ``rank``, ``local`` (the kernel's index in its
     rank's graph), ``key_code`` (the instance: codes in the order of the sorted keys) and
@@ -337,13 +337,11 @@ def match_collectives(
     if not len(inst):
         return none
     inst = inst.loc[inst["kernels"] == 1]
-    loc = np.array(
-        [
-            int(local[int(r)].get(int(e), -1))
-            for r, e in zip(inst["rank"].to_numpy(), inst["start_eid"].to_numpy(), strict=True)
-        ],
-        dtype=np.int64,
-    )
+    loc = np.full(len(inst), -1, dtype=np.int64)
+    start_eid = inst["start_eid"].to_numpy()
+    for r, at in inst.groupby("rank", sort=False).indices.items():
+        found = local[int(r)].reindex(start_eid[at]).to_numpy()
+        loc[at] = np.where(np.isnan(found), -1, np.nan_to_num(found, nan=-1)).astype(np.int64)
     inst = inst.assign(local=loc).loc[loc >= 0]
     grp = inst.groupby("key")
     ok = (grp["start_ns"].transform("max") <= grp["end_ns"].transform("min")) & (grp["local"].transform("size") >= 2)
@@ -353,7 +351,9 @@ def match_collectives(
     _, key_code = np.unique(np.asarray(as_text(inst["key"].to_numpy()), dtype=object), return_inverse=True)
     rank = inst["rank"].to_numpy().astype(np.int64)
     li = inst["local"].to_numpy()
-    start = np.array([int(starts[int(r)][i]) for r, i in zip(rank, li, strict=True)], dtype=np.int64)
+    start = np.zeros(len(inst), dtype=np.int64)
+    for r, at in inst.groupby("rank", sort=False).indices.items():
+        start[at] = starts[int(r)].reindex(li[at]).to_numpy()
     return pd.DataFrame({"rank": rank, "local": li, "key_code": key_code.astype(np.int64), "start_ns": start})
 
 
