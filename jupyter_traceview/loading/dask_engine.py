@@ -117,6 +117,18 @@ def _apply(
     return fn(trace, *args, **kwargs)
 
 
+def _apply_to(
+    data: RankData,
+    args: tuple[Any, ...],
+    *,
+    fn: Callable[..., Any],
+    classifier: Classifier,
+    source: str | None,
+    window: tuple[int, int] | None,
+) -> Any:
+    return _apply(data, fn, classifier, source, window, args, {})
+
+
 def _transform(data: RankData, transform: Callable[..., RankData], kwargs: dict[str, Any]) -> RankData:
     return transform(data, **kwargs)
 
@@ -183,13 +195,19 @@ class DaskTrace(Trace):
         return dict(zip(futures, results, strict=True))
 
     def keep_ranks(self, fn: Callable[..., Any], /, per_rank: Mapping[int, tuple[Any, ...]]) -> dict[int, Any]:
-        client = self.client
-        return {
-            r: client.submit(
-                _apply, self._futures[r], fn, self._classifier, self._source, self._window, args, {}, pure=False
-            )
-            for r, args in per_rank.items()
-        }
+        # One client.map for all ranks (one message to the scheduler, not one per rank).
+        ranks = list(per_rank)
+        futures = self.client.map(
+            _apply_to,
+            [self._futures[r] for r in ranks],
+            [per_rank[r] for r in ranks],
+            fn=fn,
+            classifier=self._classifier,
+            source=self._source,
+            window=self._window,
+            pure=False,
+        )
+        return dict(zip(ranks, futures, strict=True))
 
     def gather_ranks(self, kept: Mapping[int, Any]) -> dict[int, Any]:
         values = self.client.gather(list(kept.values()))
