@@ -12,9 +12,12 @@ thread each; ``cache=False``), then times, in the notebook process:
 * a second ``tv.what_if(trace, other_change)``: one more change's replay on the built graph
   (what each further question, or each fired finding rule, costs).
 
-Prints wall and CPU time of this process, and its peak RSS. Issue 33's target is <= 30 s
-for one change on 64 ranks x 1M events; see benchmarks/README.md for the sizes measured
-here and the extrapolation.
+Prints wall and CPU time of this process and its peak RSS, the workers' CPU time (all
+of them together) and their peak RSS (the largest), and the distributed replay's rounds
+per change (``whatif/spread.py``). ``--in-process-replay`` replays as before it: every
+rank's graph gathered into this process (the baseline). Issue 33's target is <= 30 s for
+one change on 64 ranks x 1M events; see benchmarks/README.md for the sizes measured here
+and the extrapolation.
 """
 
 from __future__ import annotations
