@@ -34,7 +34,7 @@ from ...model.trace import Trace
 from .._memo import rank_memo
 from ..critical_path.graph import COLLECTIVE, EDGE_NAMES, SPAN, Graph, build_graph
 
-__all__ = ["Model", "assemble", "build_model", "match_collectives"]
+__all__ = ["Model", "assemble", "build_model", "match_collectives", "rank_part"]
 
 _STEP_PREFIX = "ProfilerStep#"
 
@@ -99,7 +99,7 @@ def _floors(code: np.ndarray, gap: np.ndarray, binding: np.ndarray) -> np.ndarra
     return out
 
 
-def _rank_part(one: Trace) -> dict[str, Any] | None:
+def rank_part(one: Trace) -> dict[str, Any] | None:
     """A one-rank trace's share of the model, indices local to the rank (events from 0,
     threads and lanes from 0): a ``map_ranks`` function, so that with ``engine="dask"`` the
     graph is built where the rank lives and only these arrays come back. None when the rank
@@ -164,8 +164,8 @@ def _shifted(x: np.ndarray, off: int) -> np.ndarray:
 def build_model(trace: Trace) -> Model | None:
     """The replay graph of every rank of ``trace`` (ranks without any event are left out);
     None when no rank has an event to replay. Each rank's share is built by
-    :func:`_rank_part` (on the workers with ``engine="dask"``), then joined here."""
-    built = trace.map_ranks(_rank_part)
+    :func:`rank_part` (on the workers with ``engine="dask"``), then joined here."""
+    built = trace.map_ranks(rank_part)
     parts: list[tuple[int, dict[str, Any]]] = [(r, p) for r in trace.ranks if (p := built[r]) is not None]
     if not parts:
         return None
@@ -187,7 +187,7 @@ def build_model(trace: Trace) -> Model | None:
 
 
 def assemble(parts: list[tuple[int, dict[str, Any]]], coll: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> Model:
-    """The model of the ranks' shares (:func:`_rank_part`, in rank order) joined, with one
+    """The model of the ranks' shares (:func:`rank_part`, in rank order) joined, with one
     arrival node per collective instance of ``coll``: ``(event, instance, arrival)``, the
     participants' kernels (index over the joined events), their instance (from 0) and each
     instance's arrival (its participants' latest recorded start)."""

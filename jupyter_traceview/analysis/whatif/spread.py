@@ -44,7 +44,7 @@ from ...model.collectives import rank_collective_kernels
 from ...model.trace import Trace
 from .apply import Edit, apply_change, lateness, straggler_of
 from .changes import Change
-from .model import Model, _rank_part, assemble, match_collectives
+from .model import Model, assemble, match_collectives, rank_part
 from .replay import Prepared
 
 __all__ = ["Spread"]
@@ -80,10 +80,6 @@ class Edited:
     own_src: np.ndarray  # per arrival node: the rank's kernel start feeding it (-1: edge dropped)
     own_w: np.ndarray
     depth: np.ndarray  # per arrival node: its depth in the share (edges on the longest path to it)
-
-
-def _part(one: Trace) -> dict[str, Any] | None:
-    return _rank_part(one)
 
 
 def _kernels(one: Trace, part: dict[str, Any] | None) -> tuple[pd.DataFrame, pd.Series, pd.Series] | None:
@@ -169,7 +165,7 @@ class Spread:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        parts = trace.keep_ranks(_part, {r: () for r in trace.ranks})
+        parts = trace.keep_ranks(rank_part, {r: () for r in trace.ranks})
         got = trace.gather_ranks(trace.keep_ranks(_kernels, {r: (parts[r],) for r in trace.ranks}))
         self.ranks = [r for r in trace.ranks if got[r] is not None]
         inst = pd.DataFrame({"rank": [], "local": [], "key_code": [], "start_ns": []}, dtype=np.int64)
