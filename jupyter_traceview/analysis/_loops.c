@@ -533,29 +533,36 @@ PyDoc_STRVAR(replay_doc,
              "whatif/replay.py: the longest-path times of a graph in topological order (Kahn). Node v's\n"
              "incoming edges are in_src/in_w[in_ptr[v]:in_ptr[v+1]], its outgoing ones out_dst[out_ptr[v]:\n"
              "out_ptr[v+1]]; out[v] = max(base[v], max(out[u] + w)). Returns how many nodes were reached\n"
-             "(fewer than all: a cycle; those left keep out = INT64_MIN).");
+             "(fewer than all: a cycle; those left keep out = INT64_MIN). With origin (optional, int64,\n"
+             "written): on entry origin[v] >= 0 marks v as an origin; on return origin[v] is the origin\n"
+             "whose time v's derives from along the edges that set it (the first of equals), -1 where\n"
+             "it derives from a base time only (v marked: v itself).");
 
 static PyObject *loops_replay(PyObject *self, PyObject *args) {
-    PyObject *o[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO:replay", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6])) return NULL;
-    static const char *what[7] = {"in_ptr", "in_src", "in_w", "out_ptr", "out_dst", "base", "out"};
-    Py_buffer v[7];
-    for (int i = 0; i < 7; i++) {
-        if (get_i64(o[i], &v[i], i == 6, what[i]) < 0) {
+    PyObject *o[8] = {NULL};
+    if (!PyArg_ParseTuple(args, "OOOOOOO|O:replay", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7]))
+        return NULL;
+    static const char *what[8] = {"in_ptr", "in_src", "in_w", "out_ptr", "out_dst", "base", "out", "origin"};
+    Py_buffer v[8];
+    int nv = o[7] != NULL && o[7] != Py_None ? 8 : 7;
+    for (int i = 0; i < nv; i++) {
+        if (get_i64(o[i], &v[i], i >= 6, what[i]) < 0) {
             release(v, i);
             return NULL;
         }
     }
     Py_ssize_t n = LEN(v[5]);
     Py_ssize_t m = LEN(v[1]);
-    if (LEN(v[0]) != n + 1 || LEN(v[3]) != n + 1 || LEN(v[6]) != n || LEN(v[2]) != m || LEN(v[4]) != m) {
-        release(v, 7);
+    if (LEN(v[0]) != n + 1 || LEN(v[3]) != n + 1 || LEN(v[6]) != n || LEN(v[2]) != m || LEN(v[4]) != m ||
+        (nv == 8 && LEN(v[7]) != n)) {
+        release(v, nv);
         PyErr_SetString(PyExc_ValueError, "replay: inconsistent array lengths");
         return NULL;
     }
     const int64_t *in_ptr = v[0].buf, *in_src = v[1].buf, *in_w = v[2].buf;
     const int64_t *out_ptr = v[3].buf, *out_dst = v[4].buf, *base = v[5].buf;
     int64_t *out = v[6].buf;
+    int64_t *origin = nv == 8 ? v[7].buf : NULL;
     int bad = 0;
     Py_ssize_t done = 0;
     int64_t *deg = malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -563,7 +570,7 @@ static PyObject *loops_replay(PyObject *self, PyObject *args) {
     if (deg == NULL || queue == NULL) {
         free(deg);
         free(queue);
-        release(v, 7);
+        release(v, nv);
         return PyErr_NoMemory();
     }
     Py_BEGIN_ALLOW_THREADS;
@@ -583,13 +590,18 @@ static PyObject *loops_replay(PyObject *self, PyObject *args) {
     while (!bad && head < tail) {
         int64_t x = queue[head++];
         int64_t best = base[x];
+        int64_t from = -1;
         for (int64_t e = in_ptr[x]; e < in_ptr[x + 1]; e++) {
             int64_t u = out[in_src[e]];
             if (u == INT64_MIN) continue;
             int64_t c = u + in_w[e];
-            if (c > best) best = c;
+            if (c > best) {
+                best = c;
+                from = in_src[e];
+            }
         }
         out[x] = best;
+        if (origin != NULL && origin[x] < 0) origin[x] = from >= 0 ? origin[from] : -1;
         done++;
         for (int64_t e = out_ptr[x]; e < out_ptr[x + 1]; e++) {
             int64_t y = out_dst[e];
@@ -599,7 +611,7 @@ static PyObject *loops_replay(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS;
     free(deg);
     free(queue);
-    release(v, 7);
+    release(v, nv);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "replay: an index out of range");
         return NULL;
@@ -719,7 +731,7 @@ static PyMethodDef loops_methods[] = {
 };
 
 static int loops_exec(PyObject *m) {
-    if (PyModule_AddIntConstant(m, "VERSION", 4) < 0) return -1;
+    if (PyModule_AddIntConstant(m, "VERSION", 5) < 0) return -1;
 #ifdef TRACEVIEW_SOURCE_SHA256
     /* The build hook (hatch_build.py) passes the source's digest: a stale build fails a test. */
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", TRACEVIEW_SOURCE_SHA256) < 0) return -1;

@@ -23,7 +23,7 @@ __all__ = ["NAME", "VERSION", "describe", "native"]
 NAME = f"{__package__}._loops"
 #: The ``VERSION`` of ``_loops.c`` that the analyses call; a compiled module of another
 #: version is from another version of the package and is not used.
-VERSION = 4
+VERSION = 5
 
 #: The compiled loops, or None: not built, of another version, or turned off by
 #: ``TRACEVIEW_NATIVE=0`` (the numpy code then runs; tests set it to None to compare).

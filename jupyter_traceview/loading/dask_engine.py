@@ -16,7 +16,7 @@ import dataclasses
 import os
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -124,6 +124,18 @@ def _apply(
     return fn(trace, *args, **kwargs)
 
 
+def _apply_to(
+    data: RankData,
+    args: tuple[Any, ...],
+    *,
+    fn: Callable[..., Any],
+    classifier: Classifier,
+    source: str | None,
+    window: tuple[int, int] | None,
+) -> Any:
+    return _apply(data, fn, classifier, source, window, args, {})
+
+
 def _transform(data: RankData, transform: Callable[..., RankData], kwargs: dict[str, Any]) -> RankData:
     return transform(data, **kwargs)
 
@@ -188,6 +200,25 @@ class DaskTrace(Trace):
         }
         results = client.gather(list(futures.values()))
         return dict(zip(futures, results, strict=True))
+
+    def keep_ranks(self, fn: Callable[..., Any], /, per_rank: Mapping[int, tuple[Any, ...]]) -> dict[int, Any]:
+        # One client.map for all ranks (one message to the scheduler, not one per rank).
+        ranks = list(per_rank)
+        futures = self.client.map(
+            _apply_to,
+            [self._futures[r] for r in ranks],
+            [per_rank[r] for r in ranks],
+            fn=fn,
+            classifier=self._classifier,
+            source=self._source,
+            window=self._window,
+            pure=False,
+        )
+        return dict(zip(ranks, futures, strict=True))
+
+    def gather_ranks(self, kept: Mapping[int, Any]) -> dict[int, Any]:
+        values = self.client.gather(list(kept.values()))
+        return dict(zip(kept, values, strict=True))
 
     def keep_on_workers(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> dict[int, Any]:
         """``fn(rank_data, *args, **kwargs)`` on the worker holding each rank, the results left there.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import html
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -138,6 +138,21 @@ class Trace:
         must be a module-level function.
         """
         return {r: fn(d, *args, **kwargs) for r, d in self._data.items()}
+
+    def keep_ranks(self, fn: Callable[..., Any], /, per_rank: Mapping[int, tuple[Any, ...]]) -> dict[int, Any]:
+        """``fn(one_rank_trace, *per_rank[r])`` for each rank ``r`` of ``per_rank``, left where the rank lives.
+
+        :meth:`map_ranks` for state kept between calls (the distributed what-if replay):
+        here the results themselves; on a trace whose ranks live on dask workers, futures
+        of results kept there, and the arguments may be such futures (what an earlier call
+        kept for that rank). :meth:`gather_ranks` brings results back. ``fn`` must be a
+        module-level function.
+        """
+        return {r: fn(self._one(r), *args) for r, args in per_rank.items()}
+
+    def gather_ranks(self, kept: Mapping[int, Any]) -> dict[int, Any]:
+        """The values of results :meth:`keep_ranks` kept (here: the results themselves)."""
+        return dict(kept)
 
     def _one(self, rank: int) -> Trace:
         one = Trace(

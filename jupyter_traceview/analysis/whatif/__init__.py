@@ -95,6 +95,29 @@ def _steps(m: Model, trace: Trace, changes: tuple[Change, ...]) -> np.ndarray:
     return out
 
 
+def _spread_steps(
+    trace: Trace, changes: tuple[Change, ...]
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(steps, measured, replayed, predicted)`` by the distributed replay (:mod:`.spread`,
+    the ranks' graphs kept where the ranks live); None where it gives way to the in-process
+    replay (a cycle in the graph, or no rank to replay)."""
+    from .spread import Cyclic, Spread
+
+    sp = trace._cached("whatif_spread", lambda: Spread(trace))
+    if not sp.ranks:
+        return None
+    memo: dict[tuple[Change, ...], np.ndarray] = trace._cached("whatif_spread_steps", dict)
+    try:
+        for key in ((), changes):
+            if key not in memo:
+                if len(memo) >= _KEEP_REPLAYS:
+                    memo.pop(next(k for k in memo if k != ()))
+                memo[key] = sp.step_times(key)
+    except Cyclic:
+        return None
+    return sp.steps, sp.measured, memo[()], memo[changes]
+
+
 def step_times(m: Model, t: np.ndarray) -> np.ndarray:
     """Each step's duration (``m.steps`` rows) under node times ``t``: from its ProfilerStep's
     start to the last end of its events (:attr:`Model.ev_step_row`); a rank without steps:
@@ -211,21 +234,26 @@ def what_if(
         for r in want_ranks:
             if r not in trace.ranks:
                 raise TraceSelectionError.unknown("rank", r, trace.ranks)
-    m = _model(trace)
-    if m is None:
-        return empty(WHAT_IF_COLUMNS)
-    measured = m.measured_steps
-    if measured is None:
-        measured = m.measured_steps = step_times(m, m.t)
-    base = _steps(m, trace, ())
-    pred = _steps(m, trace, tuple(changes)) if changes else base
+    got = _spread_steps(trace, tuple(changes)) if trace.client is not None else None
+    if got is None:
+        m = _model(trace)
+        if m is None:
+            return empty(WHAT_IF_COLUMNS)
+        measured = m.measured_steps
+        if measured is None:
+            measured = m.measured_steps = step_times(m, m.t)
+        base = _steps(m, trace, ())
+        pred = _steps(m, trace, tuple(changes)) if changes else base
+        steps = m.steps
+    else:
+        steps, measured, base, pred = got
     saving = base - pred
     with np.errstate(divide="ignore", invalid="ignore"):
         pct = np.where(measured > 0, saving / np.maximum(measured, 1) * 100.0, 0.0)
     out = pd.DataFrame(
         {
-            "rank": m.steps["rank"].to_numpy(),
-            "step": m.steps["step"].to_numpy(),
+            "rank": steps["rank"].to_numpy(),
+            "step": steps["step"].to_numpy(),
             "measured_ns": measured,
             "replayed_ns": base,
             "predicted_ns": pred,

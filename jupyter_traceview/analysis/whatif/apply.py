@@ -42,7 +42,7 @@ from .changes import (
 )
 from .model import Model
 
-__all__ = ["Edit", "apply_change", "graph_launched"]
+__all__ = ["Edit", "apply_change", "graph_launched", "lateness", "straggler_of"]
 
 #: The DataLoader's annotations (torch's ``enumerate(DataLoader)#...__next__``).
 DATALOADER_RANGE = re.compile(r"^enumerate\(DataLoader\)#")
@@ -264,7 +264,26 @@ def arrivals(m: Model) -> pd.DataFrame:
     has_prev = np.r_[False, node[1:] == node[:-1]]
     prev = np.r_[start[:1], start[:-1]]
     late = np.where(last & has_prev, start - prev, 0)
+    if m.arrival_lateness is not None:  # a rank's share: the lateness over every participant, given
+        late = m.arrival_lateness[node - 2 * m.n_events]
     return out.assign(lateness_ns=np.maximum(late, 0)).drop(columns="node").reset_index(drop=True)
+
+
+def lateness(node: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Per (instance ``node``, participant ``start``): :func:`arrivals`' ``lateness_ns``."""
+    order = np.lexsort((start, node))
+    nd, st = node[order], start[order]
+    last = np.r_[nd[1:] != nd[:-1], True]
+    has_prev = np.r_[False, nd[1:] == nd[:-1]]
+    prev = np.r_[st[:1], st[:-1]]
+    out = np.empty(len(node), dtype=np.int64)
+    out[order] = np.maximum(np.where(last & has_prev, st - prev, 0), 0)
+    return out
+
+
+def straggler_of(rank: np.ndarray, late: np.ndarray) -> int:
+    """The rank whose late arrivals held the others up most (the first of equals)."""
+    return int(pd.Series(late).groupby(rank).sum().idxmax())
 
 
 #: The edges that carry a rank's own work and the gaps between it (not its waits).
@@ -275,8 +294,12 @@ def _balance(m: Model, e: Edit, c: BalanceStraggler, trace: Trace) -> None:
     arr = arrivals(m)
     if not len(arr):
         return
-    per_rank = arr.groupby("rank")["lateness_ns"].sum()
-    rank = int(per_rank.idxmax()) if c.rank is None else c.rank
+    if c.rank is not None:
+        rank = c.rank
+    elif m.straggler is not None:
+        rank = m.straggler
+    else:
+        rank = straggler_of(arr["rank"].to_numpy(), arr["lateness_ns"].to_numpy())
     late = arr.loc[(arr["rank"] == rank) & (arr["lateness_ns"] > 0)].sort_values("start_ns", kind="stable")
     if not len(late):
         return

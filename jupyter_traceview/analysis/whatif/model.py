@@ -34,7 +34,7 @@ from ...model.trace import Trace
 from .._memo import rank_memo
 from ..critical_path.graph import COLLECTIVE, EDGE_NAMES, SPAN, Graph, build_graph
 
-__all__ = ["Model", "build_model"]
+__all__ = ["Model", "assemble", "build_model", "match_collectives", "rank_part"]
 
 _STEP_PREFIX = "ProfilerStep#"
 
@@ -76,6 +76,11 @@ class Model:
     ev_rank_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     memo: dict[Any, Any] = field(default_factory=dict)
     measured_steps: np.ndarray | None = None
+    #: A rank's share only (the distributed replay, :mod:`.spread`): per arrival node, the
+    #: rank's lateness into that instance (what :func:`.apply.arrivals` measures over every
+    #: participant), and the straggler rank ``BalanceStraggler()`` picks over the whole trace.
+    arrival_lateness: np.ndarray | None = None
+    straggler: int | None = None
 
     @property
     def n_events(self) -> int:
@@ -94,7 +99,7 @@ def _floors(code: np.ndarray, gap: np.ndarray, binding: np.ndarray) -> np.ndarra
     return out
 
 
-def _rank_part(one: Trace) -> dict[str, Any] | None:
+def rank_part(one: Trace) -> dict[str, Any] | None:
     """A one-rank trace's share of the model, indices local to the rank (events from 0,
     threads and lanes from 0): a ``map_ranks`` function, so that with ``engine="dask"`` the
     graph is built where the rank lives and only these arrays come back. None when the rank
@@ -159,23 +164,44 @@ def _shifted(x: np.ndarray, off: int) -> np.ndarray:
 def build_model(trace: Trace) -> Model | None:
     """The replay graph of every rank of ``trace`` (ranks without any event are left out);
     None when no rank has an event to replay. Each rank's share is built by
-    :func:`_rank_part` (on the workers with ``engine="dask"``), then joined here."""
-    built = trace.map_ranks(_rank_part)
-    parts: list[dict[str, np.ndarray]] = []
+    :func:`rank_part` (on the workers with ``engine="dask"``), then joined here."""
+    built = trace.map_ranks(rank_part)
+    parts: list[tuple[int, dict[str, Any]]] = [(r, p) for r in trace.ranks if (p := built[r]) is not None]
+    if not parts:
+        return None
+    coll = None
+    if len(parts) >= 2:
+        every = trace.map_ranks(rank_collective_kernels)
+        local = {r: pd.Series(np.arange(len(p["ev_eid"]), dtype=np.int64), index=p["ev_eid"]) for r, p in parts}
+        starts = {r: pd.Series(p["t"][0::2]) for r, p in parts}
+        inst = match_collectives({r: every[r] for r, _ in parts}, local, starts)
+        if len(inst):
+            off: np.ndarray = np.cumsum(np.array([0] + [len(p["ev_eid"]) for _, p in parts], dtype=np.int64))
+            at = pd.Series(off[:-1], index=[r for r, _ in parts])
+            gi = inst["local"].to_numpy() + at.reindex(inst["rank"].to_numpy()).to_numpy()
+            kc = inst["key_code"].to_numpy()
+            arrival = np.full(int(kc.max()) + 1, np.iinfo(np.int64).min, dtype=np.int64)
+            np.maximum.at(arrival, kc, inst["start_ns"].to_numpy())
+            coll = (gi, kc, arrival)
+    return assemble(parts, coll)
+
+
+def assemble(parts: list[tuple[int, dict[str, Any]]], coll: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> Model:
+    """The model of the ranks' shares (:func:`rank_part`, in rank order) joined, with one
+    arrival node per collective instance of ``coll``: ``(event, instance, arrival)``, the
+    participants' kernels (index over the joined events), their instance (from 0) and each
+    instance's arrival (its participants' latest recorded start)."""
+    out: list[dict[str, np.ndarray]] = []
     ev_off = 0
     thread_off = 0
     lane_off = 0
     carries: list[np.ndarray] = []
     step_rows: list[pd.DataFrame] = []
-    eid_to_global: dict[int, pd.Series] = {}
     ranks: list[int] = []
-    for rank in trace.ranks:
-        p = built[rank]
-        if p is None:
-            continue
+    for rank, p in parts:
         ranks.append(rank)
         n = len(p["ev_eid"])
-        parts.append(
+        out.append(
             {
                 **{k: p[k] for k in ("ev_rank", "ev_eid", "ev_gpu", "ev_name", "ev_kind", "ev_class", "ev_step", "t")},
                 "ev_parent": _shifted(p["ev_parent"], ev_off),
@@ -191,21 +217,19 @@ def build_model(trace: Trace) -> Model | None:
             }
         )
         carries.append(p["carries"])
-        eid_to_global[rank] = pd.Series(np.arange(n, dtype=np.int64) + ev_off, index=p["ev_eid"])
         steps = p["steps"]
         step_rows.append(steps.assign(event=_shifted(steps["event"].to_numpy(), ev_off)))
         ev_off += n
         thread_off += int(p["n_threads"])
         lane_off += int(p["n_lanes"])
-    if not parts:
-        return None
-    cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    cat = {k: np.concatenate([p[k] for p in out]) for k in out[0]}
     name_codes, names = pd.factorize(cat["ev_name"])
     t = cat.pop("t")
     edges = {k: cat.pop(k) for k in ("dst", "src", "code", "w", "binding", "attr")}
     n_events = ev_off
     coll_kernel = np.zeros(n_events, dtype=bool)
-    t, edges = _collectives(trace, ranks, eid_to_global, t, edges, coll_kernel)
+    if coll is not None:
+        t, edges = _add_arrivals(t, edges, coll_kernel, *coll)
     order = np.argsort(edges["dst"], kind="stable")
     edges = {k: v[order] for k, v in edges.items()}
     steps = pd.concat(step_rows, ignore_index=True)
@@ -294,42 +318,56 @@ def _rank_steps(one: Trace, rank: int, ev: pd.DataFrame, g: Graph) -> pd.DataFra
     return pd.DataFrame(rows, columns=["rank", "step", "event"])
 
 
-def _collectives(
-    trace: Trace,
-    ranks: list[int],
-    eid_to_global: dict[int, pd.Series],
+def match_collectives(
+    kernels: dict[int, pd.DataFrame], local: dict[int, pd.Series], starts: dict[int, pd.Series]
+) -> pd.DataFrame:
+    """The collective instances the replay ties the ranks with, one row per (instance, rank).
+
+    ``kernels``: per rank, :func:`~..model.collectives.rank_collective_kernels`; ``local``:
+    per rank, graph event eid -> its index in the rank's graph (the kernels not in it are
+    left out); ``starts``: per rank, graph index -> its recorded start. Instances with one
+    kernel per rank, on at least two ranks, consistent (no rank starts after another has
+    ended, as the critical path). Columns ``rank``, ``local`` (the kernel's index in its
+    rank's graph), ``key_code`` (the instance: codes in the order of the sorted keys) and
+    ``start_ns`` (the kernel's start in the graph); by instance as matched.
+    """
+    inst, _ = match_instances({r: k.loc[k["collective"] != "unknown"] for r, k in kernels.items()})
+    cols = {"rank": "int64", "local": "int64", "key_code": "int64", "start_ns": "int64"}
+    none = pd.DataFrame({c: pd.Series([], dtype=d) for c, d in cols.items()})
+    if not len(inst):
+        return none
+    inst = inst.loc[inst["kernels"] == 1]
+    loc = np.full(len(inst), -1, dtype=np.int64)
+    start_eid = inst["start_eid"].to_numpy()
+    for r, at in inst.groupby("rank", sort=False).indices.items():
+        found = local[int(r)].reindex(start_eid[at]).to_numpy()
+        loc[at] = np.where(np.isnan(found), -1, np.nan_to_num(found, nan=-1)).astype(np.int64)
+    inst = inst.assign(local=loc).loc[loc >= 0]
+    grp = inst.groupby("key")
+    ok = (grp["start_ns"].transform("max") <= grp["end_ns"].transform("min")) & (grp["local"].transform("size") >= 2)
+    inst = inst.loc[ok]
+    if not len(inst):
+        return none
+    _, key_code = np.unique(np.asarray(as_text(inst["key"].to_numpy()), dtype=object), return_inverse=True)
+    rank = inst["rank"].to_numpy().astype(np.int64)
+    li = inst["local"].to_numpy()
+    start = np.zeros(len(inst), dtype=np.int64)
+    for r, at in inst.groupby("rank", sort=False).indices.items():
+        start[at] = starts[int(r)].reindex(li[at]).to_numpy()
+    return pd.DataFrame({"rank": rank, "local": li, "key_code": key_code.astype(np.int64), "start_ns": start})
+
+
+def _add_arrivals(
     t: np.ndarray,
     edges: dict[str, np.ndarray],
     coll_kernel: np.ndarray,
+    gi: np.ndarray,
+    key_code: np.ndarray,
+    arrival: np.ndarray,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Add one arrival node per collective instance matched across ranks (one kernel per rank)."""
-    if len(ranks) < 2:
-        return t, edges
-    every = trace.map_ranks(rank_collective_kernels)
-    kernels = {r: every[r] for r in ranks}
-    inst, _ = match_instances({r: k.loc[k["collective"] != "unknown"] for r, k in kernels.items()})
-    if not len(inst):
-        return t, edges
-    inst = inst.loc[inst["kernels"] == 1]
-    glob = np.array(
-        [
-            int(eid_to_global[int(r)].get(int(e), -1))
-            for r, e in zip(inst["rank"].to_numpy(), inst["start_eid"].to_numpy(), strict=True)
-        ],
-        dtype=np.int64,
-    )
-    inst = inst.assign(g=glob).loc[glob >= 0]
-    # Consistent instances only (no rank starts after another has ended), as the critical path.
-    grp = inst.groupby("key")
-    ok = (grp["start_ns"].transform("max") <= grp["end_ns"].transform("min")) & (grp["g"].transform("size") >= 2)
-    inst = inst.loc[ok]
-    if not len(inst):
-        return t, edges
-    keys, key_code = np.unique(np.asarray(as_text(inst["key"].to_numpy()), dtype=object), return_inverse=True)
-    gi = inst["g"].to_numpy()
+    """Add one arrival node per collective instance (``arrival``: its recorded time, the last
+    start) and its participants' edges: kernel ``gi`` start -> arrival -> its end."""
     start, end = t[2 * gi], t[2 * gi + 1]
-    arrival = np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(arrival, key_code, start)
     a_node = len(t) + key_code
     coll_kernel[gi] = True
     after = end - arrival[key_code]  # >= 0: consistent instances

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import loops
 
-__all__ = ["longest_times", "replay_python"]
+__all__ = ["Prepared", "longest_times", "replay_python"]
 
 _MIN = np.iinfo(np.int64).min
 
@@ -45,6 +45,7 @@ def replay_python(
     out_dst: np.ndarray,
     base: np.ndarray,
     out: np.ndarray,
+    origin: np.ndarray | None = None,
 ) -> int:
     """What ``_loops.replay`` computes, in Python (the fallback)."""
     n = len(base)
@@ -52,6 +53,7 @@ def replay_python(
     op, odst, b = out_ptr.tolist(), out_dst.tolist(), base.tolist()
     deg = [ip[i + 1] - ip[i] for i in range(n)]
     res = [_MIN] * n
+    org = origin.tolist() if origin is not None else None
     queue = [i for i in range(n) if deg[i] == 0]
     done = 0
     head = 0
@@ -59,11 +61,15 @@ def replay_python(
         x = queue[head]
         head += 1
         best = b[x]
+        frm = -1
         for e in range(ip[x], ip[x + 1]):
             u = res[isrc[e]]
             if u != _MIN and u + iw[e] > best:
                 best = u + iw[e]
+                frm = isrc[e]
         res[x] = best
+        if org is not None and org[x] < 0:
+            org[x] = org[frm] if frm >= 0 else -1
         done += 1
         for e in range(op[x], op[x + 1]):
             y = odst[e]
@@ -71,7 +77,41 @@ def replay_python(
             if deg[y] == 0:
                 queue.append(y)
     out[:] = np.asarray(res, dtype=np.int64)
+    if origin is not None and org is not None:
+        origin[:] = np.asarray(org, dtype=np.int64)
     return done
+
+
+class Prepared:
+    """A graph ready to replay many times (its edges by destination and by source)."""
+
+    def __init__(self, t: np.ndarray, dst: np.ndarray, src: np.ndarray, w: np.ndarray) -> None:
+        n = len(t)
+        self.t = t
+        self.arrays = _csr(dst, src, w, n)
+        self.has_in = np.bincount(dst, minlength=n) > 0
+
+    def run(
+        self, lower: tuple[np.ndarray, np.ndarray] | None = None, origin: np.ndarray | None = None
+    ) -> tuple[np.ndarray, bool]:
+        """Every node's replayed time, and whether the graph is acyclic (if not, the nodes a
+        cycle holds, and those after them, are left at ``_MIN``): a node without an incoming
+        edge keeps its time ``t``; ``lower = (nodes, values)``: these nodes start from
+        ``values`` instead (the latest of it and their incoming edges). ``origin`` (written):
+        on entry ``>= 0`` for the nodes that are origins, -1 elsewhere; on return, each node's
+        origin: the one its time derives from, along the edges that set it (-1: none)."""
+        n = len(self.t)
+        base = np.full(n, _MIN, dtype=np.int64)
+        base[~self.has_in] = self.t[~self.has_in]
+        if lower is not None:
+            base[lower[0]] = lower[1]
+        out = np.empty(n, dtype=np.int64)
+        native = getattr(loops.native, "replay", None) if loops.native is not None else None
+        if native is not None:
+            done = int(native(*self.arrays, base, out) if origin is None else native(*self.arrays, base, out, origin))
+        else:
+            done = replay_python(*self.arrays, base, out, origin)
+        return out, done == n
 
 
 def longest_times(
@@ -87,14 +127,8 @@ def longest_times(
     keep = np.ones(len(dst), dtype=bool)
     out = np.empty(n, dtype=np.int64)
     for attempt in range(3):
-        d, s, ww = dst[keep], src[keep], w[keep]
-        base = np.full(n, _MIN, dtype=np.int64)
-        has_in = np.bincount(d, minlength=n) > 0
-        base[~has_in] = t[~has_in]
-        arrays = _csr(d, s, ww, n)
-        native = getattr(loops.native, "replay", None) if loops.native is not None else None
-        done = int(native(*arrays, base, out)) if native is not None else replay_python(*arrays, base, out)
-        if done == n:
+        out, acyclic = Prepared(t, dst[keep], src[keep], w[keep]).run()
+        if acyclic:
             return out
         stuck = out == _MIN
         among = keep & stuck[dst] & stuck[src]
