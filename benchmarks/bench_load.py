@@ -12,7 +12,8 @@ same sum before the call. The sum uses PSS (proportional set size), so that page
 by forked workers count once. The sampler waits at least five times as long as a sample
 took, so it never takes more than a sixth of a core (reading the PSS of a multi-GB process
 is not free); its own CPU is reported apart. CPU time of the load: this process (its clock,
-not psutil's 10 ms ticks), its workers and its forkserver (ticks), the sampler's CPU taken out. ``--no-memory`` times the
+not psutil's 10 ms ticks), its workers and its forkserver (ticks, read before and after the
+window: listing a process's children reads all of /proc), the sampler's CPU taken out. ``--no-memory`` times the
 loads without the sampler (a thread of this process: beside a load of a tenth of a
 second, the bundled sample's, it adds ~50 ms), for both tools alike. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
 of uncompressed JSON per second and per core used.
@@ -67,14 +68,15 @@ def tree_rss():
             pass
     return total
 
-def tree_cpu():
-    # CPU seconds of this process, its reaped children (a fork pool's workers) and its live
-    # children with what they reaped (a forkserver and the workers it forked). This process's
-    # own from the clock (nanoseconds): psutil's cpu_times count whole ticks (10 ms), as much
-    # as all of a small file's load; children's, which only pools have, from the ticks.
+def children_cpu():
+    # CPU seconds of this process's reaped children (a fork pool's workers) and of its live
+    # children with what they reaped (a forkserver and the workers it forked), from psutil's
+    # ticks (only pools have children). Read outside the load's window: listing the children
+    # reads every process of /proc (~3 ms of CPU on a busy machine, as much as a small
+    # file's whole load, which the first version counted into the load).
     me = psutil.Process()
     t = me.cpu_times()
-    total = time.process_time() + t.children_user + t.children_system
+    total = t.children_user + t.children_system
     for child in me.children():
         try:
             c = child.cpu_times()
@@ -89,12 +91,16 @@ stop = threading.Event()
 def sample():
     # Every 20 ms, or less often where a sample is slow (reading the PSS of multi-GB processes
     # walks their page tables): the sampler never takes more than ~1/6 of a core from the load.
-    while not stop.is_set():
+    # The first sample 20 ms in (the baseline was sampled right before the call): one at once
+    # would contend with the first milliseconds of the load for the GIL (a 5 ms load took
+    # ~3 ms more CPU beside it), and see nothing the baseline did not.
+    while not stop.wait(0.02):
         c = time.thread_time()
         peak_tree[0] = max(peak_tree[0], tree_rss())
         took = time.thread_time() - c
         sampler_cpu[0] += took
-        stop.wait(max(0.02, 5 * took))
+        if stop.wait(max(0.0, 5 * took - 0.02)):
+            break
 if tool == "hta":
     import contextlib, io
     from hta.trace_analysis import TraceAnalysis
@@ -105,7 +111,8 @@ else:
     import jupyter_traceview.loading.loader, jupyter_traceview.loading.readers.kineto
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 base_tree = tree_rss()
-cpu0 = tree_cpu()
+kids0 = children_cpu()
+cpu0 = time.process_time()  # this process's own CPU from its clock (nanoseconds), right at the call
 sampler = threading.Thread(target=sample, daemon=True)
 if memory:
     sampler.start()
@@ -120,8 +127,9 @@ else:
 elapsed = time.perf_counter() - t
 stop.set()
 if memory:
-    sampler.join()
-cpu = tree_cpu() - cpu0 - sampler_cpu[0]
+    sampler.join()  # (its every sample lies between cpu0 and cpu1: its CPU is taken out exactly)
+cpu1 = time.process_time()
+cpu = cpu1 - cpu0 + children_cpu() - kids0 - sampler_cpu[0]
 peak_tree[0] = max(peak_tree[0], tree_rss()) if memory else 0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
