@@ -190,7 +190,8 @@ def as_int(v: object, labels: dict[str, int]) -> int:
             return number
     except ValueError:
         pass
-    m = re.search(r"-?\d+", text)
+    # (A label without a digit, Kineto's "Spans" say, needs no pattern: none compiled for it.)
+    m = re.search(r"-?\d+", text) if any(map(str.isdecimal, text)) else None
     if m is not None and len(m.group(0)) < 18:
         return int(m.group(0))
     # Names with no number get stable negative ids (-2, -3, ...), shared within a file.
