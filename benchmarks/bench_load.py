@@ -32,6 +32,10 @@ Data sets: ``dlrm`` (the bundled 8-rank DLRM sample); real traces with rich ``ar
 once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank; ``synth:1:190000``
 is one 55 MB file, which ``engine="auto"`` reads in byte ranges by a pool).
 Results go to ``benchmarks/results/load.json`` and a Markdown table on stdout.
+
+``--roots A B`` runs our tools from each checkout (``PYTHONPATH``; built with
+``python hatch_build.py``), run by run in turn (A, B, A, B, ...), so that a before/after
+comparison shares the machine's minutes; rows are labelled ``ours-cold[0]``, ``ours-cold[1]``.
 """
 
 from __future__ import annotations
@@ -193,9 +197,16 @@ def json_bytes(folder: Path) -> int:
 
 
 def run_probe(
-    python: Path | str, path: Path, tool: str, cache: str, timeout: float, engine: str = "auto", memory: bool = True
+    python: Path | str,
+    path: Path,
+    tool: str,
+    cache: str,
+    timeout: float,
+    engine: str = "auto",
+    memory: bool = True,
+    root: Path = ROOT,
 ) -> dict | None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(root))
     try:
         proc = subprocess.run(
             [str(python), "-c", PROBE, str(path), tool, cache, engine, "1" if memory else "0"],
@@ -203,7 +214,7 @@ def run_probe(
             text=True,
             timeout=timeout,
             env=env,
-            cwd=str(ROOT),
+            cwd=str(root),
         )
     except subprocess.TimeoutExpired:
         return {"error": f"did not finish in {timeout:.0f} s"}
@@ -232,7 +243,15 @@ def main() -> None:
         help="time only: no memory sampler beside the load (a thread of the probe reading the processes' "
         "PSS: ~50 ms more on the 0.08 s load of the bundled sample); the memory columns are then empty",
     )
+    p.add_argument(
+        "--roots",
+        nargs="+",
+        type=Path,
+        default=[ROOT],
+        help="checkouts whose package our tools load (each built), run by run in turn: before/after in one run",
+    )
     a = p.parse_args()
+    roots = [r.resolve() for r in a.roots]
     if "hta" in a.tools and not HTA_PYTHON.exists():
         sys.exit("HTA is not installed: run `bash benchmarks/hta_env.sh` first (or pass --tools ours-cold ours-cached)")
 
@@ -256,21 +275,35 @@ def main() -> None:
             cores = 1
         row: dict = {"set": spec, "path": str(path), "json_bytes": size, "files": files, "cores_used": cores}
         with tempfile.TemporaryDirectory() as cache:
-            if "ours-cached" in a.tools:
-                run_probe(sys.executable, path, "ours-cached", cache, 3600, a.engine)  # fill the cache
             for tool in a.tools:
                 python = HTA_PYTHON if tool == "hta" else sys.executable
                 timeout = a.hta_timeout if tool == "hta" else 3600
-                runs = []
-                for i in range(a.runs):
-                    r = run_probe(python, path, tool, cache, timeout, a.engine, memory=not a.no_memory)
-                    print(f"{spec} {tool} run {i + 1}: {r}", file=sys.stderr, flush=True)
-                    if r is None or "error" in r:
-                        row[tool] = {"error": (r or {}).get("error", "failed")}
-                        break
-                    runs.append(r)
+                # Each checkout's runs in turn (one label per checkout where there are several).
+                if tool == "hta" or len(roots) == 1:
+                    where = [(tool, roots[0])]
                 else:
-                    row[tool] = {
+                    where = [(f"{tool}[{j}]", r) for j, r in enumerate(roots)]
+                if tool == "ours-cached":
+                    for label, root in where:  # fill the cache (one per checkout: their formats may differ)
+                        run_probe(sys.executable, path, tool, os.path.join(cache, label), 3600, a.engine, root=root)
+                all_runs: dict[str, list[dict]] = {label: [] for label, _ in where}
+                failed: set[str] = set()
+                for i in range(a.runs):
+                    for label, root in where:
+                        if label in failed:
+                            continue
+                        c = os.path.join(cache, label) if tool == "ours-cached" else cache
+                        r = run_probe(python, path, tool, c, timeout, a.engine, memory=not a.no_memory, root=root)
+                        print(f"{spec} {label} run {i + 1}: {r}", file=sys.stderr, flush=True)
+                        if r is None or "error" in r:
+                            row[label] = {"error": (r or {}).get("error", "failed")}
+                            failed.add(label)
+                            continue
+                        all_runs[label].append(r)
+                for label, runs in all_runs.items():
+                    if label in failed:
+                        continue
+                    row[label] = {
                         "seconds": median_of(runs, "seconds"),
                         "all_seconds": [r["seconds"] for r in runs],
                         "rss_above_base_mb": median_of(runs, "rss_peak_kb") / 1024
@@ -299,16 +332,15 @@ def table(results: list[dict]) -> str:
     for row in results:
         mb = row["json_bytes"] / 1e6
         hta = row.get("hta", {})
-        for tool in ("ours-cold", "ours-cached", "hta"):
-            r = row.get(tool)
-            if r is None:
-                continue
+        labels = [k for t in ("ours-cold", "ours-cached", "hta") for k in row if k == t or k.startswith(t + "[")]
+        for tool in labels:
+            r = row[tool]
             if "error" in r:
                 lines.append(f"| {row['set']} | {mb:.0f} MB | {tool} | {r['error']} | | | | | | | | | |")
                 continue
             ratio = f"{hta['seconds'] / r['seconds']:.1f}x" if "seconds" in hta and tool != "hta" else ""
             speed = mb / r["seconds"]
-            per_core = f"{speed / row['cores_used']:.0f}" if tool == "ours-cold" else ""
+            per_core = f"{speed / row['cores_used']:.0f}" if tool.startswith("ours-cold") else ""
             cpu = r.get("cpu_seconds", float("nan"))
             cpu_ratio = f"{hta['cpu_seconds'] / cpu:.1f}x" if "cpu_seconds" in hta and tool != "hta" and cpu else ""
             per_cpu = f"{mb / cpu:.0f}" if cpu else ""
