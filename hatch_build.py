@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -36,8 +37,14 @@ class NativeBuildError(RuntimeError):
 
 
 def source_digest(source: Path) -> str:
-    """The SHA-256 of a C source: compiled into its module as `SOURCE_SHA256`."""
-    return hashlib.sha256(source.read_bytes()).hexdigest()
+    """The SHA-256 of a C source, followed by the package's headers it includes
+    (`#include "../_buffers.h"`, by a path relative to it): compiled into its module as
+    `SOURCE_SHA256`, so that an edited header makes every module that includes it stale."""
+    text = source.read_bytes()
+    digest = hashlib.sha256(text)
+    for name in re.findall(rb'^#include "([^"]+)"', text, flags=re.MULTILINE):
+        digest.update((source.parent / name.decode()).read_bytes())
+    return digest.hexdigest()
 
 
 def build_extensions(

@@ -12,7 +12,8 @@ same sum before the call. The sum uses PSS (proportional set size), so that page
 by forked workers count once. The sampler waits at least five times as long as a sample
 took, so it never takes more than a sixth of a core (reading the PSS of a multi-GB process
 is not free); its own CPU is reported apart. CPU time of the load: this process (its clock,
-not psutil's 10 ms ticks), its workers and its forkserver (ticks), the sampler's CPU taken out. ``--no-memory`` times the
+not psutil's 10 ms ticks), its workers and its forkserver (ticks, read before and after the
+window: listing a process's children reads all of /proc), the sampler's CPU taken out. ``--no-memory`` times the
 loads without the sampler (a thread of this process: beside a load of a tenth of a
 second, the bundled sample's, it adds ~50 ms), for both tools alike. Reported: medians over the runs, the HTA/ours ratio, and our throughput in MB
 of uncompressed JSON per second and per core used.
@@ -31,6 +32,10 @@ Data sets: ``dlrm`` (the bundled 8-rank DLRM sample); real traces with rich ``ar
 once by ``benchmarks/synth.py`` into ``benchmarks/.data/``, EVENTS per rank; ``synth:1:190000``
 is one 55 MB file, which ``engine="auto"`` reads in byte ranges by a pool).
 Results go to ``benchmarks/results/load.json`` and a Markdown table on stdout.
+
+``--roots A B`` runs our tools from each checkout (``PYTHONPATH``; built with
+``python hatch_build.py``), run by run in turn (A, B, A, B, ...), so that a before/after
+comparison shares the machine's minutes; rows are labelled ``ours-cold[0]``, ``ours-cold[1]``.
 """
 
 from __future__ import annotations
@@ -67,14 +72,15 @@ def tree_rss():
             pass
     return total
 
-def tree_cpu():
-    # CPU seconds of this process, its reaped children (a fork pool's workers) and its live
-    # children with what they reaped (a forkserver and the workers it forked). This process's
-    # own from the clock (nanoseconds): psutil's cpu_times count whole ticks (10 ms), as much
-    # as all of a small file's load; children's, which only pools have, from the ticks.
+def children_cpu():
+    # CPU seconds of this process's reaped children (a fork pool's workers) and of its live
+    # children with what they reaped (a forkserver and the workers it forked), from psutil's
+    # ticks (only pools have children). Read outside the load's window: listing the children
+    # reads every process of /proc (~3 ms of CPU on a busy machine, as much as a small
+    # file's whole load, which the first version counted into the load).
     me = psutil.Process()
     t = me.cpu_times()
-    total = time.process_time() + t.children_user + t.children_system
+    total = t.children_user + t.children_system
     for child in me.children():
         try:
             c = child.cpu_times()
@@ -89,12 +95,16 @@ stop = threading.Event()
 def sample():
     # Every 20 ms, or less often where a sample is slow (reading the PSS of multi-GB processes
     # walks their page tables): the sampler never takes more than ~1/6 of a core from the load.
-    while not stop.is_set():
+    # The first sample 20 ms in (the baseline was sampled right before the call): one at once
+    # would contend with the first milliseconds of the load for the GIL (a 5 ms load took
+    # ~3 ms more CPU beside it), and see nothing the baseline did not.
+    while not stop.wait(0.02):
         c = time.thread_time()
         peak_tree[0] = max(peak_tree[0], tree_rss())
         took = time.thread_time() - c
         sampler_cpu[0] += took
-        stop.wait(max(0.02, 5 * took))
+        if stop.wait(max(0.0, 5 * took - 0.02)):
+            break
 if tool == "hta":
     import contextlib, io
     from hta.trace_analysis import TraceAnalysis
@@ -105,7 +115,8 @@ else:
     import jupyter_traceview.loading.loader, jupyter_traceview.loading.readers.kineto
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 base_tree = tree_rss()
-cpu0 = tree_cpu()
+kids0 = children_cpu()
+cpu0 = time.process_time()  # this process's own CPU from its clock (nanoseconds), right at the call
 sampler = threading.Thread(target=sample, daemon=True)
 if memory:
     sampler.start()
@@ -120,8 +131,9 @@ else:
 elapsed = time.perf_counter() - t
 stop.set()
 if memory:
-    sampler.join()
-cpu = tree_cpu() - cpu0 - sampler_cpu[0]
+    sampler.join()  # (its every sample lies between cpu0 and cpu1: its CPU is taken out exactly)
+cpu1 = time.process_time()
+cpu = cpu1 - cpu0 + children_cpu() - kids0 - sampler_cpu[0]
 peak_tree[0] = max(peak_tree[0], tree_rss()) if memory else 0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -185,9 +197,16 @@ def json_bytes(folder: Path) -> int:
 
 
 def run_probe(
-    python: Path | str, path: Path, tool: str, cache: str, timeout: float, engine: str = "auto", memory: bool = True
+    python: Path | str,
+    path: Path,
+    tool: str,
+    cache: str,
+    timeout: float,
+    engine: str = "auto",
+    memory: bool = True,
+    root: Path = ROOT,
 ) -> dict | None:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(root))
     try:
         proc = subprocess.run(
             [str(python), "-c", PROBE, str(path), tool, cache, engine, "1" if memory else "0"],
@@ -195,7 +214,7 @@ def run_probe(
             text=True,
             timeout=timeout,
             env=env,
-            cwd=str(ROOT),
+            cwd=str(root),
         )
     except subprocess.TimeoutExpired:
         return {"error": f"did not finish in {timeout:.0f} s"}
@@ -224,7 +243,15 @@ def main() -> None:
         help="time only: no memory sampler beside the load (a thread of the probe reading the processes' "
         "PSS: ~50 ms more on the 0.08 s load of the bundled sample); the memory columns are then empty",
     )
+    p.add_argument(
+        "--roots",
+        nargs="+",
+        type=Path,
+        default=[ROOT],
+        help="checkouts whose package our tools load (each built), run by run in turn: before/after in one run",
+    )
     a = p.parse_args()
+    roots = [r.resolve() for r in a.roots]
     if "hta" in a.tools and not HTA_PYTHON.exists():
         sys.exit("HTA is not installed: run `bash benchmarks/hta_env.sh` first (or pass --tools ours-cold ours-cached)")
 
@@ -248,21 +275,35 @@ def main() -> None:
             cores = 1
         row: dict = {"set": spec, "path": str(path), "json_bytes": size, "files": files, "cores_used": cores}
         with tempfile.TemporaryDirectory() as cache:
-            if "ours-cached" in a.tools:
-                run_probe(sys.executable, path, "ours-cached", cache, 3600, a.engine)  # fill the cache
             for tool in a.tools:
                 python = HTA_PYTHON if tool == "hta" else sys.executable
                 timeout = a.hta_timeout if tool == "hta" else 3600
-                runs = []
-                for i in range(a.runs):
-                    r = run_probe(python, path, tool, cache, timeout, a.engine, memory=not a.no_memory)
-                    print(f"{spec} {tool} run {i + 1}: {r}", file=sys.stderr, flush=True)
-                    if r is None or "error" in r:
-                        row[tool] = {"error": (r or {}).get("error", "failed")}
-                        break
-                    runs.append(r)
+                # Each checkout's runs in turn (one label per checkout where there are several).
+                if tool == "hta" or len(roots) == 1:
+                    where = [(tool, roots[0])]
                 else:
-                    row[tool] = {
+                    where = [(f"{tool}[{j}]", r) for j, r in enumerate(roots)]
+                if tool == "ours-cached":
+                    for label, root in where:  # fill the cache (one per checkout: their formats may differ)
+                        run_probe(sys.executable, path, tool, os.path.join(cache, label), 3600, a.engine, root=root)
+                all_runs: dict[str, list[dict]] = {label: [] for label, _ in where}
+                failed: set[str] = set()
+                for i in range(a.runs):
+                    for label, root in where:
+                        if label in failed:
+                            continue
+                        c = os.path.join(cache, label) if tool == "ours-cached" else cache
+                        r = run_probe(python, path, tool, c, timeout, a.engine, memory=not a.no_memory, root=root)
+                        print(f"{spec} {label} run {i + 1}: {r}", file=sys.stderr, flush=True)
+                        if r is None or "error" in r:
+                            row[label] = {"error": (r or {}).get("error", "failed")}
+                            failed.add(label)
+                            continue
+                        all_runs[label].append(r)
+                for label, runs in all_runs.items():
+                    if label in failed:
+                        continue
+                    row[label] = {
                         "seconds": median_of(runs, "seconds"),
                         "all_seconds": [r["seconds"] for r in runs],
                         "rss_above_base_mb": median_of(runs, "rss_peak_kb") / 1024
@@ -291,16 +332,15 @@ def table(results: list[dict]) -> str:
     for row in results:
         mb = row["json_bytes"] / 1e6
         hta = row.get("hta", {})
-        for tool in ("ours-cold", "ours-cached", "hta"):
-            r = row.get(tool)
-            if r is None:
-                continue
+        labels = [k for t in ("ours-cold", "ours-cached", "hta") for k in row if k == t or k.startswith(t + "[")]
+        for tool in labels:
+            r = row[tool]
             if "error" in r:
                 lines.append(f"| {row['set']} | {mb:.0f} MB | {tool} | {r['error']} | | | | | | | | | |")
                 continue
             ratio = f"{hta['seconds'] / r['seconds']:.1f}x" if "seconds" in hta and tool != "hta" else ""
             speed = mb / r["seconds"]
-            per_core = f"{speed / row['cores_used']:.0f}" if tool == "ours-cold" else ""
+            per_core = f"{speed / row['cores_used']:.0f}" if tool.startswith("ours-cold") else ""
             cpu = r.get("cpu_seconds", float("nan"))
             cpu_ratio = f"{hta['cpu_seconds'] / cpu:.1f}x" if "cpu_seconds" in hta and tool != "hta" and cpu else ""
             per_cpu = f"{mb / cpu:.0f}" if cpu else ""

@@ -1,10 +1,12 @@
 """CPU time of each stage of a cold ``tv.load`` of small files (issue 17: the 8-rank sample).
 
-    python benchmarks/small_load_stages.py [PATH] [--loads 15]
+    python benchmarks/small_load_stages.py [PATH] [--loads 15] [--fresh N]
 
 Loads PATH (default: the bundled sample) ``--loads`` times in this process with
 ``cache=False`` and prints, per stage, the CPU time of the first load (this process's first:
-what ``bench_load.py``'s fresh processes time) and the median of the later ones. A stage is
+what ``bench_load.py``'s fresh processes time) and the median of the later ones.
+``--fresh N`` does that in N fresh processes (two loads each) and prints the medians over
+them: one process's first load is as noisy as the machine. A stage is
 a reader function, wrapped with ``time.process_time``: nested stages are included in their
 callers' time (``kineto.parse_in_pieces`` holds the scan and the columns; ``kineto.batch_tables``
 holds the per-rank tables). Stages that a checkout lacks are left out, so two checkouts can
@@ -17,14 +19,19 @@ import argparse
 import collections
 import functools
 import importlib
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 #: (module, attribute): the stages timed, where they exist.
 STAGES = (
+    ("jupyter_traceview.loading.loader", "find"),
+    ("jupyter_traceview.loading.loader", "make_plan"),
     ("jupyter_traceview.loading.ingest", "_read_kineto"),
     ("jupyter_traceview.loading.readers.kineto", "parse_streamed"),
     ("jupyter_traceview.loading.ingest", "inflate_whole"),
@@ -39,6 +46,11 @@ STAGES = (
     ("jupyter_traceview.loading.readers.kineto.tables", "rank_tables"),
     ("jupyter_traceview.loading.ingest", "classified"),
     ("jupyter_traceview.loading.readers.kineto", "batch_tables"),
+    ("jupyter_traceview.model.classify", "Classifier.class_codes"),
+    ("jupyter_traceview.loading.readers.kineto.batch", "by_context"),
+    ("jupyter_traceview.loading.readers.kineto.batch", "_steps"),
+    ("jupyter_traceview.loading.readers.kineto.batch", "categorical"),
+    ("jupyter_traceview.loading.readers.kineto.batch", "frame"),
     ("jupyter_traceview.loading.readers.derive", "nesting"),
     ("jupyter_traceview.loading.readers.op_args", "OpArgs.table"),
     ("jupyter_traceview.loading.readers.kineto.tables", "comms_table"),
@@ -64,7 +76,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", nargs="?")
     p.add_argument("--loads", type=int, default=15)
+    p.add_argument("--fresh", type=int, default=0, help="N fresh processes of two loads each: medians over them")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # (one process's stages, for --fresh)
     args = p.parse_args()
+    if args.fresh:
+        _fresh(args)
+        return
     import jupyter_traceview as tv
     import jupyter_traceview.loading.loader
     import jupyter_traceview.loading.readers.kineto  # (imported before the clock, as bench_load does)
@@ -92,11 +109,29 @@ def main() -> None:
         tv.load(path, cache=False, progress=False)
         spent["total"] = time.process_time() - t
         runs.append(dict(spent))
+    if args.json:
+        print(json.dumps([labels, runs[0], runs[1]]))
+        return
     print(f"{path}: {len(runs)} loads, load average {os.getloadavg()[0]:.1f}; CPU ms")
     print(f"{'stage':36s} {'first load':>10s} {'later (median)':>15s}")
     for label in ["total", *labels]:
         later = statistics.median(r.get(label, 0.0) for r in runs[1:])
         print(f"{label:36s} {runs[0].get(label, 0.0) * 1e3:10.1f} {later * 1e3:15.1f}")
+
+
+def _fresh(args: argparse.Namespace) -> None:
+    """The first and second loads' stages in ``args.fresh`` fresh processes: their medians."""
+    got = []
+    for _ in range(args.fresh):
+        cmd = [sys.executable, __file__, *([args.path] if args.path else []), "--loads", "2", "--json"]
+        got.append(json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout))
+    labels = got[0][0]
+    print(f"{args.path or 'the sample'}: {args.fresh} fresh processes, load average {os.getloadavg()[0]:.1f}; CPU ms")
+    print(f"{'stage':36s} {'first load':>10s} {'second load':>12s}  (medians)")
+    for label in ["total", *labels]:
+        first = statistics.median(g[1].get(label, 0.0) for g in got)
+        second = statistics.median(g[2].get(label, 0.0) for g in got)
+        print(f"{label:36s} {first * 1e3:10.2f} {second * 1e3:12.2f}")
 
 
 if __name__ == "__main__":

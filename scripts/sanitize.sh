@@ -31,7 +31,7 @@ suffix=$("$PYTHON" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUF
 flags=(-shared -fPIC -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 for source in jupyter_traceview/loading/readers/_kscan.c jupyter_traceview/model/_sweep.c \
     jupyter_traceview/analysis/_loops.c; do
-    digest=$(sha256sum "$source" | cut -d' ' -f1)
+    digest=$("$PYTHON" -c 'import sys, pathlib, hatch_build; print(hatch_build.source_digest(pathlib.Path(sys.argv[1])))' "$source")
     "$CC" "${flags[@]}" -DTRACEVIEW_SOURCE_SHA256="\"$digest\"" -I"$include" \
         "$source" -o "$scratch/${source%.c}$suffix"
 done

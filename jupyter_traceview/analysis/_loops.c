@@ -21,73 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The buffer helpers below are model/_sweep.c's (each extension is one file). */
+#include "../_buffers.h" /* get_i64, get_ints, release, ... */
 
-/* A 1-d C-contiguous int64 buffer; writable if asked. Returns 0, or -1 with an exception. */
-static int get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    const char *f = view->format;
-    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
-    if (view->ndim != 1 || view->itemsize != 8 || f == NULL || (strcmp(f, "q") != 0 && strcmp(f, "l") != 0)) {
-        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional int64 array is needed", what);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
 
-static void release(Py_buffer *v, int n) {
-    for (int i = 0; i < n; i++) PyBuffer_Release(&v[i]);
-}
-
-#define LEN(v) ((v).len / 8)
-
-/* A signed integer array of any width (codes as pandas stores them: int8-64). */
-typedef struct {
-    const char *p;
-    int size;
-} ints_t;
-
-static inline int64_t at_int(ints_t a, Py_ssize_t i) {
-    switch (a.size) {
-    case 1:
-        return ((const int8_t *)a.p)[i];
-    case 2:
-        return ((const int16_t *)a.p)[i];
-    case 4:
-        return ((const int32_t *)a.p)[i];
-    default:
-        return ((const int64_t *)a.p)[i];
-    }
-}
-
-/* A 1-d C-contiguous buffer of signed integers (format b, h, i, l, q) or, with flags, bools. */
-static int get_ints(PyObject *obj, Py_buffer *view, int bools, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    const char *f = view->format;
-    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
-    int ok = view->ndim == 1 && f != NULL && f[0] != 0 && f[1] == 0;
-    if (ok) {
-        char c = f[0];
-        /* Signed integers by their size (a C long is 4 bytes on Windows, 8 elsewhere). */
-        Py_ssize_t size = view->itemsize;
-        ok = bools ? (c == '?' && size == 1)
-                   : (c != 0 && strchr("bhilq", c) != NULL && (size == 1 || size == 2 || size == 4 || size == 8));
-    }
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional %s array is needed", what,
-                     bools ? "bool" : "signed integer");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 PyDoc_STRVAR(factorize_calls_doc,
              "factorize_calls(name, rows, c1, c2, c3, radix, inv, first) -> k\n\n"
@@ -617,20 +553,6 @@ static PyObject *loops_replay(PyObject *self, PyObject *args) {
         return NULL;
     }
     return PyLong_FromSsize_t(done);
-}
-
-/* A 1-d C-contiguous float64 buffer; writable if asked. Returns 0, or -1 with an exception. */
-static int get_f64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    const char *f = view->format;
-    if (f != NULL && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f++;
-    if (view->ndim != 1 || view->itemsize != 8 || f == NULL || strcmp(f, "d") != 0) {
-        PyErr_Format(PyExc_TypeError, "%s: a one-dimensional float64 array is needed", what);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
 }
 
 PyDoc_STRVAR(icicle_doc,

@@ -170,18 +170,21 @@ _SPECIAL = frozenset(".^$*+?{}[]\\|()")
 
 
 class _Matcher:
-    """Whether a name matches any of some patterns (``re.search``): a pattern that is plain
-    text, or ``^`` and plain text, is looked for with ``in`` or ``str.startswith`` (several
-    times faster than a regular expression that tries every alternative at every position
-    of a long kernel name); a case-insensitive group of plain words (``(?i:gemm|conv)``, as
-    the default compute patterns are) is looked for with ``in`` in the lower-cased name where
-    the name is ASCII (for ASCII text that is what the flag does; a name with other characters,
-    which the flag may fold to ASCII ones, is searched by the regular expression, compiled
-    when first needed); the others are one compiled alternation. Compiling the default
-    compute patterns took ~1.5 ms of a process's first load."""
+    """Whether a name matches any of some patterns (``re.search``), with as few regular
+    expressions as can be: a pattern that is plain text, or ``^`` and plain text, is looked
+    for with ``in`` or ``str.startswith`` (several times faster than a regular expression that
+    tries every alternative at every position of a long kernel name), and so is each text of
+    a pattern that spells a few texts (``(?:one|two)Shot(?:All)?Reduce``: four texts,
+    :func:`_texts_of`); a case-insensitive group of plain words (``(?i:gemm|conv)``, as the
+    default compute patterns are) is looked for with ``in`` in the lower-cased name where the
+    name is ASCII (for ASCII text that is what the flag does; a name with other characters,
+    which the flag may fold to ASCII ones, is searched by the regular expression); a pattern
+    of :data:`_GUARDS` is searched only in a name holding one of its texts; the others are
+    one alternation. Regular expressions are compiled when a name first needs them: the
+    default patterns' took ~1 ms of a process's first load, and most traces need none."""
 
     def __init__(self, patterns: Iterable[str]) -> None:
-        prefixes, texts, words, folded, others = [], [], [], [], []
+        prefixes, texts, words, folded, guarded, others = [], [], [], [], [], []
         for p in patterns:
             if p.startswith("^") and _SPECIAL.isdisjoint(p[1:]):
                 prefixes.append(p[1:])
@@ -190,14 +193,20 @@ class _Matcher:
             elif (alternatives := _plain_words(p)) is not None:
                 words.extend(alternatives)
                 folded.append(p)
+            elif (spelled := _texts_of(p.removeprefix("^"))) is not None:
+                (prefixes if p.startswith("^") else texts).extend(spelled)
+            elif p in _GUARDS:
+                guarded.append(p)
             else:
                 others.append(p)
-        self.prefixes = tuple(prefixes)
-        self.texts = tuple(texts)
+        self.prefixes = tuple(dict.fromkeys(prefixes))
+        self.texts = tuple(dict.fromkeys(texts))
         #: The case-insensitive plain words, lower-cased, and the patterns they came from.
         self.words = tuple(dict.fromkeys(words))
         self._folded = tuple(folded)
-        self.regex = _alternation(others)
+        #: Patterns searched only where the (ASCII, lower-cased) name holds one of their texts.
+        self.guarded = tuple(guarded)
+        self._others = tuple(others)
 
     def search(self, name: str) -> bool:
         name = searched(name)
@@ -206,19 +215,42 @@ class _Matcher:
         for text in self.texts:
             if text in name:
                 return True
-        if self.words:
-            if name.isascii():
-                if any(map(name.lower().__contains__, self.words)):
+        if self.words or self.guarded:
+            lower = name.lower() if name.isascii() else None
+            if self.words:
+                if lower is not None:
+                    if any(map(lower.__contains__, self.words)):
+                        return True
+                elif self._folded_regex.search(name) is not None:
                     return True
-            elif self._folded_regex.search(name) is not None:
-                return True
-        return self.regex is not None and self.regex.search(name) is not None
+            for p in self.guarded:
+                if lower is not None and not any(map(lower.__contains__, _GUARDS[p])):
+                    continue
+                if _compiled(p).search(name) is not None:
+                    return True
+        return bool(self._others) and self.regex is not None and self.regex.search(name) is not None
+
+    @cached_property
+    def regex(self) -> re.Pattern[str] | None:
+        """The alternation of the patterns looked for no other way (None: there are none)."""
+        return _alternation(self._others)
 
     @cached_property
     def _folded_regex(self) -> re.Pattern[str]:
         regex = _alternation(self._folded)
         assert regex is not None  # (only asked for where there are words)
         return regex
+
+
+@lru_cache(maxsize=256)
+def _matcher(patterns: tuple[str, ...]) -> _Matcher:
+    """The matcher of these patterns, made once a process (every load makes a Classifier)."""
+    return _Matcher(patterns)
+
+
+@lru_cache(maxsize=64)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def _alternation(patterns: Sequence[str]) -> re.Pattern[str] | None:
@@ -234,6 +266,58 @@ def _plain_words(pattern: str) -> list[str] | None:
     if not all(w and w.isascii() and _SPECIAL.isdisjoint(w) for w in words):
         return None
     return [w.lower() for w in words]
+
+
+#: The most texts :func:`_texts_of` spells a pattern into.
+_MAX_TEXTS = 64
+
+
+def _texts_of(pattern: str) -> list[str] | None:
+    """The texts a pattern made only of plain text, groups of plain alternatives
+    (``(?:one|two)``) and optional characters or groups (``_?``, ``(?:All)?``) matches: a name
+    holds a match exactly where it holds one of them. None for any other pattern (or one
+    spelling more than :data:`_MAX_TEXTS` texts)."""
+    out = [""]
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "(":
+            if not pattern.startswith("(?:", i):
+                return None
+            close = pattern.find(")", i)
+            if close < 0:
+                return None
+            options = pattern[i + 3 : close].split("|")
+            if not all(_SPECIAL.isdisjoint(o) for o in options):
+                return None
+            i = close + 1
+        elif c in _SPECIAL:
+            return None
+        else:
+            options = [c]
+            i += 1
+        if pattern.startswith("?", i):
+            options = ["", *options]
+            i += 1
+        if i < len(pattern) and pattern[i] in "*+{":
+            return None
+        out = [a + b for a in out for b in options]
+        if len(out) > _MAX_TEXTS:
+            return None
+    return out
+
+
+#: Patterns that match only names holding one of some texts (lower-cased, for an ASCII name):
+#: the regular expression is compiled and searched only for those. The default context
+#: pattern needs one of its verbs, spelled each way it allows (``all_?reduce``: ``allreduce``,
+#: ``all_reduce``); ``tests/model/test_classify_matcher.py`` checks the guard.
+_GUARDS: dict[str, tuple[str, ...]] = {
+    DEFAULT_COMMUNICATION_CONTEXT[-1]: tuple(
+        text
+        for verb in ("all_?to_?all", "all_?reduce", "all_?gather", "reduce_?scatter", "dispatch", "combine")
+        for text in _texts_of(verb) or ()
+    ),
+}
 
 
 #: The default patterns, by field: a classifier with them needs no check of its patterns.
@@ -318,17 +402,17 @@ class Classifier:
 
     @cached_property
     def _matchers(self) -> tuple[_Matcher, ...]:
-        return (_Matcher(self.communication), _Matcher(self.memory), _Matcher(self.other))
+        return (_matcher(self.communication), _matcher(self.memory), _matcher(self.other))
 
     @cached_property
     def _context_matchers(self) -> tuple[_Matcher, _Matcher, _Matcher, _Matcher]:
         """The default compute patterns, the context, the frames, and the compute patterns
         added to the defaults (which no communication word in a name overrides)."""
         return (
-            _Matcher(p for p in self.compute if p in DEFAULT_COMPUTE),
-            _Matcher(self.communication_context),
-            _Matcher(self.communication_frames),
-            _Matcher(p for p in self.compute if p not in DEFAULT_COMPUTE),
+            _matcher(tuple(p for p in self.compute if p in DEFAULT_COMPUTE)),
+            _matcher(self.communication_context),
+            _matcher(self.communication_frames),
+            _matcher(tuple(p for p in self.compute if p not in DEFAULT_COMPUTE)),
         )
 
     def recognises(self, name: str, kind: str | EventKind = EventKind.KERNEL) -> bool:

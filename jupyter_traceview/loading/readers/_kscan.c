@@ -16,7 +16,7 @@
  * keys and in the strings it reads (cat, name, collective name, dtype), lone-surrogate
  * escapes anywhere, duplicate known keys (msgspec keeps the last one), values of another
  * JSON type than the reader's types accept without conversion (msgspec's non-strict mode
- * would convert "12" to 12), integers over 18 digits, string streams, ``args.rank``,
+ * would convert "12" to 12), integers over 18 digits, streams that are strings with escapes, ``args.rank``,
  * string ``Device Type``, grid/block lists that are not three ints, nesting over 64 levels.
  *
  * Numbers are exact: integers up to 18 digits exactly; a float is m * 10**e or m / 10**e with
@@ -35,6 +35,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+
+#include "../../_buffers.h" /* get_out, release */
 
 #ifdef __FAST_MATH__
 #error "_kscan.c needs IEEE arithmetic (one correctly rounded operation per float): no -ffast-math"
@@ -63,12 +65,14 @@ enum {
     S_CAT, S_NAME, S_COLLECTIVE, S_DTYPE, S_PG_NAME, S_PG_DESC, S_INPUT_DIMS, S_INPUT_TYPE,
     S_INPUT_STRIDES, S_CONCRETE_INPUTS,
     S_PID, S_TID, /* a string pid or tid (Kineto's "Spans" pseudo-events, ...); pidtid is then 0 */
+    S_STREAM,     /* a string args.stream (ROCm's runtime events: "0x0"); ints[I_STREAM] is then -1 */
     N_SPANS
 };
 
 /* How an args value is read. */
 enum {
     K_INT,        /* an integer token -> ints[col] */
+    K_STREAM,     /* an integer token -> ints[col], or a string without escapes -> spans[S_STREAM] */
     K_DEVICE,     /* an integer in [-1, 32767] -> ints[col] */
     K_FLOAT,      /* a number -> floats[col] */
     K_TRIPLE,     /* [int, int, int] -> ints[col..col+2]; a string or null: absent */
@@ -90,7 +94,7 @@ static const ArgKey ARG_KEYS[] = {
     {"External id", K_INT, I_EXTERNAL_ID},
     {"correlation", K_INT, I_CORRELATION},
     {"device", K_DEVICE, I_DEVICE},
-    {"stream", K_INT, I_STREAM},
+    {"stream", K_STREAM, I_STREAM},
     {"registers per thread", K_INT, I_REGISTERS},
     {"shared memory", K_INT, I_SHARED_MEMORY},
     {"bytes", K_INT, I_BYTES},
@@ -662,6 +666,20 @@ static Py_ssize_t scan_args(const Src *s, Py_ssize_t i, Out *o, Py_ssize_t row) 
                 ints[a->col] = v;
                 break;
             }
+            case K_STREAM:
+                if (c == '"') { /* the caller converts it as the msgspec path does, where it is read */
+                    Py_ssize_t e = plain_string(s, i);
+                    if (e < 0) return -1;
+                    spans[2 * S_STREAM] = i + 1;
+                    spans[2 * S_STREAM + 1] = e - 1;
+                    i = e;
+                } else {
+                    int64_t v;
+                    i = int_token(s, i, &v);
+                    if (i < 0) return -1;
+                    ints[a->col] = v;
+                }
+                break;
             case K_FLOAT: {
                 Num num;
                 Py_ssize_t lo = i;
@@ -882,22 +900,6 @@ fail:
     return 0;
 }
 
-/* A writable C-contiguous buffer of at least need bytes, aligned for 8-byte items. */
-static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t need, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return -1;
-    if (view->len < need) {
-        PyErr_Format(PyExc_ValueError, "%s: a buffer of %zd bytes, %zd needed", what, view->len, need);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    if ((uintptr_t)view->buf % 8 != 0) {
-        PyErr_Format(PyExc_ValueError, "%s: a buffer not aligned to 8 bytes", what);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
 PyDoc_STRVAR(scan_doc,
              "scan(data, ph, spans, pidtid, ints, floats, ev_span, slow, codes, firsts[, start, end])\n"
              "    -> (ok, n, at, n_slow, counts)\n\n"
@@ -971,7 +973,7 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     ok = scan_events(&src, start, &o, &at, &n);
     Py_END_ALLOW_THREADS
-    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, got);
     counts = PyTuple_New(N_CODED);
     for (k = 0; k < N_CODED; k++) {
         if (counts != NULL) PyTuple_SET_ITEM(counts, k, PyLong_FromSize_t(o.dicts[k].count));
@@ -990,7 +992,7 @@ static PyObject *kscan_scan(PyObject *self, PyObject *args) {
     }
     return Py_BuildValue("innnN", ok, n, at, o.n_slow, counts);
 error:
-    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, got);
     return NULL;
 }
 
@@ -1161,7 +1163,7 @@ error: /* (and the way out after success: result set) */
     PyMem_RawFree(rows);
     PyMem_RawFree(heap);
     PyMem_RawFree(last);
-    for (k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    release(v, got);
     return result;
 }
 

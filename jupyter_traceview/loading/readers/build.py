@@ -18,7 +18,7 @@ __all__ = ["AVAILABLE", "N_CODED", "N_FLOATS", "N_INTS", "N_SPANS", "SCANNER", "
 
 #: The scanner's column counts (ints, floats, byte ranges, numbered texts) that :mod:`.native`
 #: reads; a compiled module with others is from another version of the package.
-N_INTS, N_FLOATS, N_SPANS, N_CODED = 25, 6, 12, 6
+N_INTS, N_FLOATS, N_SPANS, N_CODED = 25, 6, 13, 6
 
 _NAME = f"{__package__}._kscan"
 

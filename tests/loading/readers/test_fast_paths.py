@@ -289,3 +289,28 @@ def test_nesting_in_c_of_many_lanes_and_deep_stacks() -> None:
     assert int(got[0].max()) > 1000
     with pytest.raises(ValueError, match="seven int64 buffers"):
         derive._kscan.nest(ts, dur, a, b, c[:1].astype(np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+
+
+@given(st.text(alphabet="ProfilerStep#0123456789\u0663\u00b2x- ", max_size=20))
+def test_step_numbers_and_ids_without_a_pattern_are_the_patterns(text: str) -> None:
+    """``step_number`` and ``as_int`` look for digits with string methods (no pattern compiled
+    on a process's first load) and find what ``ProfilerStep#(\\d+)`` and ``-?\\d+`` find
+    (``\\d``: Unicode decimal digits, as ``isdecimal``; a superscript two is not one)."""
+    import re
+
+    from jupyter_traceview.loading.readers.kineto.tables import step_number
+
+    for name in (text, "ProfilerStep#" + text):
+        m = re.match(r"ProfilerStep#(\d+)", name)
+        assert step_number(name) == (int(m.group(1)) if m else -1), name
+    labels: dict[str, int] = {}
+    m = re.search(r"-?\d+", text.strip())
+    got = parts.as_int(text, labels)
+    try:
+        number = int(text.strip(), 0)
+    except ValueError:
+        number = None
+    if number is None and m is not None and len(m.group(0)) < 18:
+        assert got == int(m.group(0))
+    elif number is None:
+        assert got == labels[text.strip()] <= -2

@@ -418,6 +418,13 @@ EDGE_VALUES = {
         b'{"device": 40000}',
         b'{"device": -2}',
         b'{"stream": "7"}',
+        b'{"stream": "0x0"}',  # (ROCm's runtime events; here on a kernel, whose stream it is)
+        b'{"stream": "stream 12"}',
+        b'{"stream": "default"}',
+        b'{"stream": ""}',
+        b'{"stream": "a\\"b"}',
+        b'{"stream": null}',
+        b'{"stream": 3, "stream": "0x1"}',
         b'{"grid": [1, 2]}',
         b'{"grid": [1, 2, 3, 4]}',
         b'{"grid": [1, 2, 3000000000]}',
@@ -743,6 +750,19 @@ def test_the_sample_files_are_read_by_the_scanner_alone(path: Path) -> None:
     """No msgspec part and no merge for the bundled sample (its files end with pseudo-events)."""
     counts = _both(path, read_bytes(path), 1 << 22, read=_in_pieces)
     assert counts == [1, 1]
+
+
+@needs_native
+def test_rocm_string_streams_are_read_by_the_scanner() -> None:
+    """ROCm writes ``"stream": "0x0"`` on its runtime events: the scanner reads the file alone
+    (it gave up there, and msgspec read the rest), converting a device event's string stream
+    as the msgspec path does."""
+    (path,) = sorted((DATA / "hta_mi250_rocm").glob("*.json.gz"))
+    assert _both(path, read_bytes(path), 1 << 22, read=_in_pieces) == [1, 1]
+    runtime = _event(cat=b'"cuda_runtime"', name=b'"hipLaunchKernel"', args=b'{"stream": "0x0", "correlation": 5}')
+    kernel = _event(args=b'{"stream": "0x2", "correlation": 5, "device": 1}')
+    labelled = _event(args=b'{"stream": "default", "device": 1}', ts=b"950")
+    assert _both(Path("rocm.json"), _doc([runtime, kernel, labelled]), 1 << 20, read=_in_pieces) == [1, 1]
 
 
 @given(st.lists(st.text(alphabet="nc:l ab\u00e9", max_size=8), max_size=30), st.sampled_from(["nccl:", "n", "", "c:"]))

@@ -10,7 +10,7 @@ compare the tables of every real trace both ways, piece by piece).
 The scanner handles the common subset (complete, instant, flow and metadata events with
 ASCII text, integer pids and tids, the usual ``args`` and memory records) and validates the
 JSON it reads as strictly as msgspec: where a piece holds anything else (B/E pairs, Kineto's
-``Spans`` pseudo-events, string pids or streams, escapes in names, non-ASCII text,
+``Spans`` pseudo-events, string pids, escapes in names, non-ASCII text,
 malformed events, ...) or is not valid JSON, the scanner gives up there and the caller
 (:func:`.pieces.piece_columns`) has msgspec read from that event on (the next 64 KB, after
 which the scanner resumes), which gives the same columns or the error it always gave.
@@ -54,6 +54,7 @@ from .parts import (
     as_int,
     first_dims,
     gpu_columns,
+    int_column,
     int_lut,
     raw_str,
     renumber_first_seen,
@@ -108,8 +109,9 @@ _N_INTS = build.N_INTS
 _TS, _DUR, _BLOCKS_PER_SM, _WARPS_PER_SM, _OCCUPANCY, _BANDWIDTH = range(6)
 _N_FLOATS = build.N_FLOATS
 _CAT, _NAME, _COLLECTIVE, _DTYPE, _PG_NAME, _PG_DESC, _DIMS = range(7)
-# A string pid or tid (pidtid is then 0): after the four operator arguments' spans.
-_PID_SPAN, _TID_SPAN = _DIMS + 4, _DIMS + 5
+# A string pid or tid (pidtid is then 0): after the four operator arguments' spans; then a
+# string stream (ROCm's runtime events write "0x0": ints' _STREAM is then -1).
+_PID_SPAN, _TID_SPAN, _STREAM_SPAN = _DIMS + 4, _DIMS + 5, _DIMS + 6
 _N_SPANS = build.N_SPANS
 _OP_SPANS = {f: _DIMS + j for j, f in enumerate(op_args.FIELDS)}
 # Columns the scanner numbers (first-seen among the kept events): cat, name, the op arguments.
@@ -394,6 +396,12 @@ def _part(data: bytes, n: int, s: Scratch, state: FileState, offset: int) -> Any
     if len(dev_rows):
         d = s.ints[k[dev_rows], _DEVICE]
         st = s.ints[k[dev_rows], _STREAM]
+        texts = _strings(data, s, k[dev_rows], _STREAM_SPAN)
+        if texts is not None:  # string streams: converted as parts.decoded_part converts them
+            values: list[object] = st.tolist()
+            for i, text in zip(texts[0].tolist(), texts[1], strict=True):
+                values[i] = text
+            st = int_column(np.array(values, dtype=object), {})
         device[dev_rows] = np.where(d >= 0, d, pid[dev_rows]).astype(np.int16)
         stream[dev_rows] = np.where(st >= 0, st, tid[dev_rows])
     has_gpu_args = derive.in_codes(kind, ARGS_CODES)

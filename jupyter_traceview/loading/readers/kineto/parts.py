@@ -190,7 +190,8 @@ def as_int(v: object, labels: dict[str, int]) -> int:
             return number
     except ValueError:
         pass
-    m = re.search(r"-?\d+", text)
+    # (A label without a digit, Kineto's "Spans" say, needs no pattern: none compiled for it.)
+    m = re.search(r"-?\d+", text) if any(map(str.isdecimal, text)) else None
     if m is not None and len(m.group(0)) < 18:
         return int(m.group(0))
     # Names with no number get stable negative ids (-2, -3, ...), shared within a file.
@@ -201,7 +202,7 @@ def int_lut(uniques: Iterable[object], labels: dict[str, int]) -> np.ndarray:
     return np.array([as_int(u, labels) for u in uniques], dtype=np.int64)
 
 
-def _int_column(values: np.ndarray, labels: dict[str, int]) -> np.ndarray:
+def int_column(values: np.ndarray, labels: dict[str, int]) -> np.ndarray:
     """int64 column from an object array of ints, numeric strings or labels."""
     try:
         return np.array(values, dtype=np.int64)
@@ -430,7 +431,7 @@ def decoded_part(chunk: Chunk, state: FileState) -> Part:
     if set(map(type, tid_values)) <= {int}:  # the common case, converted in C
         tid = np.array(tid_values, dtype=np.int64)[tid_codes] if n else np.empty(0, dtype=np.int64)
     else:
-        tid = _int_column(np.array(tid_values, dtype=object)[tid_codes], state.labels)
+        tid = int_column(np.array(tid_values, dtype=object)[tid_codes], state.labels)
     correlation = np.fromiter(map(_GET_CORRELATION, args_t), dtype=np.int64, count=n)
     external_id = np.fromiter(map(_GET_EXTERNAL_ID, args_t), dtype=np.int64, count=n)
 
@@ -445,7 +446,7 @@ def decoded_part(chunk: Chunk, state: FileState) -> Part:
         if set(map(type, s_vals)) <= {int}:
             s = np.fromiter(s_vals, dtype=np.int64, count=len(s_vals))
         else:  # ROCm: string stream ids on runtime events
-            s = _int_column(np.array(s_vals, dtype=object), {})
+            s = int_column(np.array(s_vals, dtype=object), {})
         stream[dev_rows] = np.where(s >= 0, s, tid[dev_rows])
 
     has_gpu_args = derive.in_codes(kind, ARGS_CODES)

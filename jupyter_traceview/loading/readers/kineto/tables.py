@@ -273,9 +273,19 @@ def _gpu_devices(kind: np.ndarray, device: np.ndarray) -> np.ndarray:
     return np.unique(device[derive.in_codes(kind, ACTIVITY_CODES)])
 
 
+_STEP_PREFIX = "ProfilerStep#"
+
+
 def step_number(name: str) -> int:
-    m = re.match(r"ProfilerStep#(\d+)", name)
-    return int(m.group(1)) if m else -1
+    """The N of ``ProfilerStep#N...`` (the digits after the prefix: ``re.match(r"ProfilerStep#(\\d+)")``
+    with string methods, no pattern to compile on a process's first load), else -1."""
+    if not name.startswith(_STEP_PREFIX):
+        return -1
+    digits = name[len(_STEP_PREFIX) :]
+    if not digits.isdecimal():  # (\d is a Unicode decimal digit: what isdecimal() tests)
+        end = next((i for i, c in enumerate(digits) if not c.isdecimal()), len(digits))
+        digits = digits[:end]
+    return int(digits) if digits else -1
 
 
 def copy_flags(name_codes: np.ndarray, names: Sequence[str], kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
