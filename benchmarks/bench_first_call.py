@@ -23,6 +23,11 @@ Tabs: ``DashboardData(trace).tab(id)`` for every tab on the bundled sample
 strict first build, bokeh's import included). ``--roots``
 names checkouts of the package (e.g. a ``git archive`` of main with its extensions built) to
 time side by side, runs interleaved.
+
+``--overview-split N``: the Overview's parts, in N fresh processes per checkout (alternating):
+the charts (bokeh) imported *before* the clock, then ``data.frame("findings")`` (the Overview's
+findings step), then the rest of the tab; a change of 0.1-0.2 s there is visible on a busy
+machine where the whole tab's spread (bokeh's import included) hides it.
 """
 
 from __future__ import annotations
@@ -88,6 +93,24 @@ print(json.dumps(out))
 """
 
 
+SPLIT_CHILD = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import jupyter_traceview as tv
+from jupyter_traceview.dashboard.data import DashboardData
+import jupyter_traceview.charts
+trace = tv.load(sys.argv[1], cache=False, progress=False)
+data = DashboardData(trace)
+data.payload()
+c = time.process_time()
+data.frame("findings")
+f = time.process_time() - c
+c = time.process_time()
+data.tab("overview")
+print(json.dumps([f, time.process_time() - c]))
+"""
+
+
 def analysis_names() -> list[str]:
     sys.path.insert(0, str(ROOT / "docs"))
     from api_groups import GROUPS
@@ -144,7 +167,11 @@ def main() -> None:
         default=[ROOT],
         help="checkouts of the package to compare side by side (runs interleaved; default: this one)",
     )
+    p.add_argument("--overview-split", type=int, default=0, metavar="N", help="only the Overview's parts, N runs")
     a = p.parse_args()
+    if a.overview_split:
+        _print_split(a, [r.resolve() for r in a.roots])
+        return
     if not a.tabs_only and a.trace == DEFAULT_TRACE and not DEFAULT_TRACE.exists():
         sys.path.insert(0, str(ROOT / "scripts"))
         from record_stack_trace import record
@@ -210,6 +237,20 @@ def _print_tabs(a: argparse.Namespace, roots: list[Path]) -> None:
                 f"{_median([r[t][0] for r in runs[root]])} | {_median([r[t][1] for r in runs[root]])}" for root in roots
             )
             print(f"| {t} | {cells} |")
+
+
+def _print_split(a: argparse.Namespace, roots: list[Path]) -> None:
+    tabs_trace = a.tabs_trace or str(ROOT / "jupyter_traceview" / "samples" / "dlrm_8rank_v100")
+    runs: dict[Path, list[list[float]]] = {r: [] for r in roots}
+    for i in range(a.overview_split):
+        for root in roots if i % 2 == 0 else roots[::-1]:
+            runs[root].append(_child(SPLIT_CHILD, tabs_trace, root=root))  # type: ignore[arg-type]
+    print(f"Overview on {tabs_trace}, charts imported first; {a.overview_split} runs; load {os.getloadavg()[0]:.1f}")
+    print("| checkout | findings, CPU median (min) | rest of the Overview, CPU median (min) |")
+    print("|---|---|---|")
+    for i, root in enumerate(roots):
+        f, o = ([r[k] for r in runs[root]] for k in (0, 1))
+        print(f"| [{i}] {root} | {_median(f)} s ({min(f):.3f} s) | {_median(o)} s ({min(o):.3f} s) |")
 
 
 if __name__ == "__main__":

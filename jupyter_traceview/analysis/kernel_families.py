@@ -41,12 +41,19 @@ FAMILIES: tuple[tuple[str, str], ...] = (
 MATH_FAMILIES = frozenset({"gemm", "convolution", "attention"})
 
 _COMPILED = tuple((f, re.compile(p, re.IGNORECASE)) for f, p in FAMILIES)
+#: The same patterns, case-sensitive, for lower-cased ASCII names: what the case-insensitive
+#: ones match there (the patterns are lower case), about three times faster on long names.
+_LOWER = tuple((f, re.compile(p)) for f, p in FAMILIES)
 
 
 @lru_cache(maxsize=1 << 14)
 def family_of(name: str) -> str | None:
     """The family of a compute kernel's name (:data:`FAMILIES`), or None."""
-    for family, pattern in _COMPILED:
-        if pattern.search(searched(name)):
+    text = searched(name)
+    patterns = _COMPILED
+    if text.isascii():
+        text, patterns = text.lower(), _LOWER
+    for family, pattern in patterns:
+        if pattern.search(text):
             return family
     return None

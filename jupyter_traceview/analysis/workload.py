@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -236,6 +237,15 @@ def workload_of(
     return pd.DataFrame([vars(x) for x in rows], columns=list(_COLUMNS)).astype(_COLUMNS)
 
 
+@lru_cache(maxsize=1 << 16)
+def _marks(group: str, name: str) -> bool:
+    """Whether ``name`` is a marker of ``group`` (:data:`_MARKERS`: its pattern, not its exclusion);
+    once per distinct name (the ranks of a trace share most names)."""
+    _, pattern, exclude = _MARKERS[group]
+    text = searched(name)
+    return bool(pattern.search(text)) and not (exclude is not None and exclude.search(text))
+
+
 def _rank_markers(trace: Trace) -> dict[str, Any]:
     """One rank's counts of each marker group, the first names matched, and its GPU work count."""
     (r,) = trace.ranks
@@ -244,15 +254,14 @@ def _rank_markers(trace: Trace) -> dict[str, Any]:
     cats = ev["name"].cat.categories
     out: dict[str, Any] = {"gpu_work": int(lk.category_mask(ev["kind"], _GPU_WORK_KINDS).sum()), "names": {}}
     by_kinds: dict[tuple[str, ...], tuple[np.ndarray, list[str]]] = {}
-    for group, (kinds, pattern, exclude) in _MARKERS.items():
+    for group, (kinds, _, _) in _MARKERS.items():
         if kinds not in by_kinds:
             c = codes[lk.category_mask(ev["kind"], kinds)].astype(np.int64)
             counts = np.bincount(c[c >= 0], minlength=len(cats)) if len(c) else np.zeros(0, dtype=np.int64)
             present = np.flatnonzero(counts)
             by_kinds[kinds] = (counts[present], [str(x) for x in cats[present].tolist()])
         counts, names = by_kinds[kinds]
-        texts = [searched(n) for n in names]
-        hit = [i for i, n in enumerate(texts) if pattern.search(n) and not (exclude and exclude.search(n))]
+        hit = [i for i, n in enumerate(names) if _marks(group, n)]
         out[group] = int(counts[hit].sum()) if hit else 0
         top = sorted(hit, key=lambda i: (-int(counts[i]), names[i]))
         out["names"][group] = [names[i] for i in top[:2]] + (["..."] if len(top) > 2 else [])

@@ -261,3 +261,32 @@ def test_workload_reaches_every_rule_through_the_context(tmp_path: Path) -> None
         assert isinstance(pd.DataFrame([dataclasses.asdict(w)]), pd.DataFrame)
     finally:
         ctx.close()
+
+
+def test_family_of_lower_cased_ascii_matches_the_case_insensitive_patterns() -> None:
+    """``family_of`` searches an ASCII name lower-cased with case-sensitive patterns: the same
+    families as the case-insensitive patterns give (the patterns are lower case)."""
+
+    import re
+
+    from jupyter_traceview.analysis.kernel_families import FAMILIES
+
+    assert all(p == p.lower() for _, p in FAMILIES)
+    names = [
+        "volta_sgemm_128x64_nn",
+        "Cijk_Ailk_Bljk_HHS_BH_MT64x64",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
+        "ncclKernel_AllReduce_RING_LL_Sum_float",
+        "FLASH_FWD_KERNEL",
+        "void cudnn::BN_FW_TR_1C11_kernel_NCHW",
+        "Triton_Poi_fused_GELU_0",
+        "SoftMax_Warp_Forward",
+        "Ampere_FP16_S16816GEMM",
+        "Kelvin_\u212a_conv",  # not ASCII: the case-insensitive patterns
+        "\u017fort_kernel",
+        "idle",
+    ]
+    family_of.cache_clear()
+    for n in names:
+        ref = next((f for f, p in FAMILIES if re.search(p, n, re.IGNORECASE)), None)
+        assert family_of(n) == ref, n

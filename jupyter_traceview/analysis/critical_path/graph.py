@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import pandas as pd
 from ...model.schema import EventKind
 from ...model.text import searched
 from ...model.trace import Trace
+from .._links import category_mask
 
 # Edge codes; the tie-break priority (higher wins when two dependencies end together).
 SPAN, SELF, IDLE, LAUNCH, STREAM, STREAM_WAIT, SYNC, COLLECTIVE, WAIT, INFERRED_WAIT, INFERRED_JOIN, INFERRED_FORK = (
@@ -171,8 +173,16 @@ class Graph:
         }
 
 
+@lru_cache(maxsize=1 << 16)
+def _is_wait(name: str) -> bool:
+    """Whether ``name`` is a waiting call (:data:`WAIT_CALLS`); once per distinct name (the ranks
+    of a trace share most names)."""
+    return bool(WAIT_CALLS.search(searched(name)))
+
+
 def _isin(col: pd.Series, values: Iterable[str]) -> np.ndarray:
-    return np.asarray(col.isin(list(values)).to_numpy(), dtype=bool)
+    """Rows of the categorical column ``col`` whose value is in ``values`` (one test per category)."""
+    return category_mask(col, values)
 
 
 def build_graph(trace: Trace, *, cpu_only: bool = False) -> Graph | None:
@@ -234,9 +244,7 @@ def build_graph(trace: Trace, *, cpu_only: bool = False) -> Graph | None:
     thread, thread_pairs = _pairs(pid, tid)
     name_codes = names.cat.codes.to_numpy()
     categories = names.cat.categories
-    waits_by_name = np.r_[
-        np.fromiter((bool(WAIT_CALLS.search(searched(str(x)))) for x in categories), bool, len(categories)), False
-    ]
+    waits_by_name = np.r_[np.fromiter((_is_wait(str(x)) for x in categories.tolist()), bool, len(categories)), False]
     is_wait = np.zeros(n, dtype=bool)
     is_wait[c] = waits_by_name[np.where(name_codes[pos[c]] >= 0, name_codes[pos[c]], len(categories))]
     group = np.where(p >= 0, p, n + thread)

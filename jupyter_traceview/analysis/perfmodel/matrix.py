@@ -30,15 +30,8 @@ from .._common import empty
 from .._memo import per_rank
 from ..operators import GPU_WORK_KINDS, RankLinks
 from .model import COMPOSITE, Work
-from .performance import (
-    MATRIX_FAMILIES,
-    SHAPE_COLUMNS,
-    by_shape,
-    delegated_work,
-    resolve_peaks,
-    shape_texts,
-    work_of_ops,
-)
+from .performance import delegated_work, resolve_peaks, shape_texts, work_of_ops
+from .roofline import MATRIX_FAMILIES, SHAPE_COLUMNS, by_shape
 
 __all__ = ["matrix_shapes"]
 

@@ -46,12 +46,10 @@ from ..launch import rows_of
 from ..operators import GPU_WORK_KINDS, RankLinks
 from .model import COMPOSITE, NotModelled, OpCall, Work, model_op
 from .peaks import DevicePeaks, device_peaks
+from .roofline import MATRIX_FAMILIES, SHAPE_COLUMNS, by_shape, peak_columns
 from .xla import xla_op_rows
 
 __all__ = ["MATRIX_FAMILIES", "MFU_COLUMNS", "OP_PERFORMANCE_COLUMNS", "mfu", "op_performance"]
-
-#: Families compared with a compute peak (the others with the memory bandwidth only).
-MATRIX_FAMILIES = ("gemm", "conv", "attention")
 
 OP_PERFORMANCE_COLUMNS = {
     "rank": "int64",
@@ -78,32 +76,6 @@ OP_PERFORMANCE_COLUMNS = {
     "ideal_ns": "float64",
     "lost_ns": "float64",
     "pct_of_peak": "float64",
-}
-
-SHAPE_COLUMNS = {
-    "rank": "int64",
-    "name": "str",
-    "status": "str",
-    "reason": "str",
-    "family": "str",
-    "dtype": "str",
-    "shape": "str",
-    "detail": "str",
-    "count": "int64",
-    "flops": "float64",
-    "bytes": "float64",
-    "intensity": "float64",
-    "kernels": "int64",
-    "gpu_ns": "int64",
-    "tflops": "float64",
-    "gbps": "float64",
-    "peak_tflops": "float64",
-    "peak_gbps": "float64",
-    "bound": "str",
-    "ideal_ns": "float64",
-    "lost_ns": "float64",
-    "pct_of_peak": "float64",
-    "first_eid": "int64",
 }
 
 MFU_COLUMNS = {
@@ -337,41 +309,6 @@ def resolve_peaks(trace: Trace, peaks: PeaksArg) -> dict[int, DevicePeaks | None
             stacklevel=3,
         )
     return out
-
-
-def _peak_columns(frame: pd.DataFrame, peaks: DevicePeaks | None, tf32: bool) -> None:
-    """Add peak_tflops, peak_gbps, bound, ideal_ns, lost_ns, pct_of_peak (in place)."""
-    n = len(frame)
-    fam = frame["family"].to_numpy(dtype=object)
-    dtype = frame["dtype"].to_numpy(dtype=object)
-    matrix = np.isin(fam, MATRIX_FAMILIES)
-    peak_t = np.full(n, np.nan)
-    bw = np.nan
-    if peaks is not None:
-        bw = float(peaks.bandwidth_gbps)
-        for i in np.flatnonzero(matrix).tolist():
-            d = "tf32" if tf32 and dtype[i] == "fp32" else dtype[i]
-            v = peaks.tflops(d)
-            peak_t[i] = np.nan if v is None else float(v)
-    flops = frame["flops"].to_numpy(dtype=np.float64)
-    nbytes = frame["bytes"].to_numpy(dtype=np.float64)
-    gpu = frame["gpu_ns"].to_numpy(dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_compute = flops / (peak_t * 1e3)  # TFLOP/s = 1e3 FLOP/ns
-        t_memory = nbytes / bw  # GB/s = bytes/ns
-        ideal = np.where(matrix, np.maximum(t_compute, t_memory), t_memory)
-        pct = np.where(gpu > 0, 100.0 * ideal / gpu, np.nan)
-    modelled = frame["status"].to_numpy(dtype=object) == "modelled"
-    ideal = np.where(modelled, ideal, np.nan)
-    kind = np.where(matrix & (t_compute >= t_memory), "compute", "memory").astype(object)
-    kind[~modelled | np.isnan(ideal)] = None
-    bound = kind
-    frame["peak_tflops"] = peak_t
-    frame["peak_gbps"] = bw if peaks is not None else np.nan
-    frame["bound"] = pd.array(bound, dtype="str")
-    frame["ideal_ns"] = ideal
-    frame["lost_ns"] = np.where(gpu > 0, np.maximum(gpu - ideal, 0.0), np.nan)
-    frame["pct_of_peak"] = np.where(modelled, pct, np.nan)
 
 
 def delegated_work(
@@ -609,7 +546,7 @@ def op_performance(
         # By shape, the peak columns are computed on the groups (by_shape), not per call.
         frame, _ = _rank_instances(trace, r, window, texts=by == "instance")
         if by == "instance":
-            _peak_columns(frame, device_peaks_of.get(r), tf32)
+            peak_columns(frame, device_peaks_of.get(r), tf32)
         frames.append(frame)
     if not frames or all(f.empty for f in frames):
         return empty(OP_PERFORMANCE_COLUMNS if by == "instance" else SHAPE_COLUMNS)
@@ -618,38 +555,6 @@ def op_performance(
         return by_shape(out, device_peaks_of, tf32)
     out = out.sort_values(["rank", "gpu_ns", "eid"], ascending=[True, False, True], kind="stable")
     return out[list(OP_PERFORMANCE_COLUMNS)].reset_index(drop=True)
-
-
-def by_shape(inst: pd.DataFrame, device_peaks_of: Mapping[int, DevicePeaks | None], tf32: bool) -> pd.DataFrame:
-    keys = ["rank", "name", "status", "reason", "family", "dtype", "shape", "detail"]
-    g = inst.groupby(keys, dropna=False, sort=False)
-    out = g.agg(
-        count=("eid", "size"),
-        flops=("flops", lambda s: s.sum(min_count=1)),
-        bytes=("bytes", lambda s: s.sum(min_count=1)),
-        kernels=("kernels", "sum"),
-        gpu_ns=("gpu_ns", "sum"),
-        first_eid=("eid", "min"),
-    ).reset_index()
-    flops = out["flops"].to_numpy(dtype=np.float64)
-    nbytes = out["bytes"].to_numpy(dtype=np.float64)
-    gpu = out["gpu_ns"].to_numpy(dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["intensity"] = np.where(nbytes > 0, flops / nbytes, np.nan)
-        out["tflops"] = np.where(gpu > 0, flops / gpu / 1e3, np.nan)
-        out["gbps"] = np.where(gpu > 0, nbytes / gpu, np.nan)
-    parts = []
-    for r, part in out.groupby("rank", sort=True):
-        part = part.copy()
-        _peak_columns(part, device_peaks_of.get(int(str(r))), tf32)
-        parts.append(part)
-    res = pd.concat(parts, ignore_index=True)
-    for c in ("rank", "count", "kernels", "gpu_ns", "first_eid"):
-        res[c] = res[c].astype(np.int64)
-    for c in ("name", "status", "reason", "family", "dtype", "shape", "detail", "bound"):
-        res[c] = res[c].astype("str").where(res[c].notna(), None).astype("str")
-    res = res.sort_values(["rank", "gpu_ns", "first_eid"], ascending=[True, False, True], kind="stable")
-    return res[list(SHAPE_COLUMNS)].reset_index(drop=True)
 
 
 def mfu(

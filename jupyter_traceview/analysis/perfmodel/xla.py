@@ -9,7 +9,7 @@ the program's run on the ``XLA Modules`` line of the same stream group, named
 when the XSpace was loaded); its GPU time is the summed duration of the device's kernels,
 copies and memsets inside the op's event (the first op event enclosing each, where stream
 groups overlap). The rows then take the roofline of every operator
-(``performance._peak_columns``).
+(``roofline.peak_columns``).
 
 Families: ops whose xprof category (else the op's name) says ``convolution``/``conv`` are
 ``conv``; ``dot``, ``gemm``, ``matmul``, ``cublas`` ``gemm``; ``reduce`` ``reduction``; any
