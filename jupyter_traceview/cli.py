@@ -559,7 +559,7 @@ def _parser() -> argparse.ArgumentParser:
 
 #: The analyses' compiled loops as --version finds them: ``analysis.loops``' NAME and VERSION
 #: (that module imports the analyses; tests/test_cli.py checks that the two agree).
-ANALYSIS_LOOPS = ("jupyter_traceview.analysis._loops", 4)
+ANALYSIS_LOOPS = ("jupyter_traceview.analysis._loops", 5)
 
 
 class _Version(argparse.Action):
