@@ -228,7 +228,7 @@ class _Matcher:
                     continue
                 if _compiled(p).search(name) is not None:
                     return True
-        return bool(self._others) and self.regex is not None and self.regex.search(name) is not None
+        return self.regex is not None and self.regex.search(name) is not None
 
     @cached_property
     def regex(self) -> re.Pattern[str] | None:

@@ -10,7 +10,7 @@ says what it models and what it cannot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from numbers import Integral
 
 import numpy as np
@@ -83,16 +83,22 @@ def _times(m: Model, trace: Trace, changes: tuple[Change, ...]) -> np.ndarray:
     return longest_times(m.t, m.dst[k], e.src[k], e.w[k], m.binding[k])
 
 
+def _kept(
+    memo: dict[tuple[Change, ...], np.ndarray], changes: tuple[Change, ...], replay: Callable[[], np.ndarray]
+) -> np.ndarray:
+    """``memo[changes]``, replayed when missing; at most :data:`_KEEP_REPLAYS` kept, the oldest
+    dropped first but never the replay without a change (every call needs it)."""
+    hit = memo.get(changes)
+    if hit is None:
+        if len(memo) >= _KEEP_REPLAYS:
+            memo.pop(next(k for k in memo if k != ()))
+        hit = memo[changes] = replay()
+    return hit
+
+
 def _steps(m: Model, trace: Trace, changes: tuple[Change, ...]) -> np.ndarray:
     """Each step's replayed duration with ``changes`` (the last few kept with the model)."""
-    hit = m.memo.get(changes)
-    if hit is not None:
-        return hit  # type: ignore[no-any-return]
-    out = step_times(m, _times(m, trace, changes))
-    if len(m.memo) >= _KEEP_REPLAYS:
-        m.memo.pop(next(iter(m.memo)))
-    m.memo[changes] = out
-    return out
+    return _kept(m.memo, changes, lambda: step_times(m, _times(m, trace, changes)))
 
 
 def _spread_steps(
@@ -108,14 +114,11 @@ def _spread_steps(
         return None
     memo: dict[tuple[Change, ...], np.ndarray] = trace._cached("whatif_spread_steps", dict)
     try:
-        for key in ((), changes):
-            if key not in memo:
-                if len(memo) >= _KEEP_REPLAYS:
-                    memo.pop(next(k for k in memo if k != ()))
-                memo[key] = sp.step_times(key)
+        base = _kept(memo, (), lambda: sp.step_times(()))
+        pred = _kept(memo, changes, lambda: sp.step_times(changes))
     except Cyclic:
         return None
-    return sp.steps, sp.measured, memo[()], memo[changes]
+    return sp.steps, sp.measured, base, pred
 
 
 def step_times(m: Model, t: np.ndarray) -> np.ndarray:
